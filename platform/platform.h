@@ -1,0 +1,213 @@
+/*
+ * platform.h — the whole operating-system surface outpost uses.
+ *
+ * The portable core (agent/) calls only these functions for anything the C
+ * standard library cannot do portably; platform/posix.c and platform/win32.c
+ * implement them, and CMake picks one. Strings are UTF-8 everywhere (the
+ * Win32 side converts to UTF-16 underneath).
+ *
+ * Conventions, the same on every implementation:
+ *  - Functions that can fail return an error_code and fill *err (which may
+ *    be NULL) with one line saying what failed and why; the raw errno or
+ *    GetLastError() goes to err->os_error. Out-parameters are left untouched
+ *    on failure unless the comment says otherwise.
+ *  - ERR_NOT_FOUND means "the path (or value) does not exist"; ERR_DISK_FULL
+ *    means ENOSPC/EDQUOT or ERROR_DISK_FULL; other file failures are ERR_IO.
+ *  - Memory returned through an out-parameter is the caller's, freed with
+ *    free() unless a *_free function is named.
+ */
+#ifndef OUTPOST_PLATFORM_H
+#define OUTPOST_PLATFORM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../agent/error.h"
+
+/* ---- Files ------------------------------------------------------------- */
+
+/* Directory separator of this platform: '/' or '\\'. */
+char platform_path_separator(void);
+
+/*
+ * Joins dir and name with the platform separator (no doubling when dir
+ * already ends with one). Returns a malloc'd string, NULL on out of memory.
+ */
+char *platform_path_join(const char *dir, const char *name);
+
+/* fopen() with a UTF-8 path; mode as fopen. The stream is not inherited by
+ * spawned processes. NULL on failure with errno set (EINVAL on bad UTF-8). */
+FILE *platform_fopen(const char *path, const char *mode);
+
+/* Flushes stdio buffers and the OS cache of f to stable storage
+ * (fflush + fsync / FlushFileBuffers). */
+error_code platform_fsync_file(FILE *f, error_info *err);
+
+/*
+ * Replaces path with exactly len bytes of data, atomically: writes a
+ * temporary file in the same directory, flushes it to disk, renames it over
+ * path and flushes the directory. A crash at any moment leaves either the
+ * old content or the new one, never a mixture; a stray temporary file may
+ * remain and is harmless (its name starts with path and ends in ".tmp").
+ */
+error_code platform_write_atomic(const char *path, const void *data, size_t len, error_info *err);
+
+/*
+ * Renames from over to, replacing to if it exists, atomically, and makes the
+ * rename durable (directory flushed). Both must be on the same volume.
+ */
+error_code platform_rename(const char *from, const char *to, error_info *err);
+
+/*
+ * Reads a whole file of at most max_size bytes into a malloc'd buffer that
+ * is NUL-terminated (the NUL is not counted in *len). A larger file fails
+ * with ERR_IO and a message naming the cap; a missing one with ERR_NOT_FOUND.
+ */
+error_code platform_read_file(const char *path, size_t max_size, char **data, size_t *len, error_info *err);
+
+/* Removes a file; a file that does not exist is success. */
+error_code platform_remove_file(const char *path, error_info *err);
+
+/* Removes a directory and everything under it, not following symbolic
+ * links; a missing directory is success. */
+error_code platform_remove_tree(const char *path, error_info *err);
+
+/* Creates path and any missing parents (mode 0700 on POSIX for new
+ * directories); an existing directory is success. */
+error_code platform_mkdirs(const char *path, error_info *err);
+
+typedef enum {
+    PLATFORM_PATH_NONE = 0,    /* does not exist */
+    PLATFORM_PATH_FILE,
+    PLATFORM_PATH_DIR,
+    PLATFORM_PATH_OTHER        /* link, device, fifo, socket... */
+} platform_path_kind;
+
+/* What path is, without following a final symbolic link (lstat). Never fails:
+ * any error reads as PLATFORM_PATH_NONE. *size (may be NULL) is set for files. */
+platform_path_kind platform_path_stat(const char *path, uint64_t *size);
+
+/*
+ * Lists the names in directory path (not "." or ".."), sorted bytewise.
+ * *names is a malloc'd array of *count malloc'd strings; free it with
+ * platform_free_names.
+ */
+error_code platform_list_dir(const char *path, char ***names, size_t *count, error_info *err);
+void platform_free_names(char **names, size_t count);
+
+/* Free bytes available to this user on the volume holding path. */
+error_code platform_free_space(const char *path, uint64_t *bytes, error_info *err);
+
+/*
+ * Checks that a file holding a secret (the API key) is readable by its owner
+ * only: on POSIX, group or other permission bits refuse it (ERR_CONFIG,
+ * naming the file and the chmod to run). On Windows see win32.c.
+ */
+error_code platform_check_secret_file(const char *path, error_info *err);
+
+/* ---- Single-instance lock ------------------------------------------------ */
+
+typedef struct platform_lock platform_lock;
+
+/*
+ * Takes an exclusive, non-blocking lock on the file at path (created if
+ * missing). The lock is an OS lock that dies with the process (flock /
+ * LockFileEx), so a killed run never blocks the next. Returns ERR_LOCKED
+ * when another process holds it. *lock is set on success only.
+ */
+error_code platform_lock_acquire(const char *path, platform_lock **lock, error_info *err);
+
+/* Releases and frees the lock; NULL is ignored. */
+void platform_lock_release(platform_lock *lock);
+
+/* ---- Time and randomness ------------------------------------------------- */
+
+/* Wall clock, UTC, in milliseconds since 1970-01-01T00:00:00Z. */
+int64_t platform_time_utc_ms(void);
+
+/* Monotonic clock in milliseconds from an arbitrary origin; never goes back. */
+int64_t platform_monotonic_ms(void);
+
+/* Sleeps for at least ms milliseconds (0 yields). */
+void platform_sleep_ms(int64_t ms);
+
+/* Fills buf with len bytes from the OS's secure random source. */
+error_code platform_random_bytes(void *buf, size_t len, error_info *err);
+
+/* ---- Processes ----------------------------------------------------------- */
+
+typedef struct platform_spawn_result {
+    int exit_code;       /* the child's exit status (0-255 on POSIX, a DWORD on Windows);
+                            128+signal when killed by a signal on POSIX */
+    bool timed_out;      /* true when the child (and its children) were killed at the timeout */
+} platform_spawn_result;
+
+/*
+ * Runs argv[0] with arguments argv (NULL-terminated; never through a shell;
+ * argv[0] is looked up in PATH when it has no separator), waits at most
+ * timeout_ms (<= 0: no limit), killing the whole process tree at the
+ * timeout, and reports how it ended. stdin is the null device; stdout and
+ * stderr are inherited. Fails (ERR_SPAWN) only when the program could not be
+ * started; a non-zero exit or a timeout is reported through *result.
+ */
+error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result, error_info *err);
+
+/* ---- Threads (for overlapping network, hashing and disk I/O) ------------- */
+
+typedef struct platform_thread platform_thread;
+typedef struct platform_mutex platform_mutex;
+typedef struct platform_cond platform_cond;
+
+/* Starts fn(arg) on a new thread. *thread is set on success. */
+error_code platform_thread_start(platform_thread **thread, void (*fn)(void *arg), void *arg, error_info *err);
+/* Waits for the thread to finish and frees it. */
+void platform_thread_join(platform_thread *thread);
+
+/* Mutexes and condition variables; creation fails only on out of memory
+ * (returns NULL). Each *_free accepts NULL. */
+platform_mutex *platform_mutex_new(void);
+void platform_mutex_free(platform_mutex *m);
+void platform_mutex_lock(platform_mutex *m);
+void platform_mutex_unlock(platform_mutex *m);
+platform_cond *platform_cond_new(void);
+void platform_cond_free(platform_cond *c);
+void platform_cond_wait(platform_cond *c, platform_mutex *m);
+void platform_cond_broadcast(platform_cond *c);
+
+/* ---- Host and environment ------------------------------------------------ */
+
+/* Host name (UTF-8) into buf; "unknown" when it cannot be read. */
+void platform_hostname(char *buf, size_t size);
+
+/* "linux", "windows", "darwin", ... as status.json's agent.os. */
+const char *platform_os_name(void);
+
+/* "x86_64", "aarch64", ... as status.json's agent.arch. */
+const char *platform_arch(void);
+
+/* Environment variable as UTF-8, NULL when unset. The pointer is valid until
+ * the next platform_getenv call on the same variable; do not free it. */
+const char *platform_getenv(const char *name);
+
+/* Whether the stream is an interactive terminal (progress bars). */
+bool platform_is_terminal(FILE *stream);
+
+/* Default configuration file path: /etc/outpost/outpost.json or
+ * %ProgramData%\outpost\outpost.json. Returns a malloc'd string. */
+char *platform_default_config_path(void);
+
+/* Default state directory: /var/lib/outpost or %ProgramData%\outpost\state.
+ * Returns a malloc'd string. */
+char *platform_default_state_dir(void);
+
+/*
+ * Installed version of the product whose display name starts with
+ * display_name, as the OS's software inventory knows it (the registry's
+ * Uninstall keys on Windows). Returns ERR_NOT_FOUND where the OS has no such
+ * inventory (POSIX) or nothing matches. *version is malloc'd.
+ */
+error_code platform_installed_version(const char *display_name, char **version, error_info *err);
+
+#endif
