@@ -65,11 +65,20 @@ error_code error_prefix(error_info *err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(context, sizeof context, fmt, ap);
     va_end(ap);
+    /* context + ": " + old message, truncated to fit; built by hand because
+     * the truncation is intended and snprintf would warn about it. */
     char joined[ERROR_MESSAGE_MAX];
-    if (err->message[0])
-        snprintf(joined, sizeof joined, "%s: %s", context, err->message);
-    else
-        snprintf(joined, sizeof joined, "%s", context);
+    size_t used = strlen(context);
+    memcpy(joined, context, used + 1);
+    if (err->message[0] && used + 2 < sizeof joined) {
+        memcpy(joined + used, ": ", 3);
+        used += 2;
+        size_t rest = strlen(err->message);
+        if (rest > sizeof joined - 1 - used)
+            rest = sizeof joined - 1 - used;
+        memcpy(joined + used, err->message, rest);
+        joined[used + rest] = '\0';
+    }
     memcpy(err->message, joined, sizeof joined);
     return err->code;
 }

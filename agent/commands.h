@@ -1,0 +1,40 @@
+/*
+ * commands.h — the entry points of outpost's commands.
+ *
+ * main.c parses the command line, loads the configuration, takes the
+ * single-instance lock for commands that write under state_dir, and calls
+ * one of these. A command returns ERR_OK when it did its job (and may set
+ * ctx->exit_code for an outcome that is not an error, such as `check`'s 10),
+ * or an error code with *err filled for main.c to print once.
+ *
+ *   installer commands: agent/cmd_installer.c
+ *   report:             agent/cmd_report.c
+ *   run, status:        agent/cmd_run.c
+ */
+#ifndef OUTPOST_COMMANDS_H
+#define OUTPOST_COMMANDS_H
+
+#include "cli.h"
+#include "config.h"
+#include "error.h"
+
+typedef struct command_context {
+    const cli_options *opts;   /* parsed command line */
+    config *cfg;               /* validated configuration; state_dir already overridden */
+    int exit_code;             /* exit status when the command returns ERR_OK (default 0) */
+} command_context;
+
+/* Exit code of `check` when a newer installer is available. */
+#define COMMAND_EXIT_UPDATE_AVAILABLE 10
+
+error_code command_check(command_context *ctx, error_info *err);
+error_code command_update(command_context *ctx, error_info *err);
+error_code command_stage(command_context *ctx, error_info *err);
+error_code command_deploy(command_context *ctx, error_info *err);
+error_code command_rollback(command_context *ctx, error_info *err);
+error_code command_bundle(command_context *ctx, error_info *err);
+error_code command_report(command_context *ctx, error_info *err);
+error_code command_run(command_context *ctx, error_info *err);
+error_code command_status(command_context *ctx, error_info *err);
+
+#endif

@@ -1,0 +1,25 @@
+/*
+ * text.h — small string helpers the C library lacks or spells differently
+ * across platforms (strdup, strncasecmp), so the core stays portable C11.
+ */
+#ifndef OUTPOST_TEXT_H
+#define OUTPOST_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* malloc'd copy of s (NULL when s is NULL or on out of memory). */
+char *text_dup(const char *s);
+
+/* malloc'd copy of the first n bytes of s, NUL-terminated. */
+char *text_dup_n(const char *s, size_t n);
+
+/* ASCII case-insensitive comparison of the first n bytes; true when equal. */
+bool text_equal_nocase_n(const char *a, const char *b, size_t n);
+
+/* ASCII case-insensitive equality of two NUL-terminated strings. */
+bool text_equal_nocase(const char *a, const char *b);
+
+/* Whether s starts with prefix (case-sensitive). */
+bool text_starts_with(const char *s, const char *prefix);
+#endif

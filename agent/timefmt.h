@@ -1,0 +1,24 @@
+/*
+ * timefmt.h — UTC timestamps in the API's ISO 8601 form
+ * (YYYY-MM-DDThh:mm:ssZ), computed arithmetically so the machine's time zone
+ * and C library never matter.
+ */
+#ifndef OUTPOST_TIMEFMT_H
+#define OUTPOST_TIMEFMT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TIMEFMT_ISO8601_SIZE 21 /* "2026-11-21T10:00:00Z" plus NUL */
+
+/* Formats unix_seconds as YYYY-MM-DDThh:mm:ssZ into buf (TIMEFMT_ISO8601_SIZE bytes). */
+void timefmt_iso8601(int64_t unix_seconds, char buf[TIMEFMT_ISO8601_SIZE]);
+
+/*
+ * Parses an ISO 8601 UTC timestamp: YYYY-MM-DDThh:mm:ss, optional fraction,
+ * then Z or +hh:mm / -hh:mm. Returns false on anything else (out-of-range
+ * fields included).
+ */
+bool timefmt_parse_iso8601(const char *text, int64_t *unix_seconds);
+
+#endif
