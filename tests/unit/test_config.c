@@ -1,0 +1,261 @@
+/* test_config.c — configuration loading: defaults, every validation error
+ * names its key, durations, base_url rules, the API key sources. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+
+static error_code load(const char *json, config *cfg, error_info *err)
+{
+    assert_int_equal(config_init_defaults(cfg, err), ERR_OK);
+    return config_load_text(cfg, json, strlen(json), "test.json", err);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    config cfg;
+    error_info err;
+    assert_int_equal(load("{}", &cfg, &err), ERR_OK);
+    assert_null(cfg.base_url);
+    assert_string_equal(cfg.state_dir, "/var/lib/outpost");
+    assert_string_equal(cfg.installer.platform, "windows");
+    assert_int_equal(cfg.installer.keep_versions, 2);
+    assert_true(cfg.installer.verify.require_signature);
+    assert_false(cfg.deploy.enabled);
+    assert_int_equal(cfg.deploy.command_count, 5);
+    assert_string_equal(cfg.deploy.command[2], "{installer}");
+    assert_null(cfg.deploy.command[5]);
+    assert_int_equal(cfg.deploy.timeout_s, 1800);
+    assert_true(cfg.report.enabled);
+    assert_int_equal(cfg.report.initial_lookback_s, 24 * 3600);
+    assert_int_equal(cfg.report.page_size, 1000);
+    assert_int_equal(cfg.report.keep_incidents, 200);
+    assert_int_equal(cfg.report.jsonl_max_bytes, 64 * 1024 * 1024);
+    assert_string_equal(cfg.report.status_file, "status.json");
+    assert_int_equal(cfg.jitter_s, 0);
+    config_free(&cfg);
+}
+
+static void test_full_example(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"base_url\": \"https://tenant.example.com/public/\", \"api_key_file\": \"/etc/outpost/api_key\","
+        " \"state_dir\": \"/tmp/x\", \"tls\": {\"ca_file\": null, \"pinned_public_key\": \"sha256//abc=\"},"
+        " \"proxy\": \"http://proxy:3128\","
+        " \"installer\": {\"platform\": \"windows\", \"installed_version\": \"24.3.0\", \"installed_version_file\": null,"
+        "   \"keep_versions\": 3, \"verify\": {\"require_signature\": false, \"trusted_ca_file\": \"/ca.pem\","
+        "   \"signer_subject\": \"Example\", \"expected_sha256\": \"ABCDEF0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789\"}},"
+        " \"deploy\": {\"enabled\": true, \"command\": [\"/bin/true\", \"{installer}\"], \"timeout_s\": 60},"
+        " \"report\": {\"enabled\": true, \"initial_lookback\": \"15m\", \"filter\": {\"created_by\": [\"policy\"]},"
+        "   \"page_size\": 500, \"keep_incidents\": 10, \"status_file\": \"s.json\", \"jsonl_file\": \"i.jsonl\"},"
+        " \"schedule\": {\"jitter\": \"30s\"}}";
+    config cfg;
+    error_info err;
+    assert_int_equal(load(json, &cfg, &err), ERR_OK);
+    assert_string_equal(cfg.base_url, "https://tenant.example.com/public");
+    assert_string_equal(cfg.tls_pinned_public_key, "sha256//abc=");
+    assert_null(cfg.tls_ca_file);
+    assert_int_equal(cfg.installer.keep_versions, 3);
+    assert_false(cfg.installer.verify.require_signature);
+    assert_string_equal(cfg.installer.verify.expected_sha256,
+                        "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
+    assert_int_equal(cfg.deploy.command_count, 2);
+    assert_string_equal(cfg.deploy.command[0], "/bin/true");
+    assert_null(cfg.deploy.command[2]);
+    assert_int_equal(cfg.report.initial_lookback_s, 900);
+    assert_true(cJSON_IsArray(cJSON_GetObjectItem(cfg.report.filter, "created_by")));
+    assert_int_equal(cfg.report.page_size, 500);
+    assert_int_equal(cfg.jitter_s, 30);
+    config_free(&cfg);
+}
+
+/* Each bad input must fail with ERR_CONFIG and name the offending key. */
+static void test_errors_name_the_key(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        const char *must_mention;
+    } cases[] = {
+        {"{\"bogus\": 1}", "`bogus`"},
+        {"{\"report\": {\"pagesize\": 10}}", "`report.pagesize`"},
+        {"{\"installer\": {\"verify\": {\"require_sig\": true}}}", "`installer.verify.require_sig`"},
+        {"{\"report\": {\"page_size\": 0}}", "`report.page_size`"},
+        {"{\"report\": {\"page_size\": 1001}}", "`report.page_size`"},
+        {"{\"report\": {\"page_size\": 10.5}}", "`report.page_size`"},
+        {"{\"report\": {\"page_size\": \"10\"}}", "`report.page_size`"},
+        {"{\"installer\": {\"keep_versions\": 0}}", "`installer.keep_versions`"},
+        {"{\"report\": {\"initial_lookback\": \"24\"}}", "`report.initial_lookback`"},
+        {"{\"report\": {\"initial_lookback\": \"1d\"}}", "`report.initial_lookback`"},
+        {"{\"report\": {\"initial_lookback\": 24}}", "`report.initial_lookback`"},
+        {"{\"schedule\": {\"jitter\": \"-5s\"}}", "`schedule.jitter`"},
+        {"{\"schedule\": {\"jitter\": \"5 s\"}}", "`schedule.jitter`"},
+        {"{\"state_dir\": null}", "`state_dir`"},
+        {"{\"state_dir\": \"\"}", "`state_dir`"},
+        {"{\"tls\": []}", "`tls`"},
+        {"{\"deploy\": {\"enabled\": \"yes\"}}", "`deploy.enabled`"},
+        {"{\"deploy\": {\"command\": []}}", "`deploy.command`"},
+        {"{\"deploy\": {\"command\": \"msiexec /i\"}}", "`deploy.command`"},
+        {"{\"deploy\": {\"command\": [\"x\", 3]}}", "`deploy.command[1]`"},
+        {"{\"report\": {\"filter\": []}}", "`report.filter`"},
+        {"{\"installer\": {\"verify\": {\"expected_sha256\": \"abc\"}}}", "`installer.verify.expected_sha256`"},
+        {"{\"base_url\": \"http://tenant.example.com\"}", "`base_url`"},
+        {"{\"base_url\": \"ftp://tenant.example.com\"}", "`base_url`"},
+        {"{\"base_url\": \"http://127.0.0.1.evil.com\"}", "`base_url`"},
+        {"{\"base_url\": \"http://localhost@evil.com\"}", "`base_url`"},
+        {"[1, 2]", "JSON object"},
+        {"{\"base_url\": ", "not valid JSON"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        config cfg;
+        error_info err;
+        error_code rc = load(cases[i].json, &cfg, &err);
+        if (rc != ERR_CONFIG || !strstr(err.message, cases[i].must_mention))
+            fail_msg("case %zu (%s): rc=%d message=\"%s\"", i, cases[i].json, rc, err.message);
+        assert_non_null(strstr(err.message, "test.json"));
+        config_free(&cfg);
+    }
+}
+
+static void test_loopback_http_allowed(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {"http://127.0.0.1:8080", "http://localhost", "http://[::1]:9/x",
+                                     "http://127.1.2.3/", "HTTPS://t.example.com", "http://LOCALHOST:1"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char json[256];
+        snprintf(json, sizeof json, "{\"base_url\": \"%s\"}", ok[i]);
+        config cfg;
+        error_info err;
+        if (load(json, &cfg, &err) != ERR_OK)
+            fail_msg("%s refused: %s", ok[i], err.message);
+        config_free(&cfg);
+    }
+}
+
+static void test_durations(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int64_t seconds; /* -1: invalid */
+    } cases[] = {{"0s", 0}, {"30s", 30}, {"15m", 900}, {"24h", 86400}, {"", -1}, {"s", -1},
+                 {"10", -1}, {"1.5h", -1}, {"10ms", -1}, {"+5s", -1}, {"99999999999999999999h", -1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t s = -1;
+        error_info err;
+        error_code rc = config_parse_duration(cases[i].text, &s, &err);
+        if (cases[i].seconds < 0)
+            assert_int_equal(rc, ERR_CONFIG);
+        else {
+            assert_int_equal(rc, ERR_OK);
+            assert_int_equal(s, cases[i].seconds);
+        }
+    }
+}
+
+static void test_check_api_needs_base_url(void **state)
+{
+    (void)state;
+    config cfg;
+    error_info err;
+    assert_int_equal(load("{}", &cfg, &err), ERR_OK);
+    assert_int_equal(config_check_api(&cfg, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "base_url"));
+    config_free(&cfg);
+}
+
+static char *write_temp(const char *content, mode_t mode)
+{
+    char *path = strdup("/tmp/outpost-test-key-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+    close(fd);
+    chmod(path, mode);
+    return path;
+}
+
+static void test_api_key_sources(void **state)
+{
+    (void)state;
+    config cfg;
+    error_info err;
+    char *key = NULL;
+    unsetenv("OUTPOST_API_KEY");
+    assert_int_equal(load("{}", &cfg, &err), ERR_OK);
+    assert_int_equal(config_load_api_key(&cfg, &key, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "OUTPOST_API_KEY"));
+
+    char *good = write_temp("  secret-key-1\n", 0600);
+    cfg.api_key_file = strdup(good);
+    assert_int_equal(config_load_api_key(&cfg, &key, &err), ERR_OK);
+    assert_string_equal(key, "secret-key-1");
+    config_secret_free(key);
+
+    chmod(good, 0640);
+    assert_int_equal(config_load_api_key(&cfg, &key, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, good));
+    assert_null(strstr(err.message, "secret-key-1"));
+
+    setenv("OUTPOST_API_KEY", "from-env", 1);
+    assert_int_equal(config_load_api_key(&cfg, &key, &err), ERR_OK);
+    assert_string_equal(key, "from-env");
+    config_secret_free(key);
+    unsetenv("OUTPOST_API_KEY");
+
+    char *empty = write_temp("\n \n", 0600);
+    free(cfg.api_key_file);
+    cfg.api_key_file = strdup(empty);
+    assert_int_equal(config_load_api_key(&cfg, &key, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "empty"));
+
+    unlink(good);
+    unlink(empty);
+    free(good);
+    free(empty);
+    config_free(&cfg);
+}
+
+static void test_state_path(void **state)
+{
+    (void)state;
+    config cfg;
+    error_info err;
+    assert_int_equal(load("{\"state_dir\": \"/var/lib/o\"}", &cfg, &err), ERR_OK);
+    char *p = config_state_path(&cfg, "status.json");
+    assert_string_equal(p, "/var/lib/o/status.json");
+    free(p);
+    p = config_state_path(&cfg, "/srv/feed/status.json");
+    assert_string_equal(p, "/srv/feed/status.json");
+    free(p);
+    config_free(&cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_full_example),
+        cmocka_unit_test(test_errors_name_the_key),
+        cmocka_unit_test(test_loopback_http_allowed),
+        cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_check_api_needs_base_url),
+        cmocka_unit_test(test_api_key_sources),
+        cmocka_unit_test(test_state_path),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
