@@ -7,7 +7,8 @@
  * ctx->exit_code for an outcome that is not an error, such as `check`'s 10),
  * or an error code with *err filled for main.c to print once.
  *
- *   installer commands: agent/cmd_installer.c
+ *   check, update:      agent/cmd_fetch.c
+ *   stage, deploy, rollback, bundle: agent/cmd_staging.c
  *   report:             agent/cmd_report.c
  *   run, status:        agent/cmd_run.c
  */
