@@ -1003,8 +1003,10 @@ static error_code verify_msi(verify_ctx *v, FILE *f, uint64_t size, error_info *
     msi_package msi;
     snprintf(v->result->file_format, sizeof v->result->file_format, "msi");
     error_code rc = msi_open(&msi, f, size, v->result, err);
-    if (rc != ERR_OK)
+    if (rc != ERR_OK) {
+        msi_close(&msi);
         return rc;
+    }
     uint8_t *der = NULL;
     size_t der_len = 0;
     rc = msi_read_signature(&msi, &der, &der_len, v->result, err);

@@ -25,6 +25,7 @@
 #include "error.h"
 
 #define OLECF_NOSTREAM 0xFFFFFFFFu
+#define OLECF_FREESECT 0xFFFFFFFFu /* FAT value of an unallocated sector */
 #define OLECF_MAX_ENTRIES 65536u /* directory entries we accept */
 
 typedef enum {
