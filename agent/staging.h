@@ -93,4 +93,34 @@ bool staging_has_verified(const config *cfg, const char *version);
  */
 error_code staging_status_section(const config *cfg, state *s, struct cJSON **out, error_info *err);
 
+/* ---- Added for stage/deploy/rollback/bundle (cmd_staging.c, deploy.c, bundle.c) ---- */
+
+/*
+ * The current staged version: its version string, its manifest and the full
+ * path of its installer (each may be NULL when not wanted; all malloc'd /
+ * cJSON-owned by the caller). ERR_NOT_FOUND "nothing is staged" when
+ * staging/current is absent or names a version whose directory is gone.
+ */
+error_code staging_current(const config *cfg, char **version, struct cJSON **manifest, char **installer_path,
+                           error_info *err);
+
+/*
+ * Rollback: makes the previously staged version current (the newest staged
+ * version older than the current one; failing that, the one staged before
+ * the current one in the history kept in state "installer".staged_history).
+ * The target must still match its manifest. *from and *to (malloc'd, may be
+ * NULL when not wanted) name the switch. ERR_NOT_FOUND with a clear message
+ * when there is nothing to roll back to.
+ */
+error_code staging_rollback(const config *cfg, state *s, char **from, char **to, error_info *err);
+
+/*
+ * Whether name is acceptable as a staged file name: a base name (no '/',
+ * '\\', ':'), not "." / "..", no control characters or characters Windows
+ * forbids (<>"|?*), not a reserved device name (CON, NUL, COM1...), not
+ * starting with '.', not ending with '.' or ' ', at most 255 bytes, and not
+ * "manifest.json".
+ */
+bool staging_file_name_is_safe(const char *name);
+
 #endif
