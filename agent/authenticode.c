@@ -63,7 +63,7 @@ typedef struct der_reader {
 
 static der_reader der_of(span s)
 {
-    der_reader d = {s.p, s.p + s.len};
+    der_reader d = {s.p, s.p ? s.p + s.len : NULL}; /* NULL + 0 is undefined in C */
     return d;
 }
 
@@ -658,6 +658,7 @@ typedef struct verify_ctx {
     mbedtls_x509_crt trusted;    /* trusted_ca_file */
     mbedtls_x509_crt ts_trusted; /* timestamp_ca_file; empty (raw.len 0) when not given */
     int64_t now;                 /* judging time without a timestamp */
+    bool trust_digest;           /* authenticode_check_blob: skip the image digest */
 } verify_ctx;
 
 /* ---- Timestamps ---------------------------------------------------------- */
@@ -887,10 +888,10 @@ static error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der
                                    md_name(md));
 
     unsigned char computed[MBEDTLS_MD_MAX_SIZE];
-    error_code rc = digest_fn(format, md, computed, r, err);
+    error_code rc = v->trust_digest ? ERR_OK : digest_fn(format, md, computed, r, err);
     if (rc != ERR_OK)
         return rc;
-    if (!digest_equals(image_digest, computed, mbedtls_md_get_size(mbedtls_md_info_from_type(md))))
+    if (!v->trust_digest && !digest_equals(image_digest, computed, mbedtls_md_get_size(mbedtls_md_info_from_type(md))))
         return authenticode_reject(r, AUTHENTICODE_DIGEST_MISMATCH, "the file's %s digest differs from the signed one",
                                    md_name(md));
 
@@ -1070,53 +1071,89 @@ static void result_init(authenticode_result *result)
     result->verdict = AUTHENTICODE_MALFORMED; /* fail closed until a verdict is reached */
 }
 
-error_code authenticode_verify_stream(FILE *f, const authenticode_policy *policy, authenticode_result *result,
-                                      error_info *err)
+/* Sets up *v for policy: CA files loaded, judging time fixed. */
+static error_code verify_begin(verify_ctx *v, const authenticode_policy *policy, authenticode_result *result,
+                               error_info *err)
 {
-    result_init(result);
-    error_clear(err);
-    if (!f || !policy || !policy->trusted_ca_file)
+    memset(v, 0, sizeof *v);
+    v->policy = policy;
+    v->result = result;
+    mbedtls_x509_crt_init(&v->trusted);
+    mbedtls_x509_crt_init(&v->ts_trusted);
+    if (!policy || !policy->trusted_ca_file)
         return error_set(err, ERR_CONFIG, "Authenticode verification needs a trusted CA file");
-
-    verify_ctx v = {.policy = policy, .result = result};
-    v.now = policy->now ? policy->now : platform_time_utc_ms() / 1000;
-    mbedtls_x509_crt_init(&v.trusted);
-    mbedtls_x509_crt_init(&v.ts_trusted);
-    error_code rc = load_ca_file(policy->trusted_ca_file, "trusted CA file", &v.trusted, err);
+    v->now = policy->now ? policy->now : platform_time_utc_ms() / 1000;
+    error_code rc = load_ca_file(policy->trusted_ca_file, "trusted CA file", &v->trusted, err);
     if (rc == ERR_OK && policy->timestamp_ca_file)
-        rc = load_ca_file(policy->timestamp_ca_file, "timestamp CA file", &v.ts_trusted, err);
-    if (rc != ERR_OK)
-        goto out;
+        rc = load_ca_file(policy->timestamp_ca_file, "timestamp CA file", &v->ts_trusted, err);
+    return rc;
+}
 
-    long end;
-    uint8_t head[8];
-    if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0) {
-        rc = error_set(err, ERR_IO, "cannot find the size of the installer (over 2 GiB?)");
-        goto out;
-    }
-    if ((uint64_t)end < sizeof head) {
-        rc = authenticode_reject(result, AUTHENTICODE_UNSUPPORTED, "file too small to be a PE or MSI");
-    } else if ((rc = authenticode_read_at(f, 0, head, sizeof head, err)) != ERR_OK) {
-        goto out;
-    } else if (pe_is_pe(head, sizeof head)) {
-        rc = verify_pe(&v, f, (uint64_t)end, err);
-    } else if (msi_is_msi(head, sizeof head)) {
-        rc = verify_msi(&v, f, (uint64_t)end, err);
-    } else {
-        rc = authenticode_reject(result, AUTHENTICODE_UNSUPPORTED, "neither a PE image nor an MSI package");
-    }
+/* Turns a rejection into ERR_OK, an error into a MALFORMED verdict (fail
+ * closed), and frees *v. Returns the caller's result code. */
+static error_code verify_end(verify_ctx *v, error_code rc, authenticode_result *result, error_info *err)
+{
     if (rc == ERR_REJECTED) {
         rc = ERR_OK; /* a verdict, not an error */
         error_clear(err);
     }
-out:
     if (rc != ERR_OK) {
         result->verdict = AUTHENTICODE_MALFORMED;
         snprintf(result->reason, sizeof result->reason, "%.200s", err ? err->message : "verification failed");
     }
-    mbedtls_x509_crt_free(&v.trusted);
-    mbedtls_x509_crt_free(&v.ts_trusted);
+    mbedtls_x509_crt_free(&v->trusted);
+    mbedtls_x509_crt_free(&v->ts_trusted);
     return rc;
+}
+
+error_code authenticode_verify_stream(FILE *f, const authenticode_policy *policy, authenticode_result *result,
+                                      error_info *err)
+{
+    verify_ctx v;
+    result_init(result);
+    error_clear(err);
+    error_code rc = verify_begin(&v, policy, result, err);
+    if (rc == ERR_OK && !f)
+        rc = error_set(err, ERR_IO, "no installer stream");
+    if (rc != ERR_OK)
+        return verify_end(&v, rc, result, err);
+
+    long end;
+    uint8_t head[8];
+    if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0)
+        rc = error_set(err, ERR_IO, "cannot find the size of the installer (over 2 GiB?)");
+    else if ((uint64_t)end < sizeof head)
+        rc = authenticode_reject(result, AUTHENTICODE_UNSUPPORTED, "file too small to be a PE or MSI");
+    else if ((rc = authenticode_read_at(f, 0, head, sizeof head, err)) != ERR_OK)
+        ; /* rc says why */
+    else if (pe_is_pe(head, sizeof head))
+        rc = verify_pe(&v, f, (uint64_t)end, err);
+    else if (msi_is_msi(head, sizeof head))
+        rc = verify_msi(&v, f, (uint64_t)end, err);
+    else
+        rc = authenticode_reject(result, AUTHENTICODE_UNSUPPORTED, "neither a PE image nor an MSI package");
+    return verify_end(&v, rc, result, err);
+}
+
+error_code authenticode_check_blob(const uint8_t *der, size_t der_len, const authenticode_policy *policy,
+                                   authenticode_result *result, error_info *err)
+{
+    verify_ctx v;
+    result_init(result);
+    error_clear(err);
+    error_code rc = verify_begin(&v, policy, result, err);
+    if (rc != ERR_OK)
+        return verify_end(&v, rc, result, err);
+    v.trust_digest = true;
+    unsigned char *copy = malloc(der_len ? der_len : 1);
+    if (!copy)
+        return verify_end(&v, error_set(err, ERR_NOMEM, "out of memory"), result, err);
+    if (der_len)
+        memcpy(copy, der, der_len);
+    snprintf(result->file_format, sizeof result->file_format, "pe");
+    rc = signature_verify(&v, copy, der_len, OID_SPC_PE_IMAGE_DATA, NULL, NULL, err);
+    free(copy);
+    return verify_end(&v, rc, result, err);
 }
 
 error_code authenticode_verify_file(const char *path, const authenticode_policy *policy, authenticode_result *result,
