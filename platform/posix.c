@@ -1,0 +1,1142 @@
+/*
+ * posix.c — the platform layer (platform.h) for Linux and other POSIX
+ * systems: files and atomic replacement, the single-instance lock, clocks and
+ * randomness, running programs with a timeout, threads, host facts.
+ *
+ * Layout follows platform.h section by section. OS errors are translated
+ * here, once: errno_code() maps errno to an error_code, and every message
+ * names the path and strerror(), with the raw errno kept in os_error.
+ * Every descriptor we open is close-on-exec, so spawned programs inherit
+ * only stdin (the null device), stdout and stderr. Linux/glibc is the
+ * reference; `#ifdef` blocks below only pick cheaper or safer calls where a
+ * system has them (getrandom, F_FULLFSYNC, arc4random_buf).
+ */
+#if defined(__APPLE__) && !defined(_DARWIN_C_SOURCE)
+#define _DARWIN_C_SOURCE /* flock, arc4random_buf, F_FULLFSYNC beside _POSIX_C_SOURCE */
+#endif
+
+#include "platform.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__linux__) && defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 25))
+#include <sys/random.h>
+#define PLATFORM_HAVE_GETRANDOM 1
+#endif
+
+extern char **environ; /* POSIX; glibc declares it only with _GNU_SOURCE */
+
+/* Longest time the spawn wait loop sleeps between two waitpid() polls. */
+#define SPAWN_POLL_MAX_MS 50
+
+/* ---- Error translation --------------------------------------------------- */
+
+/* The error_code for an errno value (platform.h conventions). */
+static error_code errno_code(int e)
+{
+    switch (e) {
+    case ENOENT:
+        return ERR_NOT_FOUND;
+    case ENOSPC:
+#ifdef EDQUOT
+    case EDQUOT:
+#endif
+        return ERR_DISK_FULL;
+    case ENOMEM:
+        return ERR_NOMEM;
+    default:
+        return ERR_IO;
+    }
+}
+
+/* Fills err with "<what> <path>: <strerror>" and the errno-derived code. */
+static error_code fail_path(error_info *err, int e, const char *what, const char *path)
+{
+    return error_set_os(err, errno_code(e), e, "%s %s: %s", what, path, strerror(e));
+}
+
+/* As fail_path with the current errno, but always ERR_IO: for walks and
+ * removals, where "not found" would mislead the caller. */
+static error_code fail_io(error_info *err, const char *what, const char *path)
+{
+    int e = errno;
+    return error_set_os(err, ERR_IO, e, "%s %s: %s", what, path, strerror(e));
+}
+
+static error_code fail_nomem(error_info *err)
+{
+    return error_set_os(err, ERR_NOMEM, ENOMEM, "out of memory");
+}
+
+/* ---- Small file helpers -------------------------------------------------- */
+
+/* Directory holding path ("." when it has none). Malloc'd; NULL on OOM. */
+static char *parent_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    while (slash > path && slash[-1] == '/')
+        slash--;
+    if (slash == path)
+        return strdup("/");
+    size_t len = (size_t)(slash - path);
+    char *dir = malloc(len + 1);
+    if (!dir)
+        return NULL;
+    memcpy(dir, path, len);
+    dir[len] = '\0';
+    return dir;
+}
+
+/* fsync that reaches the platter on macOS too (plain fsync does not there). */
+static int fsync_fd(int fd)
+{
+#if defined(__APPLE__) && defined(F_FULLFSYNC)
+    if (fcntl(fd, F_FULLFSYNC) == 0)
+        return 0;
+#endif
+    int rc;
+    do {
+        rc = fsync(fd);
+    } while (rc != 0 && errno == EINTR);
+    return rc;
+}
+
+/* Flushes a directory so that a rename or creation in it is durable. File
+ * systems that cannot fsync a directory (EINVAL, ENOTSUP) count as done. */
+static error_code sync_dir(const char *dir, error_info *err)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return fail_path(err, errno, "cannot open directory", dir);
+    error_code rc = ERR_OK;
+    if (fsync_fd(fd) != 0 && errno != EINVAL && errno != ENOTSUP && errno != EROFS)
+        rc = fail_path(err, errno, "cannot flush directory", dir);
+    close(fd);
+    return rc;
+}
+
+/* Flushes the directory holding path. */
+static error_code sync_parent(const char *path, error_info *err)
+{
+    char *dir = parent_dir(path);
+    if (!dir)
+        return fail_nomem(err);
+    error_code rc = sync_dir(dir, err);
+    free(dir);
+    return rc;
+}
+
+/* Writes all len bytes, retrying short writes and EINTR. 0 or -1 (errno). */
+static int write_all(int fd, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    while (len > 0) {
+        size_t chunk = len > (size_t)1 << 30 ? (size_t)1 << 30 : len;
+        ssize_t n = write(fd, p, chunk);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0) {
+            errno = EIO;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* ---- Files --------------------------------------------------------------- */
+
+char platform_path_separator(void)
+{
+    return '/';
+}
+
+char *platform_path_join(const char *dir, const char *name)
+{
+    size_t dir_len = strlen(dir);
+    size_t name_len = strlen(name);
+    bool need_sep = dir_len > 0 && dir[dir_len - 1] != '/';
+    char *joined = malloc(dir_len + need_sep + name_len + 1);
+    if (!joined)
+        return NULL;
+    memcpy(joined, dir, dir_len);
+    if (need_sep)
+        joined[dir_len] = '/';
+    memcpy(joined + dir_len + need_sep, name, name_len + 1);
+    return joined;
+}
+
+FILE *platform_fopen(const char *path, const char *mode)
+{
+    char mode_e[16];
+    size_t mode_len = strlen(mode);
+    if (mode_len + 2 > sizeof mode_e) {
+        errno = EINVAL;
+        return NULL;
+    }
+    memcpy(mode_e, mode, mode_len + 1);
+#if defined(__linux__) || defined(__FreeBSD__) || defined(__NetBSD__) || defined(__OpenBSD__)
+    /* "e" opens with O_CLOEXEC: no window in which another thread's spawn
+     * could inherit the descriptor. */
+    mode_e[mode_len] = 'e';
+    mode_e[mode_len + 1] = '\0';
+#endif
+    FILE *f = fopen(path, mode_e);
+    if (!f)
+        return NULL;
+    int fd = fileno(f);
+    int flags = fcntl(fd, F_GETFD);
+    if (flags >= 0 && !(flags & FD_CLOEXEC))
+        (void)fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+    return f;
+}
+
+error_code platform_fsync_file(FILE *f, error_info *err)
+{
+    if (fflush(f) != 0) {
+        int e = errno;
+        return error_set_os(err, errno_code(e), e, "cannot write file: %s", strerror(e));
+    }
+    /* A pipe or terminal has nothing to flush to disk: EINVAL is not a failure. */
+    if (fsync_fd(fileno(f)) != 0 && errno != EINVAL && errno != ENOTSUP) {
+        int e = errno;
+        return error_set_os(err, errno_code(e), e, "cannot flush file to disk: %s", strerror(e));
+    }
+    return ERR_OK;
+}
+
+/* Creates "<path>.<16 hex digits>.tmp" with O_EXCL; sets *fd_out and the
+ * malloc'd *tmp_path on success. */
+static error_code open_temp(const char *path, int *fd_out, char **tmp_path, error_info *err)
+{
+    size_t size = strlen(path) + 1 + 16 + 4 + 1;
+    char *tmp = malloc(size);
+    if (!tmp)
+        return fail_nomem(err);
+    for (int attempt = 0; attempt < 16; attempt++) {
+        unsigned char rnd[8];
+        if (platform_random_bytes(rnd, sizeof rnd, NULL) != ERR_OK) {
+            /* Uniqueness, not secrecy, is what matters here. */
+            uint64_t v = ((uint64_t)getpid() << 32) ^ (uint64_t)platform_monotonic_ms() ^ (uint64_t)attempt;
+            memcpy(rnd, &v, sizeof rnd);
+        }
+        snprintf(tmp, size, "%s.%02x%02x%02x%02x%02x%02x%02x%02x.tmp", path, rnd[0], rnd[1], rnd[2], rnd[3],
+                 rnd[4], rnd[5], rnd[6], rnd[7]);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            *fd_out = fd;
+            *tmp_path = tmp;
+            return ERR_OK;
+        }
+        if (errno != EEXIST && errno != EINTR) {
+            int e = errno;
+            free(tmp);
+            return error_set_os(err, errno_code(e), e, "cannot create a temporary file to replace %s: %s", path,
+                                strerror(e));
+        }
+    }
+    free(tmp);
+    return error_set(err, ERR_IO, "cannot create a temporary file to replace %s: too many name collisions", path);
+}
+
+/* Gives the temporary file its mode and content, flushes and closes it.
+ * Returns 0, or an errno with *what saying which step failed. */
+static int fill_temp(int fd, mode_t mode, const void *data, size_t len, const char **what)
+{
+    int e = 0;
+    if (mode != 0600 && fchmod(fd, mode) != 0) {
+        e = errno;
+        *what = "cannot set the mode of the temporary file for";
+    } else if (write_all(fd, data, len) != 0) {
+        e = errno;
+        *what = "cannot write";
+    } else if (fsync_fd(fd) != 0) {
+        e = errno;
+        *what = "cannot flush to disk";
+    }
+    if (close(fd) != 0 && e == 0) { /* NFS may report write errors only here */
+        e = errno;
+        *what = "cannot write";
+    }
+    return e;
+}
+
+error_code platform_write_atomic(const char *path, const void *data, size_t len, error_info *err)
+{
+    /* Keep the permissions of the file being replaced; new files are 0600. */
+    mode_t mode = 0600;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+        mode = st.st_mode & 0777;
+
+    int fd = -1;
+    char *tmp = NULL;
+    error_code rc = open_temp(path, &fd, &tmp, err);
+    if (rc != ERR_OK)
+        return rc;
+
+    const char *what = NULL;
+    int e = fill_temp(fd, mode, data, len, &what);
+    if (e == 0 && rename(tmp, path) != 0) {
+        e = errno;
+        what = "cannot rename the temporary file over";
+    }
+    if (e != 0) {
+        unlink(tmp);
+        free(tmp);
+        /* A missing directory is "not found"; ENOSPC/EDQUOT "disk full". */
+        return error_set_os(err, errno_code(e), e, "%s %s: %s", what, path, strerror(e));
+    }
+    free(tmp);
+    return sync_parent(path, err);
+}
+
+error_code platform_rename(const char *from, const char *to, error_info *err)
+{
+    if (rename(from, to) != 0) {
+        int e = errno;
+        if (e == EXDEV)
+            return error_set_os(err, ERR_IO, e, "cannot rename %s to %s: they are on different volumes", from, to);
+        return error_set_os(err, errno_code(e), e, "cannot rename %s to %s: %s", from, to, strerror(e));
+    }
+    char *to_dir = parent_dir(to);
+    char *from_dir = parent_dir(from);
+    error_code rc;
+    if (!to_dir || !from_dir)
+        rc = fail_nomem(err);
+    else {
+        rc = sync_dir(to_dir, err);
+        if (rc == ERR_OK && strcmp(to_dir, from_dir) != 0)
+            rc = sync_dir(from_dir, err);
+    }
+    free(to_dir);
+    free(from_dir);
+    return rc;
+}
+
+/* Reads one byte (EINTR retried): 1, 0 at end of file, -1 on error. */
+static ssize_t read_probe(int fd, char *byte)
+{
+    ssize_t n;
+    do {
+        n = read(fd, byte, 1);
+    } while (n < 0 && errno == EINTR);
+    return n;
+}
+
+/*
+ * The read loop of platform_read_file: reads at most limit + 1 bytes (one
+ * past the cap proves the file too large). *buf_io has room for cap bytes,
+ * NUL included, and cap never exceeds limit + 1. On return *buf_io is the
+ * (possibly moved) buffer, which the caller frees; *used_io is set on
+ * success.
+ */
+static error_code read_capped(int fd, const char *path, size_t limit, char **buf_io, size_t cap, size_t *used_io,
+                              error_info *err)
+{
+    char *buf = *buf_io;
+    size_t used = 0;
+    for (;;) {
+        if (used == cap - 1) {
+            /* Buffer full: one probe byte tells end of file from "grow". */
+            char byte;
+            ssize_t n = read_probe(fd, &byte);
+            if (n < 0) {
+                *buf_io = buf;
+                return fail_path(err, errno, "cannot read", path);
+            }
+            if (n == 0)
+                break;
+            if (used + 1 > limit) {
+                *buf_io = buf;
+                return error_set(err, ERR_IO, "%s is larger than the limit of %zu bytes", path, limit);
+            }
+            /* used < limit here, so cap < limit + 1 and the buffer can grow. */
+            size_t grow = cap < 65536 ? 65536 : cap;
+            size_t new_cap = cap + (grow < limit + 1 - cap ? grow : limit + 1 - cap);
+            char *bigger = realloc(buf, new_cap);
+            if (!bigger) {
+                *buf_io = buf;
+                return fail_nomem(err);
+            }
+            buf = bigger;
+            cap = new_cap;
+            buf[used++] = byte;
+            continue;
+        }
+        ssize_t n = read(fd, buf + used, cap - 1 - used);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            *buf_io = buf;
+            return fail_path(err, errno, "cannot read", path);
+        }
+        if (n == 0)
+            break;
+        used += (size_t)n;
+    }
+    *buf_io = buf;
+    *used_io = used;
+    return ERR_OK;
+}
+
+error_code platform_read_file(const char *path, size_t max_size, char **data, size_t *len, error_info *err)
+{
+    /* limit + 1 (content and NUL) must not overflow. */
+    size_t limit = max_size > SIZE_MAX - 1 ? SIZE_MAX - 1 : max_size;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return fail_path(err, errno, "cannot open", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return fail_path(err, e, "cannot read", path);
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return error_set_os(err, ERR_IO, EISDIR, "cannot read %s: it is a directory", path);
+    }
+    /* Size the buffer from the file size when it is known and within the cap
+     * (/proc files and devices say 0); the probe byte handles the rest. */
+    size_t hint = 4096;
+    if (S_ISREG(st.st_mode) && st.st_size > 0)
+        hint = (uint64_t)st.st_size > (uint64_t)limit ? limit : (size_t)st.st_size;
+    if (hint > limit)
+        hint = limit;
+    size_t cap = hint + 1;
+    char *buf = malloc(cap);
+    if (!buf) {
+        close(fd);
+        return fail_nomem(err);
+    }
+    size_t used = 0;
+    error_code rc = read_capped(fd, path, limit, &buf, cap, &used, err);
+    close(fd);
+    if (rc != ERR_OK) {
+        free(buf);
+        return rc;
+    }
+    buf[used] = '\0';
+    *data = buf;
+    if (len)
+        *len = used;
+    return ERR_OK;
+}
+
+error_code platform_remove_file(const char *path, error_info *err)
+{
+    if (unlink(path) != 0 && errno != ENOENT) {
+        int e = errno;
+        return error_set_os(err, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "cannot remove %s: %s", path, strerror(e));
+    }
+    return ERR_OK;
+}
+
+/*
+ * Removes everything inside the open directory dir_fd (consumed), whose path
+ * is dir_path (for messages). Works relative to directory descriptors and
+ * opens subdirectories with O_NOFOLLOW, so a symbolic link, even one swapped
+ * in while we walk, is unlinked, never followed.
+ */
+static error_code empty_dir(int dir_fd, const char *dir_path, error_info *err)
+{
+    DIR *dir = fdopendir(dir_fd);
+    if (!dir) {
+        int e = errno;
+        close(dir_fd);
+        return error_set_os(err, ERR_IO, e, "cannot list %s: %s", dir_path, strerror(e));
+    }
+    error_code rc = ERR_OK;
+    for (;;) {
+        errno = 0;
+        struct dirent *entry = readdir(dir);
+        if (!entry) {
+            if (errno != 0)
+                rc = fail_io(err, "cannot list", dir_path);
+            break;
+        }
+        const char *name = entry->d_name;
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+            continue;
+        char *child = platform_path_join(dir_path, name);
+        if (!child) {
+            rc = fail_nomem(err);
+            break;
+        }
+        struct stat st;
+        int flags = 0;
+        if (fstatat(dirfd(dir), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno != ENOENT)
+                rc = fail_io(err, "cannot remove", child);
+        } else if (S_ISDIR(st.st_mode)) {
+            int sub = openat(dirfd(dir), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0)
+                rc = fail_io(err, "cannot open", child);
+            else
+                rc = empty_dir(sub, child, err);
+            flags = AT_REMOVEDIR;
+        }
+        if (rc == ERR_OK && unlinkat(dirfd(dir), name, flags) != 0 && errno != ENOENT)
+            rc = fail_io(err, "cannot remove", child);
+        free(child);
+        if (rc != ERR_OK)
+            break;
+    }
+    closedir(dir);
+    return rc;
+}
+
+error_code platform_remove_tree(const char *path, error_info *err)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return ERR_OK;
+        return fail_io(err, "cannot remove", path);
+    }
+    if (!S_ISDIR(st.st_mode))
+        return platform_remove_file(path, err); /* a file, or a link: the link itself */
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return fail_io(err, "cannot open", path);
+    error_code rc = empty_dir(fd, path, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (rmdir(path) != 0 && errno != ENOENT)
+        return fail_io(err, "cannot remove", path);
+    return ERR_OK;
+}
+
+/* mkdir of one level: success if it now exists as a directory. */
+static error_code mkdir_one(const char *dir, const char *full, error_info *err)
+{
+    if (mkdir(dir, 0700) == 0)
+        return ERR_OK;
+    int e = errno;
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return ERR_OK;
+        return error_set_os(err, ERR_IO, EEXIST, "cannot create directory %s: %s exists and is not a directory",
+                            full, dir);
+    }
+    return error_set_os(err, e == ENOSPC || e == ENOMEM ? errno_code(e) : ERR_IO, e,
+                        "cannot create directory %s: %s: %s", full, dir, strerror(e));
+}
+
+error_code platform_mkdirs(const char *path, error_info *err)
+{
+    if (path[0] == '\0')
+        return error_set(err, ERR_IO, "cannot create a directory with an empty name");
+    char *copy = strdup(path);
+    if (!copy)
+        return fail_nomem(err);
+    error_code rc = ERR_OK;
+    /* Create each prefix ending at a separator, then the whole path. */
+    for (char *p = copy + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        if (p[-1] == '/' && *p == '/')
+            continue; /* "a//b": the prefix "a/" was just done */
+        char saved = *p;
+        *p = '\0';
+        rc = mkdir_one(copy, path, err);
+        *p = saved;
+        if (rc != ERR_OK || saved == '\0')
+            break;
+    }
+    free(copy);
+    return rc;
+}
+
+platform_path_kind platform_path_stat(const char *path, uint64_t *size)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return PLATFORM_PATH_NONE;
+    if (S_ISREG(st.st_mode)) {
+        if (size)
+            *size = (uint64_t)st.st_size;
+        return PLATFORM_PATH_FILE;
+    }
+    if (S_ISDIR(st.st_mode))
+        return PLATFORM_PATH_DIR;
+    return PLATFORM_PATH_OTHER;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void platform_free_names(char **names, size_t count)
+{
+    if (!names)
+        return;
+    for (size_t i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
+}
+
+error_code platform_list_dir(const char *path, char ***names, size_t *count, error_info *err)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return fail_path(err, errno, "cannot list", path);
+    DIR *dir = fdopendir(fd);
+    if (!dir) {
+        int e = errno;
+        close(fd);
+        return fail_path(err, e, "cannot list", path);
+    }
+    char **list = NULL;
+    size_t used = 0, cap = 0;
+    error_code rc = ERR_OK;
+    for (;;) {
+        errno = 0;
+        struct dirent *entry = readdir(dir);
+        if (!entry) {
+            if (errno != 0)
+                rc = fail_io(err, "cannot list", path);
+            break;
+        }
+        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+            continue;
+        if (used == cap) {
+            size_t new_cap = cap ? cap * 2 : 16;
+            char **bigger = realloc(list, new_cap * sizeof *list);
+            if (!bigger) {
+                rc = fail_nomem(err);
+                break;
+            }
+            list = bigger;
+            cap = new_cap;
+        }
+        list[used] = strdup(entry->d_name);
+        if (!list[used]) {
+            rc = fail_nomem(err);
+            break;
+        }
+        used++;
+    }
+    closedir(dir);
+    if (rc != ERR_OK) {
+        platform_free_names(list, used);
+        return rc;
+    }
+    if (used > 1)
+        qsort(list, used, sizeof *list, compare_names);
+    *names = list;
+    *count = used;
+    return ERR_OK;
+}
+
+error_code platform_free_space(const char *path, uint64_t *bytes, error_info *err)
+{
+    struct statvfs vfs;
+    if (statvfs(path, &vfs) != 0)
+        return fail_path(err, errno, "cannot read the free space of", path);
+    *bytes = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
+    return ERR_OK;
+}
+
+error_code platform_check_secret_file(const char *path, error_info *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        if (e == ENOENT)
+            return error_set_os(err, ERR_CONFIG, e, "API key file %s does not exist", path);
+        return error_set_os(err, ERR_CONFIG, e, "cannot read API key file %s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode))
+        return error_set(err, ERR_CONFIG, "API key file %s is not a regular file", path);
+    if (st.st_mode & 077)
+        return error_set(err, ERR_CONFIG,
+                         "API key file %s is readable by group or others (mode %04o); run: chmod 600 %s", path,
+                         (unsigned)(st.st_mode & 07777), path);
+    return ERR_OK;
+}
+
+/* ---- Single-instance lock ------------------------------------------------ */
+
+struct platform_lock {
+    int fd; /* open lock file holding the flock; closing it releases the lock */
+};
+
+error_code platform_lock_acquire(const char *path, platform_lock **lock, error_info *err)
+{
+    /* O_NOFOLLOW: the lock file is ours; never truncate a link's target. */
+    int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return fail_path(err, errno, "cannot open the lock file", path);
+    int rc;
+    do {
+        rc = flock(fd, LOCK_EX | LOCK_NB);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK || e == EAGAIN)
+            return error_set_os(err, ERR_LOCKED, e, "another outpost run holds the lock %s", path);
+        return error_set_os(err, ERR_IO, e, "cannot lock %s: %s", path, strerror(e));
+    }
+    platform_lock *l = malloc(sizeof *l);
+    if (!l) {
+        close(fd);
+        return fail_nomem(err);
+    }
+    l->fd = fd;
+    /* The PID is informational (for a human looking at a stuck lock). */
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) == 0 && n > 0)
+        (void)!pwrite(fd, pid, (size_t)n, 0);
+    *lock = l;
+    return ERR_OK;
+}
+
+void platform_lock_release(platform_lock *lock)
+{
+    if (!lock)
+        return;
+    (void)flock(lock->fd, LOCK_UN);
+    close(lock->fd);
+    free(lock);
+}
+
+/* ---- Time and randomness ------------------------------------------------- */
+
+static int64_t clock_ms(clockid_t id)
+{
+    struct timespec ts;
+    if (clock_gettime(id, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t platform_time_utc_ms(void)
+{
+    return clock_ms(CLOCK_REALTIME);
+}
+
+int64_t platform_monotonic_ms(void)
+{
+    return clock_ms(CLOCK_MONOTONIC);
+}
+
+void platform_sleep_ms(int64_t ms)
+{
+    if (ms <= 0) {
+        sched_yield();
+        return;
+    }
+    struct timespec left = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&left, &left) != 0 && errno == EINTR)
+        ;
+}
+
+/* /dev/urandom, for systems without getrandom() or a kernel that lacks it. */
+static error_code random_from_device(unsigned char *p, size_t len, error_info *err)
+{
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return error_set_os(err, ERR_INTERNAL, e, "cannot open /dev/urandom: %s", strerror(e));
+    }
+    while (len > 0) {
+        ssize_t n = read(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : EIO;
+            close(fd);
+            return error_set_os(err, ERR_INTERNAL, e, "cannot read /dev/urandom: %s", strerror(e));
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    close(fd);
+    return ERR_OK;
+}
+
+error_code platform_random_bytes(void *buf, size_t len, error_info *err)
+{
+    unsigned char *p = buf;
+#if defined(PLATFORM_HAVE_GETRANDOM)
+    while (len > 0) {
+        ssize_t n = getrandom(p, len, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            if (e == ENOSYS)
+                return random_from_device(p, len, err);
+            return error_set_os(err, ERR_INTERNAL, e, "cannot read random bytes: %s", strerror(e));
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return ERR_OK;
+#elif defined(__APPLE__) || defined(__FreeBSD__) || defined(__NetBSD__) || defined(__OpenBSD__)
+    arc4random_buf(p, len);
+    return ERR_OK;
+#else
+    return random_from_device(p, len, err);
+#endif
+}
+
+/* ---- Processes ----------------------------------------------------------- */
+
+/* Turns a waitpid() status into platform_spawn_result's exit_code. */
+static int decode_status(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return -1;
+}
+
+/* waitpid() that retries EINTR. */
+static pid_t wait_child(pid_t pid, int *status, int options)
+{
+    pid_t r;
+    do {
+        r = waitpid(pid, status, options);
+    } while (r < 0 && errno == EINTR);
+    return r;
+}
+
+/*
+ * Sets up posix_spawn so the child: reads the null device as stdin, leads a
+ * new process group (pgid == pid: the timeout kills the group), starts with
+ * no blocked signals and default dispositions for the signals a caller may
+ * have ignored (SIGPIPE under libcurl). Returns 0 or an errno.
+ */
+static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *attr)
+{
+    int rc = posix_spawn_file_actions_addopen(actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    if (rc != 0)
+        return rc;
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    const int reset[] = {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
+        sigaddset(&defaults, reset[i]);
+    short flags = (short)(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if ((rc = posix_spawnattr_setflags(attr, flags)) != 0 ||
+        (rc = posix_spawnattr_setpgroup(attr, 0)) != 0 || (rc = posix_spawnattr_setsigmask(attr, &none)) != 0 ||
+        (rc = posix_spawnattr_setsigdefault(attr, &defaults)) != 0)
+        return rc;
+    return 0;
+}
+
+/* Starts argv; returns the child's pid, or -1 with err filled. */
+static pid_t spawn_start(const char *const argv[], error_info *err)
+{
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    int rc = posix_spawn_file_actions_init(&actions);
+    if (rc != 0) {
+        error_set_os(err, ERR_SPAWN, rc, "cannot run %s: %s", argv[0], strerror(rc));
+        return -1;
+    }
+    rc = posix_spawnattr_init(&attr);
+    if (rc != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        error_set_os(err, ERR_SPAWN, rc, "cannot run %s: %s", argv[0], strerror(rc));
+        return -1;
+    }
+    pid_t pid = -1;
+    rc = spawn_setup(&actions, &attr);
+    /* glibc, macOS and the BSDs report exec failures (ENOENT, EACCES...)
+     * as posix_spawnp's result. */
+    if (rc == 0)
+        rc = posix_spawnp(&pid, argv[0], &actions, &attr, (char *const *)argv, environ);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+        const char *hint = (rc == ENOENT && !strchr(argv[0], '/')) ? " (not found in PATH)" : "";
+        error_set_os(err, ERR_SPAWN, rc, "cannot run %s: %s%s", argv[0], strerror(rc), hint);
+        return -1;
+    }
+    return pid;
+}
+
+error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result,
+                          error_info *err)
+{
+    if (!argv || !argv[0] || !argv[0][0])
+        return error_set(err, ERR_SPAWN, "cannot run a program: the command is empty");
+    pid_t pid = spawn_start(argv, err);
+    if (pid < 0)
+        return ERR_SPAWN;
+
+    /* Poll with waitpid(WNOHANG) and short, growing sleeps: no SIGCHLD
+     * handler to install, nothing shared with the rest of the process. */
+    int64_t start = platform_monotonic_ms();
+    int64_t pause_ms = 1;
+    int status = 0;
+    bool timed_out = false;
+    for (;;) {
+        pid_t r = wait_child(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0) {
+            /* ECHILD: someone set SIGCHLD to SIG_IGN and the child was reaped
+             * for us; its pid may already be reused, so kill nothing. */
+            int e = errno;
+            return error_set_os(err, ERR_SPAWN, e, "cannot wait for %s: %s", argv[0], strerror(e));
+        }
+        int64_t elapsed = platform_monotonic_ms() - start;
+        if (timeout_ms > 0 && elapsed >= timeout_ms) {
+            /* The unreaped child keeps its pid, hence the group id, reserved:
+             * killing -pid cannot hit an unrelated group. */
+            if (kill(-pid, SIGKILL) != 0)
+                kill(pid, SIGKILL);
+            if (wait_child(pid, &status, 0) != pid) {
+                int e = errno;
+                return error_set_os(err, ERR_SPAWN, e, "cannot wait for %s: %s", argv[0], strerror(e));
+            }
+            timed_out = true;
+            break;
+        }
+        int64_t nap = pause_ms;
+        if (timeout_ms > 0 && timeout_ms - elapsed < nap)
+            nap = timeout_ms - elapsed;
+        platform_sleep_ms(nap);
+        if (pause_ms < SPAWN_POLL_MAX_MS)
+            pause_ms *= 2;
+    }
+    result->exit_code = decode_status(status);
+    result->timed_out = timed_out;
+    return ERR_OK;
+}
+
+/* ---- Threads ------------------------------------------------------------- */
+
+struct platform_thread {
+    pthread_t id;           /* the running thread */
+    void (*fn)(void *arg);  /* what it runs */
+    void *arg;              /* fn's argument */
+};
+
+struct platform_mutex {
+    pthread_mutex_t mutex;
+};
+
+struct platform_cond {
+    pthread_cond_t cond;
+};
+
+static void *thread_main(void *arg)
+{
+    platform_thread *thread = arg;
+    thread->fn(thread->arg);
+    return NULL;
+}
+
+error_code platform_thread_start(platform_thread **thread, void (*fn)(void *arg), void *arg, error_info *err)
+{
+    platform_thread *t = malloc(sizeof *t);
+    if (!t)
+        return fail_nomem(err);
+    t->fn = fn;
+    t->arg = arg;
+    int rc = pthread_create(&t->id, NULL, thread_main, t);
+    if (rc != 0) {
+        free(t);
+        return error_set_os(err, rc == EAGAIN ? ERR_NOMEM : ERR_INTERNAL, rc, "cannot start a thread: %s",
+                            strerror(rc));
+    }
+    *thread = t;
+    return ERR_OK;
+}
+
+void platform_thread_join(platform_thread *thread)
+{
+    if (!thread)
+        return;
+    pthread_join(thread->id, NULL);
+    free(thread);
+}
+
+platform_mutex *platform_mutex_new(void)
+{
+    platform_mutex *m = malloc(sizeof *m);
+    if (!m)
+        return NULL;
+    if (pthread_mutex_init(&m->mutex, NULL) != 0) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void platform_mutex_free(platform_mutex *m)
+{
+    if (!m)
+        return;
+    pthread_mutex_destroy(&m->mutex);
+    free(m);
+}
+
+/* Locking a valid, initialised mutex cannot fail except by a programming
+ * error (deadlock detection, a freed mutex): stop rather than run unlocked. */
+void platform_mutex_lock(platform_mutex *m)
+{
+    if (pthread_mutex_lock(&m->mutex) != 0)
+        abort();
+}
+
+void platform_mutex_unlock(platform_mutex *m)
+{
+    if (pthread_mutex_unlock(&m->mutex) != 0)
+        abort();
+}
+
+platform_cond *platform_cond_new(void)
+{
+    platform_cond *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    if (pthread_cond_init(&c->cond, NULL) != 0) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void platform_cond_free(platform_cond *c)
+{
+    if (!c)
+        return;
+    pthread_cond_destroy(&c->cond);
+    free(c);
+}
+
+void platform_cond_wait(platform_cond *c, platform_mutex *m)
+{
+    if (pthread_cond_wait(&c->cond, &m->mutex) != 0)
+        abort();
+}
+
+void platform_cond_broadcast(platform_cond *c)
+{
+    pthread_cond_broadcast(&c->cond);
+}
+
+/* ---- Host and environment ------------------------------------------------ */
+
+void platform_hostname(char *buf, size_t size)
+{
+    if (!buf || size == 0)
+        return;
+    char name[256 + 1]; /* POSIX: host names are at most 255 bytes */
+    if (gethostname(name, sizeof name - 1) != 0)
+        name[0] = '\0';
+    name[sizeof name - 1] = '\0';
+    snprintf(buf, size, "%s", name[0] ? name : "unknown");
+}
+
+/* uname() facts, read once: os name lowercased, arch mapped to our names. */
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static char host_os[sizeof(((struct utsname *)0)->sysname)];
+static char host_arch[sizeof(((struct utsname *)0)->machine)];
+
+static const char *const arch_names[][2] = {
+    /* uname().machine   status.json agent.arch */
+    {"x86_64", "x86_64"}, {"amd64", "x86_64"}, {"i386", "x86"},     {"i486", "x86"},       {"i586", "x86"},
+    {"i686", "x86"},      {"i86pc", "x86"},    {"aarch64", "aarch64"}, {"arm64", "aarch64"}, {"armv6l", "arm"},
+    {"armv7l", "arm"},    {"armv8l", "arm"},
+};
+
+static void host_read(void)
+{
+    struct utsname u;
+    if (uname(&u) != 0) {
+        snprintf(host_os, sizeof host_os, "unknown");
+        snprintf(host_arch, sizeof host_arch, "unknown");
+        return;
+    }
+    size_t i;
+    for (i = 0; u.sysname[i] && i + 1 < sizeof host_os; i++)
+        host_os[i] = (char)tolower((unsigned char)u.sysname[i]);
+    host_os[i] = '\0';
+    snprintf(host_arch, sizeof host_arch, "%s", u.machine);
+    for (i = 0; i < sizeof arch_names / sizeof arch_names[0]; i++) {
+        if (strcmp(u.machine, arch_names[i][0]) == 0) {
+            snprintf(host_arch, sizeof host_arch, "%s", arch_names[i][1]);
+            break;
+        }
+    }
+}
+
+const char *platform_os_name(void)
+{
+    pthread_once(&host_once, host_read);
+    return host_os[0] ? host_os : "unknown";
+}
+
+const char *platform_arch(void)
+{
+    pthread_once(&host_once, host_read);
+    return host_arch[0] ? host_arch : "unknown";
+}
+
+const char *platform_getenv(const char *name)
+{
+    return getenv(name);
+}
+
+bool platform_is_terminal(FILE *stream)
+{
+    if (!stream)
+        return false;
+    int fd = fileno(stream);
+    return fd >= 0 && isatty(fd) == 1;
+}
+
+char *platform_default_config_path(void)
+{
+    return strdup("/etc/outpost/outpost.json");
+}
+
+char *platform_default_state_dir(void)
+{
+    return strdup("/var/lib/outpost");
+}
+
+error_code platform_installed_version(const char *display_name, char **version, error_info *err)
+{
+    return error_set(err, ERR_NOT_FOUND,
+                     "cannot read the installed version of %s: no software inventory on this platform",
+                     display_name);
+}

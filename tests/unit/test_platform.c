@@ -1,0 +1,1221 @@
+/*
+ * test_platform.c — unit tests of the platform layer as platform/posix.c
+ * implements it: files and atomic replacement (including a process killed
+ * while replacing), the single-instance lock across processes, clocks and
+ * randomness, spawning with exit codes, timeouts and start failures,
+ * threads, host facts.
+ *
+ * Each test runs in its own scratch directory, created under
+ * $OUTPOST_TEST_TMP (or /tmp) by fixture_setup and removed by
+ * fixture_teardown. Tests that need another process fork one; children only
+ * call platform functions and _exit().
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE /* mkdtemp, setenv, symlink... beside -std=c11 */
+#endif
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "platform.h"
+
+/* ---- Fixture and helpers ------------------------------------------------- */
+
+typedef struct fixture {
+    char dir[PATH_MAX]; /* this test's scratch directory */
+} fixture;
+
+typedef struct path_buf {
+    char s[PATH_MAX];
+} path_buf;
+
+/* Fails the test with the error's name and message unless rc is ERR_OK. */
+#define assert_ok(rc, err)                                                                                     \
+    do {                                                                                                       \
+        error_code rc_ = (rc);                                                                                 \
+        if (rc_ != ERR_OK)                                                                                     \
+            fail_msg("%s: %s", error_name(rc_), (err).message);                                               \
+    } while (0)
+
+#define assert_contains(haystack, needle)                                                                      \
+    do {                                                                                                       \
+        if (!strstr((haystack), (needle)))                                                                     \
+            fail_msg("\"%s\" does not contain \"%s\"", (haystack), (needle));                                  \
+    } while (0)
+
+static int fixture_setup(void **state)
+{
+    const char *base = getenv("OUTPOST_TEST_TMP");
+    if (!base || !*base)
+        base = "/tmp";
+    error_info err;
+    if (platform_mkdirs(base, &err) != ERR_OK) {
+        fprintf(stderr, "setup: %s\n", err.message);
+        return -1;
+    }
+    fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "%s/platform-XXXXXX", base);
+    if (!mkdtemp(f->dir)) {
+        perror("setup: mkdtemp");
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int fixture_teardown(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    int rc = platform_remove_tree(f->dir, &err) == ERR_OK ? 0 : -1;
+    if (rc != 0)
+        fprintf(stderr, "teardown: %s\n", err.message);
+    free(f);
+    return rc;
+}
+
+/* f->dir + "/" + name. */
+static path_buf at(const fixture *f, const char *name)
+{
+    path_buf p;
+    int n = snprintf(p.s, sizeof p.s, "%s/%s", f->dir, name);
+    if (n < 0 || (size_t)n >= sizeof p.s)
+        fail_msg("path too long: %s/%s", f->dir, name);
+    return p;
+}
+
+static void write_file(const char *path, const void *data, size_t len, mode_t mode)
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, len, fp), len);
+    assert_int_equal(fclose(fp), 0);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    write_file(path, text, strlen(text), 0600);
+}
+
+/* Reads a small text file written by a test (or by a spawned script). */
+static void read_text(const char *path, char *buf, size_t size)
+{
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    size_t n = fread(buf, 1, size - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+}
+
+static mode_t file_mode(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_mode & 07777;
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static void sleep_us(long us)
+{
+    struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Waits for a forked child and returns its exit code (-1 if signalled). */
+static int wait_exit(pid_t pid)
+{
+    int status;
+    pid_t r;
+    do {
+        r = waitpid(pid, &status, 0);
+    } while (r < 0 && errno == EINTR);
+    assert_int_equal(r, pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void kill_and_wait(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    (void)wait_exit(pid);
+}
+
+/* ---- Paths --------------------------------------------------------------- */
+
+static void test_path_join(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *dir, *name, *want;
+    } cases[] = {
+        {"a", "b", "a/b"},
+        {"a/", "b", "a/b"},
+        {"/", "etc", "/etc"},
+        {"/var/lib/outpost", "state.json", "/var/lib/outpost/state.json"},
+        {"", "x", "x"},
+        {"dir", "", "dir/"},
+    };
+    assert_int_equal(platform_path_separator(), '/');
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *joined = platform_path_join(cases[i].dir, cases[i].name);
+        assert_non_null(joined);
+        assert_string_equal(joined, cases[i].want);
+        free(joined);
+    }
+}
+
+static void test_path_stat(void **state)
+{
+    fixture *f = *state;
+    path_buf file = at(f, "file"), dir = at(f, "dir"), link = at(f, "link"), missing = at(f, "missing");
+    write_text(file.s, "12345");
+    assert_int_equal(mkdir(dir.s, 0700), 0);
+    assert_int_equal(symlink(file.s, link.s), 0);
+
+    uint64_t size = 0;
+    assert_int_equal(platform_path_stat(file.s, &size), PLATFORM_PATH_FILE);
+    assert_int_equal(size, 5);
+    assert_int_equal(platform_path_stat(file.s, NULL), PLATFORM_PATH_FILE);
+    assert_int_equal(platform_path_stat(dir.s, NULL), PLATFORM_PATH_DIR);
+    assert_int_equal(platform_path_stat(link.s, NULL), PLATFORM_PATH_OTHER);
+    assert_int_equal(platform_path_stat(missing.s, NULL), PLATFORM_PATH_NONE);
+    assert_int_equal(platform_path_stat("/dev/null", NULL), PLATFORM_PATH_OTHER);
+}
+
+/* ---- Atomic replacement and rename --------------------------------------- */
+
+static void test_write_atomic_creates_and_replaces(void **state)
+{
+    fixture *f = *state;
+    path_buf target = at(f, "status.json");
+    error_info err;
+    char *data = NULL;
+    size_t len = 0;
+
+    /* A new file: the content, mode 0600, no temporary file left. */
+    assert_ok(platform_write_atomic(target.s, "first", 5, &err), err);
+    assert_ok(platform_read_file(target.s, 100, &data, &len, &err), err);
+    assert_int_equal(len, 5);
+    assert_string_equal(data, "first");
+    free(data);
+    assert_int_equal(file_mode(target.s), 0600);
+
+    /* Replacing keeps the old file's mode. */
+    assert_int_equal(chmod(target.s, 0644), 0);
+    assert_ok(platform_write_atomic(target.s, "second, longer", 14, &err), err);
+    assert_ok(platform_read_file(target.s, 100, &data, &len, &err), err);
+    assert_string_equal(data, "second, longer");
+    free(data);
+    assert_int_equal(file_mode(target.s), 0644);
+
+    /* Empty content is a valid replacement. */
+    assert_ok(platform_write_atomic(target.s, "", 0, &err), err);
+    assert_ok(platform_read_file(target.s, 100, &data, &len, &err), err);
+    assert_int_equal(len, 0);
+    free(data);
+
+    char **names = NULL;
+    size_t count = 0;
+    assert_ok(platform_list_dir(f->dir, &names, &count, &err), err);
+    assert_int_equal(count, 1);
+    assert_string_equal(names[0], "status.json");
+    platform_free_names(names, count);
+}
+
+static void test_write_atomic_errors(void **state)
+{
+    fixture *f = *state;
+    path_buf in_missing_dir = at(f, "no-such-dir/state.json");
+    path_buf a_directory = at(f, "a-directory");
+    assert_int_equal(mkdir(a_directory.s, 0700), 0);
+    static const char *const kinds[] = {"missing directory", "target is a directory"};
+    const struct {
+        const char *path;
+        error_code want;
+    } cases[] = {
+        {in_missing_dir.s, ERR_NOT_FOUND},
+        {a_directory.s, ERR_IO},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        error_info err;
+        error_clear(&err);
+        error_code rc = platform_write_atomic(cases[i].path, "x", 1, &err);
+        if (rc != cases[i].want)
+            fail_msg("%s: got %s (%s)", kinds[i], error_name(rc), err.message);
+        assert_int_equal(err.code, cases[i].want);
+        assert_int_not_equal(err.os_error, 0);
+        assert_contains(err.message, cases[i].path);
+    }
+    /* The failed rename over a directory removed its temporary file. */
+    char **names = NULL;
+    size_t count = 0;
+    error_info err;
+    assert_ok(platform_list_dir(f->dir, &names, &count, &err), err);
+    assert_int_equal(count, 1);
+    assert_string_equal(names[0], "a-directory");
+    platform_free_names(names, count);
+    /* err may be NULL. */
+    assert_int_equal(platform_write_atomic(in_missing_dir.s, "x", 1, NULL), ERR_NOT_FOUND);
+}
+
+#define CRASH_MAX_ITERATIONS 40
+#define CRASH_MIN_ITERATIONS 12
+#define CRASH_BUDGET_MS 1000
+#define CRASH_OLD_SIZE (300 * 1024)
+#define CRASH_NEW_SIZE (200 * 1024)
+
+/* Whether name is "<base>.<16 hex digits>.tmp" (platform.h's temporary). */
+static bool is_temp_name(const char *name, const char *base)
+{
+    size_t n = strlen(base);
+    if (strncmp(name, base, n) != 0 || name[n] != '.' || strlen(name) != n + 1 + 16 + 4)
+        return false;
+    for (size_t i = n + 1; i < n + 17; i++)
+        if (!strchr("0123456789abcdef", name[i]))
+            return false;
+    return ends_with(name, ".tmp");
+}
+
+/*
+ * Forks a child that replaces target with the new content, then the old,
+ * and so on, writing one byte to a pipe after each completed replacement;
+ * SIGKILLs it after delay_us. Returns how many replacements completed.
+ */
+static int replace_until_killed(const char *target, const void *old_data, const void *new_data, long delay_us)
+{
+    int progress[2];
+    assert_int_equal(pipe(progress), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(progress[0]);
+        (void)!write(progress[1], "r", 1);
+        for (;;) {
+            platform_write_atomic(target, new_data, CRASH_NEW_SIZE, NULL);
+            (void)!write(progress[1], "w", 1);
+            platform_write_atomic(target, old_data, CRASH_OLD_SIZE, NULL);
+            (void)!write(progress[1], "w", 1);
+        }
+    }
+    close(progress[1]);
+    char byte;
+    assert_int_equal(read(progress[0], &byte, 1), 1); /* the child is running */
+    sleep_us(delay_us);
+    kill_and_wait(pid);
+    int completed = 0;
+    char buf[256];
+    ssize_t n;
+    while ((n = read(progress[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        completed += n > 0 ? (int)n : 0;
+    close(progress[0]);
+    return completed;
+}
+
+/*
+ * A child replaces the file over and over and is SIGKILLed at a random
+ * moment; the file must then hold exactly the old or the new content,
+ * never a mixture, and nothing but well-named temporaries may be left.
+ * The kill window adapts to the disk's speed so that kills land before,
+ * during and after the first renames; a time budget bounds the test.
+ */
+static void test_write_atomic_survives_kill(void **state)
+{
+    fixture *f = *state;
+    path_buf target = at(f, "state.json");
+    unsigned char *old_data = malloc(CRASH_OLD_SIZE), *new_data = malloc(CRASH_NEW_SIZE);
+    assert_non_null(old_data);
+    assert_non_null(new_data);
+    for (size_t i = 0; i < CRASH_OLD_SIZE; i++)
+        old_data[i] = (unsigned char)('a' + i % 26);
+    for (size_t i = 0; i < CRASH_NEW_SIZE; i++)
+        new_data[i] = (unsigned char)('A' + i % 26);
+    error_info err;
+    assert_ok(platform_write_atomic(target.s, old_data, CRASH_OLD_SIZE, &err), err);
+
+    long window_us = 2000;
+    unsigned seed = (unsigned)platform_time_utc_ms();
+    int iterations = 0, saw_old = 0, saw_new = 0, stray = 0, completed_total = 0;
+    int64_t start = platform_monotonic_ms();
+    while (iterations < CRASH_MAX_ITERATIONS &&
+           (iterations < CRASH_MIN_ITERATIONS || platform_monotonic_ms() - start < CRASH_BUDGET_MS)) {
+        seed = seed * 1103515245u + 12345u;
+        long delay_us = (long)((seed >> 8) % (unsigned long)window_us);
+        int completed = replace_until_killed(target.s, old_data, new_data, delay_us);
+        completed_total += completed;
+        iterations++;
+        /* Aim for kills around the first one or two replacements. */
+        if (completed == 0 && window_us < 400000)
+            window_us = window_us * 3 / 2;
+        else if (completed > 2 && window_us > 500)
+            window_us = window_us * 2 / 3;
+
+        char *data = NULL;
+        size_t len = 0;
+        assert_ok(platform_read_file(target.s, 1024 * 1024, &data, &len, &err), err);
+        if (len == CRASH_OLD_SIZE && memcmp(data, old_data, len) == 0)
+            saw_old++;
+        else if (len == CRASH_NEW_SIZE && memcmp(data, new_data, len) == 0)
+            saw_new++;
+        else
+            fail_msg("kill %d: the file holds %zu bytes that are neither the old nor the new content", iterations,
+                     len);
+        free(data);
+
+        /* Only the target and well-named temporaries may exist; clear the latter. */
+        char **names = NULL;
+        size_t count = 0;
+        assert_ok(platform_list_dir(f->dir, &names, &count, &err), err);
+        for (size_t i = 0; i < count; i++) {
+            if (strcmp(names[i], "state.json") == 0)
+                continue;
+            if (!is_temp_name(names[i], "state.json"))
+                fail_msg("unexpected file %s", names[i]);
+            path_buf tmp = at(f, names[i]);
+            assert_ok(platform_remove_file(tmp.s, &err), err);
+            stray++;
+        }
+        platform_free_names(names, count);
+    }
+    print_message("    %d kills: %d old, %d new, %d replacements completed, %d stray temporary files, "
+                  "final window %ld us\n",
+                  iterations, saw_old, saw_new, completed_total, stray, window_us);
+    assert_true(saw_old > 0);
+    assert_true(saw_new > 0);
+    free(old_data);
+    free(new_data);
+}
+
+static void test_rename(void **state)
+{
+    fixture *f = *state;
+    path_buf a = at(f, "a"), b = at(f, "b"), sub = at(f, "sub"), sub_c = at(f, "sub/c"), missing = at(f, "missing");
+    error_info err;
+    write_text(a.s, "A");
+    write_text(b.s, "B");
+    assert_ok(platform_rename(a.s, b.s, &err), err);
+    assert_false(exists(a.s));
+    char text[16];
+    read_text(b.s, text, sizeof text);
+    assert_string_equal(text, "A");
+
+    /* Across directories of one volume. */
+    assert_int_equal(mkdir(sub.s, 0700), 0);
+    assert_ok(platform_rename(b.s, sub_c.s, &err), err);
+    read_text(sub_c.s, text, sizeof text);
+    assert_string_equal(text, "A");
+
+    assert_int_equal(platform_rename(missing.s, b.s, &err), ERR_NOT_FOUND);
+    assert_contains(err.message, missing.s);
+}
+
+/* ---- Reading, removing, creating, listing -------------------------------- */
+
+static void test_read_file(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        size_t file_size;
+        size_t cap;
+        error_code want;
+    } cases[] = {
+        {0, 0, ERR_OK},        {0, 10, ERR_OK},          {1, 0, ERR_IO},
+        {10, 10, ERR_OK},      {11, 10, ERR_IO},         {9, 10, ERR_OK},
+        {100000, 100000, ERR_OK}, {100001, 100000, ERR_IO}, {70000, 1 << 20, ERR_OK},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        path_buf p = at(f, "data");
+        char *content = malloc(cases[i].file_size + 1);
+        assert_non_null(content);
+        for (size_t j = 0; j < cases[i].file_size; j++)
+            content[j] = (char)('0' + j % 10);
+        write_file(p.s, content, cases[i].file_size, 0600);
+
+        error_info err;
+        error_clear(&err);
+        char *data = (char *)"untouched";
+        size_t len = 12345;
+        error_code rc = platform_read_file(p.s, cases[i].cap, &data, &len, &err);
+        if (rc != cases[i].want)
+            fail_msg("case %zu: got %s (%s)", i, error_name(rc), err.message);
+        if (rc == ERR_OK) {
+            assert_int_equal(len, cases[i].file_size);
+            assert_memory_equal(data, content, len);
+            assert_int_equal(data[len], '\0');
+            free(data);
+        } else {
+            char cap_text[32];
+            snprintf(cap_text, sizeof cap_text, "%zu", cases[i].cap);
+            assert_contains(err.message, cap_text);
+            assert_contains(err.message, p.s);
+            assert_string_equal(data, "untouched"); /* out-parameters untouched on failure */
+            assert_int_equal(len, 12345);
+        }
+        free(content);
+    }
+
+    error_info err;
+    char *data = NULL;
+    size_t len = 0;
+    path_buf missing = at(f, "missing");
+    assert_int_equal(platform_read_file(missing.s, 10, &data, &len, &err), ERR_NOT_FOUND);
+    assert_contains(err.message, missing.s);
+    assert_int_equal(platform_read_file(f->dir, 10, &data, &len, &err), ERR_IO);
+    assert_contains(err.message, f->dir);
+}
+
+/* An endless device, a huge sparse file: the cap ends the read at once. */
+static void test_read_file_stops_at_cap(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    char *data = NULL;
+    size_t len = 0;
+    int64_t t0 = platform_monotonic_ms();
+    assert_int_equal(platform_read_file("/dev/zero", 4096, &data, &len, &err), ERR_IO);
+
+    path_buf sparse = at(f, "sparse");
+    int fd = open(sparse.s, O_CREAT | O_WRONLY, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)1 << 32), 0);
+    close(fd);
+    assert_int_equal(platform_read_file(sparse.s, 100, &data, &len, &err), ERR_IO);
+    assert_contains(err.message, "100");
+    assert_true(platform_monotonic_ms() - t0 < 1000);
+}
+
+/* A pipe has no size to go by: the buffer grows as bytes arrive. */
+static void test_read_file_from_fifo(void **state)
+{
+    fixture *f = *state;
+    path_buf fifo = at(f, "fifo");
+    assert_int_equal(mkfifo(fifo.s, 0600), 0);
+    enum { size = 200000 };
+    static const size_t caps[] = {size, size - 1};
+    for (size_t i = 0; i < 2; i++) {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            static char payload[size];
+            memset(payload, 'p', sizeof payload);
+            int fd = open(fifo.s, O_WRONLY);
+            if (fd >= 0)
+                (void)!write(fd, payload, sizeof payload);
+            _exit(0);
+        }
+        error_info err;
+        char *data = NULL;
+        size_t len = 0;
+        error_code rc = platform_read_file(fifo.s, caps[i], &data, &len, &err);
+        if (caps[i] == size) {
+            assert_ok(rc, err);
+            assert_int_equal(len, size);
+            assert_int_equal(data[0], 'p');
+            assert_int_equal(data[size - 1], 'p');
+            assert_int_equal(data[size], '\0');
+            free(data);
+        } else {
+            assert_int_equal(rc, ERR_IO);
+        }
+        kill_and_wait(pid); /* the writer may block on a reader that left */
+    }
+}
+
+static void test_remove_file(void **state)
+{
+    fixture *f = *state;
+    path_buf p = at(f, "victim"), dir = at(f, "dir");
+    error_info err;
+    write_text(p.s, "x");
+    assert_ok(platform_remove_file(p.s, &err), err);
+    assert_false(exists(p.s));
+    assert_ok(platform_remove_file(p.s, &err), err); /* already gone */
+    assert_int_equal(mkdir(dir.s, 0700), 0);
+    assert_int_equal(platform_remove_file(dir.s, &err), ERR_IO);
+    assert_contains(err.message, dir.s);
+}
+
+static void test_mkdirs(void **state)
+{
+    fixture *f = *state;
+    path_buf file = at(f, "file");
+    write_text(file.s, "not a directory");
+    static const struct {
+        const char *name;
+        error_code want;
+    } cases[] = {
+        {"a", ERR_OK},
+        {"a", ERR_OK}, /* existing */
+        {"b/c/d/e", ERR_OK},
+        {"b/c", ERR_OK},
+        {"x//y///z/", ERR_OK},
+        {"file", ERR_IO},
+        {"file/sub", ERR_IO},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        path_buf p = at(f, cases[i].name);
+        error_info err;
+        error_clear(&err);
+        error_code rc = platform_mkdirs(p.s, &err);
+        if (rc != cases[i].want)
+            fail_msg("%s: got %s (%s)", cases[i].name, error_name(rc), err.message);
+        if (rc == ERR_OK) {
+            assert_int_equal(platform_path_stat(p.s, NULL), PLATFORM_PATH_DIR);
+        } else {
+            assert_contains(err.message, p.s);
+            assert_contains(err.message, "not a directory");
+        }
+    }
+    /* New directories are 0700 (umask permitting; it never adds bits). */
+    path_buf deep = at(f, "b/c/d");
+    assert_int_equal(file_mode(deep.s) & 0077, 0);
+    assert_int_equal(file_mode(deep.s) & 0700, 0700);
+    error_info err;
+    assert_ok(platform_mkdirs("/", &err), err);
+    assert_int_equal(platform_mkdirs("", &err), ERR_IO);
+}
+
+static void test_remove_tree_does_not_follow_links(void **state)
+{
+    fixture *f = *state;
+    path_buf tree = at(f, "tree"), outside_dir = at(f, "outside"), outside_file = at(f, "outside/keep.txt"),
+             outside_alone = at(f, "precious.txt");
+    error_info err;
+    assert_ok(platform_mkdirs(outside_dir.s, &err), err);
+    write_text(outside_file.s, "keep me");
+    write_text(outside_alone.s, "keep me too");
+
+    static const char *const dirs[] = {"tree/a/b/c", "tree/empty", "tree/a/d"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        path_buf d = at(f, dirs[i]);
+        assert_ok(platform_mkdirs(d.s, &err), err);
+    }
+    static const char *const files[] = {"tree/top.txt", "tree/a/one", "tree/a/b/c/deep", "tree/a/d/.hidden"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        path_buf p = at(f, files[i]);
+        write_text(p.s, files[i]);
+    }
+    path_buf link_dir = at(f, "tree/a/link-to-dir"), link_file = at(f, "tree/a/b/link-to-file"),
+             dangling = at(f, "tree/dangling");
+    assert_int_equal(symlink(outside_dir.s, link_dir.s), 0);
+    assert_int_equal(symlink(outside_alone.s, link_file.s), 0);
+    assert_int_equal(symlink("/nonexistent/target", dangling.s), 0);
+
+    assert_ok(platform_remove_tree(tree.s, &err), err);
+    assert_false(exists(tree.s));
+    assert_true(exists(outside_file.s));
+    assert_true(exists(outside_alone.s));
+
+    /* Missing is success; a link given as the root is removed, not followed. */
+    assert_ok(platform_remove_tree(tree.s, &err), err);
+    path_buf root_link = at(f, "root-link");
+    assert_int_equal(symlink(outside_dir.s, root_link.s), 0);
+    assert_ok(platform_remove_tree(root_link.s, &err), err);
+    assert_false(exists(root_link.s));
+    assert_true(exists(outside_file.s));
+    /* A plain file is removed too. */
+    assert_ok(platform_remove_tree(outside_alone.s, &err), err);
+    assert_false(exists(outside_alone.s));
+}
+
+static void test_list_dir(void **state)
+{
+    fixture *f = *state;
+    static const char *const created[] = {"b", "a", "C", "aa", ".hidden", "a b", "\xc3\xa9t\xc3\xa9", "_"};
+    static const char *const sorted[] = {".hidden", "C", "_", "a", "a b", "aa", "b", "\xc3\xa9t\xc3\xa9"};
+    for (size_t i = 0; i < sizeof created / sizeof created[0]; i++) {
+        path_buf p = at(f, created[i]);
+        if (i == 2)
+            assert_int_equal(mkdir(p.s, 0700), 0); /* directories are listed too */
+        else
+            write_text(p.s, "");
+    }
+    error_info err;
+    char **names = NULL;
+    size_t count = 0;
+    assert_ok(platform_list_dir(f->dir, &names, &count, &err), err);
+    assert_int_equal(count, sizeof sorted / sizeof sorted[0]);
+    for (size_t i = 0; i < count; i++)
+        assert_string_equal(names[i], sorted[i]);
+    platform_free_names(names, count);
+
+    path_buf empty = at(f, "C");
+    names = NULL;
+    count = 99;
+    assert_ok(platform_list_dir(empty.s, &names, &count, &err), err);
+    assert_int_equal(count, 0);
+    platform_free_names(names, count);
+    platform_free_names(NULL, 0);
+
+    path_buf missing = at(f, "missing"), file = at(f, "a");
+    assert_int_equal(platform_list_dir(missing.s, &names, &count, &err), ERR_NOT_FOUND);
+    assert_contains(err.message, missing.s);
+    assert_int_equal(platform_list_dir(file.s, &names, &count, &err), ERR_IO);
+    assert_contains(err.message, file.s);
+}
+
+static void test_free_space(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    uint64_t bytes = 0;
+    assert_ok(platform_free_space(f->dir, &bytes, &err), err);
+    assert_true(bytes > 0);
+    path_buf missing = at(f, "missing");
+    assert_int_equal(platform_free_space(missing.s, &bytes, &err), ERR_NOT_FOUND);
+}
+
+static void test_secret_file(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        mode_t mode;
+        error_code want;
+        const char *mode_text;
+    } cases[] = {
+        {0600, ERR_OK, NULL},        {0400, ERR_OK, NULL},         {0640, ERR_CONFIG, "0640"},
+        {0604, ERR_CONFIG, "0604"},  {0644, ERR_CONFIG, "0644"},   {0660, ERR_CONFIG, "0660"},
+        {0610, ERR_CONFIG, "0610"},  {0601, ERR_CONFIG, "0601"},
+    };
+    path_buf key = at(f, "api_key");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_file(key.s, "secret", 6, cases[i].mode);
+        error_info err;
+        error_clear(&err);
+        error_code rc = platform_check_secret_file(key.s, &err);
+        if (rc != cases[i].want)
+            fail_msg("mode %04o: got %s (%s)", (unsigned)cases[i].mode, error_name(rc), err.message);
+        if (rc != ERR_OK) {
+            char chmod_hint[PATH_MAX + 16];
+            snprintf(chmod_hint, sizeof chmod_hint, "chmod 600 %s", key.s);
+            assert_contains(err.message, chmod_hint);
+            assert_contains(err.message, cases[i].mode_text);
+            assert_contains(err.message, "readable by group or others");
+        }
+    }
+    error_info err;
+    path_buf missing = at(f, "missing_key");
+    assert_int_equal(platform_check_secret_file(missing.s, &err), ERR_CONFIG);
+    assert_contains(err.message, missing.s);
+    assert_int_equal(platform_check_secret_file(f->dir, &err), ERR_CONFIG);
+}
+
+static void test_fopen_and_fsync(void **state)
+{
+    fixture *f = *state;
+    path_buf p = at(f, "log.jsonl");
+    FILE *fp = platform_fopen(p.s, "ab");
+    assert_non_null(fp);
+    int flags = fcntl(fileno(fp), F_GETFD);
+    assert_true(flags >= 0 && (flags & FD_CLOEXEC));
+    assert_true(fputs("line\n", fp) >= 0);
+    error_info err;
+    assert_ok(platform_fsync_file(fp, &err), err);
+    struct stat st;
+    assert_int_equal(stat(p.s, &st), 0);
+    assert_int_equal(st.st_size, 5);
+    fclose(fp);
+
+    /* A full disk is ERR_DISK_FULL (the null device that is always full). */
+    FILE *full = platform_fopen("/dev/full", "w");
+    if (full) {
+        assert_true(fputs("data", full) >= 0);
+        assert_int_equal(platform_fsync_file(full, &err), ERR_DISK_FULL);
+        assert_int_equal(err.os_error, ENOSPC);
+        fclose(full);
+    }
+
+    path_buf missing = at(f, "no/such/file");
+    errno = 0;
+    assert_null(platform_fopen(missing.s, "rb"));
+    assert_int_equal(errno, ENOENT);
+}
+
+/* ---- Lock ---------------------------------------------------------------- */
+
+static void test_lock_is_exclusive(void **state)
+{
+    fixture *f = *state;
+    path_buf path = at(f, "outpost.lock");
+    error_info err;
+    platform_lock *lock = NULL;
+    assert_ok(platform_lock_acquire(path.s, &lock, &err), err);
+    assert_non_null(lock);
+    assert_int_equal(file_mode(path.s), 0600);
+    char text[32], want[32];
+    read_text(path.s, text, sizeof text);
+    snprintf(want, sizeof want, "%ld\n", (long)getpid());
+    assert_string_equal(text, want);
+
+    /* A second acquire, in this process or another, is refused. */
+    platform_lock *second = NULL;
+    assert_int_equal(platform_lock_acquire(path.s, &second, &err), ERR_LOCKED);
+    assert_null(second); /* set on success only */
+    assert_contains(err.message, "another outpost run holds the lock");
+    assert_contains(err.message, path.s);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        platform_lock *child_lock = NULL;
+        _exit(platform_lock_acquire(path.s, &child_lock, NULL) == ERR_LOCKED ? 0 : 1);
+    }
+    assert_int_equal(wait_exit(pid), 0);
+
+    /* Released, it can be taken again. */
+    platform_lock_release(lock);
+    assert_ok(platform_lock_acquire(path.s, &lock, &err), err);
+    platform_lock_release(lock);
+    platform_lock_release(NULL);
+
+    path_buf nowhere = at(f, "missing/outpost.lock");
+    assert_int_equal(platform_lock_acquire(nowhere.s, &lock, &err), ERR_NOT_FOUND);
+    assert_contains(err.message, nowhere.s);
+}
+
+static void test_lock_dies_with_holder(void **state)
+{
+    fixture *f = *state;
+    path_buf path = at(f, "outpost.lock");
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(ready[0]);
+        platform_lock *lock = NULL;
+        char ok = platform_lock_acquire(path.s, &lock, NULL) == ERR_OK ? 'y' : 'n';
+        (void)!write(ready[1], &ok, 1);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    char ok = 0;
+    assert_int_equal(read(ready[0], &ok, 1), 1);
+    close(ready[0]);
+    assert_int_equal(ok, 'y');
+
+    error_info err;
+    platform_lock *lock = NULL;
+    assert_int_equal(platform_lock_acquire(path.s, &lock, &err), ERR_LOCKED);
+    kill_and_wait(pid);
+    assert_ok(platform_lock_acquire(path.s, &lock, &err), err);
+    platform_lock_release(lock);
+}
+
+/* ---- Time and randomness ------------------------------------------------- */
+
+static void test_clocks_and_sleep(void **state)
+{
+    (void)state;
+    int64_t utc = platform_time_utc_ms();
+    int64_t now = (int64_t)time(NULL) * 1000;
+    assert_true(utc > now - 2000 && utc < now + 2000);
+
+    int64_t prev = platform_monotonic_ms();
+    for (int i = 0; i < 100000; i++) {
+        int64_t t = platform_monotonic_ms();
+        assert_true(t >= prev);
+        prev = t;
+    }
+    static const int64_t sleeps[] = {0, 1, 20, 120};
+    for (size_t i = 0; i < sizeof sleeps / sizeof sleeps[0]; i++) {
+        int64_t t0 = platform_monotonic_ms();
+        platform_sleep_ms(sleeps[i]);
+        int64_t slept = platform_monotonic_ms() - t0;
+        if (slept < sleeps[i] || slept > sleeps[i] + 500)
+            fail_msg("sleep of %lld ms took %lld ms", (long long)sleeps[i], (long long)slept);
+    }
+    platform_sleep_ms(-5); /* negative: returns at once */
+}
+
+static void test_random_bytes(void **state)
+{
+    (void)state;
+    error_info err;
+    unsigned char a[32], b[32], zero[32] = {0};
+    assert_ok(platform_random_bytes(a, sizeof a, &err), err);
+    assert_ok(platform_random_bytes(b, sizeof b, &err), err);
+    assert_memory_not_equal(a, b, sizeof a);
+    assert_memory_not_equal(a, zero, sizeof a);
+    assert_ok(platform_random_bytes(a, 0, &err), err);
+
+    /* A large request is filled completely: every byte value appears. */
+    size_t big = 1 << 20;
+    unsigned char *buf = calloc(1, big);
+    assert_non_null(buf);
+    assert_ok(platform_random_bytes(buf, big, &err), err);
+    size_t seen[256] = {0};
+    for (size_t i = 0; i < big; i++)
+        seen[buf[i]]++;
+    for (size_t v = 0; v < 256; v++)
+        assert_true(seen[v] > big / 256 / 2);
+    assert_memory_not_equal(buf + big - 32, zero, 32);
+    free(buf);
+}
+
+/* ---- Processes ----------------------------------------------------------- */
+
+static void test_spawn_exit_codes(void **state)
+{
+    (void)state;
+    static const char *const exit7[] = {"/bin/sh", "-c", "exit 7", NULL};
+    static const char *const exit255[] = {"/bin/sh", "-c", "exit 255", NULL};
+    static const char *const path_true[] = {"true", NULL};
+    static const char *const path_false[] = {"false", NULL};
+    static const char *const term[] = {"/bin/sh", "-c", "kill -TERM $$", NULL};
+    static const char *const pipe_sig[] = {"/bin/sh", "-c", "kill -PIPE $$", NULL};
+    static const char *const args[] = {"/bin/sh", "-c", "[ \"$1\" = 'two words' ] && [ \"$2\" = '$HOME;*' ]", "sh",
+                                       "two words", "$HOME;*", NULL};
+    static const struct {
+        const char *const *argv;
+        int want;
+    } cases[] = {
+        {exit7, 7}, {exit255, 255}, {path_true, 0}, {path_false, 1}, {term, 128 + SIGTERM},
+        {pipe_sig, 128 + SIGPIPE}, /* SIGPIPE ignored here is reset for the child */
+        {args, 0},                 /* arguments pass verbatim, no shell in between */
+    };
+    void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        error_info err;
+        platform_spawn_result result = {.exit_code = -99, .timed_out = true};
+        assert_ok(platform_spawn(cases[i].argv, i % 2 ? 10000 : 0, &result, &err), err);
+        if (result.exit_code != cases[i].want)
+            fail_msg("case %zu (%s): exit %d, want %d", i, cases[i].argv[cases[i].argv[1] ? 2 : 0],
+                     result.exit_code, cases[i].want);
+        assert_false(result.timed_out);
+    }
+    signal(SIGPIPE, old_pipe);
+}
+
+/* Reads a pid a spawned script wrote, waiting a little for it to appear. */
+static pid_t read_pid(const char *path)
+{
+    for (int i = 0; i < 100; i++) {
+        char text[32] = "";
+        if (exists(path))
+            read_text(path, text, sizeof text);
+        if (strchr(text, '\n'))
+            return (pid_t)atol(text);
+        sleep_us(10000);
+    }
+    fail_msg("no pid in %s", path);
+    return -1;
+}
+
+/* Whether anything is left of process group pgid (reaping what we can). */
+static bool group_alive(pid_t pgid)
+{
+    for (int i = 0; i < 200; i++) {
+        while (waitpid(-pgid, NULL, WNOHANG) > 0) /* orphans reparented to us */
+            ;
+        if (kill(-pgid, 0) != 0 && errno == ESRCH)
+            return false;
+        sleep_us(10000);
+    }
+    return true;
+}
+
+static void test_spawn_timeout_kills_tree(void **state)
+{
+    fixture *f = *state;
+    path_buf leader = at(f, "leader.pid"), background = at(f, "background.pid");
+    const char *const argv[] = {"/bin/sh", "-c", "echo $$ > \"$1\"; sleep 30 & echo $! > \"$2\"; sleep 30", "sh",
+                                leader.s, background.s, NULL};
+#ifdef __linux__
+    /* The killed grandchild is orphaned: have it reparented to us so we can
+     * reap it (PID 1 of a container may never reap zombies). */
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+#endif
+    error_info err;
+    platform_spawn_result result = {0};
+    int64_t t0 = platform_monotonic_ms();
+    assert_ok(platform_spawn(argv, 300, &result, &err), err);
+    int64_t elapsed = platform_monotonic_ms() - t0;
+    print_message("    timed out after %lld ms\n", (long long)elapsed);
+    assert_true(result.timed_out);
+    assert_int_equal(result.exit_code, 128 + SIGKILL);
+    assert_true(elapsed >= 300);
+    assert_true(elapsed < 1500);
+
+    pid_t pgid = read_pid(leader.s);
+    pid_t grandchild = read_pid(background.s);
+    assert_true(pgid > 1);
+    assert_true(grandchild > 1);
+    assert_false(group_alive(pgid));
+    assert_int_equal(kill(grandchild, 0), -1);
+    assert_int_equal(errno, ESRCH);
+#ifdef __linux__
+    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+#endif
+}
+
+static void test_spawn_errors(void **state)
+{
+    fixture *f = *state;
+    path_buf not_executable = at(f, "not-executable"), missing = at(f, "missing-program");
+    write_text(not_executable.s, "#!/bin/sh\nexit 0\n");
+    const char *const not_in_path[] = {"outpost-no-such-program-7f3a", NULL};
+    const char *const absent[] = {missing.s, NULL};
+    const char *const no_x[] = {not_executable.s, NULL};
+    const char *const empty_name[] = {"", NULL};
+    const char *const no_args[] = {NULL};
+    const struct {
+        const char *const *argv;
+        const char *in_message;
+    } cases[] = {
+        {not_in_path, "outpost-no-such-program-7f3a"}, {absent, missing.s}, {no_x, not_executable.s},
+        {empty_name, "empty"}, {no_args, "empty"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        error_info err;
+        error_clear(&err);
+        platform_spawn_result result = {.exit_code = -99};
+        error_code rc = platform_spawn(cases[i].argv, 1000, &result, &err);
+        if (rc != ERR_SPAWN)
+            fail_msg("case %zu: got %s (%s), exit %d", i, error_name(rc), err.message, result.exit_code);
+        assert_contains(err.message, cases[i].in_message);
+        assert_int_equal(result.exit_code, -99);
+    }
+}
+
+static void test_spawn_stdin_and_descriptors(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    platform_spawn_result result;
+
+    /* stdin is the null device: read sees end of file at once (exit 1). */
+    const char *const read_stdin[] = {"/bin/sh", "-c", "read line; exit $?", NULL};
+    assert_ok(platform_spawn(read_stdin, 5000, &result, &err), err);
+    assert_false(result.timed_out);
+    assert_int_equal(result.exit_code, 1);
+
+    if (!exists("/dev/fd/0"))
+        skip();
+    /* Our descriptors are not inherited: an open stream and the lock. */
+    path_buf file = at(f, "open-file"), lock_path = at(f, "outpost.lock");
+    FILE *fp = platform_fopen(file.s, "w");
+    assert_non_null(fp);
+    int next_fd = dup(2);
+    assert_true(next_fd >= 0);
+    close(next_fd);
+    platform_lock *lock = NULL;
+    assert_ok(platform_lock_acquire(lock_path.s, &lock, &err), err);
+    assert_true(fcntl(next_fd, F_GETFD) >= 0); /* the lock's descriptor */
+    const int fds[] = {fileno(fp), next_fd};
+    for (size_t i = 0; i < 2; i++) {
+        char fd_text[16];
+        snprintf(fd_text, sizeof fd_text, "%d", fds[i]);
+        const char *const probe[] = {"/bin/sh", "-c", "[ -e /dev/fd/$1 ] && exit 9; exit 0", "sh", fd_text, NULL};
+        assert_ok(platform_spawn(probe, 5000, &result, &err), err);
+        if (result.exit_code != 0)
+            fail_msg("descriptor %d leaked into the child", fds[i]);
+    }
+    /* The probe itself sees a descriptor that is inherited on purpose. */
+    const char *const control[] = {"/bin/sh", "-c", "[ -e /dev/fd/$1 ] && exit 9; exit 0", "sh", "2", NULL};
+    assert_ok(platform_spawn(control, 5000, &result, &err), err);
+    assert_int_equal(result.exit_code, 9);
+    platform_lock_release(lock);
+    fclose(fp);
+}
+
+/* ---- Threads ------------------------------------------------------------- */
+
+#define THREADS 4
+#define INCREMENTS 20000
+
+typedef struct shared_counter {
+    platform_mutex *mutex; /* guards everything below */
+    platform_cond *cond;   /* signalled when go or done changes */
+    long value;            /* incremented by every thread */
+    bool go;               /* set by the main thread to release the workers */
+    int done;              /* workers finished */
+} shared_counter;
+
+static void counter_worker(void *arg)
+{
+    shared_counter *c = arg;
+    platform_mutex_lock(c->mutex);
+    while (!c->go)
+        platform_cond_wait(c->cond, c->mutex);
+    platform_mutex_unlock(c->mutex);
+    for (int i = 0; i < INCREMENTS; i++) {
+        platform_mutex_lock(c->mutex);
+        c->value++;
+        platform_mutex_unlock(c->mutex);
+    }
+    platform_mutex_lock(c->mutex);
+    c->done++;
+    platform_cond_broadcast(c->cond);
+    platform_mutex_unlock(c->mutex);
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    shared_counter c = {.mutex = platform_mutex_new(), .cond = platform_cond_new()};
+    assert_non_null(c.mutex);
+    assert_non_null(c.cond);
+    platform_thread *threads[THREADS];
+    error_info err;
+    for (int i = 0; i < THREADS; i++)
+        assert_ok(platform_thread_start(&threads[i], counter_worker, &c, &err), err);
+    platform_mutex_lock(c.mutex);
+    c.go = true;
+    platform_cond_broadcast(c.cond);
+    while (c.done < THREADS)
+        platform_cond_wait(c.cond, c.mutex);
+    platform_mutex_unlock(c.mutex);
+    for (int i = 0; i < THREADS; i++)
+        platform_thread_join(threads[i]);
+    assert_int_equal(c.value, (long)THREADS * INCREMENTS);
+    platform_cond_free(c.cond);
+    platform_mutex_free(c.mutex);
+    platform_cond_free(NULL);
+    platform_mutex_free(NULL);
+}
+
+/* ---- Host and environment ------------------------------------------------ */
+
+static void test_host_facts(void **state)
+{
+    (void)state;
+    char name[256];
+    platform_hostname(name, sizeof name);
+    assert_true(strlen(name) > 0);
+    char real[256] = "";
+    if (gethostname(real, sizeof real - 1) == 0 && real[0])
+        assert_string_equal(name, real);
+    char tiny[4] = "xxx";
+    platform_hostname(tiny, sizeof tiny);
+    assert_true(strlen(tiny) <= 3 && strlen(tiny) > 0);
+    char one[1] = {'x'};
+    platform_hostname(one, sizeof one);
+    assert_int_equal(one[0], '\0');
+
+    const char *os = platform_os_name();
+    const char *arch = platform_arch();
+    assert_non_null(os);
+    assert_non_null(arch);
+    for (const char *p = os; *p; p++)
+        assert_false(*p >= 'A' && *p <= 'Z');
+#ifdef __linux__
+    assert_string_equal(os, "linux");
+#endif
+    struct utsname u;
+    assert_int_equal(uname(&u), 0);
+    static const struct {
+        const char *machine, *arch;
+    } arches[] = {
+        {"x86_64", "x86_64"}, {"amd64", "x86_64"}, {"aarch64", "aarch64"}, {"arm64", "aarch64"}, {"i686", "x86"},
+    };
+    const char *want = u.machine;
+    for (size_t i = 0; i < sizeof arches / sizeof arches[0]; i++)
+        if (strcmp(u.machine, arches[i].machine) == 0)
+            want = arches[i].arch;
+    assert_string_equal(arch, want);
+    assert_ptr_equal(platform_os_name(), os); /* read once, stable */
+}
+
+static void test_environment(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(setenv("OUTPOST_TEST_VALUE", "caf\xc3\xa9", 1), 0);
+    assert_string_equal(platform_getenv("OUTPOST_TEST_VALUE"), "caf\xc3\xa9");
+    assert_int_equal(unsetenv("OUTPOST_TEST_VALUE"), 0);
+    assert_null(platform_getenv("OUTPOST_TEST_VALUE"));
+
+    path_buf p = at(f, "not-a-tty");
+    FILE *fp = fopen(p.s, "w");
+    assert_non_null(fp);
+    assert_false(platform_is_terminal(fp));
+    fclose(fp);
+    assert_false(platform_is_terminal(NULL));
+
+    char *config = platform_default_config_path();
+    char *state_dir = platform_default_state_dir();
+    assert_string_equal(config, "/etc/outpost/outpost.json");
+    assert_string_equal(state_dir, "/var/lib/outpost");
+    free(config);
+    free(state_dir);
+
+    error_info err;
+    char *version = (char *)"untouched";
+    assert_int_equal(platform_installed_version("Security Sensor", &version, &err), ERR_NOT_FOUND);
+    assert_contains(err.message, "no software inventory");
+    assert_string_equal(version, "untouched");
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fixture_setup, fixture_teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_path_join),
+        T(test_path_stat),
+        T(test_write_atomic_creates_and_replaces),
+        T(test_write_atomic_errors),
+        T(test_write_atomic_survives_kill),
+        T(test_rename),
+        T(test_read_file),
+        T(test_read_file_stops_at_cap),
+        T(test_read_file_from_fifo),
+        T(test_remove_file),
+        T(test_mkdirs),
+        T(test_remove_tree_does_not_follow_links),
+        T(test_list_dir),
+        T(test_free_space),
+        T(test_secret_file),
+        T(test_fopen_and_fsync),
+        T(test_lock_is_exclusive),
+        T(test_lock_dies_with_holder),
+        T(test_clocks_and_sleep),
+        T(test_random_bytes),
+        T(test_spawn_exit_codes),
+        T(test_spawn_timeout_kills_tree),
+        T(test_spawn_errors),
+        T(test_spawn_stdin_and_descriptors),
+        T(test_threads),
+        T(test_host_facts),
+        T(test_environment),
+    };
+#undef T
+    return cmocka_run_group_tests_name("platform", tests, NULL, NULL);
+}
