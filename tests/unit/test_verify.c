@@ -1,0 +1,237 @@
+/* test_verify.c — the verification layers: format detection on crafted
+ * buffers (truncated and hostile PE headers included), length, SHA-256,
+ * expected_sha256 and the signature rule when no CA is configured. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "verify.h"
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+
+/* An MZ header whose e_lfanew is pe_offset, with "PE\0\0" there when it fits. */
+static size_t make_pe(uint8_t *buf, size_t size, uint32_t pe_offset)
+{
+    memset(buf, 0, size);
+    buf[0] = 'M'; buf[1] = 'Z';
+    put32(buf + 0x3C, pe_offset);
+    if ((uint64_t)pe_offset + 4 <= size)
+        memcpy(buf + pe_offset, "PE\0\0", 4);
+    return size;
+}
+
+static void test_detect_pe(void **unused)
+{
+    (void)unused;
+    uint8_t buf[512];
+    make_pe(buf, sizeof buf, 0x80);
+    assert_int_equal(verify_detect_format(buf, sizeof buf), VERIFY_FORMAT_PE);
+}
+
+static void test_detect_truncated_pe(void **unused)
+{
+    (void)unused;
+    uint8_t buf[512];
+    make_pe(buf, sizeof buf, 0x80);
+    /* e_lfanew points past what we have, or the MZ header itself is cut short. */
+    assert_int_equal(verify_detect_format(buf, 0x82), VERIFY_FORMAT_UNKNOWN);
+    assert_int_equal(verify_detect_format(buf, 0x3F), VERIFY_FORMAT_UNKNOWN);
+    assert_int_equal(verify_detect_format(buf, 2), VERIFY_FORMAT_UNKNOWN);
+    put32(buf + 0x3C, 0xFFFFFFFFu); /* must not wrap around */
+    assert_int_equal(verify_detect_format(buf, sizeof buf), VERIFY_FORMAT_UNKNOWN);
+    put32(buf + 0x3C, 0xFFFFFFFEu);
+    assert_int_equal(verify_detect_format(buf, sizeof buf), VERIFY_FORMAT_UNKNOWN);
+}
+
+static void test_detect_mz_without_pe(void **unused)
+{
+    (void)unused;
+    uint8_t buf[512];
+    make_pe(buf, sizeof buf, 0x80);
+    buf[0x81] = 'X';
+    assert_int_equal(verify_detect_format(buf, sizeof buf), VERIFY_FORMAT_UNKNOWN);
+}
+
+static void test_detect_other_formats(void **unused)
+{
+    (void)unused;
+    static const uint8_t msi[8] = {0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1};
+    static const uint8_t sevenzip[6] = {'7', 'z', 0xBC, 0xAF, 0x27, 0x1C};
+    static const uint8_t gz[3] = {0x1F, 0x8B, 8};
+    uint8_t tar[512] = {0};
+    memcpy(tar + 257, "ustar", 5);
+    const char *html = "<!DOCTYPE html><html><body>Service unavailable</body></html>";
+    assert_int_equal(verify_detect_format(msi, sizeof msi), VERIFY_FORMAT_MSI);
+    assert_int_equal(verify_detect_format(msi, 7), VERIFY_FORMAT_UNKNOWN);
+    assert_int_equal(verify_detect_format((const uint8_t *)"PK\3\4xxxx", 8), VERIFY_FORMAT_ZIP);
+    assert_int_equal(verify_detect_format(sevenzip, sizeof sevenzip), VERIFY_FORMAT_7Z);
+    assert_int_equal(verify_detect_format((const uint8_t *)"MSCF\0\0\0\0", 8), VERIFY_FORMAT_CAB);
+    assert_int_equal(verify_detect_format(gz, sizeof gz), VERIFY_FORMAT_TAR_GZ);
+    assert_int_equal(verify_detect_format(tar, sizeof tar), VERIFY_FORMAT_TAR);
+    assert_int_equal(verify_detect_format((const uint8_t *)html, strlen(html)), VERIFY_FORMAT_UNKNOWN);
+    assert_int_equal(verify_detect_format(NULL, 0), VERIFY_FORMAT_UNKNOWN);
+    assert_true(verify_format_is_archive(VERIFY_FORMAT_ZIP));
+    assert_false(verify_format_is_archive(VERIFY_FORMAT_PE));
+    assert_string_equal(verify_format_name(VERIFY_FORMAT_TAR_GZ), "tar.gz");
+}
+
+static char *temp_file(const void *data, size_t len)
+{
+    char *path = strdup("/tmp/outpost-verify-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, len), (ssize_t)len);
+    close(fd);
+    return path;
+}
+
+static void test_file_format_far_pe_header(void **unused)
+{
+    (void)unused;
+    static uint8_t buf[8192];
+    make_pe(buf, sizeof buf, 4096);
+    char *path = temp_file(buf, sizeof buf);
+    verify_format f;
+    error_info err;
+    assert_int_equal(verify_file_format(path, &f, &err), ERR_OK);
+    assert_int_equal(f, VERIFY_FORMAT_PE);
+    unlink(path);
+    free(path);
+
+    /* The same header, but the file ends before e_lfanew. */
+    path = temp_file(buf, 4098);
+    assert_int_equal(verify_file_format(path, &f, &err), ERR_OK);
+    assert_int_equal(f, VERIFY_FORMAT_UNKNOWN);
+    unlink(path);
+    free(path);
+
+    assert_int_equal(verify_file_format("/nonexistent/outpost", &f, &err), ERR_NOT_FOUND);
+}
+
+static void test_sha256_and_expected(void **unused)
+{
+    (void)unused;
+    char *path = temp_file("abc", 3);
+    char hex[65];
+    int64_t size = 0;
+    error_info err;
+    assert_int_equal(verify_sha256_file(path, hex, &size, &err), ERR_OK);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    assert_int_equal(size, 3);
+    unlink(path);
+    free(path);
+
+    verify_report r;
+    verify_report_init(&r);
+    snprintf(r.received_sha256, sizeof r.received_sha256, "%s", hex);
+    config_verify policy = {0};
+    assert_int_equal(verify_expected_sha256(&r, &policy, &err), ERR_OK);
+    assert_false(r.sha256_configured);
+    policy.expected_sha256 = (char *)"BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD";
+    assert_int_equal(verify_expected_sha256(&r, &policy, &err), ERR_OK);
+    assert_true(r.sha256_configured);
+    policy.expected_sha256 = (char *)"0000000000000000000000000000000000000000000000000000000000000000";
+    assert_int_equal(verify_expected_sha256(&r, &policy, &err), ERR_REJECTED);
+    assert_non_null(strstr(err.message, "SHA-256"));
+}
+
+static void test_length(void **unused)
+{
+    (void)unused;
+    verify_report r;
+    error_info err;
+    verify_report_init(&r);
+    assert_int_equal(verify_length(&r, -1, 10, &err), ERR_OK);
+    assert_int_equal(verify_length(&r, 10, 10, &err), ERR_OK);
+    assert_int_equal(verify_length(&r, 11, 10, &err), ERR_REJECTED);
+    assert_non_null(strstr(err.message, "length"));
+}
+
+static void test_signature_without_ca(void **unused)
+{
+    (void)unused;
+    uint8_t buf[512];
+    make_pe(buf, sizeof buf, 0x80);
+    char *path = temp_file(buf, sizeof buf);
+    verify_report r;
+    verify_report_init(&r);
+    error_info err;
+    config_verify policy = {.require_signature = false, .trusted_ca_file = NULL};
+    assert_int_equal(verify_signature(&r, &policy, path, &err), ERR_OK);
+    assert_string_equal(r.signature, "skipped");
+
+    policy.require_signature = true;
+    assert_int_equal(verify_signature(&r, &policy, path, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "trusted_ca_file"));
+    policy.trusted_ca_file = (char *)"/nonexistent/ca.pem";
+    assert_int_equal(verify_signature(&r, &policy, path, &err), ERR_CONFIG);
+    unlink(path);
+    free(path);
+}
+
+static void test_signature_unsigned_with_ca(void **unused)
+{
+    (void)unused;
+    /* A CA file that holds a certificate is needed for the authenticode layer
+     * to run; a garbage one is a configuration error naming the file. */
+    char *ca = temp_file("not a certificate", 17);
+    uint8_t buf[512];
+    make_pe(buf, sizeof buf, 0x80);
+    char *path = temp_file(buf, sizeof buf);
+    verify_report r;
+    verify_report_init(&r);
+    error_info err;
+    config_verify policy = {.require_signature = false, .trusted_ca_file = ca};
+    assert_int_equal(verify_signature(&r, &policy, path, &err), ERR_CONFIG);
+    unlink(path);
+    unlink(ca);
+    free(path);
+    free(ca);
+}
+
+static void test_report_json(void **unused)
+{
+    (void)unused;
+    verify_report r;
+    verify_report_init(&r);
+    snprintf(r.format, sizeof r.format, "zip");
+    snprintf(r.inner_format, sizeof r.inner_format, "msi");
+    snprintf(r.signature, sizeof r.signature, "unsigned");
+    cJSON *j = verify_report_to_json(&r);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetObjectItem(j, "format")->valuestring, "zip");
+    assert_string_equal(cJSON_GetObjectItem(j, "inner_format")->valuestring, "msi");
+    assert_string_equal(cJSON_GetObjectItem(j, "sha256")->valuestring, "not-configured");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "signature"), "result")->valuestring, "unsigned");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "length"), "expected")));
+    cJSON_Delete(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_detect_pe),
+        cmocka_unit_test(test_detect_truncated_pe),
+        cmocka_unit_test(test_detect_mz_without_pe),
+        cmocka_unit_test(test_detect_other_formats),
+        cmocka_unit_test(test_file_format_far_pe_header),
+        cmocka_unit_test(test_sha256_and_expected),
+        cmocka_unit_test(test_length),
+        cmocka_unit_test(test_signature_without_ca),
+        cmocka_unit_test(test_signature_unsigned_with_ca),
+        cmocka_unit_test(test_report_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
