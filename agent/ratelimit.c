@@ -36,6 +36,7 @@ struct ratelimit {
     bool ever_headers;                /* some answer carried the headers */
     bool probe_out;                   /* a probe is in flight */
     int64_t budget;                   /* headers mode: starts left in this window */
+    int64_t window_remaining;         /* headers mode: lowest Remaining seen in this window */
     int64_t reset_at;                 /* headers mode: when the window resets */
     int64_t last_reset_at;            /* latest reset announced, any mode */
     int64_t pause_until;              /* 429: nothing starts before this */
@@ -177,14 +178,6 @@ static void flying_remove(ratelimit *rl, uint64_t seq)
     }
 }
 
-static int64_t flying_before(const ratelimit *rl, uint64_t seq)
-{
-    int64_t n = 0;
-    for (size_t i = 0; i < rl->flying_count; i++)
-        n += rl->flying[i] < seq;
-    return n;
-}
-
 /* ---- Acquire ---------------------------------------------------------------- */
 
 static int64_t budget_wait(ratelimit *rl, int64_t now)
@@ -248,10 +241,6 @@ int64_t ratelimit_acquire(ratelimit *rl, const char *endpoint, bool counted, boo
 
 static void learn_headers(ratelimit *rl, const ratelimit_ticket *ticket, int64_t now, const ratelimit_answer *a)
 {
-    /* What the server may not have counted when it answered: requests
-     * started after this one, and earlier ones still in flight. */
-    int64_t uncounted = (int64_t)(rl->seq - ticket->seq) + flying_before(rl, ticket->seq);
-    int64_t estimate = a->remaining - uncounted;
     int64_t reset_at;
     if (a->has_reset) {
         reset_at = now + a->reset_in_ms;
@@ -260,25 +249,30 @@ static void learn_headers(ratelimit *rl, const ratelimit_ticket *ticket, int64_t
          * interval from now at the latest, and re-probe then. */
         reset_at = now + rl->window_ms / rl->per_window;
     }
+    bool known = rl->last_reset_at != INT64_MIN;
+    if (known && reset_at < rl->last_reset_at - SAME_WINDOW_MS)
+        return; /* a late answer from a window already over */
+    bool same = rl->mode == RATELIMIT_HEADERS && reset_at <= rl->reset_at + SAME_WINDOW_MS &&
+                reset_at >= rl->reset_at - SAME_WINDOW_MS;
+    if (!same && rl->mode != RATELIMIT_HEADERS && known && reset_at <= rl->last_reset_at + SAME_WINDOW_MS &&
+        !ticket->probe)
+        return; /* a late answer from the window that just ended */
 
     rl->ever_headers = true;
-    if (rl->mode == RATELIMIT_HEADERS && reset_at <= rl->reset_at + SAME_WINDOW_MS &&
-        reset_at >= rl->reset_at - SAME_WINDOW_MS) {
-        /* Same window: only ever lower the budget. */
-        if (estimate < rl->budget)
-            rl->budget = estimate;
+    if (same) {
+        /* Within a window Remaining only goes down: the lowest value seen
+         * already counts every request answered with a higher one. */
+        if (a->remaining < rl->window_remaining)
+            rl->window_remaining = a->remaining;
         if (reset_at > rl->reset_at)
             rl->reset_at = reset_at;
-    } else if (a->has_reset && rl->last_reset_at != INT64_MIN && reset_at < rl->last_reset_at - SAME_WINDOW_MS) {
-        return; /* a late answer from a window already over */
-    } else if (rl->mode != RATELIMIT_HEADERS && a->has_reset && rl->last_reset_at != INT64_MIN &&
-               reset_at <= rl->last_reset_at + SAME_WINDOW_MS && !ticket->probe) {
-        return; /* a late answer from the window that just ended */
     } else {
         rl->mode = RATELIMIT_HEADERS;
-        rl->budget = estimate;
+        rl->window_remaining = a->remaining;
         rl->reset_at = reset_at;
     }
+    /* Requests still in flight may not have been counted yet. */
+    rl->budget = rl->window_remaining - (int64_t)rl->flying_count;
     if (rl->budget <= 0 && rl->reset_at <= now && ticket->probe) {
         /* Spent, and the announced reset is already here: the server's
          * clock or rounding puts resets later than announced. Wait a guard

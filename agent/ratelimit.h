@@ -12,9 +12,11 @@
  *    run, or the window the server announced has reset). One request goes
  *    alone; its answer tells the new budget. Costs one round trip per window.
  *  - headers: the last answers carried X-RateLimit-Remaining (and Reset).
- *    The budget is Remaining minus every request the server may not have
- *    counted yet when it answered: those started after the answered one and
- *    those started before it that are still in flight. Requests are sent
+ *    The budget is the lowest Remaining seen in the window (answers arrive
+ *    out of order; within a window Remaining only goes down, so the lowest
+ *    value counts every request answered with a higher one) minus every
+ *    request still in flight (the server may not have counted those yet),
+ *    minus each request started since. Requests are sent
  *    as fast as the concurrency allows until the budget is spent, then
  *    nothing until the announced reset (plus a small guard), then a probe.
  *    Bursting up to Remaining (rather than spreading it until the reset)
