@@ -261,14 +261,17 @@ static error_code load_staged(const char *root, const char *version, bool verify
     }
     uint64_t actual = 0;
     if (platform_path_stat(*installer_path, &actual) != PLATFORM_PATH_FILE || (double)actual != size->valuedouble) {
-        rc = error_set(err, ERR_IO, "staged installer %s is missing or its size changed", *installer_path);
+        rc = error_set(err, ERR_REJECTED,
+                       "staged installer %s is missing or its size no longer matches its manifest; stage it again",
+                       *installer_path);
         goto fail;
     }
     if (verify_hash) {
         char hex[65];
         rc = verify_sha256_file(*installer_path, hex, NULL, err);
         if (rc == ERR_OK && strcmp(hex, sha) != 0)
-            rc = error_set(err, ERR_IO, "staged installer %s no longer matches the SHA-256 in its manifest",
+            rc = error_set(err, ERR_REJECTED,
+                           "staged installer %s no longer matches the SHA-256 in its manifest; stage it again",
                            *installer_path);
         if (rc != ERR_OK)
             goto fail;

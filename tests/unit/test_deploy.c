@@ -1,0 +1,279 @@
+/* test_deploy.c — deploy: placeholder replacement, quoting for --dry-run,
+ * exit-code judgement (0 / 3010 / 1641 / others), and real runs through
+ * /bin/sh scripts written here that also write the installed-version file,
+ * so the re-read check is exercised: success, failure, wrong version after
+ * exit 0, no version source, timeout, nothing staged. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+#include "deploy.h"
+#include "log.h"
+#include "platform.h"
+#include "staging.h"
+#include "state.h"
+#include "text.h"
+
+typedef struct fixture {
+    char *dir;
+    char *version_file;
+    config cfg;
+    state *s;
+} fixture;
+
+static int setup(void **ctx)
+{
+    fixture *f = calloc(1, sizeof *f);
+    f->dir = strdup("/tmp/outpost-deploy-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    error_info err;
+    assert_int_equal(config_init_defaults(&f->cfg, &err), ERR_OK);
+    free(f->cfg.state_dir);
+    f->cfg.state_dir = platform_path_join(f->dir, "state");
+    free(f->cfg.installer.verify.trusted_ca_file);
+    f->cfg.installer.verify.trusted_ca_file = NULL;
+    f->cfg.installer.verify.require_signature = false;
+    f->version_file = platform_path_join(f->dir, "installed-version");
+    assert_int_equal(platform_mkdirs(f->cfg.state_dir, &err), ERR_OK);
+    assert_int_equal(state_load(f->cfg.state_dir, &f->s, &err), ERR_OK);
+    log_set_level(-1);
+    *ctx = f;
+    return 0;
+}
+
+static int teardown(void **ctx)
+{
+    fixture *f = *ctx;
+    state_free(f->s);
+    platform_remove_tree(f->dir, NULL);
+    config_free(&f->cfg);
+    free(f->version_file);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static void set_command(config *cfg, const char *const *argv)
+{
+    for (size_t i = 0; i < cfg->deploy.command_count; i++)
+        free(cfg->deploy.command[i]);
+    free(cfg->deploy.command);
+    size_t n = 0;
+    while (argv[n])
+        n++;
+    cfg->deploy.command = calloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        cfg->deploy.command[i] = text_dup(argv[i]);
+    cfg->deploy.command_count = n;
+}
+
+/* Stages a minimal PE as version and sets deploy.command to run script with
+ * sh, passing the installer path and the installed-version file. */
+static void prepare(fixture *f, const char *version, const char *script)
+{
+    unsigned char pe[512] = {0};
+    pe[0] = 'M'; pe[1] = 'Z'; pe[0x3C] = 0x80;
+    memcpy(pe + 0x80, "PE\0\0", 4);
+    char *path = platform_path_join(f->dir, "Setup.exe");
+    assert_int_equal(platform_write_atomic(path, pe, sizeof pe, NULL), ERR_OK);
+    staging_candidate c = {.path = path, .version = version, .file_name = "Setup.exe", .expected_length = -1};
+    staging_result r;
+    error_info err;
+    assert_int_equal(staging_stage(&f->cfg, f->s, &c, &r, &err), ERR_OK);
+    free(r.path);
+    free(path);
+    const char *argv[] = {"/bin/sh", "-c", script, "sh", "{installer}", f->version_file, NULL};
+    set_command(&f->cfg, argv);
+}
+
+static void use_version_file(fixture *f, const char *initial)
+{
+    assert_int_equal(platform_write_atomic(f->version_file, initial, strlen(initial), NULL), ERR_OK);
+    f->cfg.installer.installed_version_file = text_dup(f->version_file);
+}
+
+static const cJSON *installer_member(fixture *f, const char *name)
+{
+    return cJSON_GetObjectItem(state_section(f->s, "installer"), name);
+}
+
+static void test_build_argv(void **unused)
+{
+    (void)unused;
+    config_deploy d = {0};
+    char *cmd[] = {"msiexec", "/i", "{installer}", "/l*v", "{installer}.log", "/i{installer}", "X", NULL};
+    d.command = cmd;
+    d.command_count = 7;
+    char **argv = NULL;
+    error_info err;
+    assert_int_equal(deploy_build_argv(&d, "C:\\state\\s.msi", &argv, &err), ERR_OK);
+    assert_string_equal(argv[0], "msiexec");
+    assert_string_equal(argv[2], "C:\\state\\s.msi");
+    assert_string_equal(argv[4], "C:\\state\\s.msi.log");
+    assert_string_equal(argv[5], "/iC:\\state\\s.msi");
+    assert_string_equal(argv[6], "X");
+    assert_null(argv[7]);
+    deploy_free_argv(argv);
+    d.command_count = 0;
+    assert_int_equal(deploy_build_argv(&d, "x", &argv, &err), ERR_CONFIG);
+}
+
+static void test_format_argv(void **unused)
+{
+    (void)unused;
+    char *argv[] = {"msiexec", "/i", "/var/lib/outpost/staging/1.0/My Setup.msi", "it's", "", "/qn", NULL};
+    char *line = deploy_format_argv(argv);
+    assert_string_equal(line, "msiexec /i '/var/lib/outpost/staging/1.0/My Setup.msi' 'it'\\''s' '' /qn");
+    free(line);
+}
+
+static void test_exit_codes(void **unused)
+{
+    (void)unused;
+    bool reboot = true;
+    assert_true(deploy_exit_is_success(0, &reboot));
+    assert_false(reboot);
+    assert_true(deploy_exit_is_success(3010, &reboot));
+    assert_true(reboot);
+    assert_true(deploy_exit_is_success(1641, &reboot));
+    assert_true(reboot);
+    assert_false(deploy_exit_is_success(1, &reboot));
+    assert_false(deploy_exit_is_success(1603, &reboot));
+    assert_false(deploy_exit_is_success(194, &reboot)); /* 3010 & 0xff is not 3010 */
+}
+
+static void test_success_verified(void **ctx)
+{
+    fixture *f = *ctx;
+    prepare(f, "2.0.0-abc", "test -f \"$1\" && echo 2.0.0 > \"$2\"");
+    use_version_file(f, "1.0.0\n");
+    deploy_outcome out;
+    error_info err;
+    assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_OK);
+    assert_int_equal(out.exit_code, 0);
+    assert_false(out.reboot_required);
+    assert_string_equal(out.verified, "yes");
+    const cJSON *deployed = installer_member(f, "deployed");
+    assert_string_equal(cJSON_GetObjectItem(deployed, "version")->valuestring, "2.0.0-abc");
+    assert_string_equal(cJSON_GetObjectItem(deployed, "verified")->valuestring, "yes");
+    assert_string_equal(installer_member(f, "deployed_version")->valuestring, "2.0.0-abc");
+    /* Saved: a fresh load sees it. */
+    state *again;
+    assert_int_equal(state_load(f->cfg.state_dir, &again, &err), ERR_OK);
+    assert_non_null(cJSON_GetObjectItem(state_section(again, "installer"), "deployed"));
+    state_free(again);
+}
+
+static void test_failure_exit_code(void **ctx)
+{
+    fixture *f = *ctx;
+    prepare(f, "2.0", "exit 3");
+    use_version_file(f, "1.0\n");
+    deploy_outcome out;
+    error_info err;
+    assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_SPAWN);
+    assert_int_equal(error_exit_code(err.code), 1);
+    assert_non_null(strstr(err.message, "exited with code 3"));
+    assert_null(installer_member(f, "deployed"));
+    assert_int_equal(cJSON_GetObjectItem(installer_member(f, "deploy_failure"), "exit_code")->valueint, 3);
+    char *v = NULL;
+    assert_int_equal(staging_current_version(&f->cfg, &v, NULL), ERR_OK);
+    assert_string_equal(v, "2.0"); /* staged versions and current untouched */
+    free(v);
+    assert_true(staging_has_verified(&f->cfg, "2.0"));
+}
+
+static void test_exit_zero_wrong_version(void **ctx)
+{
+    fixture *f = *ctx;
+    prepare(f, "2.0", "exit 0");
+    use_version_file(f, "1.0\n");
+    deploy_outcome out;
+    error_info err;
+    assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_SPAWN);
+    assert_string_equal(out.verified, "no");
+    assert_non_null(strstr(err.message, "still 1.0"));
+    assert_null(installer_member(f, "deployed"));
+}
+
+static void test_no_version_source_unverified(void **ctx)
+{
+    fixture *f = *ctx;
+    prepare(f, "2.0", "exit 0");
+    deploy_outcome out;
+    error_info err;
+    assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_OK);
+    assert_string_equal(out.verified, "unverified");
+    /* A second deploy: the state's own record is not an independent source. */
+    assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_OK);
+    assert_string_equal(out.verified, "unverified");
+}
+
+static void test_timeout(void **ctx)
+{
+    fixture *f = *ctx;
+    prepare(f, "2.0", "sleep 30");
+    f->cfg.deploy.timeout_s = 1;
+    deploy_outcome out;
+    error_info err;
+    int64_t start = platform_monotonic_ms();
+    assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_TIMEOUT);
+    assert_true(platform_monotonic_ms() - start < 10000);
+    assert_true(out.timed_out);
+    assert_non_null(strstr(err.message, "timeout"));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(installer_member(f, "deploy_failure"), "timed_out")));
+}
+
+static void test_nothing_staged(void **ctx)
+{
+    fixture *f = *ctx;
+    deploy_outcome out;
+    error_info err;
+    assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_NOT_FOUND);
+    assert_string_equal(err.message, "nothing is staged; run outpost update first");
+}
+
+static void test_tampered_not_run(void **ctx)
+{
+    fixture *f = *ctx;
+    char marker[600];
+    snprintf(marker, sizeof marker, "touch '%s/ran'", f->dir);
+    prepare(f, "2.0", marker);
+    char path[600];
+    snprintf(path, sizeof path, "%s/staging/2.0/Setup.exe", f->cfg.state_dir);
+    FILE *t = fopen(path, "ab");
+    fputc('X', t);
+    fclose(t);
+    deploy_outcome out;
+    error_info err;
+    assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_REJECTED);
+    snprintf(path, sizeof path, "%s/ran", f->dir);
+    assert_int_equal(access(path, F_OK), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_build_argv),
+        cmocka_unit_test(test_format_argv),
+        cmocka_unit_test(test_exit_codes),
+        cmocka_unit_test_setup_teardown(test_success_verified, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failure_exit_code, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit_zero_wrong_version, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_version_source_unverified, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nothing_staged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tampered_not_run, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
