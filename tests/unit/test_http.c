@@ -1,0 +1,726 @@
+/* test_http.c — the HTTP client (http.c) on its fake transport and a fake
+ * clock: token exchange and renewal, 401/403 handling, retries with
+ * backoff and Retry-After, the retry budget, network and TLS failures, the
+ * response size cap, streaming with redirects (no Authorization to another
+ * host), parallel submissions, pacing from rate headers, counters, and the
+ * trace never showing a secret. Nothing here sleeps or opens a socket. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "http.h"
+
+#define API_KEY "test-api-key-0123456789"
+#define BASE "https://tenant.example.com/public/"
+
+/* ---- the fake world: a clock and a scriptable server ------------------------- */
+
+typedef struct scripted {
+    const char *route;          /* substring of the URL it answers */
+    long status;
+    const char *headers;
+    const char *body;
+    error_code failure;         /* non-OK: transport failure instead */
+} scripted;
+
+typedef struct seen_request {
+    char method[8];
+    char url[256];
+    bool authorization;
+    bool range;
+} seen_request;
+
+typedef struct world {
+    int64_t now;                /* monotonic ms */
+    int64_t slept;              /* total ms slept */
+    uint64_t random_state;
+    int64_t latency_ms;         /* each request advances the clock by this */
+    scripted script[32];
+    bool used[32];
+    int script_count;
+    seen_request seen[256];
+    int seen_count;
+    int tokens_issued;
+    char current_token[64];
+    int64_t token_expires_in;   /* 0: not sent */
+    char last_token_body[256];
+    /* optional rate limiter: fixed windows opened by the first request */
+    int rate_limit;
+    int64_t rate_window;
+    int64_t window_open;
+    int window_used;
+    int answers_429;
+} world;
+
+static int64_t w_monotonic(void *ctx)
+{
+    return ((world *)ctx)->now;
+}
+
+static int64_t w_utc(void *ctx)
+{
+    return 1700000000000LL + ((world *)ctx)->now;
+}
+
+static void w_sleep(void *ctx, int64_t ms)
+{
+    world *w = ctx;
+    w->now += ms;
+    w->slept += ms;
+}
+
+static error_code w_random(void *ctx, void *buf, size_t len, error_info *err)
+{
+    (void)err;
+    world *w = ctx;
+    unsigned char *p = buf;
+    for (size_t i = 0; i < len; i++) {
+        w->random_state ^= w->random_state << 13;
+        w->random_state ^= w->random_state >> 7;
+        w->random_state ^= w->random_state << 17;
+        p[i] = (unsigned char)w->random_state;
+    }
+    return ERR_OK;
+}
+
+static char *dup_text(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s);
+    char *d = malloc(n + 1);
+    memcpy(d, s, n + 1);
+    return d;
+}
+
+static error_code fake_server(void *ctx, const char *method, const char *url, const char *body, size_t body_len,
+                              const char *extra_headers, http_fake_response *r, error_info *err)
+{
+    world *w = ctx;
+    w->now += w->latency_ms;
+    seen_request *s = &w->seen[w->seen_count < 255 ? w->seen_count++ : 255];
+    snprintf(s->method, sizeof s->method, "%s", method);
+    snprintf(s->url, sizeof s->url, "%s", url);
+    s->authorization = strstr(extra_headers, "Authorization: Bearer ") != NULL;
+    s->range = strstr(extra_headers, "Range: ") != NULL;
+    for (int i = 0; i < w->script_count; i++) {
+        if (w->used[i] || !strstr(url, w->script[i].route))
+            continue;
+        w->used[i] = true;
+        if (w->script[i].failure != ERR_OK)
+            return error_set(err, w->script[i].failure, "scripted failure");
+        r->status = w->script[i].status;
+        r->headers = dup_text(w->script[i].headers);
+        r->body = dup_text(w->script[i].body);
+        r->body_len = r->body ? strlen(r->body) : 0;
+        return ERR_OK;
+    }
+    if (strstr(url, "/v2/auth/token/access")) {
+        snprintf(w->last_token_body, sizeof w->last_token_body, "%.*s", (int)body_len, body);
+        snprintf(w->current_token, sizeof w->current_token, "tok-%d", ++w->tokens_issued);
+        char json[200];
+        if (w->token_expires_in)
+            snprintf(json, sizeof json, "{\"access_token\":\"%s\",\"expires_in\":%lld}", w->current_token,
+                     (long long)w->token_expires_in);
+        else
+            snprintf(json, sizeof json, "{\"access_token\":\"%s\"}", w->current_token);
+        r->status = 200;
+        r->body = dup_text(json);
+        r->body_len = strlen(json);
+        return ERR_OK;
+    }
+    if (w->rate_limit) {
+        if (w->window_open < 0 || w->now >= w->window_open + w->rate_window) {
+            w->window_open = w->now;
+            w->window_used = 0;
+        }
+        char headers[200];
+        long long reset = (1700000000000LL + w->window_open + w->rate_window + 999) / 1000;
+        if (w->window_used >= w->rate_limit) {
+            w->answers_429++;
+            r->status = 429;
+            snprintf(headers, sizeof headers, "X-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: %lld\r\nRetry-After: 1\r\n",
+                     reset);
+        } else {
+            w->window_used++;
+            r->status = 200;
+            snprintf(headers, sizeof headers, "X-RateLimit-Remaining: %d\r\nX-RateLimit-Reset: %lld\r\n",
+                     w->rate_limit - w->window_used, reset);
+        }
+        r->headers = dup_text(headers);
+    } else {
+        r->status = 200;
+    }
+    r->body = dup_text("{\"resources\":[],\"errors\":[]}");
+    r->body_len = strlen(r->body);
+    return ERR_OK;
+}
+
+static void script(world *w, const char *route, long status, const char *headers, const char *body)
+{
+    scripted *s = &w->script[w->script_count++];
+    s->route = route;
+    s->status = status;
+    s->headers = headers;
+    s->body = body;
+    s->failure = ERR_OK;
+}
+
+static void script_failure(world *w, const char *route, error_code failure)
+{
+    scripted *s = &w->script[w->script_count++];
+    memset(s, 0, sizeof *s);
+    s->route = route;
+    s->failure = failure;
+}
+
+typedef struct fixture {
+    world w;
+    clock_source clock;
+    config cfg;
+    http_client *http;
+    FILE *trace;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    f->w.random_state = 88172645463325252ULL;
+    f->w.window_open = -1;
+    f->clock = (clock_source){w_monotonic, w_utc, w_sleep, w_random, &f->w};
+    f->cfg.base_url = BASE;
+    f->cfg.http.connect_timeout_s = 10;
+    f->cfg.http.low_speed_time_s = 30;
+    f->cfg.http.max_response_bytes = 4096;
+    f->cfg.http.max_attempts = 5;
+    f->cfg.http.max_retry_wait_s = 300;
+    f->cfg.http.rate_limit_per_minute = 600;
+    f->cfg.http.max_in_flight = 5;
+    f->trace = tmpfile();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    http_client_free(f->http);
+    if (f->trace)
+        fclose(f->trace);
+    free(f);
+    return 0;
+}
+
+static void open_client(fixture *f, int verbosity)
+{
+    http_options opts = {&f->clock, verbosity, f->trace, fake_server, &f->w};
+    error_info err;
+    assert_int_equal(http_client_new(&f->cfg, API_KEY, &opts, &f->http, &err), ERR_OK);
+}
+
+static error_code call(fixture *f, const char *route, error_info *err, long *status)
+{
+    http_request req = {HTTP_POST, route, "{}", 0, NULL};
+    char *body = NULL;
+    error_code rc = http_call(f->http, &req, &body, NULL, status, err);
+    free(body);
+    return rc;
+}
+
+/* ---- tests ------------------------------------------------------------------------ */
+
+static void test_token_then_request(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    error_info err;
+    long status = 0;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, &status), ERR_OK);
+    assert_int_equal(status, 200);
+    assert_int_equal(f->w.seen_count, 2);
+    assert_string_equal(f->w.seen[0].url, "https://tenant.example.com/public/v2/auth/token/access");
+    assert_false(f->w.seen[0].authorization);
+    assert_string_equal(f->w.last_token_body, "{\"refresh_token\":\"" API_KEY "\"}");
+    assert_string_equal(f->w.seen[1].url, "https://tenant.example.com/public/v2/incidents/list");
+    assert_true(f->w.seen[1].authorization);
+    /* One token for the run. */
+    assert_int_equal(call(f, "/v2/event-lineage", &err, NULL), ERR_OK);
+    http_stats st;
+    http_client_stats(f->http, &st);
+    assert_int_equal(st.api_calls, 3);
+    assert_int_equal(st.token_exchanges, 1);
+    assert_int_equal(st.retries, 0);
+}
+
+static void test_renews_before_expiry(void **state)
+{
+    fixture *f = *state;
+    f->w.token_expires_in = 60;
+    open_client(f, 0);
+    error_info err;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_OK);
+    f->w.now += 55000;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_OK);
+    assert_int_equal(f->w.tokens_issued, 1);
+    f->w.now += 1500; /* 56.5 s: inside the renewal margin (60 s / 15) */
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_OK);
+    assert_int_equal(f->w.tokens_issued, 2);
+    assert_string_equal(f->w.seen[f->w.seen_count - 2].url + strlen(BASE) - 1, "/v2/auth/token/access");
+    /* Without expires_in the 15-minute lifetime applies: renewed at 14 min. */
+    f->w.token_expires_in = 0;
+    f->w.now += 60000;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_OK);
+    assert_int_equal(f->w.tokens_issued, 3);
+    f->w.now += 13 * 60000;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_OK);
+    assert_int_equal(f->w.tokens_issued, 3);
+    f->w.now += 60000;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_OK);
+    assert_int_equal(f->w.tokens_issued, 4);
+}
+
+static void test_401_renews_once_and_retries(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/incidents/list", 401, NULL, "{\"errors\":[{\"code\":\"x\",\"message\":\"expired\"}]}");
+    error_info err;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_OK);
+    assert_int_equal(f->w.tokens_issued, 2);
+    http_stats st;
+    http_client_stats(f->http, &st);
+    assert_int_equal(st.retries, 1);
+    assert_int_equal(st.api_calls, 4);
+}
+
+static void test_401_after_renewal_is_auth_error(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/incidents/list", 401, NULL, NULL);
+    script(&f->w, "/v2/incidents/list", 401, NULL, NULL);
+    error_info err;
+    long status = 0;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, &status), ERR_AUTH);
+    assert_int_equal(status, 401);
+    assert_int_equal(error_exit_code(err.code), 3);
+    assert_non_null(strstr(err.message, "401"));
+    assert_int_equal(f->w.tokens_issued, 2);
+}
+
+static void test_403_is_final(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/event-details", 403, NULL, "{\"errors\":[{\"code\":\"forbidden\",\"message\":\"no scope\"}]}");
+    error_info err;
+    assert_int_equal(call(f, "/v2/event-details", &err, NULL), ERR_FORBIDDEN);
+    assert_int_equal(error_exit_code(err.code), 3);
+    assert_non_null(strstr(err.message, "403"));
+    assert_non_null(strstr(err.message, "no scope"));
+    assert_int_equal(f->w.seen_count, 2);
+}
+
+static void test_refused_key_never_echoed(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 2);
+    script(&f->w, "/v2/auth/token/access", 401, NULL,
+           "{\"errors\":[{\"code\":\"bad\",\"message\":\"unknown key " API_KEY "\"}]}");
+    error_info err;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_AUTH);
+    assert_non_null(strstr(err.message, "API key"));
+    assert_null(strstr(err.message, API_KEY));
+    assert_non_null(strstr(err.message, "incidents"));
+}
+
+static void test_5xx_retried_with_backoff(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/incidents/list", 503, NULL, NULL);
+    script(&f->w, "/v2/incidents/list", 502, NULL, NULL);
+    script(&f->w, "/v2/incidents/list", 500, NULL, NULL);
+    error_info err;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_OK);
+    http_stats st;
+    http_client_stats(f->http, &st);
+    assert_int_equal(st.retries, 3);
+    /* Full jitter: at most 500 + 1000 + 2000 ms in all. */
+    assert_true(f->w.slept <= 3500);
+}
+
+static void test_429_retry_after_honoured(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/incidents/list", 429, "Retry-After: 3\r\n", NULL);
+    error_info err;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_OK);
+    assert_true(f->w.slept >= 3000);
+    http_stats st;
+    http_client_stats(f->http, &st);
+    assert_int_equal(st.responses_429, 1);
+    assert_int_equal(st.retries, 1);
+    assert_int_equal(st.retry_after_until_ms, 0);
+}
+
+static void test_retry_after_longer_than_run_may_wait(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/incidents/list", 503, "Retry-After: 3600\r\n", NULL);
+    error_info err;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_TEMPORARY);
+    assert_int_equal(error_exit_code(err.code), 75);
+    assert_non_null(strstr(err.message, "Retry-After"));
+    http_stats st;
+    http_client_stats(f->http, &st);
+    assert_true(st.retry_after_until_ms >= w_utc(&f->w) + 3590 * 1000);
+    assert_true(st.retry_after_until_ms <= w_utc(&f->w) + 3600 * 1000);
+    assert_int_equal(f->w.slept, 0);
+}
+
+static void test_gives_up_after_max_attempts(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    for (int i = 0; i < 6; i++)
+        script(&f->w, "/v2/incidents/list", 503, NULL, NULL);
+    error_info err;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_TEMPORARY);
+    assert_non_null(strstr(err.message, "5 attempts"));
+    assert_non_null(strstr(err.message, "503"));
+    http_stats st;
+    http_client_stats(f->http, &st);
+    assert_int_equal(st.api_calls, 6);
+    assert_int_equal(st.retries, 4);
+}
+
+static void test_retry_budget_bounds_total_wait(void **state)
+{
+    fixture *f = *state;
+    f->cfg.http.max_attempts = 20;
+    f->cfg.http.max_retry_wait_s = 10;
+    open_client(f, 0);
+    for (int i = 0; i < 21; i++)
+        script(&f->w, "/v2/incidents/list", 502, NULL, NULL);
+    error_info err;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_TEMPORARY);
+    assert_true(f->w.slept <= 10000);
+    assert_non_null(strstr(err.message, "max_retry_wait"));
+}
+
+static void test_network_failures_retried_tls_not(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script_failure(&f->w, "/v2/incidents/list", ERR_NETWORK);
+    script_failure(&f->w, "/v2/incidents/list", ERR_TIMEOUT);
+    error_info err;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_OK);
+    script_failure(&f->w, "/v2/event-lineage", ERR_TLS);
+    int before = f->w.seen_count;
+    assert_int_equal(call(f, "/v2/event-lineage", &err, NULL), ERR_TLS);
+    assert_int_equal(error_exit_code(err.code), 1);
+    assert_int_equal(f->w.seen_count, before + 1);
+    assert_non_null(strstr(err.message, "TLS"));
+}
+
+static void test_other_4xx_not_retried(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/event-lineage", 404, NULL, "{\"errors\":[{\"code\":\"not_found\",\"message\":\"no chain\"}]}");
+    error_info err;
+    long status = 0;
+    assert_int_equal(call(f, "/v2/event-lineage", &err, &status), ERR_HTTP);
+    assert_int_equal(status, 404);
+    assert_non_null(strstr(err.message, "404"));
+    assert_non_null(strstr(err.message, "no chain"));
+    assert_int_equal(f->w.seen_count, 2);
+}
+
+static void test_response_size_cap(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    char *big = malloc(5000);
+    memset(big, ' ', 4999);
+    big[0] = '{';
+    big[4998] = '}';
+    big[4999] = '\0';
+    script(&f->w, "/v2/incidents/list", 200, NULL, big);
+    error_info err;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_PROTOCOL);
+    assert_non_null(strstr(err.message, "response larger than 4096 bytes"));
+    /* Declared too large: refused at the headers. */
+    script(&f->w, "/v2/incidents/list", 200, "Content-Length: 999999\r\n", "{}");
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_PROTOCOL);
+    free(big);
+}
+
+/* ---- streams ---------------------------------------------------------------------------- */
+
+typedef struct stream_seen {
+    int headers_calls;
+    long status;
+    char version[64];
+    char url[256];
+    int redirects;
+    int64_t content_length;
+    int64_t range_start, range_total;
+    size_t bytes;
+    bool stop_at_headers;
+} stream_seen;
+
+static http_stream_action on_headers(void *user, const http_stream_headers *h)
+{
+    stream_seen *s = user;
+    s->headers_calls++;
+    s->status = h->status;
+    snprintf(s->version, sizeof s->version, "%s", h->installer_version ? h->installer_version : "");
+    snprintf(s->url, sizeof s->url, "%s", h->url);
+    s->redirects = h->redirects;
+    s->content_length = h->content_length;
+    s->range_start = h->range_start;
+    s->range_total = h->range_total;
+    return s->stop_at_headers ? HTTP_STREAM_STOP : HTTP_STREAM_CONTINUE;
+}
+
+static http_stream_action on_data(void *user, const void *data, size_t len)
+{
+    (void)data;
+    ((stream_seen *)user)->bytes += len;
+    return HTTP_STREAM_CONTINUE;
+}
+
+static void test_stream_redirect_keeps_token_home(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/installer/windows/latest", 302,
+           "Location: https://storage.example.net/installer/SensorSetup.exe?sig=secret\r\nX-Installer-Version: "
+           "26.01.03.24329-0de7ab+\r\n",
+           "");
+    script(&f->w, "storage.example.net", 206,
+           "Content-Length: 10\r\nContent-Range: bytes 10-19/20\r\nETag: \"abc\"\r\n", "0123456789");
+    stream_seen s = {0};
+    http_stream_callbacks cb = {on_headers, on_data, &s};
+    http_stream_request req = {"/v2/installer/windows/latest", "bytes=10-", "\"abc\"", 0, "installer"};
+    http_stream_result result;
+    error_info err;
+    assert_int_equal(http_stream_get(f->http, &req, &cb, &result, &err), ERR_OK);
+    assert_int_equal(s.headers_calls, 1);
+    assert_int_equal(s.status, 206);
+    assert_string_equal(s.version, "26.01.03.24329-0de7ab+");
+    assert_string_equal(s.url, "https://storage.example.net/installer/SensorSetup.exe");
+    assert_int_equal(s.redirects, 1);
+    assert_int_equal(s.range_start, 10);
+    assert_int_equal(s.range_total, 20);
+    assert_int_equal(s.bytes, 10);
+    assert_int_equal(result.body_bytes, 10);
+    /* token, installer (with the token), storage (without) */
+    assert_int_equal(f->w.seen_count, 3);
+    assert_true(f->w.seen[1].authorization);
+    assert_false(f->w.seen[2].authorization);
+    assert_true(f->w.seen[2].range);
+}
+
+static void test_stream_stop_after_headers(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/installer/windows/latest", 200, "Content-Length: 5\r\nX-Installer-Version: 1.2.3\r\n", "MZabc");
+    stream_seen s = {0};
+    s.stop_at_headers = true;
+    http_stream_callbacks cb = {on_headers, on_data, &s};
+    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    http_stream_result result;
+    error_info err;
+    assert_int_equal(http_stream_get(f->http, &req, &cb, &result, &err), ERR_OK);
+    assert_true(result.stopped);
+    assert_int_equal(s.bytes, 0);
+    assert_string_equal(s.version, "1.2.3");
+    assert_int_equal(s.content_length, 5);
+}
+
+static void test_stream_refuses_plain_http_redirect(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/installer/windows/latest", 301, "Location: http://cdn.example.net/f.exe\r\n", "");
+    stream_seen s = {0};
+    http_stream_callbacks cb = {on_headers, on_data, &s};
+    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    error_info err;
+    assert_int_equal(http_stream_get(f->http, &req, &cb, NULL, &err), ERR_PROTOCOL);
+    assert_non_null(strstr(err.message, "redirect"));
+    assert_int_equal(s.headers_calls, 0);
+}
+
+static void test_stream_retries_before_headers(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/installer/windows/latest", 503, NULL, "busy");
+    script(&f->w, "/v2/installer/windows/latest", 200, "Content-Length: 4\r\n", "MZ!!");
+    stream_seen s = {0};
+    http_stream_callbacks cb = {on_headers, on_data, &s};
+    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    error_info err;
+    assert_int_equal(http_stream_get(f->http, &req, &cb, NULL, &err), ERR_OK);
+    assert_int_equal(s.headers_calls, 1);
+    assert_int_equal(s.bytes, 4); /* the 503's body never reached on_data */
+}
+
+/* ---- parallel submissions, pacing ------------------------------------------------------ */
+
+typedef struct tally {
+    int ok, failed;
+} tally;
+
+static void count_done(void *user, error_code code, const error_info *err, const http_response *response)
+{
+    (void)err;
+    (void)response;
+    tally *t = user;
+    if (code == ERR_OK)
+        t->ok++;
+    else
+        t->failed++;
+}
+
+static void test_submit_many_and_run(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    tally t = {0};
+    error_info err;
+    for (int i = 0; i < 40; i++) {
+        http_request req = {HTTP_POST, i % 2 ? "/v2/event-lineage" : "/v2/event-details", "{\"ids\":[\"a\"]}", 0, NULL};
+        assert_int_equal(http_submit(f->http, &req, count_done, &t, &err), ERR_OK);
+    }
+    assert_int_equal(http_pending(f->http), 40);
+    assert_int_equal(http_run(f->http, 10, &err), ERR_OK);
+    assert_true(http_pending(f->http) <= 10);
+    assert_int_equal(http_run(f->http, 0, &err), ERR_OK);
+    assert_int_equal(t.ok, 40);
+    assert_int_equal(http_pending(f->http), 0);
+}
+
+static void test_paces_from_rate_headers(void **state)
+{
+    fixture *f = *state;
+    f->w.rate_limit = 10;
+    f->w.rate_window = 2000;
+    f->w.latency_ms = 20;
+    open_client(f, 0);
+    tally t = {0};
+    error_info err;
+    for (int i = 0; i < 45; i++) {
+        http_request req = {HTTP_POST, "/v2/event-lineage", "{}", 0, NULL};
+        assert_int_equal(http_submit(f->http, &req, count_done, &t, &err), ERR_OK);
+    }
+    assert_int_equal(http_run(f->http, 0, &err), ERR_OK);
+    assert_int_equal(t.ok, 45);
+    assert_int_equal(f->w.answers_429, 0);
+    /* Five windows at least (the first opened at the first request). */
+    assert_true(f->w.now >= 4 * 2000);
+    assert_true(f->w.now <= 5 * 3200);
+}
+
+/* ---- trace, URLs ----------------------------------------------------------------------- */
+
+static void test_trace_shows_requests_never_secrets(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 2);
+    script(&f->w, "/v2/incidents/list", 503, "X-RateLimit-Remaining: 7\r\nX-RateLimit-Reset: 1700000060\r\n", NULL);
+    error_info err;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_OK);
+    fflush(f->trace);
+    long size = ftell(f->trace);
+    assert_true(size > 0);
+    char *text = calloc(1, (size_t)size + 1);
+    rewind(f->trace);
+    assert_int_equal(fread(text, 1, (size_t)size, f->trace), (size_t)size);
+    assert_non_null(strstr(text, "POST /v2/incidents/list -> 503"));
+    assert_non_null(strstr(text, "POST /v2/incidents/list -> 200"));
+    assert_non_null(strstr(text, "attempt 2"));
+    assert_non_null(strstr(text, "remaining 7"));
+    assert_non_null(strstr(text, "/v2/auth/token/access"));
+    assert_null(strstr(text, API_KEY));
+    assert_null(strstr(text, "tok-1"));
+    assert_null(strstr(text, "Bearer"));
+    free(text);
+}
+
+static void test_check_url(void **state)
+{
+    (void)state;
+    error_info err;
+    assert_int_equal(http_check_url("https://tenant.example.com", &err), ERR_OK);
+    assert_int_equal(http_check_url("http://127.0.0.1:8080/public", &err), ERR_OK);
+    assert_int_equal(http_check_url("http://localhost:1", &err), ERR_OK);
+    assert_int_equal(http_check_url("http://[::1]:1", &err), ERR_OK);
+    assert_int_equal(http_check_url("http://tenant.example.com", &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "http://"));
+    assert_int_equal(http_check_url("http://127.0.0.1.example.com", &err), ERR_CONFIG);
+    assert_int_equal(http_check_url("ftp://tenant.example.com", &err), ERR_CONFIG);
+    assert_int_equal(http_check_url("not a url", &err), ERR_CONFIG);
+}
+
+static void test_client_refuses_bad_config(void **state)
+{
+    fixture *f = *state;
+    http_client *c = NULL;
+    error_info err;
+    f->cfg.base_url = "http://tenant.example.com";
+    assert_int_equal(http_client_new(&f->cfg, API_KEY, NULL, &c, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "base_url"));
+    f->cfg.base_url = NULL;
+    assert_int_equal(http_client_new(&f->cfg, API_KEY, NULL, &c, &err), ERR_CONFIG);
+    f->cfg.base_url = BASE;
+    assert_int_equal(http_client_new(&f->cfg, "", NULL, &c, &err), ERR_CONFIG);
+    assert_null(c);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_token_then_request),
+        T(test_renews_before_expiry),
+        T(test_401_renews_once_and_retries),
+        T(test_401_after_renewal_is_auth_error),
+        T(test_403_is_final),
+        T(test_refused_key_never_echoed),
+        T(test_5xx_retried_with_backoff),
+        T(test_429_retry_after_honoured),
+        T(test_retry_after_longer_than_run_may_wait),
+        T(test_gives_up_after_max_attempts),
+        T(test_retry_budget_bounds_total_wait),
+        T(test_network_failures_retried_tls_not),
+        T(test_other_4xx_not_retried),
+        T(test_response_size_cap),
+        T(test_stream_redirect_keeps_token_home),
+        T(test_stream_stop_after_headers),
+        T(test_stream_refuses_plain_http_redirect),
+        T(test_stream_retries_before_headers),
+        T(test_submit_many_and_run),
+        T(test_paces_from_rate_headers),
+        T(test_trace_shows_requests_never_secrets),
+        T(test_check_url),
+        T(test_client_refuses_bad_config),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
