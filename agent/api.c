@@ -130,9 +130,9 @@ static double field_number(field_ctx *f, const cJSON *obj, const char *path, boo
     return v->valuedouble;
 }
 
-/* Integer: a JSON number with no fraction, or a decimal string (protobuf's
- * JSON form of int64, which keeps all 64 bits). */
-static bool json_int64(const cJSON *v, int64_t *out)
+/* Integer: a JSON number with no fraction, or, with allow_string, a
+ * decimal string (protobuf's JSON form of int64, which keeps all 64 bits). */
+static bool json_int64(const cJSON *v, bool allow_string, int64_t *out)
 {
     if (cJSON_IsNumber(v)) {
         double d = v->valuedouble;
@@ -141,7 +141,7 @@ static bool json_int64(const cJSON *v, int64_t *out)
         *out = (int64_t)d;
         return true;
     }
-    if (cJSON_IsString(v) && v->valuestring && v->valuestring[0]) {
+    if (allow_string && cJSON_IsString(v) && v->valuestring && v->valuestring[0]) {
         const char *s = v->valuestring;
         if (*s == '-')
             s++;
@@ -160,13 +160,13 @@ static bool json_int64(const cJSON *v, int64_t *out)
     return false;
 }
 
-static int64_t field_int64(field_ctx *f, const cJSON *obj, const char *path, int64_t fallback)
+static int64_t field_int64(field_ctx *f, const cJSON *obj, const char *path, bool allow_string, int64_t fallback)
 {
     const cJSON *v = field_walk(f, obj, path);
     if (!v)
         return fallback;
     int64_t out;
-    if (!json_int64(v, &out)) {
+    if (!json_int64(v, allow_string, &out)) {
         field_fail(f, path, "is not an integer");
         return fallback;
     }
@@ -234,7 +234,7 @@ error_code api_envelope_parse(const char *endpoint, const char *body, size_t len
     else if (cJSON_IsArray(errors))
         env->errors = errors;
 
-    env->size = field_int64(&f, root, "size", -1);
+    env->size = field_int64(&f, root, "size", false, -1);
 
     const cJSON *page = cJSON_GetObjectItemCaseSensitive(root, "page_response");
     if (page && !cJSON_IsNull(page)) {
@@ -243,7 +243,7 @@ error_code api_envelope_parse(const char *endpoint, const char *body, size_t len
         } else {
             env->has_page_response = true;
             env->next_id = field_id(&f, root, "page_response.next_id");
-            env->total = field_int64(&f, root, "page_response.total", -1);
+            env->total = field_int64(&f, root, "page_response.total", false, -1);
         }
     }
     if (f.rc != ERR_OK) {
@@ -336,7 +336,7 @@ error_code api_event_view(const char *endpoint, size_t index, const cJSON *objec
     event->timestamp = field_string(&f, object, "timestamp");
     event->kind = field_enum(&f, object, "action.kind");
     event->blocked = field_bool(&f, object, "action.blocked", false);
-    event->data_size = field_int64(&f, object, "action.data_size", 0);
+    event->data_size = field_int64(&f, object, "action.data_size", true, 0);
     event->hostname = field_string(&f, object, "action.hostname");
     event->sensor_kind = field_enum(&f, object, "action.sensor_kind");
     event->user = field_string(&f, object, "user.local_username");
