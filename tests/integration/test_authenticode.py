@@ -176,6 +176,14 @@ def test_expired_leaf_without_timestamp(fx, ext):
     assert "expired" in got["reason"]
 
 
+def test_expired_leaf_valid_at_legacy_countersignature(fx, ext):
+    later = now_of(fx) + 30 * DAY
+    got = agree(fx, fx / f"short-legacy.{ext}", "valid", True, now=later)
+    assert got["timestamped"] is True and abs(got["timestamp"] - now_of(fx)) < 600
+    got = agree(fx, fx / f"short-legacy.{ext}", "untrusted-chain", False, now=later, ts_ca="other-root.pem")
+    assert "countersignature" in got["reason"]
+
+
 def test_timestamp_from_untrusted_tsa_is_ignored(fx, ext):
     later = now_of(fx) + 30 * DAY
     got = agree(fx, fx / f"short-ts.{ext}", "untrusted-chain", False, now=later, ts_ca="other-root.pem")
