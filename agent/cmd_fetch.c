@@ -241,8 +241,8 @@ static void print_json(cJSON *o)
 /* ---- check ------------------------------------------------------------------------------ */
 
 typedef struct check_answer {
-    char *version;               /* X-Installer-Version, malloc'd */
-    bool missing;                /* the answer had none */
+    char *version;               /* X-Installer-Version, malloc'd; NULL when absent */
+    char content_type[64];       /* for the error message when it is absent */
 } check_answer;
 
 static http_stream_action check_on_headers(void *user, const http_stream_headers *h)
@@ -250,8 +250,7 @@ static http_stream_action check_on_headers(void *user, const http_stream_headers
     check_answer *answer = user;
     if (h->installer_version)
         answer->version = text_dup(h->installer_version);
-    else
-        answer->missing = true;
+    snprintf(answer->content_type, sizeof answer->content_type, "%s", h->content_type ? h->content_type : "");
     return HTTP_STREAM_STOP;
 }
 
@@ -265,8 +264,10 @@ static error_code check_latest(fetch_session *fs, error_info *err)
     error_code rc = api_installer_get(fs->http, &req, &cb, &res, err);
     log_trace("check: %" PRId64 " bytes of installer body read", res.body_bytes);
     if (rc == ERR_OK && !answer.version)
-        rc = error_set(err, ERR_PROTOCOL,
-                       "installer: the answer carries no X-Installer-Version header; the platform or a proxy in between is misconfigured");
+        rc = error_set(err, ERR_REJECTED,
+                       "installer: the answer (Content-Type %s) carries no X-Installer-Version header, so it cannot be "
+                       "an installer; check the platform URL and any proxy or gateway in between",
+                       answer.content_type[0] ? answer.content_type : "unknown");
     if (rc == ERR_OK && !version_is_valid(answer.version, err))
         rc = error_prefix(err, "X-Installer-Version");
     if (rc == ERR_OK)

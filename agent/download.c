@@ -558,8 +558,12 @@ static http_stream_action on_headers(void *user, const http_stream_headers *h)
     }
     const char *version = h->installer_version;
     if (!version) {
-        error_set(&why, ERR_PROTOCOL, "installer: the answer carries no X-Installer-Version header; the platform or a proxy in between is misconfigured");
-        return fail_with(job, ERR_PROTOCOL, &why);
+        /* An absent version is an empty one: rejected (PRODUCT.md 4.1). */
+        error_set(&why, ERR_REJECTED,
+                  "installer: the answer (Content-Type %s) carries no X-Installer-Version header, so it cannot be "
+                  "an installer; check the platform URL and any proxy or gateway in between",
+                  h->content_type ? h->content_type : "unknown");
+        return fail_with(job, ERR_REJECTED, &why);
     }
     if (!version_is_valid(version, &why)) {
         error_prefix(&why, "X-Installer-Version");
