@@ -494,7 +494,7 @@ static authenticode_verdict signer_check(const cms_signer *s, const oid_bytes *c
                                          size_t content_len, const mbedtls_x509_crt *cert,
                                          const authenticode_policy *policy, const char **why)
 {
-    mbedtls_md_type_t md;
+    mbedtls_md_type_t md = MBEDTLS_MD_NONE;
     unsigned char digest[MBEDTLS_MD_MAX_SIZE];
     span values, value;
 

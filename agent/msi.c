@@ -147,25 +147,31 @@ static int compare_names(const olecf_entry *a, const olecf_entry *b)
     return a->name_len > b->name_len ? -1 : 1;
 }
 
+/* qsort comparator over pointers into the directory array (C11 qsort has
+ * no context argument, so the entries are sorted by address, not by id). */
+static int compare_entry_pointers(const void *a, const void *b)
+{
+    return compare_names(*(const olecf_entry *const *)a, *(const olecf_entry *const *)b);
+}
+
 /* Children of storage id in hashing order; *ids malloc'd (may be NULL). */
 static error_code sorted_children(const olecf_file *cf, uint32_t id, uint32_t **ids, size_t *count, error_info *err)
 {
     error_code rc = olecf_children(cf, id, ids, count, err);
     if (rc != ERR_OK || *count < 2)
         return rc;
-    /* Insertion sort: qsort has no context argument in C11, and MSI
-     * storages hold at most a few hundred streams (OLECF_MAX_ENTRIES caps
-     * the worst case). */
-    uint32_t *v = *ids;
-    for (size_t i = 1; i < *count; i++) {
-        uint32_t x = v[i];
-        size_t j = i;
-        while (j > 0 && compare_names(&cf->entries[v[j - 1]], &cf->entries[x]) > 0) {
-            v[j] = v[j - 1];
-            j--;
-        }
-        v[j] = x;
+    const olecf_entry **order = malloc(*count * sizeof *order);
+    if (!order) {
+        free(*ids);
+        *ids = NULL;
+        return error_set(err, ERR_NOMEM, "out of memory sorting MSI streams");
     }
+    for (size_t i = 0; i < *count; i++)
+        order[i] = &cf->entries[(*ids)[i]];
+    qsort(order, *count, sizeof *order, compare_entry_pointers);
+    for (size_t i = 0; i < *count; i++)
+        (*ids)[i] = (uint32_t)(order[i] - cf->entries);
+    free(order);
     return ERR_OK;
 }
 
