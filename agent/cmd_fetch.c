@@ -419,13 +419,19 @@ error_code command_update(command_context *ctx, error_info *err)
             .accept = update_accept,
             .accept_user = &job,
         };
+        int64_t t0 = platform_monotonic_ms();
         rc = download_run(fs.http, &req, &dl, err);
+        if (rc == ERR_OK && !dl.skipped)
+            log_info("downloaded %" PRId64 " bytes in %" PRId64 " ms", dl.size, platform_monotonic_ms() - t0);
         if (rc == ERR_OK && dl.resumed_from > 0)
             log_info("resumed from byte %" PRId64 "; %" PRId64 " bytes received in this run", dl.resumed_from,
                      dl.bytes_received);
     }
-    if (rc == ERR_OK && !dl.skipped)
+    if (rc == ERR_OK && !dl.skipped) {
+        int64_t t0 = platform_monotonic_ms();
         rc = stage_download(&job, &dl, &staged, err);
+        log_info("verified and staged in %" PRId64 " ms", platform_monotonic_ms() - t0);
+    }
     rc = finish_session(&fs, rc, err);
     if (rc == ERR_OK)
         print_update(&job, &staged, &dl);

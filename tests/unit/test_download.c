@@ -1,0 +1,324 @@
+/* test_download.c — the resume decisions of download.c, driven through the
+ * fake transport of http.h: fresh download, 206 continuing a partial with
+ * If-Range, a server that answers 200 to Range, a 206 that does not match
+ * (no validator), 416, the accept hook, and rejected headers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sys/stat.h>
+
+#include <mbedtls/md.h>
+
+#include "config.h"
+#include "download.h"
+#include "http.h"
+#include "log.h"
+#include "text.h"
+
+#define BODY_LEN (3 * 1024 * 1024 + 17)
+
+typedef struct fake_server {
+    unsigned char *body;
+    const char *version;
+    const char *disposition;
+    bool validators;            /* send ETag */
+    bool ranges;                /* honour Range */
+    bool answer_416;            /* answer 416 to any Range */
+    int64_t total_override;     /* Content-Range total to announce (0: real) */
+    int installer_requests;
+    char last_range[128];       /* "Range: ..." line of the last installer request, "" if none */
+    char last_if_range[128];
+} fake_server;
+
+static char *header_value(const char *headers, const char *name)
+{
+    const char *p = strstr(headers, name);
+    if (!p)
+        return NULL;
+    p += strlen(name);
+    return text_dup_n(p, strcspn(p, "\r\n"));
+}
+
+static error_code fake(void *ctx, const char *method, const char *url, const char *body, size_t body_len,
+                       const char *extra, http_fake_response *r, error_info *err)
+{
+    fake_server *s = ctx;
+    (void)body, (void)body_len, (void)err, (void)method;
+    if (strstr(url, "/v2/auth/token/access")) {
+        r->status = 200;
+        r->headers = text_dup("Content-Type: application/json\r\n");
+        r->body = text_dup("{\"access_token\":\"tok\",\"expires_in\":900}");
+        r->body_len = strlen(r->body);
+        return ERR_OK;
+    }
+    s->installer_requests++;
+    char *range = header_value(extra, "Range: bytes=");
+    char *if_range = header_value(extra, "If-Range: ");
+    snprintf(s->last_range, sizeof s->last_range, "%s", range ? range : "");
+    snprintf(s->last_if_range, sizeof s->last_if_range, "%s", if_range ? if_range : "");
+    long start = range ? atol(range) : 0;
+    bool partial = range && s->ranges && !s->answer_416 && (!if_range || strcmp(if_range, "\"v1\"") == 0);
+    char headers[1024];
+    int n = snprintf(headers, sizeof headers, "X-Installer-Version: %s\r\nContent-Disposition: %s\r\n%s", s->version,
+                     s->disposition, s->validators ? "ETag: \"v1\"\r\n" : "");
+    if (range && s->answer_416) {
+        r->status = 416;
+        snprintf(headers + n, sizeof headers - (size_t)n, "Content-Range: bytes */%d\r\n", BODY_LEN);
+    } else if (partial) {
+        r->status = 206;
+        snprintf(headers + n, sizeof headers - (size_t)n, "Content-Range: bytes %ld-%d/%lld\r\nContent-Length: %ld\r\n",
+                 start, BODY_LEN - 1, (long long)(s->total_override ? s->total_override : BODY_LEN),
+                 BODY_LEN - start);
+        r->body_len = (size_t)(BODY_LEN - start);
+        r->body = malloc(r->body_len);
+        memcpy(r->body, s->body + start, r->body_len);
+    } else {
+        r->status = 200;
+        snprintf(headers + n, sizeof headers - (size_t)n, "Content-Length: %d\r\n", BODY_LEN);
+        r->body_len = BODY_LEN;
+        r->body = malloc(BODY_LEN);
+        memcpy(r->body, s->body, BODY_LEN);
+    }
+    r->headers = text_dup(headers);
+    free(range);
+    free(if_range);
+    return ERR_OK;
+}
+
+typedef struct fixture {
+    char dir[64];
+    char path[128];
+    fake_server server;
+    config cfg;
+    http_client *http;
+    char sha[65];
+} fixture;
+
+static int setup(void **ctx)
+{
+    fixture *f = calloc(1, sizeof *f);
+    strcpy(f->dir, "/tmp/outpost-download-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    f->server.body = malloc(BODY_LEN);
+    for (size_t i = 0; i < BODY_LEN; i++)
+        f->server.body[i] = (unsigned char)(i * 2654435761u >> 13);
+    f->server.version = "24.3.1";
+    f->server.disposition = "attachment; filename=\"setup.exe\"";
+    f->server.validators = true;
+    f->server.ranges = true;
+    unsigned char digest[32];
+    mbedtls_md(mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), f->server.body, BODY_LEN, digest);
+    for (int i = 0; i < 32; i++)
+        sprintf(f->sha + 2 * i, "%02x", digest[i]);
+    error_info err;
+    assert_int_equal(config_init_defaults(&f->cfg, &err), ERR_OK);
+    f->cfg.base_url = text_dup("https://platform.test");
+    http_options opts = {.fake = fake, .fake_ctx = &f->server};
+    assert_int_equal(http_client_new(&f->cfg, "key", &opts, &f->http, &err), ERR_OK);
+    snprintf(f->path, sizeof f->path, "%s/downloads/24.3.1.part", f->dir);
+    log_set_level(LOG_QUIET);
+    *ctx = f;
+    return 0;
+}
+
+static int teardown(void **ctx)
+{
+    fixture *f = *ctx;
+    http_client_free(f->http);
+    config_free(&f->cfg);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+    assert_int_equal(system(cmd), 0);
+    free(f->server.body);
+    free(f);
+    return 0;
+}
+
+static error_code run(fixture *f, download_result *res, download_accept_fn accept, void *user, error_info *err)
+{
+    download_request req = {.state_dir = f->dir, .platform = "windows", .accept = accept, .accept_user = user};
+    return download_run(f->http, &req, res, err);
+}
+
+/* A partial of `bytes` bytes from an earlier run, with its sidecar. */
+static void seed_partial(fixture *f, size_t bytes, const char *etag)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/downloads", f->dir);
+    mkdir(path, 0700);
+    FILE *fp = fopen(f->path, "wb");
+    fwrite(f->server.body, 1, bytes + 1000, fp); /* + an unflushed tail the sidecar does not vouch for */
+    fclose(fp);
+    snprintf(path, sizeof path, "%s.json", f->path);
+    fp = fopen(path, "wb");
+    fprintf(fp, "{\"version\":\"24.3.1\",\"url\":\"x\",\"etag\":%s,\"last_modified\":null,\"file_name\":\"setup.exe\","
+                "\"total_length\":%d,\"bytes\":%zu}",
+            etag ? etag : "null", BODY_LEN, bytes);
+    fclose(fp);
+}
+
+static void expect_complete(fixture *f, const download_result *res)
+{
+    assert_false(res->skipped);
+    assert_string_equal(res->sha256, f->sha);
+    assert_int_equal(res->size, BODY_LEN);
+    assert_string_equal(res->version, "24.3.1");
+    assert_string_equal(res->file_name, "setup.exe");
+    assert_string_equal(res->path, f->path);
+    FILE *fp = fopen(f->path, "rb");
+    unsigned char *data = malloc(BODY_LEN + 1);
+    assert_int_equal(fread(data, 1, BODY_LEN + 1, fp), BODY_LEN);
+    fclose(fp);
+    assert_memory_equal(data, f->server.body, BODY_LEN);
+    free(data);
+}
+
+static void test_fresh(void **ctx)
+{
+    fixture *f = *ctx;
+    download_result res;
+    error_info err;
+    assert_int_equal(run(f, &res, NULL, NULL, &err), ERR_OK);
+    expect_complete(f, &res);
+    assert_int_equal(res.resumed_from, 0);
+    assert_string_equal(f->server.last_range, "");
+    download_result_free(&res);
+}
+
+static void test_resume_with_if_range(void **ctx)
+{
+    fixture *f = *ctx;
+    seed_partial(f, 1234567, "\"\\\"v1\\\"\"");
+    download_result res;
+    error_info err;
+    assert_int_equal(run(f, &res, NULL, NULL, &err), ERR_OK);
+    assert_string_equal(f->server.last_range, "1234567-");
+    assert_string_equal(f->server.last_if_range, "\"v1\"");
+    assert_int_equal(res.resumed_from, 1234567);
+    assert_int_equal(res.bytes_received, BODY_LEN - 1234567);
+    expect_complete(f, &res); /* the kept prefix was re-hashed */
+    download_result_free(&res);
+}
+
+static void test_changed_validator_starts_over(void **ctx)
+{
+    fixture *f = *ctx;
+    seed_partial(f, 1000000, "\"\\\"old\\\"\"");
+    download_result res;
+    error_info err;
+    assert_int_equal(run(f, &res, NULL, NULL, &err), ERR_OK);
+    assert_int_equal(f->server.installer_requests, 1); /* the 200 is used as it comes */
+    assert_int_equal(res.bytes_received, BODY_LEN);
+    expect_complete(f, &res);
+    download_result_free(&res);
+}
+
+static void test_server_ignores_range(void **ctx)
+{
+    fixture *f = *ctx;
+    f->server.ranges = false;
+    seed_partial(f, 2000000, NULL);
+    download_result res;
+    error_info err;
+    assert_int_equal(run(f, &res, NULL, NULL, &err), ERR_OK);
+    assert_string_equal(f->server.last_range, "2000000-");
+    assert_string_equal(f->server.last_if_range, "");
+    expect_complete(f, &res);
+    download_result_free(&res);
+}
+
+static void test_mismatched_206_without_validator_asks_again(void **ctx)
+{
+    fixture *f = *ctx;
+    f->server.validators = false;
+    f->server.total_override = BODY_LEN + 5; /* not the partial's total length */
+    seed_partial(f, 2000000, NULL);
+    download_result res;
+    error_info err;
+    assert_int_equal(run(f, &res, NULL, NULL, &err), ERR_OK);
+    assert_int_equal(f->server.installer_requests, 2);
+    assert_string_equal(f->server.last_range, ""); /* the second request starts over */
+    expect_complete(f, &res);
+    download_result_free(&res);
+}
+
+static void test_416_starts_over(void **ctx)
+{
+    fixture *f = *ctx;
+    f->server.answer_416 = true;
+    seed_partial(f, 2000000, "\"\\\"v1\\\"\"");
+    download_result res;
+    error_info err;
+    assert_int_equal(run(f, &res, NULL, NULL, &err), ERR_OK);
+    assert_int_equal(f->server.installer_requests, 2);
+    expect_complete(f, &res);
+    download_result_free(&res);
+}
+
+static error_code skip_all(void *user, const download_offer *offer, bool *skip, error_info *err)
+{
+    (void)err;
+    *(int *)user += 1;
+    assert_string_equal(offer->version, "24.3.1");
+    assert_int_equal(offer->total_length, BODY_LEN);
+    *skip = true;
+    return ERR_OK;
+}
+
+static void test_accept_hook_skips(void **ctx)
+{
+    fixture *f = *ctx;
+    int calls = 0;
+    download_result res;
+    error_info err;
+    assert_int_equal(run(f, &res, skip_all, &calls, &err), ERR_OK);
+    assert_true(res.skipped);
+    assert_int_equal(calls, 1);
+    assert_int_equal(access(f->path, F_OK), -1);
+    download_result_free(&res);
+}
+
+static void test_rejected_headers_write_nothing(void **ctx)
+{
+    fixture *f = *ctx;
+    static const struct {
+        const char *version, *disposition;
+    } bad[] = {
+        {"../../etc", "attachment; filename=\"setup.exe\""},
+        {"24.3.1", "attachment; filename=\"../../x.exe\""},
+        {"24.3.1", "attachment; filename=\"CON.msi\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        f->server.version = bad[i].version;
+        f->server.disposition = bad[i].disposition;
+        download_result res;
+        error_info err;
+        assert_int_equal(run(f, &res, NULL, NULL, &err), ERR_REJECTED);
+        assert_true(strlen(err.message) > 0);
+        assert_int_equal(access(f->path, F_OK), -1);
+        download_result_free(&res);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_fresh, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resume_with_if_range, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_changed_validator_starts_over, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_ignores_range, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mismatched_206_without_validator_asks_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_416_starts_over, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_accept_hook_skips, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rejected_headers_write_nothing, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
