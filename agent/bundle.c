@@ -99,14 +99,15 @@ static struct archive *open_writer(bundle_format format, const char *tmp, const 
     if (format == BUNDLE_ZIP) {
         r = archive_write_set_format_zip(a);
         if (r == ARCHIVE_OK)
-            r = archive_write_set_options(a, "zip:compression=deflate");
+            /* Stored: installers are compressed already (see bundle.h). */
+            r = archive_write_set_options(a, "zip:compression=store");
     } else {
         r = archive_write_set_format_ustar(a);
         if (r == ARCHIVE_OK)
             r = archive_write_add_filter_gzip(a);
         /* The gzip header would otherwise carry the time of writing. */
         if (r == ARCHIVE_OK)
-            r = archive_write_set_options(a, "gzip:!timestamp");
+            r = archive_write_set_options(a, "gzip:!timestamp,gzip:compression-level=1");
     }
     if (r == ARCHIVE_OK)
         r = archive_write_open_filename(a, tmp);
