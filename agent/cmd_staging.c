@@ -179,8 +179,6 @@ error_code command_rollback(command_context *ctx, error_info *err)
         return rc;
     char *from = NULL, *to = NULL;
     rc = staging_rollback(ctx->cfg, s, &from, &to, err);
-    if (rc == ERR_NOT_FOUND)
-        err->code = rc = ERR_IO; /* exit 1 either way; keep the message */
     if (rc == ERR_OK && !quiet())
         printf("rolled back: %s is current again (was %s)\n", to, from);
     write_status(ctx->cfg, s, started, "rollback", rc, err);
