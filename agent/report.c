@@ -95,6 +95,7 @@ typedef struct recovery {
     size_t count;
     cJSON *seen;         /* section.seen */
     cJSON *failed;       /* section.failed */
+    cJSON *items;        /* recovered items, for status.json; may be NULL */
     int64_t found;
 } recovery;
 
@@ -119,13 +120,17 @@ static void recover_line(void *user, const char *line, size_t len)
             cJSON_AddStringToObject(r->seen, id, cJSON_IsString(t) ? t->valuestring : now);
             cJSON_DeleteItemFromObjectCaseSensitive(r->failed, id);
             r->found++;
+            /* The crashed run may not have written them to status.json. */
+            if (r->items && cJSON_AddItemToArray(r->items, doc))
+                doc = NULL;
         }
         cJSON_Delete(doc);
     }
     free(id);
 }
 
-error_code report_recover(cJSON *section, const char *jsonl_path, int jsonl_keep, int64_t *found, error_info *err)
+error_code report_recover(cJSON *section, const char *jsonl_path, int jsonl_keep, cJSON *items, int64_t *found,
+                          error_info *err)
 {
     if (found)
         *found = 0;
@@ -135,7 +140,7 @@ error_code report_recover(cJSON *section, const char *jsonl_path, int jsonl_keep
         cJSON_DeleteItemFromObjectCaseSensitive(section, "pending");
         return ERR_OK;
     }
-    recovery r = {.seen = object_member(section, "seen"), .failed = object_member(section, "failed")};
+    recovery r = {.seen = object_member(section, "seen"), .failed = object_member(section, "failed"), .items = items};
     r.ids = calloc((size_t)n, sizeof *r.ids);
     if (!r.ids || !r.seen || !r.failed) {
         free(r.ids);
@@ -186,6 +191,7 @@ typedef struct report_ctx {
     int64_t now_s;
     report_summary sum;
     error_info first_failure;   /* first incident that failed */
+    cJSON *recovered;    /* items a crashed run appended, for status.json */
 } report_ctx;
 
 static bool listed_already(const report_ctx *ctx, const char *id)
@@ -391,6 +397,8 @@ static int compare_items(const void *a, const void *b)
 
 static void newest_trim(newest *n)
 {
+    if (n->count == 0)
+        return;
     qsort(n->items, n->count, sizeof *n->items, compare_items);
     while (n->count > (size_t)n->keep)
         cJSON_Delete(n->items[--n->count]);
@@ -659,6 +667,7 @@ static void free_ctx(report_ctx *ctx)
     }
     free(ctx->list);
     trace_run_free(ctx->trace);
+    cJSON_Delete(ctx->recovered);
 }
 
 /* The error the report returns: the listing's, else the incidents'. */
@@ -682,6 +691,11 @@ static error_code finish(report_ctx *ctx, state *s, const char *start_time, cons
     if (rc == ERR_OK)
         rc = mark_pending(ctx, s, err);
     newest keep = {.keep = ctx->cfg->report.keep_incidents};
+    while (rc == ERR_OK && ctx->recovered && ctx->recovered->child) {
+        cJSON *item = cJSON_DetachItemViaPointer(ctx->recovered, ctx->recovered->child);
+        if (!newest_add(&keep, item))
+            rc = error_set(err, ERR_NOMEM, "out of memory");
+    }
     if (rc == ERR_OK)
         rc = append_all(ctx, &keep, err);
     error_info outcome;
@@ -712,12 +726,14 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
     ctx.seen = ctx.section ? object_member(ctx.section, "seen") : NULL;
     ctx.failed = ctx.section ? object_member(ctx.section, "failed") : NULL;
     ctx.trace = trace_run_new(http, cfg->report.details_batch);
-    if (!ctx.section || !ctx.seen || !ctx.failed || !ctx.trace) {
-        trace_run_free(ctx.trace);
+    ctx.recovered = cJSON_CreateArray();
+    if (!ctx.section || !ctx.seen || !ctx.failed || !ctx.trace || !ctx.recovered) {
+        free_ctx(&ctx);
         return error_set(err, ERR_NOMEM, "out of memory");
     }
     char *jsonl_path = config_state_path(cfg, cfg->report.jsonl_file);
-    error_code rc = jsonl_path ? report_recover(ctx.section, jsonl_path, cfg->report.jsonl_keep, &ctx.sum.recovered, err)
+    error_code rc = jsonl_path ? report_recover(ctx.section, jsonl_path, cfg->report.jsonl_keep, ctx.recovered,
+                                                            &ctx.sum.recovered, err)
                                : error_set(err, ERR_NOMEM, "out of memory");
     free(jsonl_path);
     if (rc != ERR_OK) {
@@ -732,7 +748,7 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
     error_clear(&listing);
     list_incidents(&ctx, start_time, &listing);
     if (listing.code != ERR_OK)
-        log_warn("report: listing incidents stopped: %s", listing.message);
+        log_info("report: listing incidents stopped: %s", listing.message);
     rc = trace_finish(ctx.trace, err);
     if (rc == ERR_OK)
         rc = finish(&ctx, s, start_time, opts, &listing, err);

@@ -85,11 +85,13 @@ void report_start_time(const struct cJSON *section, int64_t now_s, int64_t initi
 
 /*
  * Resolves a `pending` batch left by a crash: ids found in the JSON-lines
- * file (or its rotated files) move to `seen`; `pending` is removed. Returns
- * how many were found through *found (may be NULL).
+ * file (or its rotated files) move to `seen`, and their items are added to
+ * the array items (may be NULL) so that status.json gets them too;
+ * `pending` is removed. Returns how many were found through *found (may
+ * be NULL).
  */
-error_code report_recover(struct cJSON *section, const char *jsonl_path, int jsonl_keep, int64_t *found,
-                          error_info *err);
+error_code report_recover(struct cJSON *section, const char *jsonl_path, int jsonl_keep, struct cJSON *items,
+                          int64_t *found, error_info *err);
 
 /* Drops seen ids whose time is older than cursor - overlap - margin. */
 void report_prune_seen(struct cJSON *section, int64_t cursor_s);

@@ -154,7 +154,7 @@ static void on_details(void *user, error_code code, const error_info *err, const
     batch *b = user;
     trace_run *run = b->run;
     if (code != ERR_OK) {
-        log_warn("event-details failed for %zu events: %s", b->count, err->message);
+        log_info("event-details failed for %zu events: %s", b->count, err->message);
         fail_batch(b, err);
     } else {
         for (size_t i = 0; i < count; i++) {
@@ -269,7 +269,7 @@ static void on_lineage(void *user, error_code code, const error_info *err, const
     free(ctx);
     t->done = true;
     if (code != ERR_OK) {
-        log_warn("event-lineage failed (%s → %s): %s", t->start_id, t->end_id, err->message);
+        log_info("event-lineage failed (%s → %s): %s", t->start_id, t->end_id, err->message);
         t->failed = true;
         t->error = *err;
         return;
