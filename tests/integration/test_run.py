@@ -1,0 +1,114 @@
+"""`run` and `status` (issue 5): the composition of update (+ deploy) and
+report, each part's failure captured without stopping the other, exit code
+= the most serious outcome, Retry-After honoured by the next run, the
+metrics file, and `status` with and without --json. Every status.json is
+validated against tests/status.schema.json.
+"""
+
+import json
+import os
+
+import pytest
+
+from schema_check import check_status_file
+from test_report import OUTPOST, make_config, read_jsonl, run
+
+pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
+
+
+def status(state_dir):
+    return check_status_file(os.path.join(state_dir, "status.json"))
+
+
+def set_config(path, **changes):
+    with open(path, encoding="utf-8") as f:
+        config = json.load(f)
+    config.update(changes)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(config, f)
+
+
+def test_status_without_a_status_file_says_so(tmp_path):
+    config = tmp_path / "outpost.json"
+    config.write_text(json.dumps({"state_dir": str(tmp_path / "state")}))
+    result = run(str(config), "status")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no status file yet" in lines[0] and "outpost run" in lines[0]
+    assert result.stdout == ""
+
+
+@pytest.mark.sim_options(incidents=20, rate_limit=0)
+def test_run_reports_and_records_each_part(sim, tmp_path):
+    config, state_dir = make_config(tmp_path, sim, metrics_file="outpost.prom")
+    result = run(config, "run")
+    doc = status(state_dir)
+    last = doc["last_run"]
+    assert last["exit_code"] == result.returncode
+    stages = [e["stage"] for e in last["errors"]]
+    assert "report" not in stages, result.stderr
+    assert last["result"] == ("ok" if not stages else "partial")
+    # Each failed part is one line on stderr, nothing else.
+    assert len(result.stderr.strip().splitlines()) == len(stages), result.stderr
+    assert doc["incidents"]["new"] == 20 and len(read_jsonl(state_dir)) == 20
+    assert "installer" in doc
+    assert "installer" in sim.log()["summary"]["by_route"], "update was not attempted"
+
+    metrics = open(os.path.join(state_dir, "outpost.prom"), encoding="utf-8").read()
+    assert "outpost_report_incidents_new 20\n" in metrics
+    assert f"outpost_last_run_exit_code {result.returncode}\n" in metrics
+    assert "# TYPE outpost_last_run_result gauge" in metrics
+
+    human = run(config, "status")
+    assert human.returncode == 0
+    assert "20 new" in human.stdout and "Top hosts:" in human.stdout
+    raw = run(config, "status", "--json")
+    assert raw.returncode == 0
+    with open(os.path.join(state_dir, "status.json"), encoding="utf-8") as f:
+        assert raw.stdout.rstrip("\n") == f.read().rstrip("\n")
+    assert run(config, "--json", "status").stdout == raw.stdout
+
+
+@pytest.mark.sim_options(incidents=10, rate_limit=0)
+def test_a_failing_report_does_not_stop_the_update(sim, tmp_path):
+    config, state_dir = make_config(tmp_path, sim)
+    sim.fault("incidents", "forbidden", count=-1)
+    result = run(config, "run")
+    assert result.returncode == 3, result.stderr
+    last = status(state_dir)["last_run"]
+    assert "report" in [e["stage"] for e in last["errors"]]
+    assert last["exit_code"] == 3 and last["result"] in ("partial", "failed")
+    assert "installer" in sim.log()["summary"]["by_route"], "update did not run"
+    assert not read_jsonl(state_dir)
+
+
+@pytest.mark.sim_options(incidents=10, rate_limit=0)
+def test_retry_after_beyond_the_run_is_honoured_by_the_next_run(sim, tmp_path):
+    config, state_dir = make_config(tmp_path, sim)
+    set_config(config, http={"max_retry_wait": "2s"}, installer={"verify": {"require_signature": False}})
+    sim.fault("incidents", "status", status=429, retry_after=3600, count=-1)
+    first = run(config, "run")
+    assert first.returncode == 75, first.stderr
+    sim.clear_faults()
+    sim.clear_log()
+    second = run(config, "run")
+    assert second.returncode == 75, second.stderr
+    assert sim.log()["summary"]["total"] == 0, "the platform was called before its Retry-After"
+    last = status(state_dir)["last_run"]
+    assert [e["stage"] for e in last["errors"]] == ["run"]
+    assert "Retry-After" in last["errors"][0]["message"]
+
+
+@pytest.mark.sim_options(incidents=12, rate_limit=0)
+def test_run_with_both_parts_working_is_ok(sim, tmp_path):
+    config, state_dir = make_config(tmp_path, sim)
+    set_config(config, installer={"verify": {"require_signature": False}})
+    result = run(config, "run")
+    assert result.returncode == 0, result.stderr
+    doc = status(state_dir)
+    assert doc["last_run"]["result"] == "ok" and doc["last_run"]["errors"] == []
+    assert doc["installer"]["latest_version"] == sim.installer()["version"]
+    assert doc["incidents"]["new"] == 12
+    # A second run has nothing new and still succeeds.
+    assert run(config, "run").returncode == 0
+    assert status(state_dir)["incidents"]["new"] == 0
