@@ -947,7 +947,11 @@ static void trace_attempt(http_client *c, xfer *x, attempt_outcome outcome, cons
         free(shown);
     }
     char result[200];
-    if (outcome == OUTCOME_RESPONSE)
+    if (x->stopped)
+        snprintf(result, sizeof result, "%ld (stopped by the caller)", x->status);
+    else if (x->too_large)
+        snprintf(result, sizeof result, "%ld (over the size cap)", x->status);
+    else if (outcome == OUTCOME_RESPONSE)
         snprintf(result, sizeof result, "%ld", x->status);
     else
         snprintf(result, sizeof result, "failed (%.150s)", message ? message : "");
@@ -1286,6 +1290,10 @@ static bool curl_attempt(http_client *c, xfer *x)
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)c->cfg.low_speed_time_s);
     curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    /* Servers close idle keep-alive connections after about a minute
+     * (nginx 75 s, load balancers 60 s); a run that waited for its rate
+     * window must not trip over a connection the server already dropped. */
+    curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, 50L);
     /* The CA file applies to every host (a TLS-inspecting proxy re-signs
      * the storage host too); the pinned key is the platform's own. */
     if (c->ca_file)
