@@ -1,0 +1,636 @@
+#!/usr/bin/env python3
+"""outpost's benchmarks (PRODUCT.md section 7), side by side with what an
+administrator would run instead. scripts/bench builds outpost and calls this.
+
+    bench.py --outpost BIN [--quick] [--json FILE] [--workdir DIR] [--windows-exe FILE]
+
+Benchmarks (everything on 127.0.0.1, every process under a timeout):
+  update   64 MiB and 512 MiB installers from nginx over HTTP and HTTPS:
+           `outpost update` (require_signature false, a PE-looking file, fsync
+           included) against `curl -o f URL` + `sha256sum f` and against a
+           Python requests + hashlib streaming download (peer_download.py):
+           wall time, CPU time (user + system), peak RSS (GNU time %M).
+  check    `outpost check` when up to date against the 512 MiB installer:
+           TCP bytes read (strace, as the integration tests count them), wall,
+           CPU, RSS; against a naive full GET (curl -o /dev/null).
+  resume   (a) nginx, kill -9 when the partial reaches half, run again; the
+           same for `curl -o f` then `curl -C - -o f`; (b) the simulator cuts
+           the connection (reset fault) after half of the body, outpost
+           resumes within the run. Bytes fetched twice = installer body bytes
+           the server sent in all requests minus the file size.
+  report   1,000 incidents (simulator seed 1: chains of 1..40 events, mean
+           about 20, shared between incidents of a storyline) with a raised
+           rate limit and 50 ms latency: requests against the lower bound
+           (pages + lineage calls + ceil(distinct events / 50)), 429s, wall
+           time against requests / allowed rate, RSS; against peer_report.py.
+  footprint stripped binary size, Windows exe size, and RSS/CPU of a no-op
+           `run` (installer up to date, report finds no new incident).
+
+Runs alternate the tools (the order rotates every repetition); the table
+shows medians. Results go to stdout (a Markdown table) and to --json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(TOP, "tests", "sim"))
+from nginx_bench import Nginx  # noqa: E402
+from sim import make_certificates, write_fake_installer  # noqa: E402
+from simctl import Sim  # noqa: E402
+
+MiB = 1024 * 1024
+VERSION = "24.3.1"
+GNU_TIME = "/usr/bin/time"
+API_KEY = "sim-api-key"          # the simulator's default key; nginx ignores it
+
+
+# ---- running and measuring one process ---------------------------------------------
+
+
+def bench_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
+    env["OUTPOST_API_KEY"] = API_KEY
+    return env
+
+
+def measure(argv: list, timeout: float = 300, env: dict | None = None, check: bool = True) -> dict:
+    """Runs argv under GNU time: wall (s, monotonic), cpu (user + system of
+    GNU time and argv, from wait4(), microsecond resolution: GNU time's own
+    output rounds to 10 ms; its own share is about a millisecond), rss (peak
+    resident set of argv and its children, KiB, GNU time's %M: measured
+    through a small parent because a child forked from this Python process
+    inherits its high-water mark), rc, stdout, stderr."""
+    fd, rss_file = tempfile.mkstemp(prefix="bench-rss-")
+    os.close(fd)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.monotonic()
+        process = subprocess.Popen([GNU_TIME, "-f", "%M", "-o", rss_file, *argv], stdin=subprocess.DEVNULL,
+                                   stdout=out, stderr=err, env=env or bench_env())
+        timer = threading.Timer(timeout, process.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.monotonic() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+    with open(rss_file) as f:
+        words = f.read().split()
+    os.unlink(rss_file)
+    rss = int(words[-1]) if words and words[-1].isdigit() else usage.ru_maxrss
+    if check and process.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:3])} exited {process.returncode}: {stderr.strip()[-400:]}")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": rss,
+            "rc": process.returncode, "stdout": stdout, "stderr": stderr}
+
+
+def combine(*runs: dict) -> dict:
+    """Commands run one after the other: times add up, the peak is the largest."""
+    return {"wall": sum(r["wall"] for r in runs), "cpu": sum(r["cpu"] for r in runs),
+            "rss": max(r["rss"] for r in runs), "parts": [{k: r[k] for k in ("wall", "cpu", "rss")} for r in runs]}
+
+
+def median(runs: list, key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(4 * MiB), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def rotated(items: list, rep: int) -> list:
+    k = rep % len(items)
+    return items[k:] + items[:k]
+
+
+# ---- outpost configurations ----------------------------------------------------------
+
+
+def write_config(path: str, base_url: str, state_dir: str, ca_file: str | None = None,
+                 installed: str = "1.0", **extra) -> str:
+    cfg = {
+        "base_url": base_url,
+        "state_dir": state_dir,
+        "tls": {"ca_file": ca_file, "pinned_public_key": None},
+        "installer": {"installed_version": installed, "verify": {"require_signature": False}},
+        "schedule": {"jitter": "0s"},
+    }
+    for section, values in extra.items():
+        cfg.setdefault(section, {}).update(values)
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    return path
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.outpost = os.path.abspath(args.outpost)
+        self.work = args.workdir
+        self.quick = args.quick
+        self.results: dict = {"mode": "quick" if args.quick else "full", "rows": [], "raw": {}}
+        self.certs = make_certificates(os.path.join(self.work, "certs"))
+        self.installers: dict = {}
+
+    # -- shared fixtures --
+
+    def installer(self, size_mib: int) -> tuple[str, str]:
+        if size_mib not in self.installers:
+            path = os.path.join(self.work, f"installer-{size_mib}M.exe")
+            if not os.path.exists(path) or os.path.getsize(path) != size_mib * MiB:
+                write_fake_installer(path, size_mib, size_mib * MiB)
+            self.installers[size_mib] = (path, sha256_file(path))
+        return self.installers[size_mib]
+
+    def nginx(self, size_mib: int) -> Nginx:
+        path, _ = self.installer(size_mib)
+        return Nginx(path, VERSION, self.certs["server.pem"], self.certs["server.key"])
+
+    def fresh(self, name: str) -> str:
+        path = os.path.join(self.work, name)
+        shutil.rmtree(path, ignore_errors=True)
+        return path
+
+    def row(self, bench: str, metric: str, unit: str, outpost, peers: dict, target: str = "",
+            met=None) -> None:
+        self.results["rows"].append({"bench": bench, "metric": metric, "unit": unit, "outpost": outpost,
+                                     "peers": peers, "target": target, "met": met})
+
+    def log(self, text: str) -> None:
+        print(f"bench: {text}", file=sys.stderr, flush=True)
+
+    # -- 1. update ------------------------------------------------------------------
+
+    def run_outpost_update(self, url: str, ca: str | None, sha: str) -> dict:
+        state = self.fresh("state-update")
+        cfg = write_config(os.path.join(self.work, "update.json"), url, state, ca)
+        r = measure([self.outpost, "-c", cfg, "update"], timeout=600)
+        version_dir = os.path.join(state, "staging", VERSION)
+        manifest = json.load(open(os.path.join(version_dir, "manifest.json")))
+        if manifest["sha256"] != sha:
+            raise RuntimeError("outpost staged a file with the wrong SHA-256")
+        shutil.rmtree(state, ignore_errors=True)
+        return r
+
+    def run_curl_sha(self, url: str, ca: str | None, sha: str) -> dict:
+        out = os.path.join(self.work, "curl.out")
+        tls = ["--cacert", ca] if ca else []
+        get = measure(["curl", "-sS", "--fail", *tls, "-o", out, f"{url}/v2/installer/windows/latest"],
+                      timeout=600)
+        digest = measure(["sha256sum", out], timeout=600)
+        os.unlink(out)
+        if digest["stdout"].split()[0] != sha:
+            raise RuntimeError("curl downloaded a file with the wrong SHA-256")
+        result = combine(get, digest)
+        result["curl_rss"] = get["rss"]
+        return result
+
+    def run_python_download(self, url: str, ca: str | None, sha: str) -> dict:
+        out = os.path.join(self.work, "python.out")
+        r = measure(["/usr/bin/python3", os.path.join(HERE, "peer_download.py"), url, out, *([ca] if ca else [])],
+                    timeout=600)
+        os.unlink(out)
+        if r["stdout"].split()[0] != sha:
+            raise RuntimeError("the Python peer downloaded a file with the wrong SHA-256")
+        return r
+
+    def bench_update(self) -> None:
+        reps = self.args.reps or (3 if self.quick else 5)
+        sizes = [64, 512]
+        for size in sizes:
+            path, sha = self.installer(size)
+            ng = self.nginx(size)
+            try:
+                for tls in (False, True):
+                    url, ca = ng.url(tls), (self.certs["ca.pem"] if tls else None)
+                    proto = "HTTPS" if tls else "HTTP"
+                    self.log(f"update {size} MiB over {proto}: {reps} repetitions")
+                    tools = {"outpost": self.run_outpost_update, "curl": self.run_curl_sha,
+                             "python": self.run_python_download}
+                    runs = {name: [] for name in tools}
+                    for rep in range(reps):
+                        for name in rotated(list(tools), rep):
+                            runs[name].append(tools[name](url, ca, sha))
+                    self.results["raw"][f"update_{size}_{proto}"] = runs
+                    self.update_rows(size, proto, runs)
+            finally:
+                ng.stop()
+
+    def update_rows(self, size: int, proto: str, runs: dict) -> None:
+        o, c, p = runs["outpost"], runs["curl"], runs["python"]
+        name = f"update {size} MiB {proto}"
+        wall = median(o, "wall")
+        self.row(name, "wall time", "s", wall,
+                 {"curl + sha256sum": median(c, "wall"), "python requests": median(p, "wall")},
+                 "≤ curl + sha256sum", wall <= median(c, "wall"))
+        self.row(name, "CPU time", "s", median(o, "cpu"),
+                 {"curl + sha256sum": median(c, "cpu"), "python requests": median(p, "cpu")})
+        rss = median(o, "rss")
+        curl_rss = statistics.median(r["curl_rss"] for r in c)
+        self.row(name, "peak RSS", "KiB", rss, {"curl alone": curl_rss, "python requests": median(p, "rss")},
+                 "≤ curl's peak", rss <= curl_rss)
+
+    # -- 2. check ---------------------------------------------------------------------
+
+    def tcp_bytes_read(self, argv: list) -> tuple[int, int]:
+        trace = os.path.join(self.work, "strace.txt")
+        done = subprocess.run(["strace", "-f", "-qq", "-yy", "-e", "trace=read,recvfrom,recvmsg,readv",
+                               "-o", trace, *argv], capture_output=True, text=True, timeout=300,
+                              env=bench_env())
+        total = 0
+        with open(trace) as f:
+            for line in f:
+                m = re.search(r"<TCP:.*= (\d+)$", line.rstrip("\n"))
+                if m:
+                    total += int(m.group(1))
+        os.unlink(trace)
+        return done.returncode, total
+
+    def bench_check(self) -> None:
+        reps = self.args.reps or (5 if self.quick else 10)
+        size = 512
+        path, _ = self.installer(size)
+        ng = self.nginx(size)
+        try:
+            for tls in (False, True):
+                url, ca = ng.url(tls), (self.certs["ca.pem"] if tls else None)
+                proto = "HTTPS" if tls else "HTTP"
+                self.log(f"check (up to date, {size} MiB installer) over {proto}: {reps} repetitions")
+                state = self.fresh("state-check")
+                cfg = write_config(os.path.join(self.work, "check.json"), url, state, ca, installed=VERSION)
+                tls_opt = ["--cacert", ca] if ca else []
+                curl = ["curl", "-sS", "--fail", *tls_opt, "-o", "/dev/null", "-w", "%{size_download}",
+                        f"{url}/v2/installer/windows/latest"]
+                runs = {"outpost": [], "curl": []}
+                for rep in range(reps):
+                    for name in rotated(["outpost", "curl"], rep):
+                        if name == "outpost":
+                            runs[name].append(measure([self.outpost, "-c", cfg, "check"], timeout=60))
+                        else:
+                            runs[name].append(measure(curl, timeout=300))
+                rc, outpost_bytes = self.tcp_bytes_read([self.outpost, "-c", cfg, "check"])
+                if rc != 0:
+                    raise RuntimeError(f"outpost check under strace exited {rc}")
+                rc, curl_bytes = self.tcp_bytes_read(curl)
+                self.results["raw"][f"check_{proto}"] = {**runs, "outpost_tcp_bytes": outpost_bytes,
+                                                         "curl_tcp_bytes": curl_bytes}
+                name = f"check, up to date ({size} MiB installer) {proto}"
+                self.row(name, "TCP bytes read", "bytes", outpost_bytes, {"curl full GET": curl_bytes},
+                         "≤ 64 KiB", outpost_bytes <= 64 * 1024)
+                self.row(name, "wall time", "s", median(runs["outpost"], "wall"),
+                         {"curl full GET": median(runs["curl"], "wall")})
+                cpu = median(runs["outpost"], "cpu")
+                self.row(name, "CPU time", "s", cpu, {"curl full GET": median(runs["curl"], "cpu")},
+                         "a few ms", cpu <= 0.010)
+                self.row(name, "peak RSS", "KiB", median(runs["outpost"], "rss"),
+                         {"curl full GET": median(runs["curl"], "rss")})
+                shutil.rmtree(state, ignore_errors=True)
+        finally:
+            ng.stop()
+
+    # -- 3. resume --------------------------------------------------------------------
+
+    def kill_at_half(self, argv: list, watched: str, size: int) -> int:
+        """Starts argv, SIGKILLs it once `watched` holds half of size bytes;
+        returns the file's size at the kill."""
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, env=bench_env())
+        deadline = time.monotonic() + 120
+        try:
+            while time.monotonic() < deadline and process.poll() is None:
+                if os.path.exists(watched) and os.path.getsize(watched) >= size // 2:
+                    break
+                time.sleep(0.002)
+            if process.poll() is not None:
+                raise RuntimeError(f"{argv[0]} finished before it was killed at half way")
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=10)
+            return os.path.getsize(watched)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)
+
+    @staticmethod
+    def range_start(entry: dict) -> int:
+        m = re.match(r"bytes=(\d+)-", entry.get("range") or "")
+        return int(m.group(1)) if m else 0
+
+    def resume_outpost_nginx(self, ng: Nginx, size: int, sha: str) -> dict:
+        ng.clear_log()
+        state = self.fresh("state-resume")
+        cfg = write_config(os.path.join(self.work, "resume.json"), ng.url(False), state)
+        part = os.path.join(state, "downloads", f"{VERSION}.part")
+        at_kill = self.kill_at_half([self.outpost, "-c", cfg, "update"], part, size)
+        r = measure([self.outpost, "-c", cfg, "update"], timeout=600)
+        manifest = json.load(open(os.path.join(state, "staging", VERSION, "manifest.json")))
+        if manifest["sha256"] != sha:
+            raise RuntimeError("outpost resumed into a file with the wrong SHA-256")
+        entries = ng.installer_bytes()
+        shutil.rmtree(state, ignore_errors=True)
+        return self.resume_figures(entries, size, at_kill, r)
+
+    def resume_curl_nginx(self, ng: Nginx, size: int, sha: str) -> dict:
+        ng.clear_log()
+        out = os.path.join(self.work, "curl-resume.out")
+        if os.path.exists(out):
+            os.unlink(out)
+        url = f"{ng.url(False)}/v2/installer/windows/latest"
+        at_kill = self.kill_at_half(["curl", "-sS", "--fail", "-o", out, url], out, size)
+        r = measure(["curl", "-sS", "--fail", "-C", "-", "-o", out, url], timeout=600)
+        if sha256_file(out) != sha:
+            raise RuntimeError("curl -C - resumed into a file with the wrong SHA-256")
+        os.unlink(out)
+        entries = ng.installer_bytes()
+        return self.resume_figures(entries, size, at_kill, r)
+
+    def resume_figures(self, entries: list, size: int, at_kill: int, run: dict) -> dict:
+        sent = sum(e["bytes"] for e in entries)
+        resumed_at = self.range_start(entries[-1]) if entries else 0
+        return {"requests": len(entries), "sent": sent, "twice": sent - size, "at_kill": at_kill,
+                "resumed_at": resumed_at, "discarded": max(0, at_kill - resumed_at),
+                "wall_second_run": run["wall"]}
+
+    def resume_outpost_sim(self, size: int, sha: str) -> dict:
+        path, _ = self.installer(size)
+        with Sim.start(installer=path, installer_version=VERSION, rate_limit=0, incidents=1) as sim:
+            sim.fault("installer", "reset", bytes=size // 2, count=1)
+            state = self.fresh("state-resume-sim")
+            cfg = write_config(os.path.join(self.work, "resume-sim.json"), sim.url, state)
+            r = measure([self.outpost, "-c", cfg, "update"], timeout=600)
+            manifest = json.load(open(os.path.join(state, "staging", VERSION, "manifest.json")))
+            if manifest["sha256"] != sha:
+                raise RuntimeError("outpost resumed into a file with the wrong SHA-256 (sim)")
+            entries = [e for e in sim.log()["requests"] if e["route"] in ("installer", "storage")]
+            shutil.rmtree(state, ignore_errors=True)
+        sent = sum(e["bytes_sent"] for e in entries)
+        return {"requests": len(entries), "sent": sent, "twice": sent - size, "wall": r["wall"],
+                "ranges": [e["range"] for e in entries]}
+
+    def bench_resume(self) -> None:
+        reps = self.args.reps or (2 if self.quick else 3)
+        size_mib = 512
+        size = size_mib * MiB
+        path, sha = self.installer(size_mib)
+        ng = self.nginx(size_mib)
+        runs = {"outpost": [], "curl": []}
+        try:
+            self.log(f"resume after kill -9 at half of {size_mib} MiB (nginx): {reps} repetitions")
+            for rep in range(reps):
+                for name in rotated(["outpost", "curl"], rep):
+                    fn = self.resume_outpost_nginx if name == "outpost" else self.resume_curl_nginx
+                    runs[name].append(fn(ng, size, sha))
+        finally:
+            ng.stop()
+        self.results["raw"]["resume_kill"] = runs
+        pct = lambda runs_, key: statistics.median(r[key] for r in runs_) / size * 100  # noqa: E731
+        name = f"resume after kill -9 at 50% ({size_mib} MiB, nginx)"
+        twice = pct(runs["outpost"], "twice")
+        self.row(name, "fetched twice (server sent − size)", "%", twice, {"curl -C -": pct(runs["curl"], "twice")},
+                 "≤ 1%", twice <= 1.0)
+        self.row(name, "kept bytes discarded by the client", "%", pct(runs["outpost"], "discarded"),
+                 {"curl -C -": pct(runs["curl"], "discarded")})
+        self.log(f"resume after a connection reset at half of {size_mib} MiB (simulator)")
+        sim_runs = [self.resume_outpost_sim(size, sha) for _ in range(1 if self.quick else 2)]
+        self.results["raw"]["resume_reset"] = sim_runs
+        twice = statistics.median(r["twice"] for r in sim_runs) / size * 100
+        self.row(f"resume after a connection reset at 50% ({size_mib} MiB, simulator)",
+                 "fetched twice (server sent − size)", "%", twice, {}, "≤ 1%", twice <= 1.0)
+
+    # -- 4. report --------------------------------------------------------------------
+
+    def report_bound(self, sim: Sim, page_size: int, batch: int) -> dict:
+        dataset = sim.dataset()
+        incidents = dataset["incidents"]
+        traced = [r for r in incidents
+                  if isinstance(r["incident"].get("event_lineage_id"), dict)
+                  and r["incident"]["event_lineage_id"].get("start_event_id")
+                  and r["incident"]["event_lineage_id"].get("end_event_id")]
+        distinct = {e for r in traced for e in r["hidden"]["chain"]}
+        chain_events = sum(len(r["hidden"]["chain"]) for r in traced)
+        pages = max(1, math.ceil(len(incidents) / page_size))
+        return {"incidents": len(incidents), "traced": len(traced), "distinct_events": len(distinct),
+                "chain_events": chain_events, "pages": pages,
+                "lower_bound": pages + len(traced) + math.ceil(len(distinct) / batch)}
+
+    def report_run(self, tool: str, sim_options: dict) -> dict:
+        with Sim.start(**sim_options) as sim:
+            bound = self.report_bound(sim, 1000, 50)
+            if tool == "outpost":
+                state = self.fresh("state-report")
+                cfg = write_config(os.path.join(self.work, "report.json"), sim.url, state)
+                r = measure([self.outpost, "-c", cfg, "report"], timeout=900)
+                shutil.rmtree(state, ignore_errors=True)
+            else:
+                out = os.path.join(self.work, "peer-report.jsonl")
+                r = measure(["/usr/bin/python3", os.path.join(HERE, "peer_report.py"), sim.url, out],
+                            timeout=900)
+                r["peer"] = json.loads(r["stdout"].strip().splitlines()[-1])
+                os.unlink(out)
+            summary = sim.log()["summary"]
+        by_route = summary["by_route"]
+        requests = summary["total"] - by_route.get("token", 0)
+        return {"wall": r["wall"], "cpu": r["cpu"], "rss": r["rss"], "requests": requests,
+                "tokens": by_route.get("token", 0), "count_429": summary["count_429"],
+                "by_route": by_route, **bound}
+
+    def bench_report(self) -> None:
+        incidents = self.args.report_incidents or (250 if self.quick else 1000)
+        reps = self.args.report_reps or (1 if self.quick else 3)
+        window = 5.0
+        limit = int(self.args.report_rate * window / 60)
+        rate_per_s = limit / window
+        sim_options = dict(incidents=incidents, seed=1, rate_limit=limit, rate_window=window, latency_ms=50)
+        self.log(f"report of {incidents} incidents, {limit} requests per {window:g} s, 50 ms latency: "
+                 f"{reps} repetitions")
+        runs = {"outpost": [], "python": []}
+        for rep in range(reps):
+            for name in rotated(["outpost", "python"], rep):
+                runs[name].append(self.report_run(name, sim_options))
+        self.results["raw"]["report"] = {"sim": sim_options, **runs}
+        o, p = runs["outpost"], runs["python"]
+        name = (f"report of {incidents} incidents ({self.args.report_rate}/min in {window:g} s windows, "
+                f"50 ms latency)")
+        bound = o[0]["lower_bound"]
+        reqs = median(o, "requests")
+        self.row(name, f"requests (lower bound {bound})", "count", reqs, {"python worked example": median(p, "requests")},
+                 f"= {bound}", reqs == bound)
+        n429 = max(r["count_429"] for r in o)
+        self.row(name, "429 answers (worst run)", "count", n429, {"python worked example": max(r["count_429"] for r in p)},
+                 "0", n429 == 0)
+        ideal = reqs / rate_per_s
+        wall = median(o, "wall")
+        self.row(name, f"wall time (requests ÷ rate = {ideal:.1f} s)", "s", wall,
+                 {"python worked example": median(p, "wall")}, f"≤ {ideal * 1.1:.1f} s", wall <= ideal * 1.1)
+        self.row(name, "CPU time", "s", median(o, "cpu"), {"python worked example": median(p, "cpu")})
+        self.row(name, "peak RSS", "KiB", median(o, "rss"), {"python worked example": median(p, "rss")})
+
+    # -- 5. footprint -------------------------------------------------------------------
+
+    def bench_footprint(self) -> None:
+        stripped = os.path.join(self.work, "outpost.stripped")
+        subprocess.run(["strip", "-o", stripped, self.outpost], check=True, timeout=60)
+        size = os.path.getsize(stripped)
+        curl_size = os.path.getsize(shutil.which("curl"))
+        self.row("footprint", "stripped Linux binary", "KiB", size / 1024, {"curl (dynamic, for scale)": curl_size / 1024},
+                 "< 400 KiB", size < 400 * 1024)
+        exe = self.args.windows_exe
+        if exe and os.path.exists(exe):
+            exe_size = os.path.getsize(exe)
+            self.row("footprint", "static Windows exe", "KiB", exe_size / 1024, {}, "< 4 MiB", exe_size < 4 * MiB)
+        else:
+            self.row("footprint", "static Windows exe", "KiB", "not built", {}, "< 4 MiB", None)
+        # A no-op run: installer up to date, report finds no new incident
+        # (the state was primed by one run first), against the simulator.
+        reps = self.args.reps or (5 if self.quick else 10)
+        self.log(f"no-op run: {reps} repetitions")
+        with Sim.start(incidents=20, rate_limit=0, installer_version=VERSION) as sim:
+            state = self.fresh("state-noop")
+            cfg = write_config(os.path.join(self.work, "noop.json"), sim.url, state, installed=VERSION)
+            measure([self.outpost, "-c", cfg, "run"], timeout=120)
+            runs = [measure([self.outpost, "-c", cfg, "run"], timeout=60) for _ in range(reps)]
+            status = json.load(open(os.path.join(state, "status.json")))
+            if status["incidents"]["new"] != 0:
+                raise RuntimeError("the no-op run found new incidents")
+            shutil.rmtree(state, ignore_errors=True)
+        self.results["raw"]["noop_run"] = runs
+        self.row("footprint: no-op `run` (up to date, 0 new incidents)", "CPU time", "s", median(runs, "cpu"), {})
+        self.row("footprint: no-op `run` (up to date, 0 new incidents)", "peak RSS", "KiB", median(runs, "rss"), {})
+        self.row("footprint: no-op `run` (up to date, 0 new incidents)", "wall time", "s", median(runs, "wall"), {})
+
+
+# ---- machine and output -----------------------------------------------------------------
+
+
+def machine() -> dict:
+    def first(path: str, key: str) -> str:
+        try:
+            with open(path) as f:
+                for line in f:
+                    if line.startswith(key):
+                        return line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+        return "unknown"
+
+    def version(argv: list) -> str:
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.splitlines()[0]
+        except Exception:
+            return "unknown"
+
+    try:
+        debian = open("/etc/debian_version").read().strip()
+    except OSError:
+        debian = "unknown"
+    mem_kib = int(first("/proc/meminfo", "MemTotal").split()[0]) if first("/proc/meminfo", "MemTotal") != "unknown" else 0
+    try:
+        import requests
+        requests_version = requests.__version__
+    except ImportError:
+        requests_version = "missing"
+    return {"nproc": os.cpu_count(), "cpu": first("/proc/cpuinfo", "model name"),
+            "memory_gib": round(mem_kib / 1024 / 1024, 1), "kernel": platform.release(),
+            "debian": debian, "curl": version(["curl", "--version"]),
+            "nginx": version(["sh", "-c", "nginx -v 2>&1"]), "python": platform.python_version(),
+            "requests": requests_version}
+
+
+def fmt(value, unit: str) -> str:
+    if isinstance(value, str):
+        return value
+    if unit == "KiB":
+        return f"{value / 1024:.1f} MiB" if value >= 4096 else f"{value:.0f} KiB"
+    if unit == "s":
+        return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
+    if unit == "%":
+        return f"{value:.2f} %"
+    if unit == "bytes":
+        return f"{value / MiB:.1f} MiB" if value >= MiB else f"{value / 1024:.1f} KiB"
+    return f"{value:g}"
+
+
+def table(rows: list) -> str:
+    out = ["| benchmark | metric | outpost | peer | ratio (outpost ÷ peer) | second peer | ratio | target | met |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        cells = [r["bench"], r["metric"], fmt(r["outpost"], r["unit"])]
+        peers = list(r["peers"].items())
+        for i in range(2):
+            if i < len(peers):
+                name, value = peers[i]
+                ratio = ("—" if isinstance(r["outpost"], str) or not value
+                         else f"{r['outpost'] / value:.2f}")
+                cells += [f"{name}: {fmt(value, r['unit'])}", ratio]
+            else:
+                cells += ["—", "—"]
+        cells += [r["target"] or "—", {True: "yes", False: "**no**", None: "—"}[r["met"]]]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="outpost benchmarks (see the module docstring)")
+    parser.add_argument("--outpost", required=True, help="the Release outpost binary")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions, 250 incidents: a few minutes")
+    parser.add_argument("--json", default=os.path.join(HERE, "results.json"), help="where the results go")
+    parser.add_argument("--workdir", help="scratch directory (default: a new one under /tmp)")
+    parser.add_argument("--windows-exe", default=os.path.join(TOP, "out", "windows", "outpost.exe"))
+    parser.add_argument("--only", action="append", choices=["update", "check", "resume", "report", "footprint"])
+    parser.add_argument("--reps", type=int, help="repetitions of update/check/resume/no-op run")
+    parser.add_argument("--report-reps", type=int)
+    parser.add_argument("--report-incidents", type=int)
+    parser.add_argument("--report-rate", type=int, default=3000, help="allowed requests per minute (simulator)")
+    args = parser.parse_args()
+    own_workdir = args.workdir is None
+    args.workdir = args.workdir or tempfile.mkdtemp(prefix="outpost-bench-")
+    os.makedirs(args.workdir, exist_ok=True)
+    bench = Bench(args)
+    bench.results["machine"] = machine()
+    bench.results["started_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    started = time.monotonic()
+    try:
+        for name in args.only or ["update", "check", "resume", "report", "footprint"]:
+            getattr(bench, f"bench_{name}")()
+    finally:
+        bench.results["duration_s"] = round(time.monotonic() - started, 1)
+        with open(args.json, "w") as f:
+            json.dump(bench.results, f, indent=1)
+        if own_workdir:
+            shutil.rmtree(args.workdir, ignore_errors=True)
+    m = bench.results["machine"]
+    print(f"outpost benchmarks ({bench.results['mode']}, {bench.results['duration_s']} s) on "
+          f"{m['nproc']} × {m['cpu']}, {m['memory_gib']} GiB, Linux {m['kernel']}, Debian {m['debian']}")
+    print()
+    print(table(bench.results["rows"]))
+    print(f"\nJSON: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

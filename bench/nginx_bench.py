@@ -1,0 +1,147 @@
+"""nginx on loopback for the installer benchmarks (scripts/bench).
+
+One nginx serves the same installer file over plain HTTP and over HTTPS (a
+test CA and certificate made by the simulator's make_certificates), as the
+platform's installer route, /v2/installer/windows/latest, with the headers
+the API document names (X-Installer-Version, Content-Disposition). The token
+route is a static JSON answer, so outpost's one token exchange costs a few
+hundred bytes and no server-side work: the benchmark measures the download,
+not the simulator's Python HTTP stack. sendfile is on for HTTP, so the server
+is never the bottleneck on loopback.
+
+The access log is one JSON object per request with the body bytes nginx
+handed to the kernel ($body_bytes_sent) and the Range asked, which is what the
+resume benchmark counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+TOKEN = "bench-token-x"
+
+CONFIG = """
+worker_processes 1;
+daemon off;
+user root root;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+    client_body_temp_path {dir}/tmp/body;
+    proxy_temp_path {dir}/tmp/proxy;
+    fastcgi_temp_path {dir}/tmp/fastcgi;
+    uwsgi_temp_path {dir}/tmp/uwsgi;
+    scgi_temp_path {dir}/tmp/scgi;
+    log_format bench escape=json '{{"path":"$request_uri","status":$status,'
+                                 '"bytes":$body_bytes_sent,"range":"$http_range",'
+                                 '"scheme":"$scheme"}}';
+    access_log {dir}/access.log bench;
+    sendfile on;
+    keepalive_timeout 30;
+    server {{
+        listen 127.0.0.1:{http_port};
+        listen 127.0.0.1:{https_port} ssl;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        location = /v2/auth/token/access {{
+            default_type application/json;
+            return 200 '{{"access_token":"{token}","expires_in":900}}';
+        }}
+        location = /v2/installer/windows/latest {{
+            alias {installer};
+            default_type application/octet-stream;
+            add_header X-Installer-Version "{version}" always;
+            add_header Content-Disposition 'attachment; filename="SensorSetup.exe"' always;
+        }}
+    }}
+}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nginx did not listen on 127.0.0.1:{port} (see its error.log)")
+
+
+class Nginx:
+    """nginx serving `installer` as `version`; stop() when done."""
+
+    def __init__(self, installer: str, version: str, cert: str, key: str, timeout: float = 10.0):
+        self.dir = tempfile.mkdtemp(prefix="outpost-bench-nginx-")
+        os.makedirs(os.path.join(self.dir, "tmp"))
+        self.http_port, self.https_port = free_port(), free_port()
+        self.http_url = f"http://127.0.0.1:{self.http_port}"
+        self.https_url = f"https://127.0.0.1:{self.https_port}"
+        conf = os.path.join(self.dir, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(CONFIG.format(dir=self.dir, http_port=self.http_port, https_port=self.https_port,
+                                  cert=cert, key=key, token=TOKEN, installer=installer,
+                                  version=version))
+        self.process = subprocess.Popen(
+            [NGINX, "-p", self.dir, "-c", conf, "-e", os.path.join(self.dir, "error.log")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + timeout
+            _wait_port(self.http_port, deadline)
+            _wait_port(self.https_port, deadline)
+        except Exception:
+            self.stop()
+            raise
+
+    def url(self, tls: bool) -> str:
+        return self.https_url if tls else self.http_url
+
+    def access_log(self) -> list:
+        path = os.path.join(self.dir, "access.log")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def clear_log(self) -> None:
+        path = os.path.join(self.dir, "access.log")
+        if os.path.exists(path):
+            os.truncate(path, 0)
+
+    def installer_bytes(self, settle: float = 2.0) -> list:
+        """Body bytes of every installer request so far. nginx logs a request
+        when it ends; an aborted transfer ends a little after the client died,
+        so wait (bounded) until the log stops growing."""
+        deadline = time.monotonic() + settle
+        previous = None
+        while True:
+            entries = [e for e in self.access_log() if e["path"].startswith("/v2/installer/")]
+            if entries == previous or time.monotonic() > deadline:
+                return entries
+            previous = entries
+            time.sleep(0.3)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+        shutil.rmtree(self.dir, ignore_errors=True)
