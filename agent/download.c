@@ -817,7 +817,10 @@ error_code download_run(http_client *http, const download_request *request, down
             job_discard_partial(&job);
             rc = error_set(err, ERR_PROTOCOL, "the platform sent more bytes than its Content-Length announced; run again");
         }
-        if (rc == ERR_TEMPORARY && job.attempt_bytes > 0 && ++failures < DOWNLOAD_MAX_ATTEMPTS) {
+        /* The first interruption is always retried here, even one that cut the
+         * connection before any body byte (a single reset must not cost a whole
+         * scheduling interval); later ones only while they make progress. */
+        if (rc == ERR_TEMPORARY && ++failures < DOWNLOAD_MAX_ATTEMPTS && (job.attempt_bytes > 0 || failures == 1)) {
             log_info("the download of %s was interrupted at %" PRId64 " bytes; resuming", job.partial.version,
                      job.written);
             continue;

@@ -29,8 +29,10 @@
  * thread, while the rest arrives). A 200 starts over in the same response;
  * a 206 that does not match, and a 416, discard the partial and ask again
  * without Range. A failure mid-body keeps what arrived and resumes within
- * the same run, up to DOWNLOAD_MAX_ATTEMPTS attempts as long as each one
- * makes progress; after that it is ERR_TEMPORARY and the next run resumes.
+ * the same run, up to DOWNLOAD_MAX_ATTEMPTS attempts: the first
+ * interruption always (even one before any body byte), later ones as long
+ * as they make progress; after that it is ERR_TEMPORARY and the next run
+ * resumes.
  */
 #ifndef OUTPOST_DOWNLOAD_H
 #define OUTPOST_DOWNLOAD_H
