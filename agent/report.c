@@ -189,6 +189,7 @@ typedef struct report_ctx {
     listed *list;
     size_t count, cap;
     int64_t now_s;
+    int64_t oldest_s;    /* incidents older than this are past the seen window */
     report_summary sum;
     error_info first_failure;   /* first incident that failed */
     cJSON *recovered;    /* items a crashed run appended, for status.json */
@@ -243,7 +244,11 @@ static error_code on_page(void *user, const api_incident *incidents, size_t coun
     ctx->sum.pages = page->page;
     for (size_t i = 0; i < count; i++) {
         ctx->sum.listed++;
-        if (cJSON_GetObjectItemCaseSensitive(ctx->seen, incidents[i].id)) {
+        int64_t t;
+        /* Seen, or older than the seen window reaches: a server that ignored
+         * start_time would otherwise make us append them again. */
+        if (cJSON_GetObjectItemCaseSensitive(ctx->seen, incidents[i].id) ||
+            (incidents[i].trigger_time && timefmt_parse_iso8601(incidents[i].trigger_time, &t) && t < ctx->oldest_s)) {
             ctx->sum.already_seen++;
             continue;
         }
@@ -742,6 +747,8 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
     }
     char start_time[TIMEFMT_ISO8601_SIZE];
     report_start_time(ctx.section, ctx.now_s, cfg->report.initial_lookback_s, start_time);
+    timefmt_parse_iso8601(start_time, &ctx.oldest_s);
+    ctx.oldest_s -= REPORT_SEEN_MARGIN_S;
     log_info("report: polling incidents since %s", start_time);
 
     error_info listing;

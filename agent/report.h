@@ -55,7 +55,8 @@ typedef struct report_options {
 typedef struct report_summary {
     int pages;                     /* incident list pages fetched */
     int64_t listed;                /* incidents listed */
-    int64_t already_seen;          /* listed but appended by an earlier run */
+    int64_t already_seen;          /* listed but appended by an earlier run (or older
+                                      than the seen window: start_time - margin) */
     int64_t new_count;             /* appended to incidents.jsonl this run */
     int64_t traced;                /* of those, traced */
     int64_t untraceable;           /* of those, without lineage ids */

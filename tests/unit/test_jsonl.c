@@ -1,0 +1,129 @@
+/* test_jsonl.c — incidents.jsonl: append, rotation by rename that never
+ * splits a line, a torn last line completed, the recovery scan. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jsonl.h"
+
+static char *tempdir(void)
+{
+    char *dir = strdup("/tmp/outpost-jsonl-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    return dir;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void test_append_and_rotate(void **unused)
+{
+    (void)unused;
+    char *dir = tempdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/incidents.jsonl", dir);
+    jsonl_writer *w = NULL;
+    assert_int_equal(jsonl_open(path, 4096, 2, &w, NULL), ERR_OK);
+    char line[1500];
+    for (int i = 0; i < 10; i++) {
+        memset(line, 'a' + i, sizeof line);
+        assert_int_equal(jsonl_append(w, line, sizeof line, NULL), ERR_OK);
+    }
+    /* 1501 bytes a line, 2 lines per 4096-byte file: 5 files' worth,
+     * 4 rotations, 2 rotated files kept. */
+    assert_int_equal(jsonl_rotations(w), 4);
+    assert_int_equal(jsonl_close(w, NULL), ERR_OK);
+    char name[600];
+    const char expect[][2] = {{'i', 'j'}, {'g', 'h'}, {'e', 'f'}};
+    for (int n = 0; n < 3; n++) {
+        if (n)
+            snprintf(name, sizeof name, "%s.%d", path, n);
+        const char *text = slurp(n ? name : path);
+        assert_non_null(text);
+        assert_int_equal(strlen(text), 2 * 1501);
+        assert_int_equal(text[0], expect[n][0]);
+        assert_int_equal(text[1500], '\n');
+        assert_int_equal(text[1501], expect[n][1]);
+        assert_int_equal(text[3001], '\n');
+    }
+    snprintf(name, sizeof name, "%s.3", path);
+    assert_null(slurp(name));
+    free(dir);
+}
+
+static void test_line_larger_than_the_limit_gets_its_own_file(void **unused)
+{
+    (void)unused;
+    char *dir = tempdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/x.jsonl", dir);
+    jsonl_writer *w = NULL;
+    assert_int_equal(jsonl_open(path, 4096, 5, &w, NULL), ERR_OK);
+    static char big[6000];
+    memset(big, 'b', sizeof big);
+    assert_int_equal(jsonl_append(w, "{}", 2, NULL), ERR_OK);
+    assert_int_equal(jsonl_append(w, big, sizeof big, NULL), ERR_OK);
+    assert_int_equal(jsonl_append(w, "{}", 2, NULL), ERR_OK);
+    assert_int_equal(jsonl_rotations(w), 2);
+    assert_int_equal(jsonl_close(w, NULL), ERR_OK);
+    assert_string_equal(slurp(path), "{}\n");
+    free(dir);
+}
+
+static int lines_seen;
+static void count_line(void *user, const char *line, size_t len)
+{
+    (void)user;
+    (void)line;
+    assert_true(len > 0);
+    lines_seen++;
+}
+
+static void test_torn_line_is_completed_and_skipped_by_scan(void **unused)
+{
+    (void)unused;
+    char *dir = tempdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/t.jsonl", dir);
+    FILE *f = fopen(path, "wb");
+    fputs("{\"id\":\"1\"}\n{\"id\":\"2\",\"trunc", f); /* a run killed mid-line */
+    fclose(f);
+    lines_seen = 0;
+    assert_int_equal(jsonl_scan(path, 5, 1024, count_line, NULL, NULL), ERR_OK);
+    assert_int_equal(lines_seen, 1);
+    jsonl_writer *w = NULL;
+    assert_int_equal(jsonl_open(path, 1 << 20, 5, &w, NULL), ERR_OK);
+    assert_int_equal(jsonl_append(w, "{\"id\":\"3\"}", 10, NULL), ERR_OK);
+    assert_int_equal(jsonl_close(w, NULL), ERR_OK);
+    assert_string_equal(slurp(path), "{\"id\":\"1\"}\n{\"id\":\"2\",\"trunc\n{\"id\":\"3\"}\n");
+    lines_seen = 0;
+    assert_int_equal(jsonl_scan(path, 5, 1024, count_line, NULL, NULL), ERR_OK);
+    assert_int_equal(lines_seen, 3);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_append_and_rotate),
+        cmocka_unit_test(test_line_larger_than_the_limit_gets_its_own_file),
+        cmocka_unit_test(test_torn_line_is_completed_and_skipped_by_scan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
