@@ -173,6 +173,7 @@ struct http_client {
     http_fake_fn fake;
     void *fake_ctx;
 
+    bool curl_initialised;      /* curl_global_init done: undone on free */
     CURLM *multi;
     CURLSH *share;
     CURL *idle[8];              /* easy handles kept for reuse */
@@ -560,9 +561,9 @@ static void parse_content_range(const char *value, http_stream_headers *h)
 static void stream_deliver_headers(xfer *x)
 {
     stream_ctx *s = x->stream;
-    if (x->headers[H_INSTALLER_VERSION] && (x->status < 300 || x->status >= 400)) {
-        /* nothing: the final response's own value wins below */
-    } else if (x->headers[H_INSTALLER_VERSION] && x->status >= 300 && x->status < 400) {
+    if (x->status >= 300 && x->status < 400 && x->headers[H_INSTALLER_VERSION]) {
+        /* A redirect that names the version: kept in case the storage
+         * host's answer does not (the final answer's own value wins). */
         free(x->hop_installer_version);
         x->hop_installer_version = text_dup(x->headers[H_INSTALLER_VERSION]);
     }
@@ -643,11 +644,10 @@ error_code http_client_new(const config *cfg, const char *api_key, const http_op
     }
     if (!c->fake) {
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-            free(c->origin);
-            c->origin = NULL; /* marks curl_global_init as not done */
             http_client_free(c);
             return error_set(err, ERR_INTERNAL, "libcurl could not be initialised");
         }
+        c->curl_initialised = true;
         c->multi = curl_multi_init();
         c->share = curl_share_init();
         if (!c->multi || !c->share) {
@@ -692,7 +692,7 @@ void http_client_free(http_client *c)
         curl_multi_cleanup(c->multi);
     if (c->share)
         curl_share_cleanup(c->share);
-    bool curl_initialised = !c->fake && c->origin;
+    bool curl_initialised = c->curl_initialised;
     token_state_clear(&c->token);
     token_secret_free(c->api_key);
     free(c->base_url);
@@ -1310,6 +1310,11 @@ static bool curl_attempt(http_client *c, xfer *x)
     curl_easy_setopt(e, CURLOPT_WRITEDATA, (void *)x);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
     if (x->kind == XFER_STREAM) {
+        /* A download takes large reads (fewer callbacks); a version check
+         * (no on_data) keeps libcurl's 16 KiB so that stopping after the
+         * headers reads little body. */
+        if (x->stream->callbacks->on_data)
+            curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
         if (x->stream->request->max_bytes_per_second > 0)
             curl_easy_setopt(e, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)x->stream->request->max_bytes_per_second);
     } else {

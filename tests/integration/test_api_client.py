@@ -369,3 +369,115 @@ def test_benchmark_report_pattern(sim_tls, tmp_path, capsys):
               f"429s: {summary['count_429']}")
     # The first window is free; the Reset header's whole seconds cost up to 1 s per 4 s window.
     assert elapsed <= ideal * 1.35 + 2
+
+
+# ---- proxy ---------------------------------------------------------------------------------------
+
+class ConnectProxy:
+    """A minimal HTTPS (CONNECT) proxy on loopback that demands Basic proxy
+    authentication and records the targets it tunnelled to."""
+
+    def __init__(self, user="proxyuser", password="proxypass"):
+        import socket
+        import threading
+        self.expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        self.targets, self.challenged = [], 0
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(16)
+        self.port = self.server.getsockname()[1]
+        self.threading = threading
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            self.threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client):
+        try:
+            self._handle(client)
+        except OSError:
+            pass  # a peer hung up: nothing to report
+
+    def _handle(self, client):
+        import socket
+        with client:
+            while True:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = client.recv(4096)
+                    if not chunk:
+                        return
+                    head += chunk
+                lines = head.split(b"\r\n\r\n")[0].decode().split("\r\n")
+                method, target, _ = lines[0].split(" ", 2)
+                headers = {k.strip().lower(): v.strip() for k, v in (h.split(":", 1) for h in lines[1:] if ":" in h)}
+                if method != "CONNECT":
+                    client.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+                    return
+                if headers.get("proxy-authorization") != self.expected:
+                    self.challenged += 1
+                    client.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\n"
+                                   b"Proxy-Authenticate: Basic realm=\"test\"\r\nContent-Length: 0\r\n\r\n")
+                    continue
+                self.targets.append(target)
+                host, port = target.rsplit(":", 1)
+                upstream = socket.create_connection(("127.0.0.1", int(port)))
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                self._pipe(client, upstream)
+                return
+
+    def _pipe(self, a, b):
+        import select
+        with b:
+            while True:
+                ready, _, _ = select.select([a, b], [], [], 30)
+                if not ready:
+                    return
+                for s in ready:
+                    data = s.recv(65536)
+                    if not data:
+                        return
+                    (b if s is a else a).sendall(data)
+
+    def close(self):
+        self.server.close()
+
+
+def test_proxy_from_config_with_authentication(sim_tls, tmp_path):
+    proxy = ConnectProxy()
+    try:
+        cfg = write_config(tmp_path, sim_tls)
+        doc = json.loads(open(cfg).read())
+        doc["proxy"] = f"http://proxyuser:proxypass@127.0.0.1:{proxy.port}"
+        open(cfg, "w").write(json.dumps(doc))
+        rc, out, err, _ = probe(cfg, "list-incidents")
+        assert rc == 0, err
+        assert proxy.targets and all(t.endswith(f":{sim_tls.port}") for t in proxy.targets)
+        assert proxy.challenged >= 1, "the proxy's 407 challenge should have been answered"
+        assert "proxypass" not in err
+    finally:
+        proxy.close()
+
+
+def test_proxy_from_environment(sim_tls, tmp_path, monkeypatch):
+    proxy = ConnectProxy()
+    try:
+        cfg = write_config(tmp_path, sim_tls)
+        monkeypatch.setenv("HTTPS_PROXY", f"http://proxyuser:proxypass@127.0.0.1:{proxy.port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        rc, out, err, _ = probe(cfg, "list-incidents")
+        assert rc == 0, err
+        assert proxy.targets
+        count = len(proxy.targets)
+        monkeypatch.setenv("NO_PROXY", "localhost")
+        rc, out, err, _ = probe(cfg, "list-incidents")
+        assert rc == 0, err
+        assert len(proxy.targets) == count, "NO_PROXY should bypass the proxy"
+    finally:
+        proxy.close()
