@@ -13,7 +13,6 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,7 +135,7 @@ static bool json_int64(const cJSON *v, bool allow_string, int64_t *out)
 {
     if (cJSON_IsNumber(v)) {
         double d = v->valuedouble;
-        if (!isfinite(d) || d != floor(d) || d < -9.2e18 || d > 9.2e18)
+        if (!(d >= -9.2e18 && d <= 9.2e18) || d != (double)(int64_t)d) /* also false for NaN */
             return false;
         *out = (int64_t)d;
         return true;
@@ -573,8 +572,8 @@ static error_code lineage_parse(const char *body, size_t len, api_envelope *env,
     cJSON_ArrayForEach(item, env->resources)
     {
         if (!cJSON_IsString(item) || !item->valuestring || !item->valuestring[0]) {
-            rc = error_set(err, ERR_PROTOCOL, "%s: resources[%zu] is not a non-empty string (an event identifier)",
-                           NAME_LINEAGE, i);
+            rc = error_set(err, ERR_PROTOCOL, "%s: resources[%" PRIu64 "] is not a non-empty string (an event identifier)",
+                           NAME_LINEAGE, (uint64_t)i);
             break;
         }
         list[i++] = item->valuestring;
@@ -826,7 +825,7 @@ static error_code details_check(const char *const *ids, size_t count, error_info
         return error_set(err, ERR_INTERNAL, "%s: no event identifiers to ask for", NAME_DETAILS);
     for (size_t i = 0; i < count; i++)
         if (!ids[i] || !ids[i][0])
-            return error_set(err, ERR_INTERNAL, "%s: event identifier %zu is empty", NAME_DETAILS, i);
+            return error_set(err, ERR_INTERNAL, "%s: event identifier %" PRIu64 " is empty", NAME_DETAILS, (uint64_t)i);
     return ERR_OK;
 }
 

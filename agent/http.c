@@ -345,11 +345,27 @@ static char *url_resolve(const char *from, const char *location)
     return out;
 }
 
-/* url without query and fragment (signed storage URLs carry secrets there). */
+/* url as it may be shown or recorded: without user info, query and
+ * fragment (signed storage URLs carry their secrets there). malloc'd. */
 static char *url_without_query(const char *url)
 {
-    size_t n = strcspn(url, "?#");
-    return dup_n(url, n);
+    CURLU *u = curl_url();
+    char *out = NULL;
+    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK) {
+        curl_url_set(u, CURLUPART_USER, NULL, 0);
+        curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+        curl_url_set(u, CURLUPART_OPTIONS, NULL, 0);
+        curl_url_set(u, CURLUPART_QUERY, NULL, 0);
+        curl_url_set(u, CURLUPART_FRAGMENT, NULL, 0);
+        char *clean = NULL;
+        if (curl_url_get(u, CURLUPART_URL, &clean, 0) == CURLUE_OK)
+            out = text_dup(clean);
+        curl_free(clean);
+    }
+    curl_url_cleanup(u);
+    if (!out) /* not parsable: cut at the first '?', '#' or '@' */
+        out = dup_n(url, strcspn(url, "?#@"));
+    return out;
 }
 
 /* ---- Xfer lifetime ------------------------------------------------------------- */
@@ -961,8 +977,8 @@ static void trace_attempt(http_client *c, xfer *x, attempt_outcome outcome, cons
                  x->headers[H_RL_REMAINING] ? x->headers[H_RL_REMAINING] : "-",
                  x->headers[H_RL_RESET] ? x->headers[H_RL_RESET] : "-", x->headers[H_RETRY_AFTER] ? ", retry-after " : "",
                  x->headers[H_RETRY_AFTER] ? x->headers[H_RETRY_AFTER] : "");
-    trace(c, 1, "http: %s %s -> %s in %" PRId64 " ms (attempt %d%s, %zu in flight%s)", method_name(x), where, result, ms,
-          x->attempts, x->redirects ? ", after redirect" : "", c->running, rate);
+    trace(c, 1, "http: %s %s -> %s in %" PRId64 " ms (attempt %d%s, %" PRIu64 " in flight%s)", method_name(x), where,
+          result, ms, x->attempts, x->redirects ? ", after redirect" : "", (uint64_t)c->running, rate);
 }
 
 /* Decides what an HTTP answer means for its xfer. */

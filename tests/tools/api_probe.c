@@ -353,6 +353,7 @@ static error_code bench_page(void *user, const api_incident *items, size_t count
 static void bench_details_done(void *user, error_code code, const error_info *err, const api_event *events,
                                size_t count)
 {
+    (void)events;
     bench *b = user;
     if (code != ERR_OK) {
         if (!b->details_failed++ && !b->lineage_failed)
