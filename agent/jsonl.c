@@ -61,7 +61,7 @@ static error_code write_all(jsonl_writer *w, const char *data, size_t len, error
 {
     if (fwrite(data, 1, len, w->file) != len) {
         int e = errno;
-        return error_set_os(err, e == ENOSPC || e == EDQUOT ? ERR_DISK_FULL : ERR_IO, e, "cannot append to %s: %s",
+        return error_set_os(err, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "cannot append to %s: %s",
                             w->path, strerror(e));
     }
     w->size += len;
