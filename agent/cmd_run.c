@@ -14,6 +14,7 @@
  */
 #include "commands.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,7 +107,7 @@ static void jitter(const config *cfg)
     if (cfg->jitter_s <= 0)
         return;
     int64_t ms = clock_random_upto(NULL, cfg->jitter_s * 1000);
-    log_info("run: waiting %lld ms of start jitter", (long long)ms);
+    log_info("run: waiting %" PRId64 " ms of start jitter", ms);
     platform_sleep_ms(ms);
 }
 

@@ -11,6 +11,7 @@
  */
 #include "report.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,7 +157,7 @@ error_code report_recover(cJSON *section, const char *jsonl_path, int jsonl_keep
     free(r.ids);
     if (rc != ERR_OK)
         return rc;
-    log_info("report: recovered an interrupted append: %lld of %d incidents had been written", (long long)r.found, n);
+    log_info("report: recovered an interrupted append: %" PRId64 " of %d incidents had been written", r.found, n);
     if (found)
         *found = r.found;
     cJSON_DeleteItemFromObjectCaseSensitive(section, "pending");
@@ -258,7 +259,7 @@ static error_code on_page(void *user, const api_incident *incidents, size_t coun
         if (rc != ERR_OK)
             return rc;
     }
-    log_info("report: page %d: %zu incidents", page->page, count);
+    log_info("report: page %d: %" PRIu64 " incidents", page->page, (uint64_t)count);
     return ERR_OK;
 }
 
@@ -684,8 +685,8 @@ static void outcome_of(const report_ctx *ctx, const error_info *listing, error_i
         error_prefix(outcome, "listing incidents");
     } else if (ctx->sum.failed > 0) {
         error_set(outcome, ctx->first_failure.code,
-                  "%lld incidents could not be traced (first: %s); the next run retries them",
-                  (long long)ctx->sum.failed, ctx->first_failure.message);
+                  "%" PRId64 " incidents could not be traced (first: %s); the next run retries them",
+                  ctx->sum.failed, ctx->first_failure.message);
     }
 }
 
@@ -766,11 +767,12 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
     ctx.sum.details_calls = counts.details_calls;
     ctx.sum.distinct_events = counts.distinct_events;
     http_client_stats(http, &ctx.sum.stats);
-    log_info("report: %lld listed, %lld new (%lld traced, %lld untraceable), %lld failed; %zu lineage and %zu "
-             "event-details calls for %zu distinct events; %lld API calls",
-             (long long)ctx.sum.listed, (long long)ctx.sum.new_count, (long long)ctx.sum.traced,
-             (long long)ctx.sum.untraceable, (long long)ctx.sum.failed, counts.lineage_calls, counts.details_calls,
-             counts.distinct_events, (long long)ctx.sum.stats.api_calls);
+    log_info("report: %" PRId64 " listed, %" PRId64 " new (%" PRId64 " traced, %" PRId64 " untraceable), %" PRId64
+             " failed; %" PRIu64 " lineage and %" PRIu64 " event-details calls for %" PRIu64 " distinct events; %" PRId64
+             " API calls",
+             ctx.sum.listed, ctx.sum.new_count, ctx.sum.traced, ctx.sum.untraceable, ctx.sum.failed,
+             (uint64_t)counts.lineage_calls, (uint64_t)counts.details_calls, (uint64_t)counts.distinct_events,
+             ctx.sum.stats.api_calls);
     if (summary)
         *summary = ctx.sum;
     free_ctx(&ctx);

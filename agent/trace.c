@@ -7,6 +7,7 @@
  */
 #include "trace.h"
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -154,7 +155,7 @@ static void on_details(void *user, error_code code, const error_info *err, const
     batch *b = user;
     trace_run *run = b->run;
     if (code != ERR_OK) {
-        log_info("event-details failed for %zu events: %s", b->count, err->message);
+        log_info("event-details failed for %" PRIu64 " events: %s", (uint64_t)b->count, err->message);
         fail_batch(b, err);
     } else {
         for (size_t i = 0; i < count; i++) {
