@@ -73,19 +73,11 @@ static error_code session_open(fetch_session *fs, command_context *ctx, error_in
         rc = installed_version_get(ctx->cfg, fs->s, &fs->installed, &fs->installed_source, err);
     if (rc != ERR_OK)
         return rc;
-    char *key = NULL;
-    if ((rc = config_load_api_key(ctx->cfg, &key, err)) != ERR_OK)
-        return rc;
-    int verbosity = ctx->opts ? ctx->opts->verbosity : 0;
-    http_options options = {.verbosity = verbosity >= 3 ? 2 : verbosity >= 2 ? 1 : 0};
-    rc = http_client_new(ctx->cfg, key, &options, &fs->http, err);
-    config_secret_free(key);
-    return rc;
+    return command_http(ctx, &fs->http, err);
 }
 
 static void session_close(fetch_session *fs)
 {
-    http_client_free(fs->http);
     state_free(fs->s);
     free(fs->installed);
     free(fs->latest);

@@ -15,30 +15,13 @@
 #include "state.h"
 #include "timefmt.h"
 
-/* The API client of this command; the key is wiped as soon as the client
- * holds its own copy. */
-static error_code open_client(command_context *ctx, http_client **http, error_info *err)
-{
-    error_code rc = config_check_api(ctx->cfg, err);
-    if (rc != ERR_OK)
-        return rc;
-    char *key = NULL;
-    if ((rc = config_load_api_key(ctx->cfg, &key, err)) != ERR_OK)
-        return rc;
-    int verbosity = ctx->opts ? ctx->opts->verbosity : 0;
-    http_options options = {.verbosity = verbosity >= 3 ? 2 : verbosity >= 2 ? 1 : 0};
-    rc = http_client_new(ctx->cfg, key, &options, http, err);
-    config_secret_free(key);
-    return rc;
-}
-
 error_code command_report(command_context *ctx, error_info *err)
 {
     char started_at[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(platform_time_utc_ms() / 1000, started_at);
     http_client *http = NULL;
     state *s = NULL;
-    error_code rc = open_client(ctx, &http, err);
+    error_code rc = command_http(ctx, &http, err);
     if (rc == ERR_OK)
         rc = state_load(ctx->cfg->state_dir, &s, err);
     if (rc == ERR_OK) {
@@ -49,6 +32,5 @@ error_code command_report(command_context *ctx, error_info *err)
         rc = report_run(ctx->cfg, http, s, &opts, NULL, err);
     }
     state_free(s);
-    http_client_free(http);
     return rc;
 }

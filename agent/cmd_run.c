@@ -52,11 +52,13 @@ static void record(run_outcome *o, const char *stage, error_code code, const cha
 static void run_part(command_context *ctx, run_outcome *o, const char *stage,
                      error_code (*part)(command_context *, error_info *))
 {
-    command_context sub = {.opts = ctx->opts, .cfg = ctx->cfg, .exit_code = 0};
+    /* The parts share the run's API client (one token per run). */
+    command_context sub = {.opts = ctx->opts, .cfg = ctx->cfg, .exit_code = 0, .http = ctx->http};
     error_info err;
     error_clear(&err);
     o->parts++;
     error_code rc = part(&sub, &err);
+    ctx->http = sub.http;
     if (rc != ERR_OK)
         record(o, stage, rc, err.message);
 }

@@ -18,12 +18,23 @@
 #include "cli.h"
 #include "config.h"
 #include "error.h"
+#include "http.h"
 
 typedef struct command_context {
     const cli_options *opts;   /* parsed command line */
     config *cfg;               /* validated configuration; state_dir already overridden */
     int exit_code;             /* exit status when the command returns ERR_OK (default 0) */
+    http_client *http;         /* the run's API client, made by command_http on first use;
+                                  freed (http_client_free) by whoever made the context */
 } command_context;
+
+/*
+ * The run's API client: made on first use (base_url checked, API key read
+ * and wiped once the client holds it) and shared by every part of a run, so
+ * `run` exchanges the key for one access token, not one per part.
+ * *http is borrowed from ctx.
+ */
+error_code command_http(command_context *ctx, http_client **http, error_info *err);
 
 /* Exit code of `check` when a newer installer is available. */
 #define COMMAND_EXIT_UPDATE_AVAILABLE 10

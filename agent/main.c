@@ -131,9 +131,10 @@ int main(int argc, char **argv)
         return fail(name, &err);
     }
 
-    command_context ctx = {.opts = &opts, .cfg = &cfg, .exit_code = 0};
+    command_context ctx = {.opts = &opts, .cfg = &cfg, .exit_code = 0, .http = NULL};
     error_code rc = dispatch[i].run(&ctx, &err);
     int status = rc == ERR_OK ? ctx.exit_code : fail(name, &err);
+    http_client_free(ctx.http);
 
     platform_lock_release(lock);
     config_free(&cfg);

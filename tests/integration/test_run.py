@@ -109,6 +109,8 @@ def test_run_with_both_parts_working_is_ok(sim, tmp_path):
     assert doc["last_run"]["result"] == "ok" and doc["last_run"]["errors"] == []
     assert doc["installer"]["latest_version"] == sim.installer()["version"]
     assert doc["incidents"]["new"] == 12
+    # One access token per run: update and report share the run's client.
+    assert sim.log()["summary"]["by_route"].get("token") == 1, sim.log()["summary"]["by_route"]
     # A second run has nothing new and still succeeds.
     assert run(config, "run").returncode == 0
     assert status(state_dir)["incidents"]["new"] == 0
