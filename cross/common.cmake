@@ -1,0 +1,44 @@
+# common.cmake — shared part of outpost's cross toolchain files.
+#
+# The including toolchain file sets OUTPOST_CROSS_TARGET ("windows" or
+# "arm64") and OUTPOST_CROSS_TRIPLE. This file finds the dependency prefix
+# that cross/build-deps fills (static zlib, mbedTLS, libcurl, cJSON,
+# libarchive, cmocka) and confines find_* to it and the target's sysroot, so
+# nothing of the build machine's own libraries leaks into a cross build.
+#
+# The prefix is ${OUTPOST_CROSS_CACHE}/<target>/prefix, where
+# OUTPOST_CROSS_CACHE defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/outpost-cross;
+# -DOUTPOST_CROSS_PREFIX=... overrides it outright.
+
+if(NOT OUTPOST_CROSS_PREFIX)
+  if(DEFINED ENV{OUTPOST_CROSS_PREFIX} AND NOT "$ENV{OUTPOST_CROSS_PREFIX}" STREQUAL "")
+    set(OUTPOST_CROSS_PREFIX "$ENV{OUTPOST_CROSS_PREFIX}")
+  else()
+    if(DEFINED ENV{OUTPOST_CROSS_CACHE} AND NOT "$ENV{OUTPOST_CROSS_CACHE}" STREQUAL "")
+      set(_cache "$ENV{OUTPOST_CROSS_CACHE}")
+    elseif(DEFINED ENV{XDG_CACHE_HOME} AND NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
+      set(_cache "$ENV{XDG_CACHE_HOME}/outpost-cross")
+    else()
+      set(_cache "$ENV{HOME}/.cache/outpost-cross")
+    endif()
+    set(OUTPOST_CROSS_PREFIX "${_cache}/${OUTPOST_CROSS_TARGET}/prefix")
+  endif()
+endif()
+# Toolchain files are read again by every try_compile: pass the values on.
+set(OUTPOST_CROSS_PREFIX "${OUTPOST_CROSS_PREFIX}" CACHE PATH "Static dependencies built by cross/build-deps")
+list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES OUTPOST_CROSS_PREFIX OUTPOST_CROSS_TARGET)
+
+# Tells outpost's CMakeLists.txt to link the static dependency set
+# (cross/static-deps.cmake).
+set(OUTPOST_STATIC_DEPS ON CACHE BOOL "Link the static dependencies of cross/build-deps")
+
+set(CMAKE_FIND_ROOT_PATH "${OUTPOST_CROSS_PREFIX}" "/usr/${OUTPOST_CROSS_TRIPLE}")
+set(CMAKE_PREFIX_PATH "${OUTPOST_CROSS_PREFIX}")
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+# pkg-config of the build machine would hand out its own -I/-L: point it at
+# the prefix only.
+set(ENV{PKG_CONFIG_LIBDIR} "${OUTPOST_CROSS_PREFIX}/lib/pkgconfig")
+set(ENV{PKG_CONFIG_PATH} "")

@@ -1,0 +1,41 @@
+# static-deps.cmake — what outpost's CMakeLists.txt adds when it links the
+# static dependency set of cross/build-deps (OUTPOST_STATIC_DEPS, set by the
+# toolchain files in this directory). Included after the targets exist; the
+# native build never reads this file.
+#
+#  - The headers of static libcurl, libarchive and cJSON must not declare
+#    their functions as DLL imports: CURL_STATICLIB, LIBARCHIVE_STATIC,
+#    CJSON_HIDE_SYMBOLS.
+#  - FindLibArchive knows nothing of libarchive's own dependencies: zlib, and
+#    on Windows CNG (bcrypt). libcurl's CMake config brings its own.
+#  - Windows: one self-contained .exe (libgcc and the C runtime's extras
+#    linked in statically), MinGW's C99 printf (%zu, %lld: msvcrt.dll lacks
+#    them), and the application manifest (cross/windows/outpost.manifest).
+
+find_package(ZLIB REQUIRED)
+
+target_compile_definitions(outpost_core PUBLIC CURL_STATICLIB LIBARCHIVE_STATIC CJSON_HIDE_SYMBOLS)
+set_property(TARGET LibArchive::LibArchive APPEND PROPERTY INTERFACE_LINK_LIBRARIES ZLIB::ZLIB)
+
+if(WIN32)
+  set_property(TARGET LibArchive::LibArchive APPEND PROPERTY INTERFACE_LINK_LIBRARIES bcrypt)
+  target_compile_definitions(outpost_core PUBLIC __USE_MINGW_ANSI_STDIO=1)
+  # error.h declares error_set() with format(printf), which GCC checks as
+  # Microsoft's printf on MinGW, so every %zu would be flagged although the
+  # MinGW printf in use supports it. The native build keeps -Wformat=2
+  # checking the same calls.
+  target_compile_options(outpost_core PUBLIC -Wno-format)
+  target_link_options(outpost_core PUBLIC -static -static-libgcc)
+  # win32.c uses Windows threads; FindThreads' -lpthread would only drag
+  # winpthread's emulation into the executable.
+  set_property(TARGET Threads::Threads PROPERTY INTERFACE_LINK_LIBRARIES "")
+  enable_language(RC)
+  set(OUTPOST_MANIFEST "${CMAKE_CURRENT_LIST_DIR}/windows/outpost.manifest")
+  configure_file("${CMAKE_CURRENT_LIST_DIR}/windows/outpost.rc.in" "${CMAKE_BINARY_DIR}/outpost.rc" @ONLY)
+  target_sources(outpost PRIVATE "${CMAKE_BINARY_DIR}/outpost.rc")
+endif()
+
+# Release artefacts are stripped (scripts/cross copies them to out/<target>/).
+if(CMAKE_BUILD_TYPE STREQUAL "MinSizeRel" OR CMAKE_BUILD_TYPE STREQUAL "Release")
+  target_link_options(outpost PRIVATE -s)
+endif()

@@ -1,0 +1,187 @@
+"""Integration tests of a cross-built outpost (scripts/cross TARGET test):
+the real Windows or arm64 binary, run under wine or qemu, against the
+simulator on loopback over HTTPS (https://localhost: the simulator's
+certificate names DNS:localhost, and mbedTLS 2.28 does not match IP
+addresses in subjectAltName).
+
+What is covered is what differs per target: the UTF-8/UTF-16 boundary
+(non-ASCII paths in the configuration and on the command line), the
+platform layer's files, atomic replacement, lock and key-file check, libcurl
+with mbedTLS and no compiled-in CA path, and the exit codes users script
+against. The full behaviour of each command is the native integration
+suite's job (tests/integration/).
+"""
+import hashlib
+import json
+import os
+import re
+import stat
+
+import pytest
+
+from conftest import TARGET, target_path
+
+UNICODE_DIR = "état-ünïcödé-日本"
+
+
+def write_config(tmp_path, sim=None, state_dir=None, **overrides):
+    """A configuration for the target in tmp_path/outpost.json; returns its
+    host path."""
+    doc = {
+        "state_dir": target_path(state_dir or tmp_path / "state"),
+        "installer": {"verify": {"require_signature": False, "trusted_ca_file": None}},
+        "report": {"enabled": False},
+    }
+    if sim is not None:
+        doc["base_url"] = sim.url
+        doc["tls"] = {"ca_file": target_path(sim.ca_file) if sim.ca_file else None}
+    doc.update(overrides)
+    path = tmp_path / "outpost.json"
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one error line, got: {stderr!r}"
+    return lines[0]
+
+
+def test_version(outpost):
+    r = outpost.run("version")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"\b0\.\d+\.\d+\b", r.stdout), r.stdout
+    assert r.stderr == ""
+
+
+def test_unknown_config_key_is_exit_2_naming_the_key(outpost, tmp_path):
+    config = write_config(tmp_path, no_such_key=1)
+    r = outpost.run("-c", target_path(config), "check")
+    assert r.returncode == 2
+    assert "no_such_key" in one_line(r.stderr)
+
+
+def test_missing_config_file_is_exit_2(outpost, tmp_path):
+    missing = tmp_path / "nowhere" / "outpost.json"
+    r = outpost.run("-c", target_path(missing), "check")
+    assert r.returncode == 2
+    assert "outpost.json" in one_line(r.stderr)
+
+
+def test_plain_http_to_a_remote_host_is_refused(outpost, tmp_path):
+    config = write_config(tmp_path, base_url="http://tenant.example.com")
+    r = outpost.run("-c", target_path(config), "check", env={"OUTPOST_API_KEY": "k"})
+    assert r.returncode == 2
+    assert "base_url" in one_line(r.stderr)
+
+
+def test_usage_error_is_exit_2(outpost):
+    r = outpost.run("no-such-command")
+    assert r.returncode == 2
+    assert r.stderr.strip()
+
+
+def test_check_over_https_reports_the_update(outpost, sim_tls, tmp_path):
+    config = write_config(tmp_path, sim_tls)
+    r = outpost.run("-c", target_path(config), "check", env={"OUTPOST_API_KEY": "sim-api-key"})
+    latest = sim_tls.installer()["version"]
+    assert r.returncode == 10, r.stderr
+    assert latest in r.stdout
+    assert "sim-api-key" not in r.stdout + r.stderr
+    # Nothing is written by check but the state: no staged installer.
+    assert not (tmp_path / "state" / "staging" / "current").exists()
+
+
+def test_check_with_an_untrusted_ca_is_a_tls_failure_not_temporary(outpost, sim_tls, tmp_path):
+    config = write_config(tmp_path, sim_tls)
+    doc = json.loads(config.read_text(encoding="utf-8"))
+    doc["tls"]["ca_file"] = None  # no CA compiled in, none configured
+    config.write_text(json.dumps(doc), encoding="utf-8")
+    r = outpost.run("-c", target_path(config), "check", env={"OUTPOST_API_KEY": "sim-api-key"})
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    one_line(r.stderr)
+
+
+def test_wrong_api_key_is_exit_3(outpost, sim_tls, tmp_path):
+    config = write_config(tmp_path, sim_tls)
+    r = outpost.run("-c", target_path(config), "check", env={"OUTPOST_API_KEY": "wrong-key"})
+    assert r.returncode == 3, r.stderr
+    assert "wrong-key" not in r.stdout + r.stderr
+
+
+def staged_files(state_dir):
+    current = (state_dir / "staging" / "current").read_text(encoding="utf-8").strip()
+    return current, state_dir / "staging" / current
+
+
+def test_update_stages_a_verified_installer_under_a_unicode_state_dir(outpost, sim_tls, tmp_path):
+    state_dir = tmp_path / UNICODE_DIR / "state"
+    config = write_config(tmp_path, sim_tls, state_dir=state_dir)
+    r = outpost.run("-c", target_path(config), "update", env={"OUTPOST_API_KEY": "sim-api-key"})
+    assert r.returncode == 0, r.stderr
+    info = sim_tls.installer()
+    current, version_dir = staged_files(state_dir)
+    assert current == info["version"]
+    manifest = json.loads((version_dir / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["sha256"] == info["sha256"]
+    assert manifest["size"] == info["size"]
+    installer = version_dir / manifest["file_name"]
+    assert hashlib.sha256(installer.read_bytes()).hexdigest() == info["sha256"]
+    # Nothing half-written left behind by the atomic replacements.
+    leftovers = [p.name for p in state_dir.rglob("*.tmp")]
+    assert leftovers == []
+
+    # A second update finds it staged and leaves the staged file alone.
+    before = installer.stat().st_mtime_ns
+    r = outpost.run("-c", target_path(config), "update", env={"OUTPOST_API_KEY": "sim-api-key"})
+    assert r.returncode == 0, r.stderr
+    assert "already staged" in r.stdout
+    assert installer.stat().st_mtime_ns == before
+
+
+def test_unicode_state_dir_on_the_command_line(outpost, sim_tls, tmp_path):
+    state_dir = tmp_path / UNICODE_DIR / "cli"
+    config = write_config(tmp_path, sim_tls)
+    r = outpost.run("-c", target_path(config), "--state-dir", target_path(state_dir), "update",
+                    env={"OUTPOST_API_KEY": "sim-api-key"})
+    assert r.returncode == 0, r.stderr
+    current, version_dir = staged_files(state_dir)
+    assert current == sim_tls.installer()["version"]
+    assert (version_dir / "manifest.json").is_file()
+    assert not (tmp_path / "state").exists()
+
+
+def test_api_key_file_readable_by_others_is_refused(outpost, sim_tls, tmp_path):
+    key = tmp_path / "api_key"
+    key.write_text("sim-api-key\n")
+    os.chmod(key, 0o600)
+    config = write_config(tmp_path, sim_tls, api_key_file=target_path(key))
+    r = outpost.run("-c", target_path(config), "check")
+    assert r.returncode == 10, r.stderr
+
+    # Wine shows a Unix file's "other" permission bits as an access entry
+    # for Everyone, as a Windows ACL would grant it.
+    os.chmod(key, 0o644)
+    r = outpost.run("-c", target_path(config), "check")
+    assert r.returncode == 2
+    line = one_line(r.stderr)
+    assert "api_key" in line
+    assert "sim-api-key" not in line
+    if TARGET == "windows":
+        assert "icacls" in line
+    else:
+        assert "chmod 600" in line
+
+
+def test_status_json_after_update(outpost, sim_tls, tmp_path):
+    state_dir = tmp_path / "state"
+    config = write_config(tmp_path, sim_tls, state_dir=state_dir)
+    r = outpost.run("-c", target_path(config), "update", env={"OUTPOST_API_KEY": "sim-api-key"})
+    assert r.returncode == 0, r.stderr
+    r = outpost.run("-c", target_path(config), "status", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    expected_os = "windows" if TARGET == "windows" else "linux"
+    assert doc["agent"]["os"] == expected_os
+    assert doc["agent"]["arch"] == ("aarch64" if TARGET == "arm64" else "x86_64")
+    assert doc["agent"]["hostname"] and doc["agent"]["hostname"] != "unknown"

@@ -1,0 +1,1764 @@
+/*
+ * win32.c — the platform layer (platform.h) for Windows 10 / Server 2016 and
+ * later: files and atomic replacement, the single-instance lock, clocks and
+ * randomness, running programs with a timeout, threads, host facts, the
+ * registry's software inventory and the API key file's access list.
+ *
+ * Layout follows platform.h section by section. Strings are UTF-8 at the
+ * interface and UTF-16 underneath: every path goes through widen() before it
+ * reaches a ...W function, so non-ASCII paths work whatever the ANSI code
+ * page. OS errors are translated here, once: win_code() maps GetLastError()
+ * to an error_code, messages carry FormatMessage's text, and the raw value is
+ * kept in os_error. Handles are created non-inheritable; platform_spawn hands
+ * the child exactly stdin (the null device), stdout and stderr.
+ *
+ * Choices where Windows differs from POSIX (see docs/cross.md):
+ *  - the secret file check reads the file's DACL and refuses read access for
+ *    Everyone, Authenticated Users, Users, Guests and Anonymous;
+ *  - the lock is LockFileEx on a byte range past the PID text, so the PID
+ *    stays readable while the lock is held;
+ *  - renames over a file retry briefly on sharing violations, which virus
+ *    scanners and indexers cause by opening fresh files for a moment.
+ */
+#ifndef _WIN32_WINNT
+#define _WIN32_WINNT 0x0A00 /* Windows 10: GetSystemTimePreciseAsFileTime, handle lists */
+#endif
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef UNICODE
+#define UNICODE
+#endif
+
+#include "platform.h"
+
+#include <windows.h>
+
+#include <aclapi.h>
+#include <bcrypt.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <io.h>
+#include <knownfolders.h>
+#include <process.h>
+#include <sddl.h>
+#include <shlobj.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+/* How long a rename waits out another process's open handle on the target
+ * (virus scanners, indexers, a log shipper reading status.json). */
+#define RENAME_RETRY_MS 2000
+/* Longest value read from the registry (characters). */
+#define REGISTRY_VALUE_MAX 1024
+/* Where the lock's byte range starts: far past the PID text, so readers of
+ * the lock file are not blocked by the lock. */
+#define LOCK_OFFSET_HIGH 0x7fffffffUL
+
+/* ---- UTF-8 <-> UTF-16 ---------------------------------------------------- */
+
+/* UTF-16 copy of a UTF-8 string; malloc'd. NULL on invalid UTF-8 (errno
+ * EINVAL) or out of memory (errno ENOMEM). */
+static wchar_t *widen(const char *utf8)
+{
+    int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, utf8, -1, NULL, 0);
+    if (n <= 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    wchar_t *wide = malloc((size_t)n * sizeof *wide);
+    if (!wide) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, utf8, -1, wide, n) != n) {
+        free(wide);
+        errno = EINVAL;
+        return NULL;
+    }
+    return wide;
+}
+
+/* UTF-8 copy of the first len characters of a UTF-16 string (len < 0: up to
+ * the NUL); malloc'd, NULL on failure. Unpaired surrogates become U+FFFD. */
+static char *narrow_n(const wchar_t *wide, int len)
+{
+    if (len == 0)
+        return strdup("");
+    int n = WideCharToMultiByte(CP_UTF8, 0, wide, len, NULL, 0, NULL, NULL);
+    if (n <= 0)
+        return NULL;
+    char *utf8 = malloc((size_t)n + 1);
+    if (!utf8)
+        return NULL;
+    if (WideCharToMultiByte(CP_UTF8, 0, wide, len, utf8, n, NULL, NULL) != n) {
+        free(utf8);
+        return NULL;
+    }
+    utf8[n] = '\0';
+    return utf8;
+}
+
+static char *narrow(const wchar_t *wide)
+{
+    return narrow_n(wide, (int)wcslen(wide));
+}
+
+/* ---- Error translation --------------------------------------------------- */
+
+/* The error_code for a GetLastError() value (platform.h conventions). */
+static error_code win_code(DWORD e)
+{
+    switch (e) {
+    case ERROR_FILE_NOT_FOUND:
+    case ERROR_PATH_NOT_FOUND:
+    case ERROR_INVALID_DRIVE:
+    case ERROR_BAD_NETPATH:
+    case ERROR_BAD_NET_NAME:
+        return ERR_NOT_FOUND;
+    case ERROR_DISK_FULL:
+    case ERROR_HANDLE_DISK_FULL:
+        return ERR_DISK_FULL;
+    case ERROR_NOT_ENOUGH_MEMORY:
+    case ERROR_OUTOFMEMORY:
+        return ERR_NOMEM;
+    default:
+        return ERR_IO;
+    }
+}
+
+/* The system's text for e, one line without the final period, into buf. */
+static const char *win_message(DWORD e, char *buf, size_t size)
+{
+    wchar_t text[256];
+    DWORD n = FormatMessageW(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL, e,
+                             MAKELANGID(LANG_NEUTRAL, SUBLANG_DEFAULT), text, (DWORD)(sizeof text / sizeof text[0]),
+                             NULL);
+    while (n > 0 && (text[n - 1] == L'\r' || text[n - 1] == L'\n' || text[n - 1] == L' ' || text[n - 1] == L'.'))
+        n--;
+    char *utf8 = n > 0 ? narrow_n(text, (int)n) : NULL;
+    if (utf8)
+        snprintf(buf, size, "%s", utf8);
+    else
+        snprintf(buf, size, "Windows error %lu", (unsigned long)e);
+    free(utf8);
+    return buf;
+}
+
+/* Fills err with "<what> <path>: <system text>" and the matching code. */
+static error_code fail_win(error_info *err, DWORD e, const char *what, const char *path)
+{
+    char text[256];
+    return error_set_os(err, win_code(e), (int)e, "%s %s: %s", what, path, win_message(e, text, sizeof text));
+}
+
+/* As fail_win but always ERR_IO: for walks and removals, where "not found"
+ * would mislead the caller. */
+static error_code fail_io(error_info *err, DWORD e, const char *what, const char *path)
+{
+    char text[256];
+    return error_set_os(err, ERR_IO, (int)e, "%s %s: %s", what, path, win_message(e, text, sizeof text));
+}
+
+static error_code fail_nomem(error_info *err)
+{
+    return error_set_os(err, ERR_NOMEM, ERROR_NOT_ENOUGH_MEMORY, "out of memory");
+}
+
+/* widen() for a path, with the error filled in on failure. */
+static error_code widen_path(const char *path, wchar_t **wide, error_info *err)
+{
+    *wide = widen(path);
+    if (*wide)
+        return ERR_OK;
+    if (errno == ENOMEM)
+        return fail_nomem(err);
+    return error_set(err, ERR_IO, "invalid path %s: not valid UTF-8", path);
+}
+
+/* ---- Small path helpers -------------------------------------------------- */
+
+static bool is_sep(wchar_t c)
+{
+    return c == L'\\' || c == L'/';
+}
+
+static bool is_sep8(char c)
+{
+    return c == '\\' || c == '/';
+}
+
+/* Directory holding path ("." when it has none); malloc'd, NULL on OOM. */
+static wchar_t *parent_dir_w(const wchar_t *path)
+{
+    size_t len = wcslen(path);
+    while (len > 0 && !is_sep(path[len - 1]))
+        len--;
+    if (len == 0)
+        return _wcsdup(L".");
+    /* Keep the separator of a root ("C:\", "\") but drop any other. */
+    if (len > 1 && !(len == 3 && path[1] == L':'))
+        len--;
+    wchar_t *dir = malloc((len + 1) * sizeof *dir);
+    if (!dir)
+        return NULL;
+    memcpy(dir, path, len * sizeof *dir);
+    dir[len] = L'\0';
+    return dir;
+}
+
+/* "<dir>\<name>" in UTF-16; malloc'd, NULL on OOM. */
+static wchar_t *join_w(const wchar_t *dir, const wchar_t *name)
+{
+    size_t dir_len = wcslen(dir), name_len = wcslen(name);
+    bool need_sep = dir_len > 0 && !is_sep(dir[dir_len - 1]);
+    wchar_t *joined = malloc((dir_len + need_sep + name_len + 1) * sizeof *joined);
+    if (!joined)
+        return NULL;
+    memcpy(joined, dir, dir_len * sizeof *joined);
+    if (need_sep)
+        joined[dir_len] = L'\\';
+    memcpy(joined + dir_len + need_sep, name, (name_len + 1) * sizeof *joined);
+    return joined;
+}
+
+/* MoveFileExW that replaces the target and reaches the disk before
+ * returning, retrying while another process briefly holds the target open. */
+static BOOL move_replace(const wchar_t *from, const wchar_t *to)
+{
+    DWORD waited = 0, pause = 10;
+    for (;;) {
+        if (MoveFileExW(from, to, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH))
+            return TRUE;
+        DWORD e = GetLastError();
+        if ((e != ERROR_ACCESS_DENIED && e != ERROR_SHARING_VIOLATION) || waited >= RENAME_RETRY_MS) {
+            SetLastError(e);
+            return FALSE;
+        }
+        Sleep(pause);
+        waited += pause;
+        if (pause < 200)
+            pause *= 2;
+    }
+}
+
+/* ---- Files --------------------------------------------------------------- */
+
+char platform_path_separator(void)
+{
+    return '\\';
+}
+
+char *platform_path_join(const char *dir, const char *name)
+{
+    size_t dir_len = strlen(dir);
+    size_t name_len = strlen(name);
+    bool need_sep = dir_len > 0 && !is_sep8(dir[dir_len - 1]);
+    char *joined = malloc(dir_len + need_sep + name_len + 1);
+    if (!joined)
+        return NULL;
+    memcpy(joined, dir, dir_len);
+    if (need_sep)
+        joined[dir_len] = '\\';
+    memcpy(joined + dir_len + need_sep, name, name_len + 1);
+    return joined;
+}
+
+FILE *platform_fopen(const char *path, const char *mode)
+{
+    wchar_t wmode[16];
+    size_t mode_len = strlen(mode);
+    if (mode_len + 2 > sizeof wmode / sizeof wmode[0]) {
+        errno = EINVAL;
+        return NULL;
+    }
+    for (size_t i = 0; i <= mode_len; i++)
+        wmode[i] = (wchar_t)(unsigned char)mode[i];
+    wchar_t *wpath = widen(path);
+    if (!wpath)
+        return NULL;
+    /* "N": not inherited by spawned processes (_O_NOINHERIT). Older CRTs that
+     * reject the letter get the flag cleared on the handle instead. */
+    wmode[mode_len] = L'N';
+    wmode[mode_len + 1] = L'\0';
+    FILE *f = _wfopen(wpath, wmode);
+    if (!f && errno == EINVAL) {
+        wmode[mode_len] = L'\0';
+        f = _wfopen(wpath, wmode);
+    }
+    free(wpath);
+    if (f) {
+        HANDLE h = (HANDLE)_get_osfhandle(_fileno(f));
+        if (h != INVALID_HANDLE_VALUE)
+            SetHandleInformation(h, HANDLE_FLAG_INHERIT, 0);
+    }
+    return f;
+}
+
+error_code platform_fsync_file(FILE *f, error_info *err)
+{
+    if (fflush(f) != 0) {
+        int e = errno;
+        return error_set_os(err, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "cannot write file: %s", strerror(e));
+    }
+    HANDLE h = (HANDLE)_get_osfhandle(_fileno(f));
+    if (h == INVALID_HANDLE_VALUE)
+        return error_set(err, ERR_IO, "cannot flush file to disk: no handle");
+    /* A pipe or console has nothing to flush to disk. */
+    if (GetFileType(h) != FILE_TYPE_DISK)
+        return ERR_OK;
+    if (!FlushFileBuffers(h)) {
+        DWORD e = GetLastError();
+        char text[256];
+        return error_set_os(err, win_code(e), (int)e, "cannot flush file to disk: %s",
+                            win_message(e, text, sizeof text));
+    }
+    return ERR_OK;
+}
+
+/* Writes all len bytes to h. FALSE with GetLastError() on failure. */
+static BOOL write_all(HANDLE h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    while (len > 0) {
+        DWORD chunk = len > (1u << 30) ? (1u << 30) : (DWORD)len;
+        DWORD written = 0;
+        if (!WriteFile(h, p, chunk, &written, NULL))
+            return FALSE;
+        if (written == 0) {
+            SetLastError(ERROR_WRITE_FAULT);
+            return FALSE;
+        }
+        p += written;
+        len -= written;
+    }
+    return TRUE;
+}
+
+/* Creates "<path>.<16 hex digits>.tmp" exclusively; sets *handle and the
+ * malloc'd *tmp_path on success. */
+static error_code open_temp(const wchar_t *wpath, const char *path, HANDLE *handle, wchar_t **tmp_path,
+                            error_info *err)
+{
+    size_t size = wcslen(wpath) + 1 + 16 + 4 + 1;
+    wchar_t *tmp = malloc(size * sizeof *tmp);
+    if (!tmp)
+        return fail_nomem(err);
+    for (int attempt = 0; attempt < 16; attempt++) {
+        unsigned char rnd[8];
+        if (platform_random_bytes(rnd, sizeof rnd, NULL) != ERR_OK) {
+            /* Uniqueness, not secrecy, is what matters here. */
+            uint64_t v = ((uint64_t)GetCurrentProcessId() << 32) ^ GetTickCount64() ^ (uint64_t)attempt;
+            memcpy(rnd, &v, sizeof rnd);
+        }
+        swprintf(tmp, size, L"%ls.%02x%02x%02x%02x%02x%02x%02x%02x.tmp", wpath, rnd[0], rnd[1], rnd[2], rnd[3],
+                 rnd[4], rnd[5], rnd[6], rnd[7]);
+        HANDLE h = CreateFileW(tmp, GENERIC_WRITE | DELETE, 0, NULL, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
+        if (h != INVALID_HANDLE_VALUE) {
+            *handle = h;
+            *tmp_path = tmp;
+            return ERR_OK;
+        }
+        DWORD e = GetLastError();
+        if (e != ERROR_FILE_EXISTS && e != ERROR_ALREADY_EXISTS) {
+            free(tmp);
+            return fail_win(err, e, "cannot create a temporary file to replace", path);
+        }
+    }
+    free(tmp);
+    return error_set(err, ERR_IO, "cannot create a temporary file to replace %s: too many name collisions", path);
+}
+
+error_code platform_write_atomic(const char *path, const void *data, size_t len, error_info *err)
+{
+    wchar_t *wpath = NULL, *tmp = NULL;
+    HANDLE h = INVALID_HANDLE_VALUE;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    rc = open_temp(wpath, path, &h, &tmp, err);
+    if (rc != ERR_OK)
+        goto cleanup;
+
+    const char *what = NULL;
+    DWORD e = 0;
+    if (!write_all(h, data, len))
+        e = GetLastError(), what = "cannot write";
+    else if (!FlushFileBuffers(h))
+        e = GetLastError(), what = "cannot flush to disk";
+    CloseHandle(h);
+    if (!what && !move_replace(tmp, wpath))
+        e = GetLastError(), what = "cannot rename the temporary file over";
+    if (what) {
+        DeleteFileW(tmp);
+        rc = fail_win(err, e, what, path);
+    }
+
+cleanup:
+    free(tmp);
+    free(wpath);
+    return rc;
+}
+
+error_code platform_rename(const char *from, const char *to, error_info *err)
+{
+    wchar_t *wfrom = NULL, *wto = NULL;
+    error_code rc = widen_path(from, &wfrom, err);
+    if (rc == ERR_OK)
+        rc = widen_path(to, &wto, err);
+    if (rc == ERR_OK && !move_replace(wfrom, wto)) {
+        DWORD e = GetLastError();
+        char text[256];
+        if (e == ERROR_NOT_SAME_DEVICE)
+            rc = error_set_os(err, ERR_IO, (int)e, "cannot rename %s to %s: they are on different volumes", from,
+                              to);
+        else
+            rc = error_set_os(err, win_code(e), (int)e, "cannot rename %s to %s: %s", from, to,
+                              win_message(e, text, sizeof text));
+    }
+    free(wfrom);
+    free(wto);
+    return rc;
+}
+
+/* Reads from h until end of file into a buffer of at most limit bytes (+NUL);
+ * one byte past limit proves the file too large. */
+static error_code read_handle(HANDLE h, const char *path, size_t limit, size_t hint, char **data, size_t *len,
+                              error_info *err)
+{
+    size_t cap = (hint < limit ? hint : limit) + 1;
+    char *buf = malloc(cap);
+    if (!buf)
+        return fail_nomem(err);
+    size_t used = 0;
+    for (;;) {
+        if (used == cap - 1) {
+            if (cap - 1 == limit) {
+                /* Full at the cap: one more byte means too large. */
+                char probe;
+                DWORD got = 0;
+                if (!ReadFile(h, &probe, 1, &got, NULL)) {
+                    DWORD e = GetLastError();
+                    free(buf);
+                    return fail_win(err, e, "cannot read", path);
+                }
+                if (got == 0)
+                    break;
+                free(buf);
+                return error_set(err, ERR_IO, "%s is larger than the limit of %zu bytes", path, limit);
+            }
+            size_t grow = cap < 65536 ? 65536 : cap;
+            size_t room = limit + 1 - cap;
+            char *bigger = realloc(buf, cap + (grow < room ? grow : room));
+            if (!bigger) {
+                free(buf);
+                return fail_nomem(err);
+            }
+            buf = bigger;
+            cap += grow < room ? grow : room;
+        }
+        size_t want = cap - 1 - used;
+        DWORD got = 0;
+        if (!ReadFile(h, buf + used, want > (1u << 30) ? (1u << 30) : (DWORD)want, &got, NULL)) {
+            DWORD e = GetLastError();
+            if (e == ERROR_BROKEN_PIPE || e == ERROR_HANDLE_EOF)
+                break;
+            free(buf);
+            return fail_win(err, e, "cannot read", path);
+        }
+        if (got == 0)
+            break;
+        used += got;
+    }
+    buf[used] = '\0';
+    *data = buf;
+    if (len)
+        *len = used;
+    return ERR_OK;
+}
+
+error_code platform_read_file(const char *path, size_t max_size, char **data, size_t *len, error_info *err)
+{
+    size_t limit = max_size > SIZE_MAX - 1 ? SIZE_MAX - 1 : max_size;
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    DWORD attrs = GetFileAttributesW(wpath);
+    if (attrs != INVALID_FILE_ATTRIBUTES && (attrs & FILE_ATTRIBUTE_DIRECTORY)) {
+        free(wpath);
+        return error_set_os(err, ERR_IO, ERROR_DIRECTORY, "cannot read %s: it is a directory", path);
+    }
+    /* Others may keep reading, writing or renaming the file meanwhile, as
+     * POSIX lets them. */
+    HANDLE h = CreateFileW(wpath, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_SEQUENTIAL_SCAN, NULL);
+    free(wpath);
+    if (h == INVALID_HANDLE_VALUE)
+        return fail_win(err, GetLastError(), "cannot open", path);
+    LARGE_INTEGER size;
+    size_t hint = 4096;
+    if (GetFileSizeEx(h, &size) && size.QuadPart > 0)
+        hint = (uint64_t)size.QuadPart > (uint64_t)limit ? limit : (size_t)size.QuadPart;
+    rc = read_handle(h, path, limit, hint, data, len, err);
+    CloseHandle(h);
+    return rc;
+}
+
+/* DeleteFileW that also removes a read-only file (outpost's own files may
+ * have been marked read-only by a copy tool). */
+static BOOL delete_file(const wchar_t *wpath)
+{
+    if (DeleteFileW(wpath))
+        return TRUE;
+    DWORD e = GetLastError();
+    if (e != ERROR_ACCESS_DENIED)
+        return FALSE;
+    DWORD attrs = GetFileAttributesW(wpath);
+    if (attrs == INVALID_FILE_ATTRIBUTES || !(attrs & FILE_ATTRIBUTE_READONLY)) {
+        SetLastError(e);
+        return FALSE;
+    }
+    SetFileAttributesW(wpath, attrs & ~(DWORD)FILE_ATTRIBUTE_READONLY);
+    return DeleteFileW(wpath);
+}
+
+error_code platform_remove_file(const char *path, error_info *err)
+{
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (!delete_file(wpath)) {
+        DWORD e = GetLastError();
+        if (e != ERROR_FILE_NOT_FOUND && e != ERROR_PATH_NOT_FOUND)
+            rc = fail_io(err, e, "cannot remove", path);
+    }
+    free(wpath);
+    return rc;
+}
+
+/*
+ * Removes what is inside directory wdir (path: the UTF-8 form for
+ * messages). A reparse point (symbolic link, junction, mount point) is
+ * removed itself and never entered, so the walk cannot leave the tree.
+ */
+static error_code empty_dir(const wchar_t *wdir, const char *path, error_info *err)
+{
+    wchar_t *pattern = join_w(wdir, L"*");
+    if (!pattern)
+        return fail_nomem(err);
+    WIN32_FIND_DATAW fd;
+    HANDLE find = FindFirstFileExW(pattern, FindExInfoBasic, &fd, FindExSearchNameMatch, NULL, 0);
+    free(pattern);
+    if (find == INVALID_HANDLE_VALUE) {
+        DWORD e = GetLastError();
+        return e == ERROR_FILE_NOT_FOUND ? ERR_OK : fail_io(err, e, "cannot list", path);
+    }
+    error_code rc = ERR_OK;
+    do {
+        if (wcscmp(fd.cFileName, L".") == 0 || wcscmp(fd.cFileName, L"..") == 0)
+            continue;
+        wchar_t *child = join_w(wdir, fd.cFileName);
+        if (!child) {
+            rc = fail_nomem(err);
+            break;
+        }
+        DWORD attrs = fd.dwFileAttributes;
+        BOOL ok;
+        if (attrs & FILE_ATTRIBUTE_DIRECTORY) {
+            if (!(attrs & FILE_ATTRIBUTE_REPARSE_POINT))
+                rc = empty_dir(child, path, err);
+            ok = rc == ERR_OK && RemoveDirectoryW(child);
+        } else {
+            ok = delete_file(child);
+        }
+        if (rc == ERR_OK && !ok) {
+            DWORD e = GetLastError();
+            if (e != ERROR_FILE_NOT_FOUND && e != ERROR_PATH_NOT_FOUND) {
+                char *name = narrow(child);
+                rc = fail_io(err, e, "cannot remove", name ? name : path);
+                free(name);
+            }
+        }
+        free(child);
+    } while (rc == ERR_OK && FindNextFileW(find, &fd));
+    if (rc == ERR_OK && GetLastError() != ERROR_NO_MORE_FILES)
+        rc = fail_io(err, GetLastError(), "cannot list", path);
+    FindClose(find);
+    return rc;
+}
+
+error_code platform_remove_tree(const char *path, error_info *err)
+{
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    DWORD attrs = GetFileAttributesW(wpath);
+    if (attrs == INVALID_FILE_ATTRIBUTES) {
+        DWORD e = GetLastError();
+        if (e != ERROR_FILE_NOT_FOUND && e != ERROR_PATH_NOT_FOUND)
+            rc = fail_io(err, e, "cannot remove", path);
+    } else if (!(attrs & FILE_ATTRIBUTE_DIRECTORY)) {
+        if (!delete_file(wpath))
+            rc = fail_io(err, GetLastError(), "cannot remove", path);
+    } else {
+        /* A link to a directory: remove the link, not what it points to. */
+        if (!(attrs & FILE_ATTRIBUTE_REPARSE_POINT))
+            rc = empty_dir(wpath, path, err);
+        if (rc == ERR_OK && !RemoveDirectoryW(wpath) && GetLastError() != ERROR_FILE_NOT_FOUND)
+            rc = fail_io(err, GetLastError(), "cannot remove", path);
+    }
+    free(wpath);
+    return rc;
+}
+
+/* Length of the part of path that names a root and is never created: "C:\",
+ * "\\server\share\", "\\?\C:\", or a leading "\". */
+static size_t root_length(const wchar_t *p)
+{
+    if (wcsncmp(p, L"\\\\?\\", 4) == 0 || wcsncmp(p, L"\\\\.\\", 4) == 0) {
+        size_t n = 4;
+        if (p[n] && p[n + 1] == L':')
+            return p[n + 2] ? n + 3 : n + 2;
+        while (p[n] && !is_sep(p[n]))
+            n++;
+        return p[n] ? n + 1 : n;
+    }
+    if (is_sep(p[0]) && is_sep(p[1])) { /* \\server\share\ */
+        size_t n = 2;
+        for (int parts = 0; parts < 2 && p[n]; parts++) {
+            while (p[n] && !is_sep(p[n]))
+                n++;
+            if (p[n])
+                n++;
+        }
+        return n;
+    }
+    if (p[0] && p[1] == L':')
+        return is_sep(p[2]) ? 3 : 2;
+    return is_sep(p[0]) ? 1 : 0;
+}
+
+/* CreateDirectoryW of one level: success if it now exists as a directory. */
+static error_code mkdir_one(const wchar_t *dir, const char *full, error_info *err)
+{
+    if (CreateDirectoryW(dir, NULL))
+        return ERR_OK;
+    DWORD e = GetLastError();
+    DWORD attrs = GetFileAttributesW(dir);
+    if (attrs != INVALID_FILE_ATTRIBUTES) {
+        if (attrs & FILE_ATTRIBUTE_DIRECTORY)
+            return ERR_OK;
+        char *name = narrow(dir);
+        error_code rc = error_set_os(err, ERR_IO, ERROR_ALREADY_EXISTS,
+                                     "cannot create directory %s: %s exists and is not a directory", full,
+                                     name ? name : full);
+        free(name);
+        return rc;
+    }
+    char text[256];
+    return error_set_os(err, e == ERROR_DISK_FULL ? ERR_DISK_FULL : ERR_IO, (int)e,
+                        "cannot create directory %s: %s", full, win_message(e, text, sizeof text));
+}
+
+error_code platform_mkdirs(const char *path, error_info *err)
+{
+    if (path[0] == '\0')
+        return error_set(err, ERR_IO, "cannot create a directory with an empty name");
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    /* Create each prefix ending at a separator (after the root), then the
+     * whole path. */
+    size_t start = root_length(wpath);
+    for (wchar_t *p = wpath + start;; p++) {
+        if (*p != L'\0' && !is_sep(*p))
+            continue;
+        if (p == wpath + start || is_sep(p[-1])) {
+            if (*p == L'\0')
+                break;
+            continue; /* "a\\b" or a trailing separator: nothing new */
+        }
+        wchar_t saved = *p;
+        *p = L'\0';
+        rc = mkdir_one(wpath, path, err);
+        *p = saved;
+        if (rc != ERR_OK || saved == L'\0')
+            break;
+    }
+    free(wpath);
+    return rc;
+}
+
+platform_path_kind platform_path_stat(const char *path, uint64_t *size)
+{
+    wchar_t *wpath = widen(path);
+    if (!wpath)
+        return PLATFORM_PATH_NONE;
+    WIN32_FILE_ATTRIBUTE_DATA data;
+    BOOL ok = GetFileAttributesExW(wpath, GetFileExInfoStandard, &data);
+    free(wpath);
+    if (!ok)
+        return PLATFORM_PATH_NONE;
+    if (data.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)
+        return PLATFORM_PATH_OTHER;
+    if (data.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
+        return PLATFORM_PATH_DIR;
+    if (data.dwFileAttributes & FILE_ATTRIBUTE_DEVICE)
+        return PLATFORM_PATH_OTHER;
+    if (size)
+        *size = ((uint64_t)data.nFileSizeHigh << 32) | data.nFileSizeLow;
+    return PLATFORM_PATH_FILE;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void platform_free_names(char **names, size_t count)
+{
+    if (!names)
+        return;
+    for (size_t i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* Appends a copy of name to *list (growing it). */
+static error_code names_append(char ***list, size_t *used, size_t *cap, const wchar_t *name, error_info *err)
+{
+    if (*used == *cap) {
+        size_t new_cap = *cap ? *cap * 2 : 16;
+        char **bigger = realloc(*list, new_cap * sizeof **list);
+        if (!bigger)
+            return fail_nomem(err);
+        *list = bigger;
+        *cap = new_cap;
+    }
+    char *copy = narrow(name);
+    if (!copy)
+        return fail_nomem(err);
+    (*list)[(*used)++] = copy;
+    return ERR_OK;
+}
+
+error_code platform_list_dir(const char *path, char ***names, size_t *count, error_info *err)
+{
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    DWORD attrs = GetFileAttributesW(wpath);
+    if (attrs == INVALID_FILE_ATTRIBUTES) {
+        rc = fail_win(err, GetLastError(), "cannot list", path);
+        free(wpath);
+        return rc;
+    }
+    if (!(attrs & FILE_ATTRIBUTE_DIRECTORY)) {
+        free(wpath);
+        return error_set_os(err, ERR_IO, ERROR_DIRECTORY, "cannot list %s: not a directory", path);
+    }
+    wchar_t *pattern = join_w(wpath, L"*");
+    free(wpath);
+    if (!pattern)
+        return fail_nomem(err);
+    WIN32_FIND_DATAW fd;
+    HANDLE find = FindFirstFileExW(pattern, FindExInfoBasic, &fd, FindExSearchNameMatch, NULL, 0);
+    free(pattern);
+    char **list = NULL;
+    size_t used = 0, cap = 0;
+    if (find == INVALID_HANDLE_VALUE) {
+        DWORD e = GetLastError();
+        if (e != ERROR_FILE_NOT_FOUND)
+            return fail_win(err, e, "cannot list", path);
+    } else {
+        do {
+            if (wcscmp(fd.cFileName, L".") == 0 || wcscmp(fd.cFileName, L"..") == 0)
+                continue;
+            rc = names_append(&list, &used, &cap, fd.cFileName, err);
+        } while (rc == ERR_OK && FindNextFileW(find, &fd));
+        if (rc == ERR_OK && GetLastError() != ERROR_NO_MORE_FILES)
+            rc = fail_io(err, GetLastError(), "cannot list", path);
+        FindClose(find);
+    }
+    if (rc != ERR_OK) {
+        platform_free_names(list, used);
+        return rc;
+    }
+    if (used > 1)
+        qsort(list, used, sizeof *list, compare_names);
+    *names = list;
+    *count = used;
+    return ERR_OK;
+}
+
+error_code platform_free_space(const char *path, uint64_t *bytes, error_info *err)
+{
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    ULARGE_INTEGER avail;
+    BOOL ok = GetDiskFreeSpaceExW(wpath, &avail, NULL, NULL);
+    if (!ok) {
+        /* It wants a directory; statvfs accepts a file too. */
+        wchar_t *dir = parent_dir_w(wpath);
+        ok = dir && GetDiskFreeSpaceExW(dir, &avail, NULL, NULL);
+        free(dir);
+    }
+    if (ok)
+        *bytes = avail.QuadPart;
+    else
+        rc = fail_win(err, GetLastError(), "cannot read the free space of", path);
+    free(wpath);
+    return rc;
+}
+
+/* ---- The API key file's access list -------------------------------------- */
+
+/* Groups whose read access makes a secret readable by other users. */
+static const struct {
+    const char *sid;  /* string SID: language-independent */
+    const char *name; /* what an administrator sees in the Security tab */
+} broad_groups[] = {
+    {"S-1-1-0", "Everyone"},
+    {"S-1-5-11", "Authenticated Users"},
+    {"S-1-5-32-545", "Users"},
+    {"S-1-5-32-546", "Guests"},
+    {"S-1-5-7", "ANONYMOUS LOGON"},
+};
+#define BROAD_GROUPS (sizeof broad_groups / sizeof broad_groups[0])
+
+/* Access rights that let a holder read the file's content. */
+#define READ_RIGHTS (FILE_READ_DATA | GENERIC_READ | GENERIC_ALL | MAXIMUM_ALLOWED)
+
+/*
+ * Walks the DACL in order, as Windows evaluates it, for the broad groups
+ * only: a deny ACE for a group (or for Everyone, which contains them all)
+ * seen before an allow ACE cancels it. Returns the index of the first group
+ * an allow ACE grants read access to, or -1. Inherit-only ACEs do not apply
+ * to the file itself.
+ */
+static int dacl_broad_reader(ACL *dacl, PSID sids[BROAD_GROUPS])
+{
+    bool denied[BROAD_GROUPS] = {false};
+    for (DWORD i = 0; i < dacl->AceCount; i++) {
+        ACE_HEADER *ace;
+        if (!GetAce(dacl, i, (void **)&ace) || (ace->AceFlags & INHERIT_ONLY_ACE))
+            continue;
+        ACCESS_MASK mask;
+        PSID sid;
+        if (ace->AceType == ACCESS_ALLOWED_ACE_TYPE) {
+            mask = ((ACCESS_ALLOWED_ACE *)ace)->Mask;
+            sid = &((ACCESS_ALLOWED_ACE *)ace)->SidStart;
+        } else if (ace->AceType == ACCESS_DENIED_ACE_TYPE) {
+            mask = ((ACCESS_DENIED_ACE *)ace)->Mask;
+            sid = &((ACCESS_DENIED_ACE *)ace)->SidStart;
+        } else {
+            continue;
+        }
+        if (!(mask & READ_RIGHTS))
+            continue;
+        for (size_t g = 0; g < BROAD_GROUPS; g++) {
+            if (!sids[g] || !EqualSid(sid, sids[g]))
+                continue;
+            if (ace->AceType == ACCESS_DENIED_ACE_TYPE) {
+                if (g == 0) /* Everyone */
+                    memset(denied, 1, sizeof denied);
+                denied[g] = true;
+            } else if (!denied[g]) {
+                return (int)g;
+            }
+        }
+    }
+    return -1;
+}
+
+/*
+ * Windows has no mode bits: a file's DACL decides who may read it. The key
+ * is refused when an allow ACE gives read access to a group that holds
+ * other users (the list above); named accounts, SYSTEM and Administrators
+ * are the owner's business. A missing DACL (NULL) grants everyone everything.
+ */
+error_code platform_check_secret_file(const char *path, error_info *err)
+{
+    wchar_t *wpath = widen(path);
+    if (!wpath)
+        return error_set(err, ERR_CONFIG, "API key file %s: the path is not valid UTF-8", path);
+    error_code rc = ERR_OK;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    PSID sids[BROAD_GROUPS] = {NULL};
+    DWORD attrs = GetFileAttributesW(wpath);
+    if (attrs == INVALID_FILE_ATTRIBUTES) {
+        DWORD e = GetLastError();
+        char text[256];
+        if (e == ERROR_FILE_NOT_FOUND || e == ERROR_PATH_NOT_FOUND)
+            rc = error_set_os(err, ERR_CONFIG, (int)e, "API key file %s does not exist", path);
+        else
+            rc = error_set_os(err, ERR_CONFIG, (int)e, "cannot read API key file %s: %s", path,
+                              win_message(e, text, sizeof text));
+        goto cleanup;
+    }
+    if (attrs & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_DEVICE)) {
+        rc = error_set(err, ERR_CONFIG, "API key file %s is not a regular file", path);
+        goto cleanup;
+    }
+    ACL *dacl = NULL;
+    DWORD e = GetNamedSecurityInfoW(wpath, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &dacl, NULL, &sd);
+    if (e != ERROR_SUCCESS) {
+        char text[256];
+        rc = error_set_os(err, ERR_CONFIG, (int)e, "cannot read the permissions of API key file %s: %s", path,
+                          win_message(e, text, sizeof text));
+        goto cleanup;
+    }
+    int reader = -1;
+    if (!dacl) {
+        reader = 0;
+    } else {
+        for (size_t g = 0; g < BROAD_GROUPS; g++)
+            if (!ConvertStringSidToSidA(broad_groups[g].sid, &sids[g]))
+                sids[g] = NULL;
+        reader = dacl_broad_reader(dacl, sids);
+    }
+    if (reader >= 0)
+        rc = error_set(err, ERR_CONFIG,
+                       "API key file %s is readable by %s; run: icacls \"%s\" /inheritance:r /grant:r "
+                       "*S-1-5-18:F *S-1-5-32-544:F \"%%USERNAME%%:R\"",
+                       path, broad_groups[reader].name, path);
+
+cleanup:
+    for (size_t g = 0; g < BROAD_GROUPS; g++)
+        LocalFree(sids[g]);
+    LocalFree(sd);
+    free(wpath);
+    return rc;
+}
+
+/* ---- Single-instance lock ------------------------------------------------ */
+
+struct platform_lock {
+    HANDLE file; /* open lock file holding the byte-range lock; closing releases it */
+};
+
+error_code platform_lock_acquire(const char *path, platform_lock **lock, error_info *err)
+{
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    /* Shared open: a second instance must get as far as LockFileEx to learn
+     * that the lock is held, and a human may read the PID. */
+    HANDLE h = CreateFileW(wpath, GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                           NULL, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+    free(wpath);
+    if (h == INVALID_HANDLE_VALUE)
+        return fail_win(err, GetLastError(), "cannot open the lock file", path);
+    OVERLAPPED at = {0};
+    at.OffsetHigh = LOCK_OFFSET_HIGH;
+    if (!LockFileEx(h, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &at)) {
+        DWORD e = GetLastError();
+        CloseHandle(h);
+        if (e == ERROR_LOCK_VIOLATION || e == ERROR_IO_PENDING)
+            return error_set_os(err, ERR_LOCKED, (int)e, "another outpost run holds the lock %s", path);
+        return fail_win(err, e, "cannot lock", path);
+    }
+    platform_lock *l = malloc(sizeof *l);
+    if (!l) {
+        CloseHandle(h);
+        return fail_nomem(err);
+    }
+    l->file = h;
+    /* The PID is informational (for a human looking at a stuck lock). */
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%lu\r\n", (unsigned long)GetCurrentProcessId());
+    DWORD written;
+    if (n > 0 && SetFilePointer(h, 0, NULL, FILE_BEGIN) == 0 && SetEndOfFile(h))
+        (void)WriteFile(h, pid, (DWORD)n, &written, NULL);
+    *lock = l;
+    return ERR_OK;
+}
+
+void platform_lock_release(platform_lock *lock)
+{
+    if (!lock)
+        return;
+    OVERLAPPED at = {0};
+    at.OffsetHigh = LOCK_OFFSET_HIGH;
+    (void)UnlockFileEx(lock->file, 0, 1, 0, &at);
+    CloseHandle(lock->file);
+    free(lock);
+}
+
+/* ---- Time and randomness ------------------------------------------------- */
+
+/* 100 ns intervals between 1601-01-01 (FILETIME) and 1970-01-01. */
+#define FILETIME_UNIX_EPOCH 116444736000000000LL
+
+int64_t platform_time_utc_ms(void)
+{
+    FILETIME ft;
+    GetSystemTimePreciseAsFileTime(&ft);
+    int64_t t = (int64_t)(((uint64_t)ft.dwHighDateTime << 32) | ft.dwLowDateTime);
+    return (t - FILETIME_UNIX_EPOCH) / 10000;
+}
+
+int64_t platform_monotonic_ms(void)
+{
+    static LARGE_INTEGER frequency; /* constant since boot; a race writes the same value */
+    if (frequency.QuadPart == 0 && !QueryPerformanceFrequency(&frequency))
+        return (int64_t)GetTickCount64();
+    LARGE_INTEGER now;
+    if (!QueryPerformanceCounter(&now))
+        return (int64_t)GetTickCount64();
+    int64_t f = frequency.QuadPart;
+    /* Split to avoid overflowing counter * 1000. */
+    return now.QuadPart / f * 1000 + now.QuadPart % f * 1000 / f;
+}
+
+void platform_sleep_ms(int64_t ms)
+{
+    if (ms <= 0) {
+        SwitchToThread();
+        return;
+    }
+    while (ms > 0) {
+        DWORD chunk = ms > 0x7fffffff ? 0x7fffffff : (DWORD)ms;
+        Sleep(chunk);
+        ms -= chunk;
+    }
+}
+
+error_code platform_random_bytes(void *buf, size_t len, error_info *err)
+{
+    unsigned char *p = buf;
+    while (len > 0) {
+        ULONG chunk = len > 0x40000000u ? 0x40000000u : (ULONG)len;
+        NTSTATUS status = BCryptGenRandom(NULL, p, chunk, BCRYPT_USE_SYSTEM_PREFERRED_RNG);
+        if (status < 0)
+            return error_set_os(err, ERR_INTERNAL, (int)status, "cannot read random bytes: BCryptGenRandom failed (0x%08lx)",
+                                (unsigned long)status);
+        p += chunk;
+        len -= chunk;
+    }
+    return ERR_OK;
+}
+
+/* ---- Processes ----------------------------------------------------------- */
+
+/* Growable UTF-16 buffer for building a command line. */
+typedef struct wbuf {
+    wchar_t *s;  /* NUL-terminated content */
+    size_t len;  /* characters used, NUL excluded */
+    size_t cap;  /* characters allocated */
+    bool failed; /* an allocation failed; content is incomplete */
+} wbuf;
+
+static void wbuf_put(wbuf *b, const wchar_t *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = (b->cap ? b->cap : 256);
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        wchar_t *bigger = realloc(b->s, cap * sizeof *bigger);
+        if (!bigger) {
+            b->failed = true;
+            return;
+        }
+        b->s = bigger;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n * sizeof *s);
+    b->len += n;
+    b->s[b->len] = L'\0';
+}
+
+static void wbuf_repeat(wbuf *b, wchar_t c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        wbuf_put(b, &c, 1);
+}
+
+/*
+ * Appends one argument quoted so that CommandLineToArgvW and the C runtime
+ * give it back unchanged: no quotes when it needs none; otherwise quotes
+ * around it, backslashes doubled where they precede a quote (or the closing
+ * quote), and inner quotes escaped.
+ */
+static void quote_arg(wbuf *b, const wchar_t *arg)
+{
+    if (arg[0] && !wcspbrk(arg, L" \t\n\v\"")) {
+        wbuf_put(b, arg, wcslen(arg));
+        return;
+    }
+    wbuf_put(b, L"\"", 1);
+    for (const wchar_t *p = arg;; p++) {
+        size_t backslashes = 0;
+        while (*p == L'\\') {
+            backslashes++;
+            p++;
+        }
+        if (*p == L'\0') {
+            wbuf_repeat(b, L'\\', backslashes * 2);
+            break;
+        }
+        if (*p == L'"') {
+            wbuf_repeat(b, L'\\', backslashes * 2 + 1);
+            wbuf_put(b, L"\"", 1);
+        } else {
+            wbuf_repeat(b, L'\\', backslashes);
+            wbuf_put(b, p, 1);
+        }
+    }
+    wbuf_put(b, L"\"", 1);
+}
+
+/* The command line for argv (UTF-16, malloc'd) or NULL with err filled. The
+ * program name is parsed without escapes by Windows, so it is only put in
+ * quotes; a quote inside it cannot be passed at all. */
+static wchar_t *command_line(const char *const argv[], error_info *err)
+{
+    wbuf b = {0};
+    for (size_t i = 0; argv[i]; i++) {
+        wchar_t *arg = widen(argv[i]);
+        if (!arg) {
+            free(b.s);
+            error_set(err, ERR_SPAWN, "cannot run %s: argument %zu is not valid UTF-8", argv[0], i);
+            return NULL;
+        }
+        if (i > 0) {
+            wbuf_put(&b, L" ", 1);
+            quote_arg(&b, arg);
+        } else if (wcschr(arg, L'"')) {
+            free(arg);
+            free(b.s);
+            error_set(err, ERR_SPAWN, "cannot run %s: a program name cannot contain a quote", argv[0]);
+            return NULL;
+        } else {
+            wbuf_put(&b, L"\"", 1);
+            wbuf_put(&b, arg, wcslen(arg));
+            wbuf_put(&b, L"\"", 1);
+        }
+        free(arg);
+    }
+    if (b.failed || !b.s) {
+        free(b.s);
+        fail_nomem(err);
+        return NULL;
+    }
+    return b.s;
+}
+
+/* Whether wpath names an existing file (not a directory). */
+static bool is_file_w(const wchar_t *wpath)
+{
+    DWORD attrs = GetFileAttributesW(wpath);
+    return attrs != INVALID_FILE_ATTRIBUTES && !(attrs & FILE_ATTRIBUTE_DIRECTORY);
+}
+
+/*
+ * The program to run for argv0: as given when it holds a separator;
+ * otherwise the first PATH directory holding argv0, or argv0 + ".exe"/".com".
+ * Unlike CreateProcess's own search, the current directory and outpost's
+ * own directory are not searched (a planted msiexec.exe there must not win).
+ * Malloc'd; NULL when nothing is found (or on OOM).
+ */
+static wchar_t *find_program(const wchar_t *argv0)
+{
+    if (wcspbrk(argv0, L"\\/:"))
+        return _wcsdup(argv0);
+    DWORD n = GetEnvironmentVariableW(L"PATH", NULL, 0);
+    if (n == 0)
+        return NULL;
+    wchar_t *path = malloc(n * sizeof *path);
+    if (!path)
+        return NULL;
+    GetEnvironmentVariableW(L"PATH", path, n);
+    static const wchar_t *const suffixes[] = {L"", L".exe", L".com"};
+    bool has_ext = wcschr(argv0, L'.') != NULL;
+    wchar_t *found = NULL;
+    for (wchar_t *dir = path; dir && !found;) {
+        wchar_t *end = wcschr(dir, L';');
+        if (end)
+            *end = L'\0';
+        for (size_t s = has_ext ? 0 : 1; *dir && s < 3 && !found; s++) {
+            size_t size = wcslen(argv0) + 5;
+            wchar_t *name = malloc(size * sizeof *name);
+            if (!name)
+                break;
+            swprintf(name, size, L"%ls%ls", argv0, suffixes[s]);
+            wchar_t *candidate = join_w(dir, name);
+            free(name);
+            if (candidate && is_file_w(candidate))
+                found = candidate;
+            else
+                free(candidate);
+        }
+        dir = end ? end + 1 : NULL;
+    }
+    free(path);
+    return found;
+}
+
+/* An inheritable duplicate of h (or of the null device when h is unusable),
+ * for the child's standard handles; NULL on failure. */
+static HANDLE inheritable(HANDLE h, bool for_reading)
+{
+    HANDLE dup = NULL;
+    if (h && h != INVALID_HANDLE_VALUE &&
+        DuplicateHandle(GetCurrentProcess(), h, GetCurrentProcess(), &dup, 0, TRUE, DUPLICATE_SAME_ACCESS))
+        return dup;
+    SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
+    dup = CreateFileW(L"NUL", for_reading ? GENERIC_READ : GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE, &sa,
+                      OPEN_EXISTING, 0, NULL);
+    return dup == INVALID_HANDLE_VALUE ? NULL : dup;
+}
+
+/* A job object that kills every process in it when the handle closes. */
+static HANDLE kill_on_close_job(void)
+{
+    HANDLE job = CreateJobObjectW(NULL, NULL);
+    if (!job)
+        return NULL;
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION limits;
+    memset(&limits, 0, sizeof limits);
+    limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+    if (!SetInformationJobObject(job, JobObjectExtendedLimitInformation, &limits, sizeof limits)) {
+        CloseHandle(job);
+        return NULL;
+    }
+    return job;
+}
+
+/* Lets the processes left in the job outlive it (after a normal exit, an
+ * installer's helper processes must finish their work). */
+static void job_release(HANDLE job)
+{
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION limits;
+    memset(&limits, 0, sizeof limits);
+    SetInformationJobObject(job, JobObjectExtendedLimitInformation, &limits, sizeof limits);
+    CloseHandle(job);
+}
+
+/* The state of one platform_spawn, so that cleanup is in one place. */
+typedef struct spawn_ctx {
+    wchar_t *program;                  /* resolved program path */
+    wchar_t *cmdline;                  /* quoted command line */
+    HANDLE std[3];                     /* the child's stdin, stdout, stderr */
+    LPPROC_THREAD_ATTRIBUTE_LIST list; /* inherit exactly std[] */
+    HANDLE job;                        /* kills the tree at the timeout */
+    PROCESS_INFORMATION pi;            /* the child */
+} spawn_ctx;
+
+static void spawn_ctx_free(spawn_ctx *c)
+{
+    free(c->program);
+    free(c->cmdline);
+    for (int i = 0; i < 3; i++)
+        if (c->std[i])
+            CloseHandle(c->std[i]);
+    if (c->list) {
+        DeleteProcThreadAttributeList(c->list);
+        free(c->list);
+    }
+    if (c->pi.hThread)
+        CloseHandle(c->pi.hThread);
+    if (c->pi.hProcess)
+        CloseHandle(c->pi.hProcess);
+}
+
+/* Builds the attribute list that restricts inheritance to c->std. A failure
+ * leaves c->list NULL: the handles are still the only inheritable ones we
+ * create, so the child only loses this second line of defence. */
+static void spawn_handle_list(spawn_ctx *c)
+{
+    SIZE_T size = 0;
+    InitializeProcThreadAttributeList(NULL, 1, 0, &size);
+    LPPROC_THREAD_ATTRIBUTE_LIST list = malloc(size);
+    if (!list)
+        return;
+    if (!InitializeProcThreadAttributeList(list, 1, 0, &size)) {
+        free(list);
+        return;
+    }
+    if (!UpdateProcThreadAttribute(list, 0, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, c->std, sizeof c->std, NULL, NULL)) {
+        DeleteProcThreadAttributeList(list);
+        free(list);
+        return;
+    }
+    c->list = list;
+}
+
+/* Starts the child suspended, puts it in the job, resumes it. */
+static error_code spawn_start(spawn_ctx *c, const char *name, error_info *err)
+{
+    STARTUPINFOEXW si;
+    memset(&si, 0, sizeof si);
+    si.StartupInfo.cb = sizeof si;
+    si.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
+    si.StartupInfo.hStdInput = c->std[0];
+    si.StartupInfo.hStdOutput = c->std[1];
+    si.StartupInfo.hStdError = c->std[2];
+    DWORD flags = CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT;
+    if (c->list) {
+        si.lpAttributeList = c->list;
+        flags |= EXTENDED_STARTUPINFO_PRESENT;
+    } else {
+        si.StartupInfo.cb = sizeof si.StartupInfo;
+    }
+    if (!CreateProcessW(c->program, c->cmdline, NULL, NULL, TRUE, flags, NULL, NULL, &si.StartupInfo, &c->pi)) {
+        DWORD e = GetLastError();
+        char text[256];
+        memset(&c->pi, 0, sizeof c->pi);
+        return error_set_os(err, ERR_SPAWN, (int)e, "cannot run %s: %s", name, win_message(e, text, sizeof text));
+    }
+    /* Without the job (a parent job forbidding nesting) only the child itself
+     * can be killed at the timeout. */
+    if (c->job && !AssignProcessToJobObject(c->job, c->pi.hProcess)) {
+        CloseHandle(c->job);
+        c->job = NULL;
+    }
+    ResumeThread(c->pi.hThread);
+    return ERR_OK;
+}
+
+error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result,
+                          error_info *err)
+{
+    if (!argv || !argv[0] || !argv[0][0])
+        return error_set(err, ERR_SPAWN, "cannot run a program: the command is empty");
+    spawn_ctx c;
+    memset(&c, 0, sizeof c);
+    error_code rc = ERR_OK;
+    wchar_t *argv0 = widen(argv[0]);
+    if (!argv0) {
+        rc = error_set(err, ERR_SPAWN, "cannot run %s: the name is not valid UTF-8", argv[0]);
+        goto cleanup;
+    }
+    c.program = find_program(argv0);
+    free(argv0);
+    if (!c.program) {
+        rc = error_set_os(err, ERR_SPAWN, ERROR_FILE_NOT_FOUND, "cannot run %s: not found in PATH", argv[0]);
+        goto cleanup;
+    }
+    c.cmdline = command_line(argv, err);
+    if (!c.cmdline) {
+        rc = ERR_SPAWN;
+        goto cleanup;
+    }
+    c.std[0] = inheritable(NULL, true); /* the null device */
+    c.std[1] = inheritable(GetStdHandle(STD_OUTPUT_HANDLE), false);
+    c.std[2] = inheritable(GetStdHandle(STD_ERROR_HANDLE), false);
+    if (!c.std[0] || !c.std[1] || !c.std[2]) {
+        rc = error_set_os(err, ERR_SPAWN, (int)GetLastError(), "cannot run %s: cannot set up its standard handles",
+                          argv[0]);
+        goto cleanup;
+    }
+    spawn_handle_list(&c);
+    c.job = kill_on_close_job();
+    rc = spawn_start(&c, argv[0], err);
+    if (rc != ERR_OK)
+        goto cleanup;
+
+    DWORD wait_ms = INFINITE;
+    if (timeout_ms > 0)
+        wait_ms = timeout_ms >= (int64_t)INFINITE ? INFINITE - 1 : (DWORD)timeout_ms;
+    DWORD waited = WaitForSingleObject(c.pi.hProcess, wait_ms);
+    result->timed_out = false;
+    if (waited == WAIT_TIMEOUT) {
+        if (!c.job || !TerminateJobObject(c.job, 1))
+            TerminateProcess(c.pi.hProcess, 1);
+        WaitForSingleObject(c.pi.hProcess, INFINITE);
+        result->timed_out = true;
+    } else if (waited != WAIT_OBJECT_0) {
+        DWORD e = GetLastError();
+        TerminateProcess(c.pi.hProcess, 1);
+        rc = error_set_os(err, ERR_SPAWN, (int)e, "cannot wait for %s", argv[0]);
+        goto cleanup;
+    }
+    DWORD code = 1;
+    GetExitCodeProcess(c.pi.hProcess, &code);
+    result->exit_code = (int)code;
+
+cleanup:
+    if (c.job) {
+        /* At a timeout the whole tree was ended already; after a normal exit
+         * the child's helpers may finish (closing would kill them). */
+        if (rc == ERR_OK)
+            job_release(c.job);
+        else
+            CloseHandle(c.job);
+    }
+    spawn_ctx_free(&c);
+    return rc;
+}
+
+/* ---- Threads ------------------------------------------------------------- */
+
+struct platform_thread {
+    HANDLE handle;          /* the running thread */
+    void (*fn)(void *arg);  /* what it runs */
+    void *arg;              /* fn's argument */
+};
+
+struct platform_mutex {
+    SRWLOCK lock;
+};
+
+struct platform_cond {
+    CONDITION_VARIABLE cond;
+};
+
+static unsigned __stdcall thread_main(void *arg)
+{
+    platform_thread *thread = arg;
+    thread->fn(thread->arg);
+    return 0;
+}
+
+error_code platform_thread_start(platform_thread **thread, void (*fn)(void *arg), void *arg, error_info *err)
+{
+    platform_thread *t = malloc(sizeof *t);
+    if (!t)
+        return fail_nomem(err);
+    t->fn = fn;
+    t->arg = arg;
+    /* _beginthreadex, not CreateThread: the C runtime's per-thread state
+     * (errno, strtok) is set up for the new thread. */
+    uintptr_t h = _beginthreadex(NULL, 0, thread_main, t, 0, NULL);
+    if (h == 0) {
+        int e = errno;
+        free(t);
+        return error_set_os(err, e == EAGAIN ? ERR_NOMEM : ERR_INTERNAL, e, "cannot start a thread: %s", strerror(e));
+    }
+    t->handle = (HANDLE)h;
+    *thread = t;
+    return ERR_OK;
+}
+
+void platform_thread_join(platform_thread *thread)
+{
+    if (!thread)
+        return;
+    WaitForSingleObject(thread->handle, INFINITE);
+    CloseHandle(thread->handle);
+    free(thread);
+}
+
+platform_mutex *platform_mutex_new(void)
+{
+    platform_mutex *m = malloc(sizeof *m);
+    if (!m)
+        return NULL;
+    InitializeSRWLock(&m->lock);
+    return m;
+}
+
+void platform_mutex_free(platform_mutex *m)
+{
+    free(m); /* SRW locks need no destruction */
+}
+
+void platform_mutex_lock(platform_mutex *m)
+{
+    AcquireSRWLockExclusive(&m->lock);
+}
+
+void platform_mutex_unlock(platform_mutex *m)
+{
+    ReleaseSRWLockExclusive(&m->lock);
+}
+
+platform_cond *platform_cond_new(void)
+{
+    platform_cond *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    InitializeConditionVariable(&c->cond);
+    return c;
+}
+
+void platform_cond_free(platform_cond *c)
+{
+    free(c);
+}
+
+void platform_cond_wait(platform_cond *c, platform_mutex *m)
+{
+    /* Spurious wakeups are allowed, as with pthread_cond_wait. */
+    if (!SleepConditionVariableSRW(&c->cond, &m->lock, INFINITE, 0))
+        abort();
+}
+
+void platform_cond_broadcast(platform_cond *c)
+{
+    WakeAllConditionVariable(&c->cond);
+}
+
+/* ---- Host and environment ------------------------------------------------ */
+
+void platform_hostname(char *buf, size_t size)
+{
+    if (!buf || size == 0)
+        return;
+    wchar_t name[256];
+    DWORD n = (DWORD)(sizeof name / sizeof name[0]);
+    char *utf8 = NULL;
+    if (GetComputerNameExW(ComputerNameDnsHostname, name, &n) && n > 0)
+        utf8 = narrow_n(name, (int)n);
+    snprintf(buf, size, "%s", utf8 && *utf8 ? utf8 : "unknown");
+    free(utf8);
+}
+
+const char *platform_os_name(void)
+{
+    return "windows";
+}
+
+/* IsWow64Process2 (Windows 10 1709+) tells the real machine even to an x64
+ * program emulated on ARM64, where GetNativeSystemInfo says AMD64. */
+typedef BOOL(WINAPI *is_wow64_process2_fn)(HANDLE, USHORT *, USHORT *);
+
+static const char *machine_name(USHORT machine)
+{
+    switch (machine) {
+    case IMAGE_FILE_MACHINE_AMD64:
+        return "x86_64";
+    case IMAGE_FILE_MACHINE_ARM64:
+        return "aarch64";
+    case IMAGE_FILE_MACHINE_I386:
+        return "x86";
+    case IMAGE_FILE_MACHINE_ARMNT:
+        return "arm";
+    default:
+        return NULL;
+    }
+}
+
+const char *platform_arch(void)
+{
+    HMODULE kernel = GetModuleHandleW(L"kernel32.dll");
+    is_wow64_process2_fn fn = kernel ? (is_wow64_process2_fn)(void (*)(void))GetProcAddress(kernel, "IsWow64Process2") : NULL;
+    USHORT process_machine = 0, native_machine = 0;
+    if (fn && fn(GetCurrentProcess(), &process_machine, &native_machine)) {
+        const char *name = machine_name(native_machine);
+        if (name)
+            return name;
+    }
+    SYSTEM_INFO info;
+    GetNativeSystemInfo(&info);
+    switch (info.wProcessorArchitecture) {
+    case PROCESSOR_ARCHITECTURE_AMD64:
+        return "x86_64";
+    case PROCESSOR_ARCHITECTURE_ARM64:
+        return "aarch64";
+    case PROCESSOR_ARCHITECTURE_INTEL:
+        return "x86";
+    case PROCESSOR_ARCHITECTURE_ARM:
+        return "arm";
+    default:
+        return "unknown";
+    }
+}
+
+/* The UTF-8 values handed out by platform_getenv, one per variable name;
+ * a new call for a name replaces (and frees) that name's previous value. */
+typedef struct env_entry {
+    char *name;             /* as asked for */
+    char *value;            /* last value returned, NULL when unset */
+    struct env_entry *next; /* next cached variable */
+} env_entry;
+
+static env_entry *env_cache;
+static SRWLOCK env_lock = SRWLOCK_INIT;
+
+/* The variable's value as malloc'd UTF-8; NULL when unset (or on failure). */
+static char *read_env(const char *name)
+{
+    wchar_t *wname = widen(name);
+    if (!wname)
+        return NULL;
+    char *value = NULL;
+    DWORD n = GetEnvironmentVariableW(wname, NULL, 0);
+    /* The value can change between the two calls: retry with the new size. */
+    for (int attempt = 0; n > 0 && attempt < 4 && !value; attempt++) {
+        wchar_t *wide = malloc(n * sizeof *wide);
+        if (!wide)
+            break;
+        DWORD got = GetEnvironmentVariableW(wname, wide, n);
+        if (got < n)
+            value = narrow_n(wide, (int)got);
+        else
+            n = got;
+        free(wide);
+    }
+    free(wname);
+    return value;
+}
+
+const char *platform_getenv(const char *name)
+{
+    char *value = read_env(name);
+    AcquireSRWLockExclusive(&env_lock);
+    env_entry *e = env_cache;
+    while (e && strcmp(e->name, name) != 0)
+        e = e->next;
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (e)
+            e->name = strdup(name);
+        if (!e || !e->name) {
+            free(e);
+            ReleaseSRWLockExclusive(&env_lock);
+            free(value);
+            return NULL;
+        }
+        e->next = env_cache;
+        env_cache = e;
+    }
+    free(e->value);
+    e->value = value;
+    ReleaseSRWLockExclusive(&env_lock);
+    return value;
+}
+
+bool platform_is_terminal(FILE *stream)
+{
+    if (!stream)
+        return false;
+    int fd = _fileno(stream);
+    if (fd < 0)
+        return false;
+    HANDLE h = (HANDLE)_get_osfhandle(fd);
+    DWORD mode;
+    /* GetConsoleMode succeeds only on a console; _isatty is also true for
+     * the NUL device. */
+    return h != INVALID_HANDLE_VALUE && GetConsoleMode(h, &mode);
+}
+
+/* %ProgramData%\outpost (normally C:\ProgramData\outpost) + suffix; the
+ * known-folder API first, the environment variable, then the default. */
+static char *program_data_path(const char *suffix)
+{
+    char *base = NULL;
+    wchar_t *known = NULL;
+    if (SUCCEEDED(SHGetKnownFolderPath(&FOLDERID_ProgramData, KF_FLAG_DEFAULT, NULL, &known)) && known)
+        base = narrow(known);
+    CoTaskMemFree(known);
+    if (!base) {
+        char *env = read_env("ProgramData");
+        base = env && *env ? env : NULL;
+        if (!base)
+            free(env);
+    }
+    if (!base)
+        base = strdup("C:\\ProgramData");
+    if (!base)
+        return NULL;
+    size_t size = strlen(base) + strlen("\\outpost") + strlen(suffix) + 1;
+    char *path = malloc(size);
+    if (path)
+        snprintf(path, size, "%s\\outpost%s", base, suffix);
+    free(base);
+    return path;
+}
+
+char *platform_default_config_path(void)
+{
+    return program_data_path("\\outpost.json");
+}
+
+char *platform_default_state_dir(void)
+{
+    return program_data_path("\\state");
+}
+
+/* A REG_SZ / REG_EXPAND_SZ value of key as malloc'd UTF-8; NULL when absent,
+ * of another type or longer than REGISTRY_VALUE_MAX characters. */
+static char *registry_string(HKEY key, const wchar_t *value_name)
+{
+    wchar_t value[REGISTRY_VALUE_MAX + 1];
+    DWORD type = 0, size = sizeof value - sizeof value[0];
+    if (RegQueryValueExW(key, value_name, NULL, &type, (BYTE *)value, &size) != ERROR_SUCCESS)
+        return NULL;
+    if (type != REG_SZ && type != REG_EXPAND_SZ)
+        return NULL;
+    size_t chars = size / sizeof value[0];
+    value[chars] = L'\0'; /* the stored string need not be terminated */
+    while (chars > 0 && value[chars - 1] == L'\0')
+        chars--;
+    return narrow_n(value, (int)chars);
+}
+
+/* Whether s starts with prefix, ignoring case (ordinal, as Windows compares
+ * names). */
+static bool starts_with_nocase(const wchar_t *s, const wchar_t *prefix)
+{
+    size_t n = wcslen(prefix);
+    return wcslen(s) >= n && CompareStringOrdinal(s, (int)n, prefix, (int)n, TRUE) == CSTR_EQUAL;
+}
+
+/* Searches one registry view (KEY_WOW64_64KEY or _32KEY) of the Uninstall
+ * key; the first entry whose DisplayName starts with wname and that has a
+ * DisplayVersion wins. Sets *version (malloc'd) when found. */
+static void search_uninstall(REGSAM view, const wchar_t *wname, char **version)
+{
+    HKEY root;
+    if (RegOpenKeyExW(HKEY_LOCAL_MACHINE, L"SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Uninstall", 0,
+                      KEY_READ | view, &root) != ERROR_SUCCESS)
+        return;
+    wchar_t sub[256];
+    for (DWORD i = 0; !*version; i++) {
+        DWORD sub_len = (DWORD)(sizeof sub / sizeof sub[0]);
+        LONG rc = RegEnumKeyExW(root, i, sub, &sub_len, NULL, NULL, NULL, NULL);
+        if (rc == ERROR_NO_MORE_ITEMS)
+            break;
+        if (rc != ERROR_SUCCESS)
+            continue;
+        HKEY entry;
+        if (RegOpenKeyExW(root, sub, 0, KEY_READ | view, &entry) != ERROR_SUCCESS)
+            continue;
+        char *display = registry_string(entry, L"DisplayName");
+        wchar_t *wdisplay = display ? widen(display) : NULL;
+        if (wdisplay && starts_with_nocase(wdisplay, wname)) {
+            char *v = registry_string(entry, L"DisplayVersion");
+            if (v && *v)
+                *version = v;
+            else
+                free(v);
+        }
+        free(wdisplay);
+        free(display);
+        RegCloseKey(entry);
+    }
+    RegCloseKey(root);
+}
+
+error_code platform_installed_version(const char *display_name, char **version, error_info *err)
+{
+    if (!display_name || !*display_name)
+        return error_set(err, ERR_NOT_FOUND, "cannot read the installed version: no product name given");
+    wchar_t *wname = widen(display_name);
+    if (!wname)
+        return error_set(err, ERR_NOT_FOUND, "cannot read the installed version of %s: the name is not valid UTF-8",
+                         display_name);
+    char *found = NULL;
+    /* 64-bit programs first, then 32-bit ones (WOW6432Node). */
+    search_uninstall(KEY_WOW64_64KEY, wname, &found);
+    if (!found)
+        search_uninstall(KEY_WOW64_32KEY, wname, &found);
+    free(wname);
+    if (!found)
+        return error_set(err, ERR_NOT_FOUND,
+                         "%s is not installed: no entry under the registry's Uninstall keys has a DisplayName "
+                         "starting with it",
+                         display_name);
+    *version = found;
+    return ERR_OK;
+}
