@@ -92,6 +92,28 @@ static bool parse_http_date(const char *s, int64_t *unix_seconds)
     return false;
 }
 
+bool backoff_parse_http_date(const char *value, int64_t *unix_ms)
+{
+    char buf[64];
+    if (!value)
+        return false;
+    while (*value == ' ' || *value == '\t')
+        value++;
+    size_t len = strlen(value);
+    while (len > 0 && (value[len - 1] == ' ' || value[len - 1] == '\t' || value[len - 1] == '\r' ||
+                       value[len - 1] == '\n'))
+        len--;
+    if (len == 0 || len >= sizeof buf)
+        return false;
+    memcpy(buf, value, len);
+    buf[len] = '\0';
+    int64_t seconds;
+    if (!parse_http_date(buf, &seconds))
+        return false;
+    *unix_ms = seconds * 1000;
+    return true;
+}
+
 bool backoff_parse_retry_after(const char *value, int64_t now_utc_ms, int64_t *delay_ms)
 {
     if (!value)

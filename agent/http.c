@@ -33,6 +33,7 @@
 #define ERROR_BODY_KEEP (64 * 1024)          /* body kept from a failed answer, for its message */
 #define RETRY_AFTER_RECORD_CAP_MS (24LL * 3600 * 1000)
 #define POLL_MAX_MS 1000
+#define MAX_CLOCK_OFFSET_MS (3600LL * 1000) /* a Date further off is not believed */
 
 /* ---- Buffers ---------------------------------------------------------------- */
 
@@ -83,13 +84,14 @@ enum {
     H_LAST_MODIFIED,
     H_CONTENT_DISPOSITION,
     H_INSTALLER_VERSION,
+    H_DATE,
     H__COUNT
 };
 
 static const char *const header_names[H__COUNT] = {
     "retry-after",  "x-ratelimit-remaining", "x-ratelimit-reset", "location",
     "content-length", "content-range",       "content-type",      "etag",
-    "last-modified", "content-disposition",  "x-installer-version",
+    "last-modified", "content-disposition",  "x-installer-version", "date",
 };
 
 /* ---- Xfers ---------------------------------------------------------------------- */
@@ -179,6 +181,8 @@ struct http_client {
     CURL *idle[8];              /* easy handles kept for reuse */
     int idle_count;
     ratelimit *rl;
+    bool have_offset;           /* server_offset_ms is known */
+    int64_t server_offset_ms;   /* lower bound of (server clock - our clock), from Date */
 
     xfer *waiting_head, *waiting_tail;
     xfer *running_head;         /* attempts in flight */
@@ -936,12 +940,35 @@ static const char *method_name(const xfer *x)
     return x->method == HTTP_POST ? "POST" : "GET";
 }
 
+/*
+ * The server's clock as far as we can be sure of it. X-RateLimit-Reset and
+ * a Retry-After date are read on the server's clock; an endpoint whose own
+ * clock runs ahead would otherwise call before the reset. Each Date header
+ * (whole seconds, so the server's time was at least that when it answered)
+ * gives a lower bound of the offset; the highest one seen is kept. Adding a
+ * lower bound never makes a wait shorter than the server meant, and after a
+ * few answers it is within milliseconds of the truth.
+ */
+static int64_t server_utc_ms(http_client *c, const xfer *x)
+{
+    int64_t utc = clock_utc_ms(c->clock);
+    int64_t date;
+    if (x && x->same_origin && backoff_parse_http_date(x->headers[H_DATE], &date) &&
+        date - utc < MAX_CLOCK_OFFSET_MS && utc - date < MAX_CLOCK_OFFSET_MS) {
+        int64_t offset = date - utc;
+        if (!c->have_offset || offset > c->server_offset_ms)
+            c->server_offset_ms = offset;
+        c->have_offset = true;
+    }
+    return c->have_offset ? utc + c->server_offset_ms : utc;
+}
+
 /* The attempt's HTTP answer, as the pacing wants it. */
 static void read_rate_answer(http_client *c, xfer *x, ratelimit_answer *a)
 {
     memset(a, 0, sizeof *a);
     a->retry_after_ms = -1;
-    int64_t utc = clock_utc_ms(c->clock);
+    int64_t utc = server_utc_ms(c, x);
     a->has_remaining = ratelimit_parse_remaining(x->headers[H_RL_REMAINING], &a->remaining);
     a->has_reset = ratelimit_parse_reset(x->headers[H_RL_RESET], utc, &a->reset_in_ms);
     a->too_many = x->status == 429;

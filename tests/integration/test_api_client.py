@@ -164,6 +164,8 @@ def test_burst_paced_no_429_and_at_most_5_in_flight(sim_tls, tmp_path):
     assert summary["max_concurrency"]["details"] <= 5
     assert summary["max_admitted"]["details"] == 5, "concurrency should be used to reach the rate"
     assert out["ok"] == 100 and out["stats"]["responses_429"] == 0
+    connections = {e["connection"] for e in sim_tls.log()["requests"]}
+    assert len(connections) <= 7, "connections should be kept alive and reused"
     # 100 requests at 20 per 2 s: the first window is free, four more follow;
     # the Reset header's whole seconds cost up to 1 s per window.
     assert 8 <= elapsed <= 4 * 3.3 + 3

@@ -57,6 +57,7 @@ typedef struct world {
     int64_t window_open;
     int window_used;
     int answers_429;
+    int64_t server_skew_ms;     /* server clock minus ours, shown in Date and Reset */
 } world;
 
 static int64_t w_monotonic(void *ctx)
@@ -88,6 +89,22 @@ static error_code w_random(void *ctx, void *buf, size_t len, error_info *err)
         p[i] = (unsigned char)w->random_state;
     }
     return ERR_OK;
+}
+
+/* An IMF-fixdate for utc_ms, computed without the C library's time zone. */
+static void http_date(int64_t utc_ms, char *buf, size_t size)
+{
+    static const char *const days[] = {"Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"};
+    static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                         "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    int64_t s = utc_ms / 1000, days_since = s / 86400, rem = s % 86400;
+    /* civil_from_days (Howard Hinnant) */
+    int64_t z = days_since + 719468, era = z / 146097, doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
+    int64_t y = yoe + era * 400 + (m <= 2);
+    snprintf(buf, size, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[days_since % 7], (int)d, months[m - 1], (int)y,
+             (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60));
 }
 
 static char *dup_text(const char *s)
@@ -141,18 +158,21 @@ static error_code fake_server(void *ctx, const char *method, const char *url, co
             w->window_open = w->now;
             w->window_used = 0;
         }
-        char headers[200];
-        long long reset = (1700000000000LL + w->window_open + w->rate_window + 999) / 1000;
+        char headers[300];
+        long long reset = (1700000000000LL + w->server_skew_ms + w->window_open + w->rate_window + 999) / 1000;
+        char date[64];
+        http_date(1700000000000LL + w->server_skew_ms + w->now, date, sizeof date);
         if (w->window_used >= w->rate_limit) {
             w->answers_429++;
             r->status = 429;
-            snprintf(headers, sizeof headers, "X-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: %lld\r\nRetry-After: 1\r\n",
-                     reset);
+            snprintf(headers, sizeof headers,
+                     "X-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: %lld\r\nRetry-After: 1\r\nDate: %s\r\n", reset,
+                     date);
         } else {
             w->window_used++;
             r->status = 200;
-            snprintf(headers, sizeof headers, "X-RateLimit-Remaining: %d\r\nX-RateLimit-Reset: %lld\r\n",
-                     w->rate_limit - w->window_used, reset);
+            snprintf(headers, sizeof headers, "X-RateLimit-Remaining: %d\r\nX-RateLimit-Reset: %lld\r\nDate: %s\r\n",
+                     w->rate_limit - w->window_used, reset, date);
         }
         r->headers = dup_text(headers);
     } else {
@@ -637,6 +657,30 @@ static void test_paces_from_rate_headers(void **state)
     assert_true(f->w.now <= 5 * 3200);
 }
 
+static void test_server_clock_behind_ours(void **state)
+{
+    fixture *f = *state;
+    /* The server's clock runs 30 s behind: its Reset would read as "now"
+     * on ours. The Date header gives the offset away. */
+    f->w.rate_limit = 10;
+    f->w.rate_window = 2000;
+    f->w.latency_ms = 20;
+    f->w.server_skew_ms = -30000;
+    open_client(f, 0);
+    tally t = {0};
+    error_info err;
+    for (int i = 0; i < 35; i++) {
+        http_request req = {HTTP_POST, "/v2/event-lineage", "{}", 0, NULL};
+        assert_int_equal(http_submit(f->http, &req, count_done, &t, &err), ERR_OK);
+    }
+    assert_int_equal(http_run(f->http, 0, &err), ERR_OK);
+    assert_int_equal(t.ok, 35);
+    assert_int_equal(f->w.answers_429, 0);
+    char date[64];
+    http_date(784111777000LL, date, sizeof date);
+    assert_string_equal(date, "Sun, 06 Nov 1994 08:49:37 GMT");
+}
+
 /* ---- trace, URLs ----------------------------------------------------------------------- */
 
 static void test_trace_shows_requests_never_secrets(void **state)
@@ -717,6 +761,7 @@ int main(void)
         T(test_stream_retries_before_headers),
         T(test_submit_many_and_run),
         T(test_paces_from_rate_headers),
+        T(test_server_clock_behind_ours),
         T(test_trace_shows_requests_never_secrets),
         T(test_check_url),
         T(test_client_refuses_bad_config),
