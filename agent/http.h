@@ -3,17 +3,21 @@
  *
  * One http_client per run. It owns:
  *  - one libcurl multi handle and its connection cache (keep-alive, TLS
- *    session reuse), with base_url (an optional path prefix such as
- *    "/public" is kept; a trailing slash is harmless), the CA file, the
- *    pinned public key, the proxy (config `proxy`, else libcurl's usual
- *    HTTPS_PROXY / NO_PROXY handling; any proxy authentication scheme,
- *    NTLM and Negotiate included), connect and low-speed timeouts;
+ *    session reuse; connections idle for 50 s are not reused), with
+ *    base_url (an optional path prefix such as "/public" is kept; a
+ *    trailing slash is harmless), the CA file (for every host, redirect
+ *    targets included), the pinned public key (the platform's host only),
+ *    the proxy (config `proxy`, else libcurl's usual HTTPS_PROXY / NO_PROXY
+ *    handling; any proxy authentication scheme, NTLM and Negotiate
+ *    included), connect and low-speed timeouts;
  *  - the access token (token.h): exchanged from the API key before the first
  *    call, renewed before it expires, renewed once on a 401;
  *  - the pacing (ratelimit.h): the documented 60 requests per minute per key
  *    and 5 in flight per endpoint until the server's X-RateLimit-Remaining /
  *    X-RateLimit-Reset headers say otherwise, so a healthy server never has
- *    to answer 429;
+ *    to answer 429 (resets are read on the server's clock, estimated from
+ *    its Date headers, so an endpoint whose clock runs fast does not call
+ *    early);
  *  - retries (backoff.h): 429, 500, 502, 503 and network failures, with
  *    exponential backoff and full jitter, honouring Retry-After, bounded by
  *    config http.max_attempts and http.max_retry_wait_s;
@@ -232,7 +236,8 @@ typedef struct http_stream_headers {
     const char *content_disposition;
     const char *installer_version;/* X-Installer-Version of the final response, or of the
                                     last redirect hop that carried one */
-    const char *url;             /* URL of the final response (never holds credentials) */
+    const char *url;             /* URL of the final response, without user info, query or
+                                    fragment (signed storage URLs carry secrets there) */
     int redirects;               /* redirect hops followed */
 } http_stream_headers;
 
@@ -247,7 +252,8 @@ typedef struct http_stream_callbacks {
      * beyond what libcurl already buffered: well under 64 KiB). */
     http_stream_action (*on_headers)(void *user, const http_stream_headers *headers);
     /* Called with each body chunk as it arrives (data is borrowed). May be NULL
-     * to discard the body. Return HTTP_STREAM_STOP to abort the transfer. */
+     * to discard the body. Return HTTP_STREAM_STOP to abort the transfer.
+     * Not called for a 416 answer (its body is an error page). */
     http_stream_action (*on_data)(void *user, const void *data, size_t len);
     void *user;
 } http_stream_callbacks;
@@ -273,9 +279,15 @@ typedef struct http_stream_result {
  * most 5 redirects by hand (301, 302, 303, 307, 308; https:// only, http://
  * only to a loopback host; the Authorization header is sent only to the
  * base_url's scheme, host and port, never to a storage host it redirects
- * to; Range / If-Range are sent on every hop). 429 / 5xx / network failures
- * before on_headers are retried like any request; the bodies of redirects
- * and failed attempts are discarded, never handed to on_data.
+ * to; Range / If-Range are sent on every hop). Redirects are followed by
+ * this module rather than by libcurl so that the rule does not depend on
+ * the libcurl version (7.88 already drops a custom Authorization header on
+ * a host change, older releases did not); a retry starts again from the
+ * platform's route (signed storage URLs expire). Redirect hops to another
+ * host do not spend the platform's rate budget but do count in api_calls.
+ * 429 / 5xx / network failures before on_headers are retried like any
+ * request; the bodies of redirects and failed attempts are discarded,
+ * never handed to on_data.
  * on_headers sees 200, 206 or 416; any other final status is an error
  * (401 → one renewal, 403 → ERR_FORBIDDEN, others ERR_HTTP) and no callback
  * runs. Once on_headers has run, the transfer is not retried here: a failure
