@@ -43,7 +43,8 @@ struct cJSON;
 
 typedef struct api_envelope {
     struct cJSON *root;                /* the parsed answer; owned (api_envelope_free) */
-    const struct cJSON *resources;     /* array; NULL only when absent and not required */
+    const struct cJSON *resources;     /* array; NULL when null (read as empty) or absent
+                                          (an error when required) */
     const struct cJSON *errors;        /* array of Error objects, or NULL when absent */
     int64_t size;                      /* `size`, -1 when absent */
     bool has_page_response;            /* page_response present (and an object) */

@@ -22,7 +22,10 @@
  *    Bursting up to Remaining (rather than spreading it until the reset)
  *    reaches the allowed rate even when latency is high, and the probe after
  *    each reset keeps it safe against sliding windows and resets that come
- *    later than announced.
+ *    later than announced. Cost: one round trip per window, plus the
+ *    rounding of a Reset given in whole seconds (a window that opens with
+ *    its first request and announces its end rounded up lasts, for us, one
+ *    second longer: under 2% at the documented 60 s window).
  *  - contract: answers carry no rate headers: at most per_minute request
  *    starts in any sliding 60-second window (the documented 60 per minute).
  * A 429 pauses everything until its Retry-After (or the reset) and widens
