@@ -254,7 +254,8 @@ static error_code apply_number(const field *f, const cJSON *item, char *base, co
     if (!cJSON_IsNumber(item))
         return wrong_type(err, source, key, "a whole number", item);
     double d = item->valuedouble;
-    if (d != (double)(int64_t)d || d < (double)f->min || d > (double)f->max) {
+    /* The range first: converting a double beyond int64_t (1e300) is undefined. */
+    if (!(d >= (double)f->min && d <= (double)f->max && d < 9223372036854775808.0) || d != (double)(int64_t)d) {
         if (f->max == INT64_MAX)
             return error_set(err, ERR_CONFIG, "%s: `%s` must be a whole number of at least %lld", source, key, (long long)f->min);
         return error_set(err, ERR_CONFIG, "%s: `%s` must be a whole number from %lld to %lld", source, key,
