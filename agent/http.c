@@ -1052,7 +1052,10 @@ static void handle_response(http_client *c, xfer *x, int64_t now)
             waiting_push_front(c, x);
             return;
         }
-        xfer_fail(c, x, ERR_AUTH, "the platform refused a freshly renewed access token (HTTP 401)%s", detail);
+        if (x->token_generation)
+            xfer_fail(c, x, ERR_AUTH, "the platform refused a freshly renewed access token (HTTP 401)%s", detail);
+        else
+            xfer_fail(c, x, ERR_AUTH, "the redirect target refused the request (HTTP 401)%s", detail);
         return;
     }
     if (status == 403) {
