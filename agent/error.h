@@ -10,6 +10,20 @@
 #define OUTPOST_ERROR_H
 
 #include <stddef.h>
+#include <stdio.h> /* on mingw-w64 this defines __MINGW_PRINTF_FORMAT */
+
+/*
+ * printf-style checking of format strings. mingw-w64 checks against the
+ * printf its build uses (gnu_printf with __USE_MINGW_ANSI_STDIO), which is
+ * what __MINGW_PRINTF_FORMAT names; plain "printf" there means Microsoft's.
+ */
+#if defined(__MINGW_PRINTF_FORMAT)
+#define OUTPOST_PRINTF(fmt, args) __attribute__((format(__MINGW_PRINTF_FORMAT, fmt, args)))
+#elif defined(__GNUC__)
+#define OUTPOST_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define OUTPOST_PRINTF(fmt, args)
+#endif
 
 /* X(name, exit code, short meaning). Exit codes are PRODUCT.md section 1. */
 #define ERROR_TABLE(X)                                                         \
@@ -58,17 +72,11 @@ void error_clear(error_info *err);
  * err may be NULL, in which case only the code is returned.
  */
 error_code error_set(error_info *err, error_code code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+    OUTPOST_PRINTF(3, 4);
 
 /* As error_set, and records os_error (errno or GetLastError()). */
 error_code error_set_os(error_info *err, error_code code, int os_error, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
+    OUTPOST_PRINTF(4, 5);
 
 /*
  * Puts "context: " in front of the existing message, keeping the code.
@@ -76,10 +84,7 @@ error_code error_set_os(error_info *err, error_code code, int os_error, const ch
  * Returns err->code (ERR_OK if err is NULL).
  */
 error_code error_prefix(error_info *err, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
+    OUTPOST_PRINTF(2, 3);
 
 /* Process exit code for code (PRODUCT.md section 1). */
 int error_exit_code(error_code code);

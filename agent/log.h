@@ -8,6 +8,8 @@
 #ifndef OUTPOST_LOG_H
 #define OUTPOST_LOG_H
 
+#include "error.h" /* OUTPOST_PRINTF */
+
 typedef enum {
     LOG_QUIET = -1,   /* errors only (printed by main.c) */
     LOG_NORMAL = 0,   /* warnings */
@@ -19,18 +21,9 @@ void log_set_level(int level);
 int log_get_level(void);
 
 void log_warn(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
+    OUTPOST_PRINTF(1, 2);
 void log_info(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
+    OUTPOST_PRINTF(1, 2);
 void log_trace(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
+    OUTPOST_PRINTF(1, 2);
 #endif
