@@ -21,6 +21,7 @@
 #include "download.h"
 #include "http.h"
 #include "log.h"
+#include "platform.h"
 #include "text.h"
 
 #define BODY_LEN (3 * 1024 * 1024 + 17)
@@ -123,7 +124,8 @@ static int setup(void **ctx)
     f->cfg.base_url = text_dup("https://platform.test");
     http_options opts = {.fake = fake, .fake_ctx = &f->server};
     assert_int_equal(http_client_new(&f->cfg, "key", &opts, &f->http, &err), ERR_OK);
-    snprintf(f->path, sizeof f->path, "%s/downloads/24.3.1.part", f->dir);
+    snprintf(f->path, sizeof f->path, "%s%cdownloads%c24.3.1.part", f->dir, platform_path_separator(),
+             platform_path_separator());
     log_set_level(LOG_QUIET);
     *ctx = f;
     return 0;
@@ -134,9 +136,8 @@ static int teardown(void **ctx)
     fixture *f = *ctx;
     http_client_free(f->http);
     config_free(&f->cfg);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    assert_int_equal(system(cmd), 0);
+    error_info err;
+    assert_int_equal(platform_remove_tree(f->dir, &err), ERR_OK);
     free(f->server.body);
     free(f);
     return 0;

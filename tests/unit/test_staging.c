@@ -77,7 +77,7 @@ static char *write_pe(fixture *f, const char *name, unsigned char tag)
 static error_code stage(fixture *f, const char *path, const char *version, bool downgrade, bool force,
                         staging_result *r, error_info *err)
 {
-    const char *name = strrchr(path, '/') + 1;
+    const char *name = strrchr(path, platform_path_separator()) + 1;
     staging_candidate c = {.path = path, .version = version, .file_name = name, .source_url = path,
                            .expected_length = -1, .allow_downgrade = downgrade, .force = force};
     error_code rc = staging_stage(&f->cfg, f->s, &c, r, err);
