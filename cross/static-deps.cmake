@@ -39,3 +39,19 @@ endif()
 if(CMAKE_BUILD_TYPE STREQUAL "MinSizeRel" OR CMAKE_BUILD_TYPE STREQUAL "Release")
   target_link_options(outpost PRIVATE -s)
 endif()
+
+# The Win32 platform layer's own unit tests (cross/tests/test_platform_win32.c;
+# tests/unit/test_platform.c is the POSIX one), registered once the tests
+# directory has enabled testing.
+if(WIN32 AND OUTPOST_TESTS)
+  find_package(cmocka CONFIG REQUIRED)
+  add_executable(test_platform_win32 "${CMAKE_CURRENT_LIST_DIR}/tests/test_platform_win32.c")
+  target_link_libraries(test_platform_win32 PRIVATE outpost_core ${CMOCKA_LIBRARIES})
+  target_include_directories(test_platform_win32 PRIVATE ${CMOCKA_INCLUDE_DIR})
+  function(outpost_register_win32_platform_test)
+    add_test(NAME unit.test_platform_win32 COMMAND test_platform_win32)
+    set_tests_properties(unit.test_platform_win32 PROPERTIES TIMEOUT 120 LABELS unit
+      ENVIRONMENT "OUTPOST_TEST_TMP=${CMAKE_BINARY_DIR}/tests/tmp")
+  endfunction()
+  cmake_language(DEFER CALL outpost_register_win32_platform_test)
+endif()

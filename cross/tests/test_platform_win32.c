@@ -1,0 +1,392 @@
+/*
+ * test_platform_win32.c — unit tests of platform/win32.c, run under wine by
+ * CTest in the Windows cross build (registered by cross/static-deps.cmake;
+ * tests/unit/test_platform.c is the POSIX counterpart).
+ *
+ * Non-ASCII names throughout: the interface is UTF-8, Win32 is UTF-16. Tests
+ * that need another process run this program again with a mode argument
+ * (--echo, --exit, --sleep, --try-lock), so argument quoting, exit codes,
+ * timeouts and the lock are seen across a real process boundary.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <windows.h>
+
+#include <shellapi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "platform.h"
+
+#define assert_ok(rc, err)                                                                                     \
+    do {                                                                                                       \
+        error_code rc_ = (rc);                                                                                 \
+        if (rc_ != ERR_OK)                                                                                     \
+            fail_msg("%s: %s", error_name(rc_), (err).message);                                               \
+    } while (0)
+
+static char self_path[MAX_PATH * 4]; /* this program, UTF-8 */
+static char scratch[MAX_PATH * 4];   /* this run's scratch directory */
+
+static char *join(const char *dir, const char *name)
+{
+    char *p = platform_path_join(dir, name);
+    assert_non_null(p);
+    return p;
+}
+
+/* ---- Child modes ---------------------------------------------------------- */
+
+/* Writes this process's arguments, as the C runtime's rules split the
+ * command line (CommandLineToArgvW), one per line in UTF-8, to argv[2]. */
+static int child_echo(void)
+{
+    int argc = 0;
+    wchar_t **wargv = CommandLineToArgvW(GetCommandLineW(), &argc);
+    if (!wargv || argc < 3)
+        return 90;
+    FILE *out = _wfopen(wargv[2], L"wb");
+    if (!out)
+        return 91;
+    for (int i = 3; i < argc; i++) {
+        char buf[1024];
+        int n = WideCharToMultiByte(CP_UTF8, 0, wargv[i], -1, buf, sizeof buf, NULL, NULL);
+        if (n <= 0)
+            return 92;
+        fprintf(out, "[%s]\n", buf);
+    }
+    fclose(out);
+    LocalFree(wargv);
+    return 0;
+}
+
+static int child_main(int argc, char **argv)
+{
+    if (strcmp(argv[1], "--echo") == 0)
+        return child_echo();
+    if (strcmp(argv[1], "--exit") == 0 && argc > 2)
+        return atoi(argv[2]);
+    if (strcmp(argv[1], "--sleep") == 0 && argc > 2) {
+        Sleep((DWORD)atoi(argv[2]));
+        return 0;
+    }
+    if (strcmp(argv[1], "--try-lock") == 0 && argc > 2) {
+        platform_lock *lock = NULL;
+        error_code rc = platform_lock_acquire(argv[2], &lock, NULL);
+        platform_lock_release(lock);
+        return rc == ERR_LOCKED ? 5 : rc == ERR_OK ? 0 : 1;
+    }
+    return 99;
+}
+
+static platform_spawn_result run_self(const char *const *args, int64_t timeout_ms)
+{
+    const char *argv[16] = {self_path};
+    size_t n = 1;
+    for (; args[n - 1] && n < 15; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    platform_spawn_result result = {0};
+    error_info err;
+    assert_ok(platform_spawn(argv, timeout_ms, &result, &err), err);
+    return result;
+}
+
+/* ---- Tests ----------------------------------------------------------------- */
+
+static void test_unicode_files_and_atomic_replace(void **state)
+{
+    (void)state;
+    error_info err;
+    char *dir = join(scratch, "d\xc3\xbcr\\\xe6\x97\xa5\xe6\x9c\xac"); /* dür\日本 */
+    assert_ok(platform_mkdirs(dir, &err), err);
+    assert_ok(platform_mkdirs(dir, &err), err); /* existing: success */
+    assert_int_equal(platform_path_stat(dir, NULL), PLATFORM_PATH_DIR);
+
+    char *file = join(dir, "st\xc3\xa4tus.json");
+    assert_ok(platform_write_atomic(file, "old", 3, &err), err);
+    assert_ok(platform_write_atomic(file, "new content", 11, &err), err);
+    uint64_t size = 0;
+    assert_int_equal(platform_path_stat(file, &size), PLATFORM_PATH_FILE);
+    assert_int_equal(size, 11);
+    char *data = NULL;
+    size_t len = 0;
+    assert_ok(platform_read_file(file, 100, &data, &len, &err), err);
+    assert_string_equal(data, "new content");
+    free(data);
+    assert_int_equal(platform_read_file(file, 5, &data, &len, &err), ERR_IO);
+    assert_non_null(strstr(err.message, "limit"));
+
+    char *other = join(dir, "b.txt");
+    assert_ok(platform_rename(file, other, &err), err);
+    assert_int_equal(platform_path_stat(file, NULL), PLATFORM_PATH_NONE);
+    assert_ok(platform_write_atomic(file, "x", 1, &err), err);
+
+    /* Listing: sorted bytewise, no temporary files left behind. */
+    char **names = NULL;
+    size_t count = 0;
+    assert_ok(platform_list_dir(dir, &names, &count, &err), err);
+    assert_int_equal(count, 2);
+    assert_string_equal(names[0], "b.txt");
+    assert_string_equal(names[1], "st\xc3\xa4tus.json");
+    platform_free_names(names, count);
+
+    char *missing = join(dir, "missing");
+    assert_int_equal(platform_read_file(missing, 100, &data, &len, &err), ERR_NOT_FOUND);
+    assert_int_equal(platform_list_dir(missing, &names, &count, &err), ERR_NOT_FOUND);
+    assert_ok(platform_remove_file(missing, &err), err);
+
+    uint64_t free_bytes = 0;
+    assert_ok(platform_free_space(dir, &free_bytes, &err), err);
+    assert_true(free_bytes > 0);
+
+    char *top = join(scratch, "d\xc3\xbcr");
+    assert_ok(platform_remove_tree(top, &err), err);
+    assert_int_equal(platform_path_stat(top, NULL), PLATFORM_PATH_NONE);
+    assert_ok(platform_remove_tree(top, &err), err); /* missing: success */
+    free(top);
+    free(missing);
+    free(other);
+    free(file);
+    free(dir);
+}
+
+static void test_spawn_argument_quoting(void **state)
+{
+    (void)state;
+    char *out = join(scratch, "echo-\xc3\xa9.txt");
+    const char *args[] = {"--echo",     out,        "plain",         "two words",  "",
+                          "q\"uote",    "trail\\",  "back\\\\\"q",   "a\\b c\\",   "\xc3\xbc\xe6\x97\xa5",
+                          "tab\there",  NULL};
+    platform_spawn_result r = run_self(args, 60000);
+    assert_int_equal(r.exit_code, 0);
+    assert_false(r.timed_out);
+    char *data = NULL;
+    size_t len = 0;
+    error_info err;
+    assert_ok(platform_read_file(out, 4096, &data, &len, &err), err);
+    assert_string_equal(data, "[plain]\n[two words]\n[]\n[q\"uote]\n[trail\\]\n[back\\\\\"q]\n[a\\b c\\]\n"
+                              "[\xc3\xbc\xe6\x97\xa5]\n[tab\there]\n");
+    free(data);
+    free(out);
+}
+
+static void test_spawn_exit_codes_timeout_and_errors(void **state)
+{
+    (void)state;
+    const char *installer_reboot[] = {"--exit", "3010", NULL};
+    platform_spawn_result r = run_self(installer_reboot, 60000);
+    assert_int_equal(r.exit_code, 3010);
+    assert_false(r.timed_out);
+
+    const char *slow[] = {"--sleep", "60000", NULL};
+    int64_t start = platform_monotonic_ms();
+    r = run_self(slow, 500);
+    int64_t took = platform_monotonic_ms() - start;
+    assert_true(r.timed_out);
+    assert_true(took >= 500);
+    assert_true(took < 30000);
+
+    const char *missing[] = {"outpost-no-such-program", NULL};
+    error_info err;
+    assert_int_equal(platform_spawn(missing, 1000, &r, &err), ERR_SPAWN);
+    assert_non_null(strstr(err.message, "outpost-no-such-program"));
+    const char *empty[] = {"", NULL};
+    assert_int_equal(platform_spawn(empty, 1000, &r, &err), ERR_SPAWN);
+}
+
+static void test_lock_across_processes(void **state)
+{
+    (void)state;
+    char *path = join(scratch, "outpost.lock");
+    error_info err;
+    platform_lock *lock = NULL;
+    assert_ok(platform_lock_acquire(path, &lock, &err), err);
+
+    platform_lock *second = NULL;
+    assert_int_equal(platform_lock_acquire(path, &second, &err), ERR_LOCKED);
+    assert_null(second);
+    const char *try_lock[] = {"--try-lock", path, NULL};
+    assert_int_equal(run_self(try_lock, 60000).exit_code, 5);
+
+    /* The PID stays readable while the lock is held. */
+    char *data = NULL;
+    size_t len = 0;
+    assert_ok(platform_read_file(path, 100, &data, &len, &err), err);
+    assert_int_equal(strtoul(data, NULL, 10), GetCurrentProcessId());
+    free(data);
+
+    platform_lock_release(lock);
+    assert_int_equal(run_self(try_lock, 60000).exit_code, 0);
+    free(path);
+}
+
+static void test_secret_file_checks(void **state)
+{
+    (void)state;
+    error_info err;
+    char *missing = join(scratch, "no-key");
+    assert_int_equal(platform_check_secret_file(missing, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "does not exist"));
+    assert_int_equal(platform_check_secret_file(scratch, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "not a regular file"));
+    free(missing);
+}
+
+static void test_environment_and_host(void **state)
+{
+    (void)state;
+    SetEnvironmentVariableW(L"OUTPOST_TEST_VALUE", L"caf\u00e9 \u65e5\u672c");
+    const char *v = platform_getenv("OUTPOST_TEST_VALUE");
+    assert_non_null(v);
+    assert_string_equal(v, "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac");
+    SetEnvironmentVariableW(L"OUTPOST_TEST_VALUE", NULL);
+    assert_null(platform_getenv("OUTPOST_TEST_VALUE"));
+
+    assert_string_equal(platform_os_name(), "windows");
+    assert_string_equal(platform_arch(), "x86_64");
+    char host[256];
+    platform_hostname(host, sizeof host);
+    assert_true(host[0] && strcmp(host, "unknown") != 0);
+    assert_int_equal(platform_path_separator(), '\\');
+
+    char *config = platform_default_config_path();
+    char *state_dir = platform_default_state_dir();
+    size_t n = strlen(config);
+    assert_true(n > 21 && strcmp(config + n - 21, "\\outpost\\outpost.json") == 0);
+    n = strlen(state_dir);
+    assert_true(n > 14 && strcmp(state_dir + n - 14, "\\outpost\\state") == 0);
+    free(config);
+    free(state_dir);
+    assert_false(platform_is_terminal(NULL));
+}
+
+static void test_clocks_and_random(void **state)
+{
+    (void)state;
+    int64_t wall = platform_time_utc_ms();
+    int64_t now = (int64_t)time(NULL) * 1000;
+    assert_true(wall > now - 5000 && wall < now + 5000);
+    int64_t a = platform_monotonic_ms();
+    platform_sleep_ms(20);
+    int64_t b = platform_monotonic_ms();
+    assert_true(b - a >= 15);
+    unsigned char x[32] = {0}, y[32] = {0};
+    error_info err;
+    assert_ok(platform_random_bytes(x, sizeof x, &err), err);
+    assert_ok(platform_random_bytes(y, sizeof y, &err), err);
+    assert_memory_not_equal(x, y, sizeof x);
+}
+
+typedef struct handshake {
+    platform_mutex *m;
+    platform_cond *c;
+    int stage;
+} handshake;
+
+static void thread_body(void *arg)
+{
+    handshake *h = arg;
+    platform_mutex_lock(h->m);
+    h->stage = 1;
+    platform_cond_broadcast(h->c);
+    while (h->stage != 2)
+        platform_cond_wait(h->c, h->m);
+    h->stage = 3;
+    platform_mutex_unlock(h->m);
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    handshake h = {platform_mutex_new(), platform_cond_new(), 0};
+    assert_non_null(h.m);
+    assert_non_null(h.c);
+    platform_thread *t = NULL;
+    error_info err;
+    assert_ok(platform_thread_start(&t, thread_body, &h, &err), err);
+    platform_mutex_lock(h.m);
+    while (h.stage != 1)
+        platform_cond_wait(h.c, h.m);
+    h.stage = 2;
+    platform_cond_broadcast(h.c);
+    platform_mutex_unlock(h.m);
+    platform_thread_join(t);
+    assert_int_equal(h.stage, 3);
+    platform_cond_free(h.c);
+    platform_mutex_free(h.m);
+}
+
+static void test_installed_version_from_registry(void **state)
+{
+    (void)state;
+    error_info err;
+    char *version = NULL;
+    assert_int_equal(platform_installed_version("Outpost No Such Product 7f3a", &version, &err), ERR_NOT_FOUND);
+
+    HKEY key;
+    const wchar_t *sub = L"SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\OutpostUnitTest";
+    if (RegCreateKeyExW(HKEY_LOCAL_MACHINE, sub, 0, NULL, 0, KEY_WRITE | KEY_WOW64_64KEY, NULL, &key, NULL) !=
+        ERROR_SUCCESS)
+        skip(); /* not an administrator: the lookup itself was tested above */
+    const wchar_t name[] = L"Outpost Test Sensor \u00e9dition";
+    const wchar_t ver[] = L"26.01.03.24329";
+    RegSetValueExW(key, L"DisplayName", 0, REG_SZ, (const BYTE *)name, sizeof name);
+    RegSetValueExW(key, L"DisplayVersion", 0, REG_SZ, (const BYTE *)ver, sizeof ver);
+    RegCloseKey(key);
+    error_code rc = platform_installed_version("outpost test sensor", &version, &err);
+    RegDeleteKeyExW(HKEY_LOCAL_MACHINE, sub, KEY_WOW64_64KEY, 0);
+    assert_ok(rc, err);
+    assert_string_equal(version, "26.01.03.24329");
+    free(version);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strncmp(argv[1], "--", 2) == 0)
+        return child_main(argc, argv);
+
+    wchar_t wself[MAX_PATH];
+    DWORD n = GetModuleFileNameW(NULL, wself, MAX_PATH);
+    if (n == 0 || n >= MAX_PATH ||
+        !WideCharToMultiByte(CP_UTF8, 0, wself, -1, self_path, sizeof self_path, NULL, NULL))
+        return 1;
+    const char *base = getenv("OUTPOST_TEST_TMP");
+    char *dir_base = NULL;
+    if (!base || !*base) {
+        DWORD tn = GetTempPathA(sizeof scratch, scratch);
+        if (tn == 0)
+            return 1;
+        base = scratch;
+    }
+    dir_base = strdup(base);
+    snprintf(scratch, sizeof scratch, "%s\\outpost-win32-%lu", dir_base, (unsigned long)GetCurrentProcessId());
+    free(dir_base);
+    error_info err;
+    if (platform_mkdirs(scratch, &err) != ERR_OK) {
+        fprintf(stderr, "setup: %s\n", err.message);
+        return 1;
+    }
+
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unicode_files_and_atomic_replace),
+        cmocka_unit_test(test_spawn_argument_quoting),
+        cmocka_unit_test(test_spawn_exit_codes_timeout_and_errors),
+        cmocka_unit_test(test_lock_across_processes),
+        cmocka_unit_test(test_secret_file_checks),
+        cmocka_unit_test(test_environment_and_host),
+        cmocka_unit_test(test_clocks_and_random),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_installed_version_from_registry),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    platform_remove_tree(scratch, NULL);
+    return failed;
+}
