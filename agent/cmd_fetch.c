@@ -424,6 +424,10 @@ error_code command_update(command_context *ctx, error_info *err)
         rc = stage_download(&job, &dl, &staged, err);
         log_info("verified and staged in %" PRId64 " ms", platform_monotonic_ms() - t0);
     }
+    /* Already staged: a run killed in the middle of staging it may have left
+     * it not current yet, or older versions unpruned. */
+    if (rc == ERR_OK && job.outcome == UPDATE_ALREADY_STAGED && fs.latest)
+        rc = staging_finish_commit(ctx->cfg, fs.s, fs.latest, err);
     rc = finish_session(&fs, rc, err);
     if (rc == ERR_OK)
         print_update(&job, &staged, &dl);

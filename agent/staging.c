@@ -498,6 +498,14 @@ error_code staging_rollback(const config *cfg, state *s, char **from, char **to,
     if (rc == ERR_OK && !staging_has_verified(cfg, target))
         rc = error_set(err, ERR_REJECTED,
                        "staged version %s no longer matches its manifest; it was not made current", target);
+    /* Recorded before the switch, so that staging_finish_commit never takes
+     * the version rolled back from (still last in the history) for a commit a
+     * kill interrupted, and undoes the rollback. */
+    if (rc == ERR_OK) {
+        cJSON *section = state_section(s, "installer");
+        cJSON_DeleteItemFromObjectCaseSensitive(section, "rolled_back_from");
+        rc = cJSON_AddStringToObject(section, "rolled_back_from", current) ? state_save(s, err) : oom(err);
+    }
     if (rc == ERR_OK)
         rc = write_current(root, target, err);
     if (rc == ERR_OK) {
@@ -507,6 +515,34 @@ error_code staging_rollback(const config *cfg, state *s, char **from, char **to,
     platform_free_names(names, count);
     free(current);
     free(target);
+    free(root);
+    return rc;
+}
+
+error_code staging_finish_commit(const config *cfg, state *s, const char *version, error_info *err)
+{
+    char *root = staging_root(cfg);
+    if (!root)
+        return oom(err);
+    char *current = NULL;
+    cJSON *history = history_of(s);
+    error_code rc = history ? read_current(root, &current, err) : oom(err);
+    int n = history ? cJSON_GetArraySize(history) : 0;
+    const cJSON *last = n > 0 ? cJSON_GetArrayItem(history, n - 1) : NULL;
+    const cJSON *rolled_back = cJSON_GetObjectItemCaseSensitive(state_section(s, "installer"), "rolled_back_from");
+    bool is_current = current && strcmp(current, version) == 0;
+    bool was_rolled_back = cJSON_IsString(rolled_back) && strcmp(rolled_back->valuestring, version) == 0;
+    if (rc == ERR_OK && !is_current && !was_rolled_back && cJSON_IsString(last) &&
+        strcmp(last->valuestring, version) == 0) {
+        log_info("staging of %s was interrupted before it became current; making it current", version);
+        rc = write_current(root, version, err);
+        is_current = rc == ERR_OK;
+    }
+    if (rc == ERR_OK && is_current) {
+        prune(cfg, root, history, version);
+        rc = state_save(s, err);
+    }
+    free(current);
     free(root);
     return rc;
 }
@@ -862,6 +898,7 @@ static error_code job_commit(staging_job *job, staging_result *result, error_inf
     if (!history)
         return oom(err);
     history_append(history, job->version);
+    cJSON_DeleteItemFromObjectCaseSensitive(state_section(job->s, "installer"), "rolled_back_from");
     rc = state_save(job->s, err);
     if (rc == ERR_OK)
         rc = write_current(job->root, job->version, err);

@@ -115,6 +115,19 @@ error_code staging_current(const config *cfg, char **version, struct cJSON **man
 error_code staging_rollback(const config *cfg, state *s, char **from, char **to, error_info *err);
 
 /*
+ * Finishes what a killed staging left undone for version, which the caller
+ * found already staged and verified: when version is the most recently
+ * staged one (last in the history) but staging/current names another, the
+ * kill came between saving the history and switching current: current is
+ * switched now. When version is current, versions beyond keep_versions are
+ * pruned (a kill before pruning left them). rollback records the version
+ * it switched away from (state "installer".rolled_back_from, cleared when
+ * a version is staged), and that one is never made current here: a
+ * rollback is not undone by the next update.
+ */
+error_code staging_finish_commit(const config *cfg, state *s, const char *version, error_info *err);
+
+/*
  * Whether name is acceptable as a staged file name: a base name (no '/',
  * '\\', ':'), not "." / "..", no control characters or characters Windows
  * forbids (<>"|?*), not a reserved device name (CON, NUL, COM1...), not
