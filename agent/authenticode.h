@@ -101,9 +101,7 @@ const char *authenticode_verdict_name(authenticode_verdict v);
  */
 error_code authenticode_reject(authenticode_result *result, authenticode_verdict verdict,
                                const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
+    OUTPOST_PRINTF(3, 4)
     ;
 
 /*

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "backoff.h"
+#include "platform.h"
 #include "ratelimit.h"
 #include "text.h"
 #include "timefmt.h"
@@ -163,6 +164,8 @@ struct http_client {
     char *origin;               /* "https://host:443" of base_url */
     config_http cfg;
     char *ca_file;
+    char *ca_bundle;             /* OS root store as PEM when the TLS library has none (Windows); NULL otherwise */
+    size_t ca_bundle_len;
     char *pinned_key;
     char *proxy;
     char *api_key;              /* wiped on free */
@@ -195,9 +198,7 @@ struct http_client {
 /* ---- Small helpers ---------------------------------------------------------------- */
 
 static void trace(http_client *c, int level, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
+    OUTPOST_PRINTF(3, 4)
     ;
 
 static void trace(http_client *c, int level, const char *fmt, ...)
@@ -668,6 +669,11 @@ error_code http_client_new(const config *cfg, const char *api_key, const http_op
             return error_set(err, ERR_INTERNAL, "libcurl could not be initialised");
         }
         c->curl_initialised = true;
+        /* Without a CA file, trust the OS store; where libcurl has a default
+         * store of its own (POSIX) this finds nothing and changes nothing. */
+        error_info ignored;
+        if (!c->ca_file && platform_system_ca_bundle(&c->ca_bundle, &c->ca_bundle_len, &ignored) != ERR_OK)
+            c->ca_bundle = NULL;
         c->multi = curl_multi_init();
         c->share = curl_share_init();
         if (!c->multi || !c->share) {
@@ -718,6 +724,7 @@ void http_client_free(http_client *c)
     free(c->base_url);
     free(c->origin);
     free(c->ca_file);
+    free(c->ca_bundle);
     free(c->pinned_key);
     free(c->proxy);
     ratelimit_free(c->rl);
@@ -810,9 +817,7 @@ static void xfer_complete(http_client *c, xfer *x, error_code code, const error_
 }
 
 static void xfer_fail(http_client *c, xfer *x, error_code code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
+    OUTPOST_PRINTF(4, 5)
     ;
 
 static void xfer_fail(http_client *c, xfer *x, error_code code, const char *fmt, ...)
@@ -1342,8 +1347,14 @@ static bool curl_attempt(http_client *c, xfer *x)
     curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, 50L);
     /* The CA file applies to every host (a TLS-inspecting proxy re-signs
      * the storage host too); the pinned key is the platform's own. */
-    if (c->ca_file)
+    if (c->ca_file) {
         curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+    } else if (c->ca_bundle) {
+#if LIBCURL_VERSION_NUM >= 0x074d00 /* 7.77.0: CURLOPT_CAINFO_BLOB */
+        struct curl_blob blob = {c->ca_bundle, c->ca_bundle_len, CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+#endif
+    }
     if (c->pinned_key && x->same_origin)
         curl_easy_setopt(e, CURLOPT_PINNEDPUBLICKEY, c->pinned_key);
     if (c->proxy)

@@ -24,9 +24,7 @@ typedef struct buffer {
 } buffer;
 
 static void put(buffer *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
+    OUTPOST_PRINTF(2, 3)
     ;
 
 static void put(buffer *b, const char *fmt, ...)

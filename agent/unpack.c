@@ -85,9 +85,7 @@ typedef struct extraction {
 } extraction;
 
 static error_code reject(error_info *err, const char *archive_path, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
+    OUTPOST_PRINTF(3, 4)
     ;
 static error_code reject(error_info *err, const char *archive_path, const char *fmt, ...)
 {

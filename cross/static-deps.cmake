@@ -20,11 +20,8 @@ set_property(TARGET LibArchive::LibArchive APPEND PROPERTY INTERFACE_LINK_LIBRAR
 if(WIN32)
   set_property(TARGET LibArchive::LibArchive APPEND PROPERTY INTERFACE_LINK_LIBRARIES bcrypt)
   target_compile_definitions(outpost_core PUBLIC __USE_MINGW_ANSI_STDIO=1)
-  # error.h declares error_set() with format(printf), which GCC checks as
-  # Microsoft's printf on MinGW, so every %zu would be flagged although the
-  # MinGW printf in use supports it. The native build keeps -Wformat=2
-  # checking the same calls.
-  target_compile_options(outpost_core PUBLIC -Wno-format)
+  # MinGW's C99 printf: %zu and %lld work, and error.h's OUTPOST_PRINTF
+  # checks formats against it (__MINGW_PRINTF_FORMAT is gnu_printf then).
   target_link_options(outpost_core PUBLIC -static -static-libgcc)
   # win32.c uses Windows threads; FindThreads' -lpthread would only drag
   # winpthread's emulation into the executable.

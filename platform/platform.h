@@ -210,4 +210,14 @@ char *platform_default_state_dir(void);
  */
 error_code platform_installed_version(const char *display_name, char **version, error_info *err);
 
+/*
+ * The operating system's trusted root certificates as one PEM bundle, for a
+ * TLS library that cannot read the OS store itself: the Windows builds use
+ * libcurl over mbedTLS, which has no CA store of its own, so without this
+ * they would trust nothing unless tls.ca_file is set. Returns ERR_NOT_FOUND
+ * where libcurl's own default store applies (POSIX) or the store is empty.
+ * *pem is malloc'd, NUL-terminated, *len bytes without the NUL.
+ */
+error_code platform_system_ca_bundle(char **pem, size_t *len, error_info *err);
+
 #endif

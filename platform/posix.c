@@ -1140,3 +1140,11 @@ error_code platform_installed_version(const char *display_name, char **version, 
                      "cannot read the installed version of %s: no software inventory on this platform",
                      display_name);
 }
+
+error_code platform_system_ca_bundle(char **pem, size_t *len, error_info *err)
+{
+    (void)pem;
+    (void)len;
+    /* libcurl's build knows the system's CA bundle path here. */
+    return error_set(err, ERR_NOT_FOUND, "libcurl's default CA store applies on this platform");
+}

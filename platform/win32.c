@@ -34,6 +34,8 @@
 
 #include <windows.h>
 
+#include <wincrypt.h>
+
 #include <aclapi.h>
 #include <bcrypt.h>
 #include <errno.h>
@@ -1760,5 +1762,45 @@ error_code platform_installed_version(const char *display_name, char **version, 
                          "starting with it",
                          display_name);
     *version = found;
+    return ERR_OK;
+}
+
+error_code platform_system_ca_bundle(char **pem, size_t *len, error_info *err)
+{
+    HCERTSTORE store = CertOpenSystemStoreW(0, L"ROOT");
+    if (!store)
+        return error_set_os(err, ERR_NOT_FOUND, (int)GetLastError(), "cannot open the Windows ROOT certificate store");
+    char *bundle = NULL;
+    size_t used = 0;
+    error_code rc = ERR_OK;
+    PCCERT_CONTEXT cert = NULL;
+    while ((cert = CertEnumCertificatesInStore(store, cert)) != NULL) {
+        if (cert->dwCertEncodingType != X509_ASN_ENCODING)
+            continue;
+        DWORD need = 0;
+        if (!CryptBinaryToStringA(cert->pbCertEncoded, cert->cbCertEncoded, CRYPT_STRING_BASE64HEADER, NULL, &need))
+            continue;
+        char *grown = realloc(bundle, used + need + 1);
+        if (!grown) {
+            rc = error_set(err, ERR_NOMEM, "out of memory reading the Windows ROOT certificate store");
+            CertFreeCertificateContext(cert);
+            break;
+        }
+        bundle = grown;
+        DWORD written = need;
+        if (CryptBinaryToStringA(cert->pbCertEncoded, cert->cbCertEncoded, CRYPT_STRING_BASE64HEADER, bundle + used,
+                                 &written))
+            used += written; /* written excludes the NUL */
+    }
+    CertCloseStore(store, 0);
+    if (rc == ERR_OK && used == 0)
+        rc = error_set(err, ERR_NOT_FOUND, "the Windows ROOT certificate store is empty");
+    if (rc != ERR_OK) {
+        free(bundle);
+        return rc;
+    }
+    bundle[used] = '\0';
+    *pem = bundle;
+    *len = used;
     return ERR_OK;
 }
