@@ -890,16 +890,18 @@ static error_code job_prepare(staging_job *job, error_info *err)
 static error_code job_commit(staging_job *job, staging_result *result, error_info *err)
 {
     error_code rc = write_manifest(job, err);
-    if (rc == ERR_OK)
-        rc = commit_directory(job, err);
     if (rc != ERR_OK)
         return rc;
+    /* The history names the version before its directory appears, so that
+     * staging_finish_commit recognises a kill between any two later steps. */
     cJSON *history = history_of(job->s);
     if (!history)
         return oom(err);
     history_append(history, job->version);
     cJSON_DeleteItemFromObjectCaseSensitive(state_section(job->s, "installer"), "rolled_back_from");
     rc = state_save(job->s, err);
+    if (rc == ERR_OK)
+        rc = commit_directory(job, err);
     if (rc == ERR_OK)
         rc = write_current(job->root, job->version, err);
     if (rc != ERR_OK)
