@@ -449,12 +449,21 @@ static void prune(const config *cfg, const char *root, cJSON *history, const cha
                     (keep_previous && strcmp(names[i], keep_previous) == 0);
         if (keep)
             continue;
+        /* Moved aside first: removing a tree file by file is not atomic, and a
+         * kill in the middle must not leave a version directory without its
+         * manifest or installer. clean_leftovers removes what a kill leaves. */
+        char aside_name[40];
         char *path = platform_path_join(root, names[i]);
-        if (path && platform_remove_tree(path, NULL) == ERR_OK) {
+        char *aside = random_name(".old-", aside_name, sizeof aside_name, NULL) == ERR_OK
+                          ? platform_path_join(root, aside_name)
+                          : NULL;
+        if (path && aside && platform_rename(path, aside, NULL) == ERR_OK) {
+            platform_remove_tree(aside, NULL);
             log_info("pruned staged version %s (installer.keep_versions is %d)", names[i],
                      cfg->installer.keep_versions);
             history_remove(history, names[i]);
         }
+        free(aside);
         free(path);
     }
     free(keep_previous);
@@ -539,6 +548,7 @@ error_code staging_finish_commit(const config *cfg, state *s, const char *versio
         is_current = rc == ERR_OK;
     }
     if (rc == ERR_OK && is_current) {
+        clean_leftovers(root);
         prune(cfg, root, history, version);
         rc = state_save(s, err);
     }
