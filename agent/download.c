@@ -37,6 +37,7 @@ typedef struct sidecar {
     char *file_name;
     int64_t total;               /* -1 unknown */
     int64_t bytes;               /* known good (flushed) */
+    char *boot_id;               /* boot the partial was written in (platform_boot_id) */
 } sidecar;
 
 static void sidecar_clear(sidecar *sc)
@@ -46,6 +47,7 @@ static void sidecar_clear(sidecar *sc)
     free(sc->etag);
     free(sc->last_modified);
     free(sc->file_name);
+    free(sc->boot_id);
     memset(sc, 0, sizeof *sc);
     sc->total = -1;
 }
@@ -84,6 +86,7 @@ static bool sidecar_load(const char *path, sidecar *sc)
     sc->file_name = json_string_dup(doc, "file_name");
     sc->total = json_int(doc, "total_length");
     sc->bytes = json_int(doc, "bytes");
+    sc->boot_id = json_string_dup(doc, "boot_id");
     cJSON_Delete(doc);
     bool ok = sc->version && version_is_valid(sc->version, NULL) && sc->bytes >= 0 &&
               (!sc->file_name || disposition_name_is_safe(sc->file_name, NULL));
@@ -112,6 +115,9 @@ static error_code sidecar_save(const char *path, const sidecar *sc, error_info *
     add_string_or_null(doc, "file_name", sc->file_name);
     cJSON_AddNumberToObject(doc, "total_length", (double)sc->total);
     cJSON_AddNumberToObject(doc, "bytes", (double)sc->bytes);
+    char boot[128];
+    platform_boot_id(boot, sizeof boot);
+    add_string_or_null(doc, "boot_id", boot[0] ? boot : NULL);
     char *text = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
     if (!text)
@@ -674,6 +680,15 @@ static void load_partial(download_job *job)
     platform_free_names(names, count);
     if (job->partial.version) {
         job->written = job->partial.bytes;
+        /* Killed, not rebooted: what the last run wrote past its last flush
+         * is still in the OS cache, so the whole part file is good. */
+        char boot[128];
+        platform_boot_id(boot, sizeof boot);
+        uint64_t size = 0;
+        if (boot[0] && job->partial.boot_id && strcmp(boot, job->partial.boot_id) == 0 &&
+            platform_path_stat(job->part_path, &size) == PLATFORM_PATH_FILE && (int64_t)size > job->written &&
+            size <= LONG_MAX && (job->partial.total < 0 || (int64_t)size <= job->partial.total))
+            job->written = (int64_t)size;
         log_info("resuming the download of %s from %" PRId64 " bytes", job->partial.version, job->written);
     }
 }

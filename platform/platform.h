@@ -178,6 +178,15 @@ void platform_cond_broadcast(platform_cond *c);
 
 /* ---- Host and environment ------------------------------------------------ */
 
+/*
+ * An identifier of the current boot of the operating system into buf ("" when
+ * it cannot be known). Data a killed process wrote is still in the OS cache
+ * until the machine goes down, so a file written in this same boot can be
+ * trusted up to its length even past its last flush; after a reboot only
+ * what was flushed can.
+ */
+void platform_boot_id(char *buf, size_t size);
+
 /* Host name (UTF-8) into buf; "unknown" when it cannot be read. */
 void platform_hostname(char *buf, size_t size);
 

@@ -1148,3 +1148,19 @@ error_code platform_system_ca_bundle(char **pem, size_t *len, error_info *err)
     /* libcurl's build knows the system's CA bundle path here. */
     return error_set(err, ERR_NOT_FOUND, "libcurl's default CA store applies on this platform");
 }
+
+void platform_boot_id(char *buf, size_t size)
+{
+    if (size == 0)
+        return;
+    buf[0] = '\0';
+#ifdef __linux__
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (!f)
+        return;
+    if (!fgets(buf, (int)size, f))
+        buf[0] = '\0';
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = '\0';
+#endif
+}

@@ -1804,3 +1804,17 @@ error_code platform_system_ca_bundle(char **pem, size_t *len, error_info *err)
     *len = used;
     return ERR_OK;
 }
+
+void platform_boot_id(char *buf, size_t size)
+{
+    if (size == 0)
+        return;
+    /* The boot time, to the minute: now minus the time since boot. Two
+     * readings a few ms apart can straddle a minute; that only costs a
+     * resume its unflushed tail, never correctness. */
+    FILETIME ft;
+    GetSystemTimeAsFileTime(&ft);
+    ULONGLONG now_100ns = ((ULONGLONG)ft.dwHighDateTime << 32) | ft.dwLowDateTime;
+    ULONGLONG boot_min = (now_100ns / 10000ULL - GetTickCount64()) / 60000ULL;
+    snprintf(buf, size, "boot-%llu", (unsigned long long)boot_min);
+}
