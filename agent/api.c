@@ -202,6 +202,71 @@ bool api_enum_unspecified(const char *value)
 
 /* ---- Envelope ---------------------------------------------------------------- */
 
+/* Length of the valid UTF-8 sequence at s (n bytes left); 0 when malformed,
+ * overlong forms, surrogates and code points past U+10FFFF included. */
+static size_t utf8_valid_length(const unsigned char *s, size_t n)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+        len = 2;
+    } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+        len = 3;
+        lo = s[0] == 0xE0 ? 0xA0 : 0x80;
+        hi = s[0] == 0xED ? 0x9F : 0xBF;
+    } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+        len = 4;
+        lo = s[0] == 0xF0 ? 0x90 : 0x80;
+        hi = s[0] == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        return 0;
+    }
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+/*
+ * JSON is UTF-8 (RFC 8259), and what outpost writes from these answers
+ * (status.json, incidents.jsonl) must be too, or SIEM shippers choke on it.
+ * Returns a malloc'd copy of body with every byte that is not part of valid
+ * UTF-8 replaced by U+FFFD, or NULL when body is valid already (*oom tells
+ * out of memory apart).
+ */
+static char *utf8_repaired(const char *body, size_t len, size_t *out_len, bool *oom)
+{
+    const unsigned char *s = (const unsigned char *)body;
+    size_t i = 0, step = 0;
+    while (i < len && (step = utf8_valid_length(s + i, len - i)) != 0)
+        i += step;
+    *oom = false;
+    if (i == len)
+        return NULL;
+    char *out = malloc(len * 3 + 1);
+    if (!out) {
+        *oom = true;
+        return NULL;
+    }
+    size_t o = 0;
+    for (i = 0; i < len; i += step ? step : 1) {
+        step = utf8_valid_length(s + i, len - i);
+        if (step) {
+            memcpy(out + o, s + i, step);
+            o += step;
+        } else {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+        }
+    }
+    *out_len = o;
+    return out;
+}
+
 error_code api_envelope_parse(const char *endpoint, const char *body, size_t len, bool require_resources,
                               api_envelope *env, error_info *err)
 {
@@ -210,7 +275,13 @@ error_code api_envelope_parse(const char *endpoint, const char *body, size_t len
     env->total = -1;
     if (!body || len == 0)
         return error_set(err, ERR_PROTOCOL, "%s: the answer is empty", endpoint);
-    cJSON *root = cJSON_ParseWithLength(body, len);
+    bool oom = false;
+    size_t repaired_len = 0;
+    char *repaired = utf8_repaired(body, len, &repaired_len, &oom);
+    if (oom)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    cJSON *root = repaired ? cJSON_ParseWithLength(repaired, repaired_len) : cJSON_ParseWithLength(body, len);
+    free(repaired);
     if (!root)
         return error_set(err, ERR_PROTOCOL, "%s: the answer is not valid JSON", endpoint);
     if (!cJSON_IsObject(root)) {

@@ -54,6 +54,8 @@ typedef struct api_envelope {
 
 /*
  * Parses body (len bytes, need not be NUL-terminated) as an envelope.
+ * Bytes that are not valid UTF-8 are read as U+FFFD (JSON is UTF-8, and
+ * what outpost writes from the answer must be too).
  * endpoint names the route in errors ("incidents/list"). With
  * require_resources, an absent `resources` is an error; a present one must
  * be an array either way. Numbers must be integers where the document says
