@@ -1,9 +1,11 @@
 /*
- * support_win32.c — the POSIX calls declared in test_support.h for the unit
+ * support_win32.c — the POSIX calls declared in support_win32.h for the unit
  * tests' Windows build (linked into each unit test by tests/CMakeLists.txt;
  * the name does not match test_*.c, so it is not a test of its own).
  */
-#include "test_support.h"
+#include "support_win32.h"
+
+#include "platform.h"
 
 #include <windows.h>
 
