@@ -1595,8 +1595,11 @@ class SimHandler(http.server.BaseHTTPRequestHandler):
             wanted = params["bytes"]
             cut = length // 2 if wanted is None else max(0, min(wanted, length))
         self.send_body(source, 0, cut)
-        if kind == "reset" and cut > 0:
-            time.sleep(0.05)     # let the partial body reach the peer before the RST
+        if kind == "reset":
+            # Let the headers and any partial body reach the peer before the
+            # RST: a reset that overtakes the headers would be a different
+            # fault (no answer at all, bytes=-1).
+            time.sleep(0.05)
         if kind == "stall":
             time.sleep(params["seconds"])
             if self.record is not None:
