@@ -335,25 +335,7 @@ void api_envelope_free(api_envelope *env)
 
 void api_envelope_first_error(const char *body, size_t len, char *buf, size_t size)
 {
-    if (size == 0)
-        return;
-    buf[0] = '\0';
-    if (!body || len == 0)
-        return;
-    cJSON *root = cJSON_ParseWithLength(body, len);
-    if (!root)
-        return;
-    const cJSON *errors = cJSON_GetObjectItemCaseSensitive(root, "errors");
-    const cJSON *first = cJSON_IsArray(errors) ? cJSON_GetArrayItem(errors, 0) : NULL;
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(first, "code");
-    const cJSON *message = cJSON_GetObjectItemCaseSensitive(first, "message");
-    const char *cs = cJSON_IsString(code) ? code->valuestring : NULL;
-    const char *ms = cJSON_IsString(message) ? message->valuestring : NULL;
-    if (cs && ms)
-        snprintf(buf, size, "%s: %s", cs, ms);
-    else if (cs || ms)
-        snprintf(buf, size, "%s", cs ? cs : ms);
-    cJSON_Delete(root);
+    http_envelope_first_error(body, len, buf, size);
 }
 
 static size_t resources_count(const api_envelope *env)

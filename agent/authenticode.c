@@ -27,6 +27,7 @@
  * still used as a fallback, and our callback then judges it.
  */
 #include "authenticode.h"
+#include "timefmt.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -192,26 +193,9 @@ static bool digest_equals(span expected, const unsigned char *actual, size_t act
 
 /* ---- Time ---------------------------------------------------------------- */
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
- * days_from_civil), valid for any year we meet. */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static int64_t civil_to_unix(int64_t y, int mo, int d, int h, int mi, int s)
-{
-    return days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
-}
-
 static int64_t x509_time_to_unix(const mbedtls_x509_time *t)
 {
-    return civil_to_unix(t->year, t->mon, t->day, t->hour, t->min, t->sec);
+    return timefmt_from_civil(t->year, t->mon, t->day, t->hour, t->min, t->sec);
 }
 
 static bool parse_digits(const unsigned char *p, int n, int *out)
@@ -259,7 +243,7 @@ static bool parse_asn1_time(der_reader *d, int64_t *out)
         return false;
     if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60)
         return false;
-    *out = civil_to_unix(year, mon, day, hour, min, sec);
+    *out = timefmt_from_civil(year, mon, day, hour, min, sec);
     return true;
 }
 

@@ -245,10 +245,10 @@ static bool is_retryable_status(long status)
     return status == 429 || status == 500 || status == 502 || status == 503;
 }
 
-/* "code: message" of the envelope's first error, or "" (never quotes more
- * than a short line of the server's text). */
-static void first_error(const char *body, size_t len, char *buf, size_t size)
+void http_envelope_first_error(const char *body, size_t len, char *buf, size_t size)
 {
+    if (size == 0)
+        return;
     buf[0] = '\0';
     if (!body || len == 0)
         return;
@@ -1039,7 +1039,7 @@ static void handle_response(http_client *c, xfer *x, int64_t now)
     detail[0] = '\0';
     if (x->kind != XFER_TOKEN) {
         char first[280];
-        first_error(x->response.data, x->response.len, first, sizeof first);
+        http_envelope_first_error(x->response.data, x->response.len, first, sizeof first);
         if (first[0])
             snprintf(detail, sizeof detail, " (%s)", first);
     }

@@ -304,6 +304,13 @@ error_code http_stream_get(http_client *client, const http_stream_request *reque
 /* ---- Helpers for other modules -------------------------------------------- */
 
 /*
+ * The first error of an envelope-shaped body as "code: message" into buf
+ * (each part cut to a short line of the server's text), "" when there is
+ * none or body is not JSON. Used to say why a request failed. Never fails.
+ */
+void http_envelope_first_error(const char *body, size_t len, char *buf, size_t size);
+
+/*
  * Whether url may be used: https://, or http:// to a loopback host
  * (localhost, 127.0.0.0/8, ::1). Sets ERR_CONFIG naming the URL otherwise.
  */

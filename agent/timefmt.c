@@ -17,6 +17,11 @@ static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
     return era * 146097 + doe - 719468;
 }
 
+int64_t timefmt_from_civil(int64_t year, int month, int day, int hour, int minute, int second)
+{
+    return days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second;
+}
+
 static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 {
     z += 719468;
@@ -98,6 +103,6 @@ bool timefmt_parse_iso8601(const char *s, int64_t *out)
     }
     if (*p != '\0')
         return false;
-    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - offset;
+    *out = timefmt_from_civil(y, mo, d, h, mi, se) - offset;
     return true;
 }

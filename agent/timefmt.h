@@ -21,4 +21,10 @@ void timefmt_iso8601(int64_t unix_seconds, char buf[TIMEFMT_ISO8601_SIZE]);
  */
 bool timefmt_parse_iso8601(const char *text, int64_t *unix_seconds);
 
+/*
+ * Seconds since the Unix epoch of a UTC civil date and time (proleptic
+ * Gregorian; fields are not range-checked).
+ */
+int64_t timefmt_from_civil(int64_t year, int month, int day, int hour, int minute, int second);
+
 #endif
