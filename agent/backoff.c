@@ -92,21 +92,31 @@ static bool parse_http_date(const char *s, int64_t *unix_seconds)
     return false;
 }
 
+/* A header value without surrounding blanks, copied into buf (size bytes);
+ * false when it is empty or does not fit. *len is its length. */
+static bool header_value_copy(const char *value, char *buf, size_t size, size_t *len)
+{
+    while (*value == ' ' || *value == '\t')
+        value++;
+    size_t n = strlen(value);
+    while (n > 0 && (value[n - 1] == ' ' || value[n - 1] == '\t' || value[n - 1] == '\r' || value[n - 1] == '\n'))
+        n--;
+    if (n == 0 || n >= size)
+        return false;
+    memcpy(buf, value, n);
+    buf[n] = '\0';
+    *len = n;
+    return true;
+}
+
 bool backoff_parse_http_date(const char *value, int64_t *unix_ms)
 {
     char buf[64];
     if (!value)
         return false;
-    while (*value == ' ' || *value == '\t')
-        value++;
-    size_t len = strlen(value);
-    while (len > 0 && (value[len - 1] == ' ' || value[len - 1] == '\t' || value[len - 1] == '\r' ||
-                       value[len - 1] == '\n'))
-        len--;
-    if (len == 0 || len >= sizeof buf)
+    size_t len;
+    if (!header_value_copy(value, buf, sizeof buf, &len))
         return false;
-    memcpy(buf, value, len);
-    buf[len] = '\0';
     int64_t seconds;
     if (!parse_http_date(buf, &seconds))
         return false;
@@ -119,16 +129,9 @@ bool backoff_parse_retry_after(const char *value, int64_t now_utc_ms, int64_t *d
     if (!value)
         return false;
     char buf[64];
-    while (*value == ' ' || *value == '\t')
-        value++;
-    size_t len = strlen(value);
-    while (len > 0 && (value[len - 1] == ' ' || value[len - 1] == '\t' || value[len - 1] == '\r' ||
-                       value[len - 1] == '\n'))
-        len--;
-    if (len == 0 || len >= sizeof buf)
+    size_t len;
+    if (!header_value_copy(value, buf, sizeof buf, &len))
         return false;
-    memcpy(buf, value, len);
-    buf[len] = '\0';
 
     if (isdigit((unsigned char)buf[0])) {
         int64_t seconds = 0;
