@@ -218,9 +218,11 @@ def test_non_utf8_bytes_in_incident_fields(hostile, tmp_path):
     """Bytes that are not UTF-8 in strings the platform sends. What outpost
     writes (incidents.jsonl, status.json) must still be valid UTF-8 JSON
     that a SIEM shipper can parse."""
+    # An hour ago, inside the 48 h lookback whatever today's date is.
+    an_hour_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600)).encode()
     incident = (b'{"id": "inc-\xff\xfe1", "policy": {"name": "PCI \xc3\x28 card \xed\xa0\x80 numbers"},'
                 b' "dataset": {"name": "ok"}, "user": {"local_username": "z\xc3\xb6e \x80"},'
-                b' "trigger_time": "2026-11-21T10:00:00Z", "risk_score": 5, "event_lineage_id": {}}')
+                b' "trigger_time": "' + an_hour_ago + b'", "risk_score": 5, "event_lineage_id": {}}')
     body = b'{"resources": [' + incident + b'], "errors": [], "page_response": {"next_id": ""}}'
     server = hostile(lambda path: json_response(body))
     cfg, state = write_config(tmp_path, server.url, report={"initial_lookback": "48h"})
