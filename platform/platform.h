@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../agent/error.h"
+#include "base/error.h"
 
 /* ---- Files ------------------------------------------------------------- */
 

@@ -15,7 +15,7 @@
 #define _DARWIN_C_SOURCE /* flock, arc4random_buf, F_FULLFSYNC beside _POSIX_C_SOURCE */
 #endif
 
-#include "platform.h"
+#include "platform/platform.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -30,7 +30,7 @@
 #define UNICODE
 #endif
 
-#include "platform.h"
+#include "platform/platform.h"
 
 #include <windows.h>
 

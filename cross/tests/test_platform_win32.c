@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "platform.h"
+#include "platform/platform.h"
 
 #define assert_ok(rc, err)                                                                                     \
     do {                                                                                                       \

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "authenticode.h"
+#include "authenticode/authenticode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

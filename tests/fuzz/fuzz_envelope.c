@@ -14,8 +14,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "api.h"
-#include "incident.h"
+#include "net/api.h"
+#include "report/incident.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "unpack.h"
+#include "installer/unpack.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

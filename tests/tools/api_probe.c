@@ -23,10 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
-#include "clock.h"
-#include "config.h"
-#include "http.h"
+#include "net/api.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "net/http.h"
 
 typedef struct probe {
     config cfg;

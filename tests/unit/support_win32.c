@@ -5,7 +5,7 @@
  */
 #include "support_win32.h"
 
-#include "platform.h"
+#include "platform/platform.h"
 
 #include <windows.h>
 

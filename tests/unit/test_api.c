@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "net/api.h"
 
 /* ---- envelope ------------------------------------------------------------------ */
 

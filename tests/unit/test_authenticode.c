@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "authenticode.h"
-#include "platform.h"
+#include "authenticode/authenticode.h"
+#include "platform/platform.h"
 
 /* A throwaway EC root: the trust configuration every test needs. */
 static const char test_root[] =

@@ -15,13 +15,13 @@
 #include <unistd.h>
 #include <utime.h>
 
-#include "bundle.h"
-#include "config.h"
-#include "log.h"
-#include "platform.h"
-#include "staging.h"
-#include "state.h"
-#include "text.h"
+#include "installer/bundle.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "platform/platform.h"
+#include "installer/staging.h"
+#include "core/state.h"
+#include "base/text.h"
 
 typedef struct fixture {
     char *dir;

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 #define MAX_ARGS 16
 

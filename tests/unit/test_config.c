@@ -14,7 +14,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "config.h"
+#include "core/config.h"
 
 static error_code load(const char *json, config *cfg, error_info *err)
 {

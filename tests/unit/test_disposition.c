@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "disposition.h"
+#include "installer/disposition.h"
 
 /* expect: the name, or NULL for "no name" (ERR_OK) ; reject: ERR_REJECTED */
 static const struct {

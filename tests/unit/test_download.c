@@ -17,12 +17,12 @@
 
 #include <mbedtls/md.h>
 
-#include "config.h"
-#include "download.h"
-#include "http.h"
-#include "log.h"
-#include "platform.h"
-#include "text.h"
+#include "core/config.h"
+#include "installer/download.h"
+#include "net/http.h"
+#include "core/log.h"
+#include "platform/platform.h"
+#include "base/text.h"
 
 #define BODY_LEN (3 * 1024 * 1024 + 17)
 

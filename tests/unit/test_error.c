@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 
 static void test_exit_codes(void **state)
 {

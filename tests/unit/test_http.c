@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "http.h"
+#include "core/clock.h"
+#include "net/http.h"
 
 #define API_KEY "test-api-key-0123456789"
 #define BASE "https://tenant.example.com/public/"

@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "incident.h"
+#include "report/incident.h"
 
 static char *print(const cJSON *json)
 {

@@ -14,11 +14,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "config.h"
-#include "installed.h"
-#include "log.h"
-#include "state.h"
-#include "text.h"
+#include "core/config.h"
+#include "installer/installed.h"
+#include "core/log.h"
+#include "core/state.h"
+#include "base/text.h"
 
 typedef struct fixture {
     char dir[64];

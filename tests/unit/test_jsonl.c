@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "jsonl.h"
+#include "report/jsonl.h"
 
 static char *tempdir(void)
 {

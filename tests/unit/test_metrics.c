@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "metrics.h"
+#include "report/metrics.h"
 
 static void test_render(void **unused)
 {

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "olecf.h"
+#include "authenticode/olecf.h"
 
 #define SECTOR 512
 #define FILE_SIZE (SECTOR * 5) /* header, FAT, directory, mini FAT, mini stream */

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "pe.h"
+#include "authenticode/pe.h"
 
 #define NT 0x80
 #define OPT (NT + 24)

@@ -41,7 +41,7 @@
 #include <sys/prctl.h>
 #endif
 
-#include "platform.h"
+#include "platform/platform.h"
 
 /* ---- Fixture and helpers ------------------------------------------------- */
 

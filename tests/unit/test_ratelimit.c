@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backoff.h"
-#include "clock.h"
-#include "ratelimit.h"
+#include "net/backoff.h"
+#include "core/clock.h"
+#include "net/ratelimit.h"
 
 /* ---- helpers ----------------------------------------------------------------- */
 

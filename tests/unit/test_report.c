@@ -15,9 +15,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "report.h"
-#include "status.h"
-#include "timefmt.h"
+#include "report/report.h"
+#include "report/status.h"
+#include "core/timefmt.h"
 
 /* ---- Fake clock: sleeping advances time, nothing waits ---------------------- */
 

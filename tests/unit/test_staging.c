@@ -19,12 +19,12 @@
 
 #include <cjson/cJSON.h>
 
-#include "config.h"
-#include "log.h"
-#include "platform.h"
-#include "staging.h"
-#include "state.h"
-#include "text.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "platform/platform.h"
+#include "installer/staging.h"
+#include "core/state.h"
+#include "base/text.h"
 
 typedef struct fixture {
     char *dir;      /* scratch: state_dir is dir/state */

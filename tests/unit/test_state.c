@@ -14,8 +14,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "log.h"
-#include "state.h"
+#include "core/log.h"
+#include "core/state.h"
 
 static char *make_dir(void)
 {

@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "status.h"
+#include "report/status.h"
 
 static void test_merge(void **unused)
 {

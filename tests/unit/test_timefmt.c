@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "timefmt.h"
+#include "core/timefmt.h"
 
 static void test_format(void **state)
 {

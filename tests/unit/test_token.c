@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "token.h"
+#include "net/token.h"
 
 static error_code accept_text(token_state *t, const char *body, int64_t now, error_info *err)
 {

@@ -1,4 +1,4 @@
-/* test_unpack.c — archive extraction (agent/unpack.c; the "archive" module of
+/* test_unpack.c — archive extraction (agent/installer/unpack.c; the "archive" module of
  * the issue): good archives come out under generated names; zip-slip, absolute
  * paths, symbolic and hard links, devices, too many entries and expansion
  * bombs are refused and leave nothing outside the extraction directory.
@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "platform.h"
-#include "unpack.h"
+#include "platform/platform.h"
+#include "installer/unpack.h"
 
 typedef struct spec {
     const char *name;

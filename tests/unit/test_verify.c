@@ -14,7 +14,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "verify.h"
+#include "installer/verify.h"
 
 static void put32(uint8_t *p, uint32_t v)
 {

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "version.h"
+#include "installer/version.h"
 
 static void test_valid(void **unused)
 {

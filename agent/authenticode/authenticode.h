@@ -1,0 +1,129 @@
+/*
+ * authenticode.h — portable Authenticode verification of Windows installers
+ * (PE images and MSI packages) with Mbed TLS, the same on every platform.
+ *
+ * One call judges one file against one policy and says what it found:
+ * valid, unsigned, or which rule the signature broke, with a reason a person
+ * can read. It is a pure function of the file's bytes and the policy (no
+ * global state, no network), and it reads the file with bounded memory: the
+ * image is hashed through a fixed buffer, only the signature blob (capped)
+ * is held in memory.
+ *
+ * What "valid" means (PRODUCT.md 4.3), in the order the checks run:
+ *  1. the file is a well-formed PE or MSI whose signature ends the file
+ *     (PE: nothing may follow the certificate table, as Windows has enforced
+ *     since MS12-024);
+ *  2. the PKCS#7 SignedData carries SpcIndirectDataContent for this format,
+ *     with SHA-256/384/512 (SHA-1 only with allow_sha1);
+ *  3. the Authenticode digest of the file equals the signed one;
+ *  4. exactly one signer, its certificate is carried in the signature, its
+ *     signed attributes name SpcIndirectDataContent and hold its digest, and
+ *     its RSA (PKCS#1 v1.5) or ECDSA signature over them verifies;
+ *  5. the signer chains, through the carried certificates, to a certificate
+ *     of trusted_ca_file, every certificate being valid at the judging time:
+ *     the time of a timestamp countersignature that itself verifies against
+ *     timestamp_ca_file (RFC 3161 or legacy Authenticode form), otherwise
+ *     policy->now;
+ *  6. the signer certificate names the code-signing extended key usage
+ *     (1.3.6.1.5.5.7.3.3) explicitly;
+ *  7. signer_subject, when set, matches.
+ * Only the primary signature is judged; nested (dual) signatures are left
+ * alone (they cannot make a file valid or invalid).
+ */
+#ifndef OUTPOST_AUTHENTICODE_H
+#define OUTPOST_AUTHENTICODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/error.h"
+
+typedef enum {
+    AUTHENTICODE_VALID = 0,        /* every check above passed */
+    AUTHENTICODE_UNSIGNED,         /* a well-formed PE/MSI without a signature */
+    AUTHENTICODE_DIGEST_MISMATCH,  /* the file's bytes are not the ones signed */
+    AUTHENTICODE_BAD_SIGNATURE,    /* signer, signed attributes or signature value wrong */
+    AUTHENTICODE_UNTRUSTED_CHAIN,  /* no valid chain to the trusted CA at the judging time,
+                                      or the signer is not a code-signing certificate */
+    AUTHENTICODE_WRONG_SIGNER,     /* trusted, but not the configured signer_subject */
+    AUTHENTICODE_MALFORMED,        /* structure broken, truncated, or data after the signature */
+    AUTHENTICODE_UNSUPPORTED       /* not PE/MSI, or an algorithm the policy does not accept */
+} authenticode_verdict;
+
+typedef struct authenticode_policy {
+    const char *trusted_ca_file;   /* PEM or DER CA certificate(s); required */
+    const char *timestamp_ca_file; /* CAs for timestamp signers; NULL: trusted_ca_file */
+    const char *signer_subject;    /* "C=US, O=Example, CN=Example Code Signing" or the
+                                      CN value alone; NULL: any trusted signer */
+    bool allow_sha1;               /* accept SHA-1 digests and certificate signatures */
+    int64_t now;                   /* judging time without a timestamp, Unix seconds;
+                                      0 means the current wall clock */
+} authenticode_policy;
+
+typedef struct authenticode_result {
+    authenticode_verdict verdict;
+    char reason[256];              /* one human line; "" only for unsigned/valid */
+    char signer_subject[256];      /* subject of the signer certificate, when found */
+    char digest_algorithm[16];     /* "sha256", ... when a signature was read */
+    bool timestamped;              /* a timestamp verified and set the judging time */
+    int64_t timestamp;             /* that time, Unix seconds (0 when !timestamped) */
+    char file_format[8];           /* "pe", "msi" or "" when not recognised */
+} authenticode_result;
+
+/*
+ * Judges the file at path (UTF-8) against policy and fills *result.
+ * Returns ERR_OK whenever a verdict was reached, rejections included (the
+ * verdict says which); ERR_IO / ERR_NOT_FOUND when the file cannot be read,
+ * ERR_CONFIG (naming the file) when a CA file cannot be read or holds no
+ * certificate, ERR_NOMEM. *result is always initialised; on an error its
+ * verdict is AUTHENTICODE_MALFORMED, so a caller that ignores the return
+ * value still fails closed.
+ */
+error_code authenticode_verify_file(const char *path, const authenticode_policy *policy,
+                                    authenticode_result *result, error_info *err);
+
+/* As authenticode_verify_file, on an open, seekable binary stream (read from
+ * its start; the position afterwards is unspecified; the caller closes it). */
+error_code authenticode_verify_stream(FILE *f, const authenticode_policy *policy,
+                                      authenticode_result *result, error_info *err);
+
+/* "valid", "unsigned", "digest-mismatch", "bad-signature", "untrusted-chain",
+ * "wrong-signer", "malformed", "unsupported"; never NULL. */
+const char *authenticode_verdict_name(authenticode_verdict v);
+
+/* ---- For the format readers (pe.c, msi.c); not for callers ------------- */
+
+/*
+ * Records a verdict and its reason (printf-style) in *result and returns
+ * ERR_REJECTED, so a format reader can write `return authenticode_reject(...)`.
+ * authenticode_verify_* turn ERR_REJECTED back into ERR_OK plus the verdict.
+ */
+error_code authenticode_reject(authenticode_result *result, authenticode_verdict verdict,
+                               const char *fmt, ...)
+    OUTPOST_PRINTF(3, 4)
+    ;
+
+/*
+ * Reads exactly len bytes at offset of f into buf. ERR_IO when the file is
+ * shorter or unreadable (the message names the offset). Offsets beyond
+ * LONG_MAX (2 GiB on Windows, where long is 32 bits) are refused: fseek is
+ * the only portable seek.
+ */
+error_code authenticode_read_at(FILE *f, uint64_t offset, void *buf, size_t len, error_info *err);
+
+/*
+ * For the fuzzer and unit tests only, never to accept a file: runs every
+ * check of a PKCS#7 signature blob (DER) as if it had been found in a PE
+ * image whose digest matches the signed one, so malformed signatures can be
+ * exercised without building an image around them. Same contract as
+ * authenticode_verify_stream.
+ */
+error_code authenticode_check_blob(const uint8_t *der, size_t der_len, const authenticode_policy *policy,
+                                   authenticode_result *result, error_info *err);
+
+/* Largest signature blob (PKCS#7 DER) we read into memory. Real ones are a
+ * few KiB, dual-signed ones with timestamps some tens of KiB. */
+#define AUTHENTICODE_MAX_SIGNATURE (4u * 1024u * 1024u)
+
+#endif

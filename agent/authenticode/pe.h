@@ -1,0 +1,61 @@
+/*
+ * pe.h — the parts of a PE image (PE32 and PE32+) that Authenticode needs:
+ * where the CheckSum field and the security data directory entry are, where
+ * the certificate table is, the Authenticode image digest, and the
+ * signature blob of the certificate table's one WIN_CERTIFICATE.
+ *
+ * Every offset and size read from the file is checked against the file size
+ * before use. Structural problems are reported as a verdict through
+ * authenticode_reject() (return value ERR_REJECTED), read failures as ERR_IO.
+ */
+#ifndef OUTPOST_PE_H
+#define OUTPOST_PE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <mbedtls/md.h>
+
+#include "authenticode/authenticode.h"
+#include "base/error.h"
+
+typedef struct pe_layout {
+    uint64_t file_size;             /* bytes in the file */
+    bool pe32_plus;                 /* optional header magic 0x20b */
+    uint64_t checksum_offset;       /* file offset of the 4-byte CheckSum field */
+    uint64_t security_entry_offset; /* file offset of the 8-byte security directory entry */
+    uint64_t cert_table_offset;     /* file offset of the certificate table (0: unsigned) */
+    uint64_t cert_table_size;       /* its size in bytes (0: unsigned) */
+} pe_layout;
+
+/* Whether the first bytes of a file (at least 2) look like a PE ("MZ"). */
+bool pe_is_pe(const uint8_t *head, size_t len);
+
+/*
+ * Parses the headers of the PE image in f (file_size bytes) into *layout.
+ * An image without a certificate table is a valid parse with
+ * cert_table_size 0. A table that does not end the file, or lies outside
+ * it, is rejected (MALFORMED).
+ */
+error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout,
+                    authenticode_result *result, error_info *err);
+
+/*
+ * Feeds the Authenticode image digest input to md (already set up and
+ * started): the whole file up to the certificate table, less the CheckSum
+ * field and the security directory entry. Streams through a fixed buffer.
+ */
+error_code pe_hash(FILE *f, const pe_layout *layout, mbedtls_md_context_t *md, error_info *err);
+
+/*
+ * Reads the certificate table's single WIN_CERTIFICATE (revision 0x0200,
+ * type PKCS_SIGNED_DATA) and returns its PKCS#7 DER in *der (malloc'd, the
+ * caller frees it) and its length, trailing zero padding removed. Anything
+ * else in the table (another entry, non-zero padding) is rejected.
+ */
+error_code pe_read_signature(FILE *f, const pe_layout *layout, uint8_t **der, size_t *der_len,
+                             authenticode_result *result, error_info *err);
+
+#endif

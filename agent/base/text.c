@@ -1,0 +1,47 @@
+/* text.c — portable string helpers (see text.h). */
+#include "base/text.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+char *text_dup(const char *s)
+{
+    return s ? text_dup_n(s, strlen(s)) : NULL;
+}
+
+char *text_dup_n(const char *s, size_t n)
+{
+    char *copy = malloc(n + 1);
+    if (copy) {
+        memcpy(copy, s, n);
+        copy[n] = '\0';
+    }
+    return copy;
+}
+
+static int ascii_lower(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+bool text_equal_nocase_n(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ascii_lower((unsigned char)a[i]) != ascii_lower((unsigned char)b[i]))
+            return false;
+        if (a[i] == '\0')
+            return true;
+    }
+    return true;
+}
+
+bool text_equal_nocase(const char *a, const char *b)
+{
+    size_t n = strlen(a);
+    return n == strlen(b) && text_equal_nocase_n(a, b, n);
+}
+
+bool text_starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}

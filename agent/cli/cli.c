@@ -1,0 +1,267 @@
+/*
+ * cli.c — argument parsing and help texts. Every command's options live in
+ * one table so `--help`, parsing and the README stay in step.
+ */
+#include "cli/cli.h"
+
+#include <string.h>
+
+typedef struct command_spec {
+    const char *name;
+    cli_command command;
+    const char *usage;    /* after "outpost [global options] " */
+    const char *summary;  /* one line for the overview */
+    const char *details;  /* the command's --help body */
+} command_spec;
+
+static const command_spec commands[] = {
+    {"check", CLI_CHECK, "check", "ask the platform for the latest installer version and compare it with the installed one",
+     "Reads X-Installer-Version from the installer route without downloading the installer\n"
+     "(at most 64 KiB of body) and compares it with the installed version.\n"
+     "Exit status: 0 up to date, 10 an update is available.\n"},
+    {"update", CLI_UPDATE, "update [--force] [--allow-downgrade]", "check, then download, verify and stage a newer installer",
+     "Downloads the latest installer when it is newer than the installed one (resuming an\n"
+     "interrupted download), verifies it (length, format, SHA-256, Authenticode) and stages it.\n"
+     "  --force            download and stage again even when up to date or already staged\n"
+     "  --allow-downgrade  accept a version older than the installed one\n"},
+    {"stage", CLI_STAGE, "stage FILE [--version V] [--allow-downgrade]", "verify and stage a local installer or bundle",
+     "Verifies FILE exactly as a download is verified and stages it. The version comes from\n"
+     "--version, or from the manifest inside a bundle made by `outpost bundle`.\n"
+     "  --version V        version of the installer in FILE\n"
+     "  --allow-downgrade  accept a version older than the installed one\n"},
+    {"deploy", CLI_DEPLOY, "deploy [--dry-run]", "run the staged installer with the configured command",
+     "Runs deploy.command (argv, never a shell) with {installer} replaced by the staged file;\n"
+     "exit codes 0, 3010 and 1641 are success (the last two mean a reboot is needed).\n"
+     "  --dry-run  print the command that would run, and run nothing\n"},
+    {"rollback", CLI_ROLLBACK, "rollback", "make the previously staged version current again",
+     "Switches staging/current back to the version staged before the current one.\n"},
+    {"bundle", CLI_BUNDLE, "bundle [--format zip|tar.gz] [-o FILE]", "pack the current staged version into a reproducible archive",
+     "Packs the current staged installer and its manifest; the same input always gives the\n"
+     "same bytes, so a pipeline can hash and sign the bundle.\n"
+     "  --format zip|tar.gz  archive format (default zip)\n"
+     "  -o, --output FILE    where to write it (default: outpost-<version>.<format> here)\n"},
+    {"report", CLI_REPORT, "report", "trace new incidents and write the status and JSON-lines files",
+     "Lists incidents since the saved cursor, traces each one's chain of events, writes\n"
+     "status.json and appends new incidents to incidents.jsonl.\n"},
+    {"run", CLI_RUN, "run", "what the scheduled task calls: update (+deploy), then report",
+     "Takes the single-instance lock, waits the configured start jitter, runs update (and\n"
+     "deploy when deploy.enabled), then report; one failing part does not stop the other.\n"
+     "Exits with the most serious outcome: 4, 3, 1, 75, 0.\n"},
+    {"status", CLI_STATUS, "status [--json]", "print the status file",
+     "Prints a readable summary of status.json, or the file itself with --json.\n"},
+    {"version", CLI_VERSION, "version", "print outpost's version", "Prints outpost's version.\n"},
+    {"help", CLI_HELP, "help [COMMAND]", "show help for a command", "Shows the help of COMMAND, or the overview.\n"},
+};
+
+#define COMMAND_COUNT (sizeof commands / sizeof commands[0])
+
+static const command_spec *find_command(const char *name)
+{
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static const command_spec *spec_of(cli_command command)
+{
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        if (commands[i].command == command)
+            return &commands[i];
+    return NULL;
+}
+
+const char *cli_command_name(cli_command command)
+{
+    const command_spec *spec = spec_of(command);
+    return spec ? spec->name : "outpost";
+}
+
+static const char global_help[] =
+    "Global options (before or after the command):\n"
+    "  -c, --config FILE    configuration file (default: $OUTPOST_CONFIG, then the platform default)\n"
+    "      --state-dir DIR  state directory (overrides state_dir)\n"
+    "      --json           machine-readable output\n"
+    "  -q, --quiet          errors only\n"
+    "  -v, --verbose        more detail; twice traces every request\n"
+    "  -h, --help           this help\n";
+
+void cli_print_help(FILE *out, cli_command command)
+{
+    const command_spec *spec = spec_of(command);
+    if (spec && command != CLI_HELP) {
+        fprintf(out, "usage: outpost [global options] %s\n\n%s\n%s", spec->usage, spec->details, global_help);
+        return;
+    }
+    fprintf(out, "usage: outpost [-c CONFIG] [--state-dir DIR] [--json] [-q|-v] COMMAND [ARGS]\n\n"
+                 "Keeps the platform's sensor installer current and reports the tenant's incidents.\n\nCommands:\n");
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n%s\nExit status: 0 ok, 1 failure, 2 usage or configuration error, 3 authentication or\n"
+                 "permission, 4 installer rejected, 5 another instance running, 10 update available (check),\n"
+                 "75 temporary failure (try again later).\n"
+                 "`outpost help COMMAND` shows a command's options.\n", global_help);
+}
+
+/* Which options take a value, and which commands accept them. */
+typedef struct option_spec {
+    const char *long_name;
+    char short_name;
+    bool takes_value;
+    cli_command only_for;   /* CLI_NONE: global */
+} option_spec;
+
+static const option_spec options[] = {
+    {"--config", 'c', true, CLI_NONE},
+    {"--state-dir", 0, true, CLI_NONE},
+    {"--json", 0, false, CLI_NONE},
+    {"--quiet", 'q', false, CLI_NONE},
+    {"--verbose", 'v', false, CLI_NONE},
+    {"--help", 'h', false, CLI_NONE},
+    {"--force", 0, false, CLI_UPDATE},
+    {"--allow-downgrade", 0, false, CLI_UPDATE},
+    {"--dry-run", 0, false, CLI_DEPLOY},
+    {"--version", 0, true, CLI_STAGE},
+    {"--format", 0, true, CLI_BUNDLE},
+    {"--output", 'o', true, CLI_BUNDLE},
+};
+
+static const option_spec *find_option(const char *arg, const char **inline_value)
+{
+    *inline_value = NULL;
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+        const option_spec *o = &options[i];
+        size_t n = strlen(o->long_name);
+        if (strncmp(arg, o->long_name, n) == 0 && (arg[n] == '\0' || (arg[n] == '=' && o->takes_value))) {
+            if (arg[n] == '=')
+                *inline_value = arg + n + 1;
+            return o;
+        }
+        if (o->short_name && arg[0] == '-' && arg[1] == o->short_name && arg[2] == '\0')
+            return o;
+    }
+    return NULL;
+}
+
+static bool option_allowed(const option_spec *o, cli_command command)
+{
+    if (o->only_for == CLI_NONE || o->only_for == command)
+        return true;
+    return strcmp(o->long_name, "--allow-downgrade") == 0 && command == CLI_STAGE;
+}
+
+/* The command word: the first argument that is not an option or an option's value. */
+static const command_spec *locate_command(int argc, char **argv, int *index)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--") == 0)
+            break;
+        if (arg[0] == '-' && arg[1]) {
+            const char *inline_value;
+            const option_spec *o = find_option(arg, &inline_value);
+            bool consumes = o && o->takes_value && !inline_value;
+            /* `--version` takes a value only for stage; `outpost --version` alone asks for ours. */
+            if (consumes && strcmp(o->long_name, "--version") == 0 && (i + 1 >= argc || find_command(argv[i + 1])))
+                consumes = false;
+            if (consumes)
+                i++;
+            continue;
+        }
+        *index = i;
+        return find_command(arg);
+    }
+    *index = -1;
+    return NULL;
+}
+
+static error_code apply_option(const option_spec *o, const char *value, cli_options *opts)
+{
+    const char *name = o->long_name;
+    if (strcmp(name, "--config") == 0) opts->config_path = value;
+    else if (strcmp(name, "--state-dir") == 0) opts->state_dir = value;
+    else if (strcmp(name, "--json") == 0) opts->json = true;
+    else if (strcmp(name, "--quiet") == 0) opts->verbosity = -1;
+    else if (strcmp(name, "--verbose") == 0) opts->verbosity = opts->verbosity < 0 ? 1 : opts->verbosity + 1;
+    else if (strcmp(name, "--help") == 0) opts->help = true;
+    else if (strcmp(name, "--force") == 0) opts->force = true;
+    else if (strcmp(name, "--allow-downgrade") == 0) opts->allow_downgrade = true;
+    else if (strcmp(name, "--dry-run") == 0) opts->dry_run = true;
+    else if (strcmp(name, "--version") == 0) opts->version = value;
+    else if (strcmp(name, "--format") == 0) opts->format = value;
+    else if (strcmp(name, "--output") == 0) opts->output = value;
+    return ERR_OK;
+}
+
+error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
+{
+    memset(opts, 0, sizeof *opts);
+    int command_index;
+    const command_spec *spec = locate_command(argc, argv, &command_index);
+    if (command_index > 0 && !spec)
+        return error_set(err, ERR_USAGE, "unknown command \"%s\"; `outpost help` lists the commands", argv[command_index]);
+    opts->command = spec ? spec->command : CLI_NONE;
+
+    bool only_operands = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (i == command_index)
+            continue;
+        if (!only_operands && strcmp(arg, "--") == 0) {
+            only_operands = true;
+            continue;
+        }
+        if (!only_operands && arg[0] == '-' && arg[1]) {
+            const char *value;
+            const option_spec *o = find_option(arg, &value);
+            if (o && strcmp(o->long_name, "--version") == 0 && opts->command != CLI_STAGE && !value) {
+                if (opts->command != CLI_NONE)
+                    return error_set(err, ERR_USAGE, "%s does not take --version; `outpost version` prints outpost's version",
+                                     cli_command_name(opts->command));
+                opts->command = CLI_VERSION;
+                continue;
+            }
+            if (!o)
+                return error_set(err, ERR_USAGE, "unknown option %s; `outpost help %s` lists the options", arg,
+                                 opts->command ? cli_command_name(opts->command) : "");
+            if (!option_allowed(o, opts->command))
+                return error_set(err, ERR_USAGE, "%s is not an option of %s", o->long_name,
+                                 opts->command ? cli_command_name(opts->command) : "outpost without a command");
+            if (o->takes_value && !value) {
+                if (i + 1 >= argc)
+                    return error_set(err, ERR_USAGE, "%s needs a value", o->long_name);
+                value = argv[++i];
+            }
+            if (o->takes_value && !value[0])
+                return error_set(err, ERR_USAGE, "%s needs a non-empty value", o->long_name);
+            apply_option(o, value, opts);
+            continue;
+        }
+        /* An operand. */
+        if (opts->command == CLI_STAGE && !opts->file) {
+            opts->file = arg;
+        } else if (opts->command == CLI_HELP && opts->help_topic == CLI_NONE) {
+            const command_spec *topic = find_command(arg);
+            if (!topic)
+                return error_set(err, ERR_USAGE, "no help for \"%s\": not a command", arg);
+            opts->help_topic = topic->command;
+        } else {
+            return error_set(err, ERR_USAGE, "unexpected argument \"%s\"", arg);
+        }
+    }
+
+    if (opts->command == CLI_HELP) {
+        opts->help = true;
+    } else if (opts->help) {
+        opts->help_topic = opts->command;
+    } else if (opts->command == CLI_NONE) {
+        return error_set(err, ERR_USAGE, "no command given; `outpost help` lists the commands");
+    }
+    if (opts->help)
+        return ERR_OK;
+    if (opts->command == CLI_STAGE && !opts->file)
+        return error_set(err, ERR_USAGE, "stage needs the installer FILE: outpost stage FILE [--version V]");
+    if (opts->format && strcmp(opts->format, "zip") != 0 && strcmp(opts->format, "tar.gz") != 0)
+        return error_set(err, ERR_USAGE, "--format must be zip or tar.gz, not \"%s\"", opts->format);
+    return ERR_OK;
+}

@@ -1,0 +1,438 @@
+/*
+ * cmd_fetch.c — `check` and `update` (PRODUCT.md sections 4.1-4.2): learn
+ * the latest installer's version, and download, verify and stage it.
+ *
+ * check: one GET of the installer route that stops after the headers (no
+ * HEAD, no validators needed), X-Installer-Version validated and compared
+ * with the installed version. Exit 0 up to date, 10 update available.
+ *
+ * update: the same GET, but the decision is taken on the answer's headers
+ * and the body is streamed on (download.c) in the same request, so there is
+ * no window in which the platform could publish another version between
+ * the check and the download. Up to date, or this version already staged
+ * and verified: nothing is downloaded. An older version than the installed
+ * one is refused (exit 4) unless --allow-downgrade. The finished file is
+ * handed to staging_stage(), which verifies and stages it.
+ *
+ * Both record latest_version / checked_at / update_available in state
+ * section "installer", write status.json's "installer" member and (unless
+ * `run` called them) "last_run", and honour a Retry-After the platform gave
+ * an earlier run (state section "run", member "retry_after_until"): check
+ * always, update unless --force, because an administrator who forces an
+ * update has decided to call now.
+ */
+#include "cli/commands.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "net/api.h"
+#include "installer/download.h"
+#include "net/http.h"
+#include "installer/installed.h"
+#include "core/log.h"
+#include "platform/platform.h"
+#include "installer/staging.h"
+#include "core/state.h"
+#include "report/status.h"
+#include "base/text.h"
+#include "core/timefmt.h"
+#include "installer/version.h"
+
+/* Longest wait a Retry-After may impose on later runs (PRODUCT.md 6). */
+#define RETRY_AFTER_CAP_MS (24LL * 3600 * 1000)
+
+/* What one check or update learned, for state, status and output. */
+typedef struct fetch_session {
+    command_context *ctx;
+    http_client *http;
+    state *s;
+    char started_at[TIMEFMT_ISO8601_SIZE];
+    char checked_at[TIMEFMT_ISO8601_SIZE];
+    char *installed;             /* installed version, NULL when unknown */
+    const char *installed_source;
+    char *latest;                /* X-Installer-Version, NULL before an answer */
+    bool update_available;
+} fetch_session;
+
+/* ---- Session: client, state, Retry-After ----------------------------------------- */
+
+static error_code session_open(fetch_session *fs, command_context *ctx, error_info *err)
+{
+    memset(fs, 0, sizeof *fs);
+    fs->ctx = ctx;
+    timefmt_iso8601(platform_time_utc_ms() / 1000, fs->started_at);
+    error_code rc = config_check_api(ctx->cfg, err);
+    if (rc == ERR_OK)
+        rc = state_load(ctx->cfg->state_dir, &fs->s, err);
+    if (rc == ERR_OK)
+        rc = installed_version_get(ctx->cfg, fs->s, &fs->installed, &fs->installed_source, err);
+    if (rc != ERR_OK)
+        return rc;
+    return command_http(ctx, &fs->http, err);
+}
+
+static void session_close(fetch_session *fs)
+{
+    state_free(fs->s);
+    free(fs->installed);
+    free(fs->latest);
+}
+
+/* Refuses to call the platform before the time an earlier Retry-After named. */
+static error_code respect_retry_after(fetch_session *fs, bool force, error_info *err)
+{
+    const cJSON *run = state_section(fs->s, "run");
+    const char *until = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(run, "retry_after_until"));
+    int64_t until_s = 0;
+    if (!until || !timefmt_parse_iso8601(until, &until_s))
+        return ERR_OK;
+    int64_t now_s = platform_time_utc_ms() / 1000;
+    if (now_s >= until_s || force)
+        return ERR_OK;
+    return error_set(err, ERR_TEMPORARY,
+                     "the platform asked not to be called before %s (Retry-After); try again after that time%s", until,
+                     fs->ctx->opts && fs->ctx->opts->command == CLI_UPDATE ? ", or use update --force" : "");
+}
+
+/* Records the platform's Retry-After (if a request failed on one) in state
+ * section "run" so the next scheduled run does not call before it. */
+static void remember_retry_after(fetch_session *fs)
+{
+    if (!fs->http)
+        return;
+    http_stats stats;
+    http_client_stats(fs->http, &stats);
+    if (stats.retry_after_until_ms <= 0)
+        return;
+    int64_t cap = platform_time_utc_ms() + RETRY_AFTER_CAP_MS;
+    int64_t until_ms = stats.retry_after_until_ms < cap ? stats.retry_after_until_ms : cap;
+    char until[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601((until_ms + 999) / 1000, until);
+    cJSON *run = state_section(fs->s, "run");
+    if (run) {
+        cJSON_DeleteItemFromObjectCaseSensitive(run, "retry_after_until");
+        cJSON_AddStringToObject(run, "retry_after_until", until);
+    }
+}
+
+/* ---- State, status and output -------------------------------------------------------- */
+
+static void set_member(cJSON *obj, const char *name, cJSON *value)
+{
+    if (!value)
+        return;
+    if (cJSON_GetObjectItemCaseSensitive(obj, name))
+        cJSON_ReplaceItemInObjectCaseSensitive(obj, name, value);
+    else
+        cJSON_AddItemToObject(obj, name, value);
+}
+
+/* Notes what the platform offers now in state section "installer". */
+static void record_latest(fetch_session *fs, const char *latest)
+{
+    free(fs->latest);
+    fs->latest = text_dup(latest);
+    timefmt_iso8601(platform_time_utc_ms() / 1000, fs->checked_at);
+    fs->update_available = !fs->installed || version_compare(latest, fs->installed) > 0;
+    cJSON *section = state_section(fs->s, "installer");
+    if (!section)
+        return;
+    set_member(section, "latest_version", cJSON_CreateString(latest));
+    set_member(section, "checked_at", cJSON_CreateString(fs->checked_at));
+    set_member(section, "update_available", cJSON_CreateBool(fs->update_available));
+}
+
+static cJSON *last_run_object(const fetch_session *fs, error_code outcome, const error_info *err)
+{
+    char now[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(platform_time_utc_ms() / 1000, now);
+    int exit_code = outcome == ERR_OK ? fs->ctx->exit_code : error_exit_code(outcome);
+    cJSON *run = cJSON_CreateObject();
+    cJSON *errors = NULL;
+    bool ok = run && cJSON_AddStringToObject(run, "started_at", fs->started_at) &&
+              cJSON_AddStringToObject(run, "finished_at", now) &&
+              cJSON_AddStringToObject(run, "result", outcome == ERR_OK ? "ok" : "failed") &&
+              cJSON_AddNumberToObject(run, "exit_code", exit_code) && (errors = cJSON_AddArrayToObject(run, "errors"));
+    if (ok && outcome != ERR_OK) {
+        cJSON *e = cJSON_CreateObject();
+        ok = e && cJSON_AddItemToArray(errors, e) && cJSON_AddStringToObject(e, "stage", "update") &&
+             cJSON_AddStringToObject(e, "message", err && err->message[0] ? err->message : error_meaning(outcome));
+    }
+    if (!ok) {
+        cJSON_Delete(run);
+        return NULL;
+    }
+    return run;
+}
+
+/*
+ * Saves state and writes status.json (installer member, and last_run unless
+ * `run` drives us). Failures here are reported but do not hide the
+ * command's own outcome: a failed check stays a failed check.
+ */
+static error_code finish_session(fetch_session *fs, error_code outcome, error_info *err)
+{
+    remember_retry_after(fs);
+    error_info why;
+    error_clear(&why);
+    error_code rc = fs->s ? state_save(fs->s, &why) : ERR_OK;
+    status_parts parts = {0};
+    if (rc == ERR_OK && fs->s)
+        rc = staging_status_section(fs->ctx->cfg, fs->s, &parts.installer, &why);
+    bool from_run = fs->ctx->opts && fs->ctx->opts->command == CLI_RUN;
+    if (rc == ERR_OK && !from_run)
+        parts.last_run = last_run_object(fs, outcome, err);
+    if (rc == ERR_OK)
+        rc = status_write(fs->ctx->cfg, &parts, &why);
+    cJSON_Delete(parts.installer);
+    cJSON_Delete(parts.last_run);
+    if (outcome != ERR_OK)
+        return outcome;
+    if (rc != ERR_OK && err)
+        *err = why;
+    return rc;
+}
+
+static bool want_json(const fetch_session *fs)
+{
+    return fs->ctx->opts && fs->ctx->opts->json;
+}
+
+static bool quiet(const fetch_session *fs)
+{
+    return fs->ctx->opts && fs->ctx->opts->verbosity < 0;
+}
+
+/* The members check and update both print with --json. */
+static cJSON *summary_object(const fetch_session *fs)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddItemToObject(o, "installed_version", fs->installed ? cJSON_CreateString(fs->installed) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "latest_version", fs->latest ? cJSON_CreateString(fs->latest) : cJSON_CreateNull());
+    cJSON_AddBoolToObject(o, "update_available", fs->update_available);
+    cJSON_AddStringToObject(o, "checked_at", fs->checked_at);
+    return o;
+}
+
+static void print_json(cJSON *o)
+{
+    char *text = o ? cJSON_Print(o) : NULL;
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    cJSON_Delete(o);
+}
+
+/* ---- check ------------------------------------------------------------------------------ */
+
+typedef struct check_answer {
+    char *version;               /* X-Installer-Version, malloc'd; NULL when absent */
+    char content_type[64];       /* for the error message when it is absent */
+} check_answer;
+
+static http_stream_action check_on_headers(void *user, const http_stream_headers *h)
+{
+    check_answer *answer = user;
+    if (h->installer_version)
+        answer->version = text_dup(h->installer_version);
+    snprintf(answer->content_type, sizeof answer->content_type, "%s", h->content_type ? h->content_type : "");
+    return HTTP_STREAM_STOP;
+}
+
+static error_code check_latest(fetch_session *fs, error_info *err)
+{
+    check_answer answer = {0};
+    http_stream_callbacks cb = {check_on_headers, NULL, &answer};
+    api_installer_request req = {.platform = fs->ctx->cfg->installer.platform};
+    http_stream_result res;
+    memset(&res, 0, sizeof res);
+    error_code rc = api_installer_get(fs->http, &req, &cb, &res, err);
+    log_trace("check: %" PRId64 " bytes of installer body read", res.body_bytes);
+    if (rc == ERR_OK && !answer.version)
+        rc = error_set(err, ERR_REJECTED,
+                       "installer: the answer (Content-Type %s) carries no X-Installer-Version header, so it cannot be "
+                       "an installer; check the platform URL and any proxy or gateway in between",
+                       answer.content_type[0] ? answer.content_type : "unknown");
+    if (rc == ERR_OK && !version_is_valid(answer.version, err))
+        rc = error_prefix(err, "X-Installer-Version");
+    if (rc == ERR_OK)
+        record_latest(fs, answer.version);
+    free(answer.version);
+    return rc;
+}
+
+error_code command_check(command_context *ctx, error_info *err)
+{
+    fetch_session fs;
+    error_code rc = session_open(&fs, ctx, err);
+    if (rc == ERR_OK)
+        rc = respect_retry_after(&fs, false, err);
+    if (rc == ERR_OK)
+        rc = check_latest(&fs, err);
+    if (rc == ERR_OK)
+        ctx->exit_code = fs.update_available ? COMMAND_EXIT_UPDATE_AVAILABLE : 0;
+    rc = finish_session(&fs, rc, err);
+    if (rc == ERR_OK) {
+        if (want_json(&fs))
+            print_json(summary_object(&fs));
+        else if (!quiet(&fs) && fs.update_available)
+            printf("update available: %s -> %s\n", fs.installed ? fs.installed : "(none installed)", fs.latest);
+        else if (!quiet(&fs) && version_compare(fs.latest, fs.installed) < 0)
+            printf("up to date: %s (the platform offers the older %s)\n", fs.installed, fs.latest);
+        else if (!quiet(&fs))
+            printf("up to date: %s\n", fs.installed);
+    }
+    session_close(&fs);
+    return rc;
+}
+
+/* ---- update ----------------------------------------------------------------------------- */
+
+typedef enum {
+    UPDATE_STAGED,
+    UPDATE_UP_TO_DATE,
+    UPDATE_ALREADY_STAGED
+} update_outcome;
+
+typedef struct update_job {
+    fetch_session *fs;
+    bool force;
+    bool allow_downgrade;
+    update_outcome outcome;
+} update_job;
+
+/* The policy, decided on the answer's headers before any body byte is kept. */
+static error_code update_accept(void *user, const download_offer *offer, bool *skip, error_info *err)
+{
+    update_job *job = user;
+    fetch_session *fs = job->fs;
+    record_latest(fs, offer->version);
+    int order = fs->installed ? version_compare(offer->version, fs->installed) : 1;
+    if (order < 0 && !job->allow_downgrade)
+        return error_set(err, ERR_REJECTED,
+                         "the platform offers %s, older than the installed %s; refusing the downgrade (use update "
+                         "--allow-downgrade to accept it)",
+                         offer->version, fs->installed);
+    if (order == 0 && !job->force) {
+        job->outcome = UPDATE_UP_TO_DATE;
+        *skip = true;
+        return ERR_OK;
+    }
+    if (!job->force && staging_has_verified(fs->ctx->cfg, offer->version)) {
+        job->outcome = UPDATE_ALREADY_STAGED;
+        *skip = true;
+    }
+    return ERR_OK;
+}
+
+static error_code stage_download(update_job *job, const download_result *dl, staging_result *staged, error_info *err)
+{
+    fetch_session *fs = job->fs;
+    staging_candidate candidate = {
+        .path = dl->path,
+        .take_ownership = true,
+        .version = dl->version,
+        .file_name = dl->file_name,
+        .source_url = dl->url,
+        .etag = dl->etag,
+        .expected_length = dl->total_length,
+        .sha256_hex = dl->sha256,
+        .allow_downgrade = job->allow_downgrade,
+        .force = job->force,
+    };
+    error_code rc = staging_stage(fs->ctx->cfg, fs->s, &candidate, staged, err);
+    /* Staged (moved away) or rejected (must not be resumed): either way
+     * the partial and its sidecar are done with. A disk-full failure keeps
+     * them: the file itself is fine and staging can be retried. */
+    if (rc != ERR_DISK_FULL)
+        download_discard(fs->ctx->cfg->state_dir, dl->version);
+    if (rc == ERR_OK)
+        job->outcome = staged->already_staged ? UPDATE_ALREADY_STAGED : UPDATE_STAGED;
+    return rc;
+}
+
+static void print_update(const update_job *job, const staging_result *staged, const download_result *dl)
+{
+    const fetch_session *fs = job->fs;
+    if (want_json(fs)) {
+        cJSON *o = summary_object(fs);
+        static const char *const names[] = {"staged", "up_to_date", "already_staged"};
+        cJSON_AddStringToObject(o, "action", names[job->outcome]);
+        if (job->outcome == UPDATE_STAGED && staged->path) {
+            cJSON *st = cJSON_AddObjectToObject(o, "staged");
+            cJSON_AddStringToObject(st, "version", staged->version);
+            cJSON_AddStringToObject(st, "path", staged->path);
+            cJSON_AddStringToObject(st, "file_name", staged->file_name);
+            cJSON_AddStringToObject(st, "sha256", staged->sha256);
+            cJSON_AddNumberToObject(st, "size", (double)staged->size);
+            cJSON_AddStringToObject(st, "signature", staged->signature);
+            cJSON_AddNumberToObject(st, "resumed_from", (double)dl->resumed_from);
+        }
+        print_json(o);
+        return;
+    }
+    if (quiet(fs))
+        return;
+    if (job->outcome == UPDATE_UP_TO_DATE)
+        printf("up to date: %s\n", fs->installed);
+    else if (job->outcome == UPDATE_ALREADY_STAGED)
+        printf("already staged: %s\n", fs->latest);
+    else
+        printf("staged %s: %s (%" PRId64 " bytes, sha256 %s, signature %s)\n", staged->version, staged->path,
+               staged->size, staged->sha256, staged->signature);
+}
+
+error_code command_update(command_context *ctx, error_info *err)
+{
+    bool force = ctx->opts && ctx->opts->force;
+    update_job job = {.force = force, .allow_downgrade = ctx->opts && ctx->opts->allow_downgrade};
+    fetch_session fs;
+    download_result dl;
+    memset(&dl, 0, sizeof dl);
+    staging_result staged;
+    memset(&staged, 0, sizeof staged);
+    job.fs = &fs;
+    error_code rc = session_open(&fs, ctx, err);
+    if (rc == ERR_OK)
+        rc = respect_retry_after(&fs, force, err);
+    if (rc == ERR_OK) {
+        download_request req = {
+            .state_dir = ctx->cfg->state_dir,
+            .platform = ctx->cfg->installer.platform,
+            .max_bytes_per_second = ctx->cfg->installer.max_bytes_per_second,
+            .progress = !quiet(&fs) && platform_is_terminal(stderr),
+            .accept = update_accept,
+            .accept_user = &job,
+        };
+        int64_t t0 = platform_monotonic_ms();
+        rc = download_run(fs.http, &req, &dl, err);
+        if (rc == ERR_OK && !dl.skipped)
+            log_info("downloaded %" PRId64 " bytes in %" PRId64 " ms", dl.size, platform_monotonic_ms() - t0);
+        if (rc == ERR_OK && dl.resumed_from > 0)
+            log_info("resumed from byte %" PRId64 "; %" PRId64 " bytes received in this run", dl.resumed_from,
+                     dl.bytes_received);
+    }
+    if (rc == ERR_OK && !dl.skipped) {
+        int64_t t0 = platform_monotonic_ms();
+        rc = stage_download(&job, &dl, &staged, err);
+        log_info("verified and staged in %" PRId64 " ms", platform_monotonic_ms() - t0);
+    }
+    /* Already staged: a run killed in the middle of staging it may have left
+     * it not current yet, or older versions unpruned. */
+    if (rc == ERR_OK && job.outcome == UPDATE_ALREADY_STAGED && fs.latest)
+        rc = staging_finish_commit(ctx->cfg, fs.s, fs.latest, err);
+    rc = finish_session(&fs, rc, err);
+    if (rc == ERR_OK)
+        print_update(&job, &staged, &dl);
+    free(staged.path);
+    download_result_free(&dl);
+    session_close(&fs);
+    return rc;
+}

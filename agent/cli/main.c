@@ -1,0 +1,142 @@
+/*
+ * main.c — outpost's entry point: parse the command line, load the
+ * configuration, take the single-instance lock where the command writes
+ * state, run the command, print its error once and exit with the code
+ * PRODUCT.md section 1 gives it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "core/config.h"
+#include "base/error.h"
+#include "core/log.h"
+#include "platform/platform.h"
+#include "base/text.h"
+
+typedef error_code (*command_fn)(command_context *ctx, error_info *err);
+
+static const struct {
+    cli_command command;
+    command_fn run;
+    bool takes_lock;    /* writes under state_dir */
+} dispatch[] = {
+    {CLI_CHECK, command_check, true},
+    {CLI_UPDATE, command_update, true},
+    {CLI_STAGE, command_stage, true},
+    {CLI_DEPLOY, command_deploy, true},
+    {CLI_ROLLBACK, command_rollback, true},
+    {CLI_BUNDLE, command_bundle, true},
+    {CLI_REPORT, command_report, true},
+    {CLI_RUN, command_run, true},
+    {CLI_STATUS, command_status, false},
+};
+
+static int fail(const char *command, const error_info *err)
+{
+    fprintf(stderr, "outpost: %s%s%s\n", command ? command : "", command ? ": " : "",
+            err->message[0] ? err->message : error_meaning(err->code));
+    return error_exit_code(err->code);
+}
+
+/* The configuration: -c, then OUTPOST_CONFIG, then the platform default; a
+ * missing default file means "all defaults", an explicitly named one is an error. */
+static error_code load_config(const cli_options *opts, config *cfg, error_info *err)
+{
+    error_code rc = config_init_defaults(cfg, err);
+    if (rc != ERR_OK)
+        return rc;
+    const char *path = opts->config_path;
+    if (!path) {
+        const char *env = platform_getenv("OUTPOST_CONFIG");
+        if (env && env[0])
+            path = env;
+    }
+    char *default_path = NULL;
+    if (!path) {
+        default_path = platform_default_config_path();
+        if (!default_path)
+            return error_set(err, ERR_NOMEM, "out of memory");
+        if (platform_path_stat(default_path, NULL) == PLATFORM_PATH_NONE) {
+            free(default_path);
+            return ERR_OK;
+        }
+        path = default_path;
+    }
+    rc = config_load(cfg, path, err);
+    free(default_path);
+    if (rc != ERR_OK)
+        return rc;
+    if (opts->state_dir) {
+        free(cfg->state_dir);
+        cfg->state_dir = text_dup(opts->state_dir);
+        if (!cfg->state_dir)
+            return error_set(err, ERR_NOMEM, "out of memory");
+    }
+    return ERR_OK;
+}
+
+static error_code take_lock(const config *cfg, platform_lock **lock, error_info *err)
+{
+    error_code rc = platform_mkdirs(cfg->state_dir, err);
+    if (rc != ERR_OK)
+        return error_prefix(err, "cannot create the state directory");
+    char *path = platform_path_join(cfg->state_dir, "outpost.lock");
+    if (!path)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    rc = platform_lock_acquire(path, lock, err);
+    free(path);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    error_info err;
+    error_clear(&err);
+    cli_options opts;
+    if (cli_parse(argc, argv, &opts, &err) != ERR_OK) {
+        fprintf(stderr, "outpost: %s\n", err.message);
+        return error_exit_code(err.code);
+    }
+    if (opts.help) {
+        cli_print_help(stdout, opts.help_topic);
+        return 0;
+    }
+    if (opts.command == CLI_VERSION) {
+        printf("outpost %s\n", OUTPOST_VERSION);
+        return 0;
+    }
+    log_set_level(opts.verbosity);
+
+    const char *name = cli_command_name(opts.command);
+    size_t i = 0;
+    while (i < sizeof dispatch / sizeof dispatch[0] && dispatch[i].command != opts.command)
+        i++;
+    if (i == sizeof dispatch / sizeof dispatch[0]) {
+        error_set(&err, ERR_INTERNAL, "no handler for this command");
+        return fail(name, &err);
+    }
+
+    config cfg;
+    if (load_config(&opts, &cfg, &err) != ERR_OK) {
+        config_free(&cfg);
+        return fail(NULL, &err);
+    }
+
+    platform_lock *lock = NULL;
+    if (dispatch[i].takes_lock && take_lock(&cfg, &lock, &err) != ERR_OK) {
+        config_free(&cfg);
+        return fail(name, &err);
+    }
+
+    command_context ctx = {.opts = &opts, .cfg = &cfg, .exit_code = 0, .http = NULL};
+    error_code rc = dispatch[i].run(&ctx, &err);
+    int status = rc == ERR_OK ? ctx.exit_code : fail(name, &err);
+    http_client_free(ctx.http);
+
+    platform_lock_release(lock);
+    config_free(&cfg);
+    return status;
+}

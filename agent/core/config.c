@@ -1,0 +1,575 @@
+/*
+ * config.c — loads and validates outpost.json (PRODUCT.md section 2).
+ *
+ * One table per JSON object lists its keys, their types, ranges and where
+ * they land in the config struct; a single walker applies it, so an unknown
+ * key, a wrong type or an out-of-range value is reported the same way
+ * everywhere, with the key's full dotted name.
+ */
+#include "core/config.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "platform/platform.h"
+#include "base/text.h"
+
+#define CONFIG_MAX_BYTES (1024 * 1024)
+#define CONFIG_MAX_DEPTH 32
+
+typedef enum {
+    FIELD_STRING,        /* char *, null not allowed */
+    FIELD_STRING_OR_NULL,/* char *, null leaves NULL */
+    FIELD_BOOL,          /* bool */
+    FIELD_INT,           /* int in [min, max] */
+    FIELD_INT64,         /* int64_t in [min, max] */
+    FIELD_DURATION,      /* int64_t seconds from "30s"/"15m"/"24h", in [min, max] */
+    FIELD_SHA256,        /* char *, 64 hex digits or null; stored lower-case */
+    FIELD_ARGV,          /* char ** + size_t count: non-empty array of strings */
+    FIELD_JSON_OBJECT,   /* cJSON * (duplicated), object only */
+    FIELD_SECTION        /* nested object described by children */
+} field_type;
+
+typedef struct field {
+    const char *key;
+    field_type type;
+    size_t offset;             /* into config */
+    int64_t min, max;          /* for numeric types */
+    const struct field *children; /* FIELD_SECTION only; ends with key NULL */
+} field;
+
+#define AT(member) offsetof(config, member)
+#define END {NULL, 0, 0, 0, 0, NULL}
+
+static const field tls_fields[] = {
+    {"ca_file", FIELD_STRING_OR_NULL, AT(tls_ca_file), 0, 0, NULL},
+    {"pinned_public_key", FIELD_STRING_OR_NULL, AT(tls_pinned_public_key), 0, 0, NULL},
+    END,
+};
+
+static const field verify_fields[] = {
+    {"require_signature", FIELD_BOOL, AT(installer.verify.require_signature), 0, 0, NULL},
+    {"trusted_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.trusted_ca_file), 0, 0, NULL},
+    {"timestamp_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.timestamp_ca_file), 0, 0, NULL},
+    {"signer_subject", FIELD_STRING_OR_NULL, AT(installer.verify.signer_subject), 0, 0, NULL},
+    {"expected_sha256", FIELD_SHA256, AT(installer.verify.expected_sha256), 0, 0, NULL},
+    {"allow_sha1", FIELD_BOOL, AT(installer.verify.allow_sha1), 0, 0, NULL},
+    END,
+};
+
+static const field installer_fields[] = {
+    {"platform", FIELD_STRING, AT(installer.platform), 0, 0, NULL},
+    {"installed_version", FIELD_STRING_OR_NULL, AT(installer.installed_version), 0, 0, NULL},
+    {"installed_version_file", FIELD_STRING_OR_NULL, AT(installer.installed_version_file), 0, 0, NULL},
+    {"product_name", FIELD_STRING, AT(installer.product_name), 0, 0, NULL},
+    {"keep_versions", FIELD_INT, AT(installer.keep_versions), 1, 100, NULL},
+    {"max_bytes_per_second", FIELD_INT64, AT(installer.max_bytes_per_second), 0, INT64_MAX, NULL},
+    {"verify", FIELD_SECTION, 0, 0, 0, verify_fields},
+    END,
+};
+
+static const field deploy_fields[] = {
+    {"enabled", FIELD_BOOL, AT(deploy.enabled), 0, 0, NULL},
+    {"command", FIELD_ARGV, AT(deploy.command), 0, 0, NULL},
+    {"timeout_s", FIELD_INT64, AT(deploy.timeout_s), 1, 7 * 24 * 3600, NULL},
+    END,
+};
+
+static const field report_fields[] = {
+    {"enabled", FIELD_BOOL, AT(report.enabled), 0, 0, NULL},
+    {"initial_lookback", FIELD_DURATION, AT(report.initial_lookback_s), 0, 366LL * 24 * 3600, NULL},
+    {"filter", FIELD_JSON_OBJECT, AT(report.filter), 0, 0, NULL},
+    {"page_size", FIELD_INT, AT(report.page_size), 1, 1000, NULL},
+    {"details_batch", FIELD_INT, AT(report.details_batch), 1, 1000, NULL},
+    {"keep_incidents", FIELD_INT, AT(report.keep_incidents), 0, 100000, NULL},
+    {"status_file", FIELD_STRING, AT(report.status_file), 0, 0, NULL},
+    {"jsonl_file", FIELD_STRING, AT(report.jsonl_file), 0, 0, NULL},
+    {"jsonl_max_bytes", FIELD_INT64, AT(report.jsonl_max_bytes), 4096, INT64_MAX, NULL},
+    {"jsonl_keep", FIELD_INT, AT(report.jsonl_keep), 1, 100, NULL},
+    {"metrics_file", FIELD_STRING_OR_NULL, AT(report.metrics_file), 0, 0, NULL},
+    END,
+};
+
+static const field schedule_fields[] = {
+    {"jitter", FIELD_DURATION, AT(jitter_s), 0, 24 * 3600, NULL},
+    END,
+};
+
+static const field http_fields[] = {
+    {"connect_timeout", FIELD_DURATION, AT(http.connect_timeout_s), 1, 3600, NULL},
+    {"low_speed_timeout", FIELD_DURATION, AT(http.low_speed_time_s), 1, 3600, NULL},
+    {"max_response_bytes", FIELD_INT64, AT(http.max_response_bytes), 1024, 1024LL * 1024 * 1024, NULL},
+    {"max_attempts", FIELD_INT, AT(http.max_attempts), 1, 20, NULL},
+    {"max_retry_wait", FIELD_DURATION, AT(http.max_retry_wait_s), 0, 24 * 3600, NULL},
+    {"rate_limit_per_minute", FIELD_INT, AT(http.rate_limit_per_minute), 1, 1000000, NULL},
+    {"max_in_flight", FIELD_INT, AT(http.max_in_flight), 1, 5, NULL},
+    END,
+};
+
+static const field top_fields[] = {
+    {"base_url", FIELD_STRING_OR_NULL, AT(base_url), 0, 0, NULL},
+    {"api_key_file", FIELD_STRING_OR_NULL, AT(api_key_file), 0, 0, NULL},
+    {"state_dir", FIELD_STRING, AT(state_dir), 0, 0, NULL},
+    {"tls", FIELD_SECTION, 0, 0, 0, tls_fields},
+    {"proxy", FIELD_STRING_OR_NULL, AT(proxy), 0, 0, NULL},
+    {"installer", FIELD_SECTION, 0, 0, 0, installer_fields},
+    {"deploy", FIELD_SECTION, 0, 0, 0, deploy_fields},
+    {"report", FIELD_SECTION, 0, 0, 0, report_fields},
+    {"schedule", FIELD_SECTION, 0, 0, 0, schedule_fields},
+    {"http", FIELD_SECTION, 0, 0, 0, http_fields},
+    END,
+};
+
+static void free_argv(char **argv, size_t count)
+{
+    if (!argv)
+        return;
+    for (size_t i = 0; i < count; i++)
+        free(argv[i]);
+    free(argv);
+}
+
+error_code config_init_defaults(config *cfg, error_info *err)
+{
+    static const char *const default_command[] = {"msiexec", "/i", "{installer}", "/qn", "/norestart"};
+    const size_t default_count = sizeof default_command / sizeof default_command[0];
+
+    memset(cfg, 0, sizeof *cfg);
+    cfg->state_dir = platform_default_state_dir();
+    cfg->installer.platform = text_dup("windows");
+    cfg->installer.product_name = text_dup("Security Platform Sensor");
+    cfg->installer.keep_versions = 2;
+    cfg->installer.verify.require_signature = true;
+    cfg->installer.verify.trusted_ca_file = text_dup("/etc/outpost/publisher-ca.pem");
+    cfg->deploy.enabled = false;
+    cfg->deploy.timeout_s = 1800;
+    cfg->deploy.command = calloc(default_count + 1, sizeof(char *));
+    cfg->report.enabled = true;
+    cfg->report.initial_lookback_s = 24 * 3600;
+    cfg->report.filter = cJSON_CreateObject();
+    cfg->report.page_size = 1000;
+    cfg->report.details_batch = 50;
+    cfg->report.keep_incidents = 200;
+    cfg->report.status_file = text_dup("status.json");
+    cfg->report.jsonl_file = text_dup("incidents.jsonl");
+    cfg->report.jsonl_max_bytes = 64LL * 1024 * 1024;
+    cfg->report.jsonl_keep = 5;
+    cfg->http.connect_timeout_s = 30;
+    cfg->http.low_speed_time_s = 60;
+    cfg->http.max_response_bytes = 64LL * 1024 * 1024;
+    cfg->http.max_attempts = 5;
+    cfg->http.max_retry_wait_s = 300;
+    cfg->http.rate_limit_per_minute = 60;
+    cfg->http.max_in_flight = 5;
+    cfg->jitter_s = 0;
+
+    bool ok = cfg->state_dir && cfg->installer.platform && cfg->installer.product_name &&
+              cfg->installer.verify.trusted_ca_file && cfg->deploy.command && cfg->report.filter &&
+              cfg->report.status_file && cfg->report.jsonl_file;
+    if (ok) {
+        for (size_t i = 0; i < default_count && ok; i++) {
+            cfg->deploy.command[i] = text_dup(default_command[i]);
+            ok = cfg->deploy.command[i] != NULL;
+        }
+        cfg->deploy.command_count = default_count;
+    }
+    return ok ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory while setting configuration defaults");
+}
+
+void config_free(config *cfg)
+{
+    if (!cfg)
+        return;
+    free(cfg->path);
+    free(cfg->base_url);
+    free(cfg->api_key_file);
+    free(cfg->state_dir);
+    free(cfg->tls_ca_file);
+    free(cfg->tls_pinned_public_key);
+    free(cfg->proxy);
+    free(cfg->installer.platform);
+    free(cfg->installer.installed_version);
+    free(cfg->installer.installed_version_file);
+    free(cfg->installer.product_name);
+    free(cfg->installer.verify.trusted_ca_file);
+    free(cfg->installer.verify.timestamp_ca_file);
+    free(cfg->installer.verify.signer_subject);
+    free(cfg->installer.verify.expected_sha256);
+    free_argv(cfg->deploy.command, cfg->deploy.command_count);
+    cJSON_Delete(cfg->report.filter);
+    free(cfg->report.status_file);
+    free(cfg->report.jsonl_file);
+    free(cfg->report.metrics_file);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+error_code config_parse_duration(const char *text, int64_t *seconds, error_info *err)
+{
+    const char *p = text;
+    int64_t value = 0;
+    if (!isdigit((unsigned char)*p))
+        return error_set(err, ERR_CONFIG, "\"%s\" is not a duration (a number and s, m or h, such as 30s, 15m, 24h)", text);
+    while (isdigit((unsigned char)*p)) {
+        if (value > (INT64_MAX - 9) / 10 / 3600)
+            return error_set(err, ERR_CONFIG, "duration \"%s\" is too large", text);
+        value = value * 10 + (*p++ - '0');
+    }
+    int64_t unit;
+    switch (*p) {
+    case 's': unit = 1; break;
+    case 'm': unit = 60; break;
+    case 'h': unit = 3600; break;
+    default:
+        return error_set(err, ERR_CONFIG, "\"%s\" is not a duration (a number and s, m or h, such as 30s, 15m, 24h)", text);
+    }
+    if (p[1] != '\0')
+        return error_set(err, ERR_CONFIG, "\"%s\" is not a duration (a number and one unit: s, m or h)", text);
+    *seconds = value * unit;
+    return ERR_OK;
+}
+
+static const char *json_type_name(const cJSON *item)
+{
+    if (cJSON_IsNull(item)) return "null";
+    if (cJSON_IsBool(item)) return "a boolean";
+    if (cJSON_IsNumber(item)) return "a number";
+    if (cJSON_IsString(item)) return "a string";
+    if (cJSON_IsArray(item)) return "an array";
+    if (cJSON_IsObject(item)) return "an object";
+    return "invalid";
+}
+
+static error_code wrong_type(error_info *err, const char *source, const char *key, const char *want, const cJSON *got)
+{
+    return error_set(err, ERR_CONFIG, "%s: `%s` must be %s, not %s", source, key, want, json_type_name(got));
+}
+
+static error_code apply_number(const field *f, const cJSON *item, char *base, const char *source, const char *key, error_info *err)
+{
+    if (!cJSON_IsNumber(item))
+        return wrong_type(err, source, key, "a whole number", item);
+    double d = item->valuedouble;
+    /* The range first: converting a double beyond int64_t (1e300) is undefined. */
+    if (!(d >= (double)f->min && d <= (double)f->max && d < 9223372036854775808.0) || d != (double)(int64_t)d) {
+        if (f->max == INT64_MAX)
+            return error_set(err, ERR_CONFIG, "%s: `%s` must be a whole number of at least %lld", source, key, (long long)f->min);
+        return error_set(err, ERR_CONFIG, "%s: `%s` must be a whole number from %lld to %lld", source, key,
+                         (long long)f->min, (long long)f->max);
+    }
+    if (f->type == FIELD_INT)
+        *(int *)(base + f->offset) = (int)d;
+    else
+        *(int64_t *)(base + f->offset) = (int64_t)d;
+    return ERR_OK;
+}
+
+static error_code apply_string(const field *f, const cJSON *item, char *base, const char *source, const char *key, error_info *err)
+{
+    char **slot = (char **)(base + f->offset);
+    if (cJSON_IsNull(item) && f->type != FIELD_STRING) {
+        free(*slot);
+        *slot = NULL;
+        return ERR_OK;
+    }
+    if (!cJSON_IsString(item))
+        return wrong_type(err, source, key, f->type == FIELD_STRING ? "a string" : "a string or null", item);
+    const char *s = item->valuestring;
+    if (f->type == FIELD_STRING && s[0] == '\0')
+        return error_set(err, ERR_CONFIG, "%s: `%s` must not be empty", source, key);
+    if (f->type == FIELD_SHA256) {
+        size_t n = strlen(s);
+        bool hex = n == 64;
+        for (size_t i = 0; hex && i < n; i++)
+            hex = isxdigit((unsigned char)s[i]) != 0;
+        if (!hex)
+            return error_set(err, ERR_CONFIG, "%s: `%s` must be 64 hexadecimal digits (a SHA-256)", source, key);
+    }
+    char *copy = text_dup(s);
+    if (!copy)
+        return error_set(err, ERR_NOMEM, "out of memory reading %s", key);
+    if (f->type == FIELD_SHA256)
+        for (char *c = copy; *c; c++)
+            *c = (char)tolower((unsigned char)*c);
+    free(*slot);
+    *slot = copy;
+    return ERR_OK;
+}
+
+static error_code apply_argv(const field *f, const cJSON *item, char *base, const char *source, const char *key, error_info *err)
+{
+    int n = cJSON_IsArray(item) ? cJSON_GetArraySize(item) : -1;
+    if (n < 1)
+        return error_set(err, ERR_CONFIG, "%s: `%s` must be a non-empty array of strings (the program and its arguments)", source, key);
+    char **argv = calloc((size_t)n + 1, sizeof(char *));
+    if (!argv)
+        return error_set(err, ERR_NOMEM, "out of memory reading %s", key);
+    int i = 0;
+    const cJSON *arg;
+    cJSON_ArrayForEach(arg, item) {
+        if (!cJSON_IsString(arg) || (i == 0 && arg->valuestring[0] == '\0')) {
+            free_argv(argv, (size_t)i);
+            return error_set(err, ERR_CONFIG, "%s: `%s[%d]` must be a%s string", source, key, i, i == 0 ? " non-empty" : "");
+        }
+        if (!(argv[i++] = text_dup(arg->valuestring))) {
+            free_argv(argv, (size_t)i);
+            return error_set(err, ERR_NOMEM, "out of memory reading %s", key);
+        }
+    }
+    char ***slot = (char ***)(base + f->offset);
+    size_t *count = (size_t *)(base + offsetof(config, deploy.command_count));
+    free_argv(*slot, *count);
+    *slot = argv;
+    *count = (size_t)n;
+    return ERR_OK;
+}
+
+static error_code apply_fields(const field *fields, const cJSON *object, config *cfg, const char *prefix,
+                               const char *source, error_info *err);
+
+static error_code apply_field(const field *f, const cJSON *item, config *cfg, const char *key, const char *source,
+                              error_info *err)
+{
+    char *base = (char *)cfg;
+    switch (f->type) {
+    case FIELD_STRING:
+    case FIELD_STRING_OR_NULL:
+    case FIELD_SHA256:
+        return apply_string(f, item, base, source, key, err);
+    case FIELD_BOOL:
+        if (!cJSON_IsBool(item))
+            return wrong_type(err, source, key, "true or false", item);
+        *(bool *)(base + f->offset) = cJSON_IsTrue(item);
+        return ERR_OK;
+    case FIELD_INT:
+    case FIELD_INT64:
+        return apply_number(f, item, base, source, key, err);
+    case FIELD_DURATION: {
+        if (!cJSON_IsString(item))
+            return wrong_type(err, source, key, "a duration string such as \"30s\", \"15m\" or \"24h\"", item);
+        int64_t seconds;
+        if (config_parse_duration(item->valuestring, &seconds, err) != ERR_OK)
+            return error_prefix(err, "%s: `%s`", source, key);
+        if (seconds < f->min || seconds > f->max)
+            return error_set(err, ERR_CONFIG, "%s: `%s` must be from %llds to %llds", source, key, (long long)f->min,
+                             (long long)f->max);
+        *(int64_t *)(base + f->offset) = seconds;
+        return ERR_OK;
+    }
+    case FIELD_ARGV:
+        return apply_argv(f, item, base, source, key, err);
+    case FIELD_JSON_OBJECT: {
+        if (!cJSON_IsObject(item))
+            return wrong_type(err, source, key, "an object", item);
+        cJSON *copy = cJSON_Duplicate(item, 1);
+        if (!copy)
+            return error_set(err, ERR_NOMEM, "out of memory reading %s", key);
+        cJSON **slot = (cJSON **)(base + f->offset);
+        cJSON_Delete(*slot);
+        *slot = copy;
+        return ERR_OK;
+    }
+    case FIELD_SECTION:
+        if (!cJSON_IsObject(item))
+            return wrong_type(err, source, key, "an object", item);
+        return apply_fields(f->children, item, cfg, key, source, err);
+    }
+    return error_set(err, ERR_INTERNAL, "unhandled configuration field type for %s", key);
+}
+
+static error_code apply_fields(const field *fields, const cJSON *object, config *cfg, const char *prefix,
+                               const char *source, error_info *err)
+{
+    const cJSON *item;
+    cJSON_ArrayForEach(item, object) {
+        char key[256];
+        snprintf(key, sizeof key, "%s%s%s", prefix, prefix[0] ? "." : "", item->string);
+        const field *f = fields;
+        while (f->key && strcmp(f->key, item->string) != 0)
+            f++;
+        if (!f->key)
+            return error_set(err, ERR_CONFIG, "%s: unknown key `%s` (check its spelling against the README)", source, key);
+        error_code rc = apply_field(f, item, cfg, key, source, err);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    return ERR_OK;
+}
+
+static bool url_host_is_loopback(const char *url)
+{
+    const char *host = strstr(url, "://");
+    if (!host)
+        return false;
+    host += 3;
+    const char *at = strpbrk(host, "@/");
+    if (at && *at == '@')
+        host = at + 1;
+    size_t len;
+    if (host[0] == '[') {
+        const char *close = strchr(host, ']');
+        if (!close)
+            return false;
+        host++;
+        len = (size_t)(close - host);
+        return len == 3 && strncmp(host, "::1", 3) == 0;
+    }
+    len = strcspn(host, ":/?#");
+    if (len == 9 && text_equal_nocase_n(host, "localhost", 9))
+        return true;
+    if (len > 10 && text_equal_nocase_n(host + len - 10, ".localhost", 10))
+        return true;
+    if (len >= 4 && strncmp(host, "127.", 4) == 0) {
+        for (size_t i = 4; i < len; i++)
+            if (!isdigit((unsigned char)host[i]) && host[i] != '.')
+                return false;
+        return true;
+    }
+    return false;
+}
+
+static error_code check_base_url(config *cfg, const char *source, error_info *err)
+{
+    char *url = cfg->base_url;
+    if (!url)
+        return ERR_OK;
+    size_t n = strlen(url);
+    while (n > 0 && url[n - 1] == '/')
+        url[--n] = '\0';
+    if (text_equal_nocase_n(url, "https://", 8) && n > 8)
+        return ERR_OK;
+    if (text_equal_nocase_n(url, "http://", 7) && n > 7) {
+        if (url_host_is_loopback(url))
+            return ERR_OK;
+        return error_set(err, ERR_CONFIG,
+                         "%s: `base_url` %s uses http:// to a host that is not loopback; use https:// (plain HTTP is only for "
+                         "127.0.0.1, ::1 and localhost)", source, url);
+    }
+    return error_set(err, ERR_CONFIG, "%s: `base_url` must be an https:// URL, got \"%s\"", source, url);
+}
+
+error_code config_load_text(config *cfg, const char *text, size_t len, const char *source, error_info *err)
+{
+    if (len > CONFIG_MAX_BYTES)
+        return error_set(err, ERR_CONFIG, "%s: larger than %d bytes; is this the right file?", source, CONFIG_MAX_BYTES);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root) {
+        size_t offset = end && end >= text ? (size_t)(end - text) : 0;
+        size_t line = 1;
+        for (size_t i = 0; i < offset && i < len; i++)
+            line += text[i] == '\n';
+        return error_set(err, ERR_CONFIG, "%s: not valid JSON (near line %zu)", source, line);
+    }
+    error_code rc;
+    if (!cJSON_IsObject(root))
+        rc = error_set(err, ERR_CONFIG, "%s: the configuration must be a JSON object", source);
+    else
+        rc = apply_fields(top_fields, root, cfg, "", source, err);
+    cJSON_Delete(root);
+    if (rc == ERR_OK)
+        rc = check_base_url(cfg, source, err);
+    return rc;
+}
+
+error_code config_load(config *cfg, const char *path, error_info *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    error_code rc = platform_read_file(path, CONFIG_MAX_BYTES, &text, &len, err);
+    if (rc == ERR_NOT_FOUND)
+        return error_set(err, ERR_CONFIG, "configuration file %s does not exist; create it or pass -c FILE", path);
+    if (rc != ERR_OK) {
+        err->code = ERR_CONFIG;
+        return error_prefix(err, "cannot read configuration file %s", path);
+    }
+    free(cfg->path);
+    cfg->path = text_dup(path);
+    rc = config_load_text(cfg, text, len, path, err);
+    free(text);
+    return rc;
+}
+
+error_code config_check_api(const config *cfg, error_info *err)
+{
+    if (!cfg->base_url)
+        return error_set(err, ERR_CONFIG, "%s: `base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com",
+                         cfg->path ? cfg->path : "configuration");
+    return ERR_OK;
+}
+
+void config_secret_free(char *secret)
+{
+    if (!secret)
+        return;
+    volatile char *p = secret;
+    while (*p)
+        *p++ = '\0';
+    free(secret);
+}
+
+static char *trim_copy(const char *s, size_t len)
+{
+    while (len > 0 && isspace((unsigned char)*s)) {
+        s++;
+        len--;
+    }
+    while (len > 0 && isspace((unsigned char)s[len - 1]))
+        len--;
+    char *copy = malloc(len + 1);
+    if (copy) {
+        memcpy(copy, s, len);
+        copy[len] = '\0';
+    }
+    return copy;
+}
+
+error_code config_load_api_key(const config *cfg, char **key, error_info *err)
+{
+    const char *from_env = platform_getenv("OUTPOST_API_KEY");
+    if (from_env && from_env[0]) {
+        char *copy = trim_copy(from_env, strlen(from_env));
+        if (!copy)
+            return error_set(err, ERR_NOMEM, "out of memory");
+        if (!copy[0]) {
+            config_secret_free(copy);
+            return error_set(err, ERR_CONFIG, "OUTPOST_API_KEY is blank");
+        }
+        *key = copy;
+        return ERR_OK;
+    }
+    if (!cfg->api_key_file)
+        return error_set(err, ERR_CONFIG, "no API key: set OUTPOST_API_KEY or `api_key_file` in %s",
+                         cfg->path ? cfg->path : "the configuration");
+    error_code rc = platform_check_secret_file(cfg->api_key_file, err);
+    if (rc != ERR_OK)
+        return rc;
+    char *text = NULL;
+    size_t len = 0;
+    rc = platform_read_file(cfg->api_key_file, 64 * 1024, &text, &len, err);
+    if (rc != ERR_OK) {
+        err->code = ERR_CONFIG;
+        return error_prefix(err, "cannot read the API key file (`api_key_file`)");
+    }
+    char *trimmed = trim_copy(text, len);
+    memset(text, 0, len);
+    free(text);
+    if (!trimmed)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    if (!trimmed[0]) {
+        config_secret_free(trimmed);
+        return error_set(err, ERR_CONFIG, "API key file %s is empty", cfg->api_key_file);
+    }
+    *key = trimmed;
+    return ERR_OK;
+}
+
+char *config_state_path(const config *cfg, const char *name)
+{
+    bool absolute = name[0] == '/' || name[0] == '\\' || (isalpha((unsigned char)name[0]) && name[1] == ':');
+    return absolute ? text_dup(name) : platform_path_join(cfg->state_dir, name);
+}

@@ -1,0 +1,125 @@
+/*
+ * config.h — outpost's configuration: the JSON file of PRODUCT.md section 2
+ * turned into a validated struct.
+ *
+ * Every key has a default; unknown keys, wrong types and out-of-range values
+ * are ERR_CONFIG with a message that names the key ("report.page_size: must
+ * be 1 to 1000, got 5000"). Paths in the struct are as written in the file;
+ * state_dir-relative names (status_file, jsonl_file, metrics_file) are
+ * resolved with config_state_path().
+ */
+#ifndef OUTPOST_CONFIG_H
+#define OUTPOST_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+struct cJSON;
+
+typedef struct config_verify {
+    bool require_signature;      /* reject unsigned installers */
+    char *trusted_ca_file;       /* publisher CA (PEM); NULL when not set */
+    char *timestamp_ca_file;     /* CA of timestamp countersignatures; NULL: trusted_ca_file */
+    char *signer_subject;        /* required signer subject or CN; NULL: any */
+    char *expected_sha256;       /* lower-case hex; NULL: not checked */
+    bool allow_sha1;             /* accept SHA-1 Authenticode digests */
+} config_verify;
+
+typedef struct config_installer {
+    char *platform;              /* installer route's platform: "windows" */
+    char *installed_version;     /* fixed installed version; NULL: look it up */
+    char *installed_version_file;/* file holding the installed version; NULL: none */
+    char *product_name;          /* display name in the OS inventory (Windows Uninstall keys) */
+    int keep_versions;           /* staged versions kept, >= 1 */
+    int64_t max_bytes_per_second;/* download bandwidth cap; 0: none */
+    config_verify verify;
+} config_installer;
+
+typedef struct config_deploy {
+    bool enabled;                /* run deploys from `run` */
+    char **command;              /* argv, NULL-terminated; "{installer}" is replaced */
+    size_t command_count;        /* entries in command, not counting the NULL */
+    int64_t timeout_s;           /* kill the installer after this long */
+} config_deploy;
+
+typedef struct config_report {
+    bool enabled;                /* run the report from `run` */
+    int64_t initial_lookback_s;  /* first poll starts this far back */
+    struct cJSON *filter;        /* incident list filter, passed through (owned) */
+    int page_size;               /* 1..1000 */
+    int details_batch;           /* event ids per event-details call, 1..1000 */
+    int keep_incidents;          /* items kept in status.json */
+    char *status_file;           /* relative to state_dir unless absolute */
+    char *jsonl_file;            /* relative to state_dir unless absolute */
+    int64_t jsonl_max_bytes;     /* rotate incidents.jsonl past this size */
+    int jsonl_keep;              /* rotated files kept */
+    char *metrics_file;          /* Prometheus textfile; NULL: none */
+} config_report;
+
+typedef struct config_http {
+    int64_t connect_timeout_s;   /* TCP + TLS connect */
+    int64_t low_speed_time_s;    /* abort a transfer slower than 1 byte/s for this long */
+    int64_t max_response_bytes;  /* cap on JSON response bodies */
+    int max_attempts;            /* attempts per request, retries included */
+    int64_t max_retry_wait_s;    /* longest total wait spent retrying one request */
+    int rate_limit_per_minute;   /* pacing before the server's headers say otherwise */
+    int max_in_flight;           /* concurrent requests per endpoint */
+} config_http;
+
+typedef struct config {
+    char *path;                  /* file it was loaded from */
+    char *base_url;              /* without trailing slash */
+    char *api_key_file;          /* NULL when not set */
+    char *state_dir;
+    char *tls_ca_file;           /* NULL: system store */
+    char *tls_pinned_public_key; /* libcurl form (sha256//base64 or a PEM/DER path); NULL: none */
+    char *proxy;                 /* NULL: environment (HTTPS_PROXY, NO_PROXY) */
+    config_installer installer;
+    config_deploy deploy;
+    config_report report;
+    config_http http;
+    int64_t jitter_s;            /* schedule.jitter: random start delay of `run` */
+} config;
+
+/* Fills cfg with every default of PRODUCT.md section 2 (base_url NULL). */
+error_code config_init_defaults(config *cfg, error_info *err);
+
+/*
+ * Loads path (size-capped) over the defaults, validating every key.
+ * On failure cfg holds defaults plus whatever was read; free it anyway.
+ */
+error_code config_load(config *cfg, const char *path, error_info *err);
+
+/* As config_load, from a JSON text (for tests). source names it in errors. */
+error_code config_load_text(config *cfg, const char *text, size_t len, const char *source, error_info *err);
+
+/*
+ * Checks what a command that talks to the platform needs: base_url present,
+ * https:// or http:// to a loopback host only.
+ */
+error_code config_check_api(const config *cfg, error_info *err);
+
+/* Frees everything cfg owns (not cfg itself). */
+void config_free(config *cfg);
+
+/*
+ * The API key: OUTPOST_API_KEY if set, else the trimmed contents of
+ * api_key_file (refused when readable by group or others). *key is malloc'd;
+ * release it with config_secret_free, which wipes it first.
+ */
+error_code config_load_api_key(const config *cfg, char **key, error_info *err);
+void config_secret_free(char *secret);
+
+/* state_dir joined with name unless name is absolute. malloc'd; NULL on OOM. */
+char *config_state_path(const config *cfg, const char *name);
+
+/*
+ * Parses a duration in the API's form: a non-negative number and one unit
+ * suffix s, m or h ("30s", "15m", "24h"). ERR_CONFIG on anything else.
+ */
+error_code config_parse_duration(const char *text, int64_t *seconds, error_info *err);
+
+#endif

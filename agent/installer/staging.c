@@ -1,0 +1,1042 @@
+/*
+ * staging.c — verifies a candidate installer and stages it (staging.h):
+ * every layer runs on a private copy inside staging/.tmp-<random>/, the
+ * manifest is written there, the directory is renamed to staging/<version>,
+ * and only then is staging/current switched and old versions pruned. A crash
+ * at any step leaves either the old staging or the new one; stray .tmp-* and
+ * .old-* directories are removed by the next staging.
+ *
+ * State kept in section "installer": "staged_history", the versions in the
+ * order they were staged (oldest first, each once, at most HISTORY_MAX),
+ * which prune and rollback use to tell "recent" from "old".
+ */
+#include "installer/staging.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "installer/installed.h"
+#include "core/log.h"
+#include "platform/platform.h"
+#include "base/text.h"
+#include "core/timefmt.h"
+#include "installer/unpack.h"
+#include "installer/verify.h"
+#include "installer/version.h"
+
+#define MANIFEST_MAX_BYTES (1024 * 1024)
+#define CURRENT_MAX_BYTES 256
+#define HISTORY_MAX 32
+#define COPY_BUFFER (256 * 1024)
+
+/* ---- Paths and small helpers ----------------------------------------------- */
+
+static char *staging_root(const config *cfg)
+{
+    return platform_path_join(cfg->state_dir, "staging");
+}
+
+static char *join3(const char *a, const char *b, const char *c)
+{
+    char *ab = platform_path_join(a, b);
+    char *abc = ab ? platform_path_join(ab, c) : NULL;
+    free(ab);
+    return abc;
+}
+
+static error_code oom(error_info *err)
+{
+    return error_set(err, ERR_NOMEM, "out of memory");
+}
+
+static const char *json_string(const cJSON *obj, const char *name)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
+    return cJSON_IsString(item) ? item->valuestring : NULL;
+}
+
+static error_code random_name(const char *prefix, char *out, size_t size, error_info *err)
+{
+    unsigned char bytes[8];
+    error_code rc = platform_random_bytes(bytes, sizeof bytes, err);
+    if (rc != ERR_OK)
+        return rc;
+    int n = snprintf(out, size, "%s", prefix);
+    for (size_t i = 0; i < sizeof bytes && n > 0 && (size_t)n + 2 < size; i++)
+        n += snprintf(out + n, size - (size_t)n, "%02x", bytes[i]);
+    return ERR_OK;
+}
+
+bool staging_file_name_is_safe(const char *name)
+{
+    static const char *const reserved[] = {"CON", "PRN", "AUX", "NUL", "COM", "LPT"};
+    if (!name || !name[0] || name[0] == '.' || strlen(name) > 255 || strcmp(name, "manifest.json") == 0)
+        return false;
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7F || strchr("/\\:<>\"|?*", *p))
+            return false;
+    char last = name[strlen(name) - 1];
+    if (last == '.' || last == ' ')
+        return false;
+    /* Windows reserves the device names with any extension: "nul.exe", "COM1.msi". */
+    size_t stem = strcspn(name, ".");
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
+        if (!text_equal_nocase_n(name, reserved[i], 3))
+            continue;
+        if (stem == 3 && i < 4)
+            return false;
+        if (stem == 4 && i >= 4 && name[3] >= '0' && name[3] <= '9')
+            return false;
+    }
+    return true;
+}
+
+/* Reads and parses a manifest (size-capped). */
+static error_code manifest_read(const char *dir, cJSON **manifest, error_info *err)
+{
+    char *path = platform_path_join(dir, "manifest.json");
+    if (!path)
+        return oom(err);
+    char *text = NULL;
+    size_t len = 0;
+    error_code rc = platform_read_file(path, MANIFEST_MAX_BYTES, &text, &len, err);
+    if (rc == ERR_OK) {
+        *manifest = cJSON_ParseWithLength(text, len);
+        if (!*manifest || !cJSON_IsObject(*manifest)) {
+            cJSON_Delete(*manifest);
+            *manifest = NULL;
+            rc = error_set(err, ERR_IO, "%s is not a valid manifest", path);
+        }
+    }
+    free(text);
+    free(path);
+    return rc;
+}
+
+static error_code copy_file(const char *from, const char *to, error_info *err)
+{
+    FILE *in = platform_fopen(from, "rb");
+    if (!in)
+        return error_set_os(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, errno, "cannot open %s: %s", from,
+                            strerror(errno));
+    FILE *out = platform_fopen(to, "wb");
+    char *buf = malloc(COPY_BUFFER);
+    error_code rc = ERR_OK;
+    if (!out || !buf) {
+        rc = !buf ? oom(err)
+                  : error_set_os(err, errno == ENOSPC ? ERR_DISK_FULL : ERR_IO, errno, "cannot create %s: %s", to,
+                                 strerror(errno));
+        goto cleanup;
+    }
+    size_t n;
+    while ((n = fread(buf, 1, COPY_BUFFER, in)) > 0) {
+        if (fwrite(buf, 1, n, out) != n) {
+            rc = error_set_os(err, errno == ENOSPC ? ERR_DISK_FULL : ERR_IO, errno, "cannot write %s: %s", to,
+                              strerror(errno));
+            goto cleanup;
+        }
+    }
+    if (ferror(in)) {
+        rc = error_set_os(err, ERR_IO, errno, "cannot read %s: %s", from, strerror(errno));
+        goto cleanup;
+    }
+    rc = platform_fsync_file(out, err);
+cleanup:
+    if (out && fclose(out) != 0 && rc == ERR_OK)
+        rc = error_set_os(err, errno == ENOSPC ? ERR_DISK_FULL : ERR_IO, errno, "cannot write %s: %s", to,
+                          strerror(errno));
+    fclose(in);
+    free(buf);
+    return rc;
+}
+
+static error_code fsync_path(const char *path, error_info *err)
+{
+    FILE *f = platform_fopen(path, "r+b");
+    if (!f)
+        return error_set_os(err, ERR_IO, errno, "cannot open %s: %s", path, strerror(errno));
+    error_code rc = platform_fsync_file(f, err);
+    fclose(f);
+    return rc;
+}
+
+/* Removes what a crashed staging left: staging/.tmp-* and staging/.old-*. */
+static void clean_leftovers(const char *root)
+{
+    char **names = NULL;
+    size_t count = 0;
+    if (platform_list_dir(root, &names, &count, NULL) != ERR_OK)
+        return;
+    for (size_t i = 0; i < count; i++) {
+        if (!text_starts_with(names[i], ".tmp-") && !text_starts_with(names[i], ".old-"))
+            continue;
+        char *path = platform_path_join(root, names[i]);
+        if (path) {
+            log_info("removing %s left by an interrupted staging", path);
+            platform_remove_tree(path, NULL);
+            if (platform_path_stat(path, NULL) == PLATFORM_PATH_FILE)
+                platform_remove_file(path, NULL);
+        }
+        free(path);
+    }
+    platform_free_names(names, count);
+}
+
+/* ---- What is staged ------------------------------------------------------- */
+
+static error_code read_current(const char *root, char **version, error_info *err)
+{
+    *version = NULL;
+    char *path = platform_path_join(root, "current");
+    if (!path)
+        return oom(err);
+    char *text = NULL;
+    size_t len = 0;
+    error_code rc = platform_read_file(path, CURRENT_MAX_BYTES, &text, &len, err);
+    if (rc == ERR_NOT_FOUND) {
+        error_clear(err);
+        free(path);
+        return ERR_OK;
+    }
+    if (rc == ERR_OK) {
+        while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
+            text[--len] = '\0';
+        if (len == 0) {
+            free(text);
+            text = NULL;
+        } else if (!version_is_valid(text, NULL)) {
+            rc = error_set(err, ERR_IO, "%s is damaged (it does not name a valid version); stage an installer again",
+                           path);
+            free(text);
+            text = NULL;
+        }
+        *version = text;
+    }
+    free(path);
+    return rc;
+}
+
+error_code staging_current_version(const config *cfg, char **version, error_info *err)
+{
+    char *root = staging_root(cfg);
+    if (!root)
+        return oom(err);
+    error_code rc = read_current(root, version, err);
+    free(root);
+    return rc;
+}
+
+/* The staged version's manifest and installer path, checked against each other
+ * when verify_hash (size always; SHA-256 too when verify_hash). */
+static error_code load_staged(const char *root, const char *version, bool verify_hash, cJSON **manifest,
+                              char **installer_path, error_info *err)
+{
+    *manifest = NULL;
+    *installer_path = NULL;
+    char *dir = platform_path_join(root, version);
+    if (!dir)
+        return oom(err);
+    error_code rc = manifest_read(dir, manifest, err);
+    if (rc != ERR_OK) {
+        free(dir);
+        return rc;
+    }
+    const char *name = json_string(*manifest, "file_name");
+    const char *sha = json_string(*manifest, "sha256");
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(*manifest, "size");
+    const char *mversion = json_string(*manifest, "version");
+    if (!name || !staging_file_name_is_safe(name) || !sha || !cJSON_IsNumber(size) || !mversion ||
+        strcmp(mversion, version) != 0) {
+        rc = error_set(err, ERR_IO, "the manifest of staged version %s is incomplete or damaged", version);
+        goto fail;
+    }
+    *installer_path = platform_path_join(dir, name);
+    if (!*installer_path) {
+        rc = oom(err);
+        goto fail;
+    }
+    uint64_t actual = 0;
+    if (platform_path_stat(*installer_path, &actual) != PLATFORM_PATH_FILE || (double)actual != size->valuedouble) {
+        rc = error_set(err, ERR_REJECTED,
+                       "staged installer %s is missing or its size no longer matches its manifest; stage it again",
+                       *installer_path);
+        goto fail;
+    }
+    if (verify_hash) {
+        char hex[65];
+        rc = verify_sha256_file(*installer_path, hex, NULL, err);
+        if (rc == ERR_OK && strcmp(hex, sha) != 0)
+            rc = error_set(err, ERR_REJECTED,
+                           "staged installer %s no longer matches the SHA-256 in its manifest; stage it again",
+                           *installer_path);
+        if (rc != ERR_OK)
+            goto fail;
+    }
+    free(dir);
+    return ERR_OK;
+fail:
+    free(dir);
+    free(*installer_path);
+    *installer_path = NULL;
+    cJSON_Delete(*manifest);
+    *manifest = NULL;
+    return rc;
+}
+
+bool staging_has_verified(const config *cfg, const char *version)
+{
+    if (!version || !version_is_valid(version, NULL))
+        return false;
+    char *root = staging_root(cfg);
+    if (!root)
+        return false;
+    cJSON *manifest = NULL;
+    char *path = NULL;
+    error_code rc = load_staged(root, version, true, &manifest, &path, NULL);
+    cJSON_Delete(manifest);
+    free(path);
+    free(root);
+    return rc == ERR_OK;
+}
+
+error_code staging_current(const config *cfg, char **version, cJSON **manifest, char **installer_path,
+                           error_info *err)
+{
+    char *root = staging_root(cfg);
+    if (!root)
+        return oom(err);
+    char *current = NULL;
+    cJSON *m = NULL;
+    char *path = NULL;
+    error_code rc = read_current(root, &current, err);
+    if (rc == ERR_OK && !current)
+        rc = error_set(err, ERR_NOT_FOUND, "nothing is staged; run outpost update (or outpost stage FILE) first");
+    if (rc == ERR_OK)
+        rc = load_staged(root, current, false, &m, &path, err);
+    if (rc == ERR_OK) {
+        if (version) { *version = current; current = NULL; }
+        if (manifest) { *manifest = m; m = NULL; }
+        if (installer_path) { *installer_path = path; path = NULL; }
+    }
+    free(current);
+    cJSON_Delete(m);
+    free(path);
+    free(root);
+    return rc;
+}
+
+/* ---- History, previous version, prune -------------------------------------- */
+
+static cJSON *history_of(state *s)
+{
+    cJSON *section = state_section(s, "installer");
+    if (!section)
+        return NULL;
+    cJSON *history = cJSON_GetObjectItemCaseSensitive(section, "staged_history");
+    if (cJSON_IsArray(history))
+        return history;
+    cJSON_DeleteItemFromObjectCaseSensitive(section, "staged_history");
+    return cJSON_AddArrayToObject(section, "staged_history");
+}
+
+/* Position of version in the history (larger: staged more recently), -1 if absent. */
+static int history_rank(const cJSON *history, const char *version)
+{
+    int rank = -1, i = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, history)
+    {
+        if (cJSON_IsString(item) && strcmp(item->valuestring, version) == 0)
+            rank = i;
+        i++;
+    }
+    return rank;
+}
+
+static void history_remove(cJSON *history, const char *version)
+{
+    for (int i = cJSON_GetArraySize(history) - 1; i >= 0; i--) {
+        const cJSON *item = cJSON_GetArrayItem(history, i);
+        if (cJSON_IsString(item) && strcmp(item->valuestring, version) == 0)
+            cJSON_DeleteItemFromArray(history, i);
+    }
+}
+
+static void history_append(cJSON *history, const char *version)
+{
+    history_remove(history, version);
+    cJSON_AddItemToArray(history, cJSON_CreateString(version));
+    while (cJSON_GetArraySize(history) > HISTORY_MAX)
+        cJSON_DeleteItemFromArray(history, 0);
+}
+
+/* The staged versions: directories under root that are not ours (.tmp-*). */
+static error_code list_staged(const char *root, char ***names, size_t *count, error_info *err)
+{
+    error_code rc = platform_list_dir(root, names, count, err);
+    if (rc == ERR_NOT_FOUND) {
+        error_clear(err);
+        *names = NULL;
+        *count = 0;
+        return ERR_OK;
+    }
+    if (rc != ERR_OK)
+        return rc;
+    size_t kept = 0;
+    for (size_t i = 0; i < *count; i++) {
+        char *path = platform_path_join(root, (*names)[i]);
+        bool is_version = path && (*names)[i][0] != '.' && platform_path_stat(path, NULL) == PLATFORM_PATH_DIR &&
+                          version_is_valid((*names)[i], NULL);
+        free(path);
+        if (is_version)
+            (*names)[kept++] = (*names)[i];
+        else
+            free((*names)[i]);
+    }
+    *count = kept;
+    return ERR_OK;
+}
+
+/* The version rollback would switch to from current, or NULL (points into names). */
+static const char *previous_version(char **names, size_t count, const cJSON *history, const char *current)
+{
+    const char *best = NULL;
+    for (size_t i = 0; i < count; i++)
+        if (version_compare(names[i], current) < 0 && (!best || version_compare(names[i], best) > 0))
+            best = names[i];
+    if (best)
+        return best;
+    int current_rank = history_rank(history, current);
+    int best_rank = -1;
+    for (size_t i = 0; i < count; i++) {
+        int rank = history_rank(history, names[i]);
+        if (strcmp(names[i], current) != 0 && rank >= 0 && rank < current_rank && rank > best_rank) {
+            best = names[i];
+            best_rank = rank;
+        }
+    }
+    return best;
+}
+
+/* Ordering for prune: staged more recently first; unknown to the history last,
+ * newest version first among them. */
+static const cJSON *sort_history;
+static int by_recency(const void *a, const void *b)
+{
+    const char *va = *(const char *const *)a, *vb = *(const char *const *)b;
+    int ra = history_rank(sort_history, va), rb = history_rank(sort_history, vb);
+    if (ra != rb)
+        return rb - ra;
+    return version_compare(vb, va);
+}
+
+static void prune(const config *cfg, const char *root, cJSON *history, const char *current)
+{
+    char **names = NULL;
+    size_t count = 0;
+    if (list_staged(root, &names, &count, NULL) != ERR_OK)
+        return;
+    const char *previous = previous_version(names, count, history, current);
+    char *keep_previous = text_dup(previous);
+    sort_history = history;
+    qsort(names, count, sizeof *names, by_recency);
+    for (size_t i = 0; i < count; i++) {
+        bool keep = (int)i < cfg->installer.keep_versions || strcmp(names[i], current) == 0 ||
+                    (keep_previous && strcmp(names[i], keep_previous) == 0);
+        if (keep)
+            continue;
+        /* Moved aside first: removing a tree file by file is not atomic, and a
+         * kill in the middle must not leave a version directory without its
+         * manifest or installer. clean_leftovers removes what a kill leaves. */
+        char aside_name[40];
+        char *path = platform_path_join(root, names[i]);
+        char *aside = random_name(".old-", aside_name, sizeof aside_name, NULL) == ERR_OK
+                          ? platform_path_join(root, aside_name)
+                          : NULL;
+        if (path && aside && platform_rename(path, aside, NULL) == ERR_OK) {
+            platform_remove_tree(aside, NULL);
+            log_info("pruned staged version %s (installer.keep_versions is %d)", names[i],
+                     cfg->installer.keep_versions);
+            history_remove(history, names[i]);
+        }
+        free(aside);
+        free(path);
+    }
+    free(keep_previous);
+    platform_free_names(names, count);
+}
+
+static error_code write_current(const char *root, const char *version, error_info *err)
+{
+    char *path = platform_path_join(root, "current");
+    if (!path)
+        return oom(err);
+    char line[VERSION_MAX_LENGTH + 2];
+    int n = snprintf(line, sizeof line, "%s\n", version);
+    error_code rc = platform_write_atomic(path, line, (size_t)n, err);
+    free(path);
+    return rc;
+}
+
+error_code staging_rollback(const config *cfg, state *s, char **from, char **to, error_info *err)
+{
+    char *root = staging_root(cfg);
+    if (!root)
+        return oom(err);
+    char *current = NULL, *target = NULL;
+    char **names = NULL;
+    size_t count = 0;
+    cJSON *history = history_of(s);
+    error_code rc = history ? read_current(root, &current, err) : oom(err);
+    if (rc == ERR_OK && !current)
+        rc = error_set(err, ERR_NOT_FOUND, "nothing is staged, so there is nothing to roll back");
+    if (rc == ERR_OK)
+        rc = list_staged(root, &names, &count, err);
+    if (rc == ERR_OK) {
+        target = text_dup(previous_version(names, count, history, current));
+        if (!target)
+            rc = error_set(err, ERR_NOT_FOUND,
+                           "no earlier staged version to roll back to (current is %s); stage one with outpost stage "
+                           "FILE --version V",
+                           current);
+    }
+    if (rc == ERR_OK && !staging_has_verified(cfg, target))
+        rc = error_set(err, ERR_REJECTED,
+                       "staged version %s no longer matches its manifest; it was not made current", target);
+    /* Recorded before the switch, so that staging_finish_commit never takes
+     * the version rolled back from (still last in the history) for a commit a
+     * kill interrupted, and undoes the rollback. */
+    if (rc == ERR_OK) {
+        cJSON *section = state_section(s, "installer");
+        cJSON_DeleteItemFromObjectCaseSensitive(section, "rolled_back_from");
+        rc = cJSON_AddStringToObject(section, "rolled_back_from", current) ? state_save(s, err) : oom(err);
+    }
+    if (rc == ERR_OK)
+        rc = write_current(root, target, err);
+    if (rc == ERR_OK) {
+        if (from) { *from = current; current = NULL; }
+        if (to) { *to = target; target = NULL; }
+    }
+    platform_free_names(names, count);
+    free(current);
+    free(target);
+    free(root);
+    return rc;
+}
+
+error_code staging_finish_commit(const config *cfg, state *s, const char *version, error_info *err)
+{
+    char *root = staging_root(cfg);
+    if (!root)
+        return oom(err);
+    char *current = NULL;
+    cJSON *history = history_of(s);
+    error_code rc = history ? read_current(root, &current, err) : oom(err);
+    int n = history ? cJSON_GetArraySize(history) : 0;
+    const cJSON *last = n > 0 ? cJSON_GetArrayItem(history, n - 1) : NULL;
+    const cJSON *rolled_back = cJSON_GetObjectItemCaseSensitive(state_section(s, "installer"), "rolled_back_from");
+    bool is_current = current && strcmp(current, version) == 0;
+    bool was_rolled_back = cJSON_IsString(rolled_back) && strcmp(rolled_back->valuestring, version) == 0;
+    if (rc == ERR_OK && !is_current && !was_rolled_back && cJSON_IsString(last) &&
+        strcmp(last->valuestring, version) == 0) {
+        log_info("staging of %s was interrupted before it became current; making it current", version);
+        rc = write_current(root, version, err);
+        is_current = rc == ERR_OK;
+    }
+    if (rc == ERR_OK && is_current) {
+        clean_leftovers(root);
+        prune(cfg, root, history, version);
+        rc = state_save(s, err);
+    }
+    free(current);
+    free(root);
+    return rc;
+}
+
+/* ---- Staging a candidate ---------------------------------------------------- */
+
+typedef struct staging_job {
+    const config *cfg;
+    state *s;
+    const staging_candidate *candidate;
+    char *root;               /* staging/ */
+    char *tmp;                /* staging/.tmp-<random>/ */
+    char *received;           /* tmp/.received: the private copy of the candidate */
+    char *installer;          /* tmp/<file_name>: the installer to stage */
+    char file_name[256];
+    char version[VERSION_MAX_LENGTH + 1];
+    char sha256[65];          /* of the installer */
+    int64_t size;             /* of the installer */
+    verify_report report;
+} staging_job;
+
+static error_code make_private_copy(staging_job *job, error_info *err)
+{
+    const staging_candidate *c = job->candidate;
+    uint64_t size = 0;
+    if (platform_path_stat(c->path, &size) != PLATFORM_PATH_FILE)
+        return error_set(err, ERR_NOT_FOUND, "cannot stage %s: it is not a regular file", c->path);
+    uint64_t free_bytes = 0;
+    if (!c->take_ownership && platform_free_space(job->root, &free_bytes, NULL) == ERR_OK &&
+        free_bytes < size + 1024 * 1024)
+        return error_set(err, ERR_DISK_FULL, "cannot stage %s: %llu bytes needed under %s, %llu free; free some space",
+                         c->path, (unsigned long long)size, job->root, (unsigned long long)free_bytes);
+    if (c->take_ownership && platform_rename(c->path, job->received, NULL) == ERR_OK)
+        return ERR_OK;
+    return copy_file(c->path, job->received, err);
+}
+
+/* Layers on the file as received: length, SHA-256, expected_sha256. */
+static error_code check_received(staging_job *job, error_info *err)
+{
+    const staging_candidate *c = job->candidate;
+    int64_t size = 0;
+    char hex[65];
+    error_code rc = ERR_OK;
+    uint64_t stat_size = 0;
+    /* A download moved into our private directory was hashed as its bytes
+     * arrived; hashing it again would cost a second pass over the file. */
+    if (c->take_ownership && c->sha256_hex && strlen(c->sha256_hex) == 64 &&
+        platform_path_stat(job->received, &stat_size) == PLATFORM_PATH_FILE) {
+        snprintf(hex, sizeof hex, "%s", c->sha256_hex);
+        size = (int64_t)stat_size;
+    } else {
+        rc = verify_sha256_file(job->received, hex, &size, err);
+    }
+    if (rc != ERR_OK)
+        return rc;
+    snprintf(job->report.received_sha256, sizeof job->report.received_sha256, "%s", hex);
+    rc = verify_length(&job->report, c->expected_length, size, err);
+    if (rc == ERR_OK)
+        rc = verify_expected_sha256(&job->report, &job->cfg->installer.verify, err);
+    job->size = size;
+    snprintf(job->sha256, sizeof job->sha256, "%s", hex);
+    return rc;
+}
+
+static error_code set_version(staging_job *job, const char *version, error_info *err)
+{
+    if (!version_is_valid(version, err))
+        return error_prefix(err, "version \"%.64s\" refused", version);
+    snprintf(job->version, sizeof job->version, "%s", version);
+    return ERR_OK;
+}
+
+/* A bundle's manifest.json: its version (unless one was given) and the SHA-256
+ * the installer beside it must have. */
+static error_code read_bundle_manifest(staging_job *job, const char *path, const char *installer_sha,
+                                       error_info *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    error_code rc = platform_read_file(path, MANIFEST_MAX_BYTES, &text, &len, err);
+    if (rc != ERR_OK)
+        return error_set(err, ERR_REJECTED, "the bundle's manifest.json cannot be read (over 1 MiB?)");
+    cJSON *m = cJSON_ParseWithLength(text, len);
+    free(text);
+    const char *version = json_string(m, "version");
+    const char *sha = json_string(m, "sha256");
+    if (!version)
+        rc = error_set(err, ERR_REJECTED, "the bundle's manifest.json names no version");
+    else if (sha && strcmp(sha, installer_sha) != 0)
+        rc = error_set(err, ERR_REJECTED, "the installer in the bundle does not match the SHA-256 in its manifest");
+    else if (job->version[0] && version_compare(job->version, version) != 0)
+        rc = error_set(err, ERR_REJECTED, "--version %s contradicts the bundle's manifest, which says %.64s",
+                       job->version, version);
+    else if (!job->version[0])
+        rc = set_version(job, version, err);
+    cJSON_Delete(m);
+    return rc;
+}
+
+static const char *base_name(const char *name)
+{
+    const char *base = name;
+    for (const char *p = name; *p; p++)
+        if (*p == '/' || *p == '\\')
+            base = p + 1;
+    return base;
+}
+
+/* The one PE/MSI among the extracted files (the rule: exactly one). */
+static error_code find_installer(staging_job *job, const unpack_listing *listing, const unpack_file **found,
+                                 verify_format *format, error_info *err)
+{
+    size_t installers = 0;
+    char names[300] = "";
+    *found = NULL;
+    for (size_t i = 0; i < listing->count; i++) {
+        verify_format f = VERIFY_FORMAT_UNKNOWN;
+        error_code rc = verify_file_format(listing->files[i].path, &f, err);
+        if (rc != ERR_OK)
+            return rc;
+        if (f != VERIFY_FORMAT_PE && f != VERIFY_FORMAT_MSI)
+            continue;
+        if (installers++ == 0) {
+            *found = &listing->files[i];
+            *format = f;
+        }
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%.80s", used ? ", " : "", listing->files[i].name);
+    }
+    if (installers == 0)
+        return error_set(err, ERR_REJECTED, "format check failed: the %s archive holds no Windows installer (PE or MSI)",
+                         job->report.format);
+    if (installers > 1)
+        return error_set(err, ERR_REJECTED,
+                         "format check failed: the archive holds %zu Windows installers (%s); it must hold exactly one",
+                         installers, names);
+    return ERR_OK;
+}
+
+static error_code take_from_archive(staging_job *job, error_info *err)
+{
+    char *work = platform_path_join(job->tmp, "extracted");
+    if (!work)
+        return oom(err);
+    unpack_listing listing = {0};
+    unpack_limits limits;
+    unpack_limits_default(&limits);
+    const unpack_file *found = NULL;
+    verify_format format = VERIFY_FORMAT_UNKNOWN;
+    error_code rc = platform_mkdirs(work, err);
+    if (rc == ERR_OK)
+        rc = unpack_extract(job->received, work, &limits, &listing, err);
+    if (rc == ERR_OK)
+        rc = find_installer(job, &listing, &found, &format, err);
+    if (rc == ERR_OK) {
+        snprintf(job->report.inner_format, sizeof job->report.inner_format, "%s", verify_format_name(format));
+        snprintf(job->report.inner_name, sizeof job->report.inner_name, "%s", found->name);
+        snprintf(job->file_name, sizeof job->file_name, "%s", base_name(found->name));
+        if (!staging_file_name_is_safe(job->file_name))
+            rc = error_set(err, ERR_REJECTED, "the installer's name in the archive, \"%.100s\", is not a safe file name",
+                           job->file_name);
+    }
+    if (rc == ERR_OK)
+        rc = verify_sha256_file(found->path, job->sha256, &job->size, err);
+    for (size_t i = 0; rc == ERR_OK && i < listing.count; i++)
+        if (strcmp(listing.files[i].name, "manifest.json") == 0)
+            rc = read_bundle_manifest(job, listing.files[i].path, job->sha256, err);
+    if (rc == ERR_OK) {
+        job->installer = platform_path_join(job->tmp, job->file_name);
+        rc = job->installer ? platform_rename(found->path, job->installer, err) : oom(err);
+    }
+    if (rc == ERR_OK)
+        rc = fsync_path(job->installer, err);
+    unpack_listing_free(&listing);
+    if (rc == ERR_OK || rc == ERR_REJECTED)
+        platform_remove_tree(work, NULL);
+    free(work);
+    return rc;
+}
+
+/* Format layer: a PE/MSI is staged as it came; an archive is opened and its
+ * installer taken out; anything else is rejected. */
+static error_code check_format(staging_job *job, error_info *err)
+{
+    verify_format format = VERIFY_FORMAT_UNKNOWN;
+    error_code rc = verify_file_format(job->received, &format, err);
+    if (rc != ERR_OK)
+        return rc;
+    snprintf(job->report.format, sizeof job->report.format, "%s", verify_format_name(format));
+    if (verify_format_is_archive(format))
+        return take_from_archive(job, err);
+    if (format != VERIFY_FORMAT_PE && format != VERIFY_FORMAT_MSI)
+        return error_set(err, ERR_REJECTED,
+                         "format check failed: %s is not a Windows installer (PE or MSI) nor an archive holding one "
+                         "(an error page served as the file?)",
+                         job->candidate->path);
+    const char *name = job->candidate->file_name;
+    if (name && !staging_file_name_is_safe(name))
+        return error_set(err, ERR_REJECTED, "file name \"%.100s\" is not a safe file name", name);
+    if (name)
+        snprintf(job->file_name, sizeof job->file_name, "%s", name);
+    else
+        snprintf(job->file_name, sizeof job->file_name, "installer-%s.%s", job->version[0] ? job->version : "unknown",
+                 format == VERIFY_FORMAT_MSI ? "msi" : "exe");
+    job->installer = platform_path_join(job->tmp, job->file_name);
+    if (!job->installer)
+        return oom(err);
+    return platform_rename(job->received, job->installer, err);
+}
+
+static error_code check_downgrade(staging_job *job, error_info *err)
+{
+    char *installed = NULL;
+    error_code rc = installed_version_get(job->cfg, job->s, &installed, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (installed && !job->candidate->allow_downgrade && version_compare(job->version, installed) < 0)
+        rc = error_set(err, ERR_REJECTED,
+                       "version %s is older than the installed %s; a downgrade needs --allow-downgrade", job->version,
+                       installed);
+    free(installed);
+    return rc;
+}
+
+static cJSON *build_manifest(const staging_job *job, int64_t now)
+{
+    char staged_at[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(now, staged_at);
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddNumberToObject(m, "manifest_version", 1);
+    cJSON_AddStringToObject(m, "version", job->version);
+    cJSON_AddStringToObject(m, "file_name", job->file_name);
+    cJSON_AddNumberToObject(m, "size", (double)job->size);
+    cJSON_AddStringToObject(m, "sha256", job->sha256);
+    if (job->candidate->source_url)
+        cJSON_AddStringToObject(m, "source_url", job->candidate->source_url);
+    else
+        cJSON_AddNullToObject(m, "source_url");
+    if (job->candidate->etag)
+        cJSON_AddStringToObject(m, "etag", job->candidate->etag);
+    else
+        cJSON_AddNullToObject(m, "etag");
+    cJSON_AddStringToObject(m, "staged_at", staged_at);
+    cJSON *verification = verify_report_to_json(&job->report);
+    if (!verification || !cJSON_AddItemToObject(m, "verification", verification)) {
+        cJSON_Delete(verification);
+        cJSON_Delete(m);
+        return NULL;
+    }
+    return m;
+}
+
+static error_code write_manifest(const staging_job *job, error_info *err)
+{
+    cJSON *m = build_manifest(job, platform_time_utc_ms() / 1000);
+    char *text = m ? cJSON_Print(m) : NULL;
+    char *path = platform_path_join(job->tmp, "manifest.json");
+    error_code rc = text && path ? platform_write_atomic(path, text, strlen(text), err) : oom(err);
+    free(path);
+    cJSON_free(text);
+    cJSON_Delete(m);
+    return rc;
+}
+
+/* Renames tmp to staging/<version>, moving an existing one aside first. */
+static error_code commit_directory(staging_job *job, error_info *err)
+{
+    char *final = platform_path_join(job->root, job->version);
+    if (!final)
+        return oom(err);
+    char old_name[40];
+    char *old = NULL;
+    error_code rc = ERR_OK;
+    if (platform_path_stat(final, NULL) != PLATFORM_PATH_NONE) {
+        rc = random_name(".old-", old_name, sizeof old_name, err);
+        old = rc == ERR_OK ? platform_path_join(job->root, old_name) : NULL;
+        if (rc == ERR_OK)
+            rc = old ? platform_rename(final, old, err) : oom(err);
+    }
+    if (rc == ERR_OK)
+        rc = platform_rename(job->tmp, final, err);
+    if (rc == ERR_OK && old)
+        platform_remove_tree(old, NULL);
+    free(old);
+    free(final);
+    return rc;
+}
+
+static void fill_result(const staging_job *job, staging_result *result)
+{
+    snprintf(result->version, sizeof result->version, "%s", job->version);
+    snprintf(result->file_name, sizeof result->file_name, "%s", job->file_name);
+    snprintf(result->sha256, sizeof result->sha256, "%s", job->sha256);
+    result->size = job->size;
+    snprintf(result->signature, sizeof result->signature, "%s", job->report.signature);
+    snprintf(result->signer, sizeof result->signer, "%s", job->report.signer);
+    result->path = join3(job->root, job->version, job->file_name);
+}
+
+/* This version is staged already: report what is there, change nothing. */
+static error_code report_already_staged(staging_job *job, staging_result *result, error_info *err)
+{
+    cJSON *m = NULL;
+    char *path = NULL;
+    error_code rc = load_staged(job->root, job->version, false, &m, &path, err);
+    if (rc != ERR_OK)
+        return rc;
+    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "verification"),
+                                                        "signature");
+    result->already_staged = true;
+    snprintf(result->version, sizeof result->version, "%s", job->version);
+    snprintf(result->file_name, sizeof result->file_name, "%s", json_string(m, "file_name"));
+    snprintf(result->sha256, sizeof result->sha256, "%s", json_string(m, "sha256"));
+    result->size = (int64_t)cJSON_GetObjectItemCaseSensitive(m, "size")->valuedouble;
+    snprintf(result->signature, sizeof result->signature, "%s",
+             json_string(sig, "result") ? json_string(sig, "result") : "");
+    snprintf(result->signer, sizeof result->signer, "%s", json_string(sig, "signer") ? json_string(sig, "signer") : "");
+    result->path = path;
+    if (strcmp(result->sha256, job->sha256) != 0)
+        log_warn("version %s is already staged from a different file (SHA-256 %s); kept it, use --force to replace it",
+                 job->version, result->sha256);
+    cJSON_Delete(m);
+    return ERR_OK;
+}
+
+static error_code job_prepare(staging_job *job, error_info *err)
+{
+    char tmp_name[40];
+    error_code rc = platform_mkdirs(job->root, err);
+    if (rc != ERR_OK)
+        return error_prefix(err, "cannot create the staging directory");
+    clean_leftovers(job->root);
+    rc = random_name(".tmp-", tmp_name, sizeof tmp_name, err);
+    if (rc != ERR_OK)
+        return rc;
+    job->tmp = platform_path_join(job->root, tmp_name);
+    job->received = job->tmp ? platform_path_join(job->tmp, ".received") : NULL;
+    if (!job->received)
+        return oom(err);
+    return platform_mkdirs(job->tmp, err);
+}
+
+/* Everything after verification: manifest, directory, history, current, prune. */
+static error_code job_commit(staging_job *job, staging_result *result, error_info *err)
+{
+    error_code rc = write_manifest(job, err);
+    if (rc != ERR_OK)
+        return rc;
+    /* The history names the version before its directory appears, so that
+     * staging_finish_commit recognises a kill between any two later steps. */
+    cJSON *history = history_of(job->s);
+    if (!history)
+        return oom(err);
+    history_append(history, job->version);
+    cJSON_DeleteItemFromObjectCaseSensitive(state_section(job->s, "installer"), "rolled_back_from");
+    rc = state_save(job->s, err);
+    if (rc == ERR_OK)
+        rc = commit_directory(job, err);
+    if (rc == ERR_OK)
+        rc = write_current(job->root, job->version, err);
+    if (rc != ERR_OK)
+        return rc;
+    prune(job->cfg, job->root, history, job->version);
+    fill_result(job, result);
+    return state_save(job->s, err);
+}
+
+error_code staging_stage(const config *cfg, state *s, const staging_candidate *candidate, staging_result *result,
+                         error_info *err)
+{
+    memset(result, 0, sizeof *result);
+    staging_job job = {.cfg = cfg, .s = s, .candidate = candidate};
+    verify_report_init(&job.report);
+    error_code rc = ERR_OK;
+    if (candidate->version && (rc = set_version(&job, candidate->version, err)) != ERR_OK)
+        return rc;
+    job.root = staging_root(cfg);
+    rc = job.root ? job_prepare(&job, err) : oom(err);
+    if (rc == ERR_OK)
+        rc = make_private_copy(&job, err);
+    if (rc == ERR_OK)
+        rc = check_received(&job, err);
+    if (rc == ERR_OK)
+        rc = check_format(&job, err);
+    if (rc == ERR_OK && !job.version[0])
+        rc = error_set(err, ERR_USAGE,
+                       "the version of %s is not known: pass --version V (only a bundle made by outpost bundle names "
+                       "its own)",
+                       candidate->path);
+    if (rc == ERR_OK)
+        rc = check_downgrade(&job, err);
+    if (rc == ERR_OK && !candidate->force && staging_has_verified(cfg, job.version)) {
+        rc = report_already_staged(&job, result, err);
+        goto cleanup;
+    }
+    if (rc == ERR_OK)
+        rc = verify_signature(&job.report, &cfg->installer.verify, job.installer, err);
+    if (rc == ERR_OK)
+        rc = job_commit(&job, result, err);
+cleanup:
+    if (job.tmp && platform_path_stat(job.tmp, NULL) == PLATFORM_PATH_DIR)
+        platform_remove_tree(job.tmp, NULL);
+    free(job.root);
+    free(job.tmp);
+    free(job.received);
+    free(job.installer);
+    return rc;
+}
+
+/* ---- The status file's "installer" member ------------------------------------ */
+
+static cJSON *staged_object(const config *cfg)
+{
+    char *version = NULL, *path = NULL;
+    cJSON *m = NULL;
+    if (staging_current(cfg, &version, &m, &path, NULL) != ERR_OK)
+        return cJSON_CreateNull();
+    cJSON *staged = cJSON_CreateObject();
+    const cJSON *sig =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "verification"), "signature");
+    const char *signer = json_string(sig, "signer");
+    cJSON_AddStringToObject(staged, "version", version);
+    cJSON_AddStringToObject(staged, "path", path);
+    cJSON_AddStringToObject(staged, "file_name", json_string(m, "file_name"));
+    cJSON_AddStringToObject(staged, "sha256", json_string(m, "sha256"));
+    cJSON_AddNumberToObject(staged, "size", cJSON_GetObjectItemCaseSensitive(m, "size")->valuedouble);
+    const char *staged_at = json_string(m, "staged_at");
+    if (staged_at)
+        cJSON_AddStringToObject(staged, "staged_at", staged_at);
+    else
+        cJSON_AddNullToObject(staged, "staged_at");
+    const char *result = json_string(sig, "result");
+    cJSON_AddStringToObject(staged, "signature", result ? result : "skipped");
+    if (signer)
+        cJSON_AddStringToObject(staged, "signer", signer);
+    else
+        cJSON_AddNullToObject(staged, "signer");
+    free(version);
+    free(path);
+    cJSON_Delete(m);
+    return staged;
+}
+
+static void add_string_or_null(cJSON *obj, const char *name, const char *value)
+{
+    if (value)
+        cJSON_AddStringToObject(obj, name, value);
+    else
+        cJSON_AddNullToObject(obj, name);
+}
+
+static void add_copy_or_null(cJSON *obj, const char *name, const cJSON *value)
+{
+    cJSON *copy = value ? cJSON_Duplicate(value, true) : NULL;
+    cJSON_AddItemToObject(obj, name, copy ? copy : cJSON_CreateNull());
+}
+
+error_code staging_status_section(const config *cfg, state *s, cJSON **out, error_info *err)
+{
+    *out = NULL;
+    cJSON *section = state_section(s, "installer");
+    cJSON *obj = cJSON_CreateObject();
+    if (!section || !obj) {
+        cJSON_Delete(obj);
+        return oom(err);
+    }
+    char *installed = NULL;
+    error_info ignored;
+    if (installed_version_get(cfg, s, &installed, NULL, &ignored) != ERR_OK)
+        installed = NULL; /* the status still shows everything else */
+    const char *latest = json_string(section, "latest_version");
+    if (latest && !version_is_valid(latest, NULL))
+        latest = NULL;
+    add_string_or_null(obj, "installed_version", installed);
+    add_string_or_null(obj, "latest_version", latest);
+    cJSON_AddBoolToObject(obj, "update_available", latest && (!installed || version_compare(latest, installed) > 0));
+    add_string_or_null(obj, "checked_at", json_string(section, "checked_at"));
+    cJSON_AddItemToObject(obj, "staged", staged_object(cfg));
+    add_copy_or_null(obj, "deployed", cJSON_GetObjectItemCaseSensitive(section, "deployed"));
+    const cJSON *failure = cJSON_GetObjectItemCaseSensitive(section, "deploy_failure");
+    if (failure)
+        add_copy_or_null(obj, "deploy_failure", failure);
+    free(installed);
+    *out = obj;
+    return ERR_OK;
+}

@@ -1,0 +1,292 @@
+/*
+ * verify.c — the verification layers of PRODUCT.md section 4.3: length,
+ * format (PE, MSI, or an archive to open), expected SHA-256 and Authenticode
+ * (delegated to authenticode.c), each recording its finding in a
+ * verify_report for the manifest. The signature rules are in verify.h.
+ */
+#include "installer/verify.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <mbedtls/md.h>
+
+#include "authenticode/authenticode.h"
+#include "platform/platform.h"
+
+#define HASH_BUFFER (256 * 1024)
+
+static uint32_t read_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static bool is_msi(const uint8_t *head, size_t len)
+{
+    static const uint8_t magic[8] = {0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1};
+    return len >= sizeof magic && memcmp(head, magic, sizeof magic) == 0;
+}
+
+/* e_lfanew of an MZ header, or -1 when head is not one. */
+static int64_t mz_pe_offset(const uint8_t *head, size_t len)
+{
+    if (len < 0x40 || head[0] != 'M' || head[1] != 'Z')
+        return -1;
+    return (int64_t)read_le32(head + 0x3C);
+}
+
+static bool is_pe_signature(const uint8_t *p)
+{
+    return p[0] == 'P' && p[1] == 'E' && p[2] == 0 && p[3] == 0;
+}
+
+static verify_format archive_format(const uint8_t *head, size_t len)
+{
+    if (len >= 4 && head[0] == 'P' && head[1] == 'K' &&
+        ((head[2] == 3 && head[3] == 4) || (head[2] == 5 && head[3] == 6)))
+        return VERIFY_FORMAT_ZIP;
+    static const uint8_t sevenzip[6] = {'7', 'z', 0xBC, 0xAF, 0x27, 0x1C};
+    if (len >= sizeof sevenzip && memcmp(head, sevenzip, sizeof sevenzip) == 0)
+        return VERIFY_FORMAT_7Z;
+    if (len >= 4 && memcmp(head, "MSCF", 4) == 0)
+        return VERIFY_FORMAT_CAB;
+    if (len >= 2 && head[0] == 0x1F && head[1] == 0x8B)
+        return VERIFY_FORMAT_TAR_GZ;
+    if (len >= 262 && memcmp(head + 257, "ustar", 5) == 0)
+        return VERIFY_FORMAT_TAR;
+    return VERIFY_FORMAT_UNKNOWN;
+}
+
+verify_format verify_detect_format(const uint8_t *head, size_t len)
+{
+    if (!head)
+        return VERIFY_FORMAT_UNKNOWN;
+    int64_t pe_offset = mz_pe_offset(head, len);
+    if (pe_offset >= 0) {
+        if ((uint64_t)pe_offset + 4 > len)
+            return VERIFY_FORMAT_UNKNOWN;
+        return is_pe_signature(head + pe_offset) ? VERIFY_FORMAT_PE : VERIFY_FORMAT_UNKNOWN;
+    }
+    if (is_msi(head, len))
+        return VERIFY_FORMAT_MSI;
+    return archive_format(head, len);
+}
+
+error_code verify_file_format(const char *path, verify_format *format, error_info *err)
+{
+    *format = VERIFY_FORMAT_UNKNOWN;
+    FILE *f = platform_fopen(path, "rb");
+    if (!f)
+        return error_set_os(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, errno, "cannot open %s: %s", path,
+                            strerror(errno));
+    uint8_t head[VERIFY_HEAD_BYTES];
+    size_t len = fread(head, 1, sizeof head, f);
+    int64_t pe_offset = mz_pe_offset(head, len);
+    if (pe_offset < 0 || (uint64_t)pe_offset + 4 <= len) {
+        *format = verify_detect_format(head, len);
+        fclose(f);
+        return ERR_OK;
+    }
+    /* The PE header lies beyond the first bytes: read it where it is, if the
+     * file reaches that far (fseek takes a long: stay below 2 GiB). */
+    uint8_t sig[4];
+    if (pe_offset < 0x7FFFFFF0 && fseek(f, (long)pe_offset, SEEK_SET) == 0 && fread(sig, 1, 4, f) == 4 &&
+        is_pe_signature(sig))
+        *format = VERIFY_FORMAT_PE;
+    fclose(f);
+    return ERR_OK;
+}
+
+const char *verify_format_name(verify_format format)
+{
+    switch (format) {
+    case VERIFY_FORMAT_PE: return "pe";
+    case VERIFY_FORMAT_MSI: return "msi";
+    case VERIFY_FORMAT_ZIP: return "zip";
+    case VERIFY_FORMAT_7Z: return "7z";
+    case VERIFY_FORMAT_CAB: return "cab";
+    case VERIFY_FORMAT_TAR: return "tar";
+    case VERIFY_FORMAT_TAR_GZ: return "tar.gz";
+    case VERIFY_FORMAT_UNKNOWN: break;
+    }
+    return "unknown";
+}
+
+bool verify_format_is_archive(verify_format format)
+{
+    return format == VERIFY_FORMAT_ZIP || format == VERIFY_FORMAT_7Z || format == VERIFY_FORMAT_CAB ||
+           format == VERIFY_FORMAT_TAR || format == VERIFY_FORMAT_TAR_GZ;
+}
+
+static void to_hex(const unsigned char *digest, size_t len, char *hex)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < len; i++) {
+        hex[2 * i] = digits[digest[i] >> 4];
+        hex[2 * i + 1] = digits[digest[i] & 15];
+    }
+    hex[2 * len] = '\0';
+}
+
+error_code verify_sha256_file(const char *path, char hex[65], int64_t *size, error_info *err)
+{
+    FILE *f = platform_fopen(path, "rb");
+    if (!f)
+        return error_set_os(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, errno, "cannot open %s: %s", path,
+                            strerror(errno));
+    error_code rc = ERR_OK;
+    unsigned char *buf = malloc(HASH_BUFFER);
+    mbedtls_md_context_t md;
+    mbedtls_md_init(&md);
+    if (!buf || mbedtls_md_setup(&md, mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), 0) != 0 ||
+        mbedtls_md_starts(&md) != 0) {
+        rc = error_set(err, ERR_NOMEM, "out of memory hashing %s", path);
+        goto cleanup;
+    }
+    int64_t total = 0;
+    size_t n;
+    while ((n = fread(buf, 1, HASH_BUFFER, f)) > 0) {
+        mbedtls_md_update(&md, buf, n);
+        total += (int64_t)n;
+    }
+    if (ferror(f)) {
+        rc = error_set_os(err, ERR_IO, errno, "cannot read %s: %s", path, strerror(errno));
+        goto cleanup;
+    }
+    unsigned char digest[32];
+    mbedtls_md_finish(&md, digest);
+    to_hex(digest, sizeof digest, hex);
+    if (size)
+        *size = total;
+cleanup:
+    mbedtls_md_free(&md);
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+void verify_report_init(verify_report *report)
+{
+    memset(report, 0, sizeof *report);
+    report->expected_length = -1;
+    report->actual_length = -1;
+}
+
+error_code verify_length(verify_report *report, int64_t expected_length, int64_t actual_length, error_info *err)
+{
+    report->expected_length = expected_length;
+    report->actual_length = actual_length;
+    if (expected_length >= 0 && expected_length != actual_length)
+        return error_set(err, ERR_REJECTED,
+                         "length check failed: received %lld bytes, the server announced %lld; the download "
+                         "was cut short or altered, run the update again",
+                         (long long)actual_length, (long long)expected_length);
+    return ERR_OK;
+}
+
+error_code verify_expected_sha256(verify_report *report, const config_verify *policy, error_info *err)
+{
+    report->sha256_configured = policy->expected_sha256 != NULL;
+    if (!policy->expected_sha256)
+        return ERR_OK;
+    char expected[65];
+    snprintf(expected, sizeof expected, "%s", policy->expected_sha256);
+    for (char *p = expected; *p; p++)
+        if (*p >= 'A' && *p <= 'F')
+            *p = (char)(*p - 'A' + 'a');
+    if (strcmp(expected, report->received_sha256) != 0)
+        return error_set(err, ERR_REJECTED,
+                         "SHA-256 check failed: the file's SHA-256 is %s, installer.verify.expected_sha256 is %s; "
+                         "do not install it, or correct expected_sha256",
+                         report->received_sha256, expected);
+    return ERR_OK;
+}
+
+/* Whether a CA is usable for judging: configured, and present on disk. */
+static bool have_trust_anchor(const config_verify *policy)
+{
+    return policy->trusted_ca_file && platform_path_stat(policy->trusted_ca_file, NULL) != PLATFORM_PATH_NONE;
+}
+
+error_code verify_signature(verify_report *report, const config_verify *policy, const char *path, error_info *err)
+{
+    if (!have_trust_anchor(policy)) {
+        if (policy->require_signature)
+            return error_set(err, ERR_CONFIG,
+                             "installer.verify.require_signature is true but installer.verify.trusted_ca_file %s%s; "
+                             "set it to the publisher's CA certificate (PEM)",
+                             policy->trusted_ca_file ? policy->trusted_ca_file : "is not set",
+                             policy->trusted_ca_file ? " does not exist" : "");
+        snprintf(report->signature, sizeof report->signature, "skipped");
+        return ERR_OK;
+    }
+    authenticode_policy ap = {
+        .trusted_ca_file = policy->trusted_ca_file,
+        .timestamp_ca_file = policy->timestamp_ca_file,
+        .signer_subject = policy->signer_subject,
+        .allow_sha1 = policy->allow_sha1,
+        .now = platform_time_utc_ms() / 1000,
+    };
+    authenticode_result result;
+    error_code rc = authenticode_verify_file(path, &ap, &result, err);
+    if (rc != ERR_OK)
+        return error_prefix(err, "signature check");
+    snprintf(report->signer, sizeof report->signer, "%s", result.signer_subject);
+    snprintf(report->digest, sizeof report->digest, "%s", result.digest_algorithm);
+    report->timestamped = result.timestamped;
+    if (result.verdict == AUTHENTICODE_VALID) {
+        snprintf(report->signature, sizeof report->signature, "valid");
+        return ERR_OK;
+    }
+    if (result.verdict == AUTHENTICODE_UNSIGNED && !policy->require_signature) {
+        snprintf(report->signature, sizeof report->signature, "unsigned");
+        return ERR_OK;
+    }
+    if (result.verdict == AUTHENTICODE_UNSIGNED)
+        return error_set(err, ERR_REJECTED,
+                         "signature check failed: the installer is not signed and installer.verify.require_signature "
+                         "is true; get a signed installer from the publisher");
+    return error_set(err, ERR_REJECTED, "signature check failed (%s): %.200s; do not install this file",
+                     authenticode_verdict_name(result.verdict), result.reason);
+}
+
+cJSON *verify_report_to_json(const verify_report *report)
+{
+    cJSON *v = cJSON_CreateObject();
+    cJSON *length = cJSON_AddObjectToObject(v, "length");
+    if (!length)
+        goto fail;
+    if (report->expected_length >= 0)
+        cJSON_AddNumberToObject(length, "expected", (double)report->expected_length);
+    else
+        cJSON_AddNullToObject(length, "expected");
+    cJSON_AddNumberToObject(length, "actual", (double)report->actual_length);
+    cJSON_AddStringToObject(length, "result", report->expected_length >= 0 ? "matched" : "not-known");
+    cJSON_AddStringToObject(v, "format", report->format);
+    if (report->inner_format[0]) {
+        cJSON_AddStringToObject(v, "inner_format", report->inner_format);
+        cJSON_AddStringToObject(v, "inner_name", report->inner_name);
+    }
+    cJSON_AddStringToObject(v, "received_sha256", report->received_sha256);
+    cJSON_AddStringToObject(v, "sha256", report->sha256_configured ? "matched" : "not-configured");
+    cJSON *sig = cJSON_AddObjectToObject(v, "signature");
+    if (!sig)
+        goto fail;
+    cJSON_AddStringToObject(sig, "result", report->signature);
+    if (report->signer[0])
+        cJSON_AddStringToObject(sig, "signer", report->signer);
+    else
+        cJSON_AddNullToObject(sig, "signer");
+    cJSON_AddBoolToObject(sig, "timestamped", report->timestamped);
+    if (report->digest[0])
+        cJSON_AddStringToObject(sig, "digest", report->digest);
+    else
+        cJSON_AddNullToObject(sig, "digest");
+    return v;
+fail:
+    cJSON_Delete(v);
+    return NULL;
+}

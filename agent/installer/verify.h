@@ -1,0 +1,116 @@
+/*
+ * verify.h — the verification layers an installer passes before it is staged
+ * (PRODUCT.md section 4.3): length, format, expected SHA-256 and the
+ * Authenticode signature. Each layer records what it found in a
+ * verify_report, which staging writes into manifest.json ("verification")
+ * so an administrator can see why a file was accepted.
+ *
+ * Rules where the product definition leaves a choice:
+ *  - expected_sha256 is compared with the file as received: the archive when
+ *    the download was an archive, the installer itself otherwise (that is
+ *    the file a publisher's checksum list names).
+ *  - Signature: with a trusted_ca_file configured the signature is always
+ *    verified; "valid" passes, "unsigned" passes only without
+ *    require_signature, and every other verdict (digest mismatch, bad
+ *    signature, untrusted chain, wrong signer, malformed, unsupported)
+ *    rejects, whatever require_signature says. Without a usable CA
+ *    (trusted_ca_file null, or a file that does not exist) and with
+ *    require_signature false the layer is "skipped": nothing can be judged
+ *    without a trust anchor. require_signature with no CA is a
+ *    configuration error.
+ */
+#ifndef OUTPOST_VERIFY_H
+#define OUTPOST_VERIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/config.h"
+#include "base/error.h"
+
+struct cJSON;
+
+typedef enum {
+    VERIFY_FORMAT_UNKNOWN = 0,  /* none of the below: rejected */
+    VERIFY_FORMAT_PE,           /* MZ header whose e_lfanew points at "PE\0\0" */
+    VERIFY_FORMAT_MSI,          /* OLE compound file (D0 CF 11 E0 A1 B1 1A E1) */
+    VERIFY_FORMAT_ZIP,          /* archives: extracted, the installer found inside */
+    VERIFY_FORMAT_7Z,
+    VERIFY_FORMAT_CAB,
+    VERIFY_FORMAT_TAR,
+    VERIFY_FORMAT_TAR_GZ        /* any gzip stream; libarchive decides what is inside */
+} verify_format;
+
+/* Bytes verify_detect_format wants to see to recognise every format. */
+#define VERIFY_HEAD_BYTES 512
+
+/*
+ * Recognises the format of a file from its first bytes. For PE the
+ * e_lfanew field must point inside head (and inside the file) at
+ * "PE\0\0"; a truncated header is VERIFY_FORMAT_UNKNOWN. len is how many
+ * bytes head holds (fewer than VERIFY_HEAD_BYTES for a short file).
+ */
+verify_format verify_detect_format(const uint8_t *head, size_t len);
+
+/*
+ * As verify_detect_format, for the file at path; reads the PE signature at
+ * e_lfanew wherever it lies in the file (bounds-checked against its size).
+ */
+error_code verify_file_format(const char *path, verify_format *format, error_info *err);
+
+/* "pe", "msi", "zip", "7z", "cab", "tar", "tar.gz", "unknown". */
+const char *verify_format_name(verify_format format);
+
+/* Whether format is one of the archive kinds. */
+bool verify_format_is_archive(verify_format format);
+
+/*
+ * SHA-256 of the file at path as lower-case hex (65 bytes with the NUL), and
+ * its size (may be NULL). Streams through a fixed buffer.
+ */
+error_code verify_sha256_file(const char *path, char hex[65], int64_t *size, error_info *err);
+
+/* What the layers found; filled step by step, serialised into the manifest. */
+typedef struct verify_report {
+    int64_t expected_length;     /* -1: not known, not checked */
+    int64_t actual_length;       /* bytes received */
+    char received_sha256[65];    /* SHA-256 of the file as received */
+    char format[16];             /* the received file's format name */
+    char inner_format[8];        /* for archives: "pe" or "msi" of the installer inside */
+    char inner_name[256];        /* for archives: the installer's path inside the archive */
+    bool sha256_configured;      /* expected_sha256 was set (and matched) */
+    char signature[16];          /* "valid" | "unsigned" | "skipped" */
+    char signer[256];            /* signer subject, "" when none */
+    bool timestamped;            /* the signature carried a verified timestamp */
+    char digest[16];             /* Authenticode digest algorithm, "" when none */
+} verify_report;
+
+/* Sets every member to its "nothing checked yet" value. */
+void verify_report_init(verify_report *report);
+
+/*
+ * Length layer: ERR_REJECTED when expected_length >= 0 and differs from the
+ * file's size. Records both in report.
+ */
+error_code verify_length(verify_report *report, int64_t expected_length, int64_t actual_length, error_info *err);
+
+/*
+ * SHA-256 layer: ERR_REJECTED when policy->expected_sha256 is set and differs
+ * from report->received_sha256 (which the caller fills first).
+ */
+error_code verify_expected_sha256(verify_report *report, const config_verify *policy, error_info *err);
+
+/*
+ * Signature layer on the installer at path (a PE or MSI), with the rules at
+ * the top of this file. ERR_REJECTED with the verdict and its reason in the
+ * message; ERR_CONFIG for an unusable CA configuration; ERR_IO when the file
+ * cannot be read.
+ */
+error_code verify_signature(verify_report *report, const config_verify *policy, const char *path, error_info *err);
+
+/* The manifest's "verification" object. Caller owns it (cJSON_Delete); NULL
+ * on out of memory. */
+struct cJSON *verify_report_to_json(const verify_report *report);
+
+#endif

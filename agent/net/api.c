@@ -1,0 +1,953 @@
+/*
+ * api.c — the platform's routes over http.c (see api.h): envelope parsing,
+ * typed views with the document's defaults, the incident paging loop, the
+ * event-lineage and event-details calls (queued or synchronous), and the
+ * installer download.
+ *
+ * Layout: JSON field readers that name the field in errors, the envelope,
+ * the views, then one section per route.
+ */
+#include "net/api.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/text.h"
+
+#define NAME_INCIDENTS "incidents/list"
+#define NAME_LINEAGE "event-lineage"
+#define NAME_DETAILS "event-details"
+#define NAME_INSTALLER "installer"
+#define MAX_EMPTY_PAGES 10   /* consecutive empty pages that still name a next page */
+
+/* ---- Field readers ----------------------------------------------------------- */
+
+/* Where a field lives, for error messages: "incidents/list: resources[3].user". */
+typedef struct field_ctx {
+    const char *endpoint;
+    const char *prefix;      /* "resources[3]" or "" */
+    error_info *err;
+    error_code rc;           /* first failure */
+} field_ctx;
+
+static error_code field_fail(field_ctx *f, const char *path, const char *what)
+{
+    if (f->rc == ERR_OK) {
+        if (f->prefix[0])
+            f->rc = error_set(f->err, ERR_PROTOCOL, "%s: %s.%s %s", f->endpoint, f->prefix, path, what);
+        else
+            f->rc = error_set(f->err, ERR_PROTOCOL, "%s: field `%s` %s", f->endpoint, path, what);
+    }
+    return f->rc;
+}
+
+/*
+ * Follows a dotted path ("action.kind") from obj. Returns the value, or NULL
+ * when any step is absent or null. An intermediate that is not an object is
+ * an error (recorded in f) and also gives NULL.
+ */
+static const cJSON *field_walk(field_ctx *f, const cJSON *obj, const char *path)
+{
+    char step[64];
+    const char *p = path;
+    const cJSON *node = obj;
+    while (node) {
+        size_t n = strcspn(p, ".");
+        if (n >= sizeof step)
+            return NULL;
+        memcpy(step, p, n);
+        step[n] = '\0';
+        node = cJSON_GetObjectItemCaseSensitive(node, step);
+        if (!node || cJSON_IsNull(node))
+            return NULL;
+        if (p[n] == '\0')
+            return node;
+        if (!cJSON_IsObject(node)) {
+            char where[128];
+            snprintf(where, sizeof where, "%.*s", (int)(p + n - path), path);
+            field_fail(f, where, "is not an object");
+            return NULL;
+        }
+        p += n + 1;
+    }
+    return NULL;
+}
+
+static const char *field_string(field_ctx *f, const cJSON *obj, const char *path)
+{
+    const cJSON *v = field_walk(f, obj, path);
+    if (!v)
+        return NULL;
+    if (!cJSON_IsString(v) || !v->valuestring) {
+        field_fail(f, path, "is not a string");
+        return NULL;
+    }
+    return v->valuestring;
+}
+
+/* A string enumeration: "...unspecified" reads as NULL. */
+static const char *field_enum(field_ctx *f, const cJSON *obj, const char *path)
+{
+    const char *s = field_string(f, obj, path);
+    return s && !api_enum_unspecified(s) ? s : NULL;
+}
+
+/* A non-empty string, or NULL for absent, null and "". */
+static const char *field_id(field_ctx *f, const cJSON *obj, const char *path)
+{
+    const char *s = field_string(f, obj, path);
+    return s && s[0] ? s : NULL;
+}
+
+static bool field_bool(field_ctx *f, const cJSON *obj, const char *path, bool fallback)
+{
+    const cJSON *v = field_walk(f, obj, path);
+    if (!v)
+        return fallback;
+    if (!cJSON_IsBool(v)) {
+        field_fail(f, path, "is not a boolean");
+        return fallback;
+    }
+    return cJSON_IsTrue(v);
+}
+
+static double field_number(field_ctx *f, const cJSON *obj, const char *path, bool *present)
+{
+    const cJSON *v = field_walk(f, obj, path);
+    *present = false;
+    if (!v)
+        return 0;
+    if (!cJSON_IsNumber(v)) {
+        field_fail(f, path, "is not a number");
+        return 0;
+    }
+    *present = true;
+    return v->valuedouble;
+}
+
+/* Integer: a JSON number with no fraction, or, with allow_string, a
+ * decimal string (protobuf's JSON form of int64, which keeps all 64 bits). */
+static bool json_int64(const cJSON *v, bool allow_string, int64_t *out)
+{
+    if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (!(d >= -9.2e18 && d <= 9.2e18) || d != (double)(int64_t)d) /* also false for NaN */
+            return false;
+        *out = (int64_t)d;
+        return true;
+    }
+    if (allow_string && cJSON_IsString(v) && v->valuestring && v->valuestring[0]) {
+        const char *s = v->valuestring;
+        if (*s == '-')
+            s++;
+        if (!*s)
+            return false;
+        for (const char *p = s; *p; p++)
+            if (!isdigit((unsigned char)*p))
+                return false;
+        char *end = NULL;
+        long long ll = strtoll(v->valuestring, &end, 10);
+        if (*end != '\0' || ll == LLONG_MAX || ll == LLONG_MIN)
+            return false;
+        *out = (int64_t)ll;
+        return true;
+    }
+    return false;
+}
+
+static int64_t field_int64(field_ctx *f, const cJSON *obj, const char *path, bool allow_string, int64_t fallback)
+{
+    const cJSON *v = field_walk(f, obj, path);
+    if (!v)
+        return fallback;
+    int64_t out;
+    if (!json_int64(v, allow_string, &out)) {
+        field_fail(f, path, "is not an integer");
+        return fallback;
+    }
+    return out;
+}
+
+/* An array whose elements are all strings; NULL when absent or null. */
+static const cJSON *field_string_array(field_ctx *f, const cJSON *obj, const char *path)
+{
+    const cJSON *v = field_walk(f, obj, path);
+    if (!v)
+        return NULL;
+    if (!cJSON_IsArray(v)) {
+        field_fail(f, path, "is not an array");
+        return NULL;
+    }
+    const cJSON *item;
+    cJSON_ArrayForEach(item, v)
+    {
+        if (!cJSON_IsString(item)) {
+            field_fail(f, path, "holds an element that is not a string");
+            return NULL;
+        }
+    }
+    return v;
+}
+
+bool api_enum_unspecified(const char *value)
+{
+    static const char suffix[] = "unspecified";
+    size_t n = strlen(value), k = sizeof suffix - 1;
+    return n >= k && text_equal_nocase(value + n - k, suffix);
+}
+
+/* ---- Envelope ---------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (n bytes left); 0 when malformed,
+ * overlong forms, surrogates and code points past U+10FFFF included. */
+static size_t utf8_valid_length(const unsigned char *s, size_t n)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+        len = 2;
+    } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+        len = 3;
+        lo = s[0] == 0xE0 ? 0xA0 : 0x80;
+        hi = s[0] == 0xED ? 0x9F : 0xBF;
+    } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+        len = 4;
+        lo = s[0] == 0xF0 ? 0x90 : 0x80;
+        hi = s[0] == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        return 0;
+    }
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+/*
+ * JSON is UTF-8 (RFC 8259), and what outpost writes from these answers
+ * (status.json, incidents.jsonl) must be too, or SIEM shippers choke on it.
+ * Returns a malloc'd copy of body with every byte that is not part of valid
+ * UTF-8 replaced by U+FFFD, or NULL when body is valid already (*oom tells
+ * out of memory apart).
+ */
+static char *utf8_repaired(const char *body, size_t len, size_t *out_len, bool *oom)
+{
+    const unsigned char *s = (const unsigned char *)body;
+    size_t i = 0, step = 0;
+    while (i < len && (step = utf8_valid_length(s + i, len - i)) != 0)
+        i += step;
+    *oom = false;
+    if (i == len)
+        return NULL;
+    char *out = malloc(len * 3 + 1);
+    if (!out) {
+        *oom = true;
+        return NULL;
+    }
+    size_t o = 0;
+    for (i = 0; i < len; i += step ? step : 1) {
+        step = utf8_valid_length(s + i, len - i);
+        if (step) {
+            memcpy(out + o, s + i, step);
+            o += step;
+        } else {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+        }
+    }
+    *out_len = o;
+    return out;
+}
+
+error_code api_envelope_parse(const char *endpoint, const char *body, size_t len, bool require_resources,
+                              api_envelope *env, error_info *err)
+{
+    memset(env, 0, sizeof *env);
+    env->size = -1;
+    env->total = -1;
+    if (!body || len == 0)
+        return error_set(err, ERR_PROTOCOL, "%s: the answer is empty", endpoint);
+    bool oom = false;
+    size_t repaired_len = 0;
+    char *repaired = utf8_repaired(body, len, &repaired_len, &oom);
+    if (oom)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    cJSON *root = repaired ? cJSON_ParseWithLength(repaired, repaired_len) : cJSON_ParseWithLength(body, len);
+    free(repaired);
+    if (!root)
+        return error_set(err, ERR_PROTOCOL, "%s: the answer is not valid JSON", endpoint);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return error_set(err, ERR_PROTOCOL, "%s: the answer is not a JSON object", endpoint);
+    }
+    field_ctx f = {endpoint, "", err, ERR_OK};
+
+    const cJSON *resources = cJSON_GetObjectItemCaseSensitive(root, "resources");
+    if (!resources && require_resources)
+        field_fail(&f, "resources", "is missing");
+    else if (resources && !cJSON_IsNull(resources) && !cJSON_IsArray(resources))
+        field_fail(&f, "resources", "is not an array");
+    else if (cJSON_IsArray(resources))
+        env->resources = resources;
+
+    const cJSON *errors = cJSON_GetObjectItemCaseSensitive(root, "errors");
+    if (errors && !cJSON_IsNull(errors) && !cJSON_IsArray(errors))
+        field_fail(&f, "errors", "is not an array");
+    else if (cJSON_IsArray(errors))
+        env->errors = errors;
+
+    env->size = field_int64(&f, root, "size", false, -1);
+
+    const cJSON *page = cJSON_GetObjectItemCaseSensitive(root, "page_response");
+    if (page && !cJSON_IsNull(page)) {
+        if (!cJSON_IsObject(page)) {
+            field_fail(&f, "page_response", "is not an object");
+        } else {
+            env->has_page_response = true;
+            env->next_id = field_id(&f, root, "page_response.next_id");
+            env->total = field_int64(&f, root, "page_response.total", false, -1);
+        }
+    }
+    if (f.rc != ERR_OK) {
+        cJSON_Delete(root);
+        memset(env, 0, sizeof *env);
+        return f.rc;
+    }
+    env->root = root;
+    return ERR_OK;
+}
+
+void api_envelope_free(api_envelope *env)
+{
+    if (!env)
+        return;
+    cJSON_Delete(env->root);
+    memset(env, 0, sizeof *env);
+}
+
+void api_envelope_first_error(const char *body, size_t len, char *buf, size_t size)
+{
+    http_envelope_first_error(body, len, buf, size);
+}
+
+static size_t resources_count(const api_envelope *env)
+{
+    return env->resources ? (size_t)cJSON_GetArraySize(env->resources) : 0;
+}
+
+/* ---- Views --------------------------------------------------------------------- */
+
+error_code api_incident_view(const char *endpoint, size_t index, const cJSON *object, api_incident *incident,
+                             error_info *err)
+{
+    memset(incident, 0, sizeof *incident);
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "resources[%zu]", index);
+    field_ctx f = {endpoint, prefix, err, ERR_OK};
+    if (!cJSON_IsObject(object))
+        return error_set(err, ERR_PROTOCOL, "%s: %s is not an object", endpoint, prefix);
+    incident->json = object;
+    incident->id = field_string(&f, object, "id");
+    if (f.rc == ERR_OK && (!incident->id || !incident->id[0]))
+        field_fail(&f, "id", "is missing or empty");
+    incident->user = field_string(&f, object, "user.local_username");
+    incident->policy = field_string(&f, object, "policy.name");
+    incident->dataset = field_string(&f, object, "dataset.name");
+    incident->trigger_time = field_string(&f, object, "trigger_time");
+    incident->risk_score = field_number(&f, object, "risk_score", &incident->has_risk_score);
+    incident->blocked = field_bool(&f, object, "blocked", false);
+    incident->ai_severity = field_enum(&f, object, "ai_severity");
+    incident->created_by = field_enum(&f, object, "created_by");
+    incident->start_event_id = field_id(&f, object, "event_lineage_id.start_event_id");
+    incident->end_event_id = field_id(&f, object, "event_lineage_id.end_event_id");
+    if (f.rc != ERR_OK)
+        memset(incident, 0, sizeof *incident);
+    return f.rc;
+}
+
+error_code api_event_view(const char *endpoint, size_t index, const cJSON *object, api_event *event, error_info *err)
+{
+    memset(event, 0, sizeof *event);
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "resources[%zu]", index);
+    field_ctx f = {endpoint, prefix, err, ERR_OK};
+    if (!cJSON_IsObject(object))
+        return error_set(err, ERR_PROTOCOL, "%s: %s is not an object", endpoint, prefix);
+    event->json = object;
+    event->id = field_string(&f, object, "id");
+    if (f.rc == ERR_OK && (!event->id || !event->id[0]))
+        field_fail(&f, "id", "is missing or empty");
+    event->timestamp = field_string(&f, object, "timestamp");
+    event->kind = field_enum(&f, object, "action.kind");
+    event->blocked = field_bool(&f, object, "action.blocked", false);
+    event->data_size = field_int64(&f, object, "action.data_size", true, 0);
+    event->hostname = field_string(&f, object, "action.hostname");
+    event->sensor_kind = field_enum(&f, object, "action.sensor_kind");
+    event->user = field_string(&f, object, "user.local_username");
+    event->user_id = field_string(&f, object, "user.id");
+
+    const cJSON *source = field_walk(&f, object, "source");
+    if (source && !cJSON_IsObject(source))
+        field_fail(&f, "source", "is not an object");
+    event->has_source = cJSON_IsObject(source);
+    event->source_file = field_string(&f, object, "source.file.name");
+    event->source_path = field_string(&f, object, "source.local_file.path");
+    event->source_tags = field_string_array(&f, object, "source.content.tags");
+
+    const cJSON *destination = field_walk(&f, object, "destination");
+    if (destination && !cJSON_IsObject(destination))
+        field_fail(&f, "destination", "is not an object");
+    event->has_destination = cJSON_IsObject(destination);
+    event->destination_file = field_string(&f, object, "destination.file.name");
+    event->destination_path = field_string(&f, object, "destination.local_file.path");
+    event->destination_domain = field_string(&f, object, "destination.web.domain");
+    event->destination_url = field_string(&f, object, "destination.web.url");
+    event->email_to = field_string_array(&f, object, "destination.email.to");
+    event->email_subject = field_string(&f, object, "destination.email.subject");
+    if (f.rc != ERR_OK)
+        memset(event, 0, sizeof *event);
+    return f.rc;
+}
+
+/* ---- Incident list ----------------------------------------------------------------- */
+
+/* The request body of one page; malloc'd JSON text, NULL on out of memory. */
+static char *incidents_body(const api_incident_query *q, const char *page_id)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return NULL;
+    bool ok = true;
+    if (q->filter || q->start_time) {
+        cJSON *filter = q->filter ? cJSON_Duplicate(q->filter, 1) : cJSON_CreateObject();
+        ok = filter && cJSON_IsObject(filter);
+        if (ok && q->start_time) {
+            cJSON_DeleteItemFromObjectCaseSensitive(filter, "start_time");
+            ok = cJSON_AddStringToObject(filter, "start_time", q->start_time) != NULL;
+        }
+        if (filter)
+            cJSON_AddItemToObject(root, "filter", filter);
+    }
+    if (ok && (q->page_size > 0 || page_id || q->sort_by)) {
+        cJSON *page = cJSON_AddObjectToObject(root, "page_request");
+        ok = page != NULL;
+        if (ok && q->page_size > 0)
+            ok = cJSON_AddNumberToObject(page, "size", q->page_size) != NULL;
+        if (ok && page_id)
+            ok = cJSON_AddStringToObject(page, "id", page_id) != NULL;
+        if (ok && q->sort_by)
+            ok = cJSON_AddStringToObject(page, "sort_by", q->sort_by) != NULL;
+    }
+    if (ok && q->include_ai_summaries)
+        ok = cJSON_AddTrueToObject(root, "include_ai_summaries") != NULL;
+    char *text = ok ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    return text;
+}
+
+typedef struct token_list {
+    char **items;
+    size_t count, cap;
+} token_list;
+
+static bool token_list_has(const token_list *l, const char *s)
+{
+    for (size_t i = 0; i < l->count; i++)
+        if (strcmp(l->items[i], s) == 0)
+            return true;
+    return false;
+}
+
+static bool token_list_add(token_list *l, const char *s)
+{
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **grown = realloc(l->items, cap * sizeof *grown);
+        if (!grown)
+            return false;
+        l->items = grown;
+        l->cap = cap;
+    }
+    l->items[l->count] = text_dup(s);
+    return l->items[l->count++] != NULL;
+}
+
+/* One page: fetched, parsed, validated and handed to on_page. *next_id is a
+ * malloc'd copy of the next page's token (NULL on the last page). */
+static error_code incidents_page(http_client *http, const api_incident_query *q, const char *page_id, int page_no,
+                                 api_incident_page_fn on_page, void *user, api_list_summary *summary, char **next_id,
+                                 size_t *count_out, error_info *err)
+{
+    *next_id = NULL;
+    *count_out = 0;
+    char *body = incidents_body(q, page_id);
+    if (!body)
+        return error_set(err, ERR_NOMEM, "%s: out of memory building the request", NAME_INCIDENTS);
+    http_request request = {HTTP_POST, API_ROUTE_INCIDENTS, body, strlen(body), NAME_INCIDENTS};
+    char *answer = NULL;
+    size_t answer_len = 0;
+    error_code rc = http_call(http, &request, &answer, &answer_len, NULL, err);
+    free(body);
+    if (rc != ERR_OK)
+        return rc;
+    api_envelope env;
+    rc = api_envelope_parse(NAME_INCIDENTS, answer, answer_len, true, &env, err);
+    free(answer);
+    if (rc != ERR_OK)
+        return rc;
+    size_t count = resources_count(&env);
+    api_incident *items = count ? calloc(count, sizeof *items) : NULL;
+    if (count && !items) {
+        api_envelope_free(&env);
+        return error_set(err, ERR_NOMEM, "%s: out of memory", NAME_INCIDENTS);
+    }
+    size_t i = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, env.resources)
+    {
+        rc = api_incident_view(NAME_INCIDENTS, i, item, &items[i], err);
+        if (rc != ERR_OK)
+            break;
+        i++;
+    }
+    if (rc == ERR_OK && env.next_id) {
+        *next_id = text_dup(env.next_id);
+        if (!*next_id)
+            rc = error_set(err, ERR_NOMEM, "%s: out of memory", NAME_INCIDENTS);
+    }
+    if (rc == ERR_OK) {
+        summary->pages = page_no;
+        summary->incidents += (int64_t)count;
+        if (env.total >= 0)
+            summary->total = env.total;
+        api_page_info info = {page_no, env.total, env.next_id};
+        rc = on_page(user, items, count, &info, err);
+    }
+    if (rc != ERR_OK) {
+        free(*next_id);
+        *next_id = NULL;
+    }
+    free(items);
+    api_envelope_free(&env);
+    *count_out = count;
+    return rc;
+}
+
+error_code api_incidents_list(http_client *http, const api_incident_query *query, api_incident_page_fn on_page,
+                              void *user, api_list_summary *summary, error_info *err)
+{
+    api_list_summary local;
+    if (!summary)
+        summary = &local;
+    summary->pages = 0;
+    summary->incidents = 0;
+    summary->total = -1;
+    api_incident_query q;
+    memset(&q, 0, sizeof q);
+    if (query)
+        q = *query;
+    if (q.filter && !cJSON_IsObject(q.filter))
+        return error_set(err, ERR_CONFIG, "report.filter: must be a JSON object");
+
+    token_list seen = {0};
+    char *page_id = NULL;
+    error_code rc = ERR_OK;
+    int empty_run = 0;
+    for (int page_no = 1;; page_no++) {
+        char *next_id = NULL;
+        size_t count = 0;
+        rc = incidents_page(http, &q, page_id, page_no, on_page, user, summary, &next_id, &count, err);
+        free(page_id);
+        page_id = NULL;
+        if (rc != ERR_OK || !next_id)
+            break;
+        empty_run = count == 0 ? empty_run + 1 : 0;
+        if (token_list_has(&seen, next_id)) {
+            rc = error_set(err, ERR_PROTOCOL,
+                           "%s: the server repeated the page token \"%.80s\" after %d pages; stopping so that no "
+                           "incident is skipped silently (try again later)",
+                           NAME_INCIDENTS, next_id, page_no);
+            free(next_id);
+            break;
+        }
+        if (empty_run >= MAX_EMPTY_PAGES) {
+            rc = error_set(err, ERR_PROTOCOL, "%s: %d empty pages in a row that still name a next page; stopping",
+                           NAME_INCIDENTS, empty_run);
+            free(next_id);
+            break;
+        }
+        if (!token_list_add(&seen, next_id)) {
+            free(next_id);
+            rc = error_set(err, ERR_NOMEM, "%s: out of memory", NAME_INCIDENTS);
+            break;
+        }
+        page_id = next_id;
+    }
+    for (size_t i = 0; i < seen.count; i++)
+        free(seen.items[i]);
+    free(seen.items);
+    return rc;
+}
+
+/* ---- Event lineage -------------------------------------------------------------------- */
+
+typedef struct lineage_ctx {
+    api_lineage_fn done;
+    void *user;
+} lineage_ctx;
+
+/* Reads event-lineage's answer: resources must be non-empty strings.
+ * *ids (malloc'd array of borrowed pointers) and *env are the caller's. */
+static error_code lineage_parse(const char *body, size_t len, api_envelope *env, const char ***ids, size_t *count,
+                                error_info *err)
+{
+    *ids = NULL;
+    *count = 0;
+    error_code rc = api_envelope_parse(NAME_LINEAGE, body, len, true, env, err);
+    if (rc != ERR_OK)
+        return rc;
+    size_t n = resources_count(env);
+    const char **list = n ? calloc(n, sizeof *list) : NULL;
+    if (n && !list) {
+        api_envelope_free(env);
+        return error_set(err, ERR_NOMEM, "%s: out of memory", NAME_LINEAGE);
+    }
+    size_t i = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, env->resources)
+    {
+        if (!cJSON_IsString(item) || !item->valuestring || !item->valuestring[0]) {
+            rc = error_set(err, ERR_PROTOCOL, "%s: resources[%" PRIu64 "] is not a non-empty string (an event identifier)",
+                           NAME_LINEAGE, (uint64_t)i);
+            break;
+        }
+        list[i++] = item->valuestring;
+    }
+    if (rc != ERR_OK) {
+        free(list);
+        api_envelope_free(env);
+        return rc;
+    }
+    *ids = list;
+    *count = n;
+    return ERR_OK;
+}
+
+static void lineage_done(void *user, error_code code, const error_info *err, const http_response *response)
+{
+    lineage_ctx *ctx = user;
+    if (code != ERR_OK) {
+        ctx->done(ctx->user, code, err, NULL, 0);
+        free(ctx);
+        return;
+    }
+    error_info e;
+    error_clear(&e);
+    api_envelope env;
+    const char **ids = NULL;
+    size_t count = 0;
+    code = lineage_parse(response->body, response->body_len, &env, &ids, &count, &e);
+    if (code == ERR_OK) {
+        ctx->done(ctx->user, ERR_OK, &e, ids, count);
+        free(ids);
+        api_envelope_free(&env);
+    } else {
+        ctx->done(ctx->user, code, &e, NULL, 0);
+    }
+    free(ctx);
+}
+
+static char *lineage_body(const char *start_event_id, const char *end_event_id)
+{
+    cJSON *root = cJSON_CreateObject();
+    char *text = NULL;
+    if (root && cJSON_AddStringToObject(root, "start_event_id", start_event_id) &&
+        cJSON_AddStringToObject(root, "end_event_id", end_event_id))
+        text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+error_code api_event_lineage_submit(http_client *http, const char *start_event_id, const char *end_event_id,
+                                    api_lineage_fn done, void *user, error_info *err)
+{
+    if (!start_event_id || !start_event_id[0] || !end_event_id || !end_event_id[0] || !done)
+        return error_set(err, ERR_INTERNAL, "%s: both event identifiers are needed", NAME_LINEAGE);
+    lineage_ctx *ctx = malloc(sizeof *ctx);
+    char *body = lineage_body(start_event_id, end_event_id);
+    if (!ctx || !body) {
+        free(ctx);
+        free(body);
+        return error_set(err, ERR_NOMEM, "%s: out of memory", NAME_LINEAGE);
+    }
+    ctx->done = done;
+    ctx->user = user;
+    http_request request = {HTTP_POST, API_ROUTE_LINEAGE, body, strlen(body), NAME_LINEAGE};
+    error_code rc = http_submit(http, &request, lineage_done, ctx, err);
+    free(body);
+    if (rc != ERR_OK)
+        free(ctx);
+    return rc;
+}
+
+void api_strings_free(char **strings, size_t count)
+{
+    if (!strings)
+        return;
+    for (size_t i = 0; i < count; i++)
+        free(strings[i]);
+    free(strings);
+}
+
+error_code api_event_lineage(http_client *http, const char *start_event_id, const char *end_event_id, char ***ids,
+                             size_t *count, error_info *err)
+{
+    *ids = NULL;
+    *count = 0;
+    if (!start_event_id || !start_event_id[0] || !end_event_id || !end_event_id[0])
+        return error_set(err, ERR_INTERNAL, "%s: both event identifiers are needed", NAME_LINEAGE);
+    char *body = lineage_body(start_event_id, end_event_id);
+    if (!body)
+        return error_set(err, ERR_NOMEM, "%s: out of memory", NAME_LINEAGE);
+    http_request request = {HTTP_POST, API_ROUTE_LINEAGE, body, strlen(body), NAME_LINEAGE};
+    char *answer = NULL;
+    size_t answer_len = 0;
+    error_code rc = http_call(http, &request, &answer, &answer_len, NULL, err);
+    free(body);
+    if (rc != ERR_OK)
+        return rc;
+    api_envelope env;
+    const char **list = NULL;
+    size_t n = 0;
+    rc = lineage_parse(answer, answer_len, &env, &list, &n, err);
+    free(answer);
+    if (rc != ERR_OK)
+        return rc;
+    char **copies = n ? calloc(n, sizeof *copies) : NULL;
+    for (size_t i = 0; copies && i < n; i++) {
+        copies[i] = text_dup(list[i]);
+        if (!copies[i]) {
+            api_strings_free(copies, i);
+            copies = NULL;
+        }
+    }
+    free(list);
+    api_envelope_free(&env);
+    if (n && !copies)
+        return error_set(err, ERR_NOMEM, "%s: out of memory", NAME_LINEAGE);
+    *ids = copies;
+    *count = n;
+    return ERR_OK;
+}
+
+/* ---- Event details -------------------------------------------------------------------- */
+
+static bool unreserved(unsigned char c)
+{
+    return isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+/* The request of one event-details call: route (GET: with the query) and
+ * body (POST). Both malloc'd; false on out of memory. */
+static bool details_request(const char *const *ids, size_t count, api_details_method method, char **route,
+                            char **body)
+{
+    *route = NULL;
+    *body = NULL;
+    if (method == API_DETAILS_GET) {
+        size_t cap = strlen(API_ROUTE_DETAILS) + 64;
+        for (size_t i = 0; i < count; i++)
+            cap += strlen(ids[i]) * 3 + 1;
+        char *r = malloc(cap);
+        if (!r)
+            return false;
+        size_t n = (size_t)snprintf(r, cap, "%s?ids=", API_ROUTE_DETAILS);
+        static const char hex[] = "0123456789ABCDEF";
+        for (size_t i = 0; i < count; i++) {
+            if (i)
+                r[n++] = ',';
+            for (const unsigned char *p = (const unsigned char *)ids[i]; *p; p++) {
+                if (unreserved(*p)) {
+                    r[n++] = (char)*p;
+                } else {
+                    r[n++] = '%';
+                    r[n++] = hex[*p >> 4];
+                    r[n++] = hex[*p & 15];
+                }
+            }
+        }
+        snprintf(r + n, cap - n, "&include_content=false");
+        *route = r;
+        return true;
+    }
+    cJSON *root = cJSON_CreateObject();
+    cJSON *array = root ? cJSON_AddArrayToObject(root, "ids") : NULL;
+    bool ok = array != NULL;
+    for (size_t i = 0; ok && i < count; i++) {
+        cJSON *s = cJSON_CreateString(ids[i]);
+        ok = s != NULL;
+        if (ok)
+            cJSON_AddItemToArray(array, s);
+    }
+    *body = ok ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    *route = text_dup(API_ROUTE_DETAILS);
+    if (!*body || !*route) {
+        free(*body);
+        free(*route);
+        *body = *route = NULL;
+        return false;
+    }
+    return true;
+}
+
+/* Parses event-details' answer into views that borrow from details->env. */
+static error_code details_parse(const char *body, size_t len, api_details *details, error_info *err)
+{
+    memset(details, 0, sizeof *details);
+    error_code rc = api_envelope_parse(NAME_DETAILS, body, len, true, &details->env, err);
+    if (rc != ERR_OK)
+        return rc;
+    size_t n = resources_count(&details->env);
+    details->events = n ? calloc(n, sizeof *details->events) : NULL;
+    if (n && !details->events) {
+        api_envelope_free(&details->env);
+        return error_set(err, ERR_NOMEM, "%s: out of memory", NAME_DETAILS);
+    }
+    size_t i = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, details->env.resources)
+    {
+        rc = api_event_view(NAME_DETAILS, i, item, &details->events[i], err);
+        if (rc != ERR_OK) {
+            api_details_free(details);
+            return rc;
+        }
+        i++;
+    }
+    details->count = n;
+    return ERR_OK;
+}
+
+void api_details_free(api_details *details)
+{
+    if (!details)
+        return;
+    free(details->events);
+    api_envelope_free(&details->env);
+    memset(details, 0, sizeof *details);
+}
+
+typedef struct details_ctx {
+    api_details_fn done;
+    void *user;
+} details_ctx;
+
+static void details_done(void *user, error_code code, const error_info *err, const http_response *response)
+{
+    details_ctx *ctx = user;
+    if (code != ERR_OK) {
+        ctx->done(ctx->user, code, err, NULL, 0);
+        free(ctx);
+        return;
+    }
+    error_info e;
+    error_clear(&e);
+    api_details details;
+    code = details_parse(response->body, response->body_len, &details, &e);
+    if (code == ERR_OK) {
+        ctx->done(ctx->user, ERR_OK, &e, details.events, details.count);
+        api_details_free(&details);
+    } else {
+        ctx->done(ctx->user, code, &e, NULL, 0);
+    }
+    free(ctx);
+}
+
+static error_code details_check(const char *const *ids, size_t count, error_info *err)
+{
+    if (!ids || count == 0)
+        return error_set(err, ERR_INTERNAL, "%s: no event identifiers to ask for", NAME_DETAILS);
+    for (size_t i = 0; i < count; i++)
+        if (!ids[i] || !ids[i][0])
+            return error_set(err, ERR_INTERNAL, "%s: event identifier %" PRIu64 " is empty", NAME_DETAILS, (uint64_t)i);
+    return ERR_OK;
+}
+
+error_code api_event_details_submit(http_client *http, const char *const *ids, size_t count,
+                                    api_details_method method, api_details_fn done, void *user, error_info *err)
+{
+    error_code rc = details_check(ids, count, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (!done)
+        return error_set(err, ERR_INTERNAL, "%s: no completion callback", NAME_DETAILS);
+    char *route = NULL, *body = NULL;
+    details_ctx *ctx = malloc(sizeof *ctx);
+    if (!ctx || !details_request(ids, count, method, &route, &body)) {
+        free(ctx);
+        return error_set(err, ERR_NOMEM, "%s: out of memory", NAME_DETAILS);
+    }
+    ctx->done = done;
+    ctx->user = user;
+    http_request request = {method == API_DETAILS_GET ? HTTP_GET : HTTP_POST, route, body, body ? strlen(body) : 0,
+                            NAME_DETAILS};
+    rc = http_submit(http, &request, details_done, ctx, err);
+    free(route);
+    free(body);
+    if (rc != ERR_OK)
+        free(ctx);
+    return rc;
+}
+
+error_code api_event_details(http_client *http, const char *const *ids, size_t count, api_details_method method,
+                             api_details *details, error_info *err)
+{
+    memset(details, 0, sizeof *details);
+    error_code rc = details_check(ids, count, err);
+    if (rc != ERR_OK)
+        return rc;
+    char *route = NULL, *body = NULL;
+    if (!details_request(ids, count, method, &route, &body))
+        return error_set(err, ERR_NOMEM, "%s: out of memory", NAME_DETAILS);
+    http_request request = {method == API_DETAILS_GET ? HTTP_GET : HTTP_POST, route, body, body ? strlen(body) : 0,
+                            NAME_DETAILS};
+    char *answer = NULL;
+    size_t answer_len = 0;
+    rc = http_call(http, &request, &answer, &answer_len, NULL, err);
+    free(route);
+    free(body);
+    if (rc != ERR_OK)
+        return rc;
+    rc = details_parse(answer, answer_len, details, err);
+    free(answer);
+    return rc;
+}
+
+/* ---- Installer ------------------------------------------------------------------------ */
+
+error_code api_installer_get(http_client *http, const api_installer_request *request,
+                             const http_stream_callbacks *callbacks, http_stream_result *result, error_info *err)
+{
+    const char *platform = request && request->platform ? request->platform : "";
+    size_t n = strlen(platform);
+    bool valid = n > 0 && n <= 32;
+    for (size_t i = 0; valid && i < n; i++)
+        valid = isalnum((unsigned char)platform[i]) || platform[i] == '_' || platform[i] == '-';
+    if (!valid)
+        return error_set(err, ERR_CONFIG, "installer.platform: \"%.40s\" is not a platform name ([A-Za-z0-9_-]+)",
+                         platform);
+    char route[96];
+    snprintf(route, sizeof route, "/v2/installer/%s/latest", platform);
+    http_stream_request sreq = {route, request->range, request->if_range, request->max_bytes_per_second,
+                                NAME_INSTALLER};
+    return http_stream_get(http, &sreq, callbacks, result, err);
+}

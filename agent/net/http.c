@@ -1,0 +1,1796 @@
+/*
+ * http.c — the API client's engine (see http.h for the contract).
+ *
+ * Every request is an xfer that lives from http_submit to its completion
+ * callback across any number of attempts. Xfers wait in one FIFO list until
+ * the token, the pacing (ratelimit.c) and their retry delay let them start;
+ * a started attempt runs on libcurl's multi handle (or, in unit tests, on
+ * the fake transport, synchronously); when it ends, finish_attempt decides:
+ * done, failed, retried later (backoff.c), renewed-and-retried (401), or
+ * redirected (streams). drive() is the one loop that does all this; it is
+ * run by http_run, http_call and http_stream_get.
+ *
+ * Layout: small helpers (buffers, URLs, headers), the client, attempt start
+ * (curl and fake), attempt end (classification, retry, completion), the
+ * token exchange, the loop, then the public entry points.
+ */
+#include "net/http.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/backoff.h"
+#include "platform/platform.h"
+#include "net/ratelimit.h"
+#include "base/text.h"
+#include "core/timefmt.h"
+#include "net/token.h"
+
+#define MAX_REDIRECTS 5
+#define ERROR_BODY_KEEP (64 * 1024)          /* body kept from a failed answer, for its message */
+#define RETRY_AFTER_RECORD_CAP_MS (24LL * 3600 * 1000)
+#define POLL_MAX_MS 1000
+#define MAX_CLOCK_OFFSET_MS (3600LL * 1000) /* a Date further off is not believed */
+
+/* ---- Buffers ---------------------------------------------------------------- */
+
+typedef struct membuf {
+    char *data;                 /* NUL-terminated when non-NULL */
+    size_t len;
+    size_t cap;
+} membuf;
+
+static bool membuf_append(membuf *b, const void *data, size_t len)
+{
+    if (b->len + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + len + 1)
+            cap *= 2;
+        char *grown = realloc(b->data, cap);
+        if (!grown)
+            return false;
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, data, len);
+    b->len += len;
+    b->data[b->len] = '\0';
+    return true;
+}
+
+static void membuf_free(membuf *b, bool wipe)
+{
+    if (b->data && wipe)
+        token_wipe(b->data, b->cap);
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+/* ---- Response headers we read ------------------------------------------------- */
+
+enum {
+    H_RETRY_AFTER,
+    H_RL_REMAINING,
+    H_RL_RESET,
+    H_LOCATION,
+    H_CONTENT_LENGTH,
+    H_CONTENT_RANGE,
+    H_CONTENT_TYPE,
+    H_ETAG,
+    H_LAST_MODIFIED,
+    H_CONTENT_DISPOSITION,
+    H_INSTALLER_VERSION,
+    H_DATE,
+    H__COUNT
+};
+
+static const char *const header_names[H__COUNT] = {
+    "retry-after",  "x-ratelimit-remaining", "x-ratelimit-reset", "location",
+    "content-length", "content-range",       "content-type",      "etag",
+    "last-modified", "content-disposition",  "x-installer-version", "date",
+};
+
+/* ---- Xfers ---------------------------------------------------------------------- */
+
+typedef enum {
+    XFER_JSON,                  /* submitted JSON request */
+    XFER_TOKEN,                 /* the client's own token exchange */
+    XFER_STREAM                 /* http_stream_get */
+} xfer_kind;
+
+typedef struct stream_ctx stream_ctx;
+
+typedef struct xfer {
+    struct xfer *next;          /* waiting list link */
+    struct xfer *run_next;      /* running list link */
+    struct xfer *run_prev;
+    http_client *client;
+    xfer_kind kind;
+    http_method method;
+    char *route;                /* as submitted, query included */
+    char *endpoint;             /* route without the query: the pacing key */
+    char *label;                /* name in errors and the trace */
+    char *body;                 /* POST body (the token exchange's holds the key) */
+    size_t body_len;
+    http_done_fn done;
+    void *user;
+    stream_ctx *stream;         /* XFER_STREAM only */
+
+    int attempts;               /* attempts started, redirect hops excluded */
+    int auth_renewals;          /* 401s answered by a renewal */
+    int64_t waited_ms;          /* time spent waiting to retry */
+    int64_t not_before;         /* monotonic ms before which it must not start */
+    int64_t retry_after_ms;     /* last Retry-After seen, -1 none */
+
+    /* The current attempt. */
+    CURL *easy;
+    struct curl_slist *request_headers;
+    bool running;               /* in the multi handle / being faked */
+    ratelimit_ticket ticket;
+    int64_t started_ms;
+    uint64_t token_generation;  /* token sent, 0 if none */
+    char *url;                  /* this attempt's URL (redirects change it) */
+    bool same_origin;           /* url is on base_url's scheme, host and port */
+    int redirects;
+    bool hop_pending;           /* the next start follows a redirect (not a retry) */
+    long status;                /* status of the response being read */
+    bool headers_done;          /* blank line after a final status seen */
+    char *headers[H__COUNT];    /* values of this response's headers */
+    char *hop_installer_version;/* X-Installer-Version from a redirect hop */
+    membuf response;            /* JSON body, or a failed answer's start */
+    bool too_large;             /* body went over the cap */
+    bool stopped;               /* a stream callback said stop */
+    bool delivering;            /* stream body goes to on_data */
+    bool out_of_memory;
+    char errbuf[CURL_ERROR_SIZE];
+} xfer;
+
+struct stream_ctx {
+    const http_stream_callbacks *callbacks;
+    const http_stream_request *request;
+    http_stream_result result;
+    bool finished;
+    error_code code;
+    error_info err;
+};
+
+struct http_client {
+    char *base_url;             /* without trailing slash */
+    char *origin;               /* "https://host:443" of base_url */
+    config_http cfg;
+    char *ca_file;
+    char *ca_bundle;             /* OS root store as PEM when the TLS library has none (Windows); NULL otherwise */
+    size_t ca_bundle_len;
+    char *pinned_key;
+    char *proxy;
+    char *api_key;              /* wiped on free */
+    token_state token;
+    xfer *token_xfer;           /* exchange queued or running, NULL if none */
+
+    const clock_source *clock;
+    int verbosity;
+    FILE *trace;
+    http_fake_fn fake;
+    void *fake_ctx;
+
+    bool curl_initialised;      /* curl_global_init done: undone on free */
+    CURLM *multi;
+    CURLSH *share;
+    CURL *idle[8];              /* easy handles kept for reuse */
+    int idle_count;
+    ratelimit *rl;
+    bool have_offset;           /* server_offset_ms is known */
+    int64_t server_offset_ms;   /* lower bound of (server clock - our clock), from Date */
+
+    xfer *waiting_head, *waiting_tail;
+    xfer *running_head;         /* attempts in flight */
+    size_t running;             /* how many */
+    size_t pending;             /* submitted JSON xfers not yet completed */
+    bool driving;               /* inside drive(): no nested drive */
+    http_stats stats;
+};
+
+/* ---- Small helpers ---------------------------------------------------------------- */
+
+static void trace(http_client *c, int level, const char *fmt, ...)
+    OUTPOST_PRINTF(3, 4)
+    ;
+
+static void trace(http_client *c, int level, const char *fmt, ...)
+{
+    if (c->verbosity < level)
+        return;
+    FILE *out = c->trace ? c->trace : stderr;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("outpost: ", out);
+    vfprintf(out, fmt, ap);
+    fputc('\n', out);
+    va_end(ap);
+    fflush(out);
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    return text_dup_n(s, n);
+}
+
+static const char *reason_phrase(long status)
+{
+    switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 416: return "Range Not Satisfiable";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "";
+    }
+}
+
+static bool is_retryable_status(long status)
+{
+    return status == 429 || status == 500 || status == 502 || status == 503;
+}
+
+void http_envelope_first_error(const char *body, size_t len, char *buf, size_t size)
+{
+    if (size == 0)
+        return;
+    buf[0] = '\0';
+    if (!body || len == 0)
+        return;
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    if (!root)
+        return;
+    const cJSON *errors = cJSON_GetObjectItemCaseSensitive(root, "errors");
+    const cJSON *first = cJSON_IsArray(errors) ? cJSON_GetArrayItem(errors, 0) : NULL;
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(first, "code");
+    const cJSON *message = cJSON_GetObjectItemCaseSensitive(first, "message");
+    const char *cs = cJSON_IsString(code) ? code->valuestring : NULL;
+    const char *ms = cJSON_IsString(message) ? message->valuestring : NULL;
+    if (cs && ms)
+        snprintf(buf, size, "%.60s: %.200s", cs, ms);
+    else if (ms || cs)
+        snprintf(buf, size, "%.200s", ms ? ms : cs);
+    cJSON_Delete(root);
+}
+
+/* ---- URLs ---------------------------------------------------------------------- */
+
+static bool host_is_loopback(const char *host)
+{
+    if (text_equal_nocase(host, "localhost") || strcmp(host, "[::1]") == 0 || strcmp(host, "::1") == 0)
+        return true;
+    unsigned a, b, cc, d;
+    char tail;
+    if (sscanf(host, "%u.%u.%u.%u%c", &a, &b, &cc, &d, &tail) == 4)
+        return a == 127 && b < 256 && cc < 256 && d < 256;
+    return false;
+}
+
+/* Scheme, host and port of url as "scheme://host:port"; NULL if unparsable. */
+static char *url_origin(const char *url, char **scheme_out, char **host_out)
+{
+    CURLU *u = curl_url();
+    if (!u)
+        return NULL;
+    char *scheme = NULL, *host = NULL, *port = NULL, *origin = NULL;
+    if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+        size_t n = strlen(scheme) + strlen(host) + strlen(port) + 5;
+        origin = malloc(n);
+        if (origin) {
+            snprintf(origin, n, "%s://%s:%s", scheme, host, port);
+            for (char *p = origin; *p; p++)
+                if (*p >= 'A' && *p <= 'Z')
+                    *p = (char)(*p - 'A' + 'a');
+        }
+        if (scheme_out)
+            *scheme_out = text_dup(scheme);
+        if (host_out)
+            *host_out = text_dup(host);
+    }
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return origin;
+}
+
+error_code http_check_url(const char *url, error_info *err)
+{
+    char *scheme = NULL, *host = NULL;
+    char *origin = url ? url_origin(url, &scheme, &host) : NULL;
+    error_code rc = ERR_OK;
+    if (!origin || !scheme || !host)
+        rc = error_set(err, ERR_CONFIG, "\"%.200s\" is not a usable URL", url ? url : "(none)");
+    else if (text_equal_nocase(scheme, "https"))
+        rc = ERR_OK;
+    else if (text_equal_nocase(scheme, "http") && host_is_loopback(host))
+        rc = ERR_OK;
+    else if (text_equal_nocase(scheme, "http"))
+        rc = error_set(err, ERR_CONFIG,
+                       "\"%.200s\" uses http:// to a host that is not loopback; only https:// is allowed there", url);
+    else
+        rc = error_set(err, ERR_CONFIG, "\"%.200s\" is not an https:// URL", url);
+    free(origin);
+    free(scheme);
+    free(host);
+    return rc;
+}
+
+/* Resolves a Location value against the URL it came from; malloc'd. */
+static char *url_resolve(const char *from, const char *location)
+{
+    CURLU *u = curl_url();
+    if (!u)
+        return NULL;
+    char *out = NULL, *resolved = NULL;
+    if (curl_url_set(u, CURLUPART_URL, from, 0) == CURLUE_OK &&
+        curl_url_set(u, CURLUPART_URL, location, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_URL, &resolved, 0) == CURLUE_OK)
+        out = text_dup(resolved);
+    curl_free(resolved);
+    curl_url_cleanup(u);
+    return out;
+}
+
+/* url as it may be shown or recorded: without user info, query and
+ * fragment (signed storage URLs carry their secrets there). malloc'd. */
+static char *url_without_query(const char *url)
+{
+    CURLU *u = curl_url();
+    char *out = NULL;
+    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK) {
+        curl_url_set(u, CURLUPART_USER, NULL, 0);
+        curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+        curl_url_set(u, CURLUPART_OPTIONS, NULL, 0);
+        curl_url_set(u, CURLUPART_QUERY, NULL, 0);
+        curl_url_set(u, CURLUPART_FRAGMENT, NULL, 0);
+        char *clean = NULL;
+        if (curl_url_get(u, CURLUPART_URL, &clean, 0) == CURLUE_OK)
+            out = text_dup(clean);
+        curl_free(clean);
+    }
+    curl_url_cleanup(u);
+    if (!out) /* not parsable: cut at the first '?', '#' or '@' */
+        out = dup_n(url, strcspn(url, "?#@"));
+    return out;
+}
+
+/* ---- Xfer lifetime ------------------------------------------------------------- */
+
+static void xfer_clear_headers(xfer *x)
+{
+    for (int i = 0; i < H__COUNT; i++) {
+        free(x->headers[i]);
+        x->headers[i] = NULL;
+    }
+}
+
+static void xfer_free(xfer *x)
+{
+    if (!x)
+        return;
+    xfer_clear_headers(x);
+    free(x->hop_installer_version);
+    if (x->body) {
+        token_wipe(x->body, x->body_len);
+        free(x->body);
+    }
+    membuf_free(&x->response, x->kind == XFER_TOKEN);
+    free(x->route);
+    free(x->endpoint);
+    free(x->label);
+    free(x->url);
+    free(x);
+}
+
+static xfer *xfer_new(http_client *c, xfer_kind kind, http_method method, const char *route, const char *label)
+{
+    xfer *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    x->client = c;
+    x->kind = kind;
+    x->method = method;
+    x->retry_after_ms = -1;
+    x->route = text_dup(route);
+    x->endpoint = x->route ? dup_n(route, strcspn(route, "?#")) : NULL;
+    x->label = label ? text_dup(label) : (x->endpoint ? text_dup(x->endpoint) : NULL);
+    if (!x->route || !x->endpoint || !x->label) {
+        xfer_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+static void waiting_push_back(http_client *c, xfer *x)
+{
+    x->next = NULL;
+    if (c->waiting_tail)
+        c->waiting_tail->next = x;
+    else
+        c->waiting_head = x;
+    c->waiting_tail = x;
+}
+
+static void waiting_push_front(http_client *c, xfer *x)
+{
+    x->next = c->waiting_head;
+    c->waiting_head = x;
+    if (!c->waiting_tail)
+        c->waiting_tail = x;
+}
+
+static void waiting_remove(http_client *c, xfer *x, xfer *prev)
+{
+    if (prev)
+        prev->next = x->next;
+    else
+        c->waiting_head = x->next;
+    if (c->waiting_tail == x)
+        c->waiting_tail = prev;
+    x->next = NULL;
+}
+
+/* ---- Reading a response (shared by libcurl and the fake) -------------------------- */
+
+static void stream_deliver_headers(xfer *x);
+
+/* One header line, CRLF included or not. Returns false to abort. */
+static bool on_header_line(xfer *x, const char *line, size_t len)
+{
+    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n'))
+        len--;
+    if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
+        /* A new response (interim 1xx, or the next hop): start over. */
+        const char *sp = memchr(line, ' ', len);
+        x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        x->headers_done = false;
+        xfer_clear_headers(x);
+        return true;
+    }
+    if (len == 0) {
+        if (x->status >= 200) {
+            x->headers_done = true;
+            if (x->kind == XFER_STREAM)
+                stream_deliver_headers(x);
+            if (x->kind != XFER_STREAM && x->headers[H_CONTENT_LENGTH] && x->status >= 200 && x->status < 300) {
+                long long declared = strtoll(x->headers[H_CONTENT_LENGTH], NULL, 10);
+                if (declared > x->client->cfg.max_response_bytes)
+                    x->too_large = true;
+            }
+        }
+        return !x->stopped && !x->too_large;
+    }
+    const char *colon = memchr(line, ':', len);
+    if (!colon)
+        return true;
+    size_t name_len = (size_t)(colon - line);
+    for (int i = 0; i < H__COUNT; i++) {
+        if (strlen(header_names[i]) == name_len && text_equal_nocase_n(line, header_names[i], name_len)) {
+            const char *v = colon + 1;
+            const char *end = line + len;
+            while (v < end && (*v == ' ' || *v == '\t'))
+                v++;
+            while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+                end--;
+            free(x->headers[i]);
+            x->headers[i] = dup_n(v, (size_t)(end - v));
+            if (!x->headers[i])
+                x->out_of_memory = true;
+            break;
+        }
+    }
+    return true;
+}
+
+/* Body bytes. Returns false to abort the transfer. */
+static bool on_body(xfer *x, const char *data, size_t len)
+{
+    if (x->kind == XFER_STREAM && x->delivering) {
+        stream_ctx *s = x->stream;
+        if (s->callbacks->on_data && s->callbacks->on_data(s->callbacks->user, data, len) == HTTP_STREAM_STOP) {
+            x->stopped = true;
+            s->result.stopped = true;
+            s->result.body_bytes += (int64_t)len;
+            return false;
+        }
+        s->result.body_bytes += (int64_t)len;
+        return true;
+    }
+    bool success = x->status >= 200 && x->status < 300;
+    if (x->kind == XFER_STREAM || !success) {
+        /* A redirect's or failure's body: keep the start for the message. */
+        size_t room = x->response.len < ERROR_BODY_KEEP ? ERROR_BODY_KEEP - x->response.len : 0;
+        if (len > room)
+            len = room;
+        if (len && !membuf_append(&x->response, data, len))
+            x->out_of_memory = true;
+        return !x->out_of_memory;
+    }
+    if ((int64_t)(x->response.len + len) > x->client->cfg.max_response_bytes) {
+        x->too_large = true;
+        return false;
+    }
+    if (!membuf_append(&x->response, data, len)) {
+        x->out_of_memory = true;
+        return false;
+    }
+    return true;
+}
+
+static size_t curl_header_cb(char *buffer, size_t size, size_t nitems, void *userdata)
+{
+    size_t n = size * nitems;
+    return on_header_line(userdata, buffer, n) ? n : 0;
+}
+
+static size_t curl_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    size_t n = size * nmemb;
+    return on_body(userdata, ptr, n) ? n : 0;
+}
+
+/* ---- Streams: headers to the caller ------------------------------------------------ */
+
+static int64_t parse_int64(const char *s)
+{
+    if (!s || !*s)
+        return -1;
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v < 0)
+        return -1;
+    return (int64_t)v;
+}
+
+static void parse_content_range(const char *value, http_stream_headers *h)
+{
+    h->range_start = h->range_end = h->range_total = -1;
+    if (!value)
+        return;
+    long long a, b;
+    char total[32];
+    if (sscanf(value, "bytes %lld-%lld/%31s", &a, &b, total) == 3) {
+        h->range_start = a;
+        h->range_end = b;
+        h->range_total = strcmp(total, "*") == 0 ? -1 : parse_int64(total);
+    } else if (sscanf(value, "bytes */%31s", total) == 1) {
+        h->range_total = parse_int64(total);
+    }
+}
+
+/* Called at the end of a stream response's headers: hands the final
+ * response's headers to the caller when it is one to deliver. */
+static void stream_deliver_headers(xfer *x)
+{
+    stream_ctx *s = x->stream;
+    if (x->status >= 300 && x->status < 400 && x->headers[H_INSTALLER_VERSION]) {
+        /* A redirect that names the version: kept in case the storage
+         * host's answer does not (the final answer's own value wins). */
+        free(x->hop_installer_version);
+        x->hop_installer_version = text_dup(x->headers[H_INSTALLER_VERSION]);
+    }
+    if (x->status != 200 && x->status != 206 && x->status != 416)
+        return;
+    http_stream_headers h;
+    memset(&h, 0, sizeof h);
+    h.status = x->status;
+    h.content_length = parse_int64(x->headers[H_CONTENT_LENGTH]);
+    h.content_range = x->headers[H_CONTENT_RANGE];
+    parse_content_range(h.content_range, &h);
+    h.content_type = x->headers[H_CONTENT_TYPE];
+    h.etag = x->headers[H_ETAG];
+    h.last_modified = x->headers[H_LAST_MODIFIED];
+    h.content_disposition = x->headers[H_CONTENT_DISPOSITION];
+    h.installer_version = x->headers[H_INSTALLER_VERSION] ? x->headers[H_INSTALLER_VERSION] : x->hop_installer_version;
+    char *url = url_without_query(x->url);
+    h.url = url ? url : "";
+    h.redirects = x->redirects;
+    s->result.status = x->status;
+    s->result.headers_delivered = true;
+    x->delivering = x->status != 416;
+    if (s->callbacks->on_headers && s->callbacks->on_headers(s->callbacks->user, &h) == HTTP_STREAM_STOP) {
+        x->stopped = true;
+        s->result.stopped = true;
+    }
+    free(url);
+}
+
+/* ---- Client ------------------------------------------------------------------------ */
+
+static char *trimmed_base_url(const char *url)
+{
+    size_t n = strlen(url);
+    while (n > 0 && url[n - 1] == '/')
+        n--;
+    return dup_n(url, n);
+}
+
+error_code http_client_new(const config *cfg, const char *api_key, const http_options *opts, http_client **client,
+                           error_info *err)
+{
+    if (!cfg || !cfg->base_url || !cfg->base_url[0])
+        return error_set(err, ERR_CONFIG, "`base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com");
+    error_code rc = http_check_url(cfg->base_url, err);
+    if (rc != ERR_OK)
+        return error_prefix(err, "base_url");
+    if (!api_key || !api_key[0])
+        return error_set(err, ERR_CONFIG, "the API key is empty; set OUTPOST_API_KEY or api_key_file");
+
+    http_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
+    token_state_init(&c->token);
+    c->cfg = cfg->http;
+    if (c->cfg.max_attempts < 1)
+        c->cfg.max_attempts = 1;
+    if (c->cfg.max_response_bytes <= 0)
+        c->cfg.max_response_bytes = 64LL * 1024 * 1024;
+    if (c->cfg.max_in_flight < 1)
+        c->cfg.max_in_flight = 1;
+    c->clock = opts && opts->clock ? opts->clock : clock_default();
+    c->verbosity = opts ? opts->verbosity : 0;
+    c->trace = opts ? opts->trace : NULL;
+    c->fake = opts ? opts->fake : NULL;
+    c->fake_ctx = opts ? opts->fake_ctx : NULL;
+    c->base_url = trimmed_base_url(cfg->base_url);
+    c->origin = c->base_url ? url_origin(c->base_url, NULL, NULL) : NULL;
+    c->api_key = text_dup(api_key);
+    c->ca_file = cfg->tls_ca_file ? text_dup(cfg->tls_ca_file) : NULL;
+    c->pinned_key = cfg->tls_pinned_public_key ? text_dup(cfg->tls_pinned_public_key) : NULL;
+    c->proxy = cfg->proxy ? text_dup(cfg->proxy) : NULL;
+    c->rl = ratelimit_new(c->cfg.rate_limit_per_minute, 60000, c->cfg.max_in_flight);
+    if (!c->base_url || !c->origin || !c->api_key || !c->rl || (cfg->tls_ca_file && !c->ca_file) ||
+        (cfg->tls_pinned_public_key && !c->pinned_key) || (cfg->proxy && !c->proxy)) {
+        http_client_free(c);
+        return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
+    }
+    if (!c->fake) {
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+            http_client_free(c);
+            return error_set(err, ERR_INTERNAL, "libcurl could not be initialised");
+        }
+        c->curl_initialised = true;
+        /* Without a CA file, trust the OS store; where libcurl has a default
+         * store of its own (POSIX) this finds nothing and changes nothing. */
+        error_info ignored;
+        if (!c->ca_file && platform_system_ca_bundle(&c->ca_bundle, &c->ca_bundle_len, &ignored) != ERR_OK)
+            c->ca_bundle = NULL;
+        c->multi = curl_multi_init();
+        c->share = curl_share_init();
+        if (!c->multi || !c->share) {
+            http_client_free(c);
+            return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
+        }
+        curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+        curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+        curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 32L);
+    }
+    *client = c;
+    return ERR_OK;
+}
+
+void http_client_free(http_client *c)
+{
+    if (!c)
+        return;
+    xfer *x = c->waiting_head;
+    while (x) {
+        xfer *next = x->next;
+        if (x->kind == XFER_TOKEN && c->token_xfer == x)
+            c->token_xfer = NULL;
+        xfer_free(x);
+        x = next;
+    }
+    /* Attempts still running (the client is freed mid-run) are dropped. */
+    x = c->running_head;
+    while (x) {
+        xfer *next = x->run_next;
+        if (x->easy) {
+            curl_multi_remove_handle(c->multi, x->easy);
+            curl_easy_cleanup(x->easy);
+        }
+        curl_slist_free_all(x->request_headers);
+        xfer_free(x);
+        x = next;
+    }
+    for (int i = 0; i < c->idle_count; i++)
+        curl_easy_cleanup(c->idle[i]);
+    if (c->multi)
+        curl_multi_cleanup(c->multi);
+    if (c->share)
+        curl_share_cleanup(c->share);
+    bool curl_initialised = c->curl_initialised;
+    token_state_clear(&c->token);
+    token_secret_free(c->api_key);
+    free(c->base_url);
+    free(c->origin);
+    free(c->ca_file);
+    free(c->ca_bundle);
+    free(c->pinned_key);
+    free(c->proxy);
+    ratelimit_free(c->rl);
+    free(c);
+    if (curl_initialised)
+        curl_global_cleanup();
+}
+
+void http_client_set_verbosity(http_client *c, int verbosity)
+{
+    c->verbosity = verbosity;
+}
+
+void http_client_stats(const http_client *c, http_stats *stats)
+{
+    *stats = c->stats;
+}
+
+size_t http_pending(const http_client *c)
+{
+    return c->pending;
+}
+
+/* ---- Running list ------------------------------------------------------------------ */
+
+static void running_add(http_client *c, xfer *x)
+{
+    x->run_prev = NULL;
+    x->run_next = c->running_head;
+    if (c->running_head)
+        c->running_head->run_prev = x;
+    c->running_head = x;
+    x->running = true;
+    c->running++;
+    if ((int64_t)c->running > c->stats.max_in_flight)
+        c->stats.max_in_flight = (int64_t)c->running;
+}
+
+static void running_remove(http_client *c, xfer *x)
+{
+    if (x->run_prev)
+        x->run_prev->run_next = x->run_next;
+    else
+        c->running_head = x->run_next;
+    if (x->run_next)
+        x->run_next->run_prev = x->run_prev;
+    x->run_next = x->run_prev = NULL;
+    x->running = false;
+    c->running--;
+}
+
+/* ---- Completion --------------------------------------------------------------------- */
+
+static void token_complete(http_client *c, xfer *x, error_code code, const error_info *err);
+
+/* Ends an xfer: hands the result to whoever waits for it and frees it. */
+static void xfer_complete(http_client *c, xfer *x, error_code code, const error_info *err)
+{
+    error_info ok;
+    if (code == ERR_OK) {
+        error_clear(&ok);
+        err = &ok;
+    }
+    switch (x->kind) {
+    case XFER_TOKEN:
+        token_complete(c, x, code, err);
+        return;
+    case XFER_STREAM: {
+        stream_ctx *s = x->stream;
+        s->finished = true;
+        s->code = code;
+        s->err = *err;
+        if (!s->result.status)
+            s->result.status = x->status;
+        xfer_free(x);
+        return;
+    }
+    case XFER_JSON: {
+        http_response response;
+        response.status = x->status;
+        response.body = x->response.data ? x->response.data : "";
+        response.body_len = x->response.len;
+        response.attempts = x->attempts;
+        c->pending--;
+        x->done(x->user, code, err, &response);
+        xfer_free(x);
+        return;
+    }
+    }
+}
+
+static void xfer_fail(http_client *c, xfer *x, error_code code, const char *fmt, ...)
+    OUTPOST_PRINTF(4, 5)
+    ;
+
+static void xfer_fail(http_client *c, xfer *x, error_code code, const char *fmt, ...)
+{
+    error_info e;
+    error_clear(&e);
+    char text[ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    error_set(&e, code, "%s: %s", x->label, text);
+    xfer_complete(c, x, code, &e);
+}
+
+static void set_initial_url(http_client *c, xfer *x)
+{
+    size_t n = strlen(c->base_url) + strlen(x->route) + 1;
+    char *url = malloc(n);
+    if (url)
+        snprintf(url, n, "%s%s", c->base_url, x->route);
+    free(x->url);
+    x->url = url;
+    x->same_origin = true;
+    x->redirects = 0;
+    free(x->hop_installer_version);
+    x->hop_installer_version = NULL;
+}
+
+/* Records a Retry-After the run cannot honour, for the caller's state. */
+static void record_retry_after(http_client *c, int64_t retry_after_ms)
+{
+    if (retry_after_ms > RETRY_AFTER_RECORD_CAP_MS)
+        retry_after_ms = RETRY_AFTER_RECORD_CAP_MS;
+    int64_t until = clock_utc_ms(c->clock) + retry_after_ms;
+    if (until > c->stats.retry_after_until_ms)
+        c->stats.retry_after_until_ms = until;
+}
+
+/* Schedules another attempt after backoff, or gives up with ERR_TEMPORARY. */
+static void xfer_retry(http_client *c, xfer *x, int64_t now, const char *reason)
+{
+    int64_t budget_ms = c->cfg.max_retry_wait_s * 1000;
+    int64_t spent_s = x->waited_ms / 1000;
+    if (x->attempts >= c->cfg.max_attempts) {
+        if (x->retry_after_ms > 0)
+            record_retry_after(c, x->retry_after_ms);
+        xfer_fail(c, x, ERR_TEMPORARY, "%s; gave up after %d attempts over %" PRId64 " s; try again later", reason,
+                  x->attempts, spent_s);
+        return;
+    }
+    int64_t delay;
+    if (x->retry_after_ms >= 0)
+        delay = x->retry_after_ms;
+    else
+        delay = backoff_delay_ms(x->attempts, BACKOFF_BASE_MS, BACKOFF_CAP_MS, c->clock);
+    if (x->waited_ms + delay > budget_ms) {
+        if (x->retry_after_ms >= 0) {
+            record_retry_after(c, x->retry_after_ms);
+            char until[TIMEFMT_ISO8601_SIZE];
+            timefmt_iso8601(c->stats.retry_after_until_ms / 1000, until);
+            xfer_fail(c, x, ERR_TEMPORARY,
+                      "%s and the platform asked to wait %" PRId64 " s (Retry-After), longer than this run may wait "
+                      "(http.max_retry_wait %" PRId64 " s); try again after %s",
+                      reason, (x->retry_after_ms + 999) / 1000, c->cfg.max_retry_wait_s, until);
+        } else {
+            xfer_fail(c, x, ERR_TEMPORARY,
+                      "%s; gave up after %d attempts and %" PRId64 " s of waiting (http.max_retry_wait); try again later",
+                      reason, x->attempts, spent_s);
+        }
+        return;
+    }
+    trace(c, 2, "http: %s %s: %s; retrying in %" PRId64 " ms", x->method == HTTP_POST ? "POST" : "GET", x->endpoint,
+          reason, delay);
+    x->waited_ms += delay;
+    x->not_before = now + delay;
+    if (x->kind == XFER_STREAM)
+        set_initial_url(c, x); /* start again from the platform (signed URLs expire) */
+    waiting_push_front(c, x);
+}
+
+static void xfer_redirect(http_client *c, xfer *x, int64_t now)
+{
+    const char *location = x->headers[H_LOCATION];
+    if (!location || !*location) {
+        xfer_fail(c, x, ERR_PROTOCOL, "redirect (HTTP %ld) without a Location header", x->status);
+        return;
+    }
+    if (x->redirects >= MAX_REDIRECTS) {
+        xfer_fail(c, x, ERR_PROTOCOL, "more than %d redirects; giving up", MAX_REDIRECTS);
+        return;
+    }
+    char *target = url_resolve(x->url, location);
+    error_info check;
+    if (!target || http_check_url(target, &check) != ERR_OK) {
+        char *shown = target ? url_without_query(target) : NULL;
+        xfer_fail(c, x, ERR_PROTOCOL, "refused a redirect to %.200s: only https:// (or http:// to loopback) is followed",
+                  shown ? shown : location);
+        free(shown);
+        free(target);
+        return;
+    }
+    char *origin = url_origin(target, NULL, NULL);
+    free(x->url);
+    x->url = target;
+    x->same_origin = origin && strcmp(origin, c->origin) == 0;
+    free(origin);
+    x->redirects++;
+    x->hop_pending = true;
+    x->not_before = now;
+    waiting_push_front(c, x);
+}
+
+typedef enum {
+    OUTCOME_RESPONSE,           /* an HTTP answer came (maybe cut short by us) */
+    OUTCOME_NETWORK,            /* connect failure, reset, timeout, partial body: retryable */
+    OUTCOME_TLS,                /* certificate, host name or pin: final */
+    OUTCOME_CONFIG,             /* unusable URL or protocol */
+    OUTCOME_OTHER,              /* anything else libcurl reports: final */
+    OUTCOME_NOMEM
+} attempt_outcome;
+
+static const char *method_name(const xfer *x)
+{
+    return x->method == HTTP_POST ? "POST" : "GET";
+}
+
+/*
+ * The server's clock as far as we can be sure of it. X-RateLimit-Reset and
+ * a Retry-After date are read on the server's clock; an endpoint whose own
+ * clock runs ahead would otherwise call before the reset. Each Date header
+ * (whole seconds, so the server's time was at least that when it answered)
+ * gives a lower bound of the offset; the highest one seen is kept. Adding a
+ * lower bound never makes a wait shorter than the server meant, and after a
+ * few answers it is within milliseconds of the truth.
+ */
+static int64_t server_utc_ms(http_client *c, const xfer *x)
+{
+    int64_t utc = clock_utc_ms(c->clock);
+    int64_t date;
+    if (x && x->same_origin && backoff_parse_http_date(x->headers[H_DATE], &date) &&
+        date - utc < MAX_CLOCK_OFFSET_MS && utc - date < MAX_CLOCK_OFFSET_MS) {
+        int64_t offset = date - utc;
+        if (!c->have_offset || offset > c->server_offset_ms)
+            c->server_offset_ms = offset;
+        c->have_offset = true;
+    }
+    return c->have_offset ? utc + c->server_offset_ms : utc;
+}
+
+/* The attempt's HTTP answer, as the pacing wants it. */
+static void read_rate_answer(http_client *c, xfer *x, ratelimit_answer *a)
+{
+    memset(a, 0, sizeof *a);
+    a->retry_after_ms = -1;
+    int64_t utc = server_utc_ms(c, x);
+    a->has_remaining = ratelimit_parse_remaining(x->headers[H_RL_REMAINING], &a->remaining);
+    a->has_reset = ratelimit_parse_reset(x->headers[H_RL_RESET], utc, &a->reset_in_ms);
+    a->too_many = x->status == 429;
+    int64_t ra;
+    if (backoff_parse_retry_after(x->headers[H_RETRY_AFTER], utc, &ra))
+        a->retry_after_ms = ra;
+}
+
+static void trace_attempt(http_client *c, xfer *x, attempt_outcome outcome, const char *message, int64_t ms)
+{
+    if (c->verbosity < 1)
+        return;
+    char where[300];
+    if (x->same_origin) {
+        snprintf(where, sizeof where, "%s", x->endpoint);
+    } else {
+        char *shown = url_without_query(x->url);
+        snprintf(where, sizeof where, "%s", shown ? shown : "(redirect)");
+        free(shown);
+    }
+    char result[200];
+    if (x->stopped)
+        snprintf(result, sizeof result, "%ld (stopped by the caller)", x->status);
+    else if (x->too_large)
+        snprintf(result, sizeof result, "%ld (over the size cap)", x->status);
+    else if (outcome == OUTCOME_RESPONSE)
+        snprintf(result, sizeof result, "%ld", x->status);
+    else
+        snprintf(result, sizeof result, "failed (%.150s)", message ? message : "");
+    char rate[120] = "";
+    if (x->headers[H_RL_REMAINING] || x->headers[H_RL_RESET] || x->headers[H_RETRY_AFTER])
+        snprintf(rate, sizeof rate, ", remaining %.20s, reset %.20s%s%.20s",
+                 x->headers[H_RL_REMAINING] ? x->headers[H_RL_REMAINING] : "-",
+                 x->headers[H_RL_RESET] ? x->headers[H_RL_RESET] : "-", x->headers[H_RETRY_AFTER] ? ", retry-after " : "",
+                 x->headers[H_RETRY_AFTER] ? x->headers[H_RETRY_AFTER] : "");
+    trace(c, 1, "http: %s %s -> %s in %" PRId64 " ms (attempt %d%s, %" PRIu64 " in flight%s)", method_name(x), where,
+          result, ms, x->attempts, x->redirects ? ", after redirect" : "", (uint64_t)c->running, rate);
+}
+
+/* Decides what an HTTP answer means for its xfer. */
+static void handle_response(http_client *c, xfer *x, int64_t now)
+{
+    long status = x->status;
+    char detail[300];
+    if (x->stopped) {
+        xfer_complete(c, x, ERR_OK, NULL);
+        return;
+    }
+    if (x->too_large) {
+        xfer_fail(c, x, ERR_PROTOCOL, "response larger than %" PRId64 " bytes (http.max_response_bytes)",
+                  c->cfg.max_response_bytes);
+        return;
+    }
+    if ((status >= 200 && status < 300) || (x->kind == XFER_STREAM && status == 416)) {
+        xfer_complete(c, x, ERR_OK, NULL);
+        return;
+    }
+    if (status >= 300 && status < 400 && x->kind == XFER_STREAM) {
+        xfer_redirect(c, x, now);
+        return;
+    }
+    /* Never quote the token exchange's body: it might echo the key. */
+    detail[0] = '\0';
+    if (x->kind != XFER_TOKEN) {
+        char first[280];
+        http_envelope_first_error(x->response.data, x->response.len, first, sizeof first);
+        if (first[0])
+            snprintf(detail, sizeof detail, " (%s)", first);
+    }
+    if (x->kind == XFER_TOKEN && (status == 400 || status == 401)) {
+        xfer_fail(c, x, ERR_AUTH,
+                  "the platform refused the API key (HTTP %ld); check OUTPOST_API_KEY or api_key_file", status);
+        return;
+    }
+    if (status == 401) {
+        if (x->auth_renewals < 1 && x->token_generation) {
+            x->auth_renewals++;
+            if (token_invalidate(&c->token, x->token_generation))
+                trace(c, 2, "token: refused with 401 on %s; renewing it once", x->endpoint);
+            x->not_before = now;
+            waiting_push_front(c, x);
+            return;
+        }
+        if (x->token_generation)
+            xfer_fail(c, x, ERR_AUTH, "the platform refused a freshly renewed access token (HTTP 401)%s", detail);
+        else
+            xfer_fail(c, x, ERR_AUTH, "the redirect target refused the request (HTTP 401)%s", detail);
+        return;
+    }
+    if (status == 403) {
+        xfer_fail(c, x, ERR_FORBIDDEN, "the platform denied access (HTTP 403)%s; the API key lacks permission for this",
+                  detail);
+        return;
+    }
+    if (is_retryable_status(status)) {
+        char reason[340];
+        snprintf(reason, sizeof reason, "the platform answered HTTP %ld %s%s", status, reason_phrase(status), detail);
+        xfer_retry(c, x, now, reason);
+        return;
+    }
+    if (status >= 300 && status < 400) {
+        xfer_fail(c, x, ERR_HTTP, "unexpected redirect (HTTP %ld)", status);
+        return;
+    }
+    xfer_fail(c, x, ERR_HTTP, "the platform answered HTTP %ld %s%s", status, reason_phrase(status), detail);
+}
+
+/* An attempt ended (libcurl or fake). message: libcurl's or the fake's text. */
+static void attempt_done(http_client *c, xfer *x, attempt_outcome outcome, const char *message)
+{
+    running_remove(c, x);
+    int64_t now = clock_now_ms(c->clock);
+    ratelimit_answer answer;
+    bool answered = x->status > 0 && x->headers_done;
+    if (answered)
+        read_rate_answer(c, x, &answer);
+    /* An answer without rate headers says "this server sends none" only
+     * when it comes from the API itself: 401s and gateway 5xx never carry
+     * them, whatever the server does otherwise. */
+    bool informative = answered && (answer.has_remaining || answer.too_many ||
+                                    (x->status != 401 && x->status < 500));
+    ratelimit_release(c->rl, &x->ticket, now, informative ? &answer : NULL);
+    x->retry_after_ms = answered && is_retryable_status(x->status) ? answer.retry_after_ms : -1;
+    if (answered && x->status == 429)
+        c->stats.responses_429++;
+    trace_attempt(c, x, outcome, message, now - x->started_ms);
+
+    if (x->out_of_memory || outcome == OUTCOME_NOMEM) {
+        xfer_fail(c, x, ERR_NOMEM, "out of memory");
+        return;
+    }
+    if (x->stopped || x->too_large || outcome == OUTCOME_RESPONSE) {
+        if (outcome != OUTCOME_RESPONSE && !x->stopped && !x->too_large)
+            outcome = OUTCOME_NETWORK;
+        else {
+            handle_response(c, x, now);
+            return;
+        }
+    }
+    if (x->kind == XFER_STREAM && x->stream->result.headers_delivered) {
+        xfer_fail(c, x, ERR_TEMPORARY, "connection lost after %" PRId64 " bytes of the body (%.200s); resume later",
+                  x->stream->result.body_bytes, message ? message : "");
+        return;
+    }
+    switch (outcome) {
+    case OUTCOME_NETWORK: {
+        char reason[300];
+        snprintf(reason, sizeof reason, "network failure (%.250s)", message ? message : "unknown");
+        xfer_retry(c, x, now, reason);
+        return;
+    }
+    case OUTCOME_TLS:
+        xfer_fail(c, x, ERR_TLS,
+                  "TLS failure (%.250s); check tls.ca_file, tls.pinned_public_key and the server's certificate; "
+                  "retrying will not help",
+                  message ? message : "");
+        return;
+    case OUTCOME_CONFIG:
+        xfer_fail(c, x, ERR_CONFIG, "%.300s", message ? message : "unusable URL");
+        return;
+    default:
+        xfer_fail(c, x, ERR_NETWORK, "%.300s", message ? message : "transfer failed");
+        return;
+    }
+}
+
+static attempt_outcome classify_curl(CURLcode cc, const char *errbuf)
+{
+    switch (cc) {
+    case CURLE_OK:
+        return OUTCOME_RESPONSE;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_WRITE_ERROR:
+        return OUTCOME_NETWORK;
+    case CURLE_SSL_CONNECT_ERROR:
+        /* A handshake cut by the network (reset, EOF) is not a TLS verdict. */
+        if (errbuf && (strstr(errbuf, "reset") || strstr(errbuf, "SYSCALL") || strstr(errbuf, "EOF") ||
+                       strstr(errbuf, "eof")))
+            return OUTCOME_NETWORK;
+        return OUTCOME_TLS;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_USE_SSL_FAILED:
+        return OUTCOME_TLS;
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+        return OUTCOME_CONFIG;
+    case CURLE_OUT_OF_MEMORY:
+        return OUTCOME_NOMEM;
+    default:
+        return OUTCOME_OTHER;
+    }
+}
+
+/* ---- Starting an attempt ------------------------------------------------------------- */
+
+static void attempt_reset(xfer *x)
+{
+    xfer_clear_headers(x);
+    x->status = 0;
+    x->headers_done = false;
+    membuf_free(&x->response, x->kind == XFER_TOKEN);
+    x->too_large = false;
+    x->stopped = false;
+    x->delivering = false;
+    x->out_of_memory = false;
+    x->errbuf[0] = '\0';
+    x->token_generation = 0;
+}
+
+/* The request headers of this attempt, as "Name: value" lines; the bearer
+ * token is added separately. */
+static struct curl_slist *request_header_list(const xfer *x, bool *ok)
+{
+    struct curl_slist *list = NULL, *next;
+    char line[1200];
+    *ok = true;
+#define ADD(text)                                                                                                      \
+    do {                                                                                                               \
+        next = curl_slist_append(list, (text));                                                                        \
+        if (!next) {                                                                                                   \
+            *ok = false;                                                                                               \
+            return list;                                                                                               \
+        }                                                                                                              \
+        list = next;                                                                                                   \
+    } while (0)
+    if (x->kind == XFER_STREAM) {
+        const http_stream_request *r = x->stream->request;
+        if (r->range) {
+            snprintf(line, sizeof line, "Range: %.1000s", r->range);
+            ADD(line);
+            if (r->if_range) {
+                snprintf(line, sizeof line, "If-Range: %.1000s", r->if_range);
+                ADD(line);
+            }
+        }
+    } else {
+        ADD("Accept: application/json");
+        if (x->method == HTTP_POST) {
+            ADD("Content-Type: application/json");
+            ADD("Expect:");
+        }
+    }
+#undef ADD
+    return list;
+}
+
+static void fake_attempt(http_client *c, xfer *x)
+{
+    bool ok = true;
+    struct curl_slist *list = request_header_list(x, &ok);
+    membuf extra = {0};
+    for (struct curl_slist *l = list; l && ok; l = l->next)
+        ok = membuf_append(&extra, l->data, strlen(l->data)) && membuf_append(&extra, "\r\n", 2);
+    curl_slist_free_all(list);
+    if (ok && x->token_generation) {
+        ok = membuf_append(&extra, "Authorization: Bearer ", 22) &&
+             membuf_append(&extra, c->token.access_token, strlen(c->token.access_token)) &&
+             membuf_append(&extra, "\r\n", 2);
+    }
+    if (!ok) {
+        membuf_free(&extra, true);
+        attempt_done(c, x, OUTCOME_NOMEM, NULL);
+        return;
+    }
+    http_fake_response r;
+    memset(&r, 0, sizeof r);
+    error_info fe;
+    error_clear(&fe);
+    error_code rc = c->fake(c->fake_ctx, method_name(x), x->url, x->body ? x->body : "", x->body_len,
+                            extra.data ? extra.data : "", &r, &fe);
+    membuf_free(&extra, true);
+    if (rc != ERR_OK) {
+        free(r.headers);
+        free(r.body);
+        attempt_done(c, x, rc == ERR_TLS ? OUTCOME_TLS : OUTCOME_NETWORK, fe.message[0] ? fe.message : error_meaning(rc));
+        return;
+    }
+    char status_line[64];
+    snprintf(status_line, sizeof status_line, "HTTP/1.1 %ld Fake\r\n", r.status);
+    bool go = on_header_line(x, status_line, strlen(status_line));
+    for (const char *p = r.headers; go && p && *p;) {
+        size_t n = strcspn(p, "\n");
+        if (n > 0 && !(n == 1 && p[0] == '\r'))
+            go = on_header_line(x, p, n);
+        p += n;
+        if (*p == '\n')
+            p++;
+    }
+    if (go)
+        go = on_header_line(x, "\r\n", 2);
+    bool cut = !go;
+    for (size_t off = 0; go && off < r.body_len;) {
+        size_t n = r.body_len - off < 16384 ? r.body_len - off : 16384;
+        go = on_body(x, r.body + off, n);
+        off += n;
+    }
+    if (!go && !x->stopped && !x->too_large)
+        cut = true;
+    free(r.headers);
+    free(r.body);
+    attempt_done(c, x, cut && !x->stopped && !x->too_large && !x->out_of_memory ? OUTCOME_OTHER : OUTCOME_RESPONSE,
+                 cut ? "aborted" : NULL);
+}
+
+static CURL *easy_take(http_client *c)
+{
+    if (c->idle_count > 0) {
+        CURL *e = c->idle[--c->idle_count];
+        curl_easy_reset(e);
+        return e;
+    }
+    return curl_easy_init();
+}
+
+static void easy_give_back(http_client *c, CURL *e)
+{
+    if (c->idle_count < (int)(sizeof c->idle / sizeof c->idle[0]))
+        c->idle[c->idle_count++] = e;
+    else
+        curl_easy_cleanup(e);
+}
+
+static bool curl_attempt(http_client *c, xfer *x)
+{
+    bool ok = true;
+    CURL *e = easy_take(c);
+    if (!e)
+        return false;
+    x->easy = e;
+    x->request_headers = request_header_list(x, &ok);
+    if (!ok)
+        return false;
+    curl_easy_setopt(e, CURLOPT_URL, x->url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, (void *)x);
+    curl_easy_setopt(e, CURLOPT_SHARE, c->share);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* redirects are ours: see xfer_redirect */
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)c->cfg.connect_timeout_s);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)c->cfg.low_speed_time_s);
+    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    /* Servers close idle keep-alive connections after about a minute
+     * (nginx 75 s, load balancers 60 s); a run that waited for its rate
+     * window must not trip over a connection the server already dropped. */
+    curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, 50L);
+    /* The CA file applies to every host (a TLS-inspecting proxy re-signs
+     * the storage host too); the pinned key is the platform's own. */
+    if (c->ca_file) {
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+    } else if (c->ca_bundle) {
+#if LIBCURL_VERSION_NUM >= 0x074d00 /* 7.77.0: CURLOPT_CAINFO_BLOB */
+        struct curl_blob blob = {c->ca_bundle, c->ca_bundle_len, CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+#endif
+    }
+    if (c->pinned_key && x->same_origin)
+        curl_easy_setopt(e, CURLOPT_PINNEDPUBLICKEY, c->pinned_key);
+    if (c->proxy)
+        curl_easy_setopt(e, CURLOPT_PROXY, c->proxy);
+    curl_easy_setopt(e, CURLOPT_PROXYAUTH, (long)CURLAUTH_ANY);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "outpost/" OUTPOST_VERSION);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, curl_header_cb);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, (void *)x);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, curl_write_cb);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, (void *)x);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+    if (x->kind == XFER_STREAM) {
+        /* A download takes large reads (fewer callbacks); a version check
+         * (no on_data) keeps libcurl's 16 KiB so that stopping after the
+         * headers reads little body. */
+        if (x->stream->callbacks->on_data)
+            curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
+        if (x->stream->request->max_bytes_per_second > 0)
+            curl_easy_setopt(e, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)x->stream->request->max_bytes_per_second);
+    } else {
+        curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* the size cap counts decoded bytes */
+    }
+    if (x->method == HTTP_POST) {
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body ? x->body : "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body_len);
+    } else {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    }
+    if (x->token_generation) {
+        /* libcurl's bearer option, not a custom header: libcurl itself never
+         * sends it to another host, and our redirects never ask it to. */
+        curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
+        curl_easy_setopt(e, CURLOPT_XOAUTH2_BEARER, c->token.access_token);
+    }
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->request_headers);
+    return curl_multi_add_handle(c->multi, e) == CURLM_OK;
+}
+
+static void start_attempt(http_client *c, xfer *x, int64_t now)
+{
+    attempt_reset(x);
+    if (x->hop_pending) {
+        x->hop_pending = false;
+    } else {
+        x->attempts++;
+        if (x->attempts > 1)
+            c->stats.retries++;
+    }
+    c->stats.api_calls++;
+    if (x->kind == XFER_TOKEN)
+        c->stats.token_exchanges++;
+    x->started_ms = now;
+    if (x->kind != XFER_TOKEN && x->same_origin)
+        x->token_generation = c->token.generation;
+    running_add(c, x);
+    if (c->fake) {
+        fake_attempt(c, x);
+        return;
+    }
+    if (!curl_attempt(c, x)) {
+        if (x->easy) {
+            easy_give_back(c, x->easy);
+            x->easy = NULL;
+        }
+        curl_slist_free_all(x->request_headers);
+        x->request_headers = NULL;
+        attempt_done(c, x, OUTCOME_NOMEM, NULL);
+    }
+}
+
+/* Ends libcurl's finished transfers. */
+static void collect_curl(http_client *c)
+{
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(c->multi, &left))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        CURL *e = m->easy_handle;
+        CURLcode cc = m->data.result;
+        xfer *x = NULL;
+        curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
+        curl_multi_remove_handle(c->multi, e);
+        char message[CURL_ERROR_SIZE + 64];
+        snprintf(message, sizeof message, "%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc));
+        size_t n = strlen(message);
+        while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == '\r'))
+            message[--n] = '\0';
+        easy_give_back(c, e);
+        x->easy = NULL;
+        curl_slist_free_all(x->request_headers);
+        x->request_headers = NULL;
+        attempt_done(c, x, classify_curl(cc, message), cc == CURLE_OK ? NULL : message);
+    }
+}
+
+/* ---- The token exchange -------------------------------------------------------------- */
+
+static bool token_request(http_client *c, int64_t now)
+{
+    xfer *x = xfer_new(c, XFER_TOKEN, HTTP_POST, "/v2/auth/token/access", "token exchange");
+    if (!x)
+        return false;
+    x->body = token_request_body(c->api_key, &x->body_len);
+    if (!x->body) {
+        xfer_free(x);
+        return false;
+    }
+    set_initial_url(c, x);
+    if (!x->url) {
+        xfer_free(x);
+        return false;
+    }
+    if (c->token.access_token)
+        trace(c, 2, "token: renewing the access token (%s)", c->token.invalid ? "refused by the platform" : "due");
+    else
+        trace(c, 2, "token: exchanging the API key for an access token");
+    x->not_before = now;
+    c->token_xfer = x;
+    waiting_push_front(c, x);
+    return true;
+}
+
+static void token_complete(http_client *c, xfer *x, error_code code, const error_info *err)
+{
+    error_info e;
+    if (code == ERR_OK) {
+        error_clear(&e);
+        code = token_accept(&c->token, x->response.data ? x->response.data : "", x->response.len, x->started_ms, &e);
+        if (code == ERR_OK)
+            trace(c, 2, "token: obtained; valid %" PRId64 " s, renewed after %" PRId64 " s", c->token.lifetime_ms / 1000,
+                  (c->token.renew_at_ms - c->token.obtained_ms) / 1000);
+    } else {
+        e = *err;
+    }
+    c->token_xfer = NULL;
+    xfer_free(x);
+    if (code == ERR_OK)
+        return;
+    /* Every request waiting for a token fails with the exchange's error. */
+    xfer *keep_head = NULL, *keep_tail = NULL, *fail_head = NULL, *fail_tail = NULL;
+    for (xfer *w = c->waiting_head, *next; w; w = next) {
+        next = w->next;
+        w->next = NULL;
+        bool needs = w->kind != XFER_TOKEN && w->same_origin;
+        xfer **head = needs ? &fail_head : &keep_head, **tail = needs ? &fail_tail : &keep_tail;
+        if (*tail)
+            (*tail)->next = w;
+        else
+            *head = w;
+        *tail = w;
+    }
+    c->waiting_head = keep_head;
+    c->waiting_tail = keep_tail;
+    for (xfer *w = fail_head, *next; w; w = next) {
+        next = w->next;
+        error_info we = e;
+        error_prefix(&we, "%s", w->label);
+        xfer_complete(c, w, code, &we);
+    }
+}
+
+/* ---- The loop ---------------------------------------------------------------------------- */
+
+/* Starts every waiting xfer that may start now. Returns the ms until the
+ * next one may (-1: none is waiting on time). */
+static int64_t start_ready(http_client *c, bool *out_of_memory)
+{
+    int64_t wake = -1;
+    int64_t now = clock_now_ms(c->clock);
+restart:
+    for (xfer *prev = NULL, *x = c->waiting_head, *next; x; prev = x, x = next) {
+        next = x->next;
+        if (x->not_before > now) {
+            int64_t w = x->not_before - now;
+            wake = wake < 0 || w < wake ? w : wake;
+            continue;
+        }
+        if (x->kind != XFER_TOKEN && x->same_origin && !token_usable(&c->token, now)) {
+            if (!c->token_xfer) {
+                if (!token_request(c, now)) {
+                    *out_of_memory = true;
+                    return -1;
+                }
+                goto restart;
+            }
+            continue;
+        }
+        int64_t w = ratelimit_acquire(c->rl, x->same_origin ? x->endpoint : NULL, x->same_origin,
+                                      x->same_origin && x->kind != XFER_TOKEN, now, &x->ticket);
+        if (w == RATELIMIT_WAIT_COMPLETION)
+            continue;
+        if (w > 0) {
+            wake = wake < 0 || w < wake ? w : wake;
+            continue;
+        }
+        waiting_remove(c, x, prev);
+        start_attempt(c, x, now);
+        now = clock_now_ms(c->clock);
+        wake = -1;
+        goto restart;
+    }
+    return wake;
+}
+
+typedef bool (*drive_done_fn)(const http_client *c, const void *arg);
+
+static error_code drive(http_client *c, drive_done_fn done, const void *arg, error_info *err)
+{
+    if (c->driving)
+        return error_set(err, ERR_INTERNAL, "http: the client was driven from inside one of its callbacks");
+    c->driving = true;
+    error_code rc = ERR_OK;
+    int64_t last_wait_note = -1;
+    while (!done(c, arg)) {
+        bool oom = false;
+        int64_t wake = start_ready(c, &oom);
+        if (oom) {
+            rc = error_set(err, ERR_NOMEM, "http: out of memory");
+            break;
+        }
+        if (done(c, arg))
+            break;
+        if (c->running > 0 && c->multi) {
+            int still = 0;
+            long timeout = wake < 0 || wake > POLL_MAX_MS ? POLL_MAX_MS : (long)wake;
+            curl_multi_perform(c->multi, &still);
+            collect_curl(c);
+            if (done(c, arg))
+                break;
+            if (curl_multi_poll(c->multi, NULL, 0, (int)timeout, NULL) != CURLM_OK) {
+                rc = error_set(err, ERR_INTERNAL, "http: libcurl's multi interface failed");
+                break;
+            }
+            curl_multi_perform(c->multi, &still);
+            collect_curl(c);
+        } else if (wake >= 0) {
+            if (c->verbosity >= 2 && wake >= 200 && wake != last_wait_note)
+                trace(c, 2, "ratelimit: waiting %" PRId64 " ms (%s)", wake,
+                      ratelimit_get_mode(c->rl) == RATELIMIT_HEADERS ? "budget spent until the reset" : "pacing");
+            last_wait_note = wake;
+            clock_sleep_ms(c->clock, wake);
+        } else if (c->running == 0) {
+            rc = error_set(err, ERR_INTERNAL, "http: requests are pending but none can start");
+            break;
+        }
+    }
+    c->driving = false;
+    return rc;
+}
+
+/* Called when drive() failed (out of memory, libcurl broken) while a
+ * synchronous call's context, which lives on its caller's stack, is still
+ * referenced by its xfer: the xfer is dropped without completion. */
+static void abandon(http_client *c, const void *user, const stream_ctx *stream)
+{
+    for (xfer *prev = NULL, *x = c->waiting_head, *next; x; x = next) {
+        next = x->next;
+        if ((stream && x->stream == stream) || (user && x->kind == XFER_JSON && x->user == user)) {
+            waiting_remove(c, x, prev);
+            if (x->kind == XFER_JSON)
+                c->pending--;
+            xfer_free(x);
+        } else {
+            prev = x;
+        }
+    }
+    for (xfer *x = c->running_head, *next; x; x = next) {
+        next = x->run_next;
+        if ((stream && x->stream == stream) || (user && x->kind == XFER_JSON && x->user == user)) {
+            if (x->easy) {
+                curl_multi_remove_handle(c->multi, x->easy);
+                easy_give_back(c, x->easy);
+                x->easy = NULL;
+            }
+            curl_slist_free_all(x->request_headers);
+            x->request_headers = NULL;
+            ratelimit_release(c->rl, &x->ticket, clock_now_ms(c->clock), NULL);
+            running_remove(c, x);
+            if (x->kind == XFER_JSON)
+                c->pending--;
+            xfer_free(x);
+        }
+    }
+}
+
+/* ---- Public entry points --------------------------------------------------------------- */
+
+error_code http_submit(http_client *c, const http_request *request, http_done_fn done, void *user, error_info *err)
+{
+    if (!c || !request || !request->route || request->route[0] != '/' || !done)
+        return error_set(err, ERR_INTERNAL, "http_submit: invalid request");
+    xfer *x = xfer_new(c, XFER_JSON, request->method, request->route, request->label);
+    if (!x)
+        return error_set(err, ERR_NOMEM, "out of memory queuing a request");
+    if (request->method == HTTP_POST) {
+        size_t len = request->body ? (request->body_len ? request->body_len : strlen(request->body)) : 0;
+        x->body = malloc(len + 1);
+        if (!x->body) {
+            xfer_free(x);
+            return error_set(err, ERR_NOMEM, "out of memory queuing a request");
+        }
+        if (len)
+            memcpy(x->body, request->body, len);
+        x->body[len] = '\0';
+        x->body_len = len;
+    }
+    set_initial_url(c, x);
+    if (!x->url) {
+        xfer_free(x);
+        return error_set(err, ERR_NOMEM, "out of memory queuing a request");
+    }
+    x->done = done;
+    x->user = user;
+    x->not_before = 0;
+    c->pending++;
+    waiting_push_back(c, x);
+    return ERR_OK;
+}
+
+typedef struct pending_target {
+    size_t max_pending;
+} pending_target;
+
+static bool pending_at_most(const http_client *c, const void *arg)
+{
+    return c->pending <= ((const pending_target *)arg)->max_pending;
+}
+
+error_code http_run(http_client *c, size_t max_pending, error_info *err)
+{
+    pending_target t = {max_pending};
+    return drive(c, pending_at_most, &t, err);
+}
+
+typedef struct call_ctx {
+    bool finished;
+    error_code code;
+    error_info err;
+    char *body;
+    size_t body_len;
+    long status;
+} call_ctx;
+
+static void call_done(void *user, error_code code, const error_info *err, const http_response *response)
+{
+    call_ctx *ctx = user;
+    ctx->finished = true;
+    ctx->code = code;
+    ctx->err = *err;
+    ctx->status = response->status;
+    if (code == ERR_OK) {
+        ctx->body = malloc(response->body_len + 1);
+        if (!ctx->body) {
+            ctx->code = error_set(&ctx->err, ERR_NOMEM, "out of memory keeping an answer");
+            return;
+        }
+        memcpy(ctx->body, response->body, response->body_len);
+        ctx->body[response->body_len] = '\0';
+        ctx->body_len = response->body_len;
+    }
+}
+
+static bool call_finished(const http_client *c, const void *arg)
+{
+    (void)c;
+    return ((const call_ctx *)arg)->finished;
+}
+
+error_code http_call(http_client *c, const http_request *request, char **body, size_t *body_len, long *status,
+                     error_info *err)
+{
+    *body = NULL;
+    if (status)
+        *status = 0;
+    call_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    error_code rc = http_submit(c, request, call_done, &ctx, err);
+    if (rc != ERR_OK)
+        return rc;
+    rc = drive(c, call_finished, &ctx, err);
+    if (rc != ERR_OK) {
+        if (!ctx.finished)
+            abandon(c, &ctx, NULL);
+        free(ctx.body);
+        return rc;
+    }
+    if (status)
+        *status = ctx.status;
+    if (ctx.code != ERR_OK) {
+        if (err)
+            *err = ctx.err;
+        return ctx.code;
+    }
+    *body = ctx.body;
+    if (body_len)
+        *body_len = ctx.body_len;
+    return ERR_OK;
+}
+
+static bool stream_finished(const http_client *c, const void *arg)
+{
+    (void)c;
+    return ((const stream_ctx *)arg)->finished;
+}
+
+error_code http_stream_get(http_client *c, const http_stream_request *request, const http_stream_callbacks *callbacks,
+                           http_stream_result *result, error_info *err)
+{
+    if (result)
+        memset(result, 0, sizeof *result);
+    if (!c || !request || !request->route || request->route[0] != '/' || !callbacks)
+        return error_set(err, ERR_INTERNAL, "http_stream_get: invalid request");
+    stream_ctx s;
+    memset(&s, 0, sizeof s);
+    s.callbacks = callbacks;
+    s.request = request;
+    xfer *x = xfer_new(c, XFER_STREAM, HTTP_GET, request->route, request->label);
+    if (!x)
+        return error_set(err, ERR_NOMEM, "out of memory starting a download");
+    x->stream = &s;
+    set_initial_url(c, x);
+    if (!x->url) {
+        xfer_free(x);
+        return error_set(err, ERR_NOMEM, "out of memory starting a download");
+    }
+    waiting_push_back(c, x);
+    error_code rc = drive(c, stream_finished, &s, err);
+    if (rc != ERR_OK && !s.finished)
+        abandon(c, NULL, &s);
+    if (result)
+        *result = s.result;
+    if (rc != ERR_OK)
+        return rc;
+    if (s.code != ERR_OK && err)
+        *err = s.err;
+    return s.code;
+}

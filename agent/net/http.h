@@ -1,0 +1,319 @@
+/*
+ * http.h — outpost's HTTP client: the one way anything talks to the platform.
+ *
+ * One http_client per run. It owns:
+ *  - one libcurl multi handle and its connection cache (keep-alive, TLS
+ *    session reuse; connections idle for 50 s are not reused), with
+ *    base_url (an optional path prefix such as "/public" is kept; a
+ *    trailing slash is harmless), the CA file (for every host, redirect
+ *    targets included), the pinned public key (the platform's host only),
+ *    the proxy (config `proxy`, else libcurl's usual HTTPS_PROXY / NO_PROXY
+ *    handling; any proxy authentication scheme, NTLM and Negotiate
+ *    included), connect and low-speed timeouts;
+ *  - the access token (token.h): exchanged from the API key before the first
+ *    call, renewed before it expires, renewed once on a 401;
+ *  - the pacing (ratelimit.h): the documented 60 requests per minute per key
+ *    and 5 in flight per endpoint until the server's X-RateLimit-Remaining /
+ *    X-RateLimit-Reset headers say otherwise, so a healthy server never has
+ *    to answer 429 (resets are read on the server's clock, estimated from
+ *    its Date headers, so an endpoint whose clock runs fast does not call
+ *    early);
+ *  - retries (backoff.h): 429, 500, 502, 503 and network failures, with
+ *    exponential backoff and full jitter, honouring Retry-After, bounded by
+ *    config http.max_attempts and http.max_retry_wait_s;
+ *  - the counters status.json reports (api_calls, 429s, retries).
+ *
+ * Three ways to make requests:
+ *  - http_call: one JSON request, synchronous; the body is handed back.
+ *  - http_submit + http_run: many JSON requests, each with a completion
+ *    callback, run concurrently through the multi handle under the pacing
+ *    and concurrency rules. Results arrive one by one, so a caller can
+ *    process and drop them as they come (memory stays bounded).
+ *  - http_stream_get: a streaming GET (the installer route) that hands the
+ *    final response's headers and then body chunks to the caller as they
+ *    arrive; nothing is buffered; the caller may stop after the headers.
+ *
+ * Errors (error.h), one line each, naming the method and route:
+ *  ERR_AUTH       token exchange refused, or 401 again after one renewal (exit 3)
+ *  ERR_FORBIDDEN  403 (exit 3), never retried
+ *  ERR_TEMPORARY  429 / 500 / 502 / 503 / network failure after the last
+ *                 attempt or when the retry budget is spent (exit 75)
+ *  ERR_TLS        unknown CA, wrong host name, pinned key mismatch (exit 1),
+ *                 never retried
+ *  ERR_PROTOCOL   response over the size cap, unusable redirect, token answer
+ *                 without a token
+ *  ERR_HTTP       any other non-2xx status (400, 404, 409, ...), never retried;
+ *                 the message carries the envelope's first error message
+ *  ERR_CONFIG     unusable base_url (http:// to a host that is not loopback)
+ *
+ * Secrets: the API key and the access token never reach a log line, the
+ * trace, an error message, a file or an argv. The client keeps its own
+ * copies and wipes them before freeing. (libcurl keeps an internal copy of
+ * the bearer token while a transfer is set up; it is not ours to wipe.)
+ *
+ * Threads: an http_client is used from one thread. Callbacks run on that
+ * thread, from inside http_run / http_call / http_stream_get.
+ */
+#ifndef OUTPOST_HTTP_H
+#define OUTPOST_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/clock.h"
+#include "core/config.h"
+#include "base/error.h"
+
+typedef struct http_client http_client;
+
+/* ---- Test transport -------------------------------------------------------- */
+
+/*
+ * What a fake transport answers for one attempt. The fake fills it; the
+ * client takes ownership of body and headers and frees them with free().
+ */
+typedef struct http_fake_response {
+    long status;            /* HTTP status, e.g. 200 */
+    char *headers;          /* malloc'd "Name: value\r\n" lines, or NULL */
+    char *body;             /* malloc'd body (need not be NUL-terminated), or NULL */
+    size_t body_len;        /* bytes in body */
+} http_fake_response;
+
+/*
+ * A transport that replaces libcurl, for unit tests of the layers above
+ * (report, installer) and of this one: every attempt the client would send
+ * (token exchanges, retries and redirects included) is handed to fake
+ * instead, with the full URL. Returning ERR_NETWORK, ERR_TIMEOUT or
+ * ERR_TEMPORARY simulates a network failure (retried); ERR_TLS a TLS failure.
+ * Pacing, retries and token renewal run exactly as with libcurl, on the
+ * options' clock. body is NUL-terminated for convenience (body_len excludes
+ * the NUL); for the token exchange it holds the API key.
+ */
+typedef error_code (*http_fake_fn)(void *ctx, const char *method, const char *url,
+                                   const char *body, size_t body_len,
+                                   const char *extra_headers, /* "Range: ...\r\n" lines or "" */
+                                   http_fake_response *response, error_info *err);
+
+/* ---- Client -------------------------------------------------------------- */
+
+typedef struct http_options {
+    const clock_source *clock;   /* NULL: clock_default() */
+    int verbosity;               /* 0: silent; 1: one trace line per attempt;
+                                    2: also pacing and token decisions */
+    FILE *trace;                 /* where the trace goes; NULL: stderr */
+    http_fake_fn fake;           /* NULL: libcurl (the normal case) */
+    void *fake_ctx;              /* passed to fake */
+} http_options;
+
+/*
+ * Creates the run's client from cfg (base_url, tls_ca_file,
+ * tls_pinned_public_key, proxy, config_http) and the API key. Everything
+ * needed is copied: cfg and api_key may be freed (and the key wiped) as soon
+ * as this returns. opts may be NULL (defaults). No request is made here; the
+ * first token exchange happens with the first call.
+ * Fails with ERR_CONFIG (no base_url, a base_url that is not https:// or
+ * http:// to a loopback host, an empty key) or ERR_NOMEM / ERR_INTERNAL.
+ * *client is set on success only; free it with http_client_free.
+ */
+error_code http_client_new(const config *cfg, const char *api_key, const http_options *opts,
+                           http_client **client, error_info *err);
+
+/* Wipes the secrets, closes the connections, frees everything. Submitted
+ * requests still pending are dropped without their callbacks. NULL is ignored. */
+void http_client_free(http_client *client);
+
+/* Changes the trace level (the --verbose flag) after creation. */
+void http_client_set_verbosity(http_client *client, int verbosity);
+
+/* ---- Counters -------------------------------------------------------------- */
+
+typedef struct http_stats {
+    int64_t api_calls;           /* every HTTP request sent: token exchanges, retries
+                                    and redirect hops included (status.json api_calls) */
+    int64_t token_exchanges;     /* POST /v2/auth/token/access requests */
+    int64_t retries;             /* attempts beyond the first, all causes */
+    int64_t responses_429;       /* 429 answers seen */
+    int64_t max_in_flight;       /* most requests ever in flight at once, all endpoints */
+    int64_t retry_after_until_ms;/* UTC ms before which the platform asked not to be
+                                    called again, when a Retry-After longer than this
+                                    run could wait made a request fail; 0 if none.
+                                    The caller records it in state so that the next
+                                    scheduled run does not call before it (capped at
+                                    24 h from now). */
+} http_stats;
+
+/* Copies the counters. */
+void http_client_stats(const http_client *client, http_stats *stats);
+
+/* ---- JSON requests ----------------------------------------------------------- */
+
+typedef enum {
+    HTTP_GET,
+    HTTP_POST
+} http_method;
+
+typedef struct http_request {
+    http_method method;          /* HTTP_GET or HTTP_POST */
+    const char *route;           /* appended to base_url: "/v2/incidents/list"; may
+                                    carry a query ("?ids=a,b"), already escaped. Copied. */
+    const char *body;            /* POST body (JSON, sent as application/json); copied.
+                                    NULL for GET. */
+    size_t body_len;             /* bytes in body; 0 with a non-NULL body: strlen(body) */
+    const char *label;           /* name used in errors and the trace, e.g. "event-details";
+                                    NULL: the route without its query. Copied. */
+} http_request;
+
+/* The answer handed to a completion callback. Everything is borrowed: valid
+ * during the callback only (copy what you keep). */
+typedef struct http_response {
+    long status;                 /* final HTTP status (2xx when code is ERR_OK), 0 if none */
+    const char *body;            /* NUL-terminated body (may be ""), never NULL */
+    size_t body_len;             /* bytes in body, without the NUL */
+    int attempts;                /* attempts made, >= 1 */
+} http_response;
+
+/*
+ * Completion callback of a submitted request. code is ERR_OK for a 2xx
+ * answer; otherwise err says why (err is never NULL) and response->status
+ * holds the last status seen (0 for network/TLS failures). The callback may
+ * submit further requests (e.g. event-details after event-lineage).
+ */
+typedef void (*http_done_fn)(void *user, error_code code, const error_info *err,
+                             const http_response *response);
+
+/*
+ * Queues a request; it is sent from http_run (or any other call that drives
+ * the client) when the pacing allows. done is called exactly once, unless the
+ * client is freed first. Fails only on ERR_NOMEM or an invalid request
+ * (ERR_INTERNAL), in which case done is never called.
+ * Requests run concurrently, at most config http.max_in_flight (5) per
+ * endpoint (the route without its query) and within the rate budget;
+ * completions come in any order.
+ */
+error_code http_submit(http_client *client, const http_request *request, http_done_fn done,
+                       void *user, error_info *err);
+
+/*
+ * Drives the client until at most max_pending submitted requests are still
+ * unfinished (0: until all are done), calling completion callbacks as
+ * answers arrive. A caller with many requests can submit a window of them,
+ * run down to a low-water mark, submit more, and so hold only that window
+ * in memory. Per-request failures go to the callbacks; http_run itself fails
+ * only when the client cannot go on (ERR_NOMEM, ERR_INTERNAL).
+ */
+error_code http_run(http_client *client, size_t max_pending, error_info *err);
+
+/* Number of submitted requests not yet completed. */
+size_t http_pending(const http_client *client);
+
+/*
+ * One JSON request, synchronous: submits it and drives the client until it
+ * completes (other pending requests make progress, and their callbacks may
+ * run, meanwhile). On ERR_OK (a 2xx answer) *body is a malloc'd
+ * NUL-terminated copy of the body, *body_len its length (may be NULL) and
+ * *status (may be NULL) the status; the caller frees *body with free().
+ * On failure *body is NULL and *status holds the last status seen (0 if none).
+ */
+error_code http_call(http_client *client, const http_request *request, char **body,
+                     size_t *body_len, long *status, error_info *err);
+
+/* ---- Streaming GET (the installer route) ------------------------------------- */
+
+/* The final response's status and headers (after redirects), borrowed: valid
+ * during the on_headers callback only. Absent headers are NULL / -1. */
+typedef struct http_stream_headers {
+    long status;                 /* 200, 206, or 416 (Range not satisfiable) */
+    int64_t content_length;      /* Content-Length, -1 when absent */
+    const char *content_range;   /* raw Content-Range ("bytes 100-199/200") */
+    int64_t range_start;         /* parsed Content-Range, -1 when absent/unparsable */
+    int64_t range_end;           /* inclusive */
+    int64_t range_total;         /* -1 when absent or "*" */
+    const char *content_type;
+    const char *etag;
+    const char *last_modified;
+    const char *content_disposition;
+    const char *installer_version;/* X-Installer-Version of the final response, or of the
+                                    last redirect hop that carried one */
+    const char *url;             /* URL of the final response, without user info, query or
+                                    fragment (signed storage URLs carry secrets there) */
+    int redirects;               /* redirect hops followed */
+} http_stream_headers;
+
+typedef enum {
+    HTTP_STREAM_CONTINUE = 0,    /* keep reading */
+    HTTP_STREAM_STOP = 1         /* abort the transfer now; http_stream_get returns ERR_OK */
+} http_stream_action;
+
+typedef struct http_stream_callbacks {
+    /* Called once with the final response's headers before any body byte.
+     * Return HTTP_STREAM_STOP to stop here (a version check reads no body
+     * beyond what libcurl already buffered: well under 64 KiB). */
+    http_stream_action (*on_headers)(void *user, const http_stream_headers *headers);
+    /* Called with each body chunk as it arrives (data is borrowed). May be NULL
+     * to discard the body. Return HTTP_STREAM_STOP to abort the transfer.
+     * Not called for a 416 answer (its body is an error page). */
+    http_stream_action (*on_data)(void *user, const void *data, size_t len);
+    void *user;
+} http_stream_callbacks;
+
+typedef struct http_stream_request {
+    const char *route;           /* appended to base_url: "/v2/installer/windows/latest" */
+    const char *range;           /* Range header value ("bytes=1048576-"), or NULL */
+    const char *if_range;        /* If-Range value (an ETag or an HTTP date), or NULL;
+                                    only sent with range */
+    int64_t max_bytes_per_second;/* receive cap; 0: none */
+    const char *label;           /* name in errors and trace; NULL: the route */
+} http_stream_request;
+
+typedef struct http_stream_result {
+    long status;                 /* final status, 0 if none */
+    int64_t body_bytes;          /* body bytes handed to on_data */
+    bool stopped;                /* a callback returned HTTP_STREAM_STOP */
+    bool headers_delivered;      /* on_headers was called */
+} http_stream_result;
+
+/*
+ * Streams a GET: authenticates it, paces it like any request, follows at
+ * most 5 redirects by hand (301, 302, 303, 307, 308; https:// only, http://
+ * only to a loopback host; the Authorization header is sent only to the
+ * base_url's scheme, host and port, never to a storage host it redirects
+ * to; Range / If-Range are sent on every hop). Redirects are followed by
+ * this module rather than by libcurl so that the rule does not depend on
+ * the libcurl version (7.88 already drops a custom Authorization header on
+ * a host change, older releases did not); a retry starts again from the
+ * platform's route (signed storage URLs expire). Redirect hops to another
+ * host do not spend the platform's rate budget but do count in api_calls.
+ * 429 / 5xx / network failures before on_headers are retried like any
+ * request; the bodies of redirects and failed attempts are discarded,
+ * never handed to on_data.
+ * on_headers sees 200, 206 or 416; any other final status is an error
+ * (401 → one renewal, 403 → ERR_FORBIDDEN, others ERR_HTTP) and no callback
+ * runs. Once on_headers has run, the transfer is not retried here: a failure
+ * mid-body returns ERR_TEMPORARY (connection lost, timeout) with
+ * result->body_bytes telling how much was delivered, so the caller can
+ * resume with a Range request. No response size cap applies to the body.
+ * result may be NULL. Returns ERR_OK when the body was read to its end or a
+ * callback stopped the transfer.
+ */
+error_code http_stream_get(http_client *client, const http_stream_request *request,
+                           const http_stream_callbacks *callbacks, http_stream_result *result,
+                           error_info *err);
+
+/* ---- Helpers for other modules -------------------------------------------- */
+
+/*
+ * The first error of an envelope-shaped body as "code: message" into buf
+ * (each part cut to a short line of the server's text), "" when there is
+ * none or body is not JSON. Used to say why a request failed. Never fails.
+ */
+void http_envelope_first_error(const char *body, size_t len, char *buf, size_t size);
+
+/*
+ * Whether url may be used: https://, or http:// to a loopback host
+ * (localhost, 127.0.0.0/8, ::1). Sets ERR_CONFIG naming the URL otherwise.
+ */
+error_code http_check_url(const char *url, error_info *err);
+
+#endif

@@ -1,0 +1,210 @@
+/*
+ * jsonl.c — append-only JSON-lines file with rotation by rename, and the
+ * scan used for crash recovery (see jsonl.h).
+ */
+#include "report/jsonl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/platform.h"
+
+struct jsonl_writer {
+    char *path;          /* the live file */
+    FILE *file;          /* open for appending, unbuffered: one write per line */
+    uint64_t size;       /* bytes in the live file */
+    int64_t max_bytes;   /* rotate past this */
+    int keep;            /* rotated files kept */
+    int rotations;       /* done by this writer */
+};
+
+/* "<path>.<n>", malloc'd. */
+static char *numbered(const char *path, int n)
+{
+    size_t len = strlen(path) + 16;
+    char *name = malloc(len);
+    if (name)
+        snprintf(name, len, "%s.%d", path, n);
+    return name;
+}
+
+static error_code open_file(jsonl_writer *w, error_info *err)
+{
+    w->file = platform_fopen(w->path, "ab");
+    if (!w->file) {
+        int e = errno;
+        return error_set_os(err, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "cannot open %s for appending: %s", w->path,
+                            strerror(e));
+    }
+    /* Unbuffered: each fwrite of a whole line becomes one write(). */
+    setvbuf(w->file, NULL, _IONBF, 0);
+    if (platform_path_stat(w->path, &w->size) != PLATFORM_PATH_FILE)
+        w->size = 0;
+    return ERR_OK;
+}
+
+static bool ends_with_newline(const char *path)
+{
+    FILE *f = platform_fopen(path, "rb");
+    if (!f)
+        return true;
+    int last = '\n';
+    if (fseek(f, -1, SEEK_END) == 0)
+        last = fgetc(f);
+    fclose(f);
+    return last == '\n' || last == EOF;
+}
+
+static error_code write_all(jsonl_writer *w, const char *data, size_t len, error_info *err)
+{
+    if (fwrite(data, 1, len, w->file) != len) {
+        int e = errno;
+        return error_set_os(err, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "cannot append to %s: %s",
+                            w->path, strerror(e));
+    }
+    w->size += len;
+    return ERR_OK;
+}
+
+error_code jsonl_open(const char *path, int64_t max_bytes, int keep, jsonl_writer **out, error_info *err)
+{
+    jsonl_writer *w = calloc(1, sizeof *w);
+    if (!w || !(w->path = malloc(strlen(path) + 1))) {
+        free(w);
+        return error_set(err, ERR_NOMEM, "out of memory");
+    }
+    strcpy(w->path, path);
+    w->max_bytes = max_bytes;
+    w->keep = keep < 1 ? 1 : keep;
+    bool torn = !ends_with_newline(path);
+    error_code rc = open_file(w, err);
+    if (rc == ERR_OK && torn && w->size > 0)
+        rc = write_all(w, "\n", 1, err);
+    if (rc != ERR_OK) {
+        if (w->file)
+            fclose(w->file);
+        free(w->path);
+        free(w);
+        return rc;
+    }
+    *out = w;
+    return ERR_OK;
+}
+
+/* Shifts name.(keep-1) → name.keep ... name → name.1, oldest first, so a
+ * crash in between leaves a gap, never an overwritten file. */
+static error_code rotate(jsonl_writer *w, error_info *err)
+{
+    error_code rc = platform_fsync_file(w->file, err);
+    fclose(w->file);
+    w->file = NULL;
+    if (rc != ERR_OK)
+        return rc;
+    for (int n = w->keep - 1; n >= 0 && rc == ERR_OK; n--) {
+        char *from = n ? numbered(w->path, n) : w->path;
+        char *to = numbered(w->path, n + 1);
+        if (!from || !to)
+            rc = error_set(err, ERR_NOMEM, "out of memory");
+        else if (platform_path_stat(from, NULL) == PLATFORM_PATH_FILE)
+            rc = platform_rename(from, to, err);
+        if (n)
+            free(from);
+        free(to);
+    }
+    if (rc != ERR_OK)
+        return error_prefix(err, "cannot rotate %s", w->path);
+    w->rotations++;
+    return open_file(w, err);
+}
+
+error_code jsonl_append(jsonl_writer *w, const char *line, size_t len, error_info *err)
+{
+    if (w->size > 0 && (int64_t)(w->size + len + 1) > w->max_bytes) {
+        error_code rc = rotate(w, err);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    char *buf = malloc(len + 1);
+    if (!buf)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    memcpy(buf, line, len);
+    buf[len] = '\n';
+    error_code rc = write_all(w, buf, len + 1, err);
+    free(buf);
+    return rc;
+}
+
+error_code jsonl_sync(jsonl_writer *w, error_info *err)
+{
+    error_code rc = platform_fsync_file(w->file, err);
+    return rc == ERR_OK ? ERR_OK : error_prefix(err, "%s", w->path);
+}
+
+error_code jsonl_close(jsonl_writer *w, error_info *err)
+{
+    if (!w)
+        return ERR_OK;
+    error_code rc = w->file ? jsonl_sync(w, err) : ERR_OK;
+    if (w->file)
+        fclose(w->file);
+    free(w->path);
+    free(w);
+    return rc;
+}
+
+int jsonl_rotations(const jsonl_writer *w)
+{
+    return w->rotations;
+}
+
+/* Reads f line by line into a growing buffer capped at max_line. */
+static void scan_file(FILE *f, size_t max_line, void (*fn)(void *, const char *, size_t), void *user)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    bool skipping = false;
+    if (!buf)
+        return;
+    int c;
+    while ((c = fgetc(f)) != EOF) {
+        if (c == '\n') {
+            if (!skipping)
+                fn(user, buf, len);
+            len = 0;
+            skipping = false;
+            continue;
+        }
+        if (skipping)
+            continue;
+        if (len + 1 >= cap) {
+            char *grown = cap * 2 <= max_line + 1 ? realloc(buf, cap * 2) : NULL;
+            if (!grown) {
+                skipping = true;
+                continue;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+        buf[len++] = (char)c;
+    }
+    free(buf);
+}
+
+error_code jsonl_scan(const char *path, int keep, size_t max_line, void (*fn)(void *user, const char *line, size_t len),
+                      void *user, error_info *err)
+{
+    for (int n = keep; n >= 0; n--) {
+        char *name = n ? numbered(path, n) : NULL;
+        if (n && !name)
+            return error_set(err, ERR_NOMEM, "out of memory");
+        FILE *f = platform_fopen(n ? name : path, "rb");
+        free(name);
+        if (!f)
+            continue;
+        scan_file(f, max_line, fn, user);
+        fclose(f);
+    }
+    return ERR_OK;
+}

@@ -1,0 +1,780 @@
+/*
+ * report.c — the incident report: polling with cursor and overlap, the
+ * seen/failed/pending bookkeeping that makes appends exactly-once, and the
+ * writing of incidents.jsonl, status.json and the metrics file (see
+ * report.h for the protocol). Tracing itself is trace.c; the items shape
+ * is incident.c.
+ *
+ * Layout: bookkeeping helpers on the state section; the page callback that
+ * turns listed incidents into work; the finishing passes (decide, mark
+ * pending, append, write status, commit), each a function.
+ */
+#include "report/report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "net/api.h"
+#include "report/incident.h"
+#include "report/jsonl.h"
+#include "core/log.h"
+#include "report/metrics.h"
+#include "platform/platform.h"
+#include "report/status.h"
+#include "base/text.h"
+#include "core/timefmt.h"
+#include "report/trace.h"
+
+#define LINE_MAX_BYTES (16 * 1024 * 1024) /* longest incidents.jsonl line read back */
+
+/* ---- Bookkeeping on the "report" section --------------------------------------- */
+
+static cJSON *object_member(cJSON *section, const char *name)
+{
+    cJSON *obj = cJSON_GetObjectItemCaseSensitive(section, name);
+    if (cJSON_IsObject(obj))
+        return obj;
+    cJSON_DeleteItemFromObjectCaseSensitive(section, name);
+    return cJSON_AddObjectToObject(section, name);
+}
+
+static bool time_of(const cJSON *value, int64_t *seconds)
+{
+    return cJSON_IsString(value) && timefmt_parse_iso8601(value->valuestring, seconds);
+}
+
+void report_start_time(const cJSON *section, int64_t now_s, int64_t initial_lookback_s, char buf[21])
+{
+    int64_t cursor;
+    if (time_of(cJSON_GetObjectItemCaseSensitive(section, "cursor"), &cursor))
+        timefmt_iso8601(cursor - REPORT_OVERLAP_S, buf);
+    else
+        timefmt_iso8601(now_s - initial_lookback_s, buf);
+}
+
+void report_prune_seen(cJSON *section, int64_t cursor_s)
+{
+    cJSON *seen = cJSON_GetObjectItemCaseSensitive(section, "seen");
+    int64_t threshold = cursor_s - REPORT_OVERLAP_S - REPORT_SEEN_MARGIN_S;
+    cJSON *entry = seen ? seen->child : NULL;
+    while (entry) {
+        cJSON *next = entry->next;
+        int64_t t;
+        if (!time_of(entry, &t) || t < threshold)
+            cJSON_Delete(cJSON_DetachItemViaPointer(seen, entry));
+        entry = next;
+    }
+}
+
+bool report_line_id(const char *line, size_t len, char **id)
+{
+    static const char prefix[] = "{\"id\":\"";
+    size_t plen = sizeof prefix - 1;
+    if (len <= plen || memcmp(line, prefix, plen) != 0)
+        return false;
+    const char *start = line + plen;
+    const char *end = memchr(start, '"', len - plen);
+    if (!end)
+        return false;
+    if (!memchr(start, '\\', (size_t)(end - start))) {
+        *id = text_dup_n(start, (size_t)(end - start));
+        return *id != NULL;
+    }
+    /* An escaped id: let the JSON parser undo the escapes. */
+    cJSON *doc = cJSON_ParseWithLength(line, len);
+    const cJSON *value = cJSON_GetObjectItemCaseSensitive(doc, "id");
+    *id = cJSON_IsString(value) ? text_dup(value->valuestring) : NULL;
+    cJSON_Delete(doc);
+    return *id != NULL;
+}
+
+typedef struct recovery {
+    char **ids;          /* pending ids, sorted */
+    size_t count;
+    cJSON *seen;         /* section.seen */
+    cJSON *failed;       /* section.failed */
+    cJSON *items;        /* recovered items, for status.json; may be NULL */
+    int64_t found;
+} recovery;
+
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void recover_line(void *user, const char *line, size_t len)
+{
+    recovery *r = user;
+    char *id = NULL;
+    if (!report_line_id(line, len, &id))
+        return;
+    if (bsearch(&id, r->ids, r->count, sizeof *r->ids, compare_strings) &&
+        !cJSON_GetObjectItemCaseSensitive(r->seen, id)) {
+        cJSON *doc = cJSON_ParseWithLength(line, len);
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(doc, "trigger_time");
+        char now[TIMEFMT_ISO8601_SIZE];
+        timefmt_iso8601(platform_time_utc_ms() / 1000, now);
+        if (doc) {
+            cJSON_AddStringToObject(r->seen, id, cJSON_IsString(t) ? t->valuestring : now);
+            cJSON_DeleteItemFromObjectCaseSensitive(r->failed, id);
+            r->found++;
+            /* The crashed run may not have written them to status.json. */
+            if (r->items && cJSON_AddItemToArray(r->items, doc))
+                doc = NULL;
+        }
+        cJSON_Delete(doc);
+    }
+    free(id);
+}
+
+error_code report_recover(cJSON *section, const char *jsonl_path, int jsonl_keep, cJSON *items, int64_t *found,
+                          error_info *err)
+{
+    if (found)
+        *found = 0;
+    const cJSON *pending = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(section, "pending"), "ids");
+    int n = cJSON_GetArraySize(pending);
+    if (n <= 0) {
+        cJSON_DeleteItemFromObjectCaseSensitive(section, "pending");
+        return ERR_OK;
+    }
+    recovery r = {.seen = object_member(section, "seen"), .failed = object_member(section, "failed"), .items = items};
+    r.ids = calloc((size_t)n, sizeof *r.ids);
+    if (!r.ids || !r.seen || !r.failed) {
+        free(r.ids);
+        return error_set(err, ERR_NOMEM, "out of memory");
+    }
+    const cJSON *id;
+    cJSON_ArrayForEach(id, pending) {
+        if (cJSON_IsString(id))
+            r.ids[r.count++] = id->valuestring;
+    }
+    qsort(r.ids, r.count, sizeof *r.ids, compare_strings);
+    error_code rc = jsonl_scan(jsonl_path, jsonl_keep, LINE_MAX_BYTES, recover_line, &r, err);
+    free(r.ids);
+    if (rc != ERR_OK)
+        return rc;
+    log_info("report: recovered an interrupted append: %" PRId64 " of %d incidents had been written", r.found, n);
+    if (found)
+        *found = r.found;
+    cJSON_DeleteItemFromObjectCaseSensitive(section, "pending");
+    return ERR_OK;
+}
+
+/* ---- Listing ---------------------------------------------------------------- */
+
+typedef enum {
+    OUTCOME_APPEND,      /* new: append and mark seen */
+    OUTCOME_STATUS_ONLY  /* failed, not yet for 24 h: status.json only */
+} outcome_kind;
+
+typedef struct listed {
+    cJSON *item;         /* the item without lineage; owned */
+    char *start_id;      /* lineage ends, NULL when absent */
+    char *end_id;
+    bool traceable;
+    size_t trace_index;  /* for trace_result */
+    const char *status;  /* lineage status once decided */
+    outcome_kind outcome;
+} listed;
+
+typedef struct report_ctx {
+    const config *cfg;
+    http_client *http;
+    cJSON *section;      /* state "report" */
+    cJSON *seen, *failed;
+    trace_run *trace;
+    listed *list;
+    size_t count, cap;
+    int64_t now_s;
+    int64_t oldest_s;    /* incidents older than this are past the seen window */
+    report_summary sum;
+    error_info first_failure;   /* first incident that failed */
+    cJSON *recovered;    /* items a crashed run appended, for status.json */
+} report_ctx;
+
+static bool listed_already(const report_ctx *ctx, const char *id)
+{
+    for (size_t i = 0; i < ctx->count; i++)
+        if (strcmp(incident_item_id(ctx->list[i].item), id) == 0)
+            return true;
+    return false;
+}
+
+static error_code add_listed(report_ctx *ctx, const api_incident *inc, error_info *err)
+{
+    if (ctx->count == ctx->cap) {
+        size_t cap = ctx->cap ? ctx->cap * 2 : 256;
+        listed *grown = realloc(ctx->list, cap * sizeof *grown);
+        if (!grown)
+            return error_set(err, ERR_NOMEM, "out of memory");
+        ctx->list = grown;
+        ctx->cap = cap;
+    }
+    listed *l = &ctx->list[ctx->count];
+    *l = (listed){.item = incident_item_new(inc)};
+    l->traceable = inc->start_event_id && inc->end_event_id;
+    l->start_id = text_dup(inc->start_event_id);
+    l->end_id = text_dup(inc->end_event_id);
+    if (!l->item || (inc->start_event_id && !l->start_id) || (inc->end_event_id && !l->end_id)) {
+        cJSON_Delete(l->item);
+        free(l->start_id);
+        free(l->end_id);
+        return error_set(err, ERR_NOMEM, "out of memory");
+    }
+    ctx->count++;
+    if (!l->traceable)
+        return ERR_OK;
+    error_code rc = trace_submit(ctx->trace, l->start_id, l->end_id, &l->trace_index, err);
+    if (rc != ERR_OK) {
+        ctx->count--;
+        cJSON_Delete(l->item);
+        free(l->start_id);
+        free(l->end_id);
+    }
+    return rc;
+}
+
+static error_code on_page(void *user, const api_incident *incidents, size_t count, const api_page_info *page,
+                          error_info *err)
+{
+    report_ctx *ctx = user;
+    ctx->sum.pages = page->page;
+    for (size_t i = 0; i < count; i++) {
+        ctx->sum.listed++;
+        int64_t t;
+        /* Seen, or older than the seen window reaches: a server that ignored
+         * start_time would otherwise make us append them again. */
+        if (cJSON_GetObjectItemCaseSensitive(ctx->seen, incidents[i].id) ||
+            (incidents[i].trigger_time && timefmt_parse_iso8601(incidents[i].trigger_time, &t) && t < ctx->oldest_s)) {
+            ctx->sum.already_seen++;
+            continue;
+        }
+        if (listed_already(ctx, incidents[i].id))
+            continue; /* a page boundary shifted under us */
+        error_code rc = add_listed(ctx, &incidents[i], err);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    log_info("report: page %d: %" PRIu64 " incidents", page->page, (uint64_t)count);
+    return ERR_OK;
+}
+
+static error_code list_incidents(report_ctx *ctx, const char *start_time, error_info *err)
+{
+    api_incident_query query = {
+        .filter = ctx->cfg->report.filter,
+        .start_time = start_time,
+        .page_size = ctx->cfg->report.page_size,
+        .sort_by = REPORT_SORT,
+    };
+    api_list_summary summary;
+    error_code rc = api_incidents_list(ctx->http, &query, on_page, ctx, &summary, err);
+    ctx->sum.listing_complete = rc == ERR_OK;
+    return rc;
+}
+
+/* ---- Deciding and building ------------------------------------------------------ */
+
+static const char *item_trigger_time(const listed *l)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(l->item, "trigger_time");
+    return cJSON_IsString(t) ? t->valuestring : NULL;
+}
+
+/* Records a failure in `failed` and tells whether it has lasted 24 h. */
+static bool failed_long_enough(report_ctx *ctx, const listed *l)
+{
+    const char *id = incident_item_id(l->item);
+    cJSON *entry = cJSON_GetObjectItemCaseSensitive(ctx->failed, id);
+    int64_t first;
+    if (!cJSON_IsObject(entry) || !time_of(cJSON_GetObjectItemCaseSensitive(entry, "first_failed_at"), &first)) {
+        char now[TIMEFMT_ISO8601_SIZE];
+        timefmt_iso8601(ctx->now_s, now);
+        cJSON_DeleteItemFromObjectCaseSensitive(ctx->failed, id);
+        entry = cJSON_AddObjectToObject(ctx->failed, id);
+        if (entry) {
+            cJSON_AddStringToObject(entry, "first_failed_at", now);
+            const char *t = item_trigger_time(l);
+            if (t)
+                cJSON_AddStringToObject(entry, "trigger_time", t);
+        }
+        return false;
+    }
+    return ctx->now_s - first >= REPORT_FAILED_GIVE_UP_S;
+}
+
+/* Decides each listed incident's status and whether it is appended. */
+static error_code decide(report_ctx *ctx, error_info *err)
+{
+    for (size_t i = 0; i < ctx->count; i++) {
+        listed *l = &ctx->list[i];
+        l->outcome = OUTCOME_APPEND;
+        if (!l->traceable) {
+            l->status = INCIDENT_UNTRACEABLE;
+            continue;
+        }
+        trace_outcome out;
+        error_code rc = trace_result(ctx->trace, l->trace_index, &out, err);
+        if (rc != ERR_OK)
+            return rc;
+        cJSON_Delete(out.events);
+        cJSON_Delete(out.missing);
+        l->status = out.status;
+        if (strcmp(out.status, INCIDENT_FAILED) != 0)
+            continue;
+        ctx->sum.failed++;
+        if (ctx->first_failure.code == ERR_OK)
+            ctx->first_failure = out.error;
+        if (!failed_long_enough(ctx, l))
+            l->outcome = OUTCOME_STATUS_ONLY;
+    }
+    return ERR_OK;
+}
+
+/* The full item of l (its lineage added); caller owns it. */
+static error_code build_item(report_ctx *ctx, const listed *l, cJSON **out, error_info *err)
+{
+    cJSON *item = cJSON_Duplicate(l->item, 1);
+    if (!item)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    cJSON *events = NULL, *missing = NULL;
+    if (l->traceable) {
+        trace_outcome o;
+        error_code rc = trace_result(ctx->trace, l->trace_index, &o, err);
+        if (rc != ERR_OK) {
+            cJSON_Delete(item);
+            return rc;
+        }
+        events = o.events;
+        missing = o.missing;
+    }
+    error_code rc = incident_set_lineage(item, l->status, l->start_id, l->end_id, events, missing, err);
+    if (rc != ERR_OK) {
+        cJSON_Delete(item);
+        return rc;
+    }
+    *out = item;
+    return ERR_OK;
+}
+
+/* ---- Step 1: pending ---------------------------------------------------------- */
+
+static error_code mark_pending(report_ctx *ctx, state *s, error_info *err)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "pending");
+    cJSON *pending = cJSON_AddObjectToObject(ctx->section, "pending");
+    cJSON *ids = pending ? cJSON_AddArrayToObject(pending, "ids") : NULL;
+    if (!ids)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < ctx->count; i++) {
+        if (ctx->list[i].outcome != OUTCOME_APPEND)
+            continue;
+        cJSON *id = cJSON_CreateString(incident_item_id(ctx->list[i].item));
+        if (!id || !cJSON_AddItemToArray(ids, id)) {
+            cJSON_Delete(id);
+            return error_set(err, ERR_NOMEM, "out of memory");
+        }
+        n++;
+    }
+    if (n == 0) {
+        cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "pending");
+        return ERR_OK;
+    }
+    return state_save(s, err);
+}
+
+/* ---- Step 2: append, and keep the newest items for the status file ---------------- */
+
+typedef struct newest {
+    cJSON **items;       /* owned */
+    size_t count, cap;
+    int keep;
+} newest;
+
+static int compare_items(const void *a, const void *b)
+{
+    return incident_compare_newest(*(const cJSON *const *)a, *(const cJSON *const *)b);
+}
+
+static void newest_trim(newest *n)
+{
+    if (n->count == 0)
+        return;
+    qsort(n->items, n->count, sizeof *n->items, compare_items);
+    while (n->count > (size_t)n->keep)
+        cJSON_Delete(n->items[--n->count]);
+}
+
+/* Takes item (freed when not kept); false on out of memory. */
+static bool newest_add(newest *n, cJSON *item)
+{
+    if (n->count == n->cap) {
+        newest_trim(n);
+        if (n->count == n->cap) {
+            size_t cap = n->cap ? n->cap * 2 : (size_t)n->keep * 2 + 16;
+            cJSON **grown = realloc(n->items, cap * sizeof *grown);
+            if (!grown) {
+                cJSON_Delete(item);
+                return false;
+            }
+            n->items = grown;
+            n->cap = cap;
+        }
+    }
+    n->items[n->count++] = item;
+    return true;
+}
+
+static void newest_free(newest *n)
+{
+    for (size_t i = 0; i < n->count; i++)
+        cJSON_Delete(n->items[i]);
+    free(n->items);
+}
+
+static error_code append_one(report_ctx *ctx, jsonl_writer *w, const listed *l, newest *keep, error_info *err)
+{
+    cJSON *item = NULL;
+    error_code rc = build_item(ctx, l, &item, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (l->outcome == OUTCOME_APPEND) {
+        char *line = cJSON_PrintUnformatted(item);
+        rc = line ? jsonl_append(w, line, strlen(line), err) : error_set(err, ERR_NOMEM, "out of memory");
+        free(line);
+        if (rc != ERR_OK) {
+            cJSON_Delete(item);
+            return rc;
+        }
+        ctx->sum.new_count++;
+        if (strcmp(l->status, INCIDENT_TRACED) == 0)
+            ctx->sum.traced++;
+        else if (strcmp(l->status, INCIDENT_UNTRACEABLE) == 0)
+            ctx->sum.untraceable++;
+    }
+    return newest_add(keep, item) ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory");
+}
+
+static error_code append_all(report_ctx *ctx, newest *keep, error_info *err)
+{
+    char *path = config_state_path(ctx->cfg, ctx->cfg->report.jsonl_file);
+    if (!path)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    jsonl_writer *w = NULL;
+    error_code rc = jsonl_open(path, ctx->cfg->report.jsonl_max_bytes, ctx->cfg->report.jsonl_keep, &w, err);
+    free(path);
+    for (size_t i = 0; rc == ERR_OK && i < ctx->count; i++)
+        rc = append_one(ctx, w, &ctx->list[i], keep, err);
+    error_info close_err;
+    error_code closed = jsonl_close(w, &close_err);
+    if (rc == ERR_OK && closed != ERR_OK) {
+        *err = close_err;
+        rc = closed;
+    }
+    return rc == ERR_OK ? ERR_OK : error_prefix(err, "cannot append to the incidents file");
+}
+
+/* ---- Step 3: status.json ---------------------------------------------------------- */
+
+static cJSON *last_run_object(const report_options *opts, const error_info *outcome, bool partial)
+{
+    char now[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(platform_time_utc_ms() / 1000, now);
+    cJSON *run = cJSON_CreateObject();
+    cJSON *errors = NULL;
+    bool ok = run && cJSON_AddStringToObject(run, "started_at", opts->started_at ? opts->started_at : now) &&
+              cJSON_AddStringToObject(run, "finished_at", now) &&
+              cJSON_AddStringToObject(run, "result", outcome->code == ERR_OK ? "ok" : partial ? "partial" : "failed") &&
+              cJSON_AddNumberToObject(run, "exit_code", error_exit_code(outcome->code)) &&
+              (errors = cJSON_AddArrayToObject(run, "errors"));
+    if (ok && outcome->code != ERR_OK) {
+        cJSON *e = cJSON_CreateObject();
+        ok = e && cJSON_AddItemToArray(errors, e) && cJSON_AddStringToObject(e, "stage", "report") &&
+             cJSON_AddStringToObject(e, "message", outcome->message);
+    }
+    if (!ok) {
+        cJSON_Delete(run);
+        return NULL;
+    }
+    return run;
+}
+
+static cJSON *previous_items(const config *cfg)
+{
+    cJSON *doc = NULL;
+    error_info ignored;
+    if (status_read(cfg, &doc, &ignored) != ERR_OK)
+        return NULL;
+    cJSON *items = cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "incidents"), "items");
+    cJSON_Delete(doc);
+    return items;
+}
+
+static cJSON *incidents_member(report_ctx *ctx, const char *cursor, const char *polled_at, cJSON *items, cJSON *hosts)
+{
+    http_client_stats(ctx->http, &ctx->sum.stats);
+    cJSON *m = cJSON_CreateObject();
+    bool ok = m && cJSON_AddStringToObject(m, "cursor", cursor) && cJSON_AddStringToObject(m, "polled_at", polled_at) &&
+              cJSON_AddNumberToObject(m, "new", (double)ctx->sum.new_count) &&
+              cJSON_AddNumberToObject(m, "traced", (double)ctx->sum.traced) &&
+              cJSON_AddNumberToObject(m, "untraceable", (double)ctx->sum.untraceable) &&
+              cJSON_AddNumberToObject(m, "failed", (double)ctx->sum.failed) &&
+              cJSON_AddNumberToObject(m, "api_calls", (double)ctx->sum.stats.api_calls) &&
+              cJSON_AddNumberToObject(m, "responses_429", (double)ctx->sum.stats.responses_429);
+    if (ok) {
+        cJSON_AddItemToObject(m, "items", items);
+        cJSON_AddItemToObject(m, "hosts", hosts);
+        return m;
+    }
+    cJSON_Delete(m);
+    cJSON_Delete(items);
+    cJSON_Delete(hosts);
+    return NULL;
+}
+
+static error_code write_status(report_ctx *ctx, newest *keep, const char *cursor, const char *polled_at,
+                               const report_options *opts, const error_info *outcome, error_info *err)
+{
+    cJSON *current = cJSON_CreateArray();
+    for (size_t i = 0; current && i < keep->count; i++) {
+        cJSON_AddItemToArray(current, keep->items[i]);
+        keep->items[i] = NULL;
+    }
+    keep->count = 0;
+    cJSON *previous = previous_items(ctx->cfg);
+    cJSON *items = NULL, *hosts = NULL;
+    error_code rc = current ? incident_merge_items(current, previous, ctx->cfg->report.keep_incidents, &items, err)
+                            : error_set(err, ERR_NOMEM, "out of memory");
+    cJSON_Delete(current);
+    cJSON_Delete(previous);
+    if (rc == ERR_OK && (rc = incident_hosts(items, &hosts, err)) != ERR_OK)
+        cJSON_Delete(items);
+    if (rc != ERR_OK)
+        return rc;
+    status_parts parts = {.incidents = incidents_member(ctx, cursor, polled_at, items, hosts)};
+    if (opts->write_last_run)
+        parts.last_run = last_run_object(opts, outcome, ctx->sum.new_count > 0);
+    if (!parts.incidents || (opts->write_last_run && !parts.last_run))
+        rc = error_set(err, ERR_NOMEM, "out of memory");
+    else
+        rc = status_write(ctx->cfg, &parts, err);
+    cJSON_Delete(parts.incidents);
+    cJSON_Delete(parts.last_run);
+    return rc;
+}
+
+static void write_metrics(const config *cfg, int64_t responses_429)
+{
+    if (!cfg->report.metrics_file)
+        return;
+    cJSON *doc = NULL;
+    error_info err;
+    char *path = config_state_path(cfg, cfg->report.metrics_file);
+    if (path && status_read(cfg, &doc, &err) == ERR_OK && metrics_write(path, doc, responses_429, &err) != ERR_OK)
+        log_warn("report: %s", err.message);
+    cJSON_Delete(doc);
+    free(path);
+}
+
+/* ---- Step 4: commit ------------------------------------------------------------ */
+
+/* The new cursor: the poll's start when the listing was complete, never past
+ * an incident still failing. */
+static int64_t next_cursor(report_ctx *ctx, const char *start_time)
+{
+    int64_t cursor, start = 0;
+    timefmt_parse_iso8601(start_time, &start);
+    if (ctx->sum.listing_complete)
+        cursor = ctx->now_s;
+    else if (!time_of(cJSON_GetObjectItemCaseSensitive(ctx->section, "cursor"), &cursor))
+        cursor = start + REPORT_OVERLAP_S;
+    for (size_t i = 0; i < ctx->count; i++) {
+        const listed *l = &ctx->list[i];
+        if (l->outcome != OUTCOME_STATUS_ONLY)
+            continue;
+        int64_t t;
+        const char *text = item_trigger_time(l);
+        if (!text || !timefmt_parse_iso8601(text, &t))
+            t = start + REPORT_OVERLAP_S; /* unknown time: hold at this poll's start */
+        if (t < cursor)
+            cursor = t;
+    }
+    return cursor;
+}
+
+static void forget_failed(report_ctx *ctx)
+{
+    /* Incidents appended, or (after a complete listing) no longer listed,
+     * leave `failed`. */
+    cJSON *entry = ctx->failed->child;
+    while (entry) {
+        cJSON *next = entry->next;
+        bool still = false, listed_now = false;
+        for (size_t i = 0; i < ctx->count; i++) {
+            if (strcmp(incident_item_id(ctx->list[i].item), entry->string) == 0) {
+                listed_now = true;
+                still = ctx->list[i].outcome == OUTCOME_STATUS_ONLY;
+                break;
+            }
+        }
+        if (!still && (listed_now || ctx->sum.listing_complete)) {
+            if (!listed_now)
+                log_warn("report: incident %s failed earlier and is no longer listed; forgetting it", entry->string);
+            cJSON_Delete(cJSON_DetachItemViaPointer(ctx->failed, entry));
+        }
+        entry = next;
+    }
+}
+
+static error_code commit(report_ctx *ctx, state *s, int64_t cursor, error_info *err)
+{
+    char when[TIMEFMT_ISO8601_SIZE];
+    for (size_t i = 0; i < ctx->count; i++) {
+        const listed *l = &ctx->list[i];
+        if (l->outcome != OUTCOME_APPEND)
+            continue;
+        const char *t = item_trigger_time(l);
+        timefmt_iso8601(ctx->now_s, when);
+        const char *id = incident_item_id(l->item);
+        cJSON_DeleteItemFromObjectCaseSensitive(ctx->seen, id);
+        if (!cJSON_AddStringToObject(ctx->seen, id, t ? t : when))
+            return error_set(err, ERR_NOMEM, "out of memory");
+    }
+    forget_failed(ctx);
+    cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "pending");
+    timefmt_iso8601(cursor, when);
+    cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "cursor");
+    if (!cJSON_AddStringToObject(ctx->section, "cursor", when))
+        return error_set(err, ERR_NOMEM, "out of memory");
+    report_prune_seen(ctx->section, cursor);
+    if (ctx->sum.stats.retry_after_until_ms > 0) {
+        cJSON *run = state_section(s, "run");
+        char until[TIMEFMT_ISO8601_SIZE];
+        timefmt_iso8601(ctx->sum.stats.retry_after_until_ms / 1000 + 1, until);
+        cJSON_DeleteItemFromObjectCaseSensitive(run, "retry_after_until");
+        cJSON_AddStringToObject(run, "retry_after_until", until);
+    }
+    return state_save(s, err);
+}
+
+/* ---- The report ---------------------------------------------------------------- */
+
+static void free_ctx(report_ctx *ctx)
+{
+    for (size_t i = 0; i < ctx->count; i++) {
+        cJSON_Delete(ctx->list[i].item);
+        free(ctx->list[i].start_id);
+        free(ctx->list[i].end_id);
+    }
+    free(ctx->list);
+    trace_run_free(ctx->trace);
+    cJSON_Delete(ctx->recovered);
+}
+
+/* The error the report returns: the listing's, else the incidents'. */
+static void outcome_of(const report_ctx *ctx, const error_info *listing, error_info *outcome)
+{
+    error_clear(outcome);
+    if (listing->code != ERR_OK) {
+        *outcome = *listing;
+        error_prefix(outcome, "listing incidents");
+    } else if (ctx->sum.failed > 0) {
+        error_set(outcome, ctx->first_failure.code,
+                  "%" PRId64 " incidents could not be traced (first: %s); the next run retries them",
+                  ctx->sum.failed, ctx->first_failure.message);
+    }
+}
+
+static error_code finish(report_ctx *ctx, state *s, const char *start_time, const report_options *opts,
+                         const error_info *listing, error_info *err)
+{
+    error_code rc = decide(ctx, err);
+    if (rc == ERR_OK)
+        rc = mark_pending(ctx, s, err);
+    newest keep = {.keep = ctx->cfg->report.keep_incidents};
+    while (rc == ERR_OK && ctx->recovered && ctx->recovered->child) {
+        cJSON *item = cJSON_DetachItemViaPointer(ctx->recovered, ctx->recovered->child);
+        if (!newest_add(&keep, item))
+            rc = error_set(err, ERR_NOMEM, "out of memory");
+    }
+    if (rc == ERR_OK)
+        rc = append_all(ctx, &keep, err);
+    error_info outcome;
+    outcome_of(ctx, listing, &outcome);
+    char polled_at[TIMEFMT_ISO8601_SIZE], cursor_text[TIMEFMT_ISO8601_SIZE];
+    int64_t cursor = next_cursor(ctx, start_time);
+    timefmt_iso8601(ctx->now_s, polled_at);
+    timefmt_iso8601(cursor, cursor_text);
+    if (rc == ERR_OK)
+        rc = write_status(ctx, &keep, cursor_text, polled_at, opts, &outcome, err);
+    newest_free(&keep);
+    if (rc == ERR_OK)
+        rc = commit(ctx, s, cursor, err);
+    if (rc != ERR_OK)
+        return rc;
+    write_metrics(ctx->cfg, ctx->sum.stats.responses_429);
+    if (outcome.code != ERR_OK)
+        *err = outcome;
+    return outcome.code;
+}
+
+error_code report_run(const config *cfg, http_client *http, state *s, const report_options *opts,
+                      report_summary *summary, error_info *err)
+{
+    report_ctx ctx = {.cfg = cfg, .http = http, .now_s = opts->now_s ? opts->now_s : platform_time_utc_ms() / 1000};
+    error_clear(&ctx.first_failure);
+    ctx.section = state_section(s, "report");
+    ctx.seen = ctx.section ? object_member(ctx.section, "seen") : NULL;
+    ctx.failed = ctx.section ? object_member(ctx.section, "failed") : NULL;
+    ctx.trace = trace_run_new(http, cfg->report.details_batch);
+    ctx.recovered = cJSON_CreateArray();
+    if (!ctx.section || !ctx.seen || !ctx.failed || !ctx.trace || !ctx.recovered) {
+        free_ctx(&ctx);
+        return error_set(err, ERR_NOMEM, "out of memory");
+    }
+    char *jsonl_path = config_state_path(cfg, cfg->report.jsonl_file);
+    error_code rc = jsonl_path ? report_recover(ctx.section, jsonl_path, cfg->report.jsonl_keep, ctx.recovered,
+                                                            &ctx.sum.recovered, err)
+                               : error_set(err, ERR_NOMEM, "out of memory");
+    free(jsonl_path);
+    if (rc != ERR_OK) {
+        free_ctx(&ctx);
+        return rc;
+    }
+    char start_time[TIMEFMT_ISO8601_SIZE];
+    report_start_time(ctx.section, ctx.now_s, cfg->report.initial_lookback_s, start_time);
+    timefmt_parse_iso8601(start_time, &ctx.oldest_s);
+    ctx.oldest_s -= REPORT_SEEN_MARGIN_S;
+    log_info("report: polling incidents since %s", start_time);
+
+    error_info listing;
+    error_clear(&listing);
+    list_incidents(&ctx, start_time, &listing);
+    if (listing.code != ERR_OK)
+        log_info("report: listing incidents stopped: %s", listing.message);
+    rc = trace_finish(ctx.trace, err);
+    if (rc == ERR_OK)
+        rc = finish(&ctx, s, start_time, opts, &listing, err);
+
+    trace_counts counts;
+    trace_get_counts(ctx.trace, &counts);
+    ctx.sum.lineage_calls = counts.lineage_calls;
+    ctx.sum.details_calls = counts.details_calls;
+    ctx.sum.distinct_events = counts.distinct_events;
+    http_client_stats(http, &ctx.sum.stats);
+    log_info("report: %" PRId64 " listed, %" PRId64 " new (%" PRId64 " traced, %" PRId64 " untraceable), %" PRId64
+             " failed; %" PRIu64 " lineage and %" PRIu64 " event-details calls for %" PRIu64 " distinct events; %" PRId64
+             " API calls",
+             ctx.sum.listed, ctx.sum.new_count, ctx.sum.traced, ctx.sum.untraceable, ctx.sum.failed,
+             (uint64_t)counts.lineage_calls, (uint64_t)counts.details_calls, (uint64_t)counts.distinct_events,
+             ctx.sum.stats.api_calls);
+    if (summary)
+        *summary = ctx.sum;
+    free_ctx(&ctx);
+    return rc;
+}

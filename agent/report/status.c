@@ -1,0 +1,104 @@
+/* status.c — merge-and-replace of status.json (see status.h). */
+#include "report/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "platform/platform.h"
+#include "core/timefmt.h"
+
+cJSON *status_agent_object(void)
+{
+    char host[256];
+    platform_hostname(host, sizeof host);
+    cJSON *agent = cJSON_CreateObject();
+    if (!agent)
+        return NULL;
+    if (!cJSON_AddStringToObject(agent, "version", OUTPOST_VERSION) || !cJSON_AddStringToObject(agent, "hostname", host) ||
+        !cJSON_AddStringToObject(agent, "os", platform_os_name()) ||
+        !cJSON_AddStringToObject(agent, "arch", platform_arch())) {
+        cJSON_Delete(agent);
+        return NULL;
+    }
+    return agent;
+}
+
+error_code status_read(const config *cfg, cJSON **doc, error_info *err)
+{
+    char *path = config_state_path(cfg, cfg->report.status_file);
+    if (!path)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    char *text = NULL;
+    size_t len = 0;
+    error_code rc = platform_read_file(path, STATUS_MAX_BYTES, &text, &len, err);
+    if (rc == ERR_OK) {
+        *doc = cJSON_ParseWithLength(text, len);
+        if (!*doc || !cJSON_IsObject(*doc)) {
+            cJSON_Delete(*doc);
+            *doc = NULL;
+            rc = error_set(err, ERR_IO, "status file %s is not valid JSON", path);
+        }
+    }
+    free(text);
+    free(path);
+    return rc;
+}
+
+/* Replaces (or adds) member name of doc with a copy of value. */
+static bool put_copy(cJSON *doc, const char *name, const cJSON *value)
+{
+    cJSON *copy = cJSON_Duplicate(value, 1);
+    if (!copy)
+        return false;
+    if (cJSON_HasObjectItem(doc, name))
+        return cJSON_ReplaceItemInObjectCaseSensitive(doc, name, copy);
+    if (!cJSON_AddItemToObject(doc, name, copy)) {
+        cJSON_Delete(copy);
+        return false;
+    }
+    return true;
+}
+
+static bool put_owned(cJSON *doc, const char *name, cJSON *value)
+{
+    if (!value)
+        return false;
+    bool ok = put_copy(doc, name, value);
+    cJSON_Delete(value);
+    return ok;
+}
+
+error_code status_write(const config *cfg, const status_parts *parts, error_info *err)
+{
+    cJSON *previous = NULL;
+    error_info ignored;
+    if (status_read(cfg, &previous, &ignored) != ERR_OK)
+        previous = NULL;
+
+    /* Rebuild in the schema's order: identity first, then the parts. */
+    cJSON *doc = cJSON_CreateObject();
+    char now[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(platform_time_utc_ms() / 1000, now);
+    bool ok = doc && cJSON_AddNumberToObject(doc, "schema_version", STATUS_SCHEMA_VERSION) &&
+              cJSON_AddStringToObject(doc, "generated_at", now) && put_owned(doc, "agent", status_agent_object());
+    static const char *const members[] = {"last_run", "installer", "incidents"};
+    const cJSON *given[] = {parts->last_run, parts->installer, parts->incidents};
+    for (size_t i = 0; ok && i < 3; i++) {
+        const cJSON *value = given[i] ? given[i] : cJSON_GetObjectItemCaseSensitive(previous, members[i]);
+        if (value)
+            ok = put_copy(doc, members[i], value);
+    }
+    cJSON_Delete(previous);
+    char *text = ok ? cJSON_Print(doc) : NULL;
+    cJSON_Delete(doc);
+    if (!text)
+        return error_set(err, ERR_NOMEM, "out of memory while writing the status file");
+
+    char *path = config_state_path(cfg, cfg->report.status_file);
+    error_code rc = path ? platform_write_atomic(path, text, strlen(text), err) : error_set(err, ERR_NOMEM, "out of memory");
+    free(path);
+    free(text);
+    return rc == ERR_OK ? ERR_OK : error_prefix(err, "cannot write the status file");
+}

@@ -1,0 +1,45 @@
+/*
+ * status.h — status.json, the snapshot inventory feeds and SIEMs read
+ * (schema: PRODUCT.md section 5 and the README).
+ *
+ * Each part of a run owns one member of the document: the installer
+ * pipeline "installer", the report "incidents", `run` and the single
+ * commands "last_run". status_write() reads the previous file, replaces the
+ * members the caller supplies, refreshes schema_version, generated_at and
+ * agent, and replaces the file atomically; members not supplied keep their
+ * previous value, so `update` alone does not erase the incidents.
+ */
+#ifndef OUTPOST_STATUS_H
+#define OUTPOST_STATUS_H
+
+#include "core/config.h"
+#include "base/error.h"
+
+struct cJSON;
+
+#define STATUS_SCHEMA_VERSION 1
+#define STATUS_MAX_BYTES (64 * 1024 * 1024)
+
+typedef struct status_parts {
+    struct cJSON *last_run;   /* replaces "last_run" when not NULL */
+    struct cJSON *installer;  /* replaces "installer" when not NULL */
+    struct cJSON *incidents;  /* replaces "incidents" when not NULL */
+} status_parts;
+
+/*
+ * Writes the status file (cfg->report.status_file under state_dir). The
+ * parts stay the caller's (they are copied). A previous file that does not
+ * parse is replaced.
+ */
+error_code status_write(const config *cfg, const status_parts *parts, error_info *err);
+
+/*
+ * Reads the current status file. *doc is the caller's (cJSON_Delete).
+ * ERR_NOT_FOUND when there is none yet.
+ */
+error_code status_read(const config *cfg, struct cJSON **doc, error_info *err);
+
+/* The "agent" object: version, hostname, os, arch. Caller owns it. */
+struct cJSON *status_agent_object(void);
+
+#endif

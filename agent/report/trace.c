@@ -1,0 +1,428 @@
+/*
+ * trace.c — lineage and event-details fetching for a whole run (see
+ * trace.h). Layout: an event table (open addressing on the id) holding
+ * what is known of each distinct event; the list of traced incidents with
+ * their lineage ids; the batch of new ids waiting for an event-details
+ * call; the completion callbacks that fill all three.
+ */
+#include "report/trace.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "net/api.h"
+#include "report/incident.h"
+#include "core/log.h"
+#include "base/text.h"
+
+typedef enum {
+    EVENT_QUEUED,        /* waiting in the open batch */
+    EVENT_REQUESTED,     /* in an event-details call */
+    EVENT_FETCHED,       /* json holds the mapped event */
+    EVENT_NOT_RETURNED,  /* the call succeeded without it */
+    EVENT_FAILED         /* its call failed after retries */
+} event_state;
+
+typedef struct event_entry {
+    char *id;            /* event id */
+    char *json;          /* mapped event, printed; NULL until fetched */
+    event_state state;
+    size_t error_index;  /* into run->errors when failed */
+} event_entry;
+
+typedef struct target {
+    char *start_id, *end_id; /* lineage ends */
+    bool done;           /* lineage call finished */
+    bool failed;         /* lineage call failed */
+    error_info error;    /* why */
+    char **ids;          /* lineage, chronological */
+    size_t id_count;
+} target;
+
+typedef struct batch {
+    trace_run *run;
+    event_entry **entries; /* the ids of this call */
+    size_t count;
+} batch;
+
+struct trace_run {
+    http_client *http;
+    int batch_size;
+    event_entry **table; /* open addressing; NULL slots are free */
+    size_t table_cap, table_used;
+    target *targets;
+    size_t target_count, target_cap;
+    event_entry **open;  /* ids waiting for a details call */
+    size_t open_count;
+    error_info *errors;  /* details failures, referenced by entries */
+    size_t error_count;
+    error_info fatal;    /* set when the run cannot go on (out of memory) */
+    trace_counts counts;
+};
+
+/* ---- Event table ------------------------------------------------------------ */
+
+static uint64_t hash_id(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static event_entry **slot_for(event_entry **table, size_t cap, const char *id)
+{
+    size_t i = (size_t)(hash_id(id) & (cap - 1));
+    while (table[i] && strcmp(table[i]->id, id) != 0)
+        i = (i + 1) & (cap - 1);
+    return &table[i];
+}
+
+static bool table_grow(trace_run *run)
+{
+    size_t cap = run->table_cap ? run->table_cap * 2 : 1024;
+    event_entry **table = calloc(cap, sizeof *table);
+    if (!table)
+        return false;
+    for (size_t i = 0; i < run->table_cap; i++)
+        if (run->table[i])
+            *slot_for(table, cap, run->table[i]->id) = run->table[i];
+    free(run->table);
+    run->table = table;
+    run->table_cap = cap;
+    return true;
+}
+
+static event_entry *table_find(const trace_run *run, const char *id)
+{
+    return run->table_cap ? *slot_for(run->table, run->table_cap, id) : NULL;
+}
+
+/* Finds or adds id; *added tells which. NULL on out of memory. */
+static event_entry *table_intern(trace_run *run, const char *id, bool *added)
+{
+    *added = false;
+    event_entry *found = table_find(run, id);
+    if (found)
+        return found;
+    if ((run->table_used + 1) * 2 > run->table_cap && !table_grow(run))
+        return NULL;
+    event_entry *e = calloc(1, sizeof *e);
+    if (!e || !(e->id = text_dup(id))) {
+        free(e);
+        return NULL;
+    }
+    *slot_for(run->table, run->table_cap, id) = e;
+    run->table_used++;
+    *added = true;
+    return e;
+}
+
+/* ---- Event-details ---------------------------------------------------------- */
+
+static void set_fatal(trace_run *run, const error_info *err)
+{
+    if (run->fatal.code == ERR_OK)
+        run->fatal = *err;
+}
+
+static void fail_batch(batch *b, const error_info *err)
+{
+    trace_run *run = b->run;
+    error_info *grown = realloc(run->errors, (run->error_count + 1) * sizeof *grown);
+    if (!grown) {
+        error_info nomem;
+        error_set(&nomem, ERR_NOMEM, "out of memory");
+        set_fatal(run, &nomem);
+        return;
+    }
+    run->errors = grown;
+    run->errors[run->error_count] = *err;
+    for (size_t i = 0; i < b->count; i++) {
+        b->entries[i]->state = EVENT_FAILED;
+        b->entries[i]->error_index = run->error_count;
+    }
+    run->error_count++;
+}
+
+static void on_details(void *user, error_code code, const error_info *err, const api_event *events, size_t count)
+{
+    batch *b = user;
+    trace_run *run = b->run;
+    if (code != ERR_OK) {
+        log_info("event-details failed for %" PRIu64 " events: %s", (uint64_t)b->count, err->message);
+        fail_batch(b, err);
+    } else {
+        for (size_t i = 0; i < count; i++) {
+            event_entry *e = table_find(run, events[i].id);
+            if (!e || e->state != EVENT_REQUESTED)
+                continue; /* not asked for in this call, or a duplicate */
+            cJSON *mapped = incident_event_new(&events[i]);
+            e->json = mapped ? cJSON_PrintUnformatted(mapped) : NULL;
+            cJSON_Delete(mapped);
+            if (!e->json) {
+                error_info nomem;
+                error_set(&nomem, ERR_NOMEM, "out of memory while mapping events");
+                set_fatal(run, &nomem);
+                continue;
+            }
+            e->state = EVENT_FETCHED;
+        }
+        for (size_t i = 0; i < b->count; i++)
+            if (b->entries[i]->state == EVENT_REQUESTED)
+                b->entries[i]->state = EVENT_NOT_RETURNED;
+    }
+    free(b->entries);
+    free(b);
+}
+
+/* Sends the open batch as one event-details call. */
+static void flush_open(trace_run *run)
+{
+    if (!run->open_count)
+        return;
+    batch *b = calloc(1, sizeof *b);
+    const char **ids = malloc(run->open_count * sizeof *ids);
+    error_info err;
+    if (!b || !ids) {
+        error_set(&err, ERR_NOMEM, "out of memory");
+        goto failed;
+    }
+    b->run = run;
+    b->entries = run->open;
+    b->count = run->open_count;
+    for (size_t i = 0; i < b->count; i++) {
+        ids[i] = b->entries[i]->id;
+        b->entries[i]->state = EVENT_REQUESTED;
+    }
+    run->open = NULL;
+    run->open_count = 0;
+    if (api_event_details_submit(run->http, ids, b->count, API_DETAILS_POST, on_details, b, &err) != ERR_OK) {
+        fail_batch(b, &err);
+        free(b->entries);
+        free(b);
+        free(ids);
+        set_fatal(run, &err);
+        return;
+    }
+    run->counts.details_calls++;
+    free(ids);
+    return;
+failed:
+    free(b);
+    free(ids);
+    set_fatal(run, &err);
+}
+
+static bool queue_event(trace_run *run, event_entry *e)
+{
+    if (!run->open) {
+        run->open = malloc((size_t)run->batch_size * sizeof *run->open);
+        if (!run->open)
+            return false;
+    }
+    e->state = EVENT_QUEUED;
+    run->open[run->open_count++] = e;
+    if (run->open_count == (size_t)run->batch_size)
+        flush_open(run);
+    return true;
+}
+
+/* ---- Event-lineage ------------------------------------------------------------- */
+
+typedef struct lineage_ctx {
+    trace_run *run;
+    size_t index;
+} lineage_ctx;
+
+static bool keep_lineage(trace_run *run, target *t, const char *const *ids, size_t count)
+{
+    t->ids = calloc(count ? count : 1, sizeof *t->ids);
+    if (!t->ids)
+        return false;
+    for (size_t i = 0; i < count; i++) {
+        if (!(t->ids[i] = text_dup(ids[i])))
+            return false;
+        t->id_count++;
+        bool added;
+        event_entry *e = table_intern(run, ids[i], &added);
+        if (!e)
+            return false;
+        if (added) {
+            run->counts.distinct_events++;
+            if (!queue_event(run, e))
+                return false;
+        }
+    }
+    return true;
+}
+
+static void on_lineage(void *user, error_code code, const error_info *err, const char *const *ids, size_t count)
+{
+    lineage_ctx *ctx = user;
+    trace_run *run = ctx->run;
+    target *t = &run->targets[ctx->index];
+    free(ctx);
+    t->done = true;
+    if (code != ERR_OK) {
+        log_info("event-lineage failed (%s → %s): %s", t->start_id, t->end_id, err->message);
+        t->failed = true;
+        t->error = *err;
+        return;
+    }
+    if (!keep_lineage(run, t, ids, count)) {
+        error_info nomem;
+        error_set(&nomem, ERR_NOMEM, "out of memory while tracing incidents");
+        set_fatal(run, &nomem);
+    }
+}
+
+/* ---- Public ----------------------------------------------------------------- */
+
+trace_run *trace_run_new(http_client *http, int batch_size)
+{
+    trace_run *run = calloc(1, sizeof *run);
+    if (!run)
+        return NULL;
+    run->http = http;
+    run->batch_size = batch_size < 1 ? 1 : batch_size;
+    error_clear(&run->fatal);
+    return run;
+}
+
+void trace_run_free(trace_run *run)
+{
+    if (!run)
+        return;
+    for (size_t i = 0; i < run->table_cap; i++) {
+        if (run->table[i]) {
+            free(run->table[i]->id);
+            free(run->table[i]->json);
+            free(run->table[i]);
+        }
+    }
+    free(run->table);
+    for (size_t i = 0; i < run->target_count; i++) {
+        free(run->targets[i].start_id);
+        free(run->targets[i].end_id);
+        for (size_t j = 0; j < run->targets[i].id_count; j++)
+            free(run->targets[i].ids[j]);
+        free(run->targets[i].ids);
+    }
+    free(run->targets);
+    free(run->open);
+    free(run->errors);
+    free(run);
+}
+
+error_code trace_submit(trace_run *run, const char *start_event_id, const char *end_event_id, size_t *index,
+                        error_info *err)
+{
+    if (run->target_count == run->target_cap) {
+        size_t cap = run->target_cap ? run->target_cap * 2 : 64;
+        target *grown = realloc(run->targets, cap * sizeof *grown);
+        if (!grown)
+            return error_set(err, ERR_NOMEM, "out of memory");
+        run->targets = grown;
+        run->target_cap = cap;
+    }
+    target *t = &run->targets[run->target_count];
+    *t = (target){0};
+    lineage_ctx *ctx = malloc(sizeof *ctx);
+    t->start_id = text_dup(start_event_id);
+    t->end_id = text_dup(end_event_id);
+    if (!ctx || !t->start_id || !t->end_id) {
+        free(ctx);
+        free(t->start_id);
+        free(t->end_id);
+        return error_set(err, ERR_NOMEM, "out of memory");
+    }
+    *ctx = (lineage_ctx){run, run->target_count};
+    /* Counted before the call: the callback may already run inside it. */
+    run->target_count++;
+    error_code rc = api_event_lineage_submit(run->http, start_event_id, end_event_id, on_lineage, ctx, err);
+    if (rc != ERR_OK) {
+        run->target_count--;
+        free(ctx);
+        free(t->start_id);
+        free(t->end_id);
+        return rc;
+    }
+    run->counts.lineage_calls++;
+    *index = run->target_count - 1;
+    return ERR_OK;
+}
+
+error_code trace_finish(trace_run *run, error_info *err)
+{
+    error_code rc = http_run(run->http, 0, err);
+    if (rc != ERR_OK)
+        return rc;
+    flush_open(run);
+    if ((rc = http_run(run->http, 0, err)) != ERR_OK)
+        return rc;
+    if (run->fatal.code != ERR_OK) {
+        *err = run->fatal;
+        return err->code;
+    }
+    return ERR_OK;
+}
+
+static error_code build_events(trace_run *run, const target *t, trace_outcome *out)
+{
+    out->events = cJSON_CreateArray();
+    out->missing = cJSON_CreateArray();
+    if (!out->events || !out->missing)
+        return ERR_NOMEM;
+    for (size_t i = 0; i < t->id_count; i++) {
+        event_entry *e = table_find(run, t->ids[i]);
+        if (!e)
+            return ERR_INTERNAL;
+        if (e->state == EVENT_FAILED) {
+            out->status = INCIDENT_FAILED;
+            out->error = run->errors[e->error_index];
+            return ERR_OK;
+        }
+        cJSON *item = e->state == EVENT_FETCHED ? cJSON_Parse(e->json) : cJSON_CreateString(e->id);
+        cJSON *into = e->state == EVENT_FETCHED ? out->events : out->missing;
+        if (!item || !cJSON_AddItemToArray(into, item)) {
+            cJSON_Delete(item);
+            return ERR_NOMEM;
+        }
+    }
+    return ERR_OK;
+}
+
+error_code trace_result(trace_run *run, size_t index, trace_outcome *out, error_info *err)
+{
+    *out = (trace_outcome){.status = INCIDENT_TRACED};
+    error_clear(&out->error);
+    const target *t = &run->targets[index];
+    if (t->failed || !t->done) {
+        out->status = INCIDENT_FAILED;
+        if (t->failed)
+            out->error = t->error;
+        else
+            error_set(&out->error, ERR_INTERNAL, "event-lineage never completed");
+        return ERR_OK;
+    }
+    error_code rc = build_events(run, t, out);
+    if (rc != ERR_OK || strcmp(out->status, INCIDENT_FAILED) == 0) {
+        cJSON_Delete(out->events);
+        cJSON_Delete(out->missing);
+        out->events = out->missing = NULL;
+    }
+    if (rc != ERR_OK)
+        return error_set(err, rc, "out of memory while building the report");
+    return ERR_OK;
+}
+
+void trace_get_counts(const trace_run *run, trace_counts *counts)
+{
+    *counts = run->counts;
+}

@@ -1,0 +1,74 @@
+/*
+ * trace.h — tracing incidents back through their chain of events: one
+ * event-lineage call per incident, then event-details for every distinct
+ * event id of the whole run, fetched once, in batches of
+ * report.details_batch (PRODUCT.md sections 5 and 7).
+ *
+ * All calls go through the http client's submit/run machinery, so they run
+ * concurrently under its pacing: lineage calls are queued as soon as an
+ * incident is known (while the listing goes on); an event-details call is
+ * queued each time a full batch of new ids has accumulated; the last,
+ * partial batch when every lineage is in. The request count is therefore
+ * lineage calls + ceil(distinct event ids / batch), the lower bound.
+ *
+ * Memory: one printed JSON text per distinct event (the mapped `items`
+ * event, a few hundred bytes), the lineage ids of each incident, nothing
+ * of the raw answers beyond their callbacks.
+ */
+#ifndef OUTPOST_TRACE_H
+#define OUTPOST_TRACE_H
+
+#include <stddef.h>
+
+#include "base/error.h"
+#include "net/http.h"
+
+struct cJSON;
+
+typedef struct trace_run trace_run;
+
+/* Creates a run over http (borrowed; must outlive the run). batch: event ids
+ * per event-details call (>= 1). NULL on out of memory. */
+trace_run *trace_run_new(http_client *http, int batch_size);
+
+/* Frees everything; pending requests must have been run (trace_finish). */
+void trace_run_free(trace_run *run);
+
+/*
+ * Queues the lineage of one incident (both ids non-empty); *index receives
+ * the handle for trace_result. Ids are copied. Fails only on ERR_NOMEM /
+ * ERR_INTERNAL, in which case nothing was queued.
+ */
+error_code trace_submit(trace_run *run, const char *start_event_id, const char *end_event_id, size_t *index,
+                        error_info *err);
+
+/*
+ * Runs every queued call to its end, sending the last partial details
+ * batch once all lineages are in. Per-incident failures are kept for
+ * trace_result; this fails only when the client cannot go on.
+ */
+error_code trace_finish(trace_run *run, error_info *err);
+
+typedef struct trace_outcome {
+    const char *status;            /* INCIDENT_TRACED or INCIDENT_FAILED */
+    struct cJSON *events;          /* array of mapped events in lineage order (caller owns) */
+    struct cJSON *missing;         /* array of ids details did not return (caller owns) */
+    error_info error;              /* why it failed (status failed) */
+} trace_outcome;
+
+/*
+ * The outcome for index after trace_finish. On ERR_OK the caller owns
+ * out->events and out->missing (NULL when failed). ERR_NOMEM otherwise.
+ */
+error_code trace_result(trace_run *run, size_t index, trace_outcome *out, error_info *err);
+
+/* Requests by kind, for the trace and tests. */
+typedef struct trace_counts {
+    size_t lineage_calls;          /* event-lineage calls queued */
+    size_t details_calls;          /* event-details calls queued */
+    size_t distinct_events;        /* distinct event ids seen in lineages */
+} trace_counts;
+
+void trace_get_counts(const trace_run *run, trace_counts *counts);
+
+#endif

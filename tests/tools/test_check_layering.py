@@ -1,0 +1,66 @@
+"""scripts/check-layering: passes on the tree as it is, and fails, naming the
+file, line and rule, on each kind of wrong include planted in a copy."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TOP = Path(__file__).resolve().parents[2]
+SCRIPT = TOP / "scripts" / "check-layering"
+
+
+def run(root):
+    return subprocess.run([sys.executable, str(SCRIPT), str(root)], capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    for part in ("agent", "platform"):
+        shutil.copytree(TOP / part, tmp_path / part)
+    return tmp_path
+
+
+def plant(path, line):
+    text = path.read_text(encoding="utf-8")
+    first = text.index("#include")
+    path.write_text(text[:first] + line + "\n" + text[first:], encoding="utf-8")
+
+
+def test_the_tree_as_committed_passes():
+    r = run(TOP)
+    assert r.returncode == 0, r.stderr
+    assert "every include runs downwards" in r.stdout
+
+
+def test_a_copy_passes_before_anything_is_planted(tree):
+    assert run(tree).returncode == 0
+
+
+@pytest.mark.parametrize("victim, line, expected", [
+    ("agent/core/config.c", '#include "cli/cli.h"', 'core/ may not include "cli/cli.h"'),
+    ("agent/net/http.c", '#include "installer/download.h"', 'net/ may not include "installer/download.h"'),
+    ("agent/installer/staging.c", '#include "report/status.h"', 'installer/ may not include "report/status.h"'),
+    ("agent/report/report.c", '#include "installer/staging.h"', 'report/ may not include "installer/staging.h"'),
+    ("agent/authenticode/pe.c", '#include "net/http.h"', 'authenticode/ may not include "net/http.h"'),
+    ("platform/posix.c", '#include "core/log.h"', 'platform/ may not include "core/log.h"'),
+    ("agent/base/text.c", '#include "platform/platform.h"', 'base/ may not include "platform/platform.h"'),
+    ("agent/core/state.c", '#include "log.h"', 'does not name its folder'),
+    ("agent/installer/deploy.c", '#include <unistd.h>', 'operating-system header'),
+    ("agent/cli/main.c", '#include <windows.h>', 'operating-system header'),
+    ("agent/net/api.c", '#include "net/nonexistent.h"', 'does not exist'),
+])
+def test_a_planted_wrong_include_fails(tree, victim, line, expected):
+    plant(tree / victim, line)
+    r = run(tree)
+    assert r.returncode == 1
+    assert victim + ":" in r.stderr
+    assert expected in r.stderr
+
+
+def test_a_module_outside_the_folders_fails(tree):
+    (tree / "agent" / "loose.c").write_text('#include "base/error.h"\n')
+    r = run(tree)
+    assert r.returncode == 1
+    assert "agent/loose.c: not in one of the folders" in r.stderr
