@@ -45,3 +45,36 @@ bool text_starts_with(const char *s, const char *prefix)
 {
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
+
+static bool is_c1_lead(const unsigned char *p)
+{
+    return p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
+}
+
+char *text_escape_controls(const char *s)
+{
+    if (!s)
+        return NULL;
+    /* Worst case every byte becomes four ("\xHH"). */
+    size_t len = strlen(s);
+    char *out = malloc(len * 4 + 1);
+    if (!out)
+        return NULL;
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned c = *p;
+        if (is_c1_lead(p))
+            c = *++p; /* U+0080..U+009F: escape the code point, once */
+        else if (!(c < 0x20 && c != '\t') && c != 0x7f) {
+            out[n++] = (char)c;
+            continue;
+        }
+        out[n++] = '\\';
+        out[n++] = 'x';
+        out[n++] = hex[c >> 4];
+        out[n++] = hex[c & 15];
+    }
+    out[n] = '\0';
+    return out;
+}

@@ -22,4 +22,11 @@ bool text_equal_nocase(const char *a, const char *b);
 
 /* Whether s starts with prefix (case-sensitive). */
 bool text_starts_with(const char *s, const char *prefix);
+
+/* malloc'd copy of s safe to print on a terminal: C0 control characters
+ * (tab excepted), DEL and the C1 controls (U+0080..U+009F, as UTF-8) become
+ * "\xHH" escapes, so text that came from the network cannot move the
+ * cursor, recolour or retitle an administrator's terminal, or forge a second
+ * log line. NULL when s is NULL or on out of memory; free() it. */
+char *text_escape_controls(const char *s);
 #endif

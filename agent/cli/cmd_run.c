@@ -41,7 +41,7 @@ static void record(run_outcome *o, const char *stage, error_code code, const cha
 {
     o->failed++;
     o->exit_code = error_worse_exit(o->exit_code, error_exit_code(code));
-    fprintf(stderr, "outpost: run: %s: %s\n", stage, message[0] ? message : error_meaning(code));
+    log_error("run: %s: %s", stage, message[0] ? message : error_meaning(code));
     cJSON *e = cJSON_CreateObject();
     if (!e || !cJSON_AddStringToObject(e, "stage", stage) || !cJSON_AddStringToObject(e, "message", message) ||
         !cJSON_AddItemToArray(o->errors, e))

@@ -36,8 +36,8 @@ static const struct {
 
 static int fail(const char *command, const error_info *err)
 {
-    fprintf(stderr, "outpost: %s%s%s\n", command ? command : "", command ? ": " : "",
-            err->message[0] ? err->message : error_meaning(err->code));
+    log_error("%s%s%s", command ? command : "", command ? ": " : "",
+              err->message[0] ? err->message : error_meaning(err->code));
     return error_exit_code(err->code);
 }
 
@@ -97,7 +97,7 @@ int main(int argc, char **argv)
     error_clear(&err);
     cli_options opts;
     if (cli_parse(argc, argv, &opts, &err) != ERR_OK) {
-        fprintf(stderr, "outpost: %s\n", err.message);
+        log_error("%s", err.message);
         return error_exit_code(err.code);
     }
     if (opts.help) {

@@ -1,9 +1,12 @@
 /*
  * log.h — what outpost says on stderr while it works.
  *
- * Errors are printed once by main.c; this is for warnings, progress notes
- * (-v) and request traces (-vv). Nothing here may carry a secret: callers
- * never pass the API key or an access token.
+ * Errors are printed once, by main.c (and run's per-part lines), with
+ * log_error; the rest is warnings, progress notes (-v) and request traces
+ * (-vv). Every line is "outpost: ..." with control characters escaped
+ * (text_escape_controls): messages quote what the network sent. Nothing
+ * here may carry a secret: callers never pass the API key or an access
+ * token.
  */
 #ifndef OUTPOST_LOG_H
 #define OUTPOST_LOG_H
@@ -20,6 +23,9 @@ typedef enum {
 void log_set_level(int level);
 int log_get_level(void);
 
+/* An error line: printed whatever the level, -q included. */
+void log_error(const char *fmt, ...)
+    OUTPOST_PRINTF(1, 2);
 void log_warn(const char *fmt, ...)
     OUTPOST_PRINTF(1, 2);
 void log_info(const char *fmt, ...)

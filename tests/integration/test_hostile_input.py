@@ -243,6 +243,26 @@ def test_non_utf8_bytes_in_incident_fields(hostile, tmp_path):
     assert items[0]["user"] == "zöe \ufffd", "valid UTF-8 is kept as it is"
 
 
+# ---- control characters in what the platform says ----------------------------------------------
+
+
+def test_control_characters_from_the_server_are_escaped_on_stderr(hostile, tmp_path):
+    """An error message the platform sends is quoted on stderr; its escape
+    sequences must not reach the administrator's terminal, nor may a line
+    break in it forge a second "outpost:" line."""
+    message = "\u001b[2J\u001b]0;owned\u0007bad filter\r\noutpost: run: report: all good \u00c2\u009b"
+    body = ('{"resources": [], "errors": [{"code": 400, "message": "%s"}]}' % message).encode()
+    answer = (b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: " +
+              str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+    server = hostile(lambda path: answer)
+    cfg, state = write_config(tmp_path, server.url)
+    r = outpost(cfg, "report")
+    assert r.returncode == 1, r.stderr
+    line = one_line(r)  # one line: the forged one stays inside it
+    assert not any(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f for c in r.stderr.replace("\n", "")), repr(r.stderr)
+    assert "\\x1b[2J" in line and "\\x07bad filter\\x0d\\x0aoutpost: run" in line, line
+
+
 # ---- TLS ------------------------------------------------------------------------------------------
 
 
