@@ -21,6 +21,10 @@
 #define DIRENT_SIZE 128u
 #define READ_BUFFER 4096u
 
+struct olecf_private {
+    uint64_t steps; /* see olecf_steps; behind a pointer so const readers can count */
+};
+
 static const uint8_t olecf_magic[8] = {0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1};
 
 static uint16_t get_le16(const uint8_t *p)
@@ -98,6 +102,7 @@ static error_code fat_chain(olecf_file *cf, uint32_t first, size_t max, uint32_t
             return malformed(err, "broken or looping sector chain");
         }
         list[n++] = s;
+        cf->priv->steps++;
         s = cf->fat[s];
     }
     *out = list;
@@ -282,6 +287,7 @@ static error_code link_tree(olecf_file *cf, error_info *err)
     }
     while (top > 0 && rc == ERR_OK) {
         uint32_t id = stack[--top];
+        cf->priv->steps++;
         const olecf_entry *e = &cf->entries[id];
         uint32_t links[3] = {e->left, e->right, e->child};
         for (int k = 0; k < 3; k++) {
@@ -348,10 +354,11 @@ error_code olecf_open(olecf_file *cf, FILE *f, uint64_t file_size, error_info *e
         return malformed(err, "file too large");
     cf->sector_count = (uint32_t)sectors;
     cf->used = calloc((size_t)(sectors + 8) / 8, 1);
-    if (!cf->used)
-        return error_set(err, ERR_NOMEM, "out of memory reading a compound file");
+    cf->priv = calloc(1, sizeof *cf->priv);
+    rc = cf->used && cf->priv ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory reading a compound file");
 
-    rc = load_fat(cf, header, err);
+    if (rc == ERR_OK)
+        rc = load_fat(cf, header, err);
     if (rc == ERR_OK)
         rc = load_minifat(cf, header, err);
     if (rc == ERR_OK)
@@ -380,7 +387,13 @@ void olecf_close(olecf_file *cf)
     free(cf->entries);
     free(cf->used);
     free(cf->mini_used);
+    free(cf->priv);
     memset(cf, 0, sizeof *cf);
+}
+
+uint64_t olecf_steps(const olecf_file *cf)
+{
+    return cf->priv ? cf->priv->steps : 0;
 }
 
 void olecf_begin_pass(olecf_file *cf)
@@ -396,6 +409,7 @@ error_code olecf_children(const olecf_file *cf, uint32_t id, uint32_t **ids, siz
     *ids = NULL;
     *count = 0;
     size_t n = 0;
+    cf->priv->steps += cf->entry_count;
     for (size_t i = 1; i < cf->entry_count; i++)
         n += cf->entries[i].parent == id;
     if (n == 0)
@@ -421,6 +435,7 @@ static error_code read_regular(olecf_file *cf, const olecf_entry *e, olecf_sink 
     while (left > 0) {
         if (s >= cf->sector_count || s >= cf->fat_len || !mark(cf->used, s))
             return malformed(err, "broken or looping stream chain");
+        cf->priv->steps++;
         size_t n = left < cf->sector_size ? (size_t)left : cf->sector_size;
         error_code rc = read_sector(cf, s, 0, buf, n, err);
         if (rc != ERR_OK)
@@ -443,6 +458,7 @@ static error_code read_mini(olecf_file *cf, const olecf_entry *e, olecf_sink sin
         if (s >= cf->minifat_len || offset + MINI_SECTOR_SIZE > (uint64_t)cf->mini_sector_count * cf->sector_size ||
             !mark(cf->mini_used, s))
             return malformed(err, "broken or looping mini stream chain");
+        cf->priv->steps++;
         size_t n = left < MINI_SECTOR_SIZE ? (size_t)left : MINI_SECTOR_SIZE;
         /* Mini sectors never straddle a sector: sector sizes are multiples of 64. */
         uint32_t sector = cf->mini_sectors[offset / cf->sector_size];

@@ -51,6 +51,9 @@ typedef struct olecf_entry {
     uint32_t parent;         /* storage holding this entry; OLECF_NOSTREAM if unreachable */
 } olecf_entry;
 
+/* What olecf.c keeps beside the public fields (the work count). */
+typedef struct olecf_private olecf_private;
+
 typedef struct olecf_file {
     FILE *f;                      /* not owned */
     uint64_t file_size;           /* bytes */
@@ -67,6 +70,7 @@ typedef struct olecf_file {
     size_t entry_count;           /* entries in the directory */
     uint8_t *used;                /* one bit per sector read in this pass */
     uint8_t *mini_used;           /* one bit per mini sector read in this pass */
+    olecf_private *priv;          /* owned; see olecf.c */
 } olecf_file;
 
 /* Whether the first bytes of a file (at least 8) are the CFB signature. */
@@ -86,6 +90,10 @@ void olecf_close(olecf_file *cf);
  * there are none.
  */
 error_code olecf_children(const olecf_file *cf, uint32_t id, uint32_t **ids, size_t *count, error_info *err);
+
+/* Directory entries and sectors visited since olecf_open (and by the calls
+ * after it): a count of the work done, which tests bound. */
+uint64_t olecf_steps(const olecf_file *cf);
 
 /* Forgets which sectors were read, starting a new reading pass. */
 void olecf_begin_pass(olecf_file *cf);
