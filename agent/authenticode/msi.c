@@ -54,9 +54,11 @@ error_code msi_open(msi_package *msi, FILE *f, uint64_t file_size, authenticode_
     if (rc != ERR_OK)
         return from_olecf(rc, &local, result, err);
     /* Bytes the compound file does not account for are not covered by the
-     * signature: refuse a partial trailing sector and a last sector the FAT
-     * does not allocate (stricter than osslsigncode, which ignores them; the
-     * MSI counterpart of the PE rule that the signature ends the file). */
+     * signature. olecf_open has refused sectors marked used that nothing
+     * reaches and accepted free ones inside the file; here refuse a partial
+     * trailing sector and a last sector the FAT does not allocate (stricter
+     * than osslsigncode, which ignores them; the MSI counterpart of the PE
+     * rule that the signature ends the file). */
     const olecf_file *cf = &msi->cf;
     uint32_t last = cf->sector_count - 1;
     if (file_size % cf->sector_size != 0 || last >= cf->fat_len || cf->fat[last] == OLECF_FREESECT)

@@ -47,6 +47,11 @@ static error_code malformed(error_info *err, const char *what)
     return error_set(err, ERR_REJECTED, "malformed compound file: %s", what);
 }
 
+static error_code malformed_at(error_info *err, const char *unit, uint32_t n, const char *what)
+{
+    return error_set(err, ERR_REJECTED, "malformed compound file: %s %lu %s", unit, (unsigned long)n, what);
+}
+
 bool olecf_is_olecf(const uint8_t *head, size_t len)
 {
     return len >= sizeof olecf_magic && memcmp(head, olecf_magic, sizeof olecf_magic) == 0;
@@ -81,9 +86,26 @@ static bool mark(uint8_t *map, uint32_t n)
     return true;
 }
 
+static bool marked(const uint8_t *map, uint32_t n)
+{
+    return (map[n >> 3] >> (n & 7)) & 1u;
+}
+
+/* Records that a table (FAT or DIFAT sector) occupies sector s. */
+static error_code claim(olecf_file *cf, uint32_t s, error_info *err)
+{
+    if (s >= cf->sector_count)
+        return malformed(err, "sector number out of range");
+    if (!mark(cf->used, s))
+        return malformed_at(err, "sector", s, "is claimed twice");
+    cf->priv->steps++;
+    return ERR_OK;
+}
+
 /*
  * Follows the FAT chain from first, collecting at most max sectors (stops at
- * ENDOFCHAIN). Each sector may appear once in the pass (loops are refused).
+ * ENDOFCHAIN). Each sector may appear once in the pass (loops and chains
+ * sharing a sector are refused).
  */
 static error_code fat_chain(olecf_file *cf, uint32_t first, size_t max, uint32_t **out, size_t *count, error_info *err)
 {
@@ -136,7 +158,9 @@ static error_code load_fat(olecf_file *cf, const uint8_t *header, error_info *er
             rc = malformed(err, "DIFAT chain too short");
             goto out;
         }
-        rc = read_sector(cf, difat, 0, buf, cf->sector_size, err);
+        rc = claim(cf, difat, err);
+        if (rc == ERR_OK)
+            rc = read_sector(cf, difat, 0, buf, cf->sector_size, err);
         if (rc != ERR_OK)
             goto out;
         for (uint32_t i = 0; i < per_sector - 1 && n < fat_sectors; i++)
@@ -144,7 +168,9 @@ static error_code load_fat(olecf_file *cf, const uint8_t *header, error_info *er
         difat = get_le32(buf + cf->sector_size - 4);
     }
     for (uint32_t i = 0; i < fat_sectors; i++) {
-        rc = read_sector(cf, locations[i], 0, buf, cf->sector_size, err);
+        rc = claim(cf, locations[i], err);
+        if (rc == ERR_OK)
+            rc = read_sector(cf, locations[i], 0, buf, cf->sector_size, err);
         if (rc != ERR_OK)
             goto out;
         for (uint32_t j = 0; j < per_sector; j++)
@@ -256,6 +282,7 @@ static error_code load_directory(olecf_file *cf, const uint8_t *header, bool ver
     }
     for (size_t i = 0; i < cf->entry_count && rc == ERR_OK; i++)
         rc = parse_entry(cf, data + i * DIRENT_SIZE, version3, &cf->entries[i], err);
+    cf->priv->steps += cf->entry_count;
     free(data);
     if (rc == ERR_OK && cf->entries[0].type != OLECF_ROOT)
         rc = malformed(err, "first directory entry is not the root");
@@ -327,6 +354,92 @@ static error_code load_mini_stream(olecf_file *cf, error_info *err)
     return rc;
 }
 
+/* Marks the count sectors of the chain from first as a stream's. */
+static error_code claim_chain(olecf_file *cf, uint32_t first, uint64_t count, error_info *err)
+{
+    uint32_t s = first;
+    for (uint64_t n = 0; n < count; n++) {
+        if (s >= cf->sector_count || s >= cf->fat_len)
+            return malformed(err, "a stream's sector chain is broken or shorter than the stream");
+        if (!mark(cf->used, s))
+            return malformed_at(err, "sector", s, "is claimed twice (a chain loops or two chains share it)");
+        cf->priv->steps++;
+        s = cf->fat[s];
+    }
+    return ERR_OK;
+}
+
+/* Marks the count mini sectors of the mini chain from first; extent is the
+ * number of mini sectors in the mini stream. */
+static error_code claim_mini_chain(olecf_file *cf, uint32_t first, uint64_t count, uint64_t extent, error_info *err)
+{
+    uint32_t s = first;
+    for (uint64_t n = 0; n < count; n++) {
+        if (s >= cf->minifat_len || s >= extent)
+            return malformed(err, "a stream's mini sector chain is broken or leaves the mini stream");
+        if (!mark(cf->mini_used, s))
+            return malformed_at(err, "mini sector", s, "is claimed twice (a chain loops or two chains share it)");
+        cf->priv->steps++;
+        s = cf->minifat[s];
+    }
+    return ERR_OK;
+}
+
+/*
+ * Accounts for every sector of the file (the GlueBall / CVE-2020-1464
+ * pattern: bytes inside the file that the signature's digest does not
+ * cover). The tables have claimed theirs while loading; here every stream
+ * of the directory tree claims its chain (the mini stream's container
+ * already has). Then each sector must be claimed, or be free in the FAT:
+ * Windows' writers leave freed sectors inside files (compound files are
+ * only compacted by a copy), so free space is accepted, but a sector the
+ * FAT marks as used that nothing reaches, or one claimed twice, is not.
+ * Mini sectors get the same rules inside the mini stream, and the mini
+ * stream must end with a mini sector in use (Windows sizes it so), or a
+ * container grown by whole free sectors would carry appended data. FAT
+ * entries past the end of the file describe no byte of it and are not
+ * looked at (some writers leave used ones there). Costs one step per
+ * entry, sector and mini sector.
+ */
+static error_code account_sectors(olecf_file *cf, error_info *err)
+{
+    uint64_t extent = (cf->mini_stream_size + MINI_SECTOR_SIZE - 1) / MINI_SECTOR_SIZE;
+    error_code rc = ERR_OK;
+    for (size_t i = 1; i < cf->entry_count && rc == ERR_OK; i++) {
+        const olecf_entry *e = &cf->entries[i];
+        if (e->type != OLECF_STREAM || e->parent == OLECF_NOSTREAM || e->size == 0)
+            continue;
+        uint64_t sectors = (e->size + cf->sector_size - 1) / cf->sector_size;
+        uint64_t mini_sectors = (e->size + MINI_SECTOR_SIZE - 1) / MINI_SECTOR_SIZE;
+        rc = e->size >= MINI_STREAM_CUTOFF ? claim_chain(cf, e->start_sector, sectors, err)
+                                           : claim_mini_chain(cf, e->start_sector, mini_sectors, extent, err);
+    }
+    cf->priv->steps += cf->entry_count;
+    for (uint32_t s = 0; s < cf->sector_count && rc == ERR_OK; s++) {
+        if (marked(cf->used, s))
+            continue;
+        if (s >= cf->fat_len)
+            rc = malformed_at(err, "sector", s, "lies beyond what the FAT describes");
+        else if (cf->fat[s] != OLECF_FREESECT)
+            rc = malformed_at(err, "sector", s,
+                              "is marked in use but no stream or table reaches it (data outside the signed content)");
+    }
+    cf->priv->steps += cf->sector_count;
+    for (uint32_t m = 0; m < extent && rc == ERR_OK; m++) {
+        if (m < cf->minifat_len && marked(cf->mini_used, m))
+            continue;
+        if (m >= cf->minifat_len)
+            rc = malformed_at(err, "mini sector", m, "lies beyond what the mini FAT describes");
+        else if (cf->minifat[m] != OLECF_FREESECT)
+            rc = malformed_at(err, "mini sector", m,
+                              "is marked in use but no stream reaches it (data outside the signed content)");
+        else if (m + 1 == extent)
+            rc = malformed(err, "the mini stream ends in unused space (data outside the signed content)");
+    }
+    cf->priv->steps += extent;
+    return rc;
+}
+
 error_code olecf_open(olecf_file *cf, FILE *f, uint64_t file_size, error_info *err)
 {
     uint8_t header[512];
@@ -372,6 +485,10 @@ error_code olecf_open(olecf_file *cf, FILE *f, uint64_t file_size, error_info *e
         if (!cf->mini_used)
             rc = error_set(err, ERR_NOMEM, "out of memory reading a compound file");
     }
+    if (rc == ERR_OK)
+        rc = account_sectors(cf, err);
+    if (rc == ERR_OK)
+        olecf_begin_pass(cf);
     if (rc != ERR_OK) {
         olecf_close(cf);
         cf->f = f;

@@ -11,6 +11,17 @@
  * entry may belong to it once. Memory is bounded by the file size (FAT) and
  * OLECF_MAX_ENTRIES.
  *
+ * Every sector is accounted for when the file is opened (the GlueBall /
+ * CVE-2020-1464 pattern: bytes inside the file that a signature over the
+ * streams does not cover): each must be claimed by exactly one of the
+ * DIFAT, the FAT, the mini FAT, the directory, the mini stream's container
+ * or the chain of a stream in the directory tree, or be free (FREESECT) in
+ * the FAT, as Windows' writers leave freed sectors. A sector the FAT marks
+ * as used that nothing reaches, or one claimed twice, is refused; so are a
+ * mini sector in the mini stream marked used that no stream reaches, and a
+ * mini stream that ends in free mini sectors. A file ending in free sectors
+ * is left to the caller (msi_open refuses it).
+ *
  * Structural problems come back as ERR_REJECTED with "malformed compound
  * file: ..." in err; read failures as ERR_IO.
  */
@@ -86,7 +97,7 @@ void olecf_close(olecf_file *cf);
 
 /*
  * The ids of the entries whose parent is storage id (the root is 0), in
- * directory-tree order; *ids is malloc'd (the caller frees it), NULL when
+ * ascending id order; *ids is malloc'd (the caller frees it), NULL when
  * there are none.
  */
 error_code olecf_children(const olecf_file *cf, uint32_t id, uint32_t **ids, size_t *count, error_info *err);

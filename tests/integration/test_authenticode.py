@@ -17,6 +17,9 @@ asserts the documented difference:
   * signer_subject: osslsigncode has no such policy.
   * MSI with data appended after the compound file: osslsigncode ignores
     the extra bytes, outpost refuses them (not covered by the signature).
+    So too when the FAT marks the appended sectors as used, or the mini
+    stream is grown over them (the GlueBall / CVE-2020-1464 pattern):
+    osslsigncode accepts, outpost accounts for every sector and refuses.
 """
 import json
 import os
@@ -294,6 +297,114 @@ def test_pe_checksum_is_not_signed(fx):
 
 def test_msi_with_msidigitalsignatureex(fx):
     agree(fx, fx / "signed-dse.msi", "valid", True)
+
+
+# ---- MSI: every sector accounted for (GlueBall, CVE-2020-1464) -------------------
+
+FREESECT, ENDOFCHAIN, FATSECT = 0xFFFFFFFF, 0xFFFFFFFE, 0xFFFFFFFD
+
+
+class Cfb:
+    """Just enough of a compound file's layout to patch one as an attacker
+    would (the fixtures' FAT fits in the header's 109 slots)."""
+
+    def __init__(self, data):
+        self.d = data
+        self.ss = 1 << struct.unpack_from("<H", data, 0x1E)[0]
+
+    def offset(self, sector):
+        return (sector + 1) * self.ss
+
+    def fat_offset(self, sector):
+        per = self.ss // 4
+        fat_sector = struct.unpack_from("<I", self.d, 0x4C + 4 * (sector // per))[0]
+        return self.offset(fat_sector) + 4 * (sector % per)
+
+    def fat(self, sector):
+        return struct.unpack_from("<I", self.d, self.fat_offset(sector))[0]
+
+    def set_fat(self, sector, value):
+        struct.pack_into("<I", self.d, self.fat_offset(sector), value)
+
+    def root_entry(self):
+        return self.offset(struct.unpack_from("<I", self.d, 0x30)[0])
+
+    def append(self, payload):
+        """Appends one sector holding payload; returns its number."""
+        self.d.extend(payload.ljust(self.ss, b"\0"))
+        return len(self.d) // self.ss - 2
+
+
+# A ZIP end-of-central-directory record: what a JAR polyglot puts last.
+PAYLOAD = b"PK\x05\x06" + bytes(18) + b"not covered by the signature"
+
+
+def appended_marked_used(d):
+    cfb = Cfb(d)
+    cfb.set_fat(cfb.append(PAYLOAD), ENDOFCHAIN)
+
+
+def mini_stream_grown(d):
+    """The root entry's mini stream container takes the appended sector, its
+    mini sectors left free in the mini FAT."""
+    cfb = Cfb(d)
+    root = cfb.root_entry()
+    start, size = struct.unpack_from("<IQ", d, root + 0x74)
+    last = start
+    while cfb.fat(last) != ENDOFCHAIN:
+        last = cfb.fat(last)
+    new = cfb.append(PAYLOAD)
+    cfb.set_fat(last, new)
+    cfb.set_fat(new, ENDOFCHAIN)
+    struct.pack_into("<Q", d, root + 0x78, size + cfb.ss)
+    minifat = cfb.offset(struct.unpack_from("<I", d, 0x3C)[0])
+    for m in range(size // 64, (size + cfb.ss) // 64):
+        struct.pack_into("<I", d, minifat + 4 * m, FREESECT)
+
+
+def outpost_stage(fx, tmp_path, path, version):
+    """`outpost stage` with the fixtures' root trusted; None without OUTPOST_BIN."""
+    binary = os.environ.get("OUTPOST_BIN")
+    if not binary:
+        return None
+    cfg = tmp_path / "outpost.json"
+    cfg.write_text(json.dumps({"state_dir": str(tmp_path / "state"), "installer": {
+        "verify": {"require_signature": True, "trusted_ca_file": str(fx / "root.pem")}}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
+    return subprocess.run([binary, "-c", str(cfg), "stage", str(path), "--version", version],
+                          capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("change, reason", [
+    (appended_marked_used, "is marked in use but no stream or table reaches it"),
+    (mini_stream_grown, "mini stream ends in unused space"),
+])
+def test_msi_appended_sectors_are_accounted_for(fx, tmp_path, change, reason):
+    # Documented difference: osslsigncode only hashes the streams and
+    # accepts; outpost refuses a sector the signature does not cover.
+    path = variant(fx, "signed.msi", change.__name__ + "-signed.msi", change)
+    got = probe(fx, path)
+    assert got["verdict"] == "malformed" and reason in got["reason"], got
+    assert ossl_ok(fx, path)
+    staged = outpost_stage(fx, tmp_path, path, "1.0.0")
+    if staged is not None:
+        assert staged.returncode == 4, staged.stderr
+        assert reason in staged.stderr
+        assert outpost_stage(fx, tmp_path, fx / "signed.msi", "1.0.0").returncode == 0
+
+
+def test_msi_free_sector_inside_is_accepted(fx):
+    # Windows' writers leave freed sectors inside compound files (only a
+    # copy compacts one): a free sector in the middle is not refused. Here
+    # the FAT's own sector moves to the end, leaving its old place free.
+    def mutate(d):
+        cfb = Cfb(d)
+        old = struct.unpack_from("<I", d, 0x4C)[0]
+        new = cfb.append(bytes(d[cfb.offset(old):cfb.offset(old) + cfb.ss]))
+        struct.pack_into("<I", d, 0x4C, new)
+        cfb.set_fat(old, FREESECT)
+        cfb.set_fat(new, FATSECT)
+    agree(fx, variant(fx, "signed.msi", "freesector-signed.msi", mutate), "valid", True)
 
 
 # ---- configuration errors --------------------------------------------------------

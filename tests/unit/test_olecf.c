@@ -16,7 +16,10 @@
 #include "authenticode/olecf.h"
 
 #define SECTOR 512
-#define FILE_SIZE (SECTOR * 5) /* header, FAT, directory, mini FAT, mini stream */
+#define SECTORS 13 /* FAT, directory, mini FAT, mini stream, stream "B" (9 sectors) */
+#define FILE_SIZE (SECTOR * (SECTORS + 1))
+#define SPARE (SECTOR * 2) /* room for the cases that append sectors */
+#define B_SIZE 4100u       /* stream "B": 8 full sectors and 4 bytes */
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -35,8 +38,26 @@ static uint8_t *sector(uint8_t *b, int n)
     return b + SECTOR * (n + 1);
 }
 
-/* Root entry plus stream "A" of 100 bytes in the mini stream (mini sectors
- * 0 and 1), whose bytes are 0, 1, 2, ... */
+/* FAT entry n (one FAT sector, sector 0) and mini FAT entry n (sector 2). */
+static uint8_t *fat_at(uint8_t *b, int n)
+{
+    return sector(b, 0) + 4 * n;
+}
+
+static uint8_t *minifat_at(uint8_t *b, int n)
+{
+    return sector(b, 2) + 4 * n;
+}
+
+/* Directory entry n (the directory is sector 1: entries 0-3). */
+static uint8_t *entry(uint8_t *b, int n)
+{
+    return sector(b, 1) + 128 * n;
+}
+
+/* Root entry, stream "A" of 100 bytes in the mini stream (mini sectors 0
+ * and 1), whose bytes are 0, 1, 2, ..., and stream "B" of B_SIZE bytes in
+ * sectors 4-12, whose bytes are i * 7 mod 256. Every sector is reached. */
 static void make_file(uint8_t *b)
 {
     static const uint8_t magic[8] = {0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1};
@@ -54,38 +75,48 @@ static void make_file(uint8_t *b)
     put32(b + 0x44, 0xfffffffe);
     memset(b + 0x4c, 0xff, 109 * 4);
     put32(b + 0x4c, 0);
-    uint8_t *fat = sector(b, 0);
-    memset(fat, 0xff, SECTOR);
-    put32(fat, 0xfffffffd);
-    put32(fat + 4, 0xfffffffe);
-    put32(fat + 8, 0xfffffffe);
-    put32(fat + 12, 0xfffffffe);
-    uint8_t *dir = sector(b, 1);
+    memset(sector(b, 0), 0xff, SECTOR);
+    put32(fat_at(b, 0), 0xfffffffd);
+    put32(fat_at(b, 1), 0xfffffffe);
+    put32(fat_at(b, 2), 0xfffffffe);
+    put32(fat_at(b, 3), 0xfffffffe);
+    for (int s = 4; s < 12; s++)
+        put32(fat_at(b, s), (uint32_t)s + 1);
+    put32(fat_at(b, 12), 0xfffffffe);
     for (int e = 0; e < 4; e++) {
-        put32(dir + 128 * e + 0x44, 0xffffffff);
-        put32(dir + 128 * e + 0x48, 0xffffffff);
-        put32(dir + 128 * e + 0x4c, 0xffffffff);
+        put32(entry(b, e) + 0x44, 0xffffffff);
+        put32(entry(b, e) + 0x48, 0xffffffff);
+        put32(entry(b, e) + 0x4c, 0xffffffff);
     }
-    const char *root = "Root Entry";
-    for (size_t i = 0; root[i]; i++)
-        dir[2 * i] = (uint8_t)root[i];
-    put16(dir + 0x40, 22);
-    dir[0x42] = 5;
-    put32(dir + 0x4c, 1);
-    put32(dir + 0x74, 3);
-    put32(dir + 0x78, 128);
-    uint8_t *a = dir + 128;
+    uint8_t *root = entry(b, 0);
+    const char *name = "Root Entry";
+    for (size_t i = 0; name[i]; i++)
+        root[2 * i] = (uint8_t)name[i];
+    put16(root + 0x40, 22);
+    root[0x42] = 5;
+    put32(root + 0x4c, 1);
+    put32(root + 0x74, 3);
+    put32(root + 0x78, 128);
+    uint8_t *a = entry(b, 1);
     a[0] = 'A';
     put16(a + 0x40, 4);
     a[0x42] = 2;
+    put32(a + 0x48, 2);
     put32(a + 0x74, 0);
     put32(a + 0x78, 100);
-    uint8_t *minifat = sector(b, 2);
-    memset(minifat, 0xff, SECTOR);
-    put32(minifat, 1);
-    put32(minifat + 4, 0xfffffffe);
+    uint8_t *bs = entry(b, 2);
+    bs[0] = 'B';
+    put16(bs + 0x40, 4);
+    bs[0x42] = 2;
+    put32(bs + 0x74, 4);
+    put32(bs + 0x78, B_SIZE);
+    memset(sector(b, 2), 0xff, SECTOR);
+    put32(minifat_at(b, 0), 1);
+    put32(minifat_at(b, 1), 0xfffffffe);
     for (int i = 0; i < 100; i++)
         sector(b, 3)[i] = (uint8_t)i;
+    for (uint32_t i = 0; i < B_SIZE; i++)
+        sector(b, 4)[i] = (uint8_t)(i * 7);
 }
 
 static FILE *as_file(const uint8_t *b, size_t len)
@@ -97,7 +128,7 @@ static FILE *as_file(const uint8_t *b, size_t len)
 }
 
 typedef struct collected {
-    uint8_t data[256];
+    uint8_t data[B_SIZE];
     size_t len;
 } collected;
 
@@ -111,7 +142,7 @@ static bool collect(void *ctx, const uint8_t *data, size_t len)
     return true;
 }
 
-static void test_reads_mini_stream(void **state)
+static void test_reads_streams(void **state)
 {
     (void)state;
     uint8_t b[FILE_SIZE];
@@ -119,13 +150,18 @@ static void test_reads_mini_stream(void **state)
     FILE *f = as_file(b, sizeof b);
     olecf_file cf;
     error_info err;
-    assert_int_equal(olecf_open(&cf, f, sizeof b, &err), ERR_OK);
+    if (olecf_open(&cf, f, sizeof b, &err) != ERR_OK)
+        fail_msg("open failed: %s", err.message);
     uint32_t *ids;
     size_t count;
     assert_int_equal(olecf_children(&cf, 0, &ids, &count, &err), ERR_OK);
-    assert_int_equal(count, 1);
+    assert_int_equal(count, 2);
     assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 2);
     free(ids);
+    assert_int_equal(olecf_children(&cf, 1, &ids, &count, &err), ERR_OK); /* a stream has none */
+    assert_int_equal(count, 0);
+    assert_null(ids);
     collected c = {.len = 0};
     olecf_begin_pass(&cf);
     assert_int_equal(olecf_read_stream(&cf, 1, collect, &c, &err), ERR_OK);
@@ -140,10 +176,17 @@ static void test_reads_mini_stream(void **state)
     olecf_begin_pass(&cf);
     assert_int_equal(olecf_read_stream(&cf, 1, collect, &c, &err), ERR_OK);
     assert_int_equal(olecf_read_stream(&cf, 0, collect, &c, &err), ERR_REJECTED); /* root is not a stream */
+    c.len = 0;
+    assert_int_equal(olecf_read_stream(&cf, 2, collect, &c, &err), ERR_OK);
+    assert_int_equal(c.len, B_SIZE);
+    for (uint32_t i = 0; i < B_SIZE; i++)
+        assert_int_equal(c.data[i], (uint8_t)(i * 7));
     olecf_close(&cf);
     fclose(f);
 }
 
+/* Broken chains are refused when the file is opened: every stream's chain
+ * is walked then (see test_sector_accounting). */
 static void test_broken_chains(void **state)
 {
     (void)state;
@@ -151,14 +194,17 @@ static void test_broken_chains(void **state)
         const char *name;
         size_t offset; /* where to write value */
         uint32_t value;
-        bool at_open;  /* rejected by olecf_open (else by the stream read) */
     } cases[] = {
-        {"mini FAT loops", SECTOR * 3, 0, false},
-        {"mini sector past the mini stream", SECTOR * 3, 9, false},
-        {"mini FAT chain past the end", 0x3c, 500, true},
-        {"mini stream container past the end", SECTOR * 2 + 0x74, 77, true},
-        {"root stream larger than the file", SECTOR * 2 + 0x78, 100000, true},
-        {"stream starts past the mini FAT", SECTOR * 2 + 128 + 0x74, 5000, false},
+        {"mini FAT loops", SECTOR * 3, 0},
+        {"mini sector past the mini stream", SECTOR * 3, 9},
+        {"mini FAT chain past the end", 0x3c, 500},
+        {"mini stream container past the end", SECTOR * 2 + 0x74, 77},
+        {"root stream larger than the file", SECTOR * 2 + 0x78, 100000},
+        {"stream starts past the mini FAT", SECTOR * 2 + 128 + 0x74, 5000},
+        {"stream chain loops", SECTOR + 4 * 6, 4},
+        {"stream chain past the end", SECTOR + 4 * 6, 999},
+        {"stream chain ends early", SECTOR + 4 * 6, 0xfffffffe},
+        {"stream starts past the end", SECTOR * 2 + 256 + 0x74, 999},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint8_t b[FILE_SIZE];
@@ -168,15 +214,211 @@ static void test_broken_chains(void **state)
         olecf_file cf;
         error_info err;
         error_code rc = olecf_open(&cf, f, sizeof b, &err);
-        if (!cases[i].at_open) {
-            if (rc != ERR_OK)
-                fail_msg("%s: open failed: %s", cases[i].name, err.message);
-            collected c = {.len = 0};
-            olecf_begin_pass(&cf);
-            rc = olecf_read_stream(&cf, 1, collect, &c, &err);
-        }
         if (rc != ERR_REJECTED)
             fail_msg("%s: got %s", cases[i].name, error_name(rc));
+        olecf_close(&cf);
+        fclose(f);
+    }
+}
+
+/* ---- Sector accounting ----------------------------------------------------
+ * Each case changes the file as a writer or an attacker would and returns
+ * its new length; the file must then open (want == NULL) or be refused with
+ * a message holding want. */
+
+static size_t unchanged(uint8_t *b)
+{
+    (void)b;
+    return FILE_SIZE;
+}
+
+/* Appends sector 13 holding data the signature does not cover. */
+static void append_sector(uint8_t *b)
+{
+    memset(sector(b, 13), 'X', SECTOR);
+}
+
+/* The GlueBall / CVE-2020-1464 pattern: data appended, the FAT marking it used. */
+static size_t appended_marked_used(uint8_t *b)
+{
+    append_sector(b);
+    put32(fat_at(b, 13), 0xfffffffe);
+    return FILE_SIZE + SECTOR;
+}
+
+/* Data appended in a sector the FAT calls free: olecf accepts free sectors,
+ * msi_open refuses a compound file that ends in one. */
+static size_t appended_free(uint8_t *b)
+{
+    append_sector(b);
+    return FILE_SIZE + SECTOR;
+}
+
+/* B's last sector moved to the end of the file: sector 12 is left free
+ * inside the file, as Windows' writers leave freed sectors. */
+static size_t free_sector_inside(uint8_t *b)
+{
+    memcpy(sector(b, 13), sector(b, 12), SECTOR);
+    memset(sector(b, 12), 'X', SECTOR);
+    put32(fat_at(b, 11), 13);
+    put32(fat_at(b, 13), 0xfffffffe);
+    put32(fat_at(b, 12), 0xffffffff);
+    return FILE_SIZE + SECTOR;
+}
+
+/* The same, but the FAT still marks sector 12 as used. */
+static size_t used_sector_inside(uint8_t *b)
+{
+    free_sector_inside(b);
+    put32(fat_at(b, 12), 0xfffffffe);
+    return FILE_SIZE + SECTOR;
+}
+
+/* B shrinks to 8 sectors; its chain still runs through sector 12. */
+static size_t chain_longer_than_stream(uint8_t *b)
+{
+    put32(entry(b, 2) + 0x78, 4096);
+    return FILE_SIZE;
+}
+
+/* B's chain runs into the directory's sector. */
+static size_t stream_shares_directory(uint8_t *b)
+{
+    put32(fat_at(b, 4), 1);
+    return FILE_SIZE;
+}
+
+/* The FAT listed twice in the header: one sector, two claims. */
+static size_t fat_listed_twice(uint8_t *b)
+{
+    put32(b + 0x2c, 2);
+    put32(b + 0x4c + 4, 0);
+    return FILE_SIZE;
+}
+
+/* Entry 3 is a stream no storage links to (an orphan), whose chain holds
+ * the appended sector: the signature covers only the directory tree. */
+static size_t orphan_stream(uint8_t *b)
+{
+    appended_marked_used(b);
+    uint8_t *c = entry(b, 3);
+    c[0] = 'C';
+    put16(c + 0x40, 4);
+    c[0x42] = 2;
+    put32(c + 0x74, 13);
+    put32(c + 0x78, 4096);
+    return FILE_SIZE + SECTOR;
+}
+
+/* Stream "C" in the tree (B's right sibling), sharing A's second mini sector. */
+static size_t mini_sector_shared(uint8_t *b)
+{
+    put32(entry(b, 2) + 0x48, 3);
+    uint8_t *c = entry(b, 3);
+    c[0] = 'C';
+    put16(c + 0x40, 4);
+    c[0x42] = 2;
+    put32(c + 0x74, 1);
+    put32(c + 0x78, 10);
+    return FILE_SIZE;
+}
+
+/* The mini stream grows to 3 mini sectors; the third is marked used by
+ * the mini FAT, but no stream reaches it. */
+static size_t mini_sector_used_unreached(uint8_t *b)
+{
+    put32(entry(b, 0) + 0x78, 192);
+    put32(minifat_at(b, 2), 0xfffffffe);
+    return FILE_SIZE;
+}
+
+/* A used mini FAT entry past the end of the mini stream describes no byte
+ * of the file (osslsigncode 2.9 writes one). */
+static size_t minifat_entry_past_mini_stream(uint8_t *b)
+{
+    put32(minifat_at(b, 2), 0xfffffffe);
+    return FILE_SIZE;
+}
+
+/* A's second mini sector moves to mini sector 2: mini sector 1 is left free. */
+static size_t free_mini_sector_inside(uint8_t *b)
+{
+    memcpy(sector(b, 3) + 128, sector(b, 3) + 64, 64);
+    memset(sector(b, 3) + 64, 'X', 64);
+    put32(entry(b, 0) + 0x78, 192);
+    put32(minifat_at(b, 0), 2);
+    put32(minifat_at(b, 1), 0xffffffff);
+    put32(minifat_at(b, 2), 0xfffffffe);
+    return FILE_SIZE;
+}
+
+/* The mini stream ends with a free mini sector. */
+static size_t mini_stream_ends_free(uint8_t *b)
+{
+    put32(entry(b, 0) + 0x78, 192);
+    return FILE_SIZE;
+}
+
+/* The mini stream's container grows by an appended sector (and the root
+ * entry's size with it), its mini sectors free. */
+static size_t mini_stream_grown(uint8_t *b)
+{
+    append_sector(b);
+    put32(fat_at(b, 3), 13);
+    put32(fat_at(b, 13), 0xfffffffe);
+    put32(entry(b, 0) + 0x78, 128 + SECTOR);
+    return FILE_SIZE + SECTOR;
+}
+
+static void test_sector_accounting(void **state)
+{
+    (void)state;
+    struct {
+        const char *name;
+        size_t (*change)(uint8_t *b);
+        const char *want; /* NULL: opens */
+    } cases[] = {
+        {"every sector reached", unchanged, NULL},
+        {"appended sector marked used", appended_marked_used, "sector 13 is marked in use but no stream or table"},
+        {"appended free sector", appended_free, NULL},
+        {"free sector inside the file", free_sector_inside, NULL},
+        {"used sector inside the file that nothing reaches", used_sector_inside, "sector 12 is marked in use"},
+        {"chain longer than its stream", chain_longer_than_stream, "sector 12 is marked in use"},
+        {"stream chain shares the directory's sector", stream_shares_directory, "sector 1 is claimed twice"},
+        {"FAT sector listed twice", fat_listed_twice, "sector 0 is claimed twice"},
+        {"orphan stream's chain", orphan_stream, "sector 13 is marked in use"},
+        {"mini sector shared by two streams", mini_sector_shared, "mini sector 1 is claimed twice"},
+        {"mini sector used that nothing reaches", mini_sector_used_unreached, "mini sector 2 is marked in use"},
+        {"used mini FAT entry past the mini stream", minifat_entry_past_mini_stream, NULL},
+        {"free mini sector inside the mini stream", free_mini_sector_inside, NULL},
+        {"mini stream ends in a free mini sector", mini_stream_ends_free, "mini stream ends in unused space"},
+        {"mini stream container grown by an appended sector", mini_stream_grown, "mini stream ends in unused space"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint8_t b[FILE_SIZE + SPARE];
+        memset(b, 0, sizeof b);
+        make_file(b);
+        size_t len = cases[i].change(b);
+        FILE *f = as_file(b, len);
+        olecf_file cf;
+        error_info err;
+        error_code rc = olecf_open(&cf, f, len, &err);
+        if (!cases[i].want && rc != ERR_OK)
+            fail_msg("%s: refused: %s", cases[i].name, err.message);
+        if (cases[i].want && (rc != ERR_REJECTED || !strstr(err.message, cases[i].want)))
+            fail_msg("%s: got %s (%s), want a rejection naming \"%s\"", cases[i].name, error_name(rc),
+                     rc == ERR_OK ? "" : err.message, cases[i].want);
+        if (rc == ERR_OK) { /* what opens still reads back intact */
+            collected c = {.len = 0};
+            olecf_begin_pass(&cf);
+            assert_int_equal(olecf_read_stream(&cf, 1, collect, &c, &err), ERR_OK);
+            assert_int_equal(c.len, 100);
+            assert_int_equal(c.data[99], 99);
+            c.len = 0;
+            assert_int_equal(olecf_read_stream(&cf, 2, collect, &c, &err), ERR_OK);
+            assert_int_equal(c.len, B_SIZE);
+            assert_int_equal(c.data[B_SIZE - 1], (uint8_t)((B_SIZE - 1) * 7));
+        }
         olecf_close(&cf);
         fclose(f);
     }
@@ -185,8 +427,9 @@ static void test_broken_chains(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reads_mini_stream),
+        cmocka_unit_test(test_reads_streams),
         cmocka_unit_test(test_broken_chains),
+        cmocka_unit_test(test_sector_accounting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
