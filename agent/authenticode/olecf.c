@@ -22,7 +22,9 @@
 #define READ_BUFFER 4096u
 
 struct olecf_private {
-    uint64_t steps; /* see olecf_steps; behind a pointer so const readers can count */
+    uint32_t *child_first; /* entry_count + 1 offsets: entry i's children start at child_ids + child_first[i] */
+    uint32_t *child_ids;   /* entry ids grouped by parent, ascending within a group */
+    uint64_t steps;        /* see olecf_steps; behind a pointer so const readers can count */
 };
 
 static const uint8_t olecf_magic[8] = {0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1};
@@ -104,13 +106,17 @@ static error_code claim(olecf_file *cf, uint32_t s, error_info *err)
 
 /*
  * Follows the FAT chain from first, collecting at most max sectors (stops at
- * ENDOFCHAIN). Each sector may appear once in the pass (loops and chains
- * sharing a sector are refused).
+ * ENDOFCHAIN); *rest (may be NULL) gets the FAT value after the last one,
+ * ENDOFCHAIN when the chain ended. Each sector may appear once in the pass
+ * (loops and chains sharing a sector are refused).
  */
-static error_code fat_chain(olecf_file *cf, uint32_t first, size_t max, uint32_t **out, size_t *count, error_info *err)
+static error_code fat_chain(olecf_file *cf, uint32_t first, size_t max, uint32_t **out, size_t *count, uint32_t *rest,
+                            error_info *err)
 {
     *out = NULL;
     *count = 0;
+    if (rest)
+        *rest = first;
     if (max == 0 || first == ENDOFCHAIN)
         return ERR_OK;
     uint32_t *list = malloc(max * sizeof *list);
@@ -129,6 +135,8 @@ static error_code fat_chain(olecf_file *cf, uint32_t first, size_t max, uint32_t
     }
     *out = list;
     *count = n;
+    if (rest)
+        *rest = s;
     return ERR_OK;
 }
 
@@ -182,14 +190,16 @@ out:
     return rc;
 }
 
-/* Reads the whole chain from first (at most max sectors) into *data. */
-static error_code read_chain(olecf_file *cf, uint32_t first, size_t max, uint8_t **data, size_t *len, error_info *err)
+/* Reads the whole chain from first (at most max sectors) into *data; *rest
+ * as for fat_chain. */
+static error_code read_chain(olecf_file *cf, uint32_t first, size_t max, uint8_t **data, size_t *len, uint32_t *rest,
+                             error_info *err)
 {
     uint32_t *chain;
     size_t count;
     *data = NULL;
     *len = 0;
-    error_code rc = fat_chain(cf, first, max, &chain, &count, err);
+    error_code rc = fat_chain(cf, first, max, &chain, &count, rest, err);
     if (rc != ERR_OK || count == 0)
         return rc;
     uint8_t *buf = malloc(count * cf->sector_size);
@@ -218,7 +228,7 @@ static error_code load_minifat(olecf_file *cf, const uint8_t *header, error_info
         return malformed(err, "mini FAT size out of range");
     uint8_t *data;
     size_t len;
-    error_code rc = read_chain(cf, first, count, &data, &len, err);
+    error_code rc = read_chain(cf, first, count, &data, &len, NULL, err);
     if (rc != ERR_OK)
         return rc;
     cf->minifat_len = len / 4;
@@ -266,13 +276,19 @@ static error_code load_directory(olecf_file *cf, const uint8_t *header, bool ver
 {
     uint8_t *data;
     size_t len;
+    uint32_t rest;
     size_t max_sectors = (size_t)OLECF_MAX_ENTRIES * DIRENT_SIZE / cf->sector_size;
-    error_code rc = read_chain(cf, get_le32(header + 0x30), max_sectors, &data, &len, err);
+    error_code rc = read_chain(cf, get_le32(header + 0x30), max_sectors, &data, &len, &rest, err);
     if (rc != ERR_OK)
         return rc;
     if (len < DIRENT_SIZE) {
         free(data);
         return malformed(err, "no directory");
+    }
+    if (rest != ENDOFCHAIN) {
+        free(data);
+        return error_set(err, ERR_REJECTED, "malformed compound file: directory holds more than %u entries",
+                         OLECF_MAX_ENTRIES);
     }
     cf->entry_count = len / DIRENT_SIZE;
     cf->entries = calloc(cf->entry_count, sizeof *cf->entries);
@@ -343,12 +359,45 @@ out:
     return rc;
 }
 
+/*
+ * Groups the entry ids by parent (a counting sort, ascending ids within a
+ * group) so that olecf_children costs the number of children, not the size
+ * of the directory: a walk over every storage stays linear.
+ */
+static error_code index_children(olecf_file *cf, error_info *err)
+{
+    size_t n = cf->entry_count;
+    uint32_t *first = calloc(n + 1, sizeof *first);
+    uint32_t *ids = malloc(n * sizeof *ids);
+    cf->priv->child_first = first;
+    cf->priv->child_ids = ids;
+    if (!first || !ids)
+        return error_set(err, ERR_NOMEM, "out of memory reading a compound file");
+    for (size_t i = 1; i < n; i++) {
+        if (cf->entries[i].parent != OLECF_NOSTREAM)
+            first[cf->entries[i].parent + 1]++;
+    }
+    for (size_t i = 0; i < n; i++)
+        first[i + 1] += first[i];
+    /* Placing the entries moves each first[p] to the end of group p, which
+     * is where group p + 1 starts: shifting by one restores the starts. */
+    for (size_t i = 1; i < n; i++) {
+        if (cf->entries[i].parent != OLECF_NOSTREAM)
+            ids[first[cf->entries[i].parent]++] = (uint32_t)i;
+    }
+    for (size_t i = n; i > 0; i--)
+        first[i] = first[i - 1];
+    first[0] = 0;
+    cf->priv->steps += n;
+    return ERR_OK;
+}
+
 static error_code load_mini_stream(olecf_file *cf, error_info *err)
 {
     const olecf_entry *root = &cf->entries[0];
     cf->mini_stream_size = root->size;
     size_t needed = (size_t)((root->size + cf->sector_size - 1) / cf->sector_size);
-    error_code rc = fat_chain(cf, root->start_sector, needed, &cf->mini_sectors, &cf->mini_sector_count, err);
+    error_code rc = fat_chain(cf, root->start_sector, needed, &cf->mini_sectors, &cf->mini_sector_count, NULL, err);
     if (rc == ERR_OK && cf->mini_sector_count < needed)
         rc = malformed(err, "mini stream chain too short");
     return rc;
@@ -479,6 +528,8 @@ error_code olecf_open(olecf_file *cf, FILE *f, uint64_t file_size, error_info *e
     if (rc == ERR_OK)
         rc = link_tree(cf, err);
     if (rc == ERR_OK)
+        rc = index_children(cf, err);
+    if (rc == ERR_OK)
         rc = load_mini_stream(cf, err);
     if (rc == ERR_OK) {
         cf->mini_used = calloc((size_t)(cf->minifat_len + 8) / 8, 1);
@@ -504,6 +555,10 @@ void olecf_close(olecf_file *cf)
     free(cf->entries);
     free(cf->used);
     free(cf->mini_used);
+    if (cf->priv) {
+        free(cf->priv->child_first);
+        free(cf->priv->child_ids);
+    }
     free(cf->priv);
     memset(cf, 0, sizeof *cf);
 }
@@ -525,20 +580,17 @@ error_code olecf_children(const olecf_file *cf, uint32_t id, uint32_t **ids, siz
 {
     *ids = NULL;
     *count = 0;
-    size_t n = 0;
-    cf->priv->steps += cf->entry_count;
-    for (size_t i = 1; i < cf->entry_count; i++)
-        n += cf->entries[i].parent == id;
+    if (!cf->priv || !cf->priv->child_first || id >= cf->entry_count)
+        return ERR_OK;
+    const uint32_t *first = cf->priv->child_first;
+    size_t n = first[id + 1] - first[id];
+    cf->priv->steps += n + 1;
     if (n == 0)
         return ERR_OK;
     uint32_t *list = malloc(n * sizeof *list);
     if (!list)
         return error_set(err, ERR_NOMEM, "out of memory reading a compound file");
-    size_t k = 0;
-    for (size_t i = 1; i < cf->entry_count; i++) {
-        if (cf->entries[i].parent == id)
-            list[k++] = (uint32_t)i;
-    }
+    memcpy(list, cf->priv->child_ids + first[id], n * sizeof *list);
     *ids = list;
     *count = n;
     return ERR_OK;

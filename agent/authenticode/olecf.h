@@ -22,6 +22,11 @@
  * mini stream that ends in free mini sectors. A file ending in free sectors
  * is left to the caller (msi_open refuses it).
  *
+ * Caps: OLECF_MAX_ENTRIES directory entries (a longer directory is refused),
+ * each chain at most the file's sector count (a sector once), a stream
+ * smaller than the file. Opening costs a few steps per entry, sector and
+ * mini sector, and olecf_children one per child returned (olecf_steps).
+ *
  * Structural problems come back as ERR_REJECTED with "malformed compound
  * file: ..." in err; read failures as ERR_IO.
  */
@@ -62,7 +67,7 @@ typedef struct olecf_entry {
     uint32_t parent;         /* storage holding this entry; OLECF_NOSTREAM if unreachable */
 } olecf_entry;
 
-/* What olecf.c keeps beside the public fields (the work count). */
+/* What olecf.c keeps beside the public fields (child index, work count). */
 typedef struct olecf_private olecf_private;
 
 typedef struct olecf_file {
@@ -98,7 +103,7 @@ void olecf_close(olecf_file *cf);
 /*
  * The ids of the entries whose parent is storage id (the root is 0), in
  * ascending id order; *ids is malloc'd (the caller frees it), NULL when
- * there are none.
+ * there are none. Costs the number of children (indexed at open).
  */
 error_code olecf_children(const olecf_file *cf, uint32_t id, uint32_t **ids, size_t *count, error_info *err);
 

@@ -1,7 +1,10 @@
 /*
  * test_olecf.c — unit tests of the OLE compound file reader on files built
- * in memory: a valid file with a mini stream, and chains that loop or point
- * outside the file. (test_authenticode.c covers the MSI verdicts.)
+ * in memory: a valid file with a mini stream and a regular stream, chains
+ * that loop or point outside the file, the accounting of every sector
+ * (appended, free, shared and orphaned sectors and mini sectors), and the
+ * work a 65,536-entry directory costs, counted with olecf_steps.
+ * (test_authenticode.c covers the MSI verdicts.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "authenticode/msi.h"
 #include "authenticode/olecf.h"
 
 #define SECTOR 512
@@ -424,12 +428,131 @@ static void test_sector_accounting(void **state)
     }
 }
 
+/* ---- A large directory ------------------------------------------------------
+ * A version 4 file (4096-byte sectors): FAT sectors first, then the
+ * directory: the root and entries - 1 storages, each the right sibling of
+ * the one before, all children of the root. Entries past `entries` in the
+ * last directory sector are unused. The caller frees the buffer. */
+
+#define BIG_SECTOR 4096u
+
+static uint8_t *make_big_directory(uint32_t entries, uint32_t dir_sectors, size_t *len)
+{
+    uint32_t per = BIG_SECTOR / 4, fat_sectors = 1;
+    while (fat_sectors * per < fat_sectors + dir_sectors)
+        fat_sectors++;
+    uint32_t sectors = fat_sectors + dir_sectors;
+    *len = (size_t)(sectors + 1) * BIG_SECTOR;
+    uint8_t *b = calloc(1, *len);
+    assert_non_null(b);
+    static const uint8_t magic[8] = {0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1};
+    memcpy(b, magic, 8);
+    put16(b + 0x1a, 4);
+    put16(b + 0x1c, 0xfffe);
+    put16(b + 0x1e, 12);
+    put16(b + 0x20, 6);
+    put32(b + 0x28, dir_sectors);
+    put32(b + 0x2c, fat_sectors);
+    put32(b + 0x30, fat_sectors);
+    put32(b + 0x38, 4096);
+    put32(b + 0x3c, 0xfffffffe);
+    put32(b + 0x44, 0xfffffffe);
+    memset(b + 0x4c, 0xff, 109 * 4);
+    uint8_t *fat = b + BIG_SECTOR;
+    memset(fat, 0xff, (size_t)fat_sectors * BIG_SECTOR);
+    for (uint32_t s = 0; s < fat_sectors; s++) {
+        put32(b + 0x4c + 4 * s, s);
+        put32(fat + 4 * s, 0xfffffffd);
+    }
+    for (uint32_t s = fat_sectors; s + 1 < sectors; s++)
+        put32(fat + 4 * s, s + 1);
+    put32(fat + 4 * (sectors - 1), 0xfffffffe);
+    uint8_t *dir = b + (size_t)(fat_sectors + 1) * BIG_SECTOR;
+    for (uint32_t i = 0; i < dir_sectors * (BIG_SECTOR / 128); i++) {
+        uint8_t *e = dir + (size_t)128 * i;
+        put32(e + 0x44, 0xffffffff);
+        put32(e + 0x48, 0xffffffff);
+        put32(e + 0x4c, 0xffffffff);
+        if (i >= entries)
+            continue;
+        e[0] = i == 0 ? 'R' : 'S';
+        put16(e + 0x40, 4);
+        e[0x42] = i == 0 ? 5 : 1;
+        if (i == 0)
+            put32(e + 0x4c, 1);
+        else if (i + 1 < entries)
+            put32(e + 0x48, i + 1);
+        put32(e + 0x74, i == 0 ? 0xfffffffe : 0);
+    }
+    return b;
+}
+
+/* Opening a 65,536-entry directory and listing every storage's children
+ * (what the MSI digest walk does) costs a bounded number of steps per
+ * entry and sector; it used to cost one directory scan per storage. */
+static void test_large_directory_is_linear(void **state)
+{
+    (void)state;
+    const uint32_t entries = OLECF_MAX_ENTRIES, dir_sectors = OLECF_MAX_ENTRIES * 128 / BIG_SECTOR;
+    size_t len;
+    uint8_t *b = make_big_directory(entries, dir_sectors, &len);
+    FILE *f = as_file(b, len);
+    free(b);
+    olecf_file cf;
+    error_info err;
+    if (olecf_open(&cf, f, len, &err) != ERR_OK)
+        fail_msg("open failed: %s", err.message);
+    assert_int_equal(cf.entry_count, entries);
+    uint64_t bound = 8 * ((uint64_t)entries + cf.sector_count);
+    assert_true(olecf_steps(&cf) <= bound);
+    size_t total = 0;
+    for (uint32_t id = 0; id < entries; id++) {
+        uint32_t *ids;
+        size_t count;
+        assert_int_equal(olecf_children(&cf, id, &ids, &count, &err), ERR_OK);
+        total += count;
+        free(ids);
+        if (olecf_steps(&cf) > bound)
+            fail_msg("%llu steps after listing %lu storages: the work is not linear",
+                     (unsigned long long)olecf_steps(&cf), (unsigned long)id + 1);
+    }
+    assert_int_equal(total, entries - 1);
+    olecf_close(&cf);
+    fclose(f);
+
+    /* Through the MSI digest walk, which lists every storage twice over. */
+    b = make_big_directory(entries, dir_sectors, &len);
+    f = as_file(b, len);
+    free(b);
+    msi_package msi;
+    authenticode_result result;
+    memset(&result, 0, sizeof result);
+    unsigned char digest[MBEDTLS_MD_MAX_SIZE];
+    assert_int_equal(msi_open(&msi, f, len, &result, &err), ERR_OK);
+    assert_int_equal(msi_hash(&msi, MBEDTLS_MD_SHA256, digest, &result, &err), ERR_OK);
+    if (olecf_steps(&msi.cf) > bound)
+        fail_msg("msi_hash: %llu steps for %lu entries", (unsigned long long)olecf_steps(&msi.cf),
+                 (unsigned long)entries);
+    msi_close(&msi);
+    fclose(f);
+
+    /* One directory sector more is over the cap, and refused as such. */
+    b = make_big_directory(entries, dir_sectors + 1, &len);
+    f = as_file(b, len);
+    free(b);
+    assert_int_equal(olecf_open(&cf, f, len, &err), ERR_REJECTED);
+    assert_non_null(strstr(err.message, "more than 65536 entries"));
+    olecf_close(&cf);
+    fclose(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reads_streams),
         cmocka_unit_test(test_broken_chains),
         cmocka_unit_test(test_sector_accounting),
+        cmocka_unit_test(test_large_directory_is_linear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
