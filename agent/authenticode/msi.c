@@ -295,3 +295,245 @@ error_code msi_hash(msi_package *msi, mbedtls_md_type_t md, unsigned char *out, 
     rc = run_digest(msi, md, prehash, prehash_len, hash_storage, out, &local);
     return from_olecf(rc, &local, result, err);
 }
+
+/* ---- ProductVersion ---------------------------------------------------------------
+ *
+ * An MSI database keeps every string once, in the string pool: _StringPool
+ * holds a 4-byte header (code page; bit 15 of its second word: string
+ * references are 3 bytes instead of 2), then one (length, reference count)
+ * pair of 16-bit words per string id from 1 on; a pair (0, 0) is an empty
+ * id, a pair (0, n) says the next pair holds a length over 64 KiB (low
+ * word, high word). _StringData is the strings' bytes back to back, in id
+ * order. A table's stream holds its columns one after the other (all rows
+ * of column 1, then of column 2); the Property table's two columns,
+ * Property and Value, are both string references (0: null). Streams of
+ * tables are named with the 0x4840 marker and the packed name encoding
+ * msi_decode_stream_name undoes (Wine's msi/table.c, msitools' libmsi).
+ */
+
+static uint16_t get_le16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static char mime_char(unsigned x)
+{
+    if (x < 10)
+        return (char)('0' + x);
+    if (x < 36)
+        return (char)('A' + x - 10);
+    if (x < 62)
+        return (char)('a' + x - 36);
+    return x == 62 ? '.' : '_';
+}
+
+void msi_decode_stream_name(const uint8_t *name, size_t len, char *out, size_t size)
+{
+    size_t n = 0;
+    for (size_t i = 0; i + 1 < len; i += 2) {
+        unsigned c = (unsigned)name[i] | (unsigned)name[i + 1] << 8;
+        if (c == 0)
+            break;
+        char decoded[2];
+        size_t k = 0;
+        if (c >= 0x3800 && c < 0x4800) {
+            decoded[k++] = mime_char((c - 0x3800) & 0x3f);
+            decoded[k++] = mime_char(((c - 0x3800) >> 6) & 0x3f);
+        } else if (c >= 0x4800 && c < 0x4840) {
+            decoded[k++] = mime_char(c - 0x4800);
+        } else if (c == 0x4840) {
+            decoded[k++] = '!';
+        } else {
+            decoded[k++] = c < 0x80 ? (char)c : '?';
+        }
+        for (size_t j = 0; j < k && n + 1 < size; j++)
+            out[n++] = decoded[j];
+    }
+    if (size > 0)
+        out[n] = '\0';
+}
+
+/* The root stream whose decoded name is name, or OLECF_NOSTREAM. */
+static uint32_t find_root_stream(const olecf_file *cf, const char *name)
+{
+    for (size_t i = 1; i < cf->entry_count; i++) {
+        const olecf_entry *e = &cf->entries[i];
+        char decoded[72];
+        if (e->parent != 0 || e->type != OLECF_STREAM)
+            continue;
+        msi_decode_stream_name(e->name, e->name_len, decoded, sizeof decoded);
+        if (strcmp(decoded, name) == 0)
+            return (uint32_t)i;
+    }
+    return OLECF_NOSTREAM;
+}
+
+/* Stream id's whole content, at most cap bytes, into *data (malloc'd). */
+static error_code read_whole_stream(olecf_file *cf, uint32_t id, size_t cap, const char *what, uint8_t **data,
+                                    size_t *len, error_info *err)
+{
+    uint64_t size = cf->entries[id].size;
+    *data = NULL;
+    *len = 0;
+    if (size > cap)
+        return error_set(err, ERR_REJECTED, "malformed MSI: the %s stream is %llu bytes, more than the %zu read",
+                         what, (unsigned long long)size, cap);
+    buffer_sink b = {malloc(size ? (size_t)size : 1), (size_t)size, 0};
+    if (!b.data)
+        return error_set(err, ERR_NOMEM, "out of memory reading the MSI %s", what);
+    error_code rc = size ? olecf_read_stream(cf, id, to_buffer, &b, err) : ERR_OK;
+    if (rc == ERR_OK && b.len != size)
+        rc = error_set(err, ERR_REJECTED, "malformed MSI: the %s stream is shorter than its size", what);
+    if (rc != ERR_OK) {
+        free(b.data);
+        return rc;
+    }
+    *data = b.data;
+    *len = b.len;
+    return ERR_OK;
+}
+
+typedef struct string_pool {
+    const uint8_t *pool; /* _StringPool */
+    size_t entries;      /* its 4-byte entries, the header included */
+    const uint8_t *data; /* _StringData */
+    size_t data_len;     /* its bytes */
+    unsigned ref_bytes;  /* bytes per string reference in tables: 2 or 3 */
+} string_pool;
+
+/* Walks the pool to the string with id want_id, or (want_id 0) to the
+ * first one equal to want_text. ERR_OK with *found false when there is
+ * none; ERR_REJECTED when the pool does not fit the data. */
+static error_code pool_find(const string_pool *sp, uint32_t want_id, const char *want_text, bool *found, uint32_t *id,
+                            size_t *offset, size_t *len, error_info *err)
+{
+    size_t at = 0, text_len = want_text ? strlen(want_text) : 0;
+    uint32_t n = 1;
+    *found = false;
+    for (size_t i = 1; i < sp->entries; n++) {
+        const uint8_t *e = sp->pool + 4 * i;
+        size_t length = get_le16(e);
+        if (length == 0 && get_le16(e + 2) != 0) { /* a long string: its length is in the next entry */
+            if (i + 1 >= sp->entries)
+                return error_set(err, ERR_REJECTED, "malformed MSI: the string pool ends inside an entry");
+            length = (size_t)get_le16(e + 4) | (size_t)get_le16(e + 6) << 16;
+            i += 2;
+        } else {
+            i += 1;
+        }
+        if (length > sp->data_len - at)
+            return error_set(err, ERR_REJECTED, "malformed MSI: the string pool runs past _StringData");
+        if (want_id ? n == want_id
+                    : length == text_len && memcmp(sp->data + at, want_text, text_len) == 0) {
+            *found = true;
+            *id = n;
+            *offset = at;
+            *len = length;
+            return ERR_OK;
+        }
+        at += length;
+    }
+    return ERR_OK;
+}
+
+static uint32_t table_ref(const uint8_t *p, unsigned bytes)
+{
+    return (uint32_t)get_le16(p) | (bytes == 3 ? (uint32_t)p[2] << 16 : 0);
+}
+
+/* The Value string id of the Property row whose key is key_id (0: none). */
+static error_code property_value(const uint8_t *table, size_t len, unsigned ref_bytes, uint32_t key_id,
+                                 uint32_t *value_id, error_info *err)
+{
+    size_t row = 2u * ref_bytes;
+    *value_id = 0;
+    if (len % row != 0)
+        return error_set(err, ERR_REJECTED, "malformed MSI: the Property table's size (%zu bytes) is not a whole number "
+                         "of rows", len);
+    size_t rows = len / row;
+    for (size_t r = 0; r < rows; r++) {
+        if (table_ref(table + r * ref_bytes, ref_bytes) == key_id) {
+            *value_id = table_ref(table + rows * ref_bytes + r * ref_bytes, ref_bytes);
+            return ERR_OK;
+        }
+    }
+    return ERR_OK;
+}
+
+static void copy_printable(const uint8_t *text, size_t len, char *out, size_t size)
+{
+    size_t n = 0;
+    while (len > 0 && *text == ' ') {
+        text++;
+        len--;
+    }
+    for (size_t i = 0; i < len && n + 1 < size; i++)
+        out[n++] = text[i] >= 0x20 && text[i] < 0x7f ? (char)text[i] : '?';
+    while (n > 0 && out[n - 1] == ' ')
+        n--;
+    out[n] = '\0';
+}
+
+/* The lookup itself, on the three streams read into memory. */
+static error_code product_version_of(const string_pool *sp, const uint8_t *table, size_t table_len, char *version,
+                                     size_t size, error_info *err)
+{
+    bool found = false;
+    uint32_t key_id = 0, value_id = 0, id;
+    size_t offset, len;
+    error_code rc = pool_find(sp, 0, "ProductVersion", &found, &key_id, &offset, &len, err);
+    if (rc != ERR_OK || !found)
+        return rc;
+    rc = property_value(table, table_len, sp->ref_bytes, key_id, &value_id, err);
+    if (rc != ERR_OK || value_id == 0)
+        return rc;
+    rc = pool_find(sp, value_id, NULL, &found, &id, &offset, &len, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (!found)
+        return error_set(err, ERR_REJECTED, "malformed MSI: ProductVersion names string %u, which the pool lacks",
+                         (unsigned)value_id);
+    copy_printable(sp->data + offset, len, version, size);
+    return ERR_OK;
+}
+
+error_code msi_read_product_version(FILE *f, uint64_t file_size, char *version, size_t size, error_info *err)
+{
+    olecf_file cf;
+    memset(&cf, 0, sizeof cf);
+    if (size > 0)
+        version[0] = '\0';
+    error_code rc = olecf_open(&cf, f, file_size, err);
+    if (rc != ERR_OK) {
+        olecf_close(&cf);
+        return rc;
+    }
+    uint32_t pool_id = find_root_stream(&cf, "!_StringPool"), data_id = find_root_stream(&cf, "!_StringData");
+    uint32_t table_id = find_root_stream(&cf, "!Property");
+    uint8_t *pool = NULL, *data = NULL, *table = NULL;
+    size_t pool_len = 0, data_len = 0, table_len = 0;
+    if (table_id == OLECF_NOSTREAM)
+        goto done; /* no Property table: no ProductVersion */
+    if (pool_id == OLECF_NOSTREAM || data_id == OLECF_NOSTREAM) {
+        rc = error_set(err, ERR_REJECTED, "malformed MSI: a Property table but no string pool");
+        goto done;
+    }
+    olecf_begin_pass(&cf);
+    rc = read_whole_stream(&cf, pool_id, MSI_MAX_STRING_POOL, "_StringPool", &pool, &pool_len, err);
+    if (rc == ERR_OK)
+        rc = read_whole_stream(&cf, data_id, MSI_MAX_STRING_DATA, "_StringData", &data, &data_len, err);
+    if (rc == ERR_OK)
+        rc = read_whole_stream(&cf, table_id, MSI_MAX_PROPERTY, "Property", &table, &table_len, err);
+    if (rc == ERR_OK) {
+        string_pool sp = {pool, pool_len / 4, data, data_len, 2};
+        if (pool_len >= 4 && (get_le16(pool + 2) & 0x8000))
+            sp.ref_bytes = 3;
+        rc = product_version_of(&sp, table, table_len, version, size, err);
+    }
+done:
+    free(pool);
+    free(data);
+    free(table);
+    olecf_close(&cf);
+    return rc;
+}

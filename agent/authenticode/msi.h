@@ -50,4 +50,32 @@ error_code msi_read_signature(msi_package *msi, uint8_t **der, size_t *der_len, 
 error_code msi_hash(msi_package *msi, mbedtls_md_type_t md, unsigned char *out, authenticode_result *result,
                     error_info *err);
 
+/* ---- ProductVersion (PRODUCT.md 4.3, version binding) ------------------------ */
+
+#define MSI_VERSION_TEXT 128         /* bytes of the version text, NUL included */
+#define MSI_MAX_STRING_POOL (8u << 20) /* _StringPool bytes read into memory */
+#define MSI_MAX_STRING_DATA (16u << 20) /* _StringData bytes read into memory */
+#define MSI_MAX_PROPERTY (4u << 20)  /* Property table bytes read into memory */
+
+/*
+ * Decodes an MSI stream name (UTF-16LE as stored in the compound file, len
+ * bytes, up to a NUL) into out as ASCII: the characters
+ * [0-9A-Za-z._] packed two per code unit (0x3800-0x47FF) or one (0x4800-
+ * 0x483F) are unpacked, the table marker 0x4840 becomes '!', any other
+ * code unit outside ASCII becomes '?'. So the string pool's streams read
+ * "!_StringPool" and "!_StringData", the Property table "!Property", the
+ * signature "\005DigitalSignature". Cut to fit size (at least 1).
+ */
+void msi_decode_stream_name(const uint8_t *name, size_t len, char *out, size_t size);
+
+/*
+ * The package's ProductVersion property, from the Property table through
+ * the string pool, into version (size bytes; printable ASCII, others as
+ * '?', trimmed, cut to fit): "" when the package has no Property table or
+ * no ProductVersion row. ERR_REJECTED ("malformed MSI ...") when the
+ * compound file, the string pool or the table is broken or a stream
+ * exceeds its cap above; ERR_IO when f cannot be read; ERR_NOMEM.
+ */
+error_code msi_read_product_version(FILE *f, uint64_t file_size, char *version, size_t size, error_info *err);
+
 #endif

@@ -272,3 +272,347 @@ fail:
     free(table);
     return rc;
 }
+
+/* ---- The version resource -------------------------------------------------------
+ *
+ * Resource tree (PE/COFF specification, ".rsrc Section"): three levels of
+ * IMAGE_RESOURCE_DIRECTORY (16 bytes: named and ID entry counts at +12 and
+ * +14, then 8-byte entries, named ones first), type -> name -> language;
+ * an entry's second word has its high bit set when it points at a
+ * subdirectory. Offsets inside the tree are relative to the resource
+ * directory's start; the leaf IMAGE_RESOURCE_DATA_ENTRY holds an RVA.
+ * VS_VERSIONINFO is a tree of blocks: wLength, wValueLength, wType (1: text,
+ * length in characters), a NUL-terminated UTF-16LE key, padding to 32 bits,
+ * the value, padding, then the children; the root's value is
+ * VS_FIXEDFILEINFO, its children StringFileInfo (string tables of
+ * key/value strings) and VarFileInfo.
+ */
+
+#define PE_RESOURCE_DIRECTORY 2       /* data directory entry of the resource tree */
+#define PE_RT_VERSION 16              /* resource type of VS_VERSIONINFO */
+#define PE_MAX_SECTIONS 96            /* the Windows loader's limit */
+#define PE_SECTION_HEADER 40          /* bytes per section header */
+#define PE_MAX_RESOURCE_ENTRIES 4096u /* entries examined per resource directory */
+#define PE_MAX_VERSION_INFO 65535u    /* VS_VERSIONINFO's wLength is 16 bits */
+#define VS_FIXEDFILEINFO_SIGNATURE 0xFEEF04BDu
+#define VS_FIXEDFILEINFO_SIZE 52u
+
+typedef struct resource_walk {
+    FILE *f;                                              /* the image */
+    uint64_t file_size;                                   /* its size */
+    uint8_t sections[PE_MAX_SECTIONS * PE_SECTION_HEADER]; /* the section table */
+    uint16_t section_count;                               /* headers in sections */
+    uint32_t rva, size;                                   /* the resource directory */
+} resource_walk;
+
+static error_code version_malformed(error_info *err, const char *what)
+{
+    return error_set(err, ERR_REJECTED, "malformed version resource: %s", what);
+}
+
+static error_code version_read(const resource_walk *w, uint64_t offset, void *buf, size_t len, const char *what,
+                               error_info *err)
+{
+    if (offset > w->file_size || len > w->file_size - offset)
+        return error_set(err, ERR_REJECTED, "malformed version resource: the %s lies past the end of the file", what);
+    return authenticode_read_at(w->f, offset, buf, len, err);
+}
+
+/* File offset of rva, and how many bytes of its section's raw data follow
+ * it; false when no section's raw data holds it. */
+static bool rva_map(const resource_walk *w, uint32_t rva, uint64_t *offset, uint32_t *available)
+{
+    for (uint16_t i = 0; i < w->section_count; i++) {
+        const uint8_t *h = w->sections + (size_t)i * PE_SECTION_HEADER;
+        uint32_t va = get_le32(h + 12), raw_size = get_le32(h + 16), raw_pointer = get_le32(h + 20);
+        if (rva >= va && rva - va < raw_size) {
+            *offset = (uint64_t)raw_pointer + (rva - va);
+            *available = raw_size - (rva - va);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Reads the headers and the section table; leaves w->rva/size 0 when the
+ * image has no resource directory. */
+static error_code version_headers(resource_walk *w, error_info *err)
+{
+    uint8_t dos[64], coff[24], opt[2], count[4], entry[8];
+    error_code rc = version_read(w, 0, dos, sizeof dos, "DOS header", err);
+    if (rc != ERR_OK)
+        return rc;
+    if (!pe_is_pe(dos, sizeof dos))
+        return version_malformed(err, "not a PE image (no MZ header)");
+    uint64_t nt = get_le32(dos + 0x3c);
+    if ((rc = version_read(w, nt, coff, sizeof coff, "NT headers", err)) != ERR_OK)
+        return rc;
+    if (memcmp(coff, "PE\0\0", 4) != 0)
+        return version_malformed(err, "no PE signature");
+    uint16_t sections = get_le16(coff + 4 + 2);
+    uint32_t opt_size = get_le16(coff + 4 + 16);
+    uint64_t opt_off = nt + sizeof coff;
+    if ((rc = version_read(w, opt_off, opt, sizeof opt, "optional header", err)) != ERR_OK)
+        return rc;
+    uint16_t magic = get_le16(opt);
+    uint32_t count_field = magic == 0x20b ? 108 : 92, dirs_field = magic == 0x20b ? 112 : 96;
+    if (magic != 0x10b && magic != 0x20b)
+        return version_malformed(err, "unknown optional header magic");
+    if (sections > PE_MAX_SECTIONS)
+        return version_malformed(err, "more than 96 sections");
+    w->section_count = sections;
+    rc = version_read(w, opt_off + opt_size, w->sections, (size_t)sections * PE_SECTION_HEADER, "section table", err);
+    if (rc != ERR_OK)
+        return rc;
+    uint32_t entry_end = dirs_field + 8u * (PE_RESOURCE_DIRECTORY + 1);
+    if (opt_size < count_field + 4 || opt_size < entry_end)
+        return ERR_OK; /* no room for a resource directory entry */
+    if ((rc = version_read(w, opt_off + count_field, count, sizeof count, "optional header", err)) != ERR_OK)
+        return rc;
+    if (get_le32(count) <= PE_RESOURCE_DIRECTORY)
+        return ERR_OK;
+    rc = version_read(w, opt_off + dirs_field + 8u * PE_RESOURCE_DIRECTORY, entry, sizeof entry, "optional header",
+                      err);
+    if (rc != ERR_OK)
+        return rc;
+    w->rva = get_le32(entry);
+    w->size = get_le32(entry + 4);
+    return ERR_OK;
+}
+
+/* Reads len bytes at offset (from the resource directory's start), which
+ * must lie inside the directory and inside one section. */
+static error_code resource_read(const resource_walk *w, uint32_t offset, void *buf, uint32_t len, error_info *err)
+{
+    uint64_t file_offset;
+    uint32_t available;
+    if (offset > w->size || len > w->size - offset || w->rva > UINT32_MAX - offset ||
+        !rva_map(w, w->rva + offset, &file_offset, &available) || len > available)
+        return version_malformed(err, "a resource directory entry lies outside the resource section");
+    return version_read(w, file_offset, buf, len, "resource directory", err);
+}
+
+/* In the directory at dir: the target (second word) of the entry with ID
+ * want, or of the first entry when want is 0. *found false when none. */
+static error_code resource_entry(const resource_walk *w, uint32_t dir, uint32_t want, bool *found, uint32_t *target,
+                                 error_info *err)
+{
+    uint8_t head[16], entry[8];
+    *found = false;
+    error_code rc = resource_read(w, dir, head, sizeof head, err);
+    if (rc != ERR_OK)
+        return rc;
+    uint32_t named = get_le16(head + 12), total = named + get_le16(head + 14);
+    if (total > PE_MAX_RESOURCE_ENTRIES)
+        total = PE_MAX_RESOURCE_ENTRIES;
+    for (uint32_t i = want ? named : 0; i < total; i++) {
+        if ((rc = resource_read(w, dir + 16 + 8 * i, entry, sizeof entry, err)) != ERR_OK)
+            return rc;
+        if (want == 0 || get_le32(entry) == want) {
+            *found = true;
+            *target = get_le32(entry + 4);
+            return ERR_OK;
+        }
+    }
+    return ERR_OK;
+}
+
+/* The first RT_VERSION resource's bytes (*data malloc'd, the caller frees
+ * it; NULL when the image has none). */
+static error_code version_resource(resource_walk *w, uint8_t **data, size_t *len, error_info *err)
+{
+    *data = NULL;
+    *len = 0;
+    uint32_t dir = 0, target = 0;
+    for (int level = 0; level < 3; level++) {
+        bool found = false;
+        error_code rc = resource_entry(w, dir, level == 0 ? PE_RT_VERSION : 0, &found, &target, err);
+        if (rc != ERR_OK || !found)
+            return rc;
+        bool subdirectory = (target & 0x80000000u) != 0;
+        if (subdirectory != (level < 2))
+            return version_malformed(err, "the resource tree is not three levels deep");
+        dir = target & 0x7fffffffu;
+    }
+    uint8_t leaf[16];
+    error_code rc = resource_read(w, dir, leaf, sizeof leaf, err);
+    if (rc != ERR_OK)
+        return rc;
+    uint32_t rva = get_le32(leaf), size = get_le32(leaf + 4);
+    uint64_t offset;
+    uint32_t available;
+    if (!rva_map(w, rva, &offset, &available))
+        return version_malformed(err, "VS_VERSIONINFO lies outside every section");
+    /* Only what the 16-bit root length can cover, and only the section's own bytes. */
+    size_t want = size < PE_MAX_VERSION_INFO ? size : PE_MAX_VERSION_INFO;
+    if (want > available)
+        want = available;
+    if (want < 6)
+        return version_malformed(err, "VS_VERSIONINFO is truncated");
+    uint8_t *buf = malloc(want);
+    if (!buf)
+        return error_set(err, ERR_NOMEM, "out of memory reading the version resource");
+    rc = version_read(w, offset, buf, want, "VS_VERSIONINFO", err);
+    if (rc != ERR_OK) {
+        free(buf);
+        return rc;
+    }
+    *data = buf;
+    *len = want;
+    return ERR_OK;
+}
+
+typedef struct vs_block {
+    size_t end;         /* offset just past the block (its wLength, clamped to its parent) */
+    size_t key;         /* offset of the UTF-16LE key */
+    size_t key_units;   /* its length in code units, NUL excluded */
+    size_t value;       /* offset of the value (32-bit aligned after the key) */
+    size_t value_bytes; /* its length in bytes (clamped to the block) */
+    size_t children;    /* offset of the first child */
+} vs_block;
+
+static size_t align4(size_t x)
+{
+    return (x + 3) & ~(size_t)3;
+}
+
+/* The block at at, inside [at, limit) of buf; false when none fits there. */
+static bool vs_block_at(const uint8_t *buf, size_t limit, size_t at, vs_block *b)
+{
+    if (at > limit || limit - at < 6)
+        return false;
+    size_t length = get_le16(buf + at), value_length = get_le16(buf + at + 2), type = get_le16(buf + at + 4);
+    if (length < 6)
+        return false;
+    b->end = length > limit - at ? limit : at + length;
+    b->key = at + 6;
+    size_t p = b->key;
+    while (p + 2 <= b->end && (buf[p] | buf[p + 1]) != 0)
+        p += 2;
+    if (p + 2 > b->end)
+        return false; /* the key has no terminator */
+    b->key_units = (p - b->key) / 2;
+    b->value = align4(p + 2) < b->end ? align4(p + 2) : b->end;
+    b->value_bytes = type == 1 ? value_length * 2 : value_length;
+    if (b->value_bytes > b->end - b->value)
+        b->value_bytes = b->end - b->value;
+    b->children = align4(b->value + b->value_bytes) < b->end ? align4(b->value + b->value_bytes) : b->end;
+    return true;
+}
+
+static bool vs_key_is(const uint8_t *buf, const vs_block *b, const char *name)
+{
+    size_t n = strlen(name);
+    if (b->key_units != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (buf[b->key + 2 * i] != (uint8_t)name[i] || buf[b->key + 2 * i + 1] != 0)
+            return false;
+    return true;
+}
+
+/* A String block's text: printable ASCII, others as '?', trimmed. */
+static void vs_text(const uint8_t *buf, const vs_block *b, char *out, size_t size)
+{
+    size_t n = 0;
+    for (size_t p = b->value; p + 2 <= b->end && n + 1 < size; p += 2) {
+        uint16_t c = get_le16(buf + p);
+        if (c == 0)
+            break;
+        out[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    while (n > 0 && out[n - 1] == ' ')
+        n--;
+    out[n] = '\0';
+    size_t lead = strspn(out, " ");
+    memmove(out, out + lead, n - lead + 1);
+}
+
+/* The next child of parent after *at (first call: *at = parent->children). */
+static bool vs_next_child(const uint8_t *buf, const vs_block *parent, size_t *at, vs_block *child)
+{
+    if (*at >= parent->end || !vs_block_at(buf, parent->end, *at, child))
+        return false;
+    *at = align4(child->end);
+    return true;
+}
+
+/* StringFileInfo's ProductVersion and FileVersion: the first of each that
+ * starts with a digit, across every string table. */
+static void vs_strings(const uint8_t *buf, const vs_block *root, char *product, char *file, size_t size)
+{
+    vs_block info, table, string;
+    size_t at = root->children;
+    while (vs_next_child(buf, root, &at, &info)) {
+        if (!vs_key_is(buf, &info, "StringFileInfo"))
+            continue;
+        size_t table_at = info.children;
+        while (vs_next_child(buf, &info, &table_at, &table)) {
+            size_t string_at = table.children;
+            while (vs_next_child(buf, &table, &string_at, &string)) {
+                char *slot = vs_key_is(buf, &string, "ProductVersion") ? product
+                             : vs_key_is(buf, &string, "FileVersion")  ? file
+                                                                       : NULL;
+                if (!slot || (slot[0] >= '0' && slot[0] <= '9'))
+                    continue;
+                vs_text(buf, &string, slot, size);
+            }
+        }
+    }
+}
+
+/* Picks what the version resource states, in the order pe.h gives. */
+static error_code version_from_info(const uint8_t *buf, size_t len, pe_version *version, error_info *err)
+{
+    vs_block root;
+    if (!vs_block_at(buf, len, 0, &root) || !vs_key_is(buf, &root, "VS_VERSION_INFO"))
+        return version_malformed(err, "the RT_VERSION resource is not a VS_VERSIONINFO");
+    char product[PE_VERSION_TEXT] = "", file[PE_VERSION_TEXT] = "";
+    vs_strings(buf, &root, product, file, sizeof product);
+    const char *text = NULL;
+    if (product[0] >= '0' && product[0] <= '9') {
+        text = product;
+        version->source = "ProductVersion";
+    } else if (file[0] >= '0' && file[0] <= '9') {
+        text = file;
+        version->source = "FileVersion";
+    }
+    if (text) {
+        snprintf(version->text, sizeof version->text, "%s", text);
+        return ERR_OK;
+    }
+    if (root.value_bytes < VS_FIXEDFILEINFO_SIZE || get_le32(buf + root.value) != VS_FIXEDFILEINFO_SIGNATURE)
+        return ERR_OK;
+    /* dwFileVersionMS/LS at +8/+12, dwProductVersionMS/LS at +16/+20. */
+    for (int i = 0; i < 2; i++) {
+        const uint8_t *p = buf + root.value + (i == 0 ? 16 : 8);
+        uint32_t ms = get_le32(p), ls = get_le32(p + 4);
+        if (ms == 0 && ls == 0)
+            continue;
+        snprintf(version->text, sizeof version->text, "%u.%u.%u.%u", (unsigned)(ms >> 16), (unsigned)(ms & 0xffff),
+                 (unsigned)(ls >> 16), (unsigned)(ls & 0xffff));
+        version->source = i == 0 ? "fixed ProductVersion" : "fixed FileVersion";
+        return ERR_OK;
+    }
+    return ERR_OK;
+}
+
+error_code pe_read_version(FILE *f, uint64_t file_size, pe_version *version, error_info *err)
+{
+    memset(version, 0, sizeof *version);
+    resource_walk *w = calloc(1, sizeof *w);
+    if (!w)
+        return error_set(err, ERR_NOMEM, "out of memory reading the version resource");
+    w->f = f;
+    w->file_size = file_size;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    error_code rc = version_headers(w, err);
+    if (rc == ERR_OK && w->rva != 0 && w->size != 0)
+        rc = version_resource(w, &data, &len, err);
+    if (rc == ERR_OK && data)
+        rc = version_from_info(data, len, version, err);
+    free(data);
+    free(w);
+    return rc;
+}

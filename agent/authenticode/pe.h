@@ -58,4 +58,30 @@ error_code pe_hash(FILE *f, const pe_layout *layout, mbedtls_md_context_t *md, e
 error_code pe_read_signature(FILE *f, const pe_layout *layout, uint8_t **der, size_t *der_len,
                              authenticode_result *result, error_info *err);
 
+/* ---- The version resource (PRODUCT.md 4.3, version binding) ---------------- */
+
+#define PE_VERSION_TEXT 128 /* bytes of pe_version.text, NUL included */
+
+typedef struct pe_version {
+    char text[PE_VERSION_TEXT]; /* the version as the file states it: printable ASCII
+                                   (others as '?'), trimmed, cut to fit; "" when none */
+    const char *source;         /* "ProductVersion" or "FileVersion" (StringFileInfo),
+                                   "fixed ProductVersion" or "fixed FileVersion"
+                                   (VS_FIXEDFILEINFO); NULL when none */
+} pe_version;
+
+/*
+ * Reads the version the image states about itself: the first RT_VERSION
+ * resource's VS_VERSIONINFO, its StringFileInfo ProductVersion, else its
+ * FileVersion (the first string table holding one that starts with a
+ * digit), else the VS_FIXEDFILEINFO product version, else its file version
+ * (as "a.b.c.d"; zeros count as none). ERR_OK with source NULL when the
+ * image has no version resource, or one that states no version.
+ * ERR_REJECTED ("malformed version resource: ...") when the headers,
+ * sections or resource tree are broken; ERR_IO when f cannot be read.
+ * Every offset is checked against the file and its section; memory is
+ * bounded (VS_VERSIONINFO is at most 64 KiB, its wLength is 16 bits).
+ */
+error_code pe_read_version(FILE *f, uint64_t file_size, pe_version *version, error_info *err);
+
 #endif

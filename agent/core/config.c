@@ -59,6 +59,7 @@ static const field verify_fields[] = {
     {"signer_subject", FIELD_STRING_OR_NULL, AT(installer.verify.signer_subject), 0, 0, NULL},
     {"expected_sha256", FIELD_SHA256, AT(installer.verify.expected_sha256), 0, 0, NULL},
     {"allow_sha1", FIELD_BOOL, AT(installer.verify.allow_sha1), 0, 0, NULL},
+    {"require_version_match", FIELD_BOOL, AT(installer.verify.require_version_match), 0, 0, NULL},
     END,
 };
 

@@ -26,6 +26,8 @@ typedef struct config_verify {
     char *signer_subject;        /* required signer subject or CN; NULL: any */
     char *expected_sha256;       /* lower-case hex; NULL: not checked */
     bool allow_sha1;             /* accept SHA-1 Authenticode digests */
+    bool require_version_match;  /* reject an installer without a version resource
+                                    (PRODUCT.md 4.3, version binding) */
 } config_verify;
 
 typedef struct config_installer {

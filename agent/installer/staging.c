@@ -952,6 +952,8 @@ error_code staging_stage(const config *cfg, state *s, const staging_candidate *c
     if (rc == ERR_OK)
         rc = verify_signature(&job.report, &cfg->installer.verify, job.installer, err);
     if (rc == ERR_OK)
+        rc = verify_version_binding(&job.report, &cfg->installer.verify, job.installer, job.version, err);
+    if (rc == ERR_OK)
         rc = job_commit(&job, result, err);
 cleanup:
     if (job.tmp && platform_path_stat(job.tmp, NULL) == PLATFORM_PATH_DIR)
@@ -987,6 +989,13 @@ static cJSON *staged_object(const config *cfg)
         cJSON_AddNullToObject(staged, "staged_at");
     const char *result = json_string(sig, "result");
     cJSON_AddStringToObject(staged, "signature", result ? result : "skipped");
+    const cJSON *binding = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "verification"),
+                                                            "version_binding");
+    const char *binding_status = json_string(binding, "status");
+    if (binding_status)
+        cJSON_AddStringToObject(staged, "version_binding", binding_status);
+    else
+        cJSON_AddNullToObject(staged, "version_binding"); /* staged before outpost bound versions */
     if (signer)
         cJSON_AddStringToObject(staged, "signer", signer);
     else

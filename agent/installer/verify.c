@@ -1,7 +1,8 @@
 /*
  * verify.c — the verification layers of PRODUCT.md section 4.3: length,
- * format (PE, MSI, or an archive to open), expected SHA-256 and Authenticode
- * (delegated to authenticode.c), each recording its finding in a
+ * format (PE, MSI, or an archive to open), expected SHA-256, Authenticode
+ * (delegated to authenticode.c) and the version binding (the file's own
+ * version, read by pe.c / msi.c), each recording its finding in a
  * verify_report for the manifest. The signature rules are in verify.h.
  */
 #include "installer/verify.h"
@@ -15,6 +16,9 @@
 #include <mbedtls/md.h>
 
 #include "authenticode/authenticode.h"
+#include "authenticode/msi.h"
+#include "authenticode/pe.h"
+#include "installer/version.h"
 #include "platform/platform.h"
 
 #define HASH_BUFFER (256 * 1024)
@@ -253,6 +257,92 @@ error_code verify_signature(verify_report *report, const config_verify *policy, 
                      authenticode_verdict_name(result.verdict), result.reason);
 }
 
+/* What the file states about its version, into report; an unreadable or
+ * absent version only sets binding_reason (ERR_OK). */
+static error_code read_file_version(verify_report *report, const char *path, error_info *err)
+{
+    uint64_t size = 0;
+    FILE *f = platform_path_stat(path, &size) == PLATFORM_PATH_FILE ? platform_fopen(path, "rb") : NULL;
+    if (!f)
+        return error_set_os(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, errno, "cannot open %s: %s", path,
+                            strerror(errno));
+    uint8_t head[8];
+    size_t n = fread(head, 1, sizeof head, f);
+    error_info local;
+    error_clear(&local);
+    error_code rc = ERR_OK;
+    const char *none = "it is neither a PE image nor an MSI package";
+    if (msi_is_msi(head, n)) {
+        none = "it has no ProductVersion property";
+        rc = msi_read_product_version(f, size, report->file_version, sizeof report->file_version, &local);
+        if (rc == ERR_OK && report->file_version[0])
+            snprintf(report->binding_source, sizeof report->binding_source, "msi ProductVersion");
+    } else if (pe_is_pe(head, n)) {
+        none = "it carries no version resource";
+        pe_version v;
+        rc = pe_read_version(f, size, &v, &local);
+        if (rc == ERR_OK && v.source) {
+            snprintf(report->file_version, sizeof report->file_version, "%s", v.text);
+            snprintf(report->binding_source, sizeof report->binding_source, "%s", v.source);
+        }
+    }
+    fclose(f);
+    if (rc == ERR_REJECTED) {
+        snprintf(report->binding_reason, sizeof report->binding_reason, "its version cannot be read (%.150s)",
+                 local.message);
+        return ERR_OK;
+    }
+    if (rc != ERR_OK) {
+        if (err)
+            *err = local;
+        return rc;
+    }
+    if (!report->binding_source[0])
+        snprintf(report->binding_reason, sizeof report->binding_reason, "%s", none);
+    return ERR_OK;
+}
+
+error_code verify_version_binding(verify_report *report, const config_verify *policy, const char *path,
+                                  const char *version, error_info *err)
+{
+    report->file_version[0] = report->binding_source[0] = report->binding_reason[0] = '\0';
+    snprintf(report->binding, sizeof report->binding, "unbound");
+    error_code rc = read_file_version(report, path, err);
+    if (rc != ERR_OK)
+        return error_prefix(err, "version check");
+    char numbers[VERSION_MAX_LENGTH + 1];
+    if (report->binding_source[0] && !version_numbers_of(report->file_version, numbers, sizeof numbers))
+        snprintf(report->binding_reason, sizeof report->binding_reason, "its %s \"%.100s\" holds no version number",
+                 report->binding_source, report->file_version);
+    if (report->binding_reason[0]) {
+        if (!policy->require_version_match)
+            return ERR_OK;
+        return error_set(err, ERR_REJECTED,
+                         "version check failed: the installer states no version it could be bound to (%s) and "
+                         "installer.verify.require_version_match is true; get an installer that carries its "
+                         "version from the publisher, or set require_version_match to false",
+                         report->binding_reason);
+    }
+    if (version_compare_numbers(numbers, version) == 0) {
+        snprintf(report->binding, sizeof report->binding, "bound");
+        return ERR_OK;
+    }
+    snprintf(report->binding, sizeof report->binding, "mismatch");
+    return error_set(err, ERR_REJECTED,
+                     "version check failed: the installer states version %.100s (its %s) but was offered as version "
+                     "%s; a storage host or mirror may be replaying an old installer under a new version number; do "
+                     "not install it",
+                     report->file_version, report->binding_source, version);
+}
+
+static void add_string_or_null(cJSON *obj, const char *name, const char *value)
+{
+    if (value && value[0])
+        cJSON_AddStringToObject(obj, name, value);
+    else
+        cJSON_AddNullToObject(obj, name);
+}
+
 cJSON *verify_report_to_json(const verify_report *report)
 {
     cJSON *v = cJSON_CreateObject();
@@ -285,6 +375,16 @@ cJSON *verify_report_to_json(const verify_report *report)
         cJSON_AddStringToObject(sig, "digest", report->digest);
     else
         cJSON_AddNullToObject(sig, "digest");
+    if (report->binding[0]) {
+        cJSON *binding = cJSON_AddObjectToObject(v, "version_binding");
+        if (!binding)
+            goto fail;
+        cJSON_AddStringToObject(binding, "status", report->binding);
+        add_string_or_null(binding, "file_version", report->file_version);
+        add_string_or_null(binding, "source", report->binding_source);
+        if (report->binding_reason[0])
+            cJSON_AddStringToObject(binding, "reason", report->binding_reason);
+    }
     return v;
 fail:
     cJSON_Delete(v);

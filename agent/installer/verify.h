@@ -1,7 +1,7 @@
 /*
  * verify.h — the verification layers an installer passes before it is staged
- * (PRODUCT.md section 4.3): length, format, expected SHA-256 and the
- * Authenticode signature. Each layer records what it found in a
+ * (PRODUCT.md section 4.3): length, format, expected SHA-256, the
+ * Authenticode signature and the version binding. Each layer records what it found in a
  * verify_report, which staging writes into manifest.json ("verification")
  * so an administrator can see why a file was accepted.
  *
@@ -18,6 +18,14 @@
  *    require_signature false the layer is "skipped": nothing can be judged
  *    without a trust anchor. require_signature with no CA is a
  *    configuration error.
+ *  - Version binding: the version the file states about itself (PE:
+ *    StringFileInfo ProductVersion, else FileVersion, else the numbers of
+ *    VS_FIXEDFILEINFO; MSI: the ProductVersion property) must equal, on
+ *    its numeric parts, the version it was offered under. A file whose
+ *    version cannot be found or read (no resource, a malformed one, no
+ *    number in it) is "unbound", accepted unless require_version_match:
+ *    what it states is signed with the file, so a broken resource is the
+ *    publisher's, not a way for a storage host to pass a replay.
  */
 #ifndef OUTPOST_VERIFY_H
 #define OUTPOST_VERIFY_H
@@ -84,6 +92,11 @@ typedef struct verify_report {
     char signer[256];            /* signer subject, "" when none */
     bool timestamped;            /* the signature carried a verified timestamp */
     char digest[16];             /* Authenticode digest algorithm, "" when none */
+    char binding[12];            /* "bound" | "unbound" | "mismatch"; "" before the layer ran */
+    char file_version[128];      /* the version the file states, "" when none */
+    char binding_source[24];     /* "ProductVersion" | "FileVersion" | "fixed ProductVersion" |
+                                    "fixed FileVersion" | "msi ProductVersion"; "" when none */
+    char binding_reason[200];    /* why unbound, "" otherwise */
 } verify_report;
 
 /* Sets every member to its "nothing checked yet" value. */
@@ -108,6 +121,16 @@ error_code verify_expected_sha256(verify_report *report, const config_verify *po
  * cannot be read.
  */
 error_code verify_signature(verify_report *report, const config_verify *policy, const char *path, error_info *err);
+
+/*
+ * Version-binding layer on the installer at path (a PE or MSI) that was
+ * offered as version (valid, see version.h), with the rules at the top of
+ * this file: ERR_REJECTED on a mismatch (naming both versions), or when
+ * the file is unbound and policy->require_version_match; ERR_IO when the
+ * file cannot be read. Records binding, file_version and source.
+ */
+error_code verify_version_binding(verify_report *report, const config_verify *policy, const char *path,
+                                  const char *version, error_info *err);
 
 /* The manifest's "verification" object. Caller owns it (cJSON_Delete); NULL
  * on out of memory. */

@@ -176,3 +176,45 @@ int version_compare(const char *a, const char *b)
         return ar < br ? -1 : 1;
     return compare_digits(an, al, bn, bl);
 }
+
+int version_compare_numbers(const char *a, const char *b)
+{
+    return compare_numbers(&a, &b);
+}
+
+bool version_numbers_of(const char *text, char *out, size_t size)
+{
+    size_t used = 0;
+    if (size > 0)
+        out[0] = '\0';
+    while (*text == ' ' || *text == '\t')
+        text++;
+    while (is_digit(*text)) {
+        const char *start = text;
+        while (is_digit(*text))
+            text++;
+        size_t n = (size_t)(text - start);
+        if (used + (used > 0) + n + 1 > size) {
+            if (size > 0)
+                out[0] = '\0';
+            return false;
+        }
+        if (used > 0)
+            out[used++] = '.';
+        memcpy(out + used, start, n);
+        used += n;
+        out[used] = '\0';
+        /* The next part: ".7", ",7" or ", 7" (a digit must follow). */
+        const char *next = text;
+        if (*next == '.' || *next == ',') {
+            bool comma = *next == ',';
+            next++;
+            while (comma && *next == ' ')
+                next++;
+        }
+        if (next == text || !is_digit(*next))
+            break;
+        text = next;
+    }
+    return used > 0;
+}

@@ -13,6 +13,7 @@
 #define OUTPOST_VERSION_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "base/error.h"
 
@@ -33,5 +34,26 @@ bool version_is_valid(const char *text, error_info *err);
  * "preview" < "rc". Invalid input compares as older than anything valid.
  */
 int version_compare(const char *a, const char *b);
+
+/*
+ * Compares only the numeric parts of two versions, numerically, with the
+ * rules above (leading zeros allowed, missing parts are 0), and ignores any
+ * suffix: "26.1.3.24329" equals "26.01.03.24329-0de7ab+" and "3.2.0-rc1".
+ * This is how the version inside a signed installer is bound to the version
+ * it was offered under (PRODUCT.md 4.3). Text without leading digits
+ * compares as 0.
+ */
+int version_compare_numbers(const char *a, const char *b);
+
+/*
+ * The leading numeric parts of a version as a file's own metadata states it
+ * (a PE version resource, an MSI ProductVersion), written dotted into out:
+ * "26.01.03.24329-0de7ab" -> "26.01.03.24329", "26, 1, 3, 24329" (the old
+ * resource-compiler style) -> "26.1.3.24329", " 5.2.1 (build 7)" -> "5.2.1".
+ * Parts are separated by '.' or ',' with optional spaces around a comma.
+ * False (out "") when text does not start with a digit after spaces, or
+ * when the numbers do not fit in size bytes.
+ */
+bool version_numbers_of(const char *text, char *out, size_t size);
 
 #endif

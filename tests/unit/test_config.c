@@ -33,6 +33,7 @@ static void test_defaults(void **state)
     assert_string_equal(cfg.installer.platform, "windows");
     assert_int_equal(cfg.installer.keep_versions, 2);
     assert_true(cfg.installer.verify.require_signature);
+    assert_false(cfg.installer.verify.require_version_match);
     assert_false(cfg.deploy.enabled);
     assert_int_equal(cfg.deploy.command_count, 5);
     assert_string_equal(cfg.deploy.command[2], "{installer}");
@@ -57,7 +58,7 @@ static void test_full_example(void **state)
         " \"proxy\": \"http://proxy:3128\","
         " \"installer\": {\"platform\": \"windows\", \"installed_version\": \"24.3.0\", \"installed_version_file\": null,"
         "   \"keep_versions\": 3, \"verify\": {\"require_signature\": false, \"trusted_ca_file\": \"/ca.pem\","
-        "   \"signer_subject\": \"Example\", \"expected_sha256\": \"ABCDEF0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789\"}},"
+        "   \"signer_subject\": \"Example\", \"require_version_match\": true, \"expected_sha256\": \"ABCDEF0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789\"}},"
         " \"deploy\": {\"enabled\": true, \"command\": [\"/bin/true\", \"{installer}\"], \"timeout_s\": 60},"
         " \"report\": {\"enabled\": true, \"initial_lookback\": \"15m\", \"filter\": {\"created_by\": [\"policy\"]},"
         "   \"page_size\": 500, \"keep_incidents\": 10, \"status_file\": \"s.json\", \"jsonl_file\": \"i.jsonl\"},"
@@ -70,6 +71,7 @@ static void test_full_example(void **state)
     assert_null(cfg.tls_ca_file);
     assert_int_equal(cfg.installer.keep_versions, 3);
     assert_false(cfg.installer.verify.require_signature);
+    assert_true(cfg.installer.verify.require_version_match);
     assert_string_equal(cfg.installer.verify.expected_sha256,
                         "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
     assert_int_equal(cfg.deploy.command_count, 2);
@@ -112,6 +114,8 @@ static void test_errors_name_the_key(void **state)
         {"{\"deploy\": {\"command\": [\"x\", 3]}}", "`deploy.command[1]`"},
         {"{\"report\": {\"filter\": []}}", "`report.filter`"},
         {"{\"installer\": {\"verify\": {\"expected_sha256\": \"abc\"}}}", "`installer.verify.expected_sha256`"},
+        {"{\"installer\": {\"verify\": {\"require_version_match\": \"yes\"}}}",
+         "`installer.verify.require_version_match`"},
         {"{\"base_url\": \"http://tenant.example.com\"}", "`base_url`"},
         {"{\"base_url\": \"ftp://tenant.example.com\"}", "`base_url`"},
         {"{\"base_url\": \"http://127.0.0.1.evil.com\"}", "`base_url`"},

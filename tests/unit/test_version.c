@@ -115,12 +115,66 @@ static void test_compare(void **unused)
     }
 }
 
+/* Version binding (PRODUCT.md 4.3): numeric parts only, suffixes ignored. */
+static void test_compare_numbers(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *a, *b;
+        int expect;
+    } cases[] = {
+        {"26.1.3.24329", "26.01.03.24329-0de7ab+", 0},
+        {"3.2.0", "3.2.0-rc1", 0}, /* a pre-release suffix does not count here */
+        {"1.0.0.0", "1", 0},
+        {"0001.0002", "1.2", 0},
+        {"26.1.2.100", "26.01.03.24329-0de7ab+", -1},
+        {"24.3.10", "24.3.9", 1},
+        {"99999999999999999999999.1", "99999999999999999999998.9", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int got = sign(version_compare_numbers(cases[i].a, cases[i].b));
+        int back = sign(version_compare_numbers(cases[i].b, cases[i].a));
+        if (got != cases[i].expect || back != -cases[i].expect)
+            fail_msg("compare_numbers(\"%s\", \"%s\") = %d / %d, expected %d", cases[i].a, cases[i].b, got, back,
+                     cases[i].expect);
+    }
+}
+
+static void test_numbers_of(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *text, *expect; /* expect NULL: false */
+    } cases[] = {
+        {"26.01.03.24329-0de7ab", "26.01.03.24329"},
+        {"26, 1, 3, 24329", "26.1.3.24329"},
+        {"26,1,3,24329", "26.1.3.24329"},
+        {" 5.2.1 (build 7)", "5.2.1"},
+        {"1.2.", "1.2"},
+        {"1..2", "1"},
+        {"7", "7"},
+        {"v1.2", NULL},
+        {"", NULL},
+        {"   ", NULL},
+        {"123456789012345678901234567890.1", NULL}, /* does not fit in 24 bytes */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[24];
+        bool ok = version_numbers_of(cases[i].text, out, sizeof out);
+        if (ok != (cases[i].expect != NULL) || strcmp(out, cases[i].expect ? cases[i].expect : "") != 0)
+            fail_msg("numbers_of(\"%s\") = %d \"%s\", expected \"%s\"", cases[i].text, ok, out,
+                     cases[i].expect ? cases[i].expect : "(false)");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_compare_numbers),
+        cmocka_unit_test(test_numbers_of),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
