@@ -117,19 +117,21 @@ def tree(path: Path):
 
 @needs_fixtures
 def test_stage_signed_pe_and_msi(tmp_path, fx):
+    # The fixtures state version 26.01.03.24329 (make_signing_fixtures.sh): the
+    # version they are staged under must agree with it (version binding).
     agent = Agent(tmp_path, require_signature=True, ca=str(fx / "root.pem"))
-    stage_ok(agent, fx / "signed.exe", "1.0.0")
-    m = agent.manifest("1.0.0")
-    assert m["file_name"] == "signed.exe" and m["version"] == "1.0.0"
+    stage_ok(agent, fx / "signed.exe", "26.01.03.24329-0de7ab+")
+    m = agent.manifest("26.01.03.24329-0de7ab+")
+    assert m["file_name"] == "signed.exe" and m["version"] == "26.01.03.24329-0de7ab+"
     assert m["verification"]["format"] == "pe"
     assert m["verification"]["signature"]["result"] == "valid"
     assert "Example Code Signing" in m["verification"]["signature"]["signer"]
     assert m["size"] == (fx / "signed.exe").stat().st_size
-    stage_ok(agent, fx / "signed.msi", "1.1.0")
-    assert agent.manifest("1.1.0")["verification"]["format"] == "msi"
-    assert agent.current() == "1.1.0"
+    stage_ok(agent, fx / "signed.msi", "26.1.3.24329")
+    assert agent.manifest("26.1.3.24329")["verification"]["format"] == "msi"
+    assert agent.current() == "26.1.3.24329"
     staged = agent.status()["installer"]["staged"]
-    assert staged["version"] == "1.1.0" and staged["signature"] == "valid"
+    assert staged["version"] == "26.1.3.24329" and staged["signature"] == "valid"
     assert (fx / "signed.msi").exists(), "stage FILE copies, it does not move"
 
 
@@ -142,8 +144,8 @@ def test_unsigned_rejected_only_when_required(tmp_path, fx):
     assert agent.current() is None and [n for n in agent.staging() if not n.startswith(".")] == []
     agent.settings["require_signature"] = False
     agent.write_config()
-    stage_ok(agent, fx / "unsigned.msi", "1.0")
-    assert agent.manifest("1.0")["verification"]["signature"]["result"] == "unsigned"
+    stage_ok(agent, fx / "unsigned.msi", "26.1.3.24329")
+    assert agent.manifest("26.1.3.24329")["verification"]["signature"]["result"] == "unsigned"
 
 
 @needs_fixtures

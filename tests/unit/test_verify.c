@@ -1,6 +1,7 @@
 /* test_verify.c — the verification layers: format detection on crafted
  * buffers (truncated and hostile PE headers included), length, SHA-256,
- * expected_sha256 and the signature rule when no CA is configured. */
+ * expected_sha256, the signature rule when no CA is configured, and the
+ * version binding of files that state no version. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -219,6 +220,52 @@ static void test_report_json(void **unused)
     cJSON_Delete(j);
 }
 
+/* Version binding on files that state no version: "unbound", accepted
+ * unless require_version_match (a mismatch is in test_version_binding.py). */
+static void test_version_binding_unbound(void **unused)
+{
+    (void)unused;
+    uint8_t buf[512];
+    make_pe(buf, sizeof buf, 0x80); /* no optional header: its version cannot be read */
+    char *pe = temp_file(buf, sizeof buf);
+    char *text = temp_file("hello", 5);
+    const struct {
+        const char *path, *reason;
+    } cases[] = {{pe, "cannot be read"}, {text, "neither a PE image nor an MSI"}};
+    for (size_t i = 0; i < 2; i++) {
+        verify_report r;
+        verify_report_init(&r);
+        error_info err;
+        config_verify policy = {.require_version_match = false};
+        assert_int_equal(verify_version_binding(&r, &policy, cases[i].path, "1.2.3", &err), ERR_OK);
+        assert_string_equal(r.binding, "unbound");
+        assert_string_equal(r.file_version, "");
+        assert_non_null(strstr(r.binding_reason, cases[i].reason));
+        cJSON *j = verify_report_to_json(&r);
+        const cJSON *b = cJSON_GetObjectItem(j, "version_binding");
+        assert_string_equal(cJSON_GetObjectItem(b, "status")->valuestring, "unbound");
+        assert_true(cJSON_IsNull(cJSON_GetObjectItem(b, "file_version")));
+        assert_true(cJSON_IsNull(cJSON_GetObjectItem(b, "source")));
+        assert_non_null(strstr(cJSON_GetObjectItem(b, "reason")->valuestring, cases[i].reason));
+        cJSON_Delete(j);
+
+        policy.require_version_match = true;
+        assert_int_equal(verify_version_binding(&r, &policy, cases[i].path, "1.2.3", &err), ERR_REJECTED);
+        assert_non_null(strstr(err.message, "require_version_match"));
+        assert_non_null(strstr(err.message, cases[i].reason));
+    }
+    verify_report r;
+    verify_report_init(&r);
+    error_info err;
+    config_verify policy = {.require_version_match = false};
+    assert_int_equal(verify_version_binding(&r, &policy, "/nonexistent/installer.exe", "1.2.3", &err),
+                     ERR_NOT_FOUND);
+    unlink(pe);
+    unlink(text);
+    free(pe);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_signature_without_ca),
         cmocka_unit_test(test_signature_unsigned_with_ca),
         cmocka_unit_test(test_report_json),
+        cmocka_unit_test(test_version_binding_unbound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

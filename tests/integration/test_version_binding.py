@@ -1,0 +1,140 @@
+"""Version binding (PRODUCT.md 4.3): the version inside a signed installer
+(PE version resource, MSI ProductVersion) must agree with the
+X-Installer-Version it is offered under, so a storage host or mirror cannot
+replay an old, genuinely signed installer under a new version number.
+
+`update` against the simulator serving the fixtures of
+tests/fixtures/make_signing_fixtures.sh: signed.exe / signed.msi state
+26.01.03.24329 (the simulator's default version), replay-old.exe / .msi
+state 26.01.02.100, signed-noversion.exe states nothing. Archives are
+checked on the installer inside them (`stage`, offline).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+OUTPOST = os.environ.get("OUTPOST_BIN")
+HERE = Path(__file__).resolve().parent
+FIXTURE_SCRIPT = HERE.parent / "fixtures" / "make_signing_fixtures.sh"
+TOOLS = ["openssl", "osslsigncode", "x86_64-w64-mingw32-gcc", "i686-w64-mingw32-gcc", "x86_64-w64-mingw32-windres",
+         "i686-w64-mingw32-windres", "wixl"]
+
+pytestmark = [pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN is not set (tests/CMakeLists.txt sets it)"),
+              pytest.mark.skipif(not all(shutil.which(t) for t in TOOLS), reason="signing fixture tools missing")]
+
+SIM_VERSION = "26.01.03.24329-0de7ab+"  # the simulator's default X-Installer-Version
+
+
+@pytest.fixture(scope="module")
+def fx(tmp_path_factory):
+    out = tmp_path_factory.mktemp("signing")
+    subprocess.run(["sh", str(FIXTURE_SCRIPT), str(out)], check=True, timeout=180)
+    return out
+
+
+def write_config(tmp_path: Path, base_url: str, fx: Path, **verify) -> tuple[Path, Path]:
+    state = tmp_path / "state"
+    cfg = {"base_url": base_url, "state_dir": str(state),
+           "installer": {"installed_version": "26.01.02.1",
+                         "verify": {"require_signature": True, "trusted_ca_file": str(fx / "root.pem"), **verify}}}
+    path = tmp_path / "outpost.json"
+    path.write_text(json.dumps(cfg))
+    return path, state
+
+
+def outpost(cfg: Path, *args) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
+    env["OUTPOST_API_KEY"] = "sim-api-key"
+    return subprocess.run([OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+def staged(state: Path) -> list[str]:
+    root = state / "staging"
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
+
+
+def binding(state: Path, version: str) -> dict:
+    manifest = json.loads((state / "staging" / version / "manifest.json").read_text())
+    return manifest["verification"]["version_binding"]
+
+
+def one_line_error(r: subprocess.CompletedProcess) -> str:
+    lines = [line for line in r.stderr.splitlines() if line.startswith("outpost:")]
+    assert len(lines) == 1, r.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("name,version,source,file_version", [
+    ("signed.exe", SIM_VERSION, "ProductVersion", "26.01.03.24329-0de7ab"),
+    ("signed32.exe", "26.1.3.24329", "ProductVersion", "26.01.03.24329-0de7ab"),
+    ("signed.msi", "26.1.3.24329", "msi ProductVersion", "26.1.3.24329"),
+])
+def test_matching_version_is_bound(sim_factory, tmp_path, fx, name, version, source, file_version):
+    sim = sim_factory(installer=str(fx / name), installer_version=version, installer_name=f"Sensor{name[-4:]}")
+    cfg, state = write_config(tmp_path, sim.url, fx)
+    r = outpost(cfg, "update")
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [version]
+    assert binding(state, version) == {"status": "bound", "file_version": file_version, "source": source}
+    status = json.loads((state / "status.json").read_text())
+    assert status["installer"]["staged"]["version_binding"] == "bound"
+
+
+@pytest.mark.parametrize("name,offered,states", [
+    ("replay-old.exe", SIM_VERSION, "26.01.02.100"),
+    ("replay-old.msi", "26.1.3.24329", "26.1.2.100"),
+])
+def test_replayed_old_installer_rejected(sim_factory, tmp_path, fx, name, offered, states):
+    """A genuinely signed old installer served under the new version number:
+    the signature is valid, the version inside is not the one offered."""
+    sim = sim_factory(installer=str(fx / name), installer_version=offered, installer_name=f"Sensor{name[-4:]}")
+    cfg, state = write_config(tmp_path, sim.url, fx)
+    r = outpost(cfg, "update")
+    assert r.returncode == 4, r.stderr
+    line = one_line_error(r)
+    assert states in line and offered in line, line
+    assert "replaying an old installer" in line, line
+    assert staged(state) == []
+    assert not (state / "staging" / "current").exists()
+
+
+def test_no_version_resource_unbound_unless_required(sim_factory, tmp_path, fx):
+    sim = sim_factory(installer=str(fx / "signed-noversion.exe"), installer_version=SIM_VERSION)
+    (tmp_path / "a").mkdir()
+    cfg, state = write_config(tmp_path / "a", sim.url, fx)
+    r = outpost(cfg, "update")
+    assert r.returncode == 0, r.stderr
+    b = binding(state, SIM_VERSION)
+    assert b["status"] == "unbound" and b["file_version"] is None and b["source"] is None
+    assert "no version resource" in b["reason"]
+
+    (tmp_path / "b").mkdir()
+    cfg, state = write_config(tmp_path / "b", sim.url, fx, require_version_match=True)
+    r = outpost(cfg, "update")
+    assert r.returncode == 4, r.stderr
+    line = one_line_error(r)
+    assert "require_version_match" in line and "no version resource" in line, line
+    assert staged(state) == []
+
+
+def test_installer_inside_an_archive_is_bound(tmp_path, fx):
+    cfg, state = write_config(tmp_path, "https://unused.example.com", fx)
+    good, old = tmp_path / "good.zip", tmp_path / "old.zip"
+    for archive, name in ((good, "signed.exe"), (old, "replay-old.exe")):
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("README.txt", "read me")
+            zf.write(fx / name, "bin/SensorSetup.exe")
+    r = outpost(cfg, "stage", str(old), "--version", SIM_VERSION)
+    assert r.returncode == 4, r.stderr
+    assert "26.01.02.100" in one_line_error(r)
+    assert staged(state) == []
+    r = outpost(cfg, "stage", str(good), "--version", SIM_VERSION)
+    assert r.returncode == 0, r.stderr
+    assert binding(state, SIM_VERSION)["status"] == "bound"
