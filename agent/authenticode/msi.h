@@ -11,6 +11,9 @@
  *
  * The pre-hash covers metadata only (names, sizes, state bits, times) in
  * the same order; the stored MsiDigitalSignatureEx must equal it.
+ *
+ * Also the package's ProductVersion property (read through the string
+ * pool), which installer/verify.c binds to the version it was offered under.
  */
 #ifndef OUTPOST_MSI_H
 #define OUTPOST_MSI_H

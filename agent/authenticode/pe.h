@@ -2,7 +2,9 @@
  * pe.h — the parts of a PE image (PE32 and PE32+) that Authenticode needs:
  * where the CheckSum field and the security data directory entry are, where
  * the certificate table is, the Authenticode image digest, and the
- * signature blob of the certificate table's one WIN_CERTIFICATE.
+ * signature blob of the certificate table's one WIN_CERTIFICATE; and the
+ * version the image states about itself (its version resource), which
+ * installer/verify.c binds to the version it was offered under.
  *
  * Every offset and size read from the file is checked against the file size
  * before use. Structural problems are reported as a verdict through

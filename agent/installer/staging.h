@@ -59,7 +59,8 @@ typedef struct staging_result {
 
 /*
  * Verifies the candidate (length, format PE/MSI or an archive holding one —
- * extracted with libarchive under caps —, expected_sha256, Authenticode) and
+ * extracted with libarchive under caps —, expected_sha256, Authenticode, the
+ * version binding of the installer, or of the one inside an archive) and
  * stages it: staging/<version>/ with its manifest, `current` switched,
  * versions beyond keep_versions pruned (never the current or the previous
  * one). A version older than the installed one is refused (ERR_REJECTED)
