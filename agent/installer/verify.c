@@ -262,7 +262,9 @@ error_code verify_signature(verify_report *report, const config_verify *policy, 
 static error_code read_file_version(verify_report *report, const char *path, error_info *err)
 {
     uint64_t size = 0;
-    FILE *f = platform_path_stat(path, &size) == PLATFORM_PATH_FILE ? platform_fopen(path, "rb") : NULL;
+    if (platform_path_stat(path, &size) != PLATFORM_PATH_FILE)
+        return error_set(err, ERR_NOT_FOUND, "cannot read %s: it is not a regular file", path);
+    FILE *f = platform_fopen(path, "rb");
     if (!f)
         return error_set_os(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, errno, "cannot open %s: %s", path,
                             strerror(errno));
