@@ -386,11 +386,12 @@ def test_msi_appended_sectors_are_accounted_for(fx, tmp_path, change, reason):
     got = probe(fx, path)
     assert got["verdict"] == "malformed" and reason in got["reason"], got
     assert ossl_ok(fx, path)
-    staged = outpost_stage(fx, tmp_path, path, "1.0.0")
+    # 26.1.3.24329: the fixture's ProductVersion (version binding).
+    staged = outpost_stage(fx, tmp_path, path, "26.1.3.24329")
     if staged is not None:
         assert staged.returncode == 4, staged.stderr
         assert reason in staged.stderr
-        assert outpost_stage(fx, tmp_path, fx / "signed.msi", "1.0.0").returncode == 0
+        assert outpost_stage(fx, tmp_path, fx / "signed.msi", "26.1.3.24329").returncode == 0
 
 
 def test_msi_free_sector_inside_is_accepted(fx):
