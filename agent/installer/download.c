@@ -148,6 +148,7 @@ typedef struct download_job {
     int64_t range_start;         /* Range sent (0: none) */
     bool restart;                /* answer unusable: ask again without Range */
     bool skip;                   /* accept hook said no */
+    bool headers_seen;           /* on_headers ran for this request */
     error_code failure;          /* decided in a callback; ERR_OK if none */
     error_info failure_info;
     pipeline *pipe;              /* running pipeline, or NULL */
@@ -342,6 +343,8 @@ static void pipeline_free(pipeline *p)
  * covers job->hashed bytes and catches up from the file first. */
 static error_code pipeline_start(download_job *job, error_info *err)
 {
+    if (job->pipe) /* its threads would never be joined */
+        return error_set(err, ERR_INTERNAL, "download: a second pipeline was asked for while one runs");
     pipeline *p = calloc(1, sizeof *p);
     if (!p)
         return error_set(err, ERR_NOMEM, "out of memory");
@@ -552,6 +555,17 @@ static http_stream_action on_headers(void *user, const http_stream_headers *h)
     download_job *job = user;
     error_info why;
     error_clear(&why);
+    if (job->headers_seen) {
+        /* One request, one answer: a second one (a proxy's own answer
+         * taken for the platform's, say) must not start a second part file
+         * and pipeline over the first, whose threads would then never be
+         * joined. The running pipeline is finished by attempt(). */
+        error_set(&why, ERR_PROTOCOL,
+                  "installer: a second set of response headers arrived for one request; the download was stopped "
+                  "(the partial file is kept); check any proxy or gateway between outpost and the platform");
+        return fail_with(job, ERR_PROTOCOL, &why);
+    }
+    job->headers_seen = true;
     job->result->requests++;
     if (h->status == 416 || (h->status == 206 && job->range_start == 0)) {
         if (job->range_start == 0) {
@@ -733,6 +747,7 @@ static error_code attempt(download_job *job, http_client *http, error_info *err)
     job->range_start = job->partial.version ? job->written : 0;
     job->restart = false;
     job->skip = false;
+    job->headers_seen = false;
     job->failure = ERR_OK;
     job->attempt_bytes = 0;
     api_installer_request req = {.platform = job->request->platform,

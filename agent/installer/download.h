@@ -32,7 +32,9 @@
  * the same run, up to DOWNLOAD_MAX_ATTEMPTS attempts: the first
  * interruption always (even one before any body byte), later ones as long
  * as they make progress; after that it is ERR_TEMPORARY and the next run
- * resumes.
+ * resumes. A request shows its answer's headers once: a second set for the
+ * same request is refused (ERR_PROTOCOL, the partial kept, the running
+ * writer and hasher finished), never started over the first.
  */
 #ifndef OUTPOST_DOWNLOAD_H
 #define OUTPOST_DOWNLOAD_H

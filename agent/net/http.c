@@ -35,6 +35,10 @@
 #define RETRY_AFTER_RECORD_CAP_MS (24LL * 3600 * 1000)
 #define POLL_MAX_MS 1000
 #define MAX_CLOCK_OFFSET_MS (3600LL * 1000) /* a Date further off is not believed */
+/* Never names the proxy URL: it may carry the password. */
+#define PROXY_AUTH_ADVICE                                                                                              \
+    "the proxy refused outpost's credentials (HTTP 407 Proxy Authentication Required); put the right user name and "   \
+    "password in the `proxy` URL (http://user:password@host:port) or in HTTPS_PROXY"
 
 /* ---- Buffers ---------------------------------------------------------------- */
 
@@ -140,6 +144,10 @@ typedef struct xfer {
     bool hop_pending;           /* the next start follows a redirect (not a retry) */
     long status;                /* status of the response being read */
     bool headers_done;          /* blank line after a final status seen */
+    bool final_ended;           /* the final response's headers ended: later header
+                                   lines are trailers, a later status line a second
+                                   response */
+    bool second_response;       /* a second final response came on this attempt */
     char *headers[H__COUNT];    /* values of this response's headers */
     char *hop_installer_version;/* X-Installer-Version from a redirect hop */
     membuf response;            /* JSON body, or a failed answer's start */
@@ -228,6 +236,7 @@ static const char *reason_phrase(long status)
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 407: return "Proxy Authentication Required";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
     case 416: return "Range Not Satisfiable";
@@ -270,15 +279,49 @@ void http_envelope_first_error(const char *body, size_t len, char *buf, size_t s
 
 /* ---- URLs ---------------------------------------------------------------------- */
 
+/*
+ * Reads the decimal digits at *p (at least one, at most max_value) into *out
+ * and moves *p past them. Values from the network go through this rather
+ * than sscanf("%lld") / "%u", whose behaviour on overflow is undefined, or
+ * strtoll, which also takes signs and white space no header may carry.
+ */
+static bool parse_digits(const char **p, int64_t max_value, int64_t *out)
+{
+    const char *s = *p;
+    int64_t v = 0;
+    if (*s < '0' || *s > '9')
+        return false;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        int digit = *s - '0';
+        if (v > (max_value - digit) / 10)
+            return false;
+        v = v * 10 + digit;
+    }
+    *p = s;
+    *out = v;
+    return true;
+}
+
+/* A whole string of digits (a Content-Length); -1 when it is anything else. */
+static int64_t parse_int64(const char *s)
+{
+    int64_t v;
+    if (!s || !parse_digits(&s, INT64_MAX, &v) || *s)
+        return -1;
+    return v;
+}
+
 static bool host_is_loopback(const char *host)
 {
     if (text_equal_nocase(host, "localhost") || strcmp(host, "[::1]") == 0 || strcmp(host, "::1") == 0)
         return true;
-    unsigned a, b, cc, d;
-    char tail;
-    if (sscanf(host, "%u.%u.%u.%u%c", &a, &b, &cc, &d, &tail) == 4)
-        return a == 127 && b < 256 && cc < 256 && d < 256;
-    return false;
+    const char *p = host;
+    int64_t part[4];
+    for (int i = 0; i < 4; i++) {
+        if ((i > 0 && *p++ != '.') || !parse_digits(&p, 255, &part[i]))
+            return false;
+    }
+    return *p == '\0' && part[0] == 127;
 }
 
 /* Scheme, host and port of url as "scheme://host:port"; NULL if unparsable. */
@@ -453,29 +496,65 @@ static void waiting_remove(http_client *c, xfer *x, xfer *prev)
 
 static void stream_deliver_headers(xfer *x);
 
+/* The status code of a status line ("HTTP/1.1 200 OK", "HTTP/2 206"); 0 if
+ * it has none. */
+static long status_code(const char *line, size_t len)
+{
+    const char *sp = memchr(line, ' ', len);
+    char digits[4];
+    if (!sp || (size_t)(line + len - sp) < 4)
+        return 0;
+    memcpy(digits, sp + 1, 3);
+    digits[3] = '\0';
+    const char *p = digits;
+    int64_t v;
+    return parse_digits(&p, 999, &v) && *p == '\0' && v >= 100 ? (long)v : 0;
+}
+
+/*
+ * Whether a response whose headers just ended is the transfer's last. One
+ * libcurl transfer shows one final response: the proxy's CONNECT answers
+ * are suppressed (CURLOPT_SUPPRESS_CONNECT_HEADERS), redirects are ours.
+ * What may come before it is an interim 1xx, or a 401 / 407 that libcurl
+ * answers itself with credentials (proxy authentication to a plain http://
+ * origin) and follows with the real request on the same transfer.
+ */
+static bool is_final_status(long status)
+{
+    return status >= 200 && status != 401 && status != 407;
+}
+
 /* One header line, CRLF included or not. Returns false to abort. */
 static bool on_header_line(xfer *x, const char *line, size_t len)
 {
     while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n'))
         len--;
+    if (x->final_ended) {
+        if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
+            /* Never mixed with the first: its headers may already be in the
+             * caller's hands (a download has started writing). */
+            x->second_response = true;
+            return false;
+        }
+        return true; /* trailers after a chunked body: not the response's headers */
+    }
     if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
-        /* A new response (interim 1xx, or the next hop): start over. */
-        const char *sp = memchr(line, ' ', len);
-        x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        /* A new response (after an interim one): start over, body included. */
+        x->status = status_code(line, len);
         x->headers_done = false;
         xfer_clear_headers(x);
+        membuf_free(&x->response, x->kind == XFER_TOKEN);
         return true;
     }
     if (len == 0) {
         if (x->status >= 200) {
             x->headers_done = true;
-            if (x->kind == XFER_STREAM)
+            x->final_ended = is_final_status(x->status);
+            if (x->kind == XFER_STREAM && x->final_ended)
                 stream_deliver_headers(x);
-            if (x->kind != XFER_STREAM && x->headers[H_CONTENT_LENGTH] && x->status >= 200 && x->status < 300) {
-                long long declared = strtoll(x->headers[H_CONTENT_LENGTH], NULL, 10);
-                if (declared > x->client->cfg.max_response_bytes)
-                    x->too_large = true;
-            }
+            if (x->kind != XFER_STREAM && x->headers[H_CONTENT_LENGTH] && x->status >= 200 && x->status < 300 &&
+                parse_int64(x->headers[H_CONTENT_LENGTH]) > x->client->cfg.max_response_bytes)
+                x->too_large = true;
         }
         return !x->stopped && !x->too_large;
     }
@@ -550,31 +629,39 @@ static size_t curl_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata
 
 /* ---- Streams: headers to the caller ------------------------------------------------ */
 
-static int64_t parse_int64(const char *s)
-{
-    if (!s || !*s)
-        return -1;
-    char *end = NULL;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || v < 0)
-        return -1;
-    return (int64_t)v;
-}
-
+/*
+ * Content-Range (RFC 9110 section 14.4): "bytes FIRST-LAST/COMPLETE",
+ * the same with an asterisk for COMPLETE (unknown), or an asterisk for
+ * FIRST-LAST (a 416's "bytes *" "/COMPLETE"). Anything else, a value that
+ * does not fit in 63 bits, or LAST before FIRST leaves all three at -1
+ * (the download then does not take the answer as continuing its partial).
+ */
 static void parse_content_range(const char *value, http_stream_headers *h)
 {
     h->range_start = h->range_end = h->range_total = -1;
-    if (!value)
+    if (!value || !text_starts_with(value, "bytes "))
         return;
-    long long a, b;
-    char total[32];
-    if (sscanf(value, "bytes %lld-%lld/%31s", &a, &b, total) == 3) {
-        h->range_start = a;
-        h->range_end = b;
-        h->range_total = strcmp(total, "*") == 0 ? -1 : parse_int64(total);
-    } else if (sscanf(value, "bytes */%31s", total) == 1) {
-        h->range_total = parse_int64(total);
+    const char *p = value + 6;
+    while (*p == ' ')
+        p++;
+    int64_t first = -1, last = -1, total = -1;
+    if (*p == '*') {
+        p++;
+    } else if (!parse_digits(&p, INT64_MAX, &first) || *p++ != '-' || !parse_digits(&p, INT64_MAX, &last) ||
+               last < first) {
+        return;
     }
+    if (*p++ != '/')
+        return;
+    if (*p == '*' && first >= 0)
+        p++;
+    else if (!parse_digits(&p, INT64_MAX, &total) || (first >= 0 && last >= total))
+        return;
+    if (*p)
+        return;
+    h->range_start = first;
+    h->range_end = last;
+    h->range_total = total;
 }
 
 /* Called at the end of a stream response's headers: hands the final
@@ -920,6 +1007,20 @@ static void xfer_redirect(http_client *c, xfer *x, int64_t now)
         free(target);
         return;
     }
+    if (text_starts_with(x->url, "https://") && !text_starts_with(target, "https://")) {
+        /* Once on TLS, never off it (PRODUCT.md section 9): http:// is
+         * allowed to a loopback base_url for tests and local gateways, but
+         * an https:// answer redirecting to it would hand the rest of the
+         * download, and what it decides, to anything listening there. */
+        char *shown = url_without_query(target);
+        xfer_fail(c, x, ERR_PROTOCOL,
+                  "refused a redirect from https:// to %.200s: a transfer that started on https:// never continues "
+                  "without TLS; the platform or its storage host must redirect to https://",
+                  shown ? shown : "an http:// URL");
+        free(shown);
+        free(target);
+        return;
+    }
     char *origin = url_origin(target, NULL, NULL);
     free(x->url);
     x->url = target;
@@ -936,6 +1037,7 @@ typedef enum {
     OUTCOME_NETWORK,            /* connect failure, reset, timeout, partial body: retryable */
     OUTCOME_TLS,                /* certificate, host name or pin: final */
     OUTCOME_CONFIG,             /* unusable URL or protocol */
+    OUTCOME_PROXY_AUTH,         /* the proxy refused the CONNECT with 407: final */
     OUTCOME_OTHER,              /* anything else libcurl reports: final */
     OUTCOME_NOMEM
 } attempt_outcome;
@@ -1043,6 +1145,10 @@ static void handle_response(http_client *c, xfer *x, int64_t now)
         if (first[0])
             snprintf(detail, sizeof detail, " (%s)", first);
     }
+    if (status == 407) {
+        xfer_fail(c, x, ERR_AUTH, "%s", PROXY_AUTH_ADVICE);
+        return;
+    }
     if (x->kind == XFER_TOKEN && (status == 400 || status == 401)) {
         xfer_fail(c, x, ERR_AUTH,
                   "the platform refused the API key (HTTP %ld); check OUTPOST_API_KEY or api_key_file", status);
@@ -1105,6 +1211,12 @@ static void attempt_done(http_client *c, xfer *x, attempt_outcome outcome, const
         xfer_fail(c, x, ERR_NOMEM, "out of memory");
         return;
     }
+    if (x->second_response) {
+        xfer_fail(c, x, ERR_PROTOCOL,
+                  "a second HTTP response arrived for one request (from the server or a proxy in between); it was "
+                  "refused rather than mixed with the first; run again, and check any proxy or gateway if it recurs");
+        return;
+    }
     if (x->stopped || x->too_large || outcome == OUTCOME_RESPONSE) {
         if (outcome != OUTCOME_RESPONSE && !x->stopped && !x->too_large)
             outcome = OUTCOME_NETWORK;
@@ -1133,6 +1245,9 @@ static void attempt_done(http_client *c, xfer *x, attempt_outcome outcome, const
         return;
     case OUTCOME_CONFIG:
         xfer_fail(c, x, ERR_CONFIG, "%.300s", message ? message : "unusable URL");
+        return;
+    case OUTCOME_PROXY_AUTH:
+        xfer_fail(c, x, ERR_AUTH, "%s", PROXY_AUTH_ADVICE);
         return;
     default:
         xfer_fail(c, x, ERR_NETWORK, "%.300s", message ? message : "transfer failed");
@@ -1195,6 +1310,8 @@ static void attempt_reset(xfer *x)
     xfer_clear_headers(x);
     x->status = 0;
     x->headers_done = false;
+    x->final_ended = false;
+    x->second_response = false;
     membuf_free(&x->response, x->kind == XFER_TOKEN);
     x->too_large = false;
     x->stopped = false;
@@ -1269,6 +1386,7 @@ static void fake_attempt(http_client *c, xfer *x)
     if (rc != ERR_OK) {
         free(r.headers);
         free(r.body);
+        free(r.trailers);
         attempt_done(c, x, rc == ERR_TLS ? OUTCOME_TLS : OUTCOME_NETWORK, fe.message[0] ? fe.message : error_meaning(rc));
         return;
     }
@@ -1277,8 +1395,7 @@ static void fake_attempt(http_client *c, xfer *x)
     bool go = on_header_line(x, status_line, strlen(status_line));
     for (const char *p = r.headers; go && p && *p;) {
         size_t n = strcspn(p, "\n");
-        if (n > 0 && !(n == 1 && p[0] == '\r'))
-            go = on_header_line(x, p, n);
+        go = on_header_line(x, p, n); /* an empty line ends an interim response */
         p += n;
         if (*p == '\n')
             p++;
@@ -1291,10 +1408,20 @@ static void fake_attempt(http_client *c, xfer *x)
         go = on_body(x, r.body + off, n);
         off += n;
     }
+    for (const char *p = r.trailers; go && p && *p;) {
+        size_t n = strcspn(p, "\n");
+        go = on_header_line(x, p, n);
+        p += n;
+        if (*p == '\n')
+            p++;
+    }
+    if (go && r.trailers)
+        go = on_header_line(x, "\r\n", 2);
     if (!go && !x->stopped && !x->too_large)
         cut = true;
     free(r.headers);
     free(r.body);
+    free(r.trailers);
     attempt_done(c, x, cut && !x->stopped && !x->too_large && !x->out_of_memory ? OUTCOME_OTHER : OUTCOME_RESPONSE,
                  cut ? "aborted" : NULL);
 }
@@ -1332,10 +1459,14 @@ static bool curl_attempt(http_client *c, xfer *x)
     curl_easy_setopt(e, CURLOPT_SHARE, c->share);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* redirects are ours: see xfer_redirect */
+    /* Redirect protocols too, should libcurl ever follow one itself:
+     * https only, as xfer_redirect decides for the ones we follow. */
 #if LIBCURL_VERSION_NUM >= 0x075500
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
 #else
     curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long)CURLPROTO_HTTPS);
 #endif
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)c->cfg.connect_timeout_s);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -1360,6 +1491,10 @@ static bool curl_attempt(http_client *c, xfer *x)
     if (c->proxy)
         curl_easy_setopt(e, CURLOPT_PROXY, c->proxy);
     curl_easy_setopt(e, CURLOPT_PROXYAUTH, (long)CURLAUTH_ANY);
+    /* The proxy's answer to CONNECT ("200 Connection established") is not
+     * the server's: without this libcurl hands it to the header callback
+     * as if it were the response (issue 13). */
+    curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "outpost/" OUTPOST_VERSION);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, curl_header_cb);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, (void *)x);
@@ -1444,11 +1579,16 @@ static void collect_curl(http_client *c)
         size_t n = strlen(message);
         while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == '\r'))
             message[--n] = '\0';
+        attempt_outcome outcome = classify_curl(cc, message);
+        long connect_code = 0;
+        if (cc != CURLE_OK && curl_easy_getinfo(e, CURLINFO_HTTP_CONNECTCODE, &connect_code) == CURLE_OK &&
+            connect_code == 407)
+            outcome = OUTCOME_PROXY_AUTH;
         easy_give_back(c, e);
         x->easy = NULL;
         curl_slist_free_all(x->request_headers);
         x->request_headers = NULL;
-        attempt_done(c, x, classify_curl(cc, message), cc == CURLE_OK ? NULL : message);
+        attempt_done(c, x, outcome, cc == CURLE_OK ? NULL : message);
     }
 }
 

@@ -34,14 +34,16 @@
  *    arrive; nothing is buffered; the caller may stop after the headers.
  *
  * Errors (error.h), one line each, naming the method and route:
- *  ERR_AUTH       token exchange refused, or 401 again after one renewal (exit 3)
+ *  ERR_AUTH       token exchange refused, or 401 again after one renewal, or
+ *                 the proxy refused its credentials (407) (exit 3), never retried
  *  ERR_FORBIDDEN  403 (exit 3), never retried
  *  ERR_TEMPORARY  429 / 500 / 502 / 503 / network failure after the last
  *                 attempt or when the retry budget is spent (exit 75)
  *  ERR_TLS        unknown CA, wrong host name, pinned key mismatch (exit 1),
  *                 never retried
- *  ERR_PROTOCOL   response over the size cap, unusable redirect, token answer
- *                 without a token
+ *  ERR_PROTOCOL   response over the size cap, unusable redirect (https:// to
+ *                 http:// included), token answer without a token, a second
+ *                 response on one transfer
  *  ERR_HTTP       any other non-2xx status (400, 404, 409, ...), never retried;
  *                 the message carries the envelope's first error message
  *  ERR_CONFIG     unusable base_url (http:// to a host that is not loopback)
@@ -50,6 +52,11 @@
  * trace, an error message, a file or an argv. The client keeps its own
  * copies and wipes them before freeing. (libcurl keeps an internal copy of
  * the bearer token while a transfer is set up; it is not ours to wipe.)
+ *
+ * Proxies are transparent: the proxy's answers (its CONNECT's "200
+ * Connection established", a 407 that libcurl answers itself with the
+ * credentials) never count as the server's response; only the final
+ * response's headers are read, never trailers after a chunked body.
  *
  * Threads: an http_client is used from one thread. Callbacks run on that
  * thread, from inside http_run / http_call / http_stream_get.
@@ -76,9 +83,16 @@ typedef struct http_client http_client;
  */
 typedef struct http_fake_response {
     long status;            /* HTTP status, e.g. 200 */
-    char *headers;          /* malloc'd "Name: value\r\n" lines, or NULL */
+    char *headers;          /* malloc'd "Name: value\r\n" lines, or NULL. An empty
+                               line ends a response's headers early, and what
+                               follows (from an "HTTP/1.1 200 OK" status line on)
+                               is a further response on the same transfer, as
+                               libcurl shows interim answers: a 1xx, a proxy's
+                               407 it answers itself, a CONNECT answer */
     char *body;             /* malloc'd body (need not be NUL-terminated), or NULL */
     size_t body_len;        /* bytes in body */
+    char *trailers;         /* malloc'd trailer lines after the body (chunked
+                               encoding), or NULL */
 } http_fake_response;
 
 /*
@@ -247,7 +261,9 @@ typedef enum {
 } http_stream_action;
 
 typedef struct http_stream_callbacks {
-    /* Called once with the final response's headers before any body byte.
+    /* Called once with the final response's headers before any body byte
+     * (interim answers and a proxy's own answers are not shown; a second
+     * final response on the same transfer ends it with ERR_PROTOCOL instead).
      * Return HTTP_STREAM_STOP to stop here (a version check reads no body
      * beyond what libcurl already buffered: well under 64 KiB). */
     http_stream_action (*on_headers)(void *user, const http_stream_headers *headers);
@@ -277,9 +293,10 @@ typedef struct http_stream_result {
 /*
  * Streams a GET: authenticates it, paces it like any request, follows at
  * most 5 redirects by hand (301, 302, 303, 307, 308; https:// only, http://
- * only to a loopback host; the Authorization header is sent only to the
- * base_url's scheme, host and port, never to a storage host it redirects
- * to; Range / If-Range are sent on every hop). Redirects are followed by
+ * only to a loopback host and only from http://, never from https://; the
+ * Authorization header is sent only to the base_url's scheme, host and
+ * port, never to a storage host it redirects to; Range / If-Range are sent
+ * on every hop). Redirects are followed by
  * this module rather than by libcurl so that the rule does not depend on
  * the libcurl version (7.88 already drops a custom Authorization header on
  * a host change, older releases did not); a retry starts again from the

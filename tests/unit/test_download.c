@@ -34,6 +34,7 @@ typedef struct fake_server {
     bool ranges;                /* honour Range */
     bool answer_416;            /* answer 416 to any Range */
     int64_t total_override;     /* Content-Range total to announce (0: real) */
+    bool second_answer;         /* a second 200's headers follow the first's on the same transfer */
     int installer_requests;
     char last_range[128];       /* "Range: ..." line of the last installer request, "" if none */
     char last_if_range[128];
@@ -83,7 +84,10 @@ static error_code fake(void *ctx, const char *method, const char *url, const cha
         memcpy(r->body, s->body + start, r->body_len);
     } else {
         r->status = 200;
-        snprintf(headers + n, sizeof headers - (size_t)n, "Content-Length: %d\r\n", BODY_LEN);
+        n += snprintf(headers + n, sizeof headers - (size_t)n, "Content-Length: %d\r\n", BODY_LEN);
+        if (s->second_answer)
+            snprintf(headers + n, sizeof headers - (size_t)n,
+                     "\r\nHTTP/1.1 200 OK\r\nX-Installer-Version: 24.3.2\r\nContent-Length: %d\r\n", BODY_LEN);
         r->body_len = BODY_LEN;
         r->body = malloc(BODY_LEN);
         memcpy(r->body, s->body, BODY_LEN);
@@ -309,6 +313,44 @@ static void test_rejected_headers_write_nothing(void **ctx)
     }
 }
 
+/* Threads of this process (Linux); -1 where /proc is not there (wine). */
+static int thread_count(void)
+{
+    FILE *fp = fopen("/proc/self/status", "r");
+    if (!fp)
+        return -1;
+    char line[256];
+    int n = -1;
+    while (fgets(line, sizeof line, fp))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(fp);
+    return n;
+}
+
+/* A second "headers complete" event for one request (a proxy's answer
+ * taken for the platform's) is refused with a clear error; the pipeline
+ * started for the first is finished (no thread left behind), and the next
+ * run downloads normally. */
+static void test_second_answer_refused(void **ctx)
+{
+    fixture *f = *ctx;
+    f->server.second_answer = true;
+    int threads = thread_count();
+    download_result res;
+    error_info err;
+    assert_int_equal(run(f, &res, NULL, NULL, &err), ERR_PROTOCOL);
+    assert_non_null(strstr(err.message, "second"));
+    assert_int_equal(f->server.installer_requests, 1);
+    assert_int_equal(thread_count(), threads);
+    download_result_free(&res);
+
+    f->server.second_answer = false;
+    assert_int_equal(run(f, &res, NULL, NULL, &err), ERR_OK);
+    expect_complete(f, &res);
+    download_result_free(&res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -320,6 +362,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_416_starts_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_accept_hook_skips, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rejected_headers_write_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_second_answer_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,7 @@ typedef struct scripted {
     long status;
     const char *headers;
     const char *body;
+    const char *trailers;       /* trailer lines after the body, or NULL */
     error_code failure;         /* non-OK: transport failure instead */
 } scripted;
 
@@ -137,6 +138,7 @@ static error_code fake_server(void *ctx, const char *method, const char *url, co
         r->headers = dup_text(w->script[i].headers);
         r->body = dup_text(w->script[i].body);
         r->body_len = r->body ? strlen(r->body) : 0;
+        r->trailers = dup_text(w->script[i].trailers);
         return ERR_OK;
     }
     if (strstr(url, "/v2/auth/token/access")) {
@@ -190,6 +192,7 @@ static void script(world *w, const char *route, long status, const char *headers
     s->status = status;
     s->headers = headers;
     s->body = body;
+    s->trailers = NULL;
     s->failure = ERR_OK;
 }
 
@@ -601,6 +604,179 @@ static void test_stream_retries_before_headers(void **state)
     assert_int_equal(s.bytes, 4); /* the 503's body never reached on_data */
 }
 
+static error_code get_installer(fixture *f, stream_seen *s, error_info *err)
+{
+    http_stream_callbacks cb = {on_headers, on_data, s};
+    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    return http_stream_get(f->http, &req, &cb, NULL, err);
+}
+
+/* Interim answers on one transfer (a 1xx, the 407 of a proxy that libcurl
+ * answers itself with credentials) do not count: only the final answer's
+ * headers reach on_headers, once. */
+static void test_stream_interim_answers_do_not_count(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/installer/windows/latest", 407,
+           "Proxy-Authenticate: Basic realm=\"proxy\"\r\nX-Installer-Version: 6.6.6\r\n\r\n"
+           "HTTP/1.1 103 Early Hints\r\nX-Installer-Version: 7.7.7\r\n\r\n"
+           "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nContent-Type: application/octet-stream\r\n",
+           "MZ!!");
+    stream_seen s = {0};
+    error_info err;
+    assert_int_equal(get_installer(f, &s, &err), ERR_OK);
+    assert_int_equal(s.headers_calls, 1);
+    assert_int_equal(s.status, 200);
+    assert_string_equal(s.version, ""); /* neither interim answer's version */
+    assert_int_equal(s.content_length, 4);
+    assert_int_equal(s.bytes, 4);
+}
+
+/* A second final answer on one transfer (what a proxy's CONNECT answer
+ * looked like before CURLOPT_SUPPRESS_CONNECT_HEADERS) is refused, never
+ * handed to on_headers a second time. */
+static void test_stream_second_final_answer_refused(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/installer/windows/latest", 200,
+           "X-Installer-Version: 1.0\r\nContent-Length: 0\r\n\r\n"
+           "HTTP/1.1 200 OK\r\nX-Installer-Version: 2.0\r\nContent-Length: 4\r\n",
+           "MZ!!");
+    stream_seen s = {0};
+    error_info err;
+    assert_int_equal(get_installer(f, &s, &err), ERR_PROTOCOL);
+    assert_int_equal(s.headers_calls, 1);
+    assert_string_equal(s.version, "1.0");
+    assert_int_equal(s.bytes, 0);
+    assert_non_null(strstr(err.message, "second HTTP response"));
+    assert_int_equal(f->w.seen_count, 2); /* not retried: the caller already had headers */
+}
+
+/* Trailers after a chunked body reach the header callback too: they are
+ * not a new set of headers. */
+static void test_stream_trailers_are_not_headers(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/installer/windows/latest", 200, "X-Installer-Version: 1.2.3\r\n", "MZ!!");
+    f->w.script[f->w.script_count - 1].trailers = "X-Installer-Version: 9.9.9\r\nX-Checksum: abc\r\n";
+    stream_seen s = {0};
+    error_info err;
+    assert_int_equal(get_installer(f, &s, &err), ERR_OK);
+    assert_int_equal(s.headers_calls, 1);
+    assert_string_equal(s.version, "1.2.3");
+    assert_int_equal(s.bytes, 4);
+}
+
+/* A proxy that refuses the credentials (407 as the final answer) is an
+ * authentication failure (exit 3) naming the proxy, not "the platform
+ * answered HTTP 407", and it is not retried. */
+static void test_proxy_407_is_auth_failure(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/auth/token/access", 407, "Proxy-Authenticate: Basic realm=\"proxy\"\r\n", "denied");
+    error_info err;
+    assert_int_equal(call(f, "/v2/incidents/list", &err, NULL), ERR_AUTH);
+    assert_non_null(strstr(err.message, "proxy"));
+    assert_non_null(strstr(err.message, "407"));
+    assert_null(strstr(err.message, "platform answered"));
+    assert_int_equal(f->w.seen_count, 1);
+}
+
+/* A redirect never leaves TLS, not even for http:// to loopback, which a
+ * loopback base_url may use. */
+static void test_stream_refuses_https_to_http_loopback_redirect(void **state)
+{
+    fixture *f = *state;
+    open_client(f, 0);
+    script(&f->w, "/v2/installer/windows/latest", 302, "Location: http://127.0.0.1:8080/f.exe?sig=s3cret\r\n", "");
+    stream_seen s = {0};
+    error_info err;
+    assert_int_equal(get_installer(f, &s, &err), ERR_PROTOCOL);
+    assert_int_equal(s.headers_calls, 0);
+    assert_int_equal(f->w.seen_count, 2); /* token, installer: the http:// URL was never asked */
+    assert_non_null(strstr(err.message, "from https:// to http://127.0.0.1:8080/f.exe"));
+    assert_null(strstr(err.message, "s3cret"));
+}
+
+/* A loopback http:// base_url may still redirect to http:// loopback
+ * (a local gateway, the tests' simulator) and to https://. */
+static void test_stream_http_loopback_redirects_allowed(void **state)
+{
+    fixture *f = *state;
+    f->cfg.base_url = "http://127.0.0.1:9000";
+    open_client(f, 0);
+    script(&f->w, "/v2/installer/windows/latest", 302, "Location: http://127.0.0.1:9001/f.exe\r\n", "");
+    script(&f->w, "127.0.0.1:9001/f.exe", 302, "Location: https://cdn.example.net/f.exe\r\n", "");
+    script(&f->w, "cdn.example.net", 200, "X-Installer-Version: 1.0\r\n", "MZ");
+    stream_seen s = {0};
+    error_info err;
+    assert_int_equal(get_installer(f, &s, &err), ERR_OK);
+    assert_int_equal(s.redirects, 2);
+    assert_string_equal(s.url, "https://cdn.example.net/f.exe");
+}
+
+/* Content-Range and Content-Length are parsed with overflow checks: a value
+ * that does not fit, a sign, white space or junk makes them absent (-1), so
+ * a 206 that cannot be read never continues a partial download. */
+static void test_stream_content_range_parsing(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        const char *content_range;
+        const char *content_length;
+        int64_t start, total, length;
+    } cases[] = {
+        {"bytes 10-19/20", "10", 10, 20, 10},
+        {"bytes 0-0/1", "1", 0, 1, 1},
+        {"bytes 10-19/*", "10", 10, -1, 10},
+        {"bytes 9223372036854775805-9223372036854775806/9223372036854775807", "2", 9223372036854775805LL,
+         9223372036854775807LL, 2},
+        {"bytes 9223372036854775808-9223372036854775809/9223372036854775810", "2", -1, -1, 2},
+        {"bytes 99999999999999999999999-1/2", "99999999999999999999999", -1, -1, -1},
+        {"bytes 0-9/18446744073709551626", "10", -1, -1, 10},
+        {"bytes 10-9/20", "+10", -1, -1, -1},
+        {"bytes 10-20/20", "1 0", -1, -1, -1},
+        {"bytes -5-9/20", "-5", -1, -1, -1},
+        {"bytes 10-19/20x", "10x", -1, -1, -1},
+        {"bytes 10-19", "", -1, -1, -1},
+        {"items 10-19/20", "10", -1, -1, 10},
+        {"bytes */*", "10", -1, -1, 10},
+    };
+    open_client(f, 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char headers[300];
+        snprintf(headers, sizeof headers, "Content-Range: %s\r\nContent-Length: %s\r\n", cases[i].content_range,
+                 cases[i].content_length);
+        f->w.script_count = 0;
+        memset(f->w.used, 0, sizeof f->w.used);
+        script(&f->w, "/v2/installer/windows/latest", 206, headers, "");
+        stream_seen s = {0};
+        s.stop_at_headers = true;
+        http_stream_callbacks cb = {on_headers, on_data, &s};
+        http_stream_request req = {"/v2/installer/windows/latest", "bytes=10-", NULL, 0, NULL};
+        error_info err;
+        assert_int_equal(http_stream_get(f->http, &req, &cb, NULL, &err), ERR_OK);
+        if (s.range_start != cases[i].start || s.range_total != cases[i].total ||
+            s.content_length != cases[i].length)
+            fail_msg("case %zu (%s / %s): start %lld total %lld length %lld", i, cases[i].content_range,
+                     cases[i].content_length, (long long)s.range_start, (long long)s.range_total,
+                     (long long)s.content_length);
+    }
+    /* The 416 form: no range, the complete length. */
+    f->w.script_count = 0;
+    memset(f->w.used, 0, sizeof f->w.used);
+    script(&f->w, "/v2/installer/windows/latest", 416, "Content-Range: bytes */200\r\n", "");
+    stream_seen s = {0};
+    error_info err;
+    assert_int_equal(get_installer(f, &s, &err), ERR_OK);
+    assert_int_equal(s.range_start, -1);
+    assert_int_equal(s.range_total, 200);
+}
+
 /* ---- parallel submissions, pacing ------------------------------------------------------ */
 
 typedef struct tally {
@@ -718,6 +894,13 @@ static void test_check_url(void **state)
     assert_int_equal(http_check_url("http://tenant.example.com", &err), ERR_CONFIG);
     assert_non_null(strstr(err.message, "http://"));
     assert_int_equal(http_check_url("http://127.0.0.1.example.com", &err), ERR_CONFIG);
+    assert_int_equal(http_check_url("http://127.255.255.254:1", &err), ERR_OK);
+    assert_int_equal(http_check_url("http://128.0.0.1", &err), ERR_CONFIG);
+    assert_int_equal(http_check_url("http://1.0.0.127", &err), ERR_CONFIG);
+    /* Octets are parsed with overflow checks (sscanf "%u" wrapped this one to
+     * 127.0.0.1 and let a name that is not loopback use http://). */
+    assert_int_equal(http_check_url("http://127.0.0.4294967297/", &err), ERR_CONFIG);
+    assert_int_equal(http_check_url("http://127.0.0.256/", &err), ERR_CONFIG);
     assert_int_equal(http_check_url("ftp://tenant.example.com", &err), ERR_CONFIG);
     assert_int_equal(http_check_url("not a url", &err), ERR_CONFIG);
 }
@@ -758,6 +941,13 @@ int main(void)
         T(test_stream_redirect_keeps_token_home),
         T(test_stream_stop_after_headers),
         T(test_stream_refuses_plain_http_redirect),
+        T(test_stream_interim_answers_do_not_count),
+        T(test_stream_second_final_answer_refused),
+        T(test_stream_trailers_are_not_headers),
+        T(test_proxy_407_is_auth_failure),
+        T(test_stream_refuses_https_to_http_loopback_redirect),
+        T(test_stream_http_loopback_redirects_allowed),
+        T(test_stream_content_range_parsing),
         T(test_stream_retries_before_headers),
         T(test_submit_many_and_run),
         T(test_paces_from_rate_headers),
