@@ -236,6 +236,23 @@ def test_redirect_storage_host_never_gets_the_token(sim_factory, tmp_path):
     assert sha256_file(staged_file(state, SIM_VERSION)) == sim.installer()["sha256"]
 
 
+def test_redirect_from_https_to_http_is_refused(sim_factory, tmp_path):
+    """PRODUCT.md section 9: a redirect never goes from https to http, not
+    even to loopback (which a loopback http:// base_url may use)."""
+    sim = sim_factory(tls=True, redirect=True)
+    plain = sim_factory()
+    sim.config(redirect_to=plain.storage_url)
+    cfg, state = write_config(tmp_path, sim.url, sim.ca_file)
+    for command, code in (("check", 1), ("update", 1)):
+        r = outpost(cfg, command)
+        assert r.returncode == code, r.stderr
+        line = one_line_error(r)
+        assert f"from https:// to {plain.storage_url}/installer/windows/SensorSetup.exe" in line, line
+        assert "sig=" not in line
+    assert plain.log()["summary"]["total"] == 0, "the http:// target was asked"
+    assert staged(state) == [] and downloads(state) == []
+
+
 # ---- update: interruptions and resume ------------------------------------------------------
 
 

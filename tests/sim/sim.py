@@ -161,7 +161,9 @@ Choices made where the API document is silent
   neither validator gives 200. With --redirect the installer route answers
   302 to {storage_url}/installer/windows/<name>?sig=...; X-Installer-Version is
   on the redirect and on the storage answer (redirect_version_header "both";
-  or only "redirect" or only "storage").
+  or only "redirect" or only "storage"). The redirect_to setting (run time
+  only) sends the 302 to another origin instead, e.g. a plain-HTTP
+  simulator's storage listener.
 - Routes are matched exactly ("//v2/..." or a trailing "/" is 404); other
   methods on a known route are 405 with Allow. Storage paths: /installer/...
 - Incidents have trigger times in whole seconds in [reference - span,
@@ -246,7 +248,7 @@ CHOICES = {
     "next_id_style": ("empty", "absent", "null"),
     "redirect_version_header": ("both", "redirect", "storage"),
 }
-OPTIONAL_STRINGS = ("installer", "installer_disposition")
+OPTIONAL_STRINGS = ("installer", "installer_disposition", "redirect_to")
 
 
 @dataclass
@@ -268,6 +270,8 @@ class Settings:
     head: bool = True                  # HEAD allowed on the installer
     range: bool = True                 # Range honoured
     redirect: bool = False             # installer route -> 302 to storage
+    redirect_to: str | None = None     # with redirect: this origin instead of the storage
+                                       # listener (e.g. another simulator's storage_url)
     redirect_version_header: str = "both"
     type_variant: bool = False         # vendor-style envelope "type" values
     next_id_style: str = "empty"       # last page: empty | absent | null
@@ -1900,7 +1904,7 @@ class ApiHandler(SimHandler):
         if not cfg.redirect:
             return self.installer_answer(cfg, include_version=True)
         signature = hashlib.sha256(f"{time.time()}:{self.connection_id}".encode()).hexdigest()[:24]
-        location = (f"{self.sim.storage_url}/installer/windows/"
+        location = (f"{cfg.redirect_to or self.sim.storage_url}/installer/windows/"
                     f"{quote(cfg.installer_name, safe='')}?sig={signature}&expires="
                     f"{int(time.time()) + 300}")
         headers = [("Location", location), ("Cache-Control", "no-store")]
