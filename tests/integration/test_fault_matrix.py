@@ -21,6 +21,12 @@ the test binary lives in a build tree.
 Fast by construction: one simulator per module (faults and log cleared
 between cases), 12 incidents, http.max_attempts 2 and http.max_retry_wait 1s,
 stalls of one second.
+
+The proxy rows (issue 13) run the network faults again through a real squid
+on loopback with Basic proxy authentication (squid_helper.py; outpost
+tunnels to the HTTPS simulator with CONNECT): through a proxy every command
+must behave as without one, same exit code, same clean rerun, and the
+proxy password never shows. They are listed as "<command> via proxy".
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ from pathlib import Path
 import pytest
 
 from simctl import Sim
+from squid_helper import Squid, require_squid
 
 OUTPOST = os.environ.get("OUTPOST_BIN")
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
@@ -51,6 +58,9 @@ ROUTES = {"check": ("token", "installer"), "update": ("token", "installer"),
           "run": ("token", "installer", "incidents", "lineage", "details")}
 
 RESULTS: list[tuple] = []
+PROXY_AUTH = ("matrix-proxy-user", "Matrix-proxy-pw-51c9")
+PROXY_ENV = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+             "no_proxy", "NO_PROXY")
 
 
 # ---- the cases --------------------------------------------------------------------------
@@ -171,6 +181,40 @@ CASES += [
 ]
 
 
+# The network faults again, through squid (test_fault_through_proxy).
+PROXY_CASES = [
+    case("check", "installer", "reset", 10, bytes=0, note="cut right after the headers"),
+    case("check", "installer", "status", 10, status=503),
+    case("check", "installer", "html_200", 4, count=-1, note="no X-Installer-Version"),
+    case("check", "token", "reset", 10, bytes=-1),
+    case("update", "installer", "reset", 0, bytes=150000, note="resumed in the same run"),
+    case("update", "installer", "reset", 0, bytes=-1, note="before any answer"),
+    case("update", "installer", "reset", 75, count=-1, bytes=-1),
+    case("update", "installer", "reset", 75, count=2, bytes=0, note="no progress twice"),
+    case("update", "installer", "truncate", 0, bytes=100000, note="resumed in the same run"),
+    case("update", "installer", "truncate", 75, count=-1, bytes=20000, note="3 attempts, then the next run"),
+    case("update", "installer", "stall", 0, bytes=100000, seconds=1),
+    case("update", "installer", "wrong_length", 0, extra=4096),
+    case("update", "installer", "status", 0, status=502),
+    case("update", "installer", "status", 0, status=429, retry_after=1),
+    case("update", "installer", "expire_token", 0, note="one renewal"),
+    case("update", "installer", "forbidden", 3),
+    case("update", "installer", "corrupt", 4, sha=True, note="expected_sha256 catches it"),
+    case("update", "token", "reset", 0, bytes=-1),
+    case("report", "incidents", "truncate", 0),
+    case("report", "incidents", "status", 75, count=-1, status=503),
+    case("report", "lineage", "status", 0, status=503),
+    case("report", "details", "reset", 0, bytes=-1),
+    case("report", "details", "expire_token", 0, note="one renewal"),
+    run_case("run-transients-absorbed", [dict(route="installer", kind="reset", bytes=120000, count=1),
+                                         dict(route="incidents", kind="status", status=502, count=1),
+                                         dict(route="lineage", kind="reset", bytes=-1, count=1),
+                                         dict(route="details", kind="status", status=429, retry_after=1,
+                                              count=1)], 0),
+    run_case("run-installer503-report-ok", [dict(route="installer", kind="status", status=503, count=-1)], 75),
+]
+
+
 # ---- fixtures and helpers ---------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -181,11 +225,18 @@ def matrix_sim():
 
 
 @pytest.fixture(scope="module")
+def matrix_proxy():
+    require_squid()
+    with Squid.start(auth=PROXY_AUTH) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="module")
 def dataset_ids(matrix_sim):
     return {r["incident"]["id"] for r in matrix_sim.dataset()["incidents"]}
 
 
-def write_config(tmp_path: Path, sim: Sim, expected_sha=None) -> tuple[Path, Path]:
+def write_config(tmp_path: Path, sim: Sim, expected_sha=None, proxy: Squid | None = None) -> tuple[Path, Path]:
     state = tmp_path / "state"
     key_file = tmp_path / "api_key"
     key_file.write_text(API_KEY + "\n")
@@ -201,13 +252,15 @@ def write_config(tmp_path: Path, sim: Sim, expected_sha=None) -> tuple[Path, Pat
         "report": {"page_size": 5, "details_batch": 10, "initial_lookback": "24h"},
         "schedule": {"jitter": "0s"},
     }
+    if proxy:
+        cfg["proxy"] = proxy.url_with_credentials
     path = tmp_path / "outpost.json"
     path.write_text(json.dumps(cfg))
     return path, state
 
 
 def outpost(cfg: Path, *args, timeout=60) -> tuple[subprocess.CompletedProcess, float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_") and k not in PROXY_ENV}
     started = time.monotonic()
     r = subprocess.run([OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=timeout, env=env)
     return r, time.monotonic() - started
@@ -294,10 +347,22 @@ def write_table():
 
 @pytest.mark.parametrize("command,faults,expected,sha,note", CASES)
 def test_fault(matrix_sim, dataset_ids, tmp_path, command, faults, expected, sha, note):
-    sim = matrix_sim
+    check_case(matrix_sim, dataset_ids, tmp_path, command, faults, expected, sha)
+
+
+@pytest.mark.parametrize("command,faults,expected,sha,note", PROXY_CASES)
+def test_fault_through_proxy(matrix_sim, matrix_proxy, dataset_ids, tmp_path, command, faults, expected, sha, note):
+    matrix_proxy.clear_log()
+    check_case(matrix_sim, dataset_ids, tmp_path, command, faults, expected, sha, proxy=matrix_proxy)
+    tunnels = matrix_proxy.wait_log(lambda log: any(e["method"] == "CONNECT" for e in log))
+    assert any(e["method"] == "CONNECT" and e["url"] == f"localhost:{matrix_sim.port}" and
+               e["user"] == PROXY_AUTH[0] for e in tunnels), f"outpost did not go through the proxy: {tunnels}"
+
+
+def check_case(sim, dataset_ids, tmp_path, command, faults, expected, sha, proxy=None):
     sim.clear_faults()
     sim.clear_log()
-    cfg, state = write_config(tmp_path, sim, expected_sha=sim.installer()["sha256"] if sha else None)
+    cfg, state = write_config(tmp_path, sim, expected_sha=sim.installer()["sha256"] if sha else None, proxy=proxy)
     for fault in faults:
         sim.fault(**fault)
     r, elapsed = outpost(cfg, command)
@@ -309,8 +374,8 @@ def test_fault(matrix_sim, dataset_ids, tmp_path, command, faults, expected, sha
     sim.clear_faults()
     honour_retry_after(state)
     clean, _ = outpost(cfg, command)
-    RESULTS.append((command, described, r.returncode, expected, f"{elapsed:.1f}", clean.returncode,
-                    lines[0] if lines else ""))
+    RESULTS.append((command + (" via proxy" if proxy else ""), described, r.returncode, expected,
+                    f"{elapsed:.1f}", clean.returncode, lines[0] if lines else ""))
 
     assert r.returncode == expected, f"exit {r.returncode}, expected {expected}: {r.stderr}"
     assert elapsed < 30, "the retry budget should end a faulted run quickly"
@@ -320,7 +385,11 @@ def test_fault(matrix_sim, dataset_ids, tmp_path, command, faults, expected, sha
         # one line per failed part (run: update and report may both fail)
         assert 1 <= len(lines) <= (2 if command == "run" else 1), r.stderr
         assert all(len(line) < 600 for line in lines), lines
-    assert API_KEY not in r.stderr + r.stdout
+    for secret in (API_KEY, PROXY_AUTH[1]):
+        assert secret not in r.stderr + r.stdout + clean.stderr + clean.stdout
+        for name in ("status.json", "state.json"):
+            if (state / name).exists():
+                assert secret not in (state / name).read_text(encoding="utf-8")
     unused = [f for f in plan if not f.get("applied")]
     assert not unused, f"a fault was never applied, the case tested nothing: {unused}"
     assert_documents_parse(state)
