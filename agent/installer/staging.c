@@ -164,7 +164,9 @@ static error_code fsync_path(const char *path, error_info *err)
     return rc;
 }
 
-/* Removes what a crashed staging left: staging/.tmp-* and staging/.old-*. */
+/* Removes what a crashed staging left: staging/.tmp-* and staging/.old-*,
+ * and a half-written replacement of staging/current (platform_write_atomic's
+ * "current.<random>.tmp"; version directories are never plain files). */
 static void clean_leftovers(const char *root)
 {
     char **names = NULL;
@@ -172,7 +174,9 @@ static void clean_leftovers(const char *root)
     if (platform_list_dir(root, &names, &count, NULL) != ERR_OK)
         return;
     for (size_t i = 0; i < count; i++) {
-        if (!text_starts_with(names[i], ".tmp-") && !text_starts_with(names[i], ".old-"))
+        size_t len = strlen(names[i]);
+        bool current_tmp = text_starts_with(names[i], "current.") && len > 4 && !strcmp(names[i] + len - 4, ".tmp");
+        if (!text_starts_with(names[i], ".tmp-") && !text_starts_with(names[i], ".old-") && !current_tmp)
             continue;
         char *path = platform_path_join(root, names[i]);
         if (path) {
