@@ -78,3 +78,18 @@ char *text_escape_controls(const char *s)
     out[n] = '\0';
     return out;
 }
+
+size_t text_utf8_bom_length(const char *data, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)data;
+    return len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF ? 3 : 0;
+}
+
+bool text_looks_utf16(const char *data, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)data;
+    if (len >= 2 && ((u[0] == 0xFF && u[1] == 0xFE) || (u[0] == 0xFE && u[1] == 0xFF)))
+        return true;
+    /* ASCII text in UTF-16 has a NUL in every other byte. */
+    return memchr(data, '\0', len < 64 ? len : 64) != NULL;
+}

@@ -29,4 +29,18 @@ bool text_starts_with(const char *s, const char *prefix);
  * cursor, recolour or retitle an administrator's terminal, or forge a second
  * log line. NULL when s is NULL or on out of memory; free() it. */
 char *text_escape_controls(const char *s);
+
+/*
+ * Files a person edits on Windows (Notepad, PowerShell) may start with a
+ * UTF-8 byte-order mark: its length (3) when data[0..len) starts with one,
+ * else 0. Skip that many bytes before reading the text.
+ */
+size_t text_utf8_bom_length(const char *data, size_t len);
+
+/*
+ * Whether data[0..len) looks like UTF-16 (PowerShell 5.1's Out-File and
+ * `>` write it): a UTF-16 byte-order mark (FF FE or FE FF), or a NUL byte
+ * among the first bytes, which text never holds.
+ */
+bool text_looks_utf16(const char *data, size_t len);
 #endif

@@ -30,7 +30,7 @@ typedef enum {
     FIELD_INT64,         /* int64_t in [min, max] */
     FIELD_DURATION,      /* int64_t seconds from "30s"/"15m"/"24h", in [min, max] */
     FIELD_SHA256,        /* char *, 64 hex digits or null; stored lower-case */
-    FIELD_ARGV,          /* char ** + size_t count: non-empty array of strings */
+    FIELD_ARGV,          /* char ** + size_t count: array of at least min strings, or null */
     FIELD_JSON_OBJECT,   /* cJSON * (duplicated), object only */
     FIELD_SECTION        /* nested object described by children */
 } field_type;
@@ -39,7 +39,8 @@ typedef struct field {
     const char *key;
     field_type type;
     size_t offset;             /* into config */
-    int64_t min, max;          /* for numeric types */
+    int64_t min, max;          /* numeric types: the range; FIELD_ARGV: min = fewest
+                                  entries, max = offset of the size_t count */
     const struct field *children; /* FIELD_SECTION only; ends with key NULL */
 } field;
 
@@ -64,6 +65,7 @@ static const field verify_fields[] = {
 };
 
 static const field installer_fields[] = {
+    {"enabled", FIELD_BOOL, AT(installer.enabled), 0, 0, NULL},
     {"platform", FIELD_STRING, AT(installer.platform), 0, 0, NULL},
     {"installed_version", FIELD_STRING_OR_NULL, AT(installer.installed_version), 0, 0, NULL},
     {"installed_version_file", FIELD_STRING_OR_NULL, AT(installer.installed_version_file), 0, 0, NULL},
@@ -76,8 +78,10 @@ static const field installer_fields[] = {
 
 static const field deploy_fields[] = {
     {"enabled", FIELD_BOOL, AT(deploy.enabled), 0, 0, NULL},
-    {"command", FIELD_ARGV, AT(deploy.command), 0, 0, NULL},
+    {"command", FIELD_ARGV, AT(deploy.command), 1, AT(deploy.command_count), NULL},
+    {"pe_args", FIELD_ARGV, AT(deploy.pe_args), 0, AT(deploy.pe_args_count), NULL},
     {"timeout_s", FIELD_INT64, AT(deploy.timeout_s), 1, 7 * 24 * 3600, NULL},
+    {"pass_reboot_code", FIELD_BOOL, AT(deploy.pass_reboot_code), 0, 0, NULL},
     END,
 };
 
@@ -137,11 +141,12 @@ static void free_argv(char **argv, size_t count)
 
 error_code config_init_defaults(config *cfg, error_info *err)
 {
-    static const char *const default_command[] = {"msiexec", "/i", "{installer}", "/qn", "/norestart"};
-    const size_t default_count = sizeof default_command / sizeof default_command[0];
+    static const char *const default_pe_args[] = {"/quiet", "/norestart"};
+    const size_t default_count = sizeof default_pe_args / sizeof default_pe_args[0];
 
     memset(cfg, 0, sizeof *cfg);
     cfg->state_dir = platform_default_state_dir();
+    cfg->installer.enabled = true;
     cfg->installer.platform = text_dup("windows");
     cfg->installer.product_name = text_dup("Security Platform Sensor");
     cfg->installer.keep_versions = 2;
@@ -149,7 +154,7 @@ error_code config_init_defaults(config *cfg, error_info *err)
     cfg->installer.verify.trusted_ca_file = text_dup("/etc/outpost/publisher-ca.pem");
     cfg->deploy.enabled = false;
     cfg->deploy.timeout_s = 1800;
-    cfg->deploy.command = calloc(default_count + 1, sizeof(char *));
+    cfg->deploy.pe_args = calloc(default_count + 1, sizeof(char *));
     cfg->report.enabled = true;
     cfg->report.initial_lookback_s = 24 * 3600;
     cfg->report.filter = cJSON_CreateObject();
@@ -170,14 +175,14 @@ error_code config_init_defaults(config *cfg, error_info *err)
     cfg->jitter_s = 0;
 
     bool ok = cfg->state_dir && cfg->installer.platform && cfg->installer.product_name &&
-              cfg->installer.verify.trusted_ca_file && cfg->deploy.command && cfg->report.filter &&
+              cfg->installer.verify.trusted_ca_file && cfg->deploy.pe_args && cfg->report.filter &&
               cfg->report.status_file && cfg->report.jsonl_file;
     if (ok) {
         for (size_t i = 0; i < default_count && ok; i++) {
-            cfg->deploy.command[i] = text_dup(default_command[i]);
-            ok = cfg->deploy.command[i] != NULL;
+            cfg->deploy.pe_args[i] = text_dup(default_pe_args[i]);
+            ok = cfg->deploy.pe_args[i] != NULL;
         }
-        cfg->deploy.command_count = default_count;
+        cfg->deploy.pe_args_count = default_count;
     }
     return ok ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory while setting configuration defaults");
 }
@@ -202,6 +207,7 @@ void config_free(config *cfg)
     free(cfg->installer.verify.signer_subject);
     free(cfg->installer.verify.expected_sha256);
     free_argv(cfg->deploy.command, cfg->deploy.command_count);
+    free_argv(cfg->deploy.pe_args, cfg->deploy.pe_args_count);
     cJSON_Delete(cfg->report.filter);
     free(cfg->report.status_file);
     free(cfg->report.jsonl_file);
@@ -214,9 +220,9 @@ error_code config_parse_duration(const char *text, int64_t *seconds, error_info 
     const char *p = text;
     int64_t value = 0;
     if (!isdigit((unsigned char)*p))
-        return error_set(err, ERR_CONFIG, "\"%s\" is not a duration (a number and s, m or h, such as 30s, 15m, 24h)", text);
+        return error_set(err, ERR_CONFIG, "\"%s\" is not a duration (a number and s, m, h or d, such as 30s, 15m, 24h, 14d)", text);
     while (isdigit((unsigned char)*p)) {
-        if (value > (INT64_MAX - 9) / 10 / 3600)
+        if (value > (INT64_MAX - 9) / 10 / (24 * 3600))
             return error_set(err, ERR_CONFIG, "duration \"%s\" is too large", text);
         value = value * 10 + (*p++ - '0');
     }
@@ -225,11 +231,12 @@ error_code config_parse_duration(const char *text, int64_t *seconds, error_info 
     case 's': unit = 1; break;
     case 'm': unit = 60; break;
     case 'h': unit = 3600; break;
+    case 'd': unit = 24 * 3600; break;
     default:
-        return error_set(err, ERR_CONFIG, "\"%s\" is not a duration (a number and s, m or h, such as 30s, 15m, 24h)", text);
+        return error_set(err, ERR_CONFIG, "\"%s\" is not a duration (a number and s, m, h or d, such as 30s, 15m, 24h, 14d)", text);
     }
     if (p[1] != '\0')
-        return error_set(err, ERR_CONFIG, "\"%s\" is not a duration (a number and one unit: s, m or h)", text);
+        return error_set(err, ERR_CONFIG, "\"%s\" is not a duration (a number and one unit: s, m, h or d)", text);
     *seconds = value * unit;
     return ERR_OK;
 }
@@ -303,26 +310,38 @@ static error_code apply_string(const field *f, const cJSON *item, char *base, co
 
 static error_code apply_argv(const field *f, const cJSON *item, char *base, const char *source, const char *key, error_info *err)
 {
+    char ***slot = (char ***)(base + f->offset);
+    size_t *count = (size_t *)(base + f->max);
+    if (cJSON_IsNull(item)) {
+        free_argv(*slot, *count);
+        *slot = NULL;
+        *count = 0;
+        return ERR_OK;
+    }
     int n = cJSON_IsArray(item) ? cJSON_GetArraySize(item) : -1;
-    if (n < 1)
-        return error_set(err, ERR_CONFIG, "%s: `%s` must be a non-empty array of strings (the program and its arguments)", source, key);
+    if (n < f->min) {
+        if (f->min > 0)
+            return error_set(err, ERR_CONFIG,
+                             "%s: `%s` must be a non-empty array of strings (the program and its arguments) or null",
+                             source, key);
+        return error_set(err, ERR_CONFIG, "%s: `%s` must be an array of strings", source, key);
+    }
     char **argv = calloc((size_t)n + 1, sizeof(char *));
     if (!argv)
         return error_set(err, ERR_NOMEM, "out of memory reading %s", key);
     int i = 0;
     const cJSON *arg;
     cJSON_ArrayForEach(arg, item) {
-        if (!cJSON_IsString(arg) || (i == 0 && arg->valuestring[0] == '\0')) {
+        bool program = i == 0 && f->min > 0;
+        if (!cJSON_IsString(arg) || (program && arg->valuestring[0] == '\0')) {
             free_argv(argv, (size_t)i);
-            return error_set(err, ERR_CONFIG, "%s: `%s[%d]` must be a%s string", source, key, i, i == 0 ? " non-empty" : "");
+            return error_set(err, ERR_CONFIG, "%s: `%s[%d]` must be a%s string", source, key, i, program ? " non-empty" : "");
         }
         if (!(argv[i++] = text_dup(arg->valuestring))) {
             free_argv(argv, (size_t)i);
             return error_set(err, ERR_NOMEM, "out of memory reading %s", key);
         }
     }
-    char ***slot = (char ***)(base + f->offset);
-    size_t *count = (size_t *)(base + offsetof(config, deploy.command_count));
     free_argv(*slot, *count);
     *slot = argv;
     *count = (size_t)n;
@@ -453,13 +472,47 @@ static error_code check_base_url(config *cfg, const char *source, error_info *er
     return error_set(err, ERR_CONFIG, "%s: `base_url` must be an https:// URL, got \"%s\"", source, url);
 }
 
+/* The line (from 1) of the first backslash in a JSON string that starts no
+ * valid escape ("C:\ProgramData"), or 0. */
+static size_t bad_escape_line(const char *text, size_t len)
+{
+    size_t line = 1;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (c == '\n')
+            line++;
+        if (c == '"') {
+            in_string = !in_string;
+        } else if (in_string && c == '\\') {
+            if (i + 1 >= len || !strchr("\"\\/bfnrtu", text[i + 1]) || text[i + 1] == '\0')
+                return line;
+            i++;
+        }
+    }
+    return 0;
+}
+
 error_code config_load_text(config *cfg, const char *text, size_t len, const char *source, error_info *err)
 {
     if (len > CONFIG_MAX_BYTES)
         return error_set(err, ERR_CONFIG, "%s: larger than %d bytes; is this the right file?", source, CONFIG_MAX_BYTES);
+    if (text_looks_utf16(text, len))
+        return error_set(err, ERR_CONFIG,
+                         "%s: the file is UTF-16 text; save it as UTF-8 (Notepad: Save As, Encoding UTF-8; "
+                         "PowerShell: Set-Content -Encoding UTF8)", source);
+    size_t bom = text_utf8_bom_length(text, len);
+    text += bom;
+    len -= bom;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!root) {
+        size_t escape_line = bad_escape_line(text, len);
+        if (escape_line)
+            return error_set(err, ERR_CONFIG,
+                             "%s: not valid JSON: line %zu has a single backslash, which starts an escape in JSON; "
+                             "in a Windows path write `\\\\` or `/` (C:\\\\ProgramData\\\\outpost or C:/ProgramData/outpost)",
+                             source, escape_line);
         size_t offset = end && end >= text ? (size_t)(end - text) : 0;
         size_t line = 1;
         for (size_t i = 0; i < offset && i < len; i++)
@@ -497,6 +550,10 @@ error_code config_load(config *cfg, const char *path, error_info *err)
 
 error_code config_check_api(const config *cfg, error_info *err)
 {
+    if (!cfg->base_url && cfg->path_missing)
+        return error_set(err, ERR_CONFIG,
+                         "no configuration file: %s does not exist, so `base_url` is not set; create that file (the "
+                         "README gives examples) or pass -c FILE", cfg->path);
     if (!cfg->base_url)
         return error_set(err, ERR_CONFIG, "%s: `base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com",
                          cfg->path ? cfg->path : "configuration");
@@ -544,8 +601,9 @@ error_code config_load_api_key(const config *cfg, char **key, error_info *err)
         return ERR_OK;
     }
     if (!cfg->api_key_file)
-        return error_set(err, ERR_CONFIG, "no API key: set OUTPOST_API_KEY or `api_key_file` in %s",
-                         cfg->path ? cfg->path : "the configuration");
+        return error_set(err, ERR_CONFIG, "no API key: set OUTPOST_API_KEY or `api_key_file` in %s%s",
+                         cfg->path ? cfg->path : "the configuration",
+                         cfg->path_missing ? " (that file does not exist; create it or pass -c FILE)" : "");
     error_code rc = platform_check_secret_file(cfg->api_key_file, err);
     if (rc != ERR_OK)
         return rc;
@@ -556,7 +614,15 @@ error_code config_load_api_key(const config *cfg, char **key, error_info *err)
         err->code = ERR_CONFIG;
         return error_prefix(err, "cannot read the API key file (`api_key_file`)");
     }
-    char *trimmed = trim_copy(text, len);
+    if (text_looks_utf16(text, len)) {
+        memset(text, 0, len);
+        free(text);
+        return error_set(err, ERR_CONFIG,
+                         "API key file %s is UTF-16 text; save it as UTF-8 (PowerShell: Set-Content -Encoding UTF8)",
+                         cfg->api_key_file);
+    }
+    size_t bom = text_utf8_bom_length(text, len);
+    char *trimmed = trim_copy(text + bom, len - bom);
     memset(text, 0, len);
     free(text);
     if (!trimmed)

@@ -31,6 +31,7 @@ typedef struct config_verify {
 } config_verify;
 
 typedef struct config_installer {
+    bool enabled;                /* `run` updates (and deploys) the installer */
     char *platform;              /* installer route's platform: "windows" */
     char *installed_version;     /* fixed installed version; NULL: look it up */
     char *installed_version_file;/* file holding the installed version; NULL: none */
@@ -42,9 +43,13 @@ typedef struct config_installer {
 
 typedef struct config_deploy {
     bool enabled;                /* run deploys from `run` */
-    char **command;              /* argv, NULL-terminated; "{installer}" is replaced */
+    char **command;              /* argv, NULL-terminated; "{installer}" and "{log}" are
+                                    replaced; NULL: the default for the staged format */
     size_t command_count;        /* entries in command, not counting the NULL */
+    char **pe_args;              /* arguments of a PE installer run by the default command */
+    size_t pe_args_count;        /* entries in pe_args, not counting the NULL */
     int64_t timeout_s;           /* kill the installer after this long */
+    bool pass_reboot_code;       /* a deploy asking for a reboot exits 3010 */
 } config_deploy;
 
 typedef struct config_report {
@@ -72,7 +77,8 @@ typedef struct config_http {
 } config_http;
 
 typedef struct config {
-    char *path;                  /* file it was loaded from */
+    char *path;                  /* file it was loaded from (or looked for, see path_missing) */
+    bool path_missing;           /* no file at the default path: all defaults */
     char *base_url;              /* without trailing slash */
     char *api_key_file;          /* NULL when not set */
     char *state_dir;
@@ -120,7 +126,7 @@ char *config_state_path(const config *cfg, const char *name);
 
 /*
  * Parses a duration in the API's form: a non-negative number and one unit
- * suffix s, m or h ("30s", "15m", "24h"). ERR_CONFIG on anything else.
+ * suffix s, m, h or d ("30s", "15m", "24h", "14d"). ERR_CONFIG on anything else.
  */
 error_code config_parse_duration(const char *text, int64_t *seconds, error_info *err);
 

@@ -26,8 +26,7 @@
  * which Notepad writes). Modifies text in place. */
 static char *first_line_trimmed(char *text)
 {
-    if ((unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB && (unsigned char)text[2] == 0xBF)
-        text += 3;
+    text += text_utf8_bom_length(text, strlen(text));
     while (*text == ' ' || *text == '\t' || *text == '\r' || *text == '\n')
         text++;
     size_t len = strcspn(text, "\r\n");
@@ -52,6 +51,12 @@ static error_code from_file(const char *path, char **version, error_info *err)
         return error_set(err, ERR_CONFIG,
                          "installer.installed_version_file %s cannot be read (%s); fix the file or remove the key",
                          path, why.message);
+    if (text_looks_utf16(data, len)) {
+        free(data);
+        return error_set(err, ERR_CONFIG,
+                         "installer.installed_version_file %s is UTF-16 text; save it as UTF-8 (PowerShell: "
+                         "Set-Content -Encoding UTF8)", path);
+    }
     char *line = first_line_trimmed(data);
     if (!version_is_valid(line, &why)) {
         rc = error_set(err, ERR_CONFIG, "installer.installed_version_file %s does not hold a valid version: %s", path,

@@ -35,9 +35,14 @@ static void test_defaults(void **state)
     assert_true(cfg.installer.verify.require_signature);
     assert_false(cfg.installer.verify.require_version_match);
     assert_false(cfg.deploy.enabled);
-    assert_int_equal(cfg.deploy.command_count, 5);
-    assert_string_equal(cfg.deploy.command[2], "{installer}");
-    assert_null(cfg.deploy.command[5]);
+    assert_true(cfg.installer.enabled);
+    assert_null(cfg.deploy.command); /* the default follows the staged format */
+    assert_int_equal(cfg.deploy.command_count, 0);
+    assert_int_equal(cfg.deploy.pe_args_count, 2);
+    assert_string_equal(cfg.deploy.pe_args[0], "/quiet");
+    assert_string_equal(cfg.deploy.pe_args[1], "/norestart");
+    assert_null(cfg.deploy.pe_args[2]);
+    assert_false(cfg.deploy.pass_reboot_code);
     assert_int_equal(cfg.deploy.timeout_s, 1800);
     assert_true(cfg.report.enabled);
     assert_int_equal(cfg.report.initial_lookback_s, 24 * 3600);
@@ -101,7 +106,7 @@ static void test_errors_name_the_key(void **state)
         {"{\"report\": {\"page_size\": \"10\"}}", "`report.page_size`"},
         {"{\"installer\": {\"keep_versions\": 0}}", "`installer.keep_versions`"},
         {"{\"report\": {\"initial_lookback\": \"24\"}}", "`report.initial_lookback`"},
-        {"{\"report\": {\"initial_lookback\": \"1d\"}}", "`report.initial_lookback`"},
+        {"{\"report\": {\"initial_lookback\": \"1w\"}}", "`report.initial_lookback`"},
         {"{\"report\": {\"initial_lookback\": 24}}", "`report.initial_lookback`"},
         {"{\"schedule\": {\"jitter\": \"-5s\"}}", "`schedule.jitter`"},
         {"{\"schedule\": {\"jitter\": \"5 s\"}}", "`schedule.jitter`"},
@@ -156,7 +161,7 @@ static void test_durations(void **state)
     static const struct {
         const char *text;
         int64_t seconds; /* -1: invalid */
-    } cases[] = {{"0s", 0}, {"30s", 30}, {"15m", 900}, {"24h", 86400}, {"", -1}, {"s", -1},
+    } cases[] = {{"0s", 0}, {"30s", 30}, {"15m", 900}, {"24h", 86400}, {"14d", 14 * 86400}, {"", -1}, {"s", -1},
                  {"10", -1}, {"1.5h", -1}, {"10ms", -1}, {"+5s", -1}, {"99999999999999999999h", -1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int64_t s = -1;
@@ -249,6 +254,63 @@ static void test_state_path(void **state)
     config_free(&cfg);
 }
 
+/* What Notepad and PowerShell write: a UTF-8 BOM and CRLF are read; UTF-16
+ * is refused naming the fix; single backslashes get the JSON hint. */
+static void test_windows_text(void **state)
+{
+    (void)state;
+    config cfg;
+    error_info err;
+    static const char bom_crlf[] = "\xEF\xBB\xBF{\r\n  \"state_dir\": \"C:\\\\ProgramData\\\\outpost\",\r\n"
+                                   "  \"deploy\": {\"pass_reboot_code\": true}\r\n}\r\n";
+    assert_int_equal(config_init_defaults(&cfg, &err), ERR_OK);
+    assert_int_equal(config_load_text(&cfg, bom_crlf, sizeof bom_crlf - 1, "test.json", &err), ERR_OK);
+    assert_string_equal(cfg.state_dir, "C:\\ProgramData\\outpost");
+    assert_true(cfg.deploy.pass_reboot_code);
+    config_free(&cfg);
+
+    static const struct {
+        const char *text;
+        size_t len; /* 0: strlen */
+        const char *must_mention;
+    } cases[] = {
+        {"\xFF\xFE{\0}\0", 6, "save it as UTF-8"},
+        {"\xFE\xFF\0{\0}", 6, "save it as UTF-8"},
+        {"{\0\"\0}\0", 6, "save it as UTF-8"},
+        {"{\n\"state_dir\": \"C:\\ProgramData\\outpost\"}", 0, "line 2 has a single backslash"},
+        {"{\"state_dir\": \"C:\\ProgramData\"}", 0, "write `\\\\` or `/`"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(config_init_defaults(&cfg, &err), ERR_OK);
+        size_t len = cases[i].len ? cases[i].len : strlen(cases[i].text);
+        error_code rc = config_load_text(&cfg, cases[i].text, len, "test.json", &err);
+        if (rc != ERR_CONFIG || !strstr(err.message, cases[i].must_mention))
+            fail_msg("case %zu: rc=%d message=\"%s\"", i, rc, err.message);
+        config_free(&cfg);
+    }
+}
+
+static void test_argv_keys(void **state)
+{
+    (void)state;
+    config cfg;
+    error_info err;
+    assert_int_equal(load("{\"deploy\": {\"command\": [\"a\", \"{installer}\"], \"pe_args\": []},"
+                          " \"installer\": {\"enabled\": false}}", &cfg, &err), ERR_OK);
+    assert_int_equal(cfg.deploy.command_count, 2);
+    assert_int_equal(cfg.deploy.pe_args_count, 0);
+    assert_non_null(cfg.deploy.pe_args);
+    assert_null(cfg.deploy.pe_args[0]);
+    assert_false(cfg.installer.enabled);
+    config_free(&cfg);
+    assert_int_equal(load("{\"deploy\": {\"command\": null}}", &cfg, &err), ERR_OK);
+    assert_null(cfg.deploy.command);
+    config_free(&cfg);
+    assert_int_equal(load("{\"deploy\": {\"pe_args\": [\"/S\", 1]}}", &cfg, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "`deploy.pe_args[1]`"));
+    config_free(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +322,8 @@ int main(void)
         cmocka_unit_test(test_check_api_needs_base_url),
         cmocka_unit_test(test_api_key_sources),
         cmocka_unit_test(test_state_path),
+        cmocka_unit_test(test_windows_text),
+        cmocka_unit_test(test_argv_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
