@@ -24,10 +24,11 @@ static const command_spec commands[] = {
      "interrupted download), verifies it (length, format, SHA-256, Authenticode) and stages it.\n"
      "  --force            download and stage again even when up to date or already staged\n"
      "  --allow-downgrade  accept a version older than the installed one\n"},
-    {"stage", CLI_STAGE, "stage FILE [--version V] [--allow-downgrade]", "verify and stage a local installer or bundle",
+    {"stage", CLI_STAGE, "stage FILE [--version V] [--force] [--allow-downgrade]", "verify and stage a local installer or bundle",
      "Verifies FILE exactly as a download is verified and stages it. The version comes from\n"
      "--version, or from the manifest inside a bundle made by `outpost bundle`.\n"
      "  --version V        version of the installer in FILE\n"
+     "  --force            replace a staged version of the same number with FILE\n"
      "  --allow-downgrade  accept a version older than the installed one\n"},
     {"deploy", CLI_DEPLOY, "deploy [--dry-run]", "run the staged installer with the configured command",
      "Runs deploy.command (argv, never a shell) with {installer} replaced by the staged file;\n"
@@ -147,7 +148,8 @@ static bool option_allowed(const option_spec *o, cli_command command)
 {
     if (o->only_for == CLI_NONE || o->only_for == command)
         return true;
-    return strcmp(o->long_name, "--allow-downgrade") == 0 && command == CLI_STAGE;
+    return (strcmp(o->long_name, "--allow-downgrade") == 0 || strcmp(o->long_name, "--force") == 0) &&
+           command == CLI_STAGE;
 }
 
 /* The command word: the first argument that is not an option or an option's value. */
@@ -209,6 +211,12 @@ error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
             continue;
         if (!only_operands && strcmp(arg, "--") == 0) {
             only_operands = true;
+            continue;
+        }
+        if (!only_operands && arg[0] == '-' && arg[1] == 'v' && arg[2] == 'v' && arg[strspn(arg + 1, "v") + 1] == '\0') {
+            /* -vv, -vvv: -v given that many times. */
+            for (const char *v = arg + 1; *v; v++)
+                opts->verbosity = opts->verbosity < 0 ? 1 : opts->verbosity + 1;
             continue;
         }
         if (!only_operands && arg[0] == '-' && arg[1]) {

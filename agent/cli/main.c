@@ -60,15 +60,20 @@ static error_code load_config(const cli_options *opts, config *cfg, error_info *
         if (!default_path)
             return error_set(err, ERR_NOMEM, "out of memory");
         if (platform_path_stat(default_path, NULL) == PLATFORM_PATH_NONE) {
-            free(default_path);
-            return ERR_OK;
+            /* All defaults; remember where we looked, for "base_url is not set". */
+            free(cfg->path);
+            cfg->path = default_path;
+            cfg->path_missing = true;
+            default_path = NULL;
+        } else {
+            path = default_path;
         }
-        path = default_path;
     }
-    rc = config_load(cfg, path, err);
+    rc = path ? config_load(cfg, path, err) : ERR_OK;
     free(default_path);
     if (rc != ERR_OK)
         return rc;
+    /* --state-dir wins whether or not a configuration file was read. */
     if (opts->state_dir) {
         free(cfg->state_dir);
         cfg->state_dir = text_dup(opts->state_dir);
