@@ -154,6 +154,14 @@ typedef struct platform_spawn_result {
  */
 error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result, error_info *err);
 
+/*
+ * As platform_spawn, but the child's stdout and stderr are both appended to
+ * output_path (created owner-only when missing); NULL: inherited, as
+ * platform_spawn. Fails (ERR_SPAWN) when that file cannot be opened.
+ */
+error_code platform_spawn_to_file(const char *const argv[], const char *output_path, int64_t timeout_ms,
+                                  platform_spawn_result *result, error_info *err);
+
 /* ---- Threads (for overlapping network, hashing and disk I/O) ------------- */
 
 typedef struct platform_thread platform_thread;

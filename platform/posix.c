@@ -839,10 +839,15 @@ static pid_t wait_child(pid_t pid, int *status, int options)
  * no blocked signals and default dispositions for the signals a caller may
  * have ignored (SIGPIPE under libcurl). Returns 0 or an errno.
  */
-static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *attr)
+static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *attr, const char *output_path)
 {
     int rc = posix_spawn_file_actions_addopen(actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     if (rc != 0)
+        return rc;
+    if (output_path &&
+        ((rc = posix_spawn_file_actions_addopen(actions, STDOUT_FILENO, output_path,
+                                                O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) != 0 ||
+         (rc = posix_spawn_file_actions_adddup2(actions, STDOUT_FILENO, STDERR_FILENO)) != 0))
         return rc;
     sigset_t none, defaults;
     sigemptyset(&none);
@@ -859,7 +864,7 @@ static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *a
 }
 
 /* Starts argv; returns the child's pid, or -1 with err filled. */
-static pid_t spawn_start(const char *const argv[], error_info *err)
+static pid_t spawn_start(const char *const argv[], const char *output_path, error_info *err)
 {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
@@ -875,7 +880,7 @@ static pid_t spawn_start(const char *const argv[], error_info *err)
         return -1;
     }
     pid_t pid = -1;
-    rc = spawn_setup(&actions, &attr);
+    rc = spawn_setup(&actions, &attr, output_path);
     /* glibc, macOS and the BSDs report exec failures (ENOENT, EACCES...)
      * as posix_spawnp's result. */
     if (rc == 0)
@@ -893,9 +898,15 @@ static pid_t spawn_start(const char *const argv[], error_info *err)
 error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result,
                           error_info *err)
 {
+    return platform_spawn_to_file(argv, NULL, timeout_ms, result, err);
+}
+
+error_code platform_spawn_to_file(const char *const argv[], const char *output_path, int64_t timeout_ms,
+                                  platform_spawn_result *result, error_info *err)
+{
     if (!argv || !argv[0] || !argv[0][0])
         return error_set(err, ERR_SPAWN, "cannot run a program: the command is empty");
-    pid_t pid = spawn_start(argv, err);
+    pid_t pid = spawn_start(argv, output_path, err);
     if (pid < 0)
         return ERR_SPAWN;
 

@@ -1330,8 +1330,27 @@ static error_code spawn_start(spawn_ctx *c, const char *name, error_info *err)
     return ERR_OK;
 }
 
+/* An inheritable handle appending to path (created when missing), or NULL. */
+static HANDLE append_handle(const char *path)
+{
+    wchar_t *wide = widen(path);
+    if (!wide)
+        return NULL;
+    SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
+    HANDLE h = CreateFileW(wide, FILE_APPEND_DATA | SYNCHRONIZE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                           &sa, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+    free(wide);
+    return h == INVALID_HANDLE_VALUE ? NULL : h;
+}
+
 error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result,
                           error_info *err)
+{
+    return platform_spawn_to_file(argv, NULL, timeout_ms, result, err);
+}
+
+error_code platform_spawn_to_file(const char *const argv[], const char *output_path, int64_t timeout_ms,
+                                  platform_spawn_result *result, error_info *err)
 {
     if (!argv || !argv[0] || !argv[0][0])
         return error_set(err, ERR_SPAWN, "cannot run a program: the command is empty");
@@ -1355,8 +1374,20 @@ error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform
         goto cleanup;
     }
     c.std[0] = inheritable(NULL, true); /* the null device */
-    c.std[1] = inheritable(GetStdHandle(STD_OUTPUT_HANDLE), false);
-    c.std[2] = inheritable(GetStdHandle(STD_ERROR_HANDLE), false);
+    if (output_path) {
+        c.std[1] = append_handle(output_path);
+        if (!c.std[1]) {
+            DWORD e = GetLastError();
+            char text[256];
+            rc = error_set_os(err, ERR_SPAWN, (int)e, "cannot run %s: cannot open its output file %s: %s", argv[0],
+                              output_path, win_message(e, text, sizeof text));
+            goto cleanup;
+        }
+        c.std[2] = inheritable(c.std[1], false);
+    } else {
+        c.std[1] = inheritable(GetStdHandle(STD_OUTPUT_HANDLE), false);
+        c.std[2] = inheritable(GetStdHandle(STD_ERROR_HANDLE), false);
+    }
     if (!c.std[0] || !c.std[1] || !c.std[2]) {
         rc = error_set_os(err, ERR_SPAWN, (int)GetLastError(), "cannot run %s: cannot set up its standard handles",
                           argv[0]);

@@ -21,6 +21,7 @@
 #include "installer/version.h"
 
 #define PLACEHOLDER "{installer}"
+#define LOG_PLACEHOLDER "{log}"
 
 void deploy_free_argv(char **argv)
 {
@@ -31,18 +32,18 @@ void deploy_free_argv(char **argv)
     free(argv);
 }
 
-/* arg with every PLACEHOLDER replaced by value; malloc'd. */
-static char *replace_all(const char *arg, const char *value)
+/* arg with every placeholder replaced by its value; malloc'd. */
+static char *replace_all(const char *arg, const char *placeholder, const char *value)
 {
-    size_t plen = strlen(PLACEHOLDER), vlen = strlen(value), count = 0;
-    for (const char *p = strstr(arg, PLACEHOLDER); p; p = strstr(p + plen, PLACEHOLDER))
+    size_t plen = strlen(placeholder), vlen = strlen(value), count = 0;
+    for (const char *p = strstr(arg, placeholder); p; p = strstr(p + plen, placeholder))
         count++;
     char *out = malloc(strlen(arg) + count * vlen + 1);
     if (!out)
         return NULL;
     char *w = out;
     for (const char *p = arg;;) {
-        const char *hit = strstr(p, PLACEHOLDER);
+        const char *hit = strstr(p, placeholder);
         size_t n = hit ? (size_t)(hit - p) : strlen(p);
         memcpy(w, p, n);
         w += n;
@@ -56,36 +57,99 @@ static char *replace_all(const char *arg, const char *value)
     return out;
 }
 
-error_code deploy_build_argv(const config_deploy *deploy, const char *installer_path, char ***argv,
-                             error_info *err)
+static char *expand(const char *arg, const deploy_target *target)
 {
+    char *first = replace_all(arg, PLACEHOLDER, target->installer);
+    if (!first)
+        return NULL;
+    char *second = replace_all(first, LOG_PLACEHOLDER, target->log ? target->log : "");
+    free(first);
+    return second;
+}
+
+error_code deploy_build_argv(const config_deploy *deploy, const deploy_target *target, char ***argv,
+                             bool *uses_log, error_info *err)
+{
+    static const char *const msi_command[] = {"msiexec", "/i", PLACEHOLDER, "/qn", "/norestart", "/l*v",
+                                              LOG_PLACEHOLDER};
     *argv = NULL;
-    if (!deploy->command || deploy->command_count == 0)
-        return error_set(err, ERR_CONFIG, "deploy.command is empty; set the installer command line");
-    char **out = calloc(deploy->command_count + 1, sizeof *out);
+    const char *const *command;
+    size_t count;
+    const char *pe_head[1] = {PLACEHOLDER};
+    if (deploy->command) {
+        command = (const char *const *)deploy->command;
+        count = deploy->command_count;
+    } else if (target->msi) {
+        command = msi_command;
+        count = sizeof msi_command / sizeof msi_command[0];
+    } else {
+        command = pe_head;
+        count = 1 + deploy->pe_args_count;
+    }
+    if (count == 0)
+        return error_set(err, ERR_CONFIG, "deploy.command is empty; set the installer command line or null");
+    char **out = calloc(count + 1, sizeof *out);
     if (!out)
         return error_set(err, ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < deploy->command_count; i++) {
-        out[i] = replace_all(deploy->command[i], installer_path);
+    bool log_named = false;
+    for (size_t i = 0; i < count; i++) {
+        /* The PE default: the installer, then deploy.pe_args. */
+        const char *arg = command == pe_head && i > 0 ? deploy->pe_args[i - 1] : command[i];
+        log_named = log_named || strstr(arg, LOG_PLACEHOLDER) != NULL;
+        out[i] = expand(arg, target);
         if (!out[i]) {
             deploy_free_argv(out);
             return error_set(err, ERR_NOMEM, "out of memory");
         }
     }
+    if (uses_log)
+        *uses_log = log_named;
     *argv = out;
     return ERR_OK;
 }
 
-static bool plain_char(char c)
+char *deploy_quote_windows_arg(const char *arg)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("_@%+=:,./{}-", c);
+    size_t len = strlen(arg);
+    if (len > 0 && !strpbrk(arg, " \t\n\v\""))
+        return text_dup(arg);
+    /* Worst case: every byte a backslash before a quote (doubled, plus one). */
+    char *out = malloc(2 * len + len + 3);
+    if (!out)
+        return NULL;
+    char *w = out;
+    *w++ = '"';
+    for (const char *p = arg;; p++) {
+        size_t backslashes = 0;
+        while (*p == '\\') {
+            backslashes++;
+            p++;
+        }
+        if (*p == '\0') {
+            /* Before the closing quote: each backslash doubled. */
+            memset(w, '\\', 2 * backslashes);
+            w += 2 * backslashes;
+            break;
+        }
+        if (*p == '"') {
+            memset(w, '\\', 2 * backslashes + 1);
+            w += 2 * backslashes + 1;
+        } else {
+            memset(w, '\\', backslashes);
+            w += backslashes;
+        }
+        *w++ = *p;
+    }
+    *w++ = '"';
+    *w = '\0';
+    return out;
 }
 
 char *deploy_format_argv(char *const *argv)
 {
     size_t size = 1;
     for (char *const *p = argv; *p; p++)
-        size += 4 * strlen(*p) + 3;
+        size += 3 * strlen(*p) + 4;
     char *out = malloc(size);
     if (!out)
         return NULL;
@@ -93,24 +157,49 @@ char *deploy_format_argv(char *const *argv)
     for (char *const *p = argv; *p; p++) {
         if (p != argv)
             *w++ = ' ';
-        bool plain = (*p)[0] != '\0';
-        for (const char *c = *p; *c && plain; c++)
-            plain = plain_char(*c);
-        if (plain) {
-            w += sprintf(w, "%s", *p);
+        /* The program name is read up to the closing quote, without escapes. */
+        if (p == argv) {
+            bool quote = !(*p)[0] || strpbrk(*p, " \t");
+            w += sprintf(w, quote ? "\"%s\"" : "%s", *p);
             continue;
         }
-        *w++ = '\'';
-        for (const char *c = *p; *c; c++) {
-            if (*c == '\'')
-                w += sprintf(w, "'\\''");
-            else
-                *w++ = *c;
+        char *quoted = deploy_quote_windows_arg(*p);
+        if (!quoted) {
+            free(out);
+            return NULL;
         }
-        *w++ = '\'';
+        w += sprintf(w, "%s", quoted);
+        free(quoted);
     }
     *w = '\0';
     return out;
+}
+
+char *deploy_log_path(const config *cfg, const char *version, int64_t now_s)
+{
+    char iso[TIMEFMT_ISO8601_SIZE], stamp[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(now_s, iso);
+    size_t n = 0;
+    for (const char *c = iso; *c; c++)
+        if (*c != '-' && *c != ':')
+            stamp[n++] = *c;
+    stamp[n] = '\0';
+    char name[160];
+    snprintf(name, sizeof name, "deploy-%s-%s.log", version, stamp);
+    char *logs = platform_path_join(cfg->state_dir, "logs");
+    char *path = logs ? platform_path_join(logs, name) : NULL;
+    free(logs);
+    return path;
+}
+
+bool deploy_staged_is_msi(const cJSON *manifest, const char *installer_path)
+{
+    const cJSON *verification = cJSON_GetObjectItemCaseSensitive(manifest, "verification");
+    const char *format = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(verification, "format"));
+    if (format)
+        return strcmp(format, "msi") == 0;
+    size_t n = installer_path ? strlen(installer_path) : 0;
+    return n >= 4 && text_equal_nocase(installer_path + n - 4, ".msi");
 }
 
 bool deploy_exit_is_success(int exit_code, bool *reboot_required)
@@ -143,8 +232,8 @@ static error_code check_installed(const config *cfg, state *s, deploy_outcome *o
     if (!same)
         return error_set(err, ERR_SPAWN,
                          "deploy of %s failed: the installer exited with %d but the installed version is still %s "
-                         "(read from the %s); check the installer's log",
-                         out->version, out->exit_code, out->installed_after, source);
+                         "(read from the %s); see the installer's log %s",
+                         out->version, out->exit_code, out->installed_after, source, out->log);
     return ERR_OK;
 }
 
@@ -156,6 +245,7 @@ static void record_success(cJSON *section, const deploy_outcome *out, const char
     cJSON_AddNumberToObject(deployed, "exit_code", out->exit_code);
     cJSON_AddBoolToObject(deployed, "reboot_required", out->reboot_required);
     cJSON_AddStringToObject(deployed, "verified", out->verified);
+    cJSON_AddStringToObject(deployed, "log", out->log);
     cJSON_DeleteItemFromObjectCaseSensitive(section, "deployed");
     cJSON_AddItemToObject(section, "deployed", deployed);
     cJSON_DeleteItemFromObjectCaseSensitive(section, "deployed_version");
@@ -174,21 +264,60 @@ static void record_failure(cJSON *section, const deploy_outcome *out, const char
         cJSON_AddNullToObject(failure, "exit_code");
     cJSON_AddBoolToObject(failure, "timed_out", out->timed_out);
     cJSON_AddStringToObject(failure, "message", message);
+    if (out->log[0])
+        cJSON_AddStringToObject(failure, "log", out->log);
+    else
+        cJSON_AddNullToObject(failure, "log");
     cJSON_DeleteItemFromObjectCaseSensitive(section, "deploy_failure");
     cJSON_AddItemToObject(section, "deploy_failure", failure);
 }
 
-static error_code spawn_installer(const config *cfg, const char *installer, deploy_outcome *out, error_info *err)
+/* Where the installer's log and output go; creates state_dir/logs. */
+static error_code name_log(const config *cfg, deploy_outcome *out, error_info *err)
 {
-    char **argv = NULL;
-    error_code rc = deploy_build_argv(&cfg->deploy, installer, &argv, err);
+    char *path = deploy_log_path(cfg, out->version, platform_time_utc_ms() / 1000);
+    char *logs = platform_path_join(cfg->state_dir, "logs");
+    error_code rc = path && logs ? platform_mkdirs(logs, err) : error_set(err, ERR_NOMEM, "out of memory");
+    if (rc == ERR_OK)
+        snprintf(out->log, sizeof out->log, "%s", path);
+    else
+        error_prefix(err, "deploy of %s failed: cannot create the log directory", out->version);
+    free(path);
+    free(logs);
+    return rc;
+}
+
+/* "see <log>" (and the output file when it is another). */
+static const char *see_log(const deploy_outcome *out, char *buf, size_t size)
+{
+    if (out->output[0] && strcmp(out->output, out->log) != 0)
+        snprintf(buf, size, "see the installer's log %s and its output %s", out->log, out->output);
+    else
+        snprintf(buf, size, "see the installer's log %s", out->log);
+    return buf;
+}
+
+static error_code spawn_installer(const config *cfg, const char *installer, bool msi, deploy_outcome *out,
+                                  error_info *err)
+{
+    error_code rc = name_log(cfg, out, err);
     if (rc != ERR_OK)
         return rc;
+    char **argv = NULL;
+    bool uses_log = false;
+    deploy_target target = {.installer = installer, .log = out->log, .msi = msi};
+    rc = deploy_build_argv(&cfg->deploy, &target, &argv, &uses_log, err);
+    if (rc != ERR_OK)
+        return rc;
+    /* msiexec writes {log} itself and does not share it. */
+    int n = snprintf(out->output, sizeof out->output, "%s", out->log);
+    if (uses_log && n > 4)
+        snprintf(out->output + n - 4, sizeof out->output - (size_t)n + 4, ".output.log");
     char *line = deploy_format_argv(argv);
-    log_info("deploying %s: %s", out->version, line ? line : argv[0]);
+    log_info("deploying %s: %s (output to %s)", out->version, line ? line : argv[0], out->output);
     free(line);
     platform_spawn_result result = {0};
-    rc = platform_spawn((const char *const *)argv, cfg->deploy.timeout_s * 1000, &result, err);
+    rc = platform_spawn_to_file((const char *const *)argv, out->output, cfg->deploy.timeout_s * 1000, &result, err);
     if (rc != ERR_OK) {
         error_prefix(err, "deploy of %s failed: cannot run %s", out->version, argv[0]);
         deploy_free_argv(argv);
@@ -197,16 +326,17 @@ static error_code spawn_installer(const config *cfg, const char *installer, depl
     deploy_free_argv(argv);
     out->exit_code = result.exit_code;
     out->timed_out = result.timed_out;
+    char see[2200];
     if (result.timed_out)
         return error_set(err, ERR_TIMEOUT,
                          "deploy of %s failed: the installer did not finish within deploy.timeout_s (%lld s) and was "
-                         "killed; raise the timeout or check the installer",
-                         out->version, (long long)cfg->deploy.timeout_s);
+                         "killed; raise the timeout or check the installer (%s)",
+                         out->version, (long long)cfg->deploy.timeout_s, see_log(out, see, sizeof see));
     if (!deploy_exit_is_success(result.exit_code, &out->reboot_required))
         return error_set(err, ERR_SPAWN,
                          "deploy of %s failed: the installer exited with code %d; the previous installation and the "
-                         "staged files are unchanged, see the installer's log",
-                         out->version, result.exit_code);
+                         "staged files are unchanged, %s",
+                         out->version, result.exit_code, see_log(out, see, sizeof see));
     return ERR_OK;
 }
 
@@ -215,7 +345,8 @@ error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_in
     memset(out, 0, sizeof *out);
     out->exit_code = -1;
     char *version = NULL, *installer = NULL;
-    error_code rc = staging_current(cfg, &version, NULL, &installer, err);
+    cJSON *manifest = NULL;
+    error_code rc = staging_current(cfg, &version, &manifest, &installer, err);
     if (rc == ERR_NOT_FOUND) {
         rc = error_set(err, ERR_NOT_FOUND, "nothing is staged; run outpost update first");
         goto cleanup;
@@ -228,7 +359,7 @@ error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_in
                        "staged installer %s no longer matches its manifest and was not run; stage it again", installer);
         goto cleanup;
     }
-    rc = spawn_installer(cfg, installer, out, err);
+    rc = spawn_installer(cfg, installer, deploy_staged_is_msi(manifest, installer), out, err);
     if (rc == ERR_OK)
         rc = check_installed(cfg, s, out, err);
 
@@ -250,6 +381,7 @@ error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_in
             *err = save_err;
     }
 cleanup:
+    cJSON_Delete(manifest);
     free(version);
     free(installer);
     return rc;

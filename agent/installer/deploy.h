@@ -3,10 +3,17 @@
  * (PRODUCT.md section 4.5) and records the outcome.
  *
  * Rules where the product definition leaves a choice:
- *  - Every occurrence of "{installer}" in every argument is replaced, so
- *    "/i{installer}" and "INSTALLER={installer}" work as well as a bare
- *    "{installer}". A command without the placeholder runs as written (a
- *    wrapper script may find the file through staging/current itself).
+ *  - deploy.command null (the default) follows the staged format: for an
+ *    MSI `msiexec /i {installer} /qn /norestart /l*v {log}`, for a PE the
+ *    installer itself with deploy.pe_args.
+ *  - Every occurrence of "{installer}" and "{log}" in every argument is
+ *    replaced, so "/i{installer}" and "INSTALLER={installer}" work as well
+ *    as a bare "{installer}". A command without the placeholder runs as
+ *    written (a wrapper script may find the file through staging/current).
+ *  - {log} is a per-deploy file, state_dir/logs/deploy-<version>-<UTC
+ *    time>.log. The child's stdout and stderr are appended to it, unless the
+ *    command names {log} itself (msiexec writes it and would not share it):
+ *    then they go to the same name ending in .output.log. Both are kept.
  *  - The staged file is checked against its manifest (size and SHA-256)
  *    right before it runs; a file changed since staging is not run
  *    (ERR_REJECTED).
@@ -17,20 +24,24 @@
  *    configured, or only outpost's own record of its last deploy) the exit
  *    code is trusted and the deploy is recorded as "verified": "unverified".
  *  - State section "installer": "deployed" {version, at, exit_code,
- *    reboot_required, verified} and "deployed_version" are written on
+ *    reboot_required, verified, log} and "deployed_version" are written on
  *    success only (installed.h reads deployed_version); a failure is
  *    recorded in "deploy_failure" {version, at, exit_code, timed_out,
- *    message} and leaves "deployed", the staged versions and `current` alone.
+ *    message, log} and leaves "deployed", the staged versions and `current`
+ *    alone.
  */
 #ifndef OUTPOST_DEPLOY_H
 #define OUTPOST_DEPLOY_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/config.h"
 #include "base/error.h"
 #include "core/state.h"
+
+struct cJSON;
 
 typedef struct deploy_outcome {
     char version[65];          /* the staged version that ran */
@@ -39,23 +50,51 @@ typedef struct deploy_outcome {
     bool reboot_required;      /* exit code 3010 or 1641 */
     char verified[16];         /* "yes" | "unverified" | "no" */
     char installed_after[65];  /* installed version read afterwards, "" when unknown */
+    char log[1024];            /* the deploy's log file ({log}), "" before it was named */
+    char output[1024];         /* where the child's stdout/stderr went ("" as log) */
 } deploy_outcome;
 
+/* What the command line is built for. */
+typedef struct deploy_target {
+    const char *installer;     /* the staged file: "{installer}" */
+    const char *log;           /* the deploy's log file: "{log}" */
+    bool msi;                  /* the staged file is an MSI (else a PE) */
+} deploy_target;
+
 /*
- * deploy.command with every "{installer}" replaced by installer_path.
- * *argv is a malloc'd, NULL-terminated array of malloc'd strings; release
- * it with deploy_free_argv.
+ * deploy.command (or, when null, the default for target->msi) with every
+ * "{installer}" and "{log}" replaced. *argv is a malloc'd, NULL-terminated
+ * array of malloc'd strings; release it with deploy_free_argv. *uses_log
+ * (may be NULL) tells whether the command names {log}.
  */
-error_code deploy_build_argv(const config_deploy *deploy, const char *installer_path, char ***argv,
-                             error_info *err);
+error_code deploy_build_argv(const config_deploy *deploy, const deploy_target *target, char ***argv,
+                             bool *uses_log, error_info *err);
 void deploy_free_argv(char **argv);
 
 /*
- * argv as one line for a person to read (and paste into a POSIX shell):
- * arguments with anything beyond [A-Za-z0-9_@%+=:,./{}-] are single-quoted.
- * malloc'd; NULL on out of memory.
+ * One argument quoted by the rules CommandLineToArgvW and the Microsoft C
+ * runtime use to split a command line: unchanged when it holds no space,
+ * tab, newline or quote and is not empty; otherwise in quotes, inner quotes
+ * as \", and backslashes doubled where they precede a quote or the closing
+ * quote. malloc'd; NULL on out of memory.
+ */
+char *deploy_quote_windows_arg(const char *arg);
+
+/*
+ * argv as the Windows command line CreateProcess receives (and a person can
+ * paste into cmd.exe): the program in quotes when it holds a space, the
+ * arguments by deploy_quote_windows_arg. malloc'd; NULL on out of memory.
  */
 char *deploy_format_argv(char *const *argv);
+
+/*
+ * The deploy's log file for version at now_s: state_dir/logs/deploy-
+ * <version>-<YYYYMMDDTHHMMSSZ>.log. malloc'd; NULL on out of memory.
+ */
+char *deploy_log_path(const config *cfg, const char *version, int64_t now_s);
+
+/* Whether the staged installer (its manifest, else its file name) is an MSI. */
+bool deploy_staged_is_msi(const struct cJSON *manifest, const char *installer_path);
 
 /* Whether an installer exit code means success; *reboot_required (may be
  * NULL) is set for 3010 and 1641. */

@@ -116,7 +116,10 @@ static void test_build_argv(void **unused)
     d.command_count = 7;
     char **argv = NULL;
     error_info err;
-    assert_int_equal(deploy_build_argv(&d, "C:\\state\\s.msi", &argv, &err), ERR_OK);
+    bool uses_log = true;
+    deploy_target target = {.installer = "C:\\state\\s.msi", .log = "C:\\state\\logs\\d.log", .msi = true};
+    assert_int_equal(deploy_build_argv(&d, &target, &argv, &uses_log, &err), ERR_OK);
+    assert_false(uses_log);
     assert_string_equal(argv[0], "msiexec");
     assert_string_equal(argv[2], "C:\\state\\s.msi");
     assert_string_equal(argv[4], "C:\\state\\s.msi.log");
@@ -125,15 +128,85 @@ static void test_build_argv(void **unused)
     assert_null(argv[7]);
     deploy_free_argv(argv);
     d.command_count = 0;
-    assert_int_equal(deploy_build_argv(&d, "x", &argv, &err), ERR_CONFIG);
+    assert_int_equal(deploy_build_argv(&d, &target, &argv, NULL, &err), ERR_CONFIG);
+}
+
+/* deploy.command null: the default follows the staged format. */
+static void test_default_command_by_format(void **unused)
+{
+    (void)unused;
+    char *pe_args[] = {"/quiet", "/norestart", NULL};
+    config_deploy d = {.command = NULL, .pe_args = pe_args, .pe_args_count = 2};
+    char **argv = NULL;
+    error_info err;
+    bool uses_log = false;
+    deploy_target msi = {.installer = "C:\\s\\installer.msi", .log = "C:\\s\\logs\\d.log", .msi = true};
+    assert_int_equal(deploy_build_argv(&d, &msi, &argv, &uses_log, &err), ERR_OK);
+    char *line = deploy_format_argv(argv);
+    assert_string_equal(line, "msiexec /i C:\\s\\installer.msi /qn /norestart /l*v C:\\s\\logs\\d.log");
+    assert_true(uses_log);
+    free(line);
+    deploy_free_argv(argv);
+
+    deploy_target pe = {.installer = "C:\\Program Data\\s\\installer.exe", .log = "x.log", .msi = false};
+    assert_int_equal(deploy_build_argv(&d, &pe, &argv, &uses_log, &err), ERR_OK);
+    assert_false(uses_log);
+    assert_string_equal(argv[0], "C:\\Program Data\\s\\installer.exe");
+    assert_string_equal(argv[1], "/quiet");
+    assert_string_equal(argv[2], "/norestart");
+    assert_null(argv[3]);
+    line = deploy_format_argv(argv);
+    assert_string_equal(line, "\"C:\\Program Data\\s\\installer.exe\" /quiet /norestart");
+    free(line);
+    deploy_free_argv(argv);
+
+    d.pe_args_count = 0;
+    assert_int_equal(deploy_build_argv(&d, &pe, &argv, NULL, &err), ERR_OK);
+    assert_null(argv[1]);
+    deploy_free_argv(argv);
+}
+
+/* CommandLineToArgvW's rules: the cases people get wrong. */
+static void test_quote_windows_arg(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *arg, *quoted;
+    } cases[] = {
+        {"/qn", "/qn"},
+        {"C:\\dir\\file.msi", "C:\\dir\\file.msi"},          /* backslashes alone are literal */
+        {"", "\"\""},                                         /* an empty argument stays one */
+        {"My Setup.msi", "\"My Setup.msi\""},
+        {"tab\there", "\"tab\there\""},
+        {"say \"hi\"", "\"say \\\"hi\\\"\""},                 /* inner quotes escaped */
+        {"a\"b", "\"a\\\"b\""},
+        {"C:\\Program Files\\", "\"C:\\Program Files\\\\\""}, /* a trailing backslash doubled before the quote */
+        {"C:\\a dir\\\\", "\"C:\\a dir\\\\\\\\\""},           /* two become four */
+        {"x\\\"y z", "\"x\\\\\\\"y z\""},                     /* backslash then quote: 2n+1 */
+        {"INSTALLDIR=C:\\Program Files\\Sensor", "\"INSTALLDIR=C:\\Program Files\\Sensor\""},
+        {"a\\b c", "\"a\\b c\""},                             /* backslashes not before a quote stay single */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *q = deploy_quote_windows_arg(cases[i].arg);
+        if (!q || strcmp(q, cases[i].quoted) != 0)
+            fail_msg("case %zu: [%s] quoted as [%s], want [%s]", i, cases[i].arg, q ? q : "(null)", cases[i].quoted);
+        free(q);
+    }
 }
 
 static void test_format_argv(void **unused)
 {
     (void)unused;
-    char *argv[] = {"msiexec", "/i", "/var/lib/outpost/staging/1.0/My Setup.msi", "it's", "", "/qn", NULL};
+    char *argv[] = {"C:\\Windows\\System32\\msiexec.exe", "/i", "C:\\ProgramData\\outpost\\staging\\1.0\\My Setup.msi",
+                    "it's", "", "/qn", NULL};
     char *line = deploy_format_argv(argv);
-    assert_string_equal(line, "msiexec /i '/var/lib/outpost/staging/1.0/My Setup.msi' 'it'\\''s' '' /qn");
+    assert_string_equal(line,
+                        "C:\\Windows\\System32\\msiexec.exe /i \"C:\\ProgramData\\outpost\\staging\\1.0\\My Setup.msi\" "
+                        "it's \"\" /qn");
+    free(line);
+    char *spaced[] = {"C:\\Program Files\\x.exe", NULL};
+    line = deploy_format_argv(spaced);
+    assert_string_equal(line, "\"C:\\Program Files\\x.exe\"");
     free(line);
 }
 
@@ -265,6 +338,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_build_argv),
+        cmocka_unit_test(test_default_command_by_format),
+        cmocka_unit_test(test_quote_windows_arg),
         cmocka_unit_test(test_format_argv),
         cmocka_unit_test(test_exit_codes),
         cmocka_unit_test_setup_teardown(test_success_verified, setup, teardown),
