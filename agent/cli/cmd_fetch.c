@@ -15,8 +15,9 @@
  * handed to staging_stage(), which verifies and stages it.
  *
  * Both record latest_version / checked_at / update_available in state
- * section "installer", write status.json's "installer" member and (unless
- * `run` called them) "last_run", and honour a Retry-After the platform gave
+ * section "installer", write status.json's "installer" member (their own
+ * outcome in installer.last_command unless `run` called them; never
+ * "last_run", the scheduled run's verdict), and honour a Retry-After the platform gave
  * an earlier run (state section "run", member "retry_after_until"): check
  * always, update unless --force, because an administrator who forces an
  * update has decided to call now.
@@ -51,7 +52,6 @@ typedef struct fetch_session {
     command_context *ctx;
     http_client *http;
     state *s;
-    char started_at[TIMEFMT_ISO8601_SIZE];
     char checked_at[TIMEFMT_ISO8601_SIZE];
     char *installed;             /* installed version, NULL when unknown */
     const char *installed_source;
@@ -65,7 +65,6 @@ static error_code session_open(fetch_session *fs, command_context *ctx, error_in
 {
     memset(fs, 0, sizeof *fs);
     fs->ctx = ctx;
-    timefmt_iso8601(platform_time_utc_ms() / 1000, fs->started_at);
     error_code rc = config_check_api(ctx->cfg, err);
     if (rc == ERR_OK)
         rc = state_load(ctx->cfg->state_dir, &fs->s, err);
@@ -147,50 +146,25 @@ static void record_latest(fetch_session *fs, const char *latest)
     set_member(section, "update_available", cJSON_CreateBool(fs->update_available));
 }
 
-static cJSON *last_run_object(const fetch_session *fs, error_code outcome, const error_info *err)
-{
-    char now[TIMEFMT_ISO8601_SIZE];
-    timefmt_iso8601(platform_time_utc_ms() / 1000, now);
-    int exit_code = outcome == ERR_OK ? fs->ctx->exit_code : error_exit_code(outcome);
-    cJSON *run = cJSON_CreateObject();
-    cJSON *errors = NULL;
-    bool ok = run && cJSON_AddStringToObject(run, "started_at", fs->started_at) &&
-              cJSON_AddStringToObject(run, "finished_at", now) &&
-              cJSON_AddStringToObject(run, "result", outcome == ERR_OK ? "ok" : "failed") &&
-              cJSON_AddNumberToObject(run, "exit_code", exit_code) && (errors = cJSON_AddArrayToObject(run, "errors"));
-    if (ok && outcome != ERR_OK) {
-        cJSON *e = cJSON_CreateObject();
-        ok = e && cJSON_AddItemToArray(errors, e) && cJSON_AddStringToObject(e, "stage", "update") &&
-             cJSON_AddStringToObject(e, "message", err && err->message[0] ? err->message : error_meaning(outcome));
-    }
-    if (!ok) {
-        cJSON_Delete(run);
-        return NULL;
-    }
-    return run;
-}
-
 /*
- * Saves state and writes status.json (installer member, and last_run unless
- * `run` drives us). Failures here are reported but do not hide the
- * command's own outcome: a failed check stays a failed check.
+ * Saves state and writes status.json's installer member, with this
+ * command's outcome in installer.last_command unless `run` drives us
+ * (last_run is the scheduled run's). Failures here are reported but do not
+ * hide the command's own outcome: a failed check stays a failed check.
  */
 static error_code finish_session(fetch_session *fs, error_code outcome, error_info *err)
 {
     remember_retry_after(fs);
     error_info why;
     error_clear(&why);
+    command_record_outcome(fs->ctx, fs->s, outcome, fs->ctx->exit_code, err);
     error_code rc = fs->s ? state_save(fs->s, &why) : ERR_OK;
     status_parts parts = {0};
     if (rc == ERR_OK && fs->s)
         rc = staging_status_section(fs->ctx->cfg, fs->s, &parts.installer, &why);
-    bool from_run = fs->ctx->opts && fs->ctx->opts->command == CLI_RUN;
-    if (rc == ERR_OK && !from_run)
-        parts.last_run = last_run_object(fs, outcome, err);
     if (rc == ERR_OK)
         rc = status_write(fs->ctx->cfg, &parts, &why);
     cJSON_Delete(parts.installer);
-    cJSON_Delete(parts.last_run);
     if (outcome != ERR_OK)
         return outcome;
     if (rc != ERR_OK && err)

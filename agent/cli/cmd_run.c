@@ -35,6 +35,7 @@ typedef struct run_outcome {
     int exit_code;       /* most serious so far */
     int parts;           /* parts attempted */
     int failed;          /* parts that failed */
+    bool reboot_exit;    /* a deploy asked for a reboot, with deploy.pass_reboot_code */
 } run_outcome;
 
 static void record(run_outcome *o, const char *stage, error_code code, const char *message)
@@ -61,6 +62,8 @@ static void run_part(command_context *ctx, run_outcome *o, const char *stage,
     ctx->http = sub.http;
     if (rc != ERR_OK)
         record(o, stage, rc, err.message);
+    else if (sub.exit_code == COMMAND_EXIT_REBOOT)
+        o->reboot_exit = true;
 }
 
 /* A string member of state section/name/member, copied into buf ("" if none). */
@@ -104,12 +107,18 @@ static bool deploy_wanted(const config *cfg)
     return wanted;
 }
 
-static void jitter(const config *cfg)
+/* The start jitter; on a terminal a person sees the wait (and not at -q). */
+static void jitter(const command_context *ctx)
 {
+    const config *cfg = ctx->cfg;
     if (cfg->jitter_s <= 0)
         return;
     int64_t ms = clock_random_upto(NULL, cfg->jitter_s * 1000);
     log_info("run: waiting %" PRId64 " ms of start jitter", ms);
+    bool show = platform_is_terminal(stderr) && (!ctx->opts || ctx->opts->verbosity >= 0);
+    if (show)
+        fprintf(stderr, "outpost: run: waiting %" PRId64 " s of start jitter (schedule.jitter %" PRId64 " s)\n",
+                (ms + 999) / 1000, cfg->jitter_s);
     platform_sleep_ms(ms);
 }
 
@@ -151,8 +160,12 @@ static void write_status(command_context *ctx, const char *started_at, run_outco
     if (!ctx->cfg->report.metrics_file)
         return;
     cJSON *doc = NULL;
+    http_stats stats = {0};
+    if (ctx->http)
+        http_client_stats(ctx->http, &stats);
     char *path = config_state_path(ctx->cfg, ctx->cfg->report.metrics_file);
-    if (path && status_read(ctx->cfg, &doc, &err) == ERR_OK && metrics_write(path, doc, -1, &err) != ERR_OK)
+    if (path && status_read(ctx->cfg, &doc, &err) == ERR_OK &&
+        metrics_write(path, doc, stats.responses_429, &err) != ERR_OK)
         log_warn("run: %s", err.message);
     cJSON_Delete(doc);
     free(path);
@@ -172,13 +185,20 @@ error_code command_run(command_context *ctx, error_info *err)
         o.parts++;
         record(&o, "run", ERR_TEMPORARY, message);
     } else {
-        jitter(ctx->cfg);
-        run_part(ctx, &o, "update", command_update);
-        if (deploy_wanted(ctx->cfg))
-            run_part(ctx, &o, "deploy", command_deploy);
+        jitter(ctx);
+        /* Only the enabled parts: a part that is off needs nothing (no CA,
+         * no download, no key) and cannot fail the run. */
+        if (ctx->cfg->installer.enabled) {
+            run_part(ctx, &o, "update", command_update);
+            if (deploy_wanted(ctx->cfg))
+                run_part(ctx, &o, "deploy", command_deploy);
+        }
         if (ctx->cfg->report.enabled)
             run_part(ctx, &o, "report", command_report);
     }
+    /* A failure outranks the pending reboot; otherwise SCCM/Intune read 3010. */
+    if (o.exit_code == 0 && o.reboot_exit)
+        o.exit_code = COMMAND_EXIT_REBOOT;
     write_status(ctx, started_at, &o);
     cJSON_Delete(o.errors);
     ctx->exit_code = o.exit_code;

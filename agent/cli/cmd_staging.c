@@ -2,8 +2,9 @@
  * cmd_staging.c — `stage`, `deploy`, `rollback` and `bundle`: what happens to
  * an installer once it is on disk (PRODUCT.md sections 4.3-4.5). Each
  * command does its work through staging.c, deploy.c or bundle.c, then
- * refreshes the "installer" and "last_run" members of status.json.
- * last_run.errors[].stage names the command ("stage", "deploy", "rollback").
+ * refreshes the "installer" member of status.json, whose last_command
+ * records its outcome (last_run is the scheduled run's, never theirs).
+ * With --json each prints one JSON document on stdout and nothing else.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,41 +22,40 @@
 #include "report/status.h"
 #include "core/timefmt.h"
 
-static cJSON *last_run_object(int64_t started, const char *stage, error_code rc, const error_info *err)
+/* Refreshes status.json's "installer" after a command (its outcome in
+ * installer.last_command, never last_run: that is the scheduled run's); a
+ * failure here is a warning, never a replacement for the command's own
+ * outcome. */
+static void write_status(const command_context *ctx, state *s, error_code rc, int exit_code, const error_info *err)
 {
-    char started_at[TIMEFMT_ISO8601_SIZE], finished_at[TIMEFMT_ISO8601_SIZE];
-    timefmt_iso8601(started, started_at);
-    timefmt_iso8601(platform_time_utc_ms() / 1000, finished_at);
-    cJSON *run = cJSON_CreateObject();
-    cJSON_AddStringToObject(run, "started_at", started_at);
-    cJSON_AddStringToObject(run, "finished_at", finished_at);
-    cJSON_AddStringToObject(run, "result", rc == ERR_OK ? "ok" : "failed");
-    cJSON_AddNumberToObject(run, "exit_code", error_exit_code(rc));
-    cJSON *errors = cJSON_AddArrayToObject(run, "errors");
-    if (rc != ERR_OK && errors) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "stage", stage);
-        cJSON_AddStringToObject(e, "message", err->message[0] ? err->message : error_meaning(rc));
-        cJSON_AddItemToArray(errors, e);
-    }
-    return run;
-}
-
-/* Refreshes status.json after a command; a failure here is a warning, never
- * a replacement for the command's own outcome. */
-static void write_status(const config *cfg, state *s, int64_t started, const char *stage, error_code rc,
-                         const error_info *err)
-{
+    if (!s)
+        return;
     status_parts parts = {0};
     error_info status_err;
     error_clear(&status_err);
-    parts.last_run = last_run_object(started, stage, rc, err);
-    if (s)
-        staging_status_section(cfg, s, &parts.installer, &status_err);
-    if (status_write(cfg, &parts, &status_err) != ERR_OK)
+    command_record_outcome(ctx, s, rc, exit_code, err);
+    if (state_save(s, &status_err) != ERR_OK ||
+        staging_status_section(ctx->cfg, s, &parts.installer, &status_err) != ERR_OK ||
+        status_write(ctx->cfg, &parts, &status_err) != ERR_OK)
         log_warn("the status file was not updated: %s", status_err.message);
-    cJSON_Delete(parts.last_run);
     cJSON_Delete(parts.installer);
+}
+
+static void print_json(cJSON *o)
+{
+    char *text = o ? cJSON_Print(o) : NULL;
+    if (text)
+        printf("%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(o);
+}
+
+static void add_string_or_null(cJSON *o, const char *name, const char *value)
+{
+    if (value && value[0])
+        cJSON_AddStringToObject(o, name, value);
+    else
+        cJSON_AddNullToObject(o, name);
 }
 
 static bool quiet(void)
@@ -74,12 +74,8 @@ static void print_staged(const command_context *ctx, const staging_result *r)
         cJSON_AddStringToObject(o, "sha256", r->sha256);
         cJSON_AddNumberToObject(o, "size", (double)r->size);
         cJSON_AddStringToObject(o, "signature", r->signature);
-        cJSON_AddStringToObject(o, "signer", r->signer);
-        char *text = cJSON_Print(o);
-        if (text)
-            printf("%s\n", text);
-        cJSON_free(text);
-        cJSON_Delete(o);
+        add_string_or_null(o, "signer", r->signer);
+        print_json(o);
         return;
     }
     if (quiet())
@@ -93,7 +89,6 @@ static void print_staged(const command_context *ctx, const staging_result *r)
 
 error_code command_stage(command_context *ctx, error_info *err)
 {
-    int64_t started = platform_time_utc_ms() / 1000;
     const char *file = ctx->opts->file;
     state *s = NULL;
     error_code rc = state_load(ctx->cfg->state_dir, &s, err);
@@ -120,68 +115,109 @@ error_code command_stage(command_context *ctx, error_info *err)
     if (rc == ERR_OK)
         print_staged(ctx, &result);
     free(result.path);
-    write_status(ctx->cfg, s, started, "stage", rc, err);
+    write_status(ctx, s, rc, 0, err);
     state_free(s);
     return rc;
 }
 
 static error_code deploy_dry_run(command_context *ctx, error_info *err)
 {
-    char *version = NULL, *installer = NULL, **argv = NULL;
-    error_code rc = staging_current(ctx->cfg, &version, NULL, &installer, err);
+    char *version = NULL, *installer = NULL, **argv = NULL, *log = NULL;
+    cJSON *manifest = NULL;
+    error_code rc = staging_current(ctx->cfg, &version, &manifest, &installer, err);
     if (rc == ERR_NOT_FOUND)
         rc = error_set(err, ERR_NOT_FOUND, "nothing is staged; run outpost update first");
-    if (rc == ERR_OK)
-        rc = deploy_build_argv(&ctx->cfg->deploy, installer, &argv, err);
+    if (rc == ERR_OK && !(log = deploy_log_path(ctx->cfg, version, platform_time_utc_ms() / 1000)))
+        rc = error_set(err, ERR_NOMEM, "out of memory");
     if (rc == ERR_OK) {
-        char *line = deploy_format_argv(argv);
-        if (!line)
-            rc = error_set(err, ERR_NOMEM, "out of memory");
-        else if (ctx->opts->json)
-            printf("{\"version\": \"%s\", \"dry_run\": true}\n%s\n", version, line);
-        else
-            printf("would run (deploy of %s, timeout %lld s): %s\n", version, (long long)ctx->cfg->deploy.timeout_s,
-                   line);
-        free(line);
+        deploy_target target = {.installer = installer, .log = log, .msi = deploy_staged_is_msi(manifest, installer)};
+        rc = deploy_build_argv(&ctx->cfg->deploy, &target, &argv, NULL, err);
     }
+    char *line = rc == ERR_OK ? deploy_format_argv(argv) : NULL;
+    if (rc == ERR_OK && !line)
+        rc = error_set(err, ERR_NOMEM, "out of memory");
+    if (rc == ERR_OK && ctx->opts->json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "version", version);
+        cJSON_AddBoolToObject(o, "dry_run", true);
+        cJSON *args = cJSON_AddArrayToObject(o, "argv");
+        for (char **a = argv; args && *a; a++)
+            cJSON_AddItemToArray(args, cJSON_CreateString(*a));
+        cJSON_AddStringToObject(o, "command_line", line);
+        cJSON_AddStringToObject(o, "log", log);
+        cJSON_AddNumberToObject(o, "timeout_s", (double)ctx->cfg->deploy.timeout_s);
+        print_json(o);
+    } else if (rc == ERR_OK) {
+        printf("would run (deploy of %s, timeout %lld s): %s\n", version, (long long)ctx->cfg->deploy.timeout_s, line);
+    }
+    free(line);
     deploy_free_argv(argv);
+    cJSON_Delete(manifest);
+    free(log);
     free(version);
     free(installer);
     return rc;
+}
+
+static void print_deployed(const command_context *ctx, const deploy_outcome *out)
+{
+    bool verified = strcmp(out->verified, "yes") == 0;
+    if (ctx->opts->json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "version", out->version);
+        cJSON_AddNumberToObject(o, "exit_code", out->exit_code);
+        cJSON_AddBoolToObject(o, "reboot_required", out->reboot_required);
+        cJSON_AddStringToObject(o, "verified", out->verified);
+        add_string_or_null(o, "installed_version", out->installed_after);
+        cJSON_AddStringToObject(o, "log", out->log);
+        print_json(o);
+        return;
+    }
+    if (quiet())
+        return;
+    printf("deployed %s (exit code %d%s; installed version %s); log %s\n", out->version, out->exit_code,
+           out->reboot_required ? ", reboot required" : "",
+           verified ? "verified" : "not verifiable: no installed-version source", out->log);
 }
 
 error_code command_deploy(command_context *ctx, error_info *err)
 {
     if (ctx->opts->dry_run)
         return deploy_dry_run(ctx, err);
-    int64_t started = platform_time_utc_ms() / 1000;
     state *s = NULL;
     error_code rc = state_load(ctx->cfg->state_dir, &s, err);
     if (rc != ERR_OK)
         return rc;
     deploy_outcome out;
     rc = deploy_run(ctx->cfg, s, &out, err);
-    if (rc == ERR_OK && !quiet())
-        printf("deployed %s (exit code %d%s; installed version %s)\n", out.version, out.exit_code,
-               out.reboot_required ? ", reboot required" : "",
-               strcmp(out.verified, "yes") == 0 ? "verified" : "not verifiable: no installed-version source");
-    write_status(ctx->cfg, s, started, "deploy", rc, err);
+    if (rc == ERR_OK) {
+        print_deployed(ctx, &out);
+        /* SCCM and Intune learn of the pending reboot from the exit code. */
+        if (out.reboot_required && ctx->cfg->deploy.pass_reboot_code)
+            ctx->exit_code = COMMAND_EXIT_REBOOT;
+    }
+    write_status(ctx, s, rc, ctx->exit_code, err);
     state_free(s);
     return rc;
 }
 
 error_code command_rollback(command_context *ctx, error_info *err)
 {
-    int64_t started = platform_time_utc_ms() / 1000;
     state *s = NULL;
     error_code rc = state_load(ctx->cfg->state_dir, &s, err);
     if (rc != ERR_OK)
         return rc;
     char *from = NULL, *to = NULL;
     rc = staging_rollback(ctx->cfg, s, &from, &to, err);
-    if (rc == ERR_OK && !quiet())
+    if (rc == ERR_OK && ctx->opts->json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "current", to);
+        cJSON_AddStringToObject(o, "previous", from);
+        print_json(o);
+    } else if (rc == ERR_OK && !quiet()) {
         printf("rolled back: %s is current again (was %s)\n", to, from);
-    write_status(ctx->cfg, s, started, "rollback", rc, err);
+    }
+    write_status(ctx, s, rc, 0, err);
     free(from);
     free(to);
     state_free(s);
@@ -196,8 +232,14 @@ error_code command_bundle(command_context *ctx, error_info *err)
         return rc;
     char *written = NULL;
     rc = bundle_write(ctx->cfg, format, ctx->opts->output, &written, err);
-    if (rc == ERR_OK && !quiet())
+    if (rc == ERR_OK && ctx->opts->json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "path", written);
+        cJSON_AddStringToObject(o, "format", format == BUNDLE_ZIP ? "zip" : "tar.gz");
+        print_json(o);
+    } else if (rc == ERR_OK && !quiet()) {
         printf("%s\n", written);
+    }
     free(written);
     return rc;
 }

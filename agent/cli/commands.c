@@ -1,7 +1,14 @@
 /*
- * commands.c — what the commands share: the run's API client.
+ * commands.c — what the commands share: the run's API client, and where an
+ * interactive command records its outcome.
  */
 #include "cli/commands.h"
+
+#include <cjson/cJSON.h>
+
+#include "core/state.h"
+#include "core/timefmt.h"
+#include "platform/platform.h"
 
 error_code command_http(command_context *ctx, http_client **http, error_info *err)
 {
@@ -21,4 +28,30 @@ error_code command_http(command_context *ctx, http_client **http, error_info *er
     }
     *http = ctx->http;
     return ERR_OK;
+}
+
+bool command_from_run(const command_context *ctx)
+{
+    return ctx->opts && ctx->opts->command == CLI_RUN;
+}
+
+void command_record_outcome(const command_context *ctx, state *s, error_code rc, int exit_code, const error_info *err)
+{
+    cJSON *section = s ? state_section(s, "installer") : NULL;
+    if (!section || command_from_run(ctx))
+        return;
+    char at[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(platform_time_utc_ms() / 1000, at);
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return;
+    cJSON_AddStringToObject(o, "command", cli_command_name(ctx->opts ? ctx->opts->command : CLI_NONE));
+    cJSON_AddStringToObject(o, "at", at);
+    cJSON_AddNumberToObject(o, "exit_code", rc == ERR_OK ? exit_code : error_exit_code(rc));
+    if (rc != ERR_OK)
+        cJSON_AddStringToObject(o, "error", err && err->message[0] ? err->message : error_meaning(rc));
+    else
+        cJSON_AddNullToObject(o, "error");
+    cJSON_DeleteItemFromObjectCaseSensitive(section, "last_command");
+    cJSON_AddItemToObject(section, "last_command", o);
 }

@@ -19,6 +19,7 @@
 #include "core/config.h"
 #include "base/error.h"
 #include "net/http.h"
+#include "core/state.h"
 
 typedef struct command_context {
     const cli_options *opts;   /* parsed command line */
@@ -35,6 +36,24 @@ typedef struct command_context {
  * *http is borrowed from ctx.
  */
 error_code command_http(command_context *ctx, http_client **http, error_info *err);
+
+/*
+ * Records an interactive installer command's outcome (check, update, stage,
+ * deploy, rollback) in state section "installer" as "last_command"
+ * {command, at, exit_code, error}, which status.json's "installer" shows.
+ * Only `run` (and `report` alone) write last_run: a manual command never
+ * overwrites the scheduled run's verdict. Does nothing when `run` drives
+ * the command. s is not saved here.
+ */
+void command_record_outcome(const command_context *ctx, state *s, error_code rc, int exit_code,
+                            const error_info *err);
+
+/* Whether `run` drives this command (it then leaves the status to `run`). */
+bool command_from_run(const command_context *ctx);
+
+/* Exit code of a deploy whose installer asks for a reboot, with
+ * deploy.pass_reboot_code: what SCCM and Intune read as "soft reboot". */
+#define COMMAND_EXIT_REBOOT 3010
 
 /* Exit code of `check` when a newer installer is available. */
 #define COMMAND_EXIT_UPDATE_AVAILABLE 10

@@ -1049,6 +1049,9 @@ error_code staging_status_section(const config *cfg, state *s, cJSON **out, erro
     const cJSON *failure = cJSON_GetObjectItemCaseSensitive(section, "deploy_failure");
     if (failure)
         add_copy_or_null(obj, "deploy_failure", failure);
+    const cJSON *last_command = cJSON_GetObjectItemCaseSensitive(section, "last_command");
+    if (last_command)
+        add_copy_or_null(obj, "last_command", last_command);
     free(installed);
     *out = obj;
     return ERR_OK;
