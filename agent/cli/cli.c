@@ -48,8 +48,13 @@ static const command_spec commands[] = {
      "Takes the single-instance lock, waits the configured start jitter, runs update (and\n"
      "deploy when deploy.enabled), then report; one failing part does not stop the other.\n"
      "Exits with the most serious outcome: 4, 3, 1, 75, 0.\n"},
-    {"status", CLI_STATUS, "status [--json]", "print the status file",
-     "Prints a readable summary of status.json, or the file itself with --json.\n"},
+    {"status", CLI_STATUS, "status [--max-age DURATION] [--json]", "is this machine OK? the verdict and the status file",
+     "Prints a one-line verdict first (OK ..., or ATTENTION: ... naming what needs a person:\n"
+     "a failed run, a failed deploy, a reboot required, a stale status), then a readable\n"
+     "summary of status.json; or the file itself with --json.\n"
+     "Exit status: the last scheduled run's exit code (0 when it succeeded; 75 when none has\n"
+     "finished yet).\n"
+     "  --max-age DURATION  exit 75 when the last run finished longer ago (30m, 2h, 1d)\n"},
     {"version", CLI_VERSION, "version", "print outpost's version", "Prints outpost's version.\n"},
     {"help", CLI_HELP, "help [COMMAND]", "show help for a command", "Shows the help of COMMAND, or the overview.\n"},
 };
@@ -125,6 +130,7 @@ static const option_spec options[] = {
     {"--version", 0, true, CLI_STAGE},
     {"--format", 0, true, CLI_BUNDLE},
     {"--output", 'o', true, CLI_BUNDLE},
+    {"--max-age", 0, true, CLI_STATUS},
 };
 
 static const option_spec *find_option(const char *arg, const char **inline_value)
@@ -192,6 +198,7 @@ static error_code apply_option(const option_spec *o, const char *value, cli_opti
     else if (strcmp(name, "--version") == 0) opts->version = value;
     else if (strcmp(name, "--format") == 0) opts->format = value;
     else if (strcmp(name, "--output") == 0) opts->output = value;
+    else if (strcmp(name, "--max-age") == 0) opts->max_age = value;
     return ERR_OK;
 }
 

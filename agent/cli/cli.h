@@ -44,6 +44,7 @@ typedef struct cli_options {
     const char *version;      /* stage --version V */
     const char *format;       /* bundle --format zip|tar.gz (NULL: zip) */
     const char *output;       /* bundle -o FILE */
+    const char *max_age;      /* status --max-age DURATION */
 } cli_options;
 
 /* Parses argv into *opts. ERR_USAGE with a one-line message on bad input. */

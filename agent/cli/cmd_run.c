@@ -9,12 +9,16 @@
  * line each, and returns ERR_OK with ctx->exit_code set, so main.c prints
  * nothing more.
  *
- * `status` prints status.json: a readable summary, or the file as is with
- * --json.
+ * `status` prints status.json: a verdict line first (`OK ...` or
+ * `ATTENTION: ...` naming what needs a person), then a readable summary; or
+ * the file as is with --json. It exits with the last run's exit code (75
+ * when no run has finished yet, or with --max-age when the last run is
+ * older), so a compliance or detection script needs nothing else.
  */
 #include "cli/commands.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +225,18 @@ static double num(const cJSON *obj, const char *name)
 
 #define OR_NONE(s) ((s) ? (s) : "none")
 
+/* Whether the deploy recorded in deployed still waits for a reboot: it asked
+ * for one and the machine has not restarted since (same boot id). */
+static bool reboot_pending(const cJSON *deployed)
+{
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(deployed, "reboot_required")))
+        return false;
+    const char *then = str(deployed, "boot_id");
+    char now[128];
+    platform_boot_id(now, sizeof now);
+    return !then || !then[0] || !now[0] || strcmp(then, now) == 0;
+}
+
 static void print_installer(FILE *out, const cJSON *inst)
 {
     if (!cJSON_IsObject(inst)) {
@@ -229,6 +245,8 @@ static void print_installer(FILE *out, const cJSON *inst)
     }
     const cJSON *staged = cJSON_GetObjectItemCaseSensitive(inst, "staged");
     const cJSON *deployed = cJSON_GetObjectItemCaseSensitive(inst, "deployed");
+    const cJSON *failure = cJSON_GetObjectItemCaseSensitive(inst, "deploy_failure");
+    const cJSON *last = cJSON_GetObjectItemCaseSensitive(inst, "last_command");
     fprintf(out, "Installer:  installed %s, latest %s%s (checked %s)\n", OR_NONE(str(inst, "installed_version")),
             OR_NONE(str(inst, "latest_version")),
             cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(inst, "update_available")) ? ", update available" : "",
@@ -237,8 +255,29 @@ static void print_installer(FILE *out, const cJSON *inst)
         fprintf(out, "            staged %s (%s, signature %s)\n", OR_NONE(str(staged, "version")),
                 OR_NONE(str(staged, "file_name")), OR_NONE(str(staged, "signature")));
     if (cJSON_IsObject(deployed))
-        fprintf(out, "            deployed %s at %s, exit code %.0f\n", OR_NONE(str(deployed, "version")),
-                OR_NONE(str(deployed, "at")), num(deployed, "exit_code"));
+        fprintf(out, "            deployed %s at %s, exit code %.0f%s\n", OR_NONE(str(deployed, "version")),
+                OR_NONE(str(deployed, "at")), num(deployed, "exit_code"),
+                reboot_pending(deployed)                                                          ? ", REBOOT REQUIRED"
+                : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(deployed, "reboot_required")) ? ", rebooted since"
+                                                                                                  : "");
+    if (cJSON_IsObject(failure)) {
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(failure, "exit_code");
+        fprintf(out, "            DEPLOY FAILED: %s at %s, ", OR_NONE(str(failure, "version")),
+                OR_NONE(str(failure, "at")));
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(failure, "timed_out")))
+            fprintf(out, "timed out");
+        else if (cJSON_IsNumber(code))
+            fprintf(out, "exit code %.0f", code->valuedouble);
+        else
+            fprintf(out, "did not run");
+        fprintf(out, "%s%s\n", str(failure, "log") ? "; log " : "", str(failure, "log") ? str(failure, "log") : "");
+        fprintf(out, "            %s\n", OR_NONE(str(failure, "message")));
+    }
+    if (cJSON_IsObject(last)) {
+        fprintf(out, "            last command: %s at %s, exit code %.0f%s%s\n", OR_NONE(str(last, "command")),
+                OR_NONE(str(last, "at")), num(last, "exit_code"), str(last, "error") ? ": " : "",
+                str(last, "error") ? str(last, "error") : "");
+    }
 }
 
 static void print_last_run(FILE *out, const cJSON *run)
@@ -279,8 +318,101 @@ static void print_incidents(FILE *out, const cJSON *inc)
     }
 }
 
+/* ---- The verdict ------------------------------------------------------------ */
+
+typedef struct verdict {
+    char text[2048];      /* "OK ..." or "ATTENTION: a; b" */
+    bool attention;
+    int exit_code;        /* what `status` exits with */
+} verdict;
+
+static void attention(verdict *v, const char *fmt, ...) OUTPOST_PRINTF(2, 3);
+
+static void attention(verdict *v, const char *fmt, ...)
+{
+    size_t n = strlen(v->text);
+    if (n + 3 >= sizeof v->text)
+        return;
+    n += (size_t)snprintf(v->text + n, sizeof v->text - n, "%s", v->attention ? "; " : "ATTENTION: ");
+    v->attention = true;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->text + n, sizeof v->text - n, fmt, ap);
+    va_end(ap);
+}
+
+/* "2h 5m" from seconds, for a person. */
+static void age_text(int64_t s, char *buf, size_t size)
+{
+    if (s >= 2 * 86400)
+        snprintf(buf, size, "%" PRId64 "d %" PRId64 "h", s / 86400, s % 86400 / 3600);
+    else if (s >= 3600)
+        snprintf(buf, size, "%" PRId64 "h %" PRId64 "m", s / 3600, s % 3600 / 60);
+    else if (s >= 60)
+        snprintf(buf, size, "%" PRId64 "m %" PRId64 "s", s / 60, s % 60);
+    else
+        snprintf(buf, size, "%" PRId64 "s", s);
+}
+
+/*
+ * What needs a person, from the status document: no scheduled run yet, a
+ * failed run, a failed deploy, a pending reboot, a run older than max_age_s
+ * (< 0: not asked). The exit code: 75 when stale (or no run yet), else the
+ * last run's.
+ */
+static void judge(const cJSON *doc, int64_t max_age_s, int64_t now_s, verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    const cJSON *run = cJSON_GetObjectItemCaseSensitive(doc, "last_run");
+    const cJSON *inst = cJSON_GetObjectItemCaseSensitive(doc, "installer");
+    const cJSON *failure = cJSON_GetObjectItemCaseSensitive(inst, "deploy_failure");
+    const cJSON *deployed = cJSON_GetObjectItemCaseSensitive(inst, "deployed");
+    int64_t finished = 0;
+    bool have_run = cJSON_IsObject(run) && str(run, "finished_at") && timefmt_parse_iso8601(str(run, "finished_at"), &finished);
+    int run_exit = have_run ? (int)num(run, "exit_code") : 0;
+    v->exit_code = have_run ? run_exit : 75;
+    if (!have_run) {
+        attention(v, "no scheduled run has finished yet (outpost run)");
+    } else if (run_exit != 0 && run_exit != COMMAND_EXIT_REBOOT) {
+        const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(run, "errors"), 0);
+        attention(v, "the last run failed (exit code %d)%s%s%s%s", run_exit, first ? ": " : "",
+                  first ? OR_NONE(str(first, "stage")) : "", first ? ": " : "", first ? OR_NONE(str(first, "message")) : "");
+    }
+    if (cJSON_IsObject(failure))
+        attention(v, "the deploy of %s failed%s%s", OR_NONE(str(failure, "version")), str(failure, "log") ? ", see " : "",
+                  str(failure, "log") ? str(failure, "log") : "");
+    if (cJSON_IsObject(deployed) && reboot_pending(deployed))
+        attention(v, "reboot required to finish the deploy of %s", OR_NONE(str(deployed, "version")));
+    if (have_run && max_age_s >= 0 && now_s - finished > max_age_s) {
+        char age[32], limit[32];
+        age_text(now_s - finished, age, sizeof age);
+        age_text(max_age_s, limit, sizeof limit);
+        attention(v, "stale: the last run finished %s ago, longer than --max-age %s", age, limit);
+        v->exit_code = 75;
+    } else if (!have_run && max_age_s >= 0) {
+        v->exit_code = 75;
+    }
+    if (v->attention)
+        return;
+    const char *installed = str(inst, "installed_version");
+    const cJSON *incidents = cJSON_GetObjectItemCaseSensitive(doc, "incidents");
+    char age[32];
+    age_text(now_s - finished > 0 ? now_s - finished : 0, age, sizeof age);
+    int n = snprintf(v->text, sizeof v->text, "OK: the last run succeeded %s ago (%s)", age, OR_NONE(str(run, "finished_at")));
+    if (installed && n > 0 && (size_t)n < sizeof v->text)
+        n += snprintf(v->text + n, sizeof v->text - (size_t)n, "; installer %s installed", installed);
+    if (cJSON_IsObject(incidents) && n > 0 && (size_t)n < sizeof v->text)
+        snprintf(v->text + n, sizeof v->text - (size_t)n, "; %.0f new incidents in the last report",
+                 num(incidents, "new"));
+}
+
 error_code command_status(command_context *ctx, error_info *err)
 {
+    int64_t max_age_s = -1;
+    if (ctx->opts && ctx->opts->max_age && config_parse_duration(ctx->opts->max_age, &max_age_s, err) != ERR_OK) {
+        err->code = ERR_USAGE;
+        return error_prefix(err, "--max-age");
+    }
     char *path = config_state_path(ctx->cfg, ctx->cfg->report.status_file);
     if (!path)
         return error_set(err, ERR_NOMEM, "out of memory");
@@ -294,24 +426,30 @@ error_code command_status(command_context *ctx, error_info *err)
     free(path);
     if (rc != ERR_OK)
         return rc;
+    cJSON *doc = cJSON_ParseWithLength(text, len);
+    if (!cJSON_IsObject(doc)) {
+        free(text);
+        cJSON_Delete(doc);
+        return error_set(err, ERR_IO, "the status file is not valid JSON; the next run replaces it");
+    }
+    verdict v;
+    judge(doc, max_age_s, platform_time_utc_ms() / 1000, &v);
+    ctx->exit_code = v.exit_code;
     if (ctx->opts && ctx->opts->json) {
         fwrite(text, 1, len, stdout);
         if (len && text[len - 1] != '\n')
             fputc('\n', stdout);
         free(text);
+        cJSON_Delete(doc);
         return ERR_OK;
     }
-    cJSON *doc = cJSON_ParseWithLength(text, len);
     free(text);
-    if (!cJSON_IsObject(doc)) {
-        cJSON_Delete(doc);
-        return error_set(err, ERR_IO, "the status file is not valid JSON; the next run replaces it");
-    }
+    printf("%s\n", v.text);
     const cJSON *agent = cJSON_GetObjectItemCaseSensitive(doc, "agent");
     printf("outpost %s on %s, status written %s\n", OR_NONE(str(agent, "version")), OR_NONE(str(agent, "hostname")),
            OR_NONE(str(doc, "generated_at")));
-    print_installer(stdout, cJSON_GetObjectItemCaseSensitive(doc, "installer"));
     print_last_run(stdout, cJSON_GetObjectItemCaseSensitive(doc, "last_run"));
+    print_installer(stdout, cJSON_GetObjectItemCaseSensitive(doc, "installer"));
     print_incidents(stdout, cJSON_GetObjectItemCaseSensitive(doc, "incidents"));
     cJSON_Delete(doc);
     return ERR_OK;

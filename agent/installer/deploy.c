@@ -246,6 +246,10 @@ static void record_success(cJSON *section, const deploy_outcome *out, const char
     cJSON_AddBoolToObject(deployed, "reboot_required", out->reboot_required);
     cJSON_AddStringToObject(deployed, "verified", out->verified);
     cJSON_AddStringToObject(deployed, "log", out->log);
+    /* `status` compares it with the running boot: a reboot clears "reboot required". */
+    char boot[128];
+    platform_boot_id(boot, sizeof boot);
+    cJSON_AddStringToObject(deployed, "boot_id", boot);
     cJSON_DeleteItemFromObjectCaseSensitive(section, "deployed");
     cJSON_AddItemToObject(section, "deployed", deployed);
     cJSON_DeleteItemFromObjectCaseSensitive(section, "deployed_version");

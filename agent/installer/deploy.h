@@ -24,7 +24,7 @@
  *    configured, or only outpost's own record of its last deploy) the exit
  *    code is trusted and the deploy is recorded as "verified": "unverified".
  *  - State section "installer": "deployed" {version, at, exit_code,
- *    reboot_required, verified, log} and "deployed_version" are written on
+ *    reboot_required, verified, log, boot_id} and "deployed_version" are written on
  *    success only (installed.h reads deployed_version); a failure is
  *    recorded in "deploy_failure" {version, at, exit_code, timed_out,
  *    message, log} and leaves "deployed", the staged versions and `current`

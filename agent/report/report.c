@@ -194,6 +194,7 @@ typedef struct report_ctx {
     report_summary sum;
     error_info first_failure;   /* first incident that failed */
     cJSON *recovered;    /* items a crashed run appended, for status.json */
+    bool progress;       /* a person watches: a progress line on stderr */
 } report_ctx;
 
 static bool listed_already(const report_ctx *ctx, const char *id)
@@ -260,6 +261,9 @@ static error_code on_page(void *user, const api_incident *incidents, size_t coun
             return rc;
     }
     log_info("report: page %d: %" PRIu64 " incidents", page->page, (uint64_t)count);
+    if (ctx->progress)
+        fprintf(stderr, "\routpost: report: %d page%s, %" PRId64 " incidents listed, %zu to trace...", page->page,
+                page->page == 1 ? "" : "s", ctx->sum.listed, ctx->count);
     return ERR_OK;
 }
 
@@ -726,7 +730,8 @@ static error_code finish(report_ctx *ctx, state *s, const char *start_time, cons
 error_code report_run(const config *cfg, http_client *http, state *s, const report_options *opts,
                       report_summary *summary, error_info *err)
 {
-    report_ctx ctx = {.cfg = cfg, .http = http, .now_s = opts->now_s ? opts->now_s : platform_time_utc_ms() / 1000};
+    report_ctx ctx = {.cfg = cfg, .http = http, .now_s = opts->now_s ? opts->now_s : platform_time_utc_ms() / 1000,
+                      .progress = opts->progress};
     error_clear(&ctx.first_failure);
     ctx.section = state_section(s, "report");
     ctx.seen = ctx.section ? object_member(ctx.section, "seen") : NULL;
@@ -757,6 +762,9 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
     list_incidents(&ctx, start_time, &listing);
     if (listing.code != ERR_OK)
         log_info("report: listing incidents stopped: %s", listing.message);
+    if (ctx.progress)
+        fprintf(stderr, "\routpost: report: %d page%s, %" PRId64 " incidents listed, tracing %zu (paced by the API's "
+                        "rate limit)...\n", ctx.sum.pages, ctx.sum.pages == 1 ? "" : "s", ctx.sum.listed, ctx.count);
     rc = trace_finish(ctx.trace, err);
     if (rc == ERR_OK)
         rc = finish(&ctx, s, start_time, opts, &listing, err);

@@ -50,6 +50,7 @@ typedef struct report_options {
     int64_t now_s;                 /* poll start (UTC seconds); 0: the clock */
     const char *started_at;        /* ISO time the command started, for last_run */
     bool write_last_run;           /* `report` alone: write last_run too */
+    bool progress;                 /* a progress line on stderr (a terminal) */
 } report_options;
 
 typedef struct report_summary {
