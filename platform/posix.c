@@ -846,7 +846,7 @@ static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *a
         return rc;
     if (output_path &&
         ((rc = posix_spawn_file_actions_addopen(actions, STDOUT_FILENO, output_path,
-                                                O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) != 0 ||
+                                                O_WRONLY | O_CREAT | O_APPEND, 0600)) != 0 ||
          (rc = posix_spawn_file_actions_adddup2(actions, STDOUT_FILENO, STDERR_FILENO)) != 0))
         return rc;
     sigset_t none, defaults;

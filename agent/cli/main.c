@@ -110,7 +110,10 @@ int main(int argc, char **argv)
         return 0;
     }
     if (opts.command == CLI_VERSION) {
-        printf("outpost %s\n", OUTPOST_VERSION);
+        if (opts.json)
+            printf("{\n\t\"version\":\t\"%s\"\n}\n", OUTPOST_VERSION);
+        else
+            printf("outpost %s\n", OUTPOST_VERSION);
         return 0;
     }
     log_set_level(opts.verbosity);

@@ -146,7 +146,10 @@ def test_check_exit_codes_output_state_and_status(sim_tls, tmp_path):
     status = json.loads((state / "status.json").read_text())
     assert status["installer"]["latest_version"] == SIM_VERSION
     assert status["installer"]["update_available"] is True
-    assert status["last_run"]["exit_code"] == 10 and status["last_run"]["result"] == "ok"
+    # An interactive check records its own outcome; last_run is the scheduled run's.
+    assert "last_run" not in status
+    last = status["installer"]["last_command"]
+    assert last["command"] == "check" and last["exit_code"] == 10 and last["error"] is None
     st = json.loads((state / "state.json").read_text())
     assert st["installer"]["latest_version"] == SIM_VERSION
 
@@ -418,7 +421,8 @@ def test_disk_full_keeps_the_previous_staged_version(sim, tmp_path):
         assert current(state) == SIM_VERSION and sha256_file(first) == first_sha
         assert staged(state) == [SIM_VERSION] and downloads(state) == []
         status = json.loads((state / "status.json").read_text())
-        assert status["last_run"]["result"] == "failed" and status["last_run"]["exit_code"] == 1
+        last = status["installer"]["last_command"]
+        assert last["command"] == "update" and last["exit_code"] == 1 and "space" in last["error"]
     finally:
         subprocess.run(["umount", "-l", str(mnt)], timeout=10)
 

@@ -170,7 +170,8 @@ def test_html_error_page_rejected(tmp_path):
     assert r.returncode == 4
     one_line_error(r, "not a Windows installer (PE or MSI)")
     assert [n for n in agent.staging() if n != "current"] == []
-    assert agent.status()["last_run"]["result"] == "failed"
+    last = agent.status()["installer"]["last_command"]
+    assert last["command"] == "stage" and last["exit_code"] == 4 and "not a Windows installer" in last["error"]
 
 
 def test_unsigned_tiny_pe_skipped_without_ca(tmp_path):
@@ -392,7 +393,9 @@ def test_deploy_failure_keeps_staging(tmp_path):
     st = agent.status()
     assert st["installer"]["deployed"] is None
     assert st["installer"]["deploy_failure"]["exit_code"] == 3
-    assert st["last_run"]["result"] == "failed" and st["last_run"]["errors"][0]["stage"] == "deploy"
+    assert "last_run" not in st  # the scheduled run's verdict, never a manual command's
+    assert st["installer"]["last_command"]["command"] == "deploy"
+    assert st["installer"]["last_command"]["exit_code"] == 1
     assert agent.staging() == before and agent.current() == "2.0.1"
 
 
