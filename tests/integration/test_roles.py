@@ -338,10 +338,10 @@ def test_bom_and_crlf_config_and_key_file_work(sim, tmp_path):
     key = tmp_path / "api_key"
     key.write_bytes(b"\xef\xbb\xbf" + API_KEY.encode() + b"\r\n")
     key.chmod(0o600)
-    doc = {"base_url": sim.url, "api_key_file": str(key), "state_dir": str(state), "installer": {"enabled": False}}
+    doc = {"base_url": sim.url, "api_key_file": str(key), "state_dir": str(state)}
     config = tmp_path / "outpost.json"
     config.write_bytes(b"\xef\xbb\xbf" + json.dumps(doc, indent=2).replace("\n", "\r\n").encode())
-    r = outpost(config, "run", key=False)
+    r = outpost(config, "report", key=False)
     assert r.returncode == 0, r.stderr
     assert status_doc(state)["incidents"]["new"] == 2
 
@@ -449,7 +449,8 @@ def test_stage_force_replaces_a_staged_version(tmp_path):
 
 @pytest.mark.sim_options(incidents=3, rate_limit=0)
 def test_run_metrics_count_429s(sim, tmp_path):
-    config, state = sim_config(tmp_path, sim, installer={"enabled": False},
+    config, state = sim_config(tmp_path, sim, installer={"verify": {"require_signature": False,
+                                                                     "trusted_ca_file": None}},
                                report={"metrics_file": "outpost.prom"}, http={"max_retry_wait": "5s"})
     sim.fault("incidents", "status", status=429, retry_after=1, count=1)
     r = outpost(config, "run")

@@ -60,10 +60,11 @@ def test_run_reports_and_records_each_part(sim, tmp_path):
     assert "# TYPE outpost_last_run_result gauge" in metrics
 
     human = run(config, "status")
-    assert human.returncode == 0
+    assert human.returncode == result.returncode  # status exits with the last run's code
+    assert human.stdout.startswith("OK: " if result.returncode == 0 else "ATTENTION: the last run failed")
     assert "20 new" in human.stdout and "Top hosts:" in human.stdout
     raw = run(config, "status", "--json")
-    assert raw.returncode == 0
+    assert raw.returncode == result.returncode
     with open(os.path.join(state_dir, "status.json"), encoding="utf-8") as f:
         assert raw.stdout.rstrip("\n") == f.read().rstrip("\n")
     assert run(config, "--json", "status").stdout == raw.stdout

@@ -367,9 +367,12 @@ def test_deploy_dry_run_runs_nothing(tmp_path):
     agent = deploy_agent(tmp_path, f"touch '{marker}'")
     r = agent.run("deploy", "--dry-run")
     assert r.returncode == 0, r.stderr
-    staged = agent.state / "staging" / "2.0.1" / "Sensor Setup.exe"
-    assert f"'{staged}'" in r.stdout  # quoted: the path holds a space
-    assert r.stdout.split(": ", 1)[1].startswith("/bin/sh -c ")
+    staged = agent.status()["installer"]["staged"]["path"]
+    # Quoted as CommandLineToArgvW reads it: the script holds spaces and quotes.
+    line = r.stdout.split(": ", 1)[1].rstrip("\n")
+    assert line.startswith(f"/bin/sh -c \"touch '{marker}'\" sh ")
+    assert line.endswith(f"\"{staged}\" {agent.root / 'installed-version'}" if " " in staged
+                         else f"{staged} {agent.root / 'installed-version'}")
     assert not marker.exists()
 
 
