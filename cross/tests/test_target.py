@@ -185,3 +185,26 @@ def test_status_json_after_update(outpost, sim_tls, tmp_path):
     assert doc["agent"]["os"] == expected_os
     assert doc["agent"]["arch"] == ("aarch64" if TARGET == "arm64" else "x86_64")
     assert doc["agent"]["hostname"] and doc["agent"]["hostname"] != "unknown"
+
+
+def test_run_passes_the_reboot_code_and_writes_the_installers_log(outpost, sim_tls, tmp_path):
+    """deploy.pass_reboot_code: an installer exiting 3010 ends `run` with 3010
+    (SCCM/Intune: soft reboot); without it 0, and `status` names the reboot.
+    The installer's output lands in state_dir/logs/."""
+    if TARGET != "windows":
+        pytest.skip("exit codes above 255 exist on Windows only")
+    for passes, expected in ((True, 3010), (False, 0)):
+        state_dir = tmp_path / f"state-{passes}"
+        config = write_config(tmp_path, sim_tls, state_dir=state_dir,
+                              deploy={"enabled": True, "pass_reboot_code": passes,
+                                      "command": ["cmd.exe", "/c", "echo from-the-installer & exit 3010"]})
+        r = outpost.run("-c", target_path(config), "run", env={"OUTPOST_API_KEY": "sim-api-key"})
+        assert r.returncode == expected, r.stderr
+        status = json.loads((state_dir / "status.json").read_text(encoding="utf-8"))
+        assert status["installer"]["deployed"]["reboot_required"] is True
+        assert status["last_run"]["exit_code"] == expected
+        logs = list((state_dir / "logs").glob("deploy-*.log"))
+        assert len(logs) == 1 and "from-the-installer" in logs[0].read_text(errors="replace")
+        s = outpost.run("-c", target_path(config), "status")
+        assert s.returncode == expected, s.stdout
+        assert s.stdout.splitlines()[0].startswith("ATTENTION: reboot required"), s.stdout

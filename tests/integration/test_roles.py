@@ -457,3 +457,39 @@ def test_run_metrics_count_429s(sim, tmp_path):
     assert r.returncode == 0, r.stderr
     metrics = (state / "outpost.prom").read_text()
     assert "outpost_report_responses_429 1\n" in metrics, metrics
+
+
+def on_a_terminal(config, *args):
+    """Runs outpost with stderr on a pseudo-terminal; returns (exit code, stdout, what the terminal showed)."""
+    import pty
+    main_fd, tty_fd = pty.openpty()
+    e = env_without_outpost(OUTPOST_API_KEY=API_KEY)
+    p = subprocess.Popen([OUTPOST, "-c", str(config), *args], env=e, stdout=subprocess.PIPE, stderr=tty_fd,
+                         text=True)
+    os.close(tty_fd)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main_fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    out, _ = p.communicate(timeout=60)
+    os.close(main_fd)
+    return p.returncode, out, shown.decode(errors="replace")
+
+
+@pytest.mark.sim_options(incidents=3, rate_limit=0)
+def test_progress_and_the_jitter_wait_show_on_a_terminal_only(sim, tmp_path):
+    config, state = sim_config(tmp_path, sim, installer={"enabled": False}, schedule={"jitter": "1s"})
+    code, out, shown = on_a_terminal(config, "run")
+    assert code == 0, shown
+    assert "of start jitter (schedule.jitter 1 s)" in shown
+    code, out, shown = on_a_terminal(config, "report")
+    assert code == 0, shown
+    assert "incidents listed" in shown and out.startswith("report: ")
+    # Not a terminal (a scheduled task): nothing on stderr.
+    quiet = outpost(config, "run")
+    assert quiet.returncode == 0 and quiet.stderr == ""
