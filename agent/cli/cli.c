@@ -31,9 +31,12 @@ static const command_spec commands[] = {
      "  --force            replace a staged version of the same number with FILE\n"
      "  --allow-downgrade  accept a version older than the installed one\n"},
     {"deploy", CLI_DEPLOY, "deploy [--dry-run]", "run the staged installer with the configured command",
-     "Runs deploy.command (argv, never a shell) with {installer} replaced by the staged file;\n"
-     "exit codes 0, 3010 and 1641 are success (the last two mean a reboot is needed).\n"
-     "  --dry-run  print the command that would run, and run nothing\n"},
+     "Runs deploy.command (argv, never a shell) with {installer} replaced by the staged file and\n"
+     "{log} by a log file under state_dir/logs/; with deploy.command null, an MSI runs as\n"
+     "msiexec /i {installer} /qn /norestart /l*v {log}, an EXE with deploy.pe_args. The\n"
+     "installer's output goes to that log. Exit codes 0, 3010 and 1641 are success (the last\n"
+     "two mean a reboot is needed; with deploy.pass_reboot_code outpost then exits 3010).\n"
+     "  --dry-run  print the Windows command line that would run, and run nothing\n"},
     {"rollback", CLI_ROLLBACK, "rollback", "make the previously staged version current again",
      "Switches staging/current back to the version staged before the current one.\n"},
     {"bundle", CLI_BUNDLE, "bundle [--format zip|tar.gz] [-o FILE]", "pack the current staged version into a reproducible archive",
@@ -46,8 +49,10 @@ static const command_spec commands[] = {
      "status.json and appends new incidents to incidents.jsonl.\n"},
     {"run", CLI_RUN, "run", "what the scheduled task calls: update (+deploy), then report",
      "Takes the single-instance lock, waits the configured start jitter, runs update (and\n"
-     "deploy when deploy.enabled), then report; one failing part does not stop the other.\n"
-     "Exits with the most serious outcome: 4, 3, 1, 75, 0.\n"},
+     "deploy when deploy.enabled) when installer.enabled, then report when report.enabled;\n"
+     "one failing part does not stop the other, a part that is off is not run. Writes\n"
+     "last_run in status.json. Exits with the most serious outcome: 4, 3, 1, 75, then 3010\n"
+     "(a reboot is needed, with deploy.pass_reboot_code), then 0.\n"},
     {"status", CLI_STATUS, "status [--max-age DURATION] [--json]", "is this machine OK? the verdict and the status file",
      "Prints a one-line verdict first (OK ..., or ATTENTION: ... naming what needs a person:\n"
      "a failed run, a failed deploy, a reboot required, a stale status), then a readable\n"
