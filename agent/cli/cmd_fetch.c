@@ -253,7 +253,7 @@ error_code command_check(command_context *ctx, error_info *err)
     if (rc == ERR_OK)
         ctx->exit_code = fs.update_available ? COMMAND_EXIT_UPDATE_AVAILABLE : 0;
     rc = finish_session(&fs, rc, err);
-    if (rc == ERR_OK) {
+    if (rc == ERR_OK && !ctx->no_stdout) {
         if (want_json(&fs))
             print_json(summary_object(&fs));
         else if (!quiet(&fs) && fs.update_available)
@@ -403,7 +403,7 @@ error_code command_update(command_context *ctx, error_info *err)
     if (rc == ERR_OK && job.outcome == UPDATE_ALREADY_STAGED && fs.latest)
         rc = staging_finish_commit(ctx->cfg, fs.s, fs.latest, err);
     rc = finish_session(&fs, rc, err);
-    if (rc == ERR_OK)
+    if (rc == ERR_OK && !ctx->no_stdout)
         print_update(&job, &staged, &dl);
     free(staged.path);
     download_result_free(&dl);

@@ -35,6 +35,7 @@
 #include "core/timefmt.h"
 
 typedef struct run_outcome {
+    char finished_at[TIMEFMT_ISO8601_SIZE]; /* set once the parts are done */
     cJSON *errors;       /* last_run.errors */
     int exit_code;       /* most serious so far */
     int parts;           /* parts attempted */
@@ -58,7 +59,8 @@ static void run_part(command_context *ctx, run_outcome *o, const char *stage,
                      error_code (*part)(command_context *, error_info *))
 {
     /* The parts share the run's API client (one token per run). */
-    command_context sub = {.opts = ctx->opts, .cfg = ctx->cfg, .exit_code = 0, .http = ctx->http};
+    command_context sub = {.opts = ctx->opts, .cfg = ctx->cfg, .exit_code = 0, .http = ctx->http,
+                           .no_stdout = ctx->opts && ctx->opts->json};
     error_info err;
     error_clear(&err);
     o->parts++;
@@ -128,12 +130,10 @@ static void jitter(const command_context *ctx)
 
 static cJSON *last_run_object(const char *started_at, const run_outcome *o)
 {
-    char now[TIMEFMT_ISO8601_SIZE];
-    timefmt_iso8601(platform_time_utc_ms() / 1000, now);
     const char *result = o->failed == 0 ? "ok" : o->failed >= o->parts ? "failed" : "partial";
     cJSON *run = cJSON_CreateObject();
     if (!run || !cJSON_AddStringToObject(run, "started_at", started_at) ||
-        !cJSON_AddStringToObject(run, "finished_at", now) || !cJSON_AddStringToObject(run, "result", result) ||
+        !cJSON_AddStringToObject(run, "finished_at", o->finished_at) || !cJSON_AddStringToObject(run, "result", result) ||
         !cJSON_AddNumberToObject(run, "exit_code", o->exit_code)) {
         cJSON_Delete(run);
         return NULL;
@@ -203,7 +203,17 @@ error_code command_run(command_context *ctx, error_info *err)
     /* A failure outranks the pending reboot; otherwise SCCM/Intune read 3010. */
     if (o.exit_code == 0 && o.reboot_exit)
         o.exit_code = COMMAND_EXIT_REBOOT;
+    timefmt_iso8601(platform_time_utc_ms() / 1000, o.finished_at);
     write_status(ctx, started_at, &o);
+    if (ctx->opts && ctx->opts->json) {
+        /* The one document `run --json` prints: its last_run. */
+        cJSON *last = last_run_object(started_at, &o);
+        char *text = last ? cJSON_Print(last) : NULL;
+        if (text)
+            printf("%s\n", text);
+        cJSON_free(text);
+        cJSON_Delete(last);
+    }
     cJSON_Delete(o.errors);
     ctx->exit_code = o.exit_code;
     return ERR_OK;

@@ -191,7 +191,8 @@ error_code command_deploy(command_context *ctx, error_info *err)
     deploy_outcome out;
     rc = deploy_run(ctx->cfg, s, &out, err);
     if (rc == ERR_OK) {
-        print_deployed(ctx, &out);
+        if (!ctx->no_stdout)
+            print_deployed(ctx, &out);
         /* SCCM and Intune learn of the pending reboot from the exit code. */
         if (out.reboot_required && ctx->cfg->deploy.pass_reboot_code)
             ctx->exit_code = COMMAND_EXIT_REBOOT;

@@ -27,6 +27,7 @@ typedef struct command_context {
     int exit_code;             /* exit status when the command returns ERR_OK (default 0) */
     http_client *http;         /* the run's API client, made by command_http on first use;
                                   freed (http_client_free) by whoever made the context */
+    bool no_stdout;            /* print nothing on stdout: `run --json` prints one document */
 } command_context;
 
 /*

@@ -434,6 +434,10 @@ def test_json_is_one_document_on_stdout_for_every_command(sim, tmp_path):
     assert json.loads(rollback.stdout) == {"current": "1.0", "previous": "2.0"}
     dry = outpost(config, "deploy", "--dry-run", "--json")
     assert json.loads(dry.stdout)["version"] == "1.0"
+    # run: its parts print nothing of their own; one document, its last_run.
+    ran = outpost(config, "run", "--json")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == status_doc(state)["last_run"]
 
 
 def test_stage_force_replaces_a_staged_version(tmp_path):
