@@ -347,6 +347,10 @@ static void print_update(const update_job *job, const staging_result *staged, co
             cJSON_AddStringToObject(st, "sha256", staged->sha256);
             cJSON_AddNumberToObject(st, "size", (double)staged->size);
             cJSON_AddStringToObject(st, "signature", staged->signature);
+            if (staged->signer[0])
+                cJSON_AddStringToObject(st, "signer", staged->signer);
+            else
+                cJSON_AddNullToObject(st, "signer");
             cJSON_AddNumberToObject(st, "resumed_from", (double)dl->resumed_from);
         }
         print_json(o);

@@ -434,6 +434,9 @@ def test_json_is_one_document_on_stdout_for_every_command(sim, tmp_path):
     assert json.loads(rollback.stdout) == {"current": "1.0", "previous": "2.0"}
     dry = outpost(config, "deploy", "--dry-run", "--json")
     assert json.loads(dry.stdout)["version"] == "1.0"
+    updated = outpost(config, "update", "--json")
+    assert updated.returncode == 0, updated.stderr
+    assert json.loads(updated.stdout)["staged"]["signer"] is None
     # run: its parts print nothing of their own; one document, its last_run.
     ran = outpost(config, "run", "--json")
     assert ran.returncode == 0, ran.stderr
