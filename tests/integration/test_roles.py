@@ -297,13 +297,13 @@ def test_default_deploy_of_an_msi_is_msiexec_with_a_log(tmp_path, fx):  # noqa: 
     state = tmp_path / "state"
     config = write_config(tmp_path, {"state_dir": str(state),
                                      "installer": {"verify": {"require_signature": False, "trusted_ca_file": None}}})
-    r = outpost(config, "stage", str(fx / "unsigned.msi"), "--version", "1.0", key=False)
+    r = outpost(config, "stage", str(fx / "unsigned.msi"), "--version", "26.1.3.24329", key=False)
     assert r.returncode == 0, r.stderr
     j = json.loads(outpost(config, "deploy", "--dry-run", "--json", key=False).stdout)
     path = status_doc(state)["installer"]["staged"]["path"]
     assert j["argv"][:5] == ["msiexec", "/i", path, "/qn", "/norestart"]
     assert j["argv"][5] == "/l*v" and j["argv"][6] == j["log"]
-    assert j["log"].startswith(str(state / "logs" / "deploy-1.0-")) and j["log"].endswith(".log")
+    assert j["log"].startswith(str(state / "logs" / "deploy-26.1.3.24329-")) and j["log"].endswith(".log")
 
 
 def test_dry_run_quotes_by_commandlinetoargvw_rules(tmp_path):
