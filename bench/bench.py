@@ -149,7 +149,7 @@ def write_config(path: str, base_url: str, state_dir: str, ca_file: str | None =
         "base_url": base_url,
         "state_dir": state_dir,
         "tls": {"ca_file": ca_file, "pinned_public_key": None},
-        "installer": {"installed_version": installed, "verify": {"require_signature": False}},
+        "installer": {"installed_version": installed, "verify": {"require_signature": False, "trusted_ca_file": None}},
         "schedule": {"jitter": "0s"},
     }
     for section, values in extra.items():

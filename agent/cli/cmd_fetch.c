@@ -378,6 +378,9 @@ error_code command_update(command_context *ctx, error_info *err)
     memset(&staged, 0, sizeof staged);
     job.fs = &fs;
     error_code rc = session_open(&fs, ctx, err);
+    /* Before any byte is downloaded: the CA files verification will read. */
+    if (rc == ERR_OK)
+        rc = config_check_verify_files(&ctx->cfg->installer.verify, err);
     if (rc == ERR_OK)
         rc = respect_retry_after(&fs, force, err);
     if (rc == ERR_OK) {

@@ -111,7 +111,13 @@ error_code command_stage(command_context *ctx, error_info *err)
         .force = ctx->opts->force,
     };
     staging_result result;
-    rc = staging_stage(ctx->cfg, s, &candidate, &result, err);
+    memset(&result, 0, sizeof result);
+    if (platform_path_stat(file, NULL) == PLATFORM_PATH_NONE)
+        rc = error_set(err, ERR_USAGE, "cannot stage %s: it does not exist", file);
+    if (rc == ERR_OK)
+        rc = config_check_verify_files(&ctx->cfg->installer.verify, err);
+    if (rc == ERR_OK)
+        rc = staging_stage(ctx->cfg, s, &candidate, &result, err);
     if (rc == ERR_OK)
         print_staged(ctx, &result);
     free(result.path);

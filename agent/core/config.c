@@ -9,6 +9,7 @@
 #include "core/config.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -548,6 +549,36 @@ error_code config_load(config *cfg, const char *path, error_info *err)
     return rc;
 }
 
+error_code config_check_file(const char *key, const char *path, error_info *err)
+{
+    if (!path)
+        return ERR_OK;
+    platform_path_kind kind = platform_path_stat(path, NULL);
+    if (kind == PLATFORM_PATH_FILE)
+        return ERR_OK;
+    if (kind == PLATFORM_PATH_DIR)
+        return error_set(err, ERR_CONFIG, "%s: %s is a directory, not a file; correct the key", key, path);
+    /* lstat saw a link (or nothing): what matters is what opening finds. */
+    errno = 0;
+    FILE *f = kind == PLATFORM_PATH_OTHER ? platform_fopen(path, "rb") : NULL;
+    if (f) {
+        fclose(f);
+        return ERR_OK;
+    }
+    int e = errno;
+    if (kind == PLATFORM_PATH_OTHER && e != ENOENT && e != ENOTDIR)
+        return error_set_os(err, ERR_CONFIG, e, "%s: %s cannot be read: %s", key, path, strerror(e));
+    return error_set(err, ERR_CONFIG, "%s: %s does not exist; create the file or correct the key", key, path);
+}
+
+error_code config_check_verify_files(const config_verify *verify, error_info *err)
+{
+    error_code rc = config_check_file("installer.verify.trusted_ca_file", verify->trusted_ca_file, err);
+    if (rc == ERR_OK)
+        rc = config_check_file("installer.verify.timestamp_ca_file", verify->timestamp_ca_file, err);
+    return rc;
+}
+
 error_code config_check_api(const config *cfg, error_info *err)
 {
     if (!cfg->base_url && cfg->path_missing)
@@ -557,7 +588,12 @@ error_code config_check_api(const config *cfg, error_info *err)
     if (!cfg->base_url)
         return error_set(err, ERR_CONFIG, "%s: `base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com",
                          cfg->path ? cfg->path : "configuration");
-    return ERR_OK;
+    error_code rc = config_check_file("tls.ca_file", cfg->tls_ca_file, err);
+    /* libcurl's pin is either sha256//<base64>[;sha256//...] or a key file. */
+    const char *pin = cfg->tls_pinned_public_key;
+    if (rc == ERR_OK && pin && strncmp(pin, "sha256//", 8) != 0)
+        rc = config_check_file("tls.pinned_public_key", pin, err);
+    return rc;
 }
 
 void config_secret_free(char *secret)
@@ -604,7 +640,9 @@ error_code config_load_api_key(const config *cfg, char **key, error_info *err)
         return error_set(err, ERR_CONFIG, "no API key: set OUTPOST_API_KEY or `api_key_file` in %s%s",
                          cfg->path ? cfg->path : "the configuration",
                          cfg->path_missing ? " (that file does not exist; create it or pass -c FILE)" : "");
-    error_code rc = platform_check_secret_file(cfg->api_key_file, err);
+    error_code rc = config_check_file("api_key_file", cfg->api_key_file, err);
+    if (rc == ERR_OK)
+        rc = platform_check_secret_file(cfg->api_key_file, err);
     if (rc != ERR_OK)
         return rc;
     char *text = NULL;

@@ -106,9 +106,28 @@ error_code config_load_text(config *cfg, const char *text, size_t len, const cha
 
 /*
  * Checks what a command that talks to the platform needs: base_url present,
- * https:// or http:// to a loopback host only.
+ * https:// or http:// to a loopback host only, and the TLS files it names
+ * (tls.ca_file, tls.pinned_public_key when that is a file) present, with
+ * config_check_file. api_key_file is checked by config_load_api_key, since
+ * OUTPOST_API_KEY makes it unnecessary.
  */
 error_code config_check_api(const config *cfg, error_info *err);
+
+/*
+ * Files the configuration names are checked when the command that reads
+ * them starts, not when the configuration is loaded: a machine that only
+ * runs `report` has no publisher CA, and its default trusted_ca_file must
+ * not fail it (PRODUCT.md section 2). A named file that is missing is
+ * ERR_CONFIG, one line naming the key and the path
+ * ("installer.verify.trusted_ca_file: /etc/outpost/publisher-ca.pem does not
+ * exist; ..."), never a silent fallback. path NULL (key not set) is ERR_OK;
+ * a directory is ERR_CONFIG too. Symbolic links are followed.
+ */
+error_code config_check_file(const char *key, const char *path, error_info *err);
+
+/* config_check_file for what the signature layer reads:
+ * installer.verify.trusted_ca_file and timestamp_ca_file. */
+error_code config_check_verify_files(const config_verify *verify, error_info *err);
 
 /* Frees everything cfg owns (not cfg itself). */
 void config_free(config *cfg);

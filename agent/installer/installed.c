@@ -5,7 +5,9 @@
  * wins. Only the version file is an administrator's explicit statement that
  * can be wrong in a way worth stopping for (ERR_CONFIG); the OS inventory and
  * the state are best effort: an unusable answer there is logged and skipped.
- * A version file that does not exist yet (sensor not installed) is skipped.
+ * A version file the configuration names but that does not exist is
+ * ERR_CONFIG too, never a fall-through to the next source (PRODUCT.md
+ * section 2): leave the key null until something writes the file.
  */
 #include "installer/installed.h"
 
@@ -36,17 +38,16 @@ static char *first_line_trimmed(char *text)
     return text;
 }
 
-/* A missing file is not an error (the sensor may not be installed yet):
- * *version stays NULL and the next source is asked. */
 static error_code from_file(const char *path, char **version, error_info *err)
 {
     char *data = NULL;
     size_t len = 0;
     error_info why;
     error_clear(&why);
-    error_code rc = platform_read_file(path, INSTALLED_FILE_MAX, &data, &len, &why);
-    if (rc == ERR_NOT_FOUND)
-        return ERR_OK;
+    error_code rc = config_check_file("installer.installed_version_file", path, err);
+    if (rc != ERR_OK)
+        return rc;
+    rc = platform_read_file(path, INSTALLED_FILE_MAX, &data, &len, &why);
     if (rc != ERR_OK)
         return error_set(err, ERR_CONFIG,
                          "installer.installed_version_file %s cannot be read (%s); fix the file or remove the key",
@@ -122,13 +123,9 @@ error_code installed_version_get(const config *cfg, state *s, char **version, co
     }
     if (cfg->installer.installed_version_file && cfg->installer.installed_version_file[0]) {
         error_code rc = from_file(cfg->installer.installed_version_file, version, err);
-        if (rc != ERR_OK)
-            return rc;
-        if (*version) {
-            if (source)
-                *source = "file";
-            return ERR_OK;
-        }
+        if (rc == ERR_OK && source)
+            *source = "file";
+        return rc;
     }
     *version = from_inventory(cfg->installer.product_name);
     if (*version) {

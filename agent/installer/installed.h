@@ -20,7 +20,7 @@
  * Sets *version to a malloc'd copy of the installed version, or to NULL when
  * no source knows one (that is ERR_OK). *source (may be NULL) names where it
  * came from ("config", "file", "registry", "state") or is NULL. A version
- * file that exists but cannot be read, or holds an invalid version, is
+ * file that does not exist, cannot be read, or holds an invalid version, is
  * ERR_CONFIG naming the file. s may be NULL (state not consulted).
  */
 error_code installed_version_get(const config *cfg, state *s, char **version, const char **source,

@@ -209,21 +209,18 @@ error_code verify_expected_sha256(verify_report *report, const config_verify *po
     return ERR_OK;
 }
 
-/* Whether a CA is usable for judging: configured, and present on disk. */
-static bool have_trust_anchor(const config_verify *policy)
-{
-    return policy->trusted_ca_file && platform_path_stat(policy->trusted_ca_file, NULL) != PLATFORM_PATH_NONE;
-}
-
 error_code verify_signature(verify_report *report, const config_verify *policy, const char *path, error_info *err)
 {
-    if (!have_trust_anchor(policy)) {
+    /* A CA file that is named but missing is a configuration error, never a
+     * reason to skip the check. */
+    error_code rc = config_check_verify_files(policy, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (!policy->trusted_ca_file) {
         if (policy->require_signature)
             return error_set(err, ERR_CONFIG,
-                             "installer.verify.require_signature is true but installer.verify.trusted_ca_file %s%s; "
-                             "set it to the publisher's CA certificate (PEM)",
-                             policy->trusted_ca_file ? policy->trusted_ca_file : "is not set",
-                             policy->trusted_ca_file ? " does not exist" : "");
+                             "installer.verify.require_signature is true but installer.verify.trusted_ca_file is not "
+                             "set; set it to the publisher's CA certificate (PEM)");
         snprintf(report->signature, sizeof report->signature, "skipped");
         return ERR_OK;
     }
@@ -235,7 +232,7 @@ error_code verify_signature(verify_report *report, const config_verify *policy, 
         .now = platform_time_utc_ms() / 1000,
     };
     authenticode_result result;
-    error_code rc = authenticode_verify_file(path, &ap, &result, err);
+    rc = authenticode_verify_file(path, &ap, &result, err);
     if (rc != ERR_OK)
         return error_prefix(err, "signature check");
     snprintf(report->signer, sizeof report->signer, "%s", result.signer_subject);

@@ -13,11 +13,12 @@
  *    verified; "valid" passes, "unsigned" passes only without
  *    require_signature, and every other verdict (digest mismatch, bad
  *    signature, untrusted chain, wrong signer, malformed, unsupported)
- *    rejects, whatever require_signature says. Without a usable CA
- *    (trusted_ca_file null, or a file that does not exist) and with
- *    require_signature false the layer is "skipped": nothing can be judged
- *    without a trust anchor. require_signature with no CA is a
- *    configuration error.
+ *    rejects, whatever require_signature says. A trusted_ca_file or
+ *    timestamp_ca_file that is named but does not exist is a configuration
+ *    error (config_check_verify_files), never a reason to skip. With
+ *    trusted_ca_file null and require_signature false the layer is
+ *    "skipped": nothing can be judged without a trust anchor.
+ *    require_signature with no CA is a configuration error.
  *  - Version binding: the version the file states about itself (PE:
  *    StringFileInfo ProductVersion, else FileVersion, else the numbers of
  *    VS_FIXEDFILEINFO; MSI: the ProductVersion property) must equal, on

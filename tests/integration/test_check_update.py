@@ -43,7 +43,7 @@ def write_config(tmp_path: Path, base_url: str, ca_file=None, installed="26.01.0
         "state_dir": str(state),
         "tls": {"ca_file": ca_file, "pinned_public_key": None},
         "installer": {"installed_version": installed,
-                      "verify": {"require_signature": False, **verify}},
+                      "verify": {"require_signature": False, "trusted_ca_file": None, **verify}},
     }
     path = tmp_path / "outpost.json"
     path.write_text(json.dumps(cfg))

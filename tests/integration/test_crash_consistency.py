@@ -165,7 +165,7 @@ def test_update_killed_at_random_moments(tmp_path):
                    installer_version=installers[0][0]) as sim:
         cfg, state = write_config(tmp_path, sim, installer={
             "installed_version": "1.0", "keep_versions": 2, "max_bytes_per_second": 16 * MiB,
-            "verify": {"require_signature": False}})
+            "verify": {"require_signature": False, "trusted_ca_file": None}})
         full = timed(cfg, "update")
         rng = random.Random(7)
         kills = 0
@@ -248,7 +248,7 @@ def test_update_finishes_a_commit_killed_before_current_switched(tmp_path):
     write_fake_installer(str(new), 32, 310000)
     with Sim.start(tls=True, rate_limit=0, installer=str(old), installer_version="27.1.0") as sim:
         cfg, state = write_config(tmp_path, sim, installer={
-            "installed_version": "1.0", "keep_versions": 1, "verify": {"require_signature": False}})
+            "installed_version": "1.0", "keep_versions": 1, "verify": {"require_signature": False, "trusted_ca_file": None}})
         assert clean_run(cfg, "update").returncode == 0
         sim.config(installer=str(new), installer_version="27.2.0")
         assert clean_run(cfg, "update").returncode == 0
@@ -269,7 +269,7 @@ def test_rollback_survives_the_next_update(tmp_path):
     write_fake_installer(str(new), 34, 310000)
     with Sim.start(tls=True, rate_limit=0, installer=str(old), installer_version="27.1.0") as sim:
         cfg, state = write_config(tmp_path, sim, installer={
-            "installed_version": "1.0", "keep_versions": 2, "verify": {"require_signature": False}})
+            "installed_version": "1.0", "keep_versions": 2, "verify": {"require_signature": False, "trusted_ca_file": None}})
         assert clean_run(cfg, "update").returncode == 0
         sim.config(installer=str(new), installer_version="27.2.0")
         assert clean_run(cfg, "update").returncode == 0
@@ -292,7 +292,7 @@ def test_update_prunes_after_a_kill_before_pruning(tmp_path):
         files.append(path)
     with Sim.start(tls=True, rate_limit=0, installer=str(files[0]), installer_version="27.0.0") as sim:
         cfg, state = write_config(tmp_path, sim, installer={
-            "installed_version": "1.0", "keep_versions": 2, "verify": {"require_signature": False}})
+            "installed_version": "1.0", "keep_versions": 2, "verify": {"require_signature": False, "trusted_ca_file": None}})
         assert clean_run(cfg, "update").returncode == 0
         sim.config(installer=str(files[1]), installer_version="27.0.1")
         assert clean_run(cfg, "update").returncode == 0

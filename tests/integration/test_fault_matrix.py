@@ -248,7 +248,8 @@ def write_config(tmp_path: Path, sim: Sim, expected_sha=None, proxy: Squid | Non
         "tls": {"ca_file": sim.ca_file},
         "http": {"max_attempts": 2, "max_retry_wait": "1s", "low_speed_timeout": "5s"},
         "installer": {"installed_version": INSTALLED,
-                      "verify": {"require_signature": False, "expected_sha256": expected_sha}},
+                      "verify": {"require_signature": False, "trusted_ca_file": None,
+                                 "expected_sha256": expected_sha}},
         "report": {"page_size": 5, "details_batch": 10, "initial_lookback": "24h"},
         "schedule": {"jitter": "0s"},
     }

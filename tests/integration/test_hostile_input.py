@@ -60,7 +60,7 @@ def write_config(tmp_path: Path, base_url: str, ca_file=None, **extra) -> tuple[
     state = tmp_path / "state"
     cfg = {"base_url": base_url, "state_dir": str(state), "tls": {"ca_file": ca_file},
            "http": {"max_attempts": 2, "max_retry_wait": "1s", "rate_limit_per_minute": 100000},
-           "installer": {"installed_version": "1.0", "verify": {"require_signature": False}},
+           "installer": {"installed_version": "1.0", "verify": {"require_signature": False, "trusted_ca_file": None}},
            "schedule": {"jitter": "0s"}}
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(cfg.get(key), dict):
@@ -401,7 +401,7 @@ def test_secrets_appear_nowhere(sim_tls, tmp_path):
     cfg, state = write_config(
         tmp_path, sim_tls.url, ca_file=sim_tls.ca_file, api_key_file=str(key),
         installer={"installed_version_file": str(installed), "installed_version": None,
-                   "verify": {"require_signature": False}},
+                   "verify": {"require_signature": False, "trusted_ca_file": None}},
         deploy={"enabled": True, "command": [str(script), "{installer}"], "timeout_s": 30},
         report={"initial_lookback": "24h"})
     # a partial download sidecar too: cut the installer once, in the same run

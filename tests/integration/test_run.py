@@ -41,6 +41,8 @@ def test_status_without_a_status_file_says_so(tmp_path):
 @pytest.mark.sim_options(incidents=20, rate_limit=0)
 def test_run_reports_and_records_each_part(sim, tmp_path):
     config, state_dir = make_config(tmp_path, sim, metrics_file="outpost.prom")
+    # No CA file on this machine: say so (a named, missing one stops update before it downloads).
+    set_config(config, installer={"verify": {"trusted_ca_file": None}})
     result = run(config, "run")
     doc = status(state_dir)
     last = doc["last_run"]
@@ -73,6 +75,7 @@ def test_run_reports_and_records_each_part(sim, tmp_path):
 @pytest.mark.sim_options(incidents=10, rate_limit=0)
 def test_a_failing_report_does_not_stop_the_update(sim, tmp_path):
     config, state_dir = make_config(tmp_path, sim)
+    set_config(config, installer={"verify": {"trusted_ca_file": None}})
     sim.fault("incidents", "forbidden", count=-1)
     result = run(config, "run")
     assert result.returncode == 3, result.stderr
@@ -86,7 +89,7 @@ def test_a_failing_report_does_not_stop_the_update(sim, tmp_path):
 @pytest.mark.sim_options(incidents=10, rate_limit=0)
 def test_retry_after_beyond_the_run_is_honoured_by_the_next_run(sim, tmp_path):
     config, state_dir = make_config(tmp_path, sim)
-    set_config(config, http={"max_retry_wait": "2s"}, installer={"verify": {"require_signature": False}})
+    set_config(config, http={"max_retry_wait": "2s"}, installer={"verify": {"require_signature": False, "trusted_ca_file": None}})
     sim.fault("incidents", "status", status=429, retry_after=3600, count=-1)
     first = run(config, "run")
     assert first.returncode == 75, first.stderr
@@ -103,7 +106,7 @@ def test_retry_after_beyond_the_run_is_honoured_by_the_next_run(sim, tmp_path):
 @pytest.mark.sim_options(incidents=12, rate_limit=0)
 def test_run_with_both_parts_working_is_ok(sim, tmp_path):
     config, state_dir = make_config(tmp_path, sim)
-    set_config(config, installer={"verify": {"require_signature": False}})
+    set_config(config, installer={"verify": {"require_signature": False, "trusted_ca_file": None}})
     result = run(config, "run")
     assert result.returncode == 0, result.stderr
     doc = status(state_dir)

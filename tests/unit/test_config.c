@@ -239,6 +239,104 @@ static void test_api_key_sources(void **state)
     config_free(&cfg);
 }
 
+/* Every file the configuration names must exist when the command that
+ * reads it starts (PRODUCT.md section 2): ERR_CONFIG, one line naming the
+ * key and the path. Loading alone never looks (a report-only machine has no
+ * publisher CA). */
+static void test_named_files_must_exist(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/outpost-test-files-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char present[128], missing[128], link_ok[128], link_dangling[128];
+    snprintf(present, sizeof present, "%s/ca.pem", dir);
+    snprintf(missing, sizeof missing, "%s/missing.pem", dir);
+    snprintf(link_ok, sizeof link_ok, "%s/link.pem", dir);
+    snprintf(link_dangling, sizeof link_dangling, "%s/dangling.pem", dir);
+    FILE *f = fopen(present, "w");
+    assert_non_null(f);
+    fputs("x", f);
+    fclose(f);
+    assert_int_equal(symlink(present, link_ok), 0);
+    assert_int_equal(symlink(missing, link_dangling), 0);
+
+    static const char *const keys[] = {"installer.verify.trusted_ca_file", "tls.ca_file", "api_key_file"};
+    const struct {
+        const char *path;
+        error_code want;
+        const char *says;
+    } cases[] = {
+        {NULL, ERR_OK, NULL},
+        {present, ERR_OK, NULL},
+        {link_ok, ERR_OK, NULL},
+        {missing, ERR_CONFIG, "does not exist"},
+        {link_dangling, ERR_CONFIG, "does not exist"},
+        {dir, ERR_CONFIG, "is a directory"},
+    };
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            error_info err;
+            error_clear(&err);
+            assert_int_equal(config_check_file(keys[k], cases[i].path, &err), cases[i].want);
+            if (cases[i].want == ERR_OK)
+                continue;
+            char line[512];
+            snprintf(line, sizeof line, "%s: %s %s", keys[k], cases[i].path, cases[i].says);
+            if (strncmp(err.message, line, strlen(line)) != 0)
+                fail_msg("got \"%s\", want it to start with \"%s\"", err.message, line);
+            assert_null(strchr(err.message, '\n'));
+        }
+    }
+
+    /* Loading does not look; the commands' checks do. */
+    config cfg;
+    error_info err;
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"base_url\": \"https://t.example.com\", \"tls\": {\"ca_file\": \"%s\"},"
+             " \"installer\": {\"verify\": {\"trusted_ca_file\": \"%s\", \"timestamp_ca_file\": \"%s\"}}}",
+             missing, missing, present);
+    assert_int_equal(load(json, &cfg, &err), ERR_OK);
+    assert_int_equal(config_check_api(&cfg, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "tls.ca_file: "));
+    assert_int_equal(config_check_verify_files(&cfg.installer.verify, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "installer.verify.trusted_ca_file: "));
+    free(cfg.installer.verify.trusted_ca_file);
+    cfg.installer.verify.trusted_ca_file = NULL;
+    free(cfg.installer.verify.timestamp_ca_file);
+    cfg.installer.verify.timestamp_ca_file = strdup(missing);
+    assert_int_equal(config_check_verify_files(&cfg.installer.verify, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "installer.verify.timestamp_ca_file: "));
+
+    /* tls.pinned_public_key is a file unless it is libcurl's sha256// form. */
+    free(cfg.tls_ca_file);
+    cfg.tls_ca_file = strdup(present);
+    cfg.tls_pinned_public_key = strdup("sha256//YWJj");
+    assert_int_equal(config_check_api(&cfg, &err), ERR_OK);
+    free(cfg.tls_pinned_public_key);
+    cfg.tls_pinned_public_key = strdup(missing);
+    assert_int_equal(config_check_api(&cfg, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "tls.pinned_public_key: "));
+
+    /* api_key_file: only without OUTPOST_API_KEY, and named as the key. */
+    unsetenv("OUTPOST_API_KEY");
+    cfg.api_key_file = strdup(missing);
+    char *key = NULL;
+    assert_int_equal(config_load_api_key(&cfg, &key, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "api_key_file: "));
+    assert_non_null(strstr(err.message, "does not exist"));
+    setenv("OUTPOST_API_KEY", "from-env", 1);
+    assert_int_equal(config_load_api_key(&cfg, &key, &err), ERR_OK);
+    config_secret_free(key);
+    unsetenv("OUTPOST_API_KEY");
+    config_free(&cfg);
+
+    unlink(link_ok);
+    unlink(link_dangling);
+    unlink(present);
+    rmdir(dir);
+}
+
 static void test_state_path(void **state)
 {
     (void)state;
@@ -321,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_check_api_needs_base_url),
         cmocka_unit_test(test_api_key_sources),
+        cmocka_unit_test(test_named_files_must_exist),
         cmocka_unit_test(test_state_path),
         cmocka_unit_test(test_windows_text),
         cmocka_unit_test(test_argv_keys),

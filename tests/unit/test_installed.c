@@ -106,13 +106,21 @@ static void test_order_of_sources(void **ctx)
     expect_version(f, "26.01.03.24329", "config");
 }
 
-static void test_missing_file_falls_through(void **ctx)
+/* A version file the configuration names is an explicit statement: when it
+ * does not exist that is a configuration error, not a fall-through to the
+ * state (PRODUCT.md section 2: never a silent fallback). */
+static void test_missing_file_is_config_error(void **ctx)
 {
     fixture *f = *ctx;
-    f->cfg.installer.installed_version_file = text_dup("/nonexistent/outpost/version.txt");
-    expect_version(f, NULL, NULL);
     cJSON_AddStringToObject(state_section(f->s, "installer"), "deployed_version", "2.0");
-    expect_version(f, "2.0", "state");
+    f->cfg.installer.installed_version_file = text_dup("/nonexistent/outpost/version.txt");
+    char *v = (char *)"sentinel";
+    error_info err;
+    error_clear(&err);
+    assert_int_equal(installed_version_get(&f->cfg, f->s, &v, NULL, &err), ERR_CONFIG);
+    assert_null(v);
+    assert_string_equal(err.message, "installer.installed_version_file: /nonexistent/outpost/version.txt does not "
+                                     "exist; create the file or correct the key");
 }
 
 static void test_bad_file_is_config_error(void **ctx)
@@ -163,7 +171,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_none_known, setup, teardown),
         cmocka_unit_test_setup_teardown(test_order_of_sources, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_missing_file_falls_through, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_file_is_config_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_file_is_config_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_config_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_state_value_ignored, setup, teardown),

@@ -176,8 +176,16 @@ static void test_signature_without_ca(void **unused)
     policy.require_signature = true;
     assert_int_equal(verify_signature(&r, &policy, path, &err), ERR_CONFIG);
     assert_non_null(strstr(err.message, "trusted_ca_file"));
+    /* A CA file that is named but missing never turns the check into
+     * "skipped", whether or not signatures are required. */
     policy.trusted_ca_file = (char *)"/nonexistent/ca.pem";
     assert_int_equal(verify_signature(&r, &policy, path, &err), ERR_CONFIG);
+    policy.require_signature = false;
+    verify_report_init(&r);
+    assert_int_equal(verify_signature(&r, &policy, path, &err), ERR_CONFIG);
+    assert_string_equal(err.message, "installer.verify.trusted_ca_file: /nonexistent/ca.pem does not exist; create "
+                                     "the file or correct the key");
+    assert_string_equal(r.signature, "");
     unlink(path);
     free(path);
 }

@@ -1,0 +1,181 @@
+"""What the configuration's trust settings mean, through the real binary
+(issue 13, PRODUCT.md sections 2 and 4.3):
+
+  * every file the configuration names must exist when the command that
+    reads it runs: a missing one is exit 2 with one line naming the key and
+    the path, never a silent fallback (a missing trusted_ca_file used to
+    turn signature checking into "skipped");
+  * a command never fails for a file it does not read (`report` and `check`
+    on a machine without the publisher CA);
+
+Signed files come from tests/fixtures/make_signing_fixtures.sh (openssl,
+osslsigncode, mingw-w64, wixl); tests that need them are skipped without
+those tools.
+"""
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+OUTPOST = os.environ.get("OUTPOST_BIN")
+HERE = Path(__file__).resolve().parent
+FIXTURE_SCRIPT = HERE.parent / "fixtures" / "make_signing_fixtures.sh"
+TOOLS = ["openssl", "osslsigncode", "x86_64-w64-mingw32-gcc", "i686-w64-mingw32-gcc", "wixl"]
+HAVE_TOOLS = all(shutil.which(t) for t in TOOLS)
+API_KEY = "sim-api-key"
+
+pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
+
+
+@pytest.fixture(scope="module")
+def fx(tmp_path_factory):
+    if not HAVE_TOOLS:
+        pytest.skip("signing fixture tools missing: " + ", ".join(t for t in TOOLS if not shutil.which(t)))
+    out = tmp_path_factory.mktemp("signing")
+    subprocess.run(["sh", str(FIXTURE_SCRIPT), str(out)], check=True, timeout=180)
+    return out
+
+
+def write_config(root: Path, **sections) -> Path:
+    """outpost.json under root with state_dir root/state; sections merged in."""
+    doc = {"state_dir": str(root / "state")}
+    doc.update(sections)
+    path = root / "outpost.json"
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def outpost(cfg: Path, *args, key=API_KEY, timeout=120):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
+    if key:
+        env["OUTPOST_API_KEY"] = key
+    return subprocess.run([OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd=cfg.parent)
+
+
+def error_line(r) -> str:
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    return lines[0]
+
+
+def staged_versions(root: Path):
+    d = root / "state" / "staging"
+    return sorted(p.name for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")) if d.exists() else []
+
+
+def flipped_code_byte(fx, tmp_path: Path) -> Path:
+    """signed.exe with one byte of its code flipped (covered by the digest)."""
+    data = bytearray((fx / "signed.exe").read_bytes())
+    data[0x400] ^= 0xFF
+    path = tmp_path / "flipped.exe"
+    path.write_bytes(bytes(data))
+    return path
+
+
+# ---- every named file must exist ------------------------------------------------
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_missing_trusted_ca_is_a_config_error_not_skipped(tmp_path, fx, required):
+    """The issue's case: a missing CA file used to make a tampered, signed
+    PE stage with exit 0 and signature "skipped"."""
+    missing = tmp_path / "etc" / "publisher-ca.pem"
+    cfg = write_config(tmp_path, installer={"verify": {"require_signature": required,
+                                                       "trusted_ca_file": str(missing)}})
+    r = outpost(cfg, "stage", str(flipped_code_byte(fx, tmp_path)), "--version", "1.0")
+    assert r.returncode == 2, r.stderr
+    assert error_line(r).startswith(f"outpost: stage: installer.verify.trusted_ca_file: {missing} does not exist")
+    assert staged_versions(tmp_path) == []
+
+
+def test_missing_timestamp_ca_is_a_config_error(tmp_path, fx):
+    missing = tmp_path / "ts-ca.pem"
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
+                                                       "timestamp_ca_file": str(missing)}})
+    r = outpost(cfg, "stage", str(fx / "signed-ts.exe"), "--version", "1.0")
+    assert r.returncode == 2, r.stderr
+    assert error_line(r).startswith(f"outpost: stage: installer.verify.timestamp_ca_file: {missing} does not exist")
+    assert staged_versions(tmp_path) == []
+
+
+@pytest.mark.sim_options(rate_limit=0)
+def test_update_checks_the_ca_before_downloading(tmp_path, sim):
+    missing = tmp_path / "publisher-ca.pem"
+    cfg = write_config(tmp_path, base_url=sim.url,
+                       installer={"installed_version": "1.0",
+                                  "verify": {"require_signature": False, "trusted_ca_file": str(missing)}})
+    r = outpost(cfg, "update")
+    assert r.returncode == 2, r.stderr
+    assert error_line(r).startswith(f"outpost: update: installer.verify.trusted_ca_file: {missing} does not exist")
+    assert [e for e in sim.log()["requests"] if e["route"] in ("installer", "storage")] == []
+    assert staged_versions(tmp_path) == []
+    status = json.loads((tmp_path / "state" / "status.json").read_text())
+    assert status["last_run"]["exit_code"] == 2
+
+
+@pytest.mark.sim_options(incidents=3, rate_limit=0)
+def test_commands_that_do_not_verify_need_no_ca(tmp_path, sim):
+    """PRODUCT.md section 2: no CA needed where no installer is fetched. The
+    default trusted_ca_file (/etc/outpost/publisher-ca.pem) names a file a
+    collector does not have; so does this one."""
+    cfg = write_config(tmp_path, base_url=sim.url,
+                       installer={"installed_version": "1.0",
+                                  "verify": {"trusted_ca_file": str(tmp_path / "publisher-ca.pem"),
+                                             "timestamp_ca_file": str(tmp_path / "ts-ca.pem")}})
+    r = outpost(cfg, "report")
+    assert r.returncode == 0, r.stderr
+    r = outpost(cfg, "check")
+    assert r.returncode == 10, r.stderr
+
+
+def test_missing_tls_ca_file_is_a_config_error(tmp_path):
+    """It used to be a "TLS failure", exit 1, after a connection attempt."""
+    missing = tmp_path / "platform-ca.pem"
+    cfg = write_config(tmp_path, base_url="https://127.0.0.1:9", tls={"ca_file": str(missing)},
+                       installer={"installed_version": "1.0"})
+    for command in ("check", "report"):
+        r = outpost(cfg, command)
+        assert r.returncode == 2, r.stderr
+        assert error_line(r).startswith(f"outpost: {command}: tls.ca_file: {missing} does not exist")
+
+
+def test_missing_pinned_key_file_is_a_config_error(tmp_path):
+    missing = tmp_path / "pin.pem"
+    cfg = write_config(tmp_path, base_url="https://127.0.0.1:9", tls={"pinned_public_key": str(missing)},
+                       installer={"installed_version": "1.0"})
+    r = outpost(cfg, "check")
+    assert r.returncode == 2, r.stderr
+    assert error_line(r).startswith(f"outpost: check: tls.pinned_public_key: {missing} does not exist")
+
+
+def test_missing_api_key_file_is_a_config_error(tmp_path):
+    missing = tmp_path / "api_key"
+    cfg = write_config(tmp_path, base_url="https://127.0.0.1:9", api_key_file=str(missing),
+                       installer={"installed_version": "1.0"})
+    r = outpost(cfg, "report", key=None)
+    assert r.returncode == 2, r.stderr
+    assert error_line(r).startswith(f"outpost: report: api_key_file: {missing} does not exist")
+
+
+@pytest.mark.sim_options(rate_limit=0)
+def test_missing_installed_version_file_is_a_config_error(tmp_path, sim):
+    """It used to fall through silently to the OS inventory and the state."""
+    missing = tmp_path / "sensor-version.txt"
+    cfg = write_config(tmp_path, base_url=sim.url, installer={"installed_version_file": str(missing)})
+    r = outpost(cfg, "check")
+    assert r.returncode == 2, r.stderr
+    assert error_line(r).startswith(f"outpost: check: installer.installed_version_file: {missing} does not exist")
+    missing.write_text("26.01.03.24329\n")
+    r = outpost(cfg, "check")
+    assert r.returncode == 0, r.stderr
+
+
+def test_stage_of_a_missing_file_says_so(tmp_path):
+    cfg = write_config(tmp_path, installer={"verify": {"require_signature": False, "trusted_ca_file": None}})
+    r = outpost(cfg, "stage", str(tmp_path / "nothere.exe"), "--version", "1.0")
+    assert r.returncode == 2, r.stderr
+    assert error_line(r) == f"outpost: stage: cannot stage {tmp_path / 'nothere.exe'}: it does not exist"
