@@ -899,17 +899,22 @@ static error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der
         goto out;
     }
 
-    int64_t when = v->now;
-    char note[160];
-    if (timestamp_find(v, &sd.signer, &carried, &when, note, sizeof note)) {
-        r->timestamped = true;
-        r->timestamp = when;
-    }
-    char chain_why[128];
-    if (!chain_verify(leaf, &carried, &v->trusted, when, v->policy, chain_why, sizeof chain_why)) {
-        rc = authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer chain rejected: %s%s%s", chain_why,
-                                 note[0] ? "; timestamp ignored: " : "", note);
-        goto out;
+    /* Without a trust anchor the chain cannot be judged, nor the time it is
+     * judged at: everything else still is (PRODUCT.md 4.3). */
+    if (v->policy->trusted_ca_file) {
+        int64_t when = v->now;
+        char note[160];
+        if (timestamp_find(v, &sd.signer, &carried, &when, note, sizeof note)) {
+            r->timestamped = true;
+            r->timestamp = when;
+        }
+        char chain_why[128];
+        if (!chain_verify(leaf, &carried, &v->trusted, when, v->policy, chain_why, sizeof chain_why)) {
+            rc = authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer chain rejected: %s%s%s", chain_why,
+                                     note[0] ? "; timestamp ignored: " : "", note);
+            goto out;
+        }
+        r->chain_checked = true;
     }
     if (!certs_has_eku(leaf, OID_EKU_CODE_SIGNING) ||
         mbedtls_x509_crt_check_key_usage(leaf, MBEDTLS_X509_KU_DIGITAL_SIGNATURE) != 0) {
@@ -968,6 +973,7 @@ static error_code verify_pe(verify_ctx *v, FILE *f, uint64_t size, error_info *e
         return rc;
     if (pe.layout.cert_table_size == 0)
         return authenticode_reject(v->result, AUTHENTICODE_UNSIGNED, "the PE image carries no signature");
+    v->result->signature_found = true;
     uint8_t *der = NULL;
     size_t der_len = 0;
     rc = pe_read_signature(f, &pe.layout, &der, &der_len, v->result, err);
@@ -995,10 +1001,14 @@ static error_code verify_msi(verify_ctx *v, FILE *f, uint64_t size, error_info *
     uint8_t *der = NULL;
     size_t der_len = 0;
     rc = msi_read_signature(&msi, &der, &der_len, v->result, err);
+    if (rc == ERR_REJECTED)
+        v->result->signature_found = true; /* a signature stream, unreadable */
     if (rc == ERR_OK && der == NULL)
         rc = authenticode_reject(v->result, AUTHENTICODE_UNSIGNED, "the MSI package carries no signature");
-    if (rc == ERR_OK)
+    if (rc == ERR_OK) {
+        v->result->signature_found = true;
         rc = signature_verify(v, der, der_len, OID_SPC_SIPINFO, msi_digest, &msi, err);
+    }
     free(der);
     msi_close(&msi);
     return rc;
@@ -1064,10 +1074,12 @@ static error_code verify_begin(verify_ctx *v, const authenticode_policy *policy,
     v->result = result;
     mbedtls_x509_crt_init(&v->trusted);
     mbedtls_x509_crt_init(&v->ts_trusted);
-    if (!policy || !policy->trusted_ca_file)
-        return error_set(err, ERR_CONFIG, "Authenticode verification needs a trusted CA file");
+    if (!policy)
+        return error_set(err, ERR_INTERNAL, "Authenticode verification needs a policy");
     v->now = policy->now ? policy->now : platform_time_utc_ms() / 1000;
-    error_code rc = load_ca_file(policy->trusted_ca_file, "trusted CA file", &v->trusted, err);
+    error_code rc = ERR_OK;
+    if (policy->trusted_ca_file)
+        rc = load_ca_file(policy->trusted_ca_file, "trusted CA file", &v->trusted, err);
     if (rc == ERR_OK && policy->timestamp_ca_file)
         rc = load_ca_file(policy->timestamp_ca_file, "timestamp CA file", &v->ts_trusted, err);
     return rc;
@@ -1129,6 +1141,7 @@ error_code authenticode_check_blob(const uint8_t *der, size_t der_len, const aut
     if (rc != ERR_OK)
         return verify_end(&v, rc, result, err);
     v.trust_digest = true;
+    result->signature_found = true;
     unsigned char *copy = malloc(der_len ? der_len : 1);
     if (!copy)
         return verify_end(&v, error_set(err, ERR_NOMEM, "out of memory"), result, err);

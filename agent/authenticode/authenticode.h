@@ -23,7 +23,8 @@
  *     of trusted_ca_file, every certificate being valid at the judging time:
  *     the time of a timestamp countersignature that itself verifies against
  *     timestamp_ca_file (RFC 3161 or legacy Authenticode form), otherwise
- *     policy->now;
+ *     policy->now; without a trusted_ca_file this step (and with it the
+ *     timestamps) is skipped, and result->chain_checked says so;
  *  6. the signer certificate names the code-signing extended key usage
  *     (1.3.6.1.5.5.7.3.3) explicitly;
  *  7. signer_subject, when set, matches.
@@ -52,7 +53,8 @@ typedef enum {
 } authenticode_verdict;
 
 typedef struct authenticode_policy {
-    const char *trusted_ca_file;   /* PEM or DER CA certificate(s); required */
+    const char *trusted_ca_file;   /* PEM or DER CA certificate(s); NULL: step 5 is
+                                      skipped, every other check runs */
     const char *timestamp_ca_file; /* CAs for timestamp signers; NULL: trusted_ca_file */
     const char *signer_subject;    /* "C=US, O=Example, CN=Example Code Signing" or the
                                       CN value alone; NULL: any trusted signer */
@@ -69,6 +71,8 @@ typedef struct authenticode_result {
     bool timestamped;              /* a timestamp verified and set the judging time */
     int64_t timestamp;             /* that time, Unix seconds (0 when !timestamped) */
     char file_format[8];           /* "pe", "msi" or "" when not recognised */
+    bool signature_found;          /* the format reader found a signature to judge */
+    bool chain_checked;            /* step 5 ran: false without a trusted_ca_file */
 } authenticode_result;
 
 /*

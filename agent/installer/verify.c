@@ -216,14 +216,10 @@ error_code verify_signature(verify_report *report, const config_verify *policy, 
     error_code rc = config_check_verify_files(policy, err);
     if (rc != ERR_OK)
         return rc;
-    if (!policy->trusted_ca_file) {
-        if (policy->require_signature)
-            return error_set(err, ERR_CONFIG,
-                             "installer.verify.require_signature is true but installer.verify.trusted_ca_file is not "
-                             "set; set it to the publisher's CA certificate (PEM)");
-        snprintf(report->signature, sizeof report->signature, "skipped");
-        return ERR_OK;
-    }
+    if (!policy->trusted_ca_file && policy->require_signature)
+        return error_set(err, ERR_CONFIG,
+                         "installer.verify.require_signature is true but installer.verify.trusted_ca_file is not "
+                         "set; set it to the publisher's CA certificate (PEM)");
     authenticode_policy ap = {
         .trusted_ca_file = policy->trusted_ca_file,
         .timestamp_ca_file = policy->timestamp_ca_file,
@@ -239,11 +235,19 @@ error_code verify_signature(verify_report *report, const config_verify *policy, 
     snprintf(report->digest, sizeof report->digest, "%s", result.digest_algorithm);
     report->timestamped = result.timestamped;
     if (result.verdict == AUTHENTICODE_VALID) {
-        snprintf(report->signature, sizeof report->signature, "valid");
+        snprintf(report->signature, sizeof report->signature, result.chain_checked ? "valid" : "skipped");
         return ERR_OK;
     }
     if (result.verdict == AUTHENTICODE_UNSIGNED && !policy->require_signature) {
         snprintf(report->signature, sizeof report->signature, "unsigned");
+        return ERR_OK;
+    }
+    /* No trust anchor and no signature found (the image's headers could not
+     * be read that far): nothing can be judged, as before a CA is set. */
+    if (!policy->trusted_ca_file && !result.signature_found) {
+        snprintf(report->signature, sizeof report->signature, "skipped");
+        report->signer[0] = '\0';
+        report->digest[0] = '\0';
         return ERR_OK;
     }
     if (result.verdict == AUTHENTICODE_UNSIGNED)

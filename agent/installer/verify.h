@@ -16,9 +16,14 @@
  *    rejects, whatever require_signature says. A trusted_ca_file or
  *    timestamp_ca_file that is named but does not exist is a configuration
  *    error (config_check_verify_files), never a reason to skip. With
- *    trusted_ca_file null and require_signature false the layer is
- *    "skipped": nothing can be judged without a trust anchor.
- *    require_signature with no CA is a configuration error.
+ *    trusted_ca_file null (and require_signature false: with it, that is
+ *    a configuration error) a present signature is still judged for
+ *    structure, image digest, signed attributes, signature value, code
+ *    signing usage and signer_subject, and any failure rejects; only its
+ *    chain (and so its timestamps) is not. Such a signature is recorded
+ *    as "skipped" (with its signer), an unsigned file as "unsigned", and a
+ *    file whose headers cannot be read far enough to find a signature as
+ *    "skipped" without a signer (nothing could be judged).
  *  - Version binding: the version the file states about itself (PE:
  *    StringFileInfo ProductVersion, else FileVersion, else the numbers of
  *    VS_FIXEDFILEINFO; MSI: the ProductVersion property) must equal, on
@@ -89,7 +94,7 @@ typedef struct verify_report {
     char inner_format[8];        /* for archives: "pe" or "msi" of the installer inside */
     char inner_name[256];        /* for archives: the installer's path inside the archive */
     bool sha256_configured;      /* expected_sha256 was set (and matched) */
-    char signature[16];          /* "valid" | "unsigned" | "skipped" */
+    char signature[16];          /* "valid" | "unsigned" | "skipped" (chain not checked: no CA) */
     char signer[256];            /* signer subject, "" when none */
     bool timestamped;            /* the signature carried a verified timestamp */
     char digest[16];             /* Authenticode digest algorithm, "" when none */

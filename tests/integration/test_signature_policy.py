@@ -7,6 +7,11 @@
     turn signature checking into "skipped");
   * a command never fails for a file it does not read (`report` and `check`
     on a machine without the publisher CA);
+  * with no trusted_ca_file at all (null), a present signature is still
+    judged (structure, image digest, signed attributes, signature value,
+    code-signing usage, signer_subject) and any failure rejects (exit 4);
+    only its chain is skipped, recorded as signature "skipped" with the
+    signer named;
 
 Signed files come from tests/fixtures/make_signing_fixtures.sh (openssl,
 osslsigncode, mingw-w64, wixl); tests that need them are skipped without
@@ -179,3 +184,81 @@ def test_stage_of_a_missing_file_says_so(tmp_path):
     r = outpost(cfg, "stage", str(tmp_path / "nothere.exe"), "--version", "1.0")
     assert r.returncode == 2, r.stderr
     assert error_line(r) == f"outpost: stage: cannot stage {tmp_path / 'nothere.exe'}: it does not exist"
+
+
+# ---- no trust anchor: everything but the chain -----------------------------------
+
+
+def no_ca_agent(tmp_path, **verify):
+    return write_config(tmp_path, installer={"verify": {"require_signature": False, "trusted_ca_file": None,
+                                                        **verify}})
+
+
+def flip_in_file(src: Path, dst: Path, needle: bytes):
+    data = bytearray(src.read_bytes())
+    pos = bytes(data).find(needle)
+    assert pos > 0
+    data[pos] ^= 0x20
+    dst.write_bytes(bytes(data))
+    return dst
+
+
+def signature_value_flipped(fx, tmp_path, name):
+    """name with the last byte of its signer's signature value flipped."""
+    der = tmp_path / (name + ".p7")
+    subprocess.run(["osslsigncode", "extract-signature", "-in", str(fx / name), "-out", str(der)],
+                   check=True, capture_output=True, timeout=60)
+    tail = der.read_bytes()[-48:]
+    data = bytearray((fx / name).read_bytes())
+    pos = bytes(data).find(tail)
+    assert pos > 0
+    data[pos + len(tail) - 1] ^= 0x01
+    out = tmp_path / ("sigflip-" + name)
+    out.write_bytes(bytes(data))
+    return out
+
+
+def test_without_ca_a_digest_mismatch_is_rejected(tmp_path, fx):
+    cfg = no_ca_agent(tmp_path)
+    cases = [
+        (flipped_code_byte(fx, tmp_path), "digest-mismatch"),
+        (flip_in_file(fx / "signed.msi", tmp_path / "flipped.msi", b"Outpost Fixture"), "digest-mismatch"),
+        (signature_value_flipped(fx, tmp_path, "signed.exe"), "bad-signature"),
+        (fx / "noeku.exe", "not valid for code signing"),
+    ]
+    for path, why in cases:
+        r = outpost(cfg, "stage", str(path), "--version", "1.0")
+        assert r.returncode == 4, (path.name, r.stderr)
+        assert why in error_line(r), path.name
+    assert staged_versions(tmp_path) == []
+
+
+def test_without_ca_a_good_signature_is_recorded_as_chain_skipped(tmp_path, fx):
+    cfg = no_ca_agent(tmp_path)
+    # other-ca.exe chains to a root nobody configured: without a CA that is
+    # not judged, exactly as the README says.
+    for version, name in (("1.0", "signed.exe"), ("1.1", "signed.msi"), ("1.2", "other-ca.exe")):
+        r = outpost(cfg, "--json", "stage", str(fx / name), "--version", version)
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["signature"] == "skipped" and out["signer"], out
+        signature = json.loads((tmp_path / "state" / "staging" / version / "manifest.json").read_text())[
+            "verification"]["signature"]
+        assert signature["result"] == "skipped" and signature["digest"] == "sha256"
+        assert signature["signer"] == out["signer"]
+    staged = json.loads((tmp_path / "state" / "status.json").read_text())["installer"]["staged"]
+    assert staged["signature"] == "skipped" and staged["signer"] == "C=US, O=Elsewhere, CN=Other Code Signing"
+
+
+def test_without_ca_unsigned_is_unsigned_and_signer_subject_still_applies(tmp_path, fx):
+    cfg = no_ca_agent(tmp_path, signer_subject="Someone Else")
+    r = outpost(cfg, "--json", "stage", str(fx / "unsigned.exe"), "--version", "1.0")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["signature"] == "unsigned"
+    r = outpost(cfg, "stage", str(fx / "signed.exe"), "--version", "1.1")
+    assert r.returncode == 4, r.stderr
+    assert "wrong-signer" in error_line(r)
+    cfg = no_ca_agent(tmp_path, require_signature=True)
+    r = outpost(cfg, "stage", str(fx / "signed.exe"), "--version", "1.1")
+    assert r.returncode == 2, r.stderr
+    assert "trusted_ca_file is not set" in error_line(r)

@@ -46,9 +46,12 @@ static int setup_ca(void **state)
     return platform_write_atomic(ca_path, test_root, sizeof test_root - 1, NULL) == ERR_OK ? 0 : -1;
 }
 
+/* Set by the tests of a policy without a trust anchor. */
+static bool without_ca;
+
 static authenticode_policy policy(void)
 {
-    authenticode_policy p = {.trusted_ca_file = ca_path, .now = 1800000000};
+    authenticode_policy p = {.trusted_ca_file = without_ca ? NULL : ca_path, .now = 1800000000};
     return p;
 }
 
@@ -357,6 +360,38 @@ static void test_malformed_pkcs7(void **state)
 }
 
 /* Every prefix of a structurally plausible blob is refused without crashing. */
+/* Without a trusted CA, everything but the chain is still judged
+ * (PRODUCT.md 4.3): the same verdicts as with one for every structural
+ * case, and the result says the chain was not checked. */
+static void test_without_ca_everything_but_the_chain(void **state)
+{
+    (void)state;
+    without_ca = true;
+    uint8_t buf[PE_SIZE];
+    authenticode_result r;
+    make_pe(buf, true);
+    assert_int_equal(judge(buf, sizeof buf, &r), AUTHENTICODE_UNSIGNED);
+    assert_false(r.signature_found);
+    assert_false(r.chain_checked);
+    for (size_t i = 0; i < sizeof pe_cases / sizeof pe_cases[0]; i++) {
+        size_t len = sizeof buf;
+        make_pe(buf, true);
+        pe_cases[i].mutate(buf, &len);
+        authenticode_verdict v = judge(buf, len, &r);
+        if (v != pe_cases[i].verdict)
+            fail_msg("%s without a CA: got %s (%s)", pe_cases[i].name, authenticode_verdict_name(v), r.reason);
+        assert_false(r.chain_checked);
+    }
+    for (size_t i = 0; i < sizeof der_cases / sizeof der_cases[0]; i++) {
+        authenticode_verdict v = judge_blob(der_cases[i].der, der_cases[i].len, &r);
+        if (v != AUTHENTICODE_MALFORMED)
+            fail_msg("%s without a CA: got %s (%s)", der_cases[i].name, authenticode_verdict_name(v), r.reason);
+        assert_true(r.signature_found);
+        assert_false(r.chain_checked);
+    }
+    without_ca = false;
+}
+
 static void test_truncated_pkcs7_prefixes(void **state)
 {
     (void)state;
@@ -562,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_certificate_table_entries),
         cmocka_unit_test(test_malformed_pkcs7),
         cmocka_unit_test(test_truncated_pkcs7_prefixes),
+        cmocka_unit_test(test_without_ca_everything_but_the_chain),
         cmocka_unit_test(test_cfb_unsigned),
         cmocka_unit_test(test_cfb_malformed),
         cmocka_unit_test(test_cfb_bytes_after_the_file),
