@@ -44,6 +44,7 @@
 #include "authenticode/mbedtls_compat.h"
 #include "authenticode/msi.h"
 #include "authenticode/pe.h"
+#include "authenticode/subject.h"
 #include "platform/platform.h"
 
 #define MAX_CARRIED_CERTIFICATES 64     /* certificates we parse from one SignedData */
@@ -139,7 +140,6 @@ static const oid_bytes OID_SPC_SIPINFO = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x
 static const oid_bytes OID_RFC3161_TIMESTAMP = OID("\x2b\x06\x01\x04\x01\x82\x37\x03\x03\x01");
 static const oid_bytes OID_EKU_CODE_SIGNING = OID("\x2b\x06\x01\x05\x05\x07\x03\x03");
 static const oid_bytes OID_EKU_TIME_STAMPING = OID("\x2b\x06\x01\x05\x05\x07\x03\x08");
-static const oid_bytes OID_AT_CN = OID("\x55\x04\x03");
 
 static bool oid_is(span s, oid_bytes oid)
 {
@@ -816,23 +816,6 @@ static bool timestamp_find(verify_ctx *v, const cms_signer *primary, const mbedt
 typedef error_code (*image_digest_fn)(void *format, mbedtls_md_type_t md, unsigned char *out,
                                       authenticode_result *result, error_info *err);
 
-/* Whether the subject matches policy->signer_subject: the whole DN as
- * mbedtls_x509_dn_gets prints it, or the value of its one CN. */
-static bool signer_subject_matches(const mbedtls_x509_crt *leaf, const char *dn, const char *wanted)
-{
-    if (strcmp(dn, wanted) == 0)
-        return true;
-    const mbedtls_x509_name *cn = NULL;
-    for (const mbedtls_x509_name *n = &leaf->subject; n; n = n->next) {
-        if (n->oid.p && oid_is_raw(n->oid.p, n->oid.len, OID_AT_CN)) {
-            if (cn)
-                return false; /* several CNs: only the full DN can match */
-            cn = n;
-        }
-    }
-    return cn && strlen(wanted) == cn->val.len && memcmp(cn->val.p, wanted, cn->val.len) == 0;
-}
-
 /* Checks everything from the SignedData on (steps 2-7 of authenticode.h). */
 static error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der_len, oid_bytes data_type,
                                    image_digest_fn digest_fn, void *format, error_info *err)
@@ -887,8 +870,9 @@ static error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der
         rc = authenticode_reject(r, AUTHENTICODE_BAD_SIGNATURE, "the signer's certificate is not in the signature");
         goto out;
     }
-    if (mbedtls_x509_dn_gets(r->signer_subject, sizeof r->signer_subject, &leaf->subject) < 0)
-        r->signer_subject[0] = '\0';
+    /* Decoded from the DER, not mbedtls_x509_dn_gets (which prints every
+     * non-ASCII byte as '?'): what is shown is what the pin is compared with. */
+    (void)subject_format(&leaf->subject, r->signer_subject, sizeof r->signer_subject);
 
     /* messageDigest covers the contents of SpcIndirectDataContent, without
      * its SEQUENCE tag and length (Authenticode's rule). */
@@ -921,7 +905,7 @@ static error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der
         rc = authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer certificate is not valid for code signing");
         goto out;
     }
-    if (v->policy->signer_subject && !signer_subject_matches(leaf, r->signer_subject, v->policy->signer_subject)) {
+    if (v->policy->signer_subject && !subject_matches(&leaf->subject, v->policy->signer_subject)) {
         rc = authenticode_reject(r, AUTHENTICODE_WRONG_SIGNER, "signed by \"%s\", not \"%s\"", r->signer_subject,
                                  v->policy->signer_subject);
         goto out;

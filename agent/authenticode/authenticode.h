@@ -27,7 +27,8 @@
  *     timestamps) is skipped, and result->chain_checked says so;
  *  6. the signer certificate names the code-signing extended key usage
  *     (1.3.6.1.5.5.7.3.3) explicitly;
- *  7. signer_subject, when set, matches.
+ *  7. signer_subject, when set, matches the signer's subject decoded from
+ *     its DER to UTF-8, whole or its CN alone (subject.h).
  * Only the primary signature is judged; nested (dual) signatures are left
  * alone (they cannot make a file valid or invalid).
  */
@@ -66,7 +67,8 @@ typedef struct authenticode_policy {
 typedef struct authenticode_result {
     authenticode_verdict verdict;
     char reason[256];              /* one human line; "" only for unsigned/valid */
-    char signer_subject[256];      /* subject of the signer certificate, when found */
+    char signer_subject[256];      /* subject of the signer certificate as UTF-8
+                                      (subject_format), when found */
     char digest_algorithm[16];     /* "sha256", ... when a signature was read */
     bool timestamped;              /* a timestamp verified and set the judging time */
     int64_t timestamp;             /* that time, Unix seconds (0 when !timestamped) */

@@ -12,6 +12,10 @@
     code-signing usage, signer_subject) and any failure rejects (exit 4);
     only its chain is skipped, recorded as signature "skipped" with the
     signer named;
+  * signer_subject is compared with the signer's subject decoded from its
+    DER to UTF-8 (UTF8String, BMPString, TeletexString as Latin-1...), and
+    the manifest and status.json record that text: a pin for "Müller GmbH"
+    no longer accepts "Mäller GmbH" (mbedTLS printed both as "M??ller").
 
 Signed files come from tests/fixtures/make_signing_fixtures.sh (openssl,
 osslsigncode, mingw-w64, wixl); tests that need them are skipped without
@@ -31,6 +35,7 @@ FIXTURE_SCRIPT = HERE.parent / "fixtures" / "make_signing_fixtures.sh"
 TOOLS = ["openssl", "osslsigncode", "x86_64-w64-mingw32-gcc", "i686-w64-mingw32-gcc", "wixl"]
 HAVE_TOOLS = all(shutil.which(t) for t in TOOLS)
 API_KEY = "sim-api-key"
+PROBE = os.environ.get("OUTPOST_AUTHENTICODE_PROBE")
 
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
 
@@ -262,3 +267,93 @@ def test_without_ca_unsigned_is_unsigned_and_signer_subject_still_applies(tmp_pa
     r = outpost(cfg, "stage", str(fx / "signed.exe"), "--version", "1.1")
     assert r.returncode == 2, r.stderr
     assert "trusted_ca_file is not set" in error_line(r)
+
+
+# ---- signer_subject against the DER subject ------------------------------------
+
+# name -> (subject, openssl string_mask: how the non-ASCII attributes are encoded)
+UNICODE_SIGNERS = {
+    "mueller-utf8": ("/C=DE/O=Müller GmbH/CN=Müller GmbH", "utf8only"),   # UTF8String
+    "mueller-bmp": ("/C=DE/O=Müller GmbH/CN=Müller GmbH", "pkix"),        # BMPString
+    "mueller-t61": ("/C=DE/O=Müller GmbH/CN=Müller GmbH", "default"),     # TeletexString (Latin-1)
+    "maeller-utf8": ("/C=DE/O=Mäller GmbH/CN=Mäller GmbH", "utf8only"),
+}
+MUELLER = "C=DE, O=Müller GmbH, CN=Müller GmbH"
+
+
+@pytest.fixture(scope="module")
+def unicode_signed(fx):
+    """signed copies of app64.exe by code-signing leaves (under the fixtures'
+    intermediate CA) whose O and CN are non-ASCII, made with openssl -utf8."""
+    made = {}
+    for name, (subject, mask) in UNICODE_SIGNERS.items():
+        cnf = fx / f"{name}-req.cnf"
+        cnf.write_text(f"[req]\ndistinguished_name = dn\nstring_mask = {mask}\n[dn]\n")
+        run = lambda *a: subprocess.run(list(a), check=True, capture_output=True, cwd=fx, timeout=60)  # noqa: E731
+        run("openssl", "genrsa", "-out", f"{name}.key", "2048")
+        run("openssl", "req", "-new", "-utf8", "-config", str(cnf), "-key", f"{name}.key", "-subj", subject,
+            "-out", f"{name}.csr")
+        run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "inter.pem", "-CAkey", "inter.key",
+            "-CAcreateserial", "-days", "3650", "-sha256", "-extfile", "ext.cnf", "-extensions", "codesign",
+            "-out", f"{name}.pem")
+        (fx / f"{name}-chain.pem").write_bytes((fx / f"{name}.pem").read_bytes() + (fx / "inter.pem").read_bytes())
+        run("osslsigncode", "sign", "-certs", f"{name}-chain.pem", "-key", f"{name}.key", "-h", "sha256",
+            "-n", "Outpost Fixture", "-in", "app64.exe", "-out", f"{name}.exe")
+        # The signatures are good: osslsigncode agrees.
+        run("osslsigncode", "verify", "-CAfile", "root.pem", "-in", f"{name}.exe")
+        made[name] = fx / f"{name}.exe"
+    return made
+
+
+def probe(fx, path, subject=None):
+    if not PROBE:
+        pytest.skip("OUTPOST_AUTHENTICODE_PROBE is not set (tests/CMakeLists.txt sets it)")
+    cmd = [PROBE, "--ca", str(fx / "root.pem")]
+    if subject is not None:
+        cmd += ["--subject", subject]
+    r = subprocess.run(cmd + [str(path)], capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.decode("utf-8"))
+
+
+def test_signer_is_shown_decoded_from_the_der(fx, unicode_signed):
+    for name in ("mueller-utf8", "mueller-bmp", "mueller-t61"):
+        got = probe(fx, unicode_signed[name])
+        assert got["verdict"] == "valid" and got["signer"] == MUELLER, (name, got)
+    assert probe(fx, unicode_signed["maeller-utf8"])["signer"] == "C=DE, O=Mäller GmbH, CN=Mäller GmbH"
+
+
+@pytest.mark.parametrize("pin", [MUELLER, "Müller GmbH"])
+def test_pin_accepts_the_signer_in_every_string_type(fx, unicode_signed, pin):
+    for name in ("mueller-utf8", "mueller-bmp", "mueller-t61"):
+        got = probe(fx, unicode_signed[name], subject=pin)
+        assert got["verdict"] == "valid", (name, got)
+
+
+@pytest.mark.parametrize("pin", [MUELLER, "Müller GmbH",
+                                 # what mbedtls_x509_dn_gets printed for both, so what an
+                                 # administrator copied from the manifest before
+                                 "C=DE, O=M??ller GmbH, CN=M??ller GmbH", "M??ller GmbH"])
+def test_pin_for_mueller_rejects_maeller(fx, unicode_signed, pin):
+    got = probe(fx, unicode_signed["maeller-utf8"], subject=pin)
+    assert got["verdict"] == "wrong-signer", got
+    assert "Mäller GmbH" in got["reason"]
+    if "?" in pin:
+        assert probe(fx, unicode_signed["mueller-utf8"], subject=pin)["verdict"] == "wrong-signer"
+
+
+def test_stage_records_the_faithful_signer(tmp_path, fx, unicode_signed):
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
+                                                       "signer_subject": "Müller GmbH"}})
+    r = outpost(cfg, "--json", "stage", str(unicode_signed["mueller-bmp"]), "--version", "1.0")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["signer"] == MUELLER
+    manifest = json.loads((tmp_path / "state" / "staging" / "1.0" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["verification"]["signature"] == {**manifest["verification"]["signature"],
+                                                    "result": "valid", "signer": MUELLER}
+    status = json.loads((tmp_path / "state" / "status.json").read_text(encoding="utf-8"))
+    assert status["installer"]["staged"]["signer"] == MUELLER
+    r = outpost(cfg, "stage", str(unicode_signed["maeller-utf8"]), "--version", "1.1")
+    assert r.returncode == 4, r.stderr
+    assert 'signed by "C=DE, O=Mäller GmbH, CN=Mäller GmbH", not "Müller GmbH"' in error_line(r)
+    assert staged_versions(tmp_path) == ["1.0"]
