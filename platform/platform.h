@@ -46,6 +46,15 @@ FILE *platform_fopen(const char *path, const char *mode);
 error_code platform_fsync_file(FILE *f, error_info *err);
 
 /*
+ * Makes the creation of the file at path durable: flushes the directory that
+ * holds it, so after a crash the file's name is still there (POSIX: fsync of
+ * the directory; Windows: FlushFileBuffers on a directory handle). A file
+ * system or OS that cannot flush a directory counts as done; a directory
+ * that does not exist is ERR_NOT_FOUND.
+ */
+error_code platform_sync_parent_dir(const char *path, error_info *err);
+
+/*
  * Replaces path with exactly len bytes of data, atomically: writes a
  * temporary file in the same directory, flushes it to disk, renames it over
  * path and flushes the directory. A crash at any moment leaves either the

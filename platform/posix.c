@@ -215,6 +215,11 @@ FILE *platform_fopen(const char *path, const char *mode)
     return f;
 }
 
+error_code platform_sync_parent_dir(const char *path, error_info *err)
+{
+    return sync_parent(path, err);
+}
+
 error_code platform_fsync_file(FILE *f, error_info *err)
 {
     if (fflush(f) != 0) {

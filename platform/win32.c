@@ -319,6 +319,38 @@ error_code platform_fsync_file(FILE *f, error_info *err)
     return ERR_OK;
 }
 
+/* NTFS journals the new directory entry; flushing a handle on the
+ * directory writes that journal out. A volume or account that cannot
+ * (FAT, no write access to the directory) counts as done, as on POSIX. */
+error_code platform_sync_parent_dir(const char *path, error_info *err)
+{
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    wchar_t *dir = parent_dir_w(wpath);
+    free(wpath);
+    if (!dir)
+        return fail_nomem(err);
+    HANDLE h = CreateFileW(dir, GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                           NULL, OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
+    free(dir);
+    if (h == INVALID_HANDLE_VALUE) {
+        DWORD e = GetLastError();
+        if (e == ERROR_FILE_NOT_FOUND || e == ERROR_PATH_NOT_FOUND)
+            return fail_win(err, e, "cannot flush the directory of", path);
+        return ERR_OK;
+    }
+    if (!FlushFileBuffers(h)) {
+        DWORD e = GetLastError();
+        if (e != ERROR_ACCESS_DENIED && e != ERROR_INVALID_FUNCTION && e != ERROR_INVALID_PARAMETER &&
+            e != ERROR_NOT_SUPPORTED)
+            rc = fail_win(err, e, "cannot flush the directory of", path);
+    }
+    CloseHandle(h);
+    return rc;
+}
+
 /* Writes all len bytes to h. FALSE with GetLastError() on failure. */
 static BOOL write_all(HANDLE h, const void *data, size_t len)
 {

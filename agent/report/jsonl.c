@@ -32,11 +32,21 @@ static char *numbered(const char *path, int n)
 
 static error_code open_file(jsonl_writer *w, error_info *err)
 {
+    bool creating = platform_path_stat(w->path, NULL) == PLATFORM_PATH_NONE;
     w->file = platform_fopen(w->path, "ab");
     if (!w->file) {
         int e = errno;
         return error_set_os(err, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "cannot open %s for appending: %s", w->path,
                             strerror(e));
+    }
+    /* A new file (first run, or after a rotation): its name must survive a
+     * crash as surely as the lines fsync'd into it later, or the lines that
+     * the cursor has moved past would vanish with it. */
+    error_code rc = creating ? platform_sync_parent_dir(w->path, err) : ERR_OK;
+    if (rc != ERR_OK) {
+        fclose(w->file);
+        w->file = NULL;
+        return rc;
     }
     /* Unbuffered: each fwrite of a whole line becomes one write(). */
     setvbuf(w->file, NULL, _IONBF, 0);

@@ -113,6 +113,10 @@ static void test_unicode_files_and_atomic_replace(void **state)
     char *file = join(dir, "st\xc3\xa4tus.json");
     assert_ok(platform_write_atomic(file, "old", 3, &err), err);
     assert_ok(platform_write_atomic(file, "new content", 11, &err), err);
+    assert_ok(platform_sync_parent_dir(file, &err), err);
+    char *nowhere = join(dir, "no\\such\\file");
+    assert_int_equal(platform_sync_parent_dir(nowhere, &err), ERR_NOT_FOUND);
+    free(nowhere);
     uint64_t size = 0;
     assert_int_equal(platform_path_stat(file, &size), PLATFORM_PATH_FILE);
     assert_int_equal(size, 11);

@@ -767,6 +767,10 @@ static void test_fopen_and_fsync(void **state)
     errno = 0;
     assert_null(platform_fopen(missing.s, "rb"));
     assert_int_equal(errno, ENOENT);
+
+    /* The directory holding a new file is flushed; a missing one says so. */
+    assert_ok(platform_sync_parent_dir(p.s, &err), err);
+    assert_int_equal(platform_sync_parent_dir(missing.s, &err), ERR_NOT_FOUND);
 }
 
 /* ---- Lock ---------------------------------------------------------------- */
