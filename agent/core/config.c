@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <mbedtls/platform_util.h>
 
 #include "platform/platform.h"
 #include "base/text.h"
@@ -198,7 +199,7 @@ void config_free(config *cfg)
     free(cfg->state_dir);
     free(cfg->tls_ca_file);
     free(cfg->tls_pinned_public_key);
-    free(cfg->proxy);
+    config_secret_free(cfg->proxy); /* may hold proxy credentials */
     free(cfg->installer.platform);
     free(cfg->installer.installed_version);
     free(cfg->installer.installed_version_file);
@@ -600,9 +601,7 @@ void config_secret_free(char *secret)
 {
     if (!secret)
         return;
-    volatile char *p = secret;
-    while (*p)
-        *p++ = '\0';
+    mbedtls_platform_zeroize(secret, strlen(secret));
     free(secret);
 }
 
@@ -653,7 +652,7 @@ error_code config_load_api_key(const config *cfg, char **key, error_info *err)
         return error_prefix(err, "cannot read the API key file (`api_key_file`)");
     }
     if (text_looks_utf16(text, len)) {
-        memset(text, 0, len);
+        mbedtls_platform_zeroize(text, len);
         free(text);
         return error_set(err, ERR_CONFIG,
                          "API key file %s is UTF-16 text; save it as UTF-8 (PowerShell: Set-Content -Encoding UTF8)",
@@ -661,7 +660,8 @@ error_code config_load_api_key(const config *cfg, char **key, error_info *err)
     }
     size_t bom = text_utf8_bom_length(text, len);
     char *trimmed = trim_copy(text + bom, len - bom);
-    memset(text, 0, len);
+    /* A memset before free is a dead store the compiler may drop. */
+    mbedtls_platform_zeroize(text, len);
     free(text);
     if (!trimmed)
         return error_set(err, ERR_NOMEM, "out of memory");

@@ -5,15 +5,16 @@
 #include "net/token.h"
 
 #include <cjson/cJSON.h>
+#include <mbedtls/platform_util.h>
 #include <stdlib.h>
 #include <string.h>
 
 void token_wipe(void *p, size_t n)
 {
-    /* A volatile pointer keeps the stores from being optimised away. */
-    volatile unsigned char *v = p;
-    while (n--)
-        *v++ = 0;
+    /* Mbed TLS's wipe cannot be dropped as a dead store before free (it
+     * calls memset through a volatile function pointer in 2.28; 3.x uses
+     * explicit_bzero, memset_s or SecureZeroMemory where they exist). */
+    mbedtls_platform_zeroize(p, n);
 }
 
 void token_secret_free(char *secret)
