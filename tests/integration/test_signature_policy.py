@@ -35,6 +35,10 @@ FIXTURE_SCRIPT = HERE.parent / "fixtures" / "make_signing_fixtures.sh"
 TOOLS = ["openssl", "osslsigncode", "x86_64-w64-mingw32-gcc", "i686-w64-mingw32-gcc", "wixl"]
 HAVE_TOOLS = all(shutil.which(t) for t in TOOLS)
 API_KEY = "sim-api-key"
+# The version the fixtures state (make_signing_fixtures.sh); staging under
+# another one is a version-binding rejection. Suffixes after a dash are
+# build metadata: each names its own staged version, all bind.
+V = "26.1.3.24329"
 PROBE = os.environ.get("OUTPOST_AUTHENTICODE_PROBE")
 
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
@@ -96,7 +100,7 @@ def test_missing_trusted_ca_is_a_config_error_not_skipped(tmp_path, fx, required
     missing = tmp_path / "etc" / "publisher-ca.pem"
     cfg = write_config(tmp_path, installer={"verify": {"require_signature": required,
                                                        "trusted_ca_file": str(missing)}})
-    r = outpost(cfg, "stage", str(flipped_code_byte(fx, tmp_path)), "--version", "1.0")
+    r = outpost(cfg, "stage", str(flipped_code_byte(fx, tmp_path)), "--version", V)
     assert r.returncode == 2, r.stderr
     assert error_line(r).startswith(f"outpost: stage: installer.verify.trusted_ca_file: {missing} does not exist")
     assert staged_versions(tmp_path) == []
@@ -106,7 +110,7 @@ def test_missing_timestamp_ca_is_a_config_error(tmp_path, fx):
     missing = tmp_path / "ts-ca.pem"
     cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
                                                        "timestamp_ca_file": str(missing)}})
-    r = outpost(cfg, "stage", str(fx / "signed-ts.exe"), "--version", "1.0")
+    r = outpost(cfg, "stage", str(fx / "signed-ts.exe"), "--version", V)
     assert r.returncode == 2, r.stderr
     assert error_line(r).startswith(f"outpost: stage: installer.verify.timestamp_ca_file: {missing} does not exist")
     assert staged_versions(tmp_path) == []
@@ -186,7 +190,7 @@ def test_missing_installed_version_file_is_a_config_error(tmp_path, sim):
 
 def test_stage_of_a_missing_file_says_so(tmp_path):
     cfg = write_config(tmp_path, installer={"verify": {"require_signature": False, "trusted_ca_file": None}})
-    r = outpost(cfg, "stage", str(tmp_path / "nothere.exe"), "--version", "1.0")
+    r = outpost(cfg, "stage", str(tmp_path / "nothere.exe"), "--version", V)
     assert r.returncode == 2, r.stderr
     assert error_line(r) == f"outpost: stage: cannot stage {tmp_path / 'nothere.exe'}: it does not exist"
 
@@ -232,7 +236,7 @@ def test_without_ca_a_digest_mismatch_is_rejected(tmp_path, fx):
         (fx / "noeku.exe", "not valid for code signing"),
     ]
     for path, why in cases:
-        r = outpost(cfg, "stage", str(path), "--version", "1.0")
+        r = outpost(cfg, "stage", str(path), "--version", V)
         assert r.returncode == 4, (path.name, r.stderr)
         assert why in error_line(r), path.name
     assert staged_versions(tmp_path) == []
@@ -242,7 +246,7 @@ def test_without_ca_a_good_signature_is_recorded_as_chain_skipped(tmp_path, fx):
     cfg = no_ca_agent(tmp_path)
     # other-ca.exe chains to a root nobody configured: without a CA that is
     # not judged, exactly as the README says.
-    for version, name in (("1.0", "signed.exe"), ("1.1", "signed.msi"), ("1.2", "other-ca.exe")):
+    for version, name in ((V + "-a", "signed.exe"), (V + "-b", "signed.msi"), (V + "-c", "other-ca.exe")):
         r = outpost(cfg, "--json", "stage", str(fx / name), "--version", version)
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)
@@ -257,14 +261,14 @@ def test_without_ca_a_good_signature_is_recorded_as_chain_skipped(tmp_path, fx):
 
 def test_without_ca_unsigned_is_unsigned_and_signer_subject_still_applies(tmp_path, fx):
     cfg = no_ca_agent(tmp_path, signer_subject="Someone Else")
-    r = outpost(cfg, "--json", "stage", str(fx / "unsigned.exe"), "--version", "1.0")
+    r = outpost(cfg, "--json", "stage", str(fx / "unsigned.exe"), "--version", V)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["signature"] == "unsigned"
-    r = outpost(cfg, "stage", str(fx / "signed.exe"), "--version", "1.1")
+    r = outpost(cfg, "stage", str(fx / "signed.exe"), "--version", V + "-b")
     assert r.returncode == 4, r.stderr
     assert "wrong-signer" in error_line(r)
     cfg = no_ca_agent(tmp_path, require_signature=True)
-    r = outpost(cfg, "stage", str(fx / "signed.exe"), "--version", "1.1")
+    r = outpost(cfg, "stage", str(fx / "signed.exe"), "--version", V + "-b")
     assert r.returncode == 2, r.stderr
     assert "trusted_ca_file is not set" in error_line(r)
 
@@ -345,15 +349,15 @@ def test_pin_for_mueller_rejects_maeller(fx, unicode_signed, pin):
 def test_stage_records_the_faithful_signer(tmp_path, fx, unicode_signed):
     cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
                                                        "signer_subject": "Müller GmbH"}})
-    r = outpost(cfg, "--json", "stage", str(unicode_signed["mueller-bmp"]), "--version", "1.0")
+    r = outpost(cfg, "--json", "stage", str(unicode_signed["mueller-bmp"]), "--version", V)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["signer"] == MUELLER
-    manifest = json.loads((tmp_path / "state" / "staging" / "1.0" / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads((tmp_path / "state" / "staging" / V / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["verification"]["signature"] == {**manifest["verification"]["signature"],
                                                     "result": "valid", "signer": MUELLER}
     status = json.loads((tmp_path / "state" / "status.json").read_text(encoding="utf-8"))
     assert status["installer"]["staged"]["signer"] == MUELLER
-    r = outpost(cfg, "stage", str(unicode_signed["maeller-utf8"]), "--version", "1.1")
+    r = outpost(cfg, "stage", str(unicode_signed["maeller-utf8"]), "--version", V + "-b")
     assert r.returncode == 4, r.stderr
     assert 'signed by "C=DE, O=Mäller GmbH, CN=Mäller GmbH", not "Müller GmbH"' in error_line(r)
-    assert staged_versions(tmp_path) == ["1.0"]
+    assert staged_versions(tmp_path) == [V]
