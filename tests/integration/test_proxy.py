@@ -107,7 +107,7 @@ def write_config(tmp_path: Path, sim: Sim, proxy: Squid, mode: str, **extra) -> 
         "state_dir": str(state),
         "tls": {"ca_file": sim.ca_file},
         "http": {"max_attempts": 2, "max_retry_wait": "1s", "low_speed_timeout": "5s"},
-        "installer": {"installed_version": "26.01.03.24000", "verify": {"require_signature": False}},
+        "installer": {"installed_version": "26.01.03.24000", "verify": {"require_signature": False, "trusted_ca_file": None}},
         "report": {"initial_lookback": "24h", "details_batch": 50},
         "schedule": {"jitter": "0s"},
     }

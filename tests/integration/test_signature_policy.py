@@ -128,7 +128,7 @@ def test_update_checks_the_ca_before_downloading(tmp_path, sim):
     assert [e for e in sim.log()["requests"] if e["route"] in ("installer", "storage")] == []
     assert staged_versions(tmp_path) == []
     status = json.loads((tmp_path / "state" / "status.json").read_text())
-    assert status["last_run"]["exit_code"] == 2
+    assert status["installer"]["last_command"]["exit_code"] == 2  # an interactive update: not last_run
 
 
 @pytest.mark.sim_options(incidents=3, rate_limit=0)
