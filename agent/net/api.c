@@ -589,6 +589,10 @@ error_code api_incidents_list(http_client *http, const api_incident_query *query
             rc = error_set(err, ERR_NOMEM, "%s: out of memory", NAME_INCIDENTS);
             break;
         }
+        if (q.between_pages && (rc = q.between_pages(user, err)) != ERR_OK) {
+            free(next_id);
+            break;
+        }
         page_id = next_id;
     }
     for (size_t i = 0; i < seen.count; i++)

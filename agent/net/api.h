@@ -145,6 +145,11 @@ typedef struct api_incident_query {
     int page_size;                     /* page_request.size, 1..1000; 0: not sent (server default 50) */
     const char *sort_by;               /* page_request.sort_by ("trigger_time asc"); NULL: not sent */
     bool include_ai_summaries;         /* sent only when true */
+    /* Called with on_page's user after every page but the last, once the
+     * page's answer is freed and before the next one is requested, so that
+     * the caller can do its work with the least memory held; NULL: none.
+     * Anything but ERR_OK stops paging, like on_page. */
+    error_code (*between_pages)(void *user, error_info *err);
 } api_incident_query;
 
 typedef struct api_page_info {

@@ -5,9 +5,11 @@
  * report.h for the protocol). Tracing itself is trace.c; the items shape
  * is incident.c.
  *
- * Layout: bookkeeping helpers on the state section; the page callback that
- * turns listed incidents into work; the finishing passes (decide, mark
- * pending, append, write status, commit), each a function.
+ * Layout: bookkeeping helpers on the state section; the working set of
+ * listed incidents; the passes of one batch (decide, mark pending, append,
+ * write status, commit), each a function; the page callback that lists,
+ * traces and writes a page at a time; finish(), which writes the last batch
+ * and moves the cursor.
  */
 #include "report/report.h"
 
@@ -164,7 +166,7 @@ error_code report_recover(cJSON *section, const char *jsonl_path, int jsonl_keep
     return ERR_OK;
 }
 
-/* ---- Listing ---------------------------------------------------------------- */
+/* ---- The working set: listed incidents not yet written ------------------------------ */
 
 typedef enum {
     OUTCOME_APPEND,      /* new: append and mark seen */
@@ -176,33 +178,69 @@ typedef struct listed {
     char *start_id;      /* lineage ends, NULL when absent */
     char *end_id;
     bool traceable;
+    bool tracing;        /* holds trace_index (released once written) */
     size_t trace_index;  /* for trace_result */
+    bool ready;          /* its lineage and events are in: written by this batch */
     const char *status;  /* lineage status once decided */
     outcome_kind outcome;
 } listed;
 
+/* The newest keep_incidents items of this run, for status.json. */
+typedef struct newest {
+    cJSON **items;       /* owned */
+    size_t count, cap;
+    int keep;
+} newest;
+
 typedef struct report_ctx {
     const config *cfg;
     http_client *http;
+    state *s;
+    const report_options *opts;
+    const char *start_time; /* this poll's start_time */
     cJSON *section;      /* state "report" */
     cJSON *seen, *failed;
     trace_run *trace;
-    listed *list;
+    listed *list;        /* the working set: this page, and earlier incidents
+                            still waiting for the open details batch */
     size_t count, cap;
+    newest keep;         /* this run's newest items */
+    cJSON *previous;     /* status.json's items before this run; may be NULL */
+    cJSON *still_failed; /* {id: true} of incidents left failed by this run */
+    bool hold;           /* some incident was left failed: the cursor stays before it */
+    int64_t hold_s;      /* the earliest trigger time of those */
     int64_t now_s;
     int64_t oldest_s;    /* incidents older than this are past the seen window */
     report_summary sum;
     error_info first_failure;   /* first incident that failed */
-    cJSON *recovered;    /* items a crashed run appended, for status.json */
+    bool stopped;        /* a batch could not be written: stop, commit nothing more */
     bool progress;       /* a person watches: a progress line on stderr */
 } report_ctx;
 
 static bool listed_already(const report_ctx *ctx, const char *id)
 {
+    if (cJSON_GetObjectItemCaseSensitive(ctx->still_failed, id))
+        return true;
     for (size_t i = 0; i < ctx->count; i++)
         if (strcmp(incident_item_id(ctx->list[i].item), id) == 0)
             return true;
     return false;
+}
+
+/* Lets the trace forget l's lineage (its events go to the cache). */
+static void listed_untrace(report_ctx *ctx, listed *l)
+{
+    if (l->tracing)
+        trace_release(ctx->trace, l->trace_index);
+    l->tracing = false;
+}
+
+static void listed_free(report_ctx *ctx, listed *l)
+{
+    listed_untrace(ctx, l);
+    cJSON_Delete(l->item);
+    free(l->start_id);
+    free(l->end_id);
 }
 
 static error_code add_listed(report_ctx *ctx, const api_incident *inc, error_info *err)
@@ -217,68 +255,21 @@ static error_code add_listed(report_ctx *ctx, const api_incident *inc, error_inf
     }
     listed *l = &ctx->list[ctx->count];
     *l = (listed){.item = incident_item_new(inc)};
-    l->traceable = inc->start_event_id && inc->end_event_id;
+    bool traceable = inc->start_event_id && inc->end_event_id;
     l->start_id = text_dup(inc->start_event_id);
     l->end_id = text_dup(inc->end_event_id);
-    if (!l->item || (inc->start_event_id && !l->start_id) || (inc->end_event_id && !l->end_id)) {
-        cJSON_Delete(l->item);
-        free(l->start_id);
-        free(l->end_id);
-        return error_set(err, ERR_NOMEM, "out of memory");
-    }
-    ctx->count++;
-    if (!l->traceable)
-        return ERR_OK;
-    error_code rc = trace_submit(ctx->trace, l->start_id, l->end_id, &l->trace_index, err);
+    error_code rc = ERR_OK;
+    if (!l->item || (inc->start_event_id && !l->start_id) || (inc->end_event_id && !l->end_id))
+        rc = error_set(err, ERR_NOMEM, "out of memory");
+    else if (traceable)
+        rc = trace_submit(ctx->trace, l->start_id, l->end_id, &l->trace_index, err);
     if (rc != ERR_OK) {
-        ctx->count--;
-        cJSON_Delete(l->item);
-        free(l->start_id);
-        free(l->end_id);
+        listed_free(ctx, l);
+        return rc;
     }
-    return rc;
-}
-
-static error_code on_page(void *user, const api_incident *incidents, size_t count, const api_page_info *page,
-                          error_info *err)
-{
-    report_ctx *ctx = user;
-    ctx->sum.pages = page->page;
-    for (size_t i = 0; i < count; i++) {
-        ctx->sum.listed++;
-        int64_t t;
-        /* Seen, or older than the seen window reaches: a server that ignored
-         * start_time would otherwise make us append them again. */
-        if (cJSON_GetObjectItemCaseSensitive(ctx->seen, incidents[i].id) ||
-            (incidents[i].trigger_time && timefmt_parse_iso8601(incidents[i].trigger_time, &t) && t < ctx->oldest_s)) {
-            ctx->sum.already_seen++;
-            continue;
-        }
-        if (listed_already(ctx, incidents[i].id))
-            continue; /* a page boundary shifted under us */
-        error_code rc = add_listed(ctx, &incidents[i], err);
-        if (rc != ERR_OK)
-            return rc;
-    }
-    log_info("report: page %d: %" PRIu64 " incidents", page->page, (uint64_t)count);
-    if (ctx->progress)
-        fprintf(stderr, "\routpost: report: %d page%s, %" PRId64 " incidents listed, %zu to trace...", page->page,
-                page->page == 1 ? "" : "s", ctx->sum.listed, ctx->count);
+    l->traceable = l->tracing = traceable;
+    ctx->count++;
     return ERR_OK;
-}
-
-static error_code list_incidents(report_ctx *ctx, const char *start_time, error_info *err)
-{
-    api_incident_query query = {
-        .filter = ctx->cfg->report.filter,
-        .start_time = start_time,
-        .page_size = ctx->cfg->report.page_size,
-        .sort_by = REPORT_SORT,
-    };
-    api_list_summary summary;
-    error_code rc = api_incidents_list(ctx->http, &query, on_page, ctx, &summary, err);
-    ctx->sum.listing_complete = rc == ERR_OK;
-    return rc;
 }
 
 /* ---- Deciding and building ------------------------------------------------------ */
@@ -311,11 +302,13 @@ static bool failed_long_enough(report_ctx *ctx, const listed *l)
     return ctx->now_s - first >= REPORT_FAILED_GIVE_UP_S;
 }
 
-/* Decides each listed incident's status and whether it is appended. */
+/* Decides each ready incident's status and whether it is appended. */
 static error_code decide(report_ctx *ctx, error_info *err)
 {
     for (size_t i = 0; i < ctx->count; i++) {
         listed *l = &ctx->list[i];
+        if (!l->ready)
+            continue;
         l->outcome = OUTCOME_APPEND;
         if (!l->traceable) {
             l->status = INCIDENT_UNTRACEABLE;
@@ -367,7 +360,7 @@ static error_code build_item(report_ctx *ctx, const listed *l, cJSON **out, erro
 
 /* ---- Step 1: pending ---------------------------------------------------------- */
 
-static error_code mark_pending(report_ctx *ctx, state *s, error_info *err)
+static error_code mark_pending(report_ctx *ctx, error_info *err)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "pending");
     cJSON *pending = cJSON_AddObjectToObject(ctx->section, "pending");
@@ -376,7 +369,7 @@ static error_code mark_pending(report_ctx *ctx, state *s, error_info *err)
         return error_set(err, ERR_NOMEM, "out of memory");
     size_t n = 0;
     for (size_t i = 0; i < ctx->count; i++) {
-        if (ctx->list[i].outcome != OUTCOME_APPEND)
+        if (!ctx->list[i].ready || ctx->list[i].outcome != OUTCOME_APPEND)
             continue;
         cJSON *id = cJSON_CreateString(incident_item_id(ctx->list[i].item));
         if (!id || !cJSON_AddItemToArray(ids, id)) {
@@ -389,16 +382,11 @@ static error_code mark_pending(report_ctx *ctx, state *s, error_info *err)
         cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "pending");
         return ERR_OK;
     }
-    return state_save(s, err);
+    /* Also saves what earlier batches committed in memory (their seen ids). */
+    return state_save(ctx->s, err);
 }
 
 /* ---- Step 2: append, and keep the newest items for the status file ---------------- */
-
-typedef struct newest {
-    cJSON **items;       /* owned */
-    size_t count, cap;
-    int keep;
-} newest;
 
 static int compare_items(const void *a, const void *b)
 {
@@ -441,7 +429,7 @@ static void newest_free(newest *n)
     free(n->items);
 }
 
-static error_code append_one(report_ctx *ctx, jsonl_writer *w, const listed *l, newest *keep, error_info *err)
+static error_code append_one(report_ctx *ctx, jsonl_writer *w, const listed *l, error_info *err)
 {
     cJSON *item = NULL;
     error_code rc = build_item(ctx, l, &item, err);
@@ -461,10 +449,12 @@ static error_code append_one(report_ctx *ctx, jsonl_writer *w, const listed *l, 
         else if (strcmp(l->status, INCIDENT_UNTRACEABLE) == 0)
             ctx->sum.untraceable++;
     }
-    return newest_add(keep, item) ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory");
+    return newest_add(&ctx->keep, item) ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory");
 }
 
-static error_code append_all(report_ctx *ctx, newest *keep, error_info *err)
+/* Appends the ready incidents (status-only ones go to the newest items only)
+ * and syncs the file. */
+static error_code append_ready(report_ctx *ctx, error_info *err)
 {
     char *path = config_state_path(ctx->cfg, ctx->cfg->report.jsonl_file);
     if (!path)
@@ -473,7 +463,8 @@ static error_code append_all(report_ctx *ctx, newest *keep, error_info *err)
     error_code rc = jsonl_open(path, ctx->cfg->report.jsonl_max_bytes, ctx->cfg->report.jsonl_keep, &w, err);
     free(path);
     for (size_t i = 0; rc == ERR_OK && i < ctx->count; i++)
-        rc = append_one(ctx, w, &ctx->list[i], keep, err);
+        if (ctx->list[i].ready)
+            rc = append_one(ctx, w, &ctx->list[i], err);
     error_info close_err;
     error_code closed = jsonl_close(w, &close_err);
     if (rc == ERR_OK && closed != ERR_OK) {
@@ -541,29 +532,39 @@ static cJSON *incidents_member(report_ctx *ctx, const char *cursor, const char *
     return NULL;
 }
 
-static error_code write_status(report_ctx *ctx, newest *keep, const char *cursor, const char *polled_at,
-                               const report_options *opts, const error_info *outcome, error_info *err)
+/* status.json's items: the newest of this run's and the previous ones.
+ * The newest window is lent to a temporary array, not given up. */
+static error_code merged_items(report_ctx *ctx, cJSON **items, error_info *err)
 {
+    newest_trim(&ctx->keep);
     cJSON *current = cJSON_CreateArray();
-    for (size_t i = 0; current && i < keep->count; i++) {
-        cJSON_AddItemToArray(current, keep->items[i]);
-        keep->items[i] = NULL;
-    }
-    keep->count = 0;
-    cJSON *previous = previous_items(ctx->cfg);
-    cJSON *items = NULL, *hosts = NULL;
-    error_code rc = current ? incident_merge_items(current, previous, ctx->cfg->report.keep_incidents, &items, err)
-                            : error_set(err, ERR_NOMEM, "out of memory");
+    if (!current)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < ctx->keep.count; i++)
+        cJSON_AddItemToArray(current, ctx->keep.items[i]);
+    error_code rc = incident_merge_items(current, ctx->previous, ctx->cfg->report.keep_incidents, items, err);
+    while (current->child)
+        cJSON_DetachItemViaPointer(current, current->child);
     cJSON_Delete(current);
-    cJSON_Delete(previous);
+    return rc;
+}
+
+/* Writes status.json's "incidents" (and "last_run" when last_run). */
+static error_code write_status(report_ctx *ctx, const char *cursor, bool last_run, const error_info *outcome,
+                               error_info *err)
+{
+    char polled_at[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(ctx->now_s, polled_at);
+    cJSON *items = NULL, *hosts = NULL;
+    error_code rc = merged_items(ctx, &items, err);
     if (rc == ERR_OK && (rc = incident_hosts(items, &hosts, err)) != ERR_OK)
         cJSON_Delete(items);
     if (rc != ERR_OK)
         return rc;
     status_parts parts = {.incidents = incidents_member(ctx, cursor, polled_at, items, hosts)};
-    if (opts->write_last_run)
-        parts.last_run = last_run_object(opts, outcome, ctx->sum.new_count > 0);
-    if (!parts.incidents || (opts->write_last_run && !parts.last_run))
+    if (last_run)
+        parts.last_run = last_run_object(ctx->opts, outcome, ctx->sum.new_count > 0);
+    if (!parts.incidents || (last_run && !parts.last_run))
         rc = error_set(err, ERR_NOMEM, "out of memory");
     else
         rc = status_write(ctx->cfg, &parts, err);
@@ -587,68 +588,79 @@ static void write_metrics(const config *cfg, int64_t responses_429)
 
 /* ---- Step 4: commit ------------------------------------------------------------ */
 
-/* The new cursor: the poll's start when the listing was complete, never past
- * an incident still failing. */
-static int64_t next_cursor(report_ctx *ctx, const char *start_time)
+/* The cursor to store: the poll's start when the listing was complete (else
+ * the cursor as it was), never past an incident still failing. */
+static int64_t next_cursor(const report_ctx *ctx, bool listing_complete)
 {
     int64_t cursor, start = 0;
-    timefmt_parse_iso8601(start_time, &start);
-    if (ctx->sum.listing_complete)
+    timefmt_parse_iso8601(ctx->start_time, &start);
+    if (listing_complete)
         cursor = ctx->now_s;
     else if (!time_of(cJSON_GetObjectItemCaseSensitive(ctx->section, "cursor"), &cursor))
         cursor = start + REPORT_OVERLAP_S;
-    for (size_t i = 0; i < ctx->count; i++) {
-        const listed *l = &ctx->list[i];
-        if (l->outcome != OUTCOME_STATUS_ONLY)
-            continue;
-        int64_t t;
-        const char *text = item_trigger_time(l);
-        if (!text || !timefmt_parse_iso8601(text, &t))
-            t = start + REPORT_OVERLAP_S; /* unknown time: hold at this poll's start */
-        if (t < cursor)
-            cursor = t;
-    }
+    if (ctx->hold && ctx->hold_s < cursor)
+        cursor = ctx->hold_s;
     return cursor;
 }
 
+/*
+ * The written batch, in memory: appended ids into `seen` (and out of
+ * `failed`), incidents left failed remembered for the cursor, `pending`
+ * cleared. Saved by the next batch's mark_pending or the final commit; a
+ * crash before that finds `pending` and recovers the batch from the file.
+ */
+static error_code commit_batch(report_ctx *ctx, error_info *err)
+{
+    char when[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(ctx->now_s, when);
+    for (size_t i = 0; i < ctx->count; i++) {
+        const listed *l = &ctx->list[i];
+        if (!l->ready)
+            continue;
+        const char *id = incident_item_id(l->item);
+        const char *t = item_trigger_time(l);
+        if (l->outcome == OUTCOME_STATUS_ONLY) {
+            int64_t at;
+            if (!t || !timefmt_parse_iso8601(t, &at)) {
+                timefmt_parse_iso8601(ctx->start_time, &at);
+                at += REPORT_OVERLAP_S; /* unknown time: hold at this poll's start */
+            }
+            if (!ctx->hold || at < ctx->hold_s)
+                ctx->hold_s = at;
+            ctx->hold = true;
+            if (!cJSON_AddTrueToObject(ctx->still_failed, id))
+                return error_set(err, ERR_NOMEM, "out of memory");
+            continue;
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(ctx->seen, id);
+        cJSON_DeleteItemFromObjectCaseSensitive(ctx->failed, id);
+        if (!cJSON_AddStringToObject(ctx->seen, id, t ? t : when))
+            return error_set(err, ERR_NOMEM, "out of memory");
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "pending");
+    return ERR_OK;
+}
+
+/* After a complete listing, failed incidents no longer listed leave `failed`
+ * (appended ones left it with their batch). */
 static void forget_failed(report_ctx *ctx)
 {
-    /* Incidents appended, or (after a complete listing) no longer listed,
-     * leave `failed`. */
+    if (!ctx->sum.listing_complete)
+        return;
     cJSON *entry = ctx->failed->child;
     while (entry) {
         cJSON *next = entry->next;
-        bool still = false, listed_now = false;
-        for (size_t i = 0; i < ctx->count; i++) {
-            if (strcmp(incident_item_id(ctx->list[i].item), entry->string) == 0) {
-                listed_now = true;
-                still = ctx->list[i].outcome == OUTCOME_STATUS_ONLY;
-                break;
-            }
-        }
-        if (!still && (listed_now || ctx->sum.listing_complete)) {
-            if (!listed_now)
-                log_warn("report: incident %s failed earlier and is no longer listed; forgetting it", entry->string);
+        if (!cJSON_GetObjectItemCaseSensitive(ctx->still_failed, entry->string)) {
+            log_warn("report: incident %s failed earlier and is no longer listed; forgetting it", entry->string);
             cJSON_Delete(cJSON_DetachItemViaPointer(ctx->failed, entry));
         }
         entry = next;
     }
 }
 
-static error_code commit(report_ctx *ctx, state *s, int64_t cursor, error_info *err)
+static error_code commit(report_ctx *ctx, int64_t cursor, error_info *err)
 {
     char when[TIMEFMT_ISO8601_SIZE];
-    for (size_t i = 0; i < ctx->count; i++) {
-        const listed *l = &ctx->list[i];
-        if (l->outcome != OUTCOME_APPEND)
-            continue;
-        const char *t = item_trigger_time(l);
-        timefmt_iso8601(ctx->now_s, when);
-        const char *id = incident_item_id(l->item);
-        cJSON_DeleteItemFromObjectCaseSensitive(ctx->seen, id);
-        if (!cJSON_AddStringToObject(ctx->seen, id, t ? t : when))
-            return error_set(err, ERR_NOMEM, "out of memory");
-    }
     forget_failed(ctx);
     cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "pending");
     timefmt_iso8601(cursor, when);
@@ -657,27 +669,163 @@ static error_code commit(report_ctx *ctx, state *s, int64_t cursor, error_info *
         return error_set(err, ERR_NOMEM, "out of memory");
     report_prune_seen(ctx->section, cursor);
     if (ctx->sum.stats.retry_after_until_ms > 0) {
-        cJSON *run = state_section(s, "run");
+        cJSON *run = state_section(ctx->s, "run");
         char until[TIMEFMT_ISO8601_SIZE];
         timefmt_iso8601(ctx->sum.stats.retry_after_until_ms / 1000 + 1, until);
         cJSON_DeleteItemFromObjectCaseSensitive(run, "retry_after_until");
         cJSON_AddStringToObject(run, "retry_after_until", until);
     }
-    return state_save(s, err);
+    return state_save(ctx->s, err);
+}
+
+/* ---- One batch: the ready part of the working set ------------------------------------ */
+
+/* Marks the ready incidents; true when any is. */
+static bool mark_ready(report_ctx *ctx, size_t *waiting)
+{
+    bool any = false;
+    *waiting = 0;
+    for (size_t i = 0; i < ctx->count; i++) {
+        listed *l = &ctx->list[i];
+        l->ready = !l->traceable || trace_ready(ctx->trace, l->trace_index);
+        any |= l->ready;
+        *waiting += !l->ready;
+    }
+    return any;
+}
+
+/* Drops the written incidents from the working set, keeping the others in order. */
+static void drop_ready(report_ctx *ctx)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < ctx->count; i++) {
+        if (ctx->list[i].ready)
+            listed_free(ctx, &ctx->list[i]);
+        else
+            ctx->list[kept++] = ctx->list[i];
+    }
+    ctx->count = kept;
+}
+
+/* The cursor status.json shows between batches: the one a stop here would keep. */
+static void interim_cursor(const report_ctx *ctx, char text[TIMEFMT_ISO8601_SIZE])
+{
+    timefmt_iso8601(next_cursor(ctx, false), text);
+}
+
+/*
+ * Traces, writes and drops what is ready. Between pages (last false) the
+ * open details batch stays unsent, so incidents whose events wait in it
+ * stay for a later page, unless more than REPORT_CARRY_MAX wait: then it is
+ * sent now. With last, it is sent and everything is written; status.json
+ * and the commit are left to finish().
+ */
+static error_code process_batch(report_ctx *ctx, bool last, error_info *err)
+{
+    error_code rc = last ? trace_finish(ctx->trace, err) : trace_drain(ctx->trace, err);
+    size_t waiting = 0;
+    if (rc == ERR_OK && !mark_ready(ctx, &waiting) && !last && waiting == 0)
+        return ERR_OK;
+    if (rc == ERR_OK && !last && waiting > REPORT_CARRY_MAX) {
+        log_info("report: %" PRIu64 " incidents wait for %" PRIu64 " events; sending their batch early",
+                 (uint64_t)waiting, (uint64_t)trace_open_events(ctx->trace));
+        if ((rc = trace_finish(ctx->trace, err)) == ERR_OK)
+            mark_ready(ctx, &waiting);
+    }
+    if (rc == ERR_OK)
+        rc = decide(ctx, err);
+    if (rc == ERR_OK)
+        rc = mark_pending(ctx, err);
+    if (rc == ERR_OK)
+        rc = append_ready(ctx, err);
+    /* Written: their lineages are not needed any more, and status.json is
+     * built with the least held. */
+    for (size_t i = 0; rc == ERR_OK && i < ctx->count; i++)
+        if (ctx->list[i].ready)
+            listed_untrace(ctx, &ctx->list[i]);
+    if (rc == ERR_OK && !last) {
+        char cursor[TIMEFMT_ISO8601_SIZE];
+        error_info none;
+        error_clear(&none);
+        interim_cursor(ctx, cursor);
+        rc = write_status(ctx, cursor, false, &none, err);
+    }
+    if (rc == ERR_OK)
+        rc = commit_batch(ctx, err);
+    if (rc == ERR_OK)
+        drop_ready(ctx);
+    return rc;
+}
+
+/* ---- Listing ---------------------------------------------------------------- */
+
+static error_code on_page(void *user, const api_incident *incidents, size_t count, const api_page_info *page,
+                          error_info *err)
+{
+    report_ctx *ctx = user;
+    ctx->sum.pages = page->page;
+    for (size_t i = 0; i < count; i++) {
+        ctx->sum.listed++;
+        int64_t t;
+        /* Seen, or older than the seen window reaches: a server that ignored
+         * start_time would otherwise make us append them again. */
+        if (cJSON_GetObjectItemCaseSensitive(ctx->seen, incidents[i].id) ||
+            (incidents[i].trigger_time && timefmt_parse_iso8601(incidents[i].trigger_time, &t) && t < ctx->oldest_s)) {
+            ctx->sum.already_seen++;
+            continue;
+        }
+        if (listed_already(ctx, incidents[i].id))
+            continue; /* a page boundary shifted under us */
+        error_code rc = add_listed(ctx, &incidents[i], err);
+        if (rc != ERR_OK) {
+            ctx->stopped = true;
+            return rc;
+        }
+    }
+    log_info("report: page %d: %" PRIu64 " incidents", page->page, (uint64_t)count);
+    if (ctx->progress)
+        fprintf(stderr, "\routpost: report: %d page%s, %" PRId64 " incidents listed, %zu to trace...", page->page,
+                page->page == 1 ? "" : "s", ctx->sum.listed, ctx->count);
+    return ERR_OK;
+}
+
+/* A page listed and freed, another to come: trace and write what is ready.
+ * (The last page is written by finish(), with the cursor.) */
+static error_code between_pages(void *user, error_info *err)
+{
+    report_ctx *ctx = user;
+    error_code rc = process_batch(ctx, false, err);
+    if (rc != ERR_OK)
+        ctx->stopped = true;
+    return rc;
+}
+
+static error_code list_incidents(report_ctx *ctx, error_info *err)
+{
+    api_incident_query query = {
+        .filter = ctx->cfg->report.filter,
+        .start_time = ctx->start_time,
+        .page_size = ctx->cfg->report.page_size,
+        .sort_by = REPORT_SORT,
+        .between_pages = between_pages,
+    };
+    api_list_summary summary;
+    error_code rc = api_incidents_list(ctx->http, &query, on_page, ctx, &summary, err);
+    ctx->sum.listing_complete = rc == ERR_OK;
+    return rc;
 }
 
 /* ---- The report ---------------------------------------------------------------- */
 
 static void free_ctx(report_ctx *ctx)
 {
-    for (size_t i = 0; i < ctx->count; i++) {
-        cJSON_Delete(ctx->list[i].item);
-        free(ctx->list[i].start_id);
-        free(ctx->list[i].end_id);
-    }
+    for (size_t i = 0; i < ctx->count; i++)
+        listed_free(ctx, &ctx->list[i]);
     free(ctx->list);
+    newest_free(&ctx->keep);
     trace_run_free(ctx->trace);
-    cJSON_Delete(ctx->recovered);
+    cJSON_Delete(ctx->previous);
+    cJSON_Delete(ctx->still_failed);
 }
 
 /* The error the report returns: the listing's, else the incidents'. */
@@ -694,31 +842,20 @@ static void outcome_of(const report_ctx *ctx, const error_info *listing, error_i
     }
 }
 
-static error_code finish(report_ctx *ctx, state *s, const char *start_time, const report_options *opts,
-                         const error_info *listing, error_info *err)
+/* The last batch, status.json with the new cursor, the commit. */
+static error_code finish(report_ctx *ctx, const error_info *listing, error_info *err)
 {
-    error_code rc = decide(ctx, err);
-    if (rc == ERR_OK)
-        rc = mark_pending(ctx, s, err);
-    newest keep = {.keep = ctx->cfg->report.keep_incidents};
-    while (rc == ERR_OK && ctx->recovered && ctx->recovered->child) {
-        cJSON *item = cJSON_DetachItemViaPointer(ctx->recovered, ctx->recovered->child);
-        if (!newest_add(&keep, item))
-            rc = error_set(err, ERR_NOMEM, "out of memory");
-    }
-    if (rc == ERR_OK)
-        rc = append_all(ctx, &keep, err);
+    error_code rc = process_batch(ctx, true, err);
+    if (rc != ERR_OK)
+        return rc;
     error_info outcome;
     outcome_of(ctx, listing, &outcome);
-    char polled_at[TIMEFMT_ISO8601_SIZE], cursor_text[TIMEFMT_ISO8601_SIZE];
-    int64_t cursor = next_cursor(ctx, start_time);
-    timefmt_iso8601(ctx->now_s, polled_at);
+    int64_t cursor = next_cursor(ctx, ctx->sum.listing_complete);
+    char cursor_text[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(cursor, cursor_text);
+    rc = write_status(ctx, cursor_text, ctx->opts->write_last_run, &outcome, err);
     if (rc == ERR_OK)
-        rc = write_status(ctx, &keep, cursor_text, polled_at, opts, &outcome, err);
-    newest_free(&keep);
-    if (rc == ERR_OK)
-        rc = commit(ctx, s, cursor, err);
+        rc = commit(ctx, cursor, err);
     if (rc != ERR_OK)
         return rc;
     write_metrics(ctx->cfg, ctx->sum.stats.responses_429);
@@ -727,47 +864,73 @@ static error_code finish(report_ctx *ctx, state *s, const char *start_time, cons
     return outcome.code;
 }
 
+/* Recovers a crashed run's batch; its items join this run's newest. */
+static error_code recover(report_ctx *ctx, error_info *err)
+{
+    cJSON *recovered = cJSON_CreateArray();
+    char *jsonl_path = config_state_path(ctx->cfg, ctx->cfg->report.jsonl_file);
+    error_code rc = recovered && jsonl_path
+                        ? report_recover(ctx->section, jsonl_path, ctx->cfg->report.jsonl_keep, recovered,
+                                         &ctx->sum.recovered, err)
+                        : error_set(err, ERR_NOMEM, "out of memory");
+    free(jsonl_path);
+    while (rc == ERR_OK && recovered->child) {
+        cJSON *item = cJSON_DetachItemViaPointer(recovered, recovered->child);
+        if (!newest_add(&ctx->keep, item))
+            rc = error_set(err, ERR_NOMEM, "out of memory");
+    }
+    cJSON_Delete(recovered);
+    return rc;
+}
+
 error_code report_run(const config *cfg, http_client *http, state *s, const report_options *opts,
                       report_summary *summary, error_info *err)
 {
-    report_ctx ctx = {.cfg = cfg, .http = http, .now_s = opts->now_s ? opts->now_s : platform_time_utc_ms() / 1000,
-                      .progress = opts->progress};
+    report_ctx ctx = {.cfg = cfg, .http = http, .s = s, .opts = opts,
+                      .now_s = opts->now_s ? opts->now_s : platform_time_utc_ms() / 1000,
+                      .keep = {.keep = cfg->report.keep_incidents}, .progress = opts->progress};
     error_clear(&ctx.first_failure);
     ctx.section = state_section(s, "report");
     ctx.seen = ctx.section ? object_member(ctx.section, "seen") : NULL;
     ctx.failed = ctx.section ? object_member(ctx.section, "failed") : NULL;
-    ctx.trace = trace_run_new(http, cfg->report.details_batch);
-    ctx.recovered = cJSON_CreateArray();
-    if (!ctx.section || !ctx.seen || !ctx.failed || !ctx.trace || !ctx.recovered) {
+    ctx.trace = trace_run_new(http, cfg->report.details_batch, REPORT_EVENT_CACHE);
+    ctx.still_failed = cJSON_CreateObject();
+    if (!ctx.section || !ctx.seen || !ctx.failed || !ctx.trace || !ctx.still_failed) {
         free_ctx(&ctx);
         return error_set(err, ERR_NOMEM, "out of memory");
     }
-    char *jsonl_path = config_state_path(cfg, cfg->report.jsonl_file);
-    error_code rc = jsonl_path ? report_recover(ctx.section, jsonl_path, cfg->report.jsonl_keep, ctx.recovered,
-                                                            &ctx.sum.recovered, err)
-                               : error_set(err, ERR_NOMEM, "out of memory");
-    free(jsonl_path);
+    /* Read once, before this run writes: every status.json of the run merges
+     * this run's newest with these, as a single write at the end would. */
+    ctx.previous = previous_items(cfg);
+    error_code rc = recover(&ctx, err);
     if (rc != ERR_OK) {
         free_ctx(&ctx);
         return rc;
     }
     char start_time[TIMEFMT_ISO8601_SIZE];
     report_start_time(ctx.section, ctx.now_s, cfg->report.initial_lookback_s, start_time);
+    ctx.start_time = start_time;
     timefmt_parse_iso8601(start_time, &ctx.oldest_s);
     ctx.oldest_s -= REPORT_SEEN_MARGIN_S;
     log_info("report: polling incidents since %s", start_time);
 
     error_info listing;
     error_clear(&listing);
-    list_incidents(&ctx, start_time, &listing);
-    if (listing.code != ERR_OK)
-        log_info("report: listing incidents stopped: %s", listing.message);
-    if (ctx.progress)
-        fprintf(stderr, "\routpost: report: %d page%s, %" PRId64 " incidents listed, tracing %zu (paced by the API's "
-                        "rate limit)...\n", ctx.sum.pages, ctx.sum.pages == 1 ? "" : "s", ctx.sum.listed, ctx.count);
-    rc = trace_finish(ctx.trace, err);
-    if (rc == ERR_OK)
-        rc = finish(&ctx, s, start_time, opts, &listing, err);
+    list_incidents(&ctx, &listing);
+    if (ctx.stopped) {
+        *err = listing; /* a batch could not be traced or written: the callback's error */
+        rc = err->code;
+        error_info ignored;
+        trace_drain(ctx.trace, &ignored); /* no callback may outlive the run */
+    } else {
+        if (listing.code != ERR_OK)
+            log_info("report: listing incidents stopped: %s", listing.message);
+        if (ctx.progress)
+            fprintf(stderr, "\routpost: report: %d page%s, %" PRId64 " incidents listed, tracing %zu (paced by the "
+                            "API's rate limit)...\n", ctx.sum.pages, ctx.sum.pages == 1 ? "" : "s", ctx.sum.listed,
+                    ctx.count);
+        rc = finish(&ctx, &listing, err);
+    }
 
     trace_counts counts;
     trace_get_counts(ctx.trace, &counts);
@@ -776,11 +939,11 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
     ctx.sum.distinct_events = counts.distinct_events;
     http_client_stats(http, &ctx.sum.stats);
     log_info("report: %" PRId64 " listed, %" PRId64 " new (%" PRId64 " traced, %" PRId64 " untraceable), %" PRId64
-             " failed; %" PRIu64 " lineage and %" PRIu64 " event-details calls for %" PRIu64 " distinct events; %" PRId64
-             " API calls",
+             " failed; %" PRIu64 " lineage and %" PRIu64 " event-details calls for %" PRIu64
+             " events (%" PRIu64 " dropped from the cache); %" PRId64 " API calls",
              ctx.sum.listed, ctx.sum.new_count, ctx.sum.traced, ctx.sum.untraceable, ctx.sum.failed,
              (uint64_t)counts.lineage_calls, (uint64_t)counts.details_calls, (uint64_t)counts.distinct_events,
-             ctx.sum.stats.api_calls);
+             (uint64_t)counts.evicted_events, ctx.sum.stats.api_calls);
     if (summary)
         *summary = ctx.sum;
     free_ctx(&ctx);

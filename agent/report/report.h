@@ -12,15 +12,35 @@
  *                 incidents whose lineage or details could not be fetched
  *   pending       {ids: [...], at} the batch being appended right now
  *
- * Exactly once, whatever instant the process dies at:
- *   1. state saved with `pending` = the ids about to be appended;
+ * A page at a time: each listed page's lineages and event details are
+ * fetched, the incidents that are ready written as one batch, and dropped
+ * before the next page is listed, so memory does not grow with the
+ * backlog. The last details batch of a page is usually partial: it stays
+ * open for the next page (the request count stays pages + lineage calls +
+ * ceil(events / batch)), and the incidents whose events wait in it are
+ * written with a later batch, unless more than REPORT_CARRY_MAX wait (then
+ * it is sent early: one more request). Events no pending incident names
+ * stay in a cache of REPORT_EVENT_CACHE events for later pages (trace.h);
+ * one evicted and named again is fetched again.
+ *
+ * Exactly once, whatever instant the process dies at; for each batch:
+ *   1. state saved with `pending` = the ids about to be appended (and the
+ *      previous batches' ids in `seen`);
  *   2. lines appended to incidents.jsonl, fsynced;
- *   3. status.json replaced atomically;
+ *   3. status.json replaced atomically (the cursor not moved);
+ * and after the last batch:
  *   4. state saved: ids into `seen`, `pending` cleared, cursor moved.
- * A run that finds `pending` (a crash between 1 and 4) scans
+ * A run that finds `pending` (a crash between 1 and the next save) scans
  * incidents.jsonl and its rotated files for those ids: found ones are
- * marked seen (they were written), the others are traced and appended
- * again by this run. Before 1 nothing was written; after 4 all is done.
+ * marked seen (they were written) and put into status.json, the others are
+ * traced and appended again by this run. Batches saved in `seen` are
+ * skipped when the next run lists them again: a crash between pages loses
+ * nothing and the cursor stays where it was until a run completes.
+ * Before the first 1 nothing was written; after 4 all is done.
+ *
+ * status.json's items are the newest keep_incidents of this run's
+ * incidents and of the items status.json held before the run (read once
+ * at its start), the same whichever order the pages came in.
  *
  * Polls start at cursor - REPORT_OVERLAP_S (first run: now -
  * report.initial_lookback), sorted `trigger_time asc`, so a listing cut
@@ -45,6 +65,8 @@ struct cJSON;
 #define REPORT_SEEN_MARGIN_S 3600         /* keep seen ids this much longer */
 #define REPORT_FAILED_GIVE_UP_S (24 * 3600) /* append failed incidents after this long */
 #define REPORT_SORT "trigger_time asc"
+#define REPORT_EVENT_CACHE 4096           /* finished events kept for later pages */
+#define REPORT_CARRY_MAX 1000             /* incidents waiting for the open details batch */
 
 typedef struct report_options {
     int64_t now_s;                 /* poll start (UTC seconds); 0: the clock */

@@ -1,9 +1,11 @@
 /*
  * trace.c — lineage and event-details fetching for a whole run (see
  * trace.h). Layout: an event table (open addressing on the id) holding
- * what is known of each distinct event; the list of traced incidents with
- * their lineage ids; the batch of new ids waiting for an event-details
- * call; the completion callbacks that fill all three.
+ * what is known of each distinct event, with a reference count of the live
+ * targets naming it and a least-recently-released list of the unreferenced
+ * ones (the bounded cache); the slots of traced incidents with their
+ * lineage ids; the batch of new ids waiting for an event-details call; the
+ * completion callbacks that fill all three.
  */
 #include "report/trace.h"
 
@@ -33,9 +35,13 @@ typedef struct event_entry {
     char *json;          /* mapped event, printed; NULL until fetched */
     event_state state;
     size_t error_index;  /* into run->errors when failed */
+    size_t refs;         /* occurrences in the lineages of live targets */
+    struct event_entry *older, *newer; /* in the cache list while refs == 0 */
+    bool cached;         /* on the cache list */
 } event_entry;
 
 typedef struct target {
+    bool live;           /* submitted and not yet released */
     char *start_id, *end_id; /* lineage ends */
     bool done;           /* lineage call finished */
     bool failed;         /* lineage call failed */
@@ -55,8 +61,12 @@ struct trace_run {
     int batch_size;
     event_entry **table; /* open addressing; NULL slots are free */
     size_t table_cap, table_used;
-    target *targets;
+    target *targets;     /* slots; released ones are reused */
     size_t target_count, target_cap;
+    size_t *free_slots;  /* released slots, reused first */
+    size_t free_count;
+    event_entry *cache_oldest, *cache_newest; /* unreferenced, finished events */
+    size_t cache_count, cache_max;
     event_entry **open;  /* ids waiting for a details call */
     size_t open_count;
     error_info *errors;  /* details failures, referenced by entries */
@@ -121,6 +131,74 @@ static event_entry *table_intern(trace_run *run, const char *id, bool *added)
     run->table_used++;
     *added = true;
     return e;
+}
+
+/* Removes e from the table (backward-shift deletion keeps probe chains whole). */
+static void table_remove(trace_run *run, const event_entry *e)
+{
+    size_t mask = run->table_cap - 1;
+    event_entry **slot = slot_for(run->table, run->table_cap, e->id);
+    size_t hole = (size_t)(slot - run->table);
+    run->table[hole] = NULL;
+    for (size_t i = (hole + 1) & mask; run->table[i]; i = (i + 1) & mask) {
+        size_t home = (size_t)(hash_id(run->table[i]->id) & mask);
+        /* Move it into the hole unless its home lies cyclically in (hole, i]. */
+        bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+        if (!stays) {
+            run->table[hole] = run->table[i];
+            run->table[i] = NULL;
+            hole = i;
+        }
+    }
+    run->table_used--;
+}
+
+static void entry_free(event_entry *e)
+{
+    free(e->id);
+    free(e->json);
+    free(e);
+}
+
+/* ---- The bounded cache of unreferenced events -------------------------------- */
+
+static void cache_unlink(trace_run *run, event_entry *e)
+{
+    if (!e->cached)
+        return;
+    if (e->older)
+        e->older->newer = e->newer;
+    else
+        run->cache_oldest = e->newer;
+    if (e->newer)
+        e->newer->older = e->older;
+    else
+        run->cache_newest = e->older;
+    e->older = e->newer = NULL;
+    e->cached = false;
+    run->cache_count--;
+}
+
+/* A finished event no live target names any more: kept for later pages
+ * until the cache is full, then the least recently released goes. */
+static void cache_put(trace_run *run, event_entry *e)
+{
+    e->older = run->cache_newest;
+    e->newer = NULL;
+    if (run->cache_newest)
+        run->cache_newest->newer = e;
+    else
+        run->cache_oldest = e;
+    run->cache_newest = e;
+    e->cached = true;
+    run->cache_count++;
+    while (run->cache_count > run->cache_max) {
+        event_entry *old = run->cache_oldest;
+        cache_unlink(run, old);
+        table_remove(run, old);
+        entry_free(old);
+        run->counts.evicted_events++;
+    }
 }
 
 /* ---- Event-details ---------------------------------------------------------- */
@@ -253,6 +331,8 @@ static bool keep_lineage(trace_run *run, target *t, const char *const *ids, size
         event_entry *e = table_intern(run, ids[i], &added);
         if (!e)
             return false;
+        cache_unlink(run, e);
+        e->refs++;
         if (added) {
             run->counts.distinct_events++;
             if (!queue_event(run, e))
@@ -284,13 +364,14 @@ static void on_lineage(void *user, error_code code, const error_info *err, const
 
 /* ---- Public ----------------------------------------------------------------- */
 
-trace_run *trace_run_new(http_client *http, int batch_size)
+trace_run *trace_run_new(http_client *http, int batch_size, size_t cache_events)
 {
     trace_run *run = calloc(1, sizeof *run);
     if (!run)
         return NULL;
     run->http = http;
     run->batch_size = batch_size < 1 ? 1 : batch_size;
+    run->cache_max = cache_events;
     error_clear(&run->fatal);
     return run;
 }
@@ -299,13 +380,9 @@ void trace_run_free(trace_run *run)
 {
     if (!run)
         return;
-    for (size_t i = 0; i < run->table_cap; i++) {
-        if (run->table[i]) {
-            free(run->table[i]->id);
-            free(run->table[i]->json);
-            free(run->table[i]);
-        }
-    }
+    for (size_t i = 0; i < run->table_cap; i++)
+        if (run->table[i])
+            entry_free(run->table[i]);
     free(run->table);
     for (size_t i = 0; i < run->target_count; i++) {
         free(run->targets[i].start_id);
@@ -315,47 +392,121 @@ void trace_run_free(trace_run *run)
         free(run->targets[i].ids);
     }
     free(run->targets);
+    free(run->free_slots);
     free(run->open);
     free(run->errors);
     free(run);
 }
 
-error_code trace_submit(trace_run *run, const char *start_event_id, const char *end_event_id, size_t *index,
-                        error_info *err)
+/* A free target slot (reused or new), or false on out of memory. */
+static bool take_slot(trace_run *run, size_t *index)
 {
+    if (run->free_count) {
+        *index = run->free_slots[--run->free_count];
+        return true;
+    }
     if (run->target_count == run->target_cap) {
         size_t cap = run->target_cap ? run->target_cap * 2 : 64;
         target *grown = realloc(run->targets, cap * sizeof *grown);
         if (!grown)
-            return error_set(err, ERR_NOMEM, "out of memory");
+            return false;
         run->targets = grown;
         run->target_cap = cap;
+        size_t *slots = realloc(run->free_slots, cap * sizeof *slots);
+        if (!slots)
+            return false;
+        run->free_slots = slots;
     }
-    target *t = &run->targets[run->target_count];
+    run->targets[run->target_count] = (target){0};
+    *index = run->target_count++;
+    return true;
+}
+
+static void give_slot(trace_run *run, size_t index)
+{
+    target *t = &run->targets[index];
+    free(t->start_id);
+    free(t->end_id);
+    for (size_t j = 0; j < t->id_count; j++)
+        free(t->ids[j]);
+    free(t->ids);
     *t = (target){0};
+    run->free_slots[run->free_count++] = index; /* room: free_slots grows with targets */
+}
+
+error_code trace_submit(trace_run *run, const char *start_event_id, const char *end_event_id, size_t *index,
+                        error_info *err)
+{
+    size_t slot;
+    if (!take_slot(run, &slot))
+        return error_set(err, ERR_NOMEM, "out of memory");
+    target *t = &run->targets[slot];
     lineage_ctx *ctx = malloc(sizeof *ctx);
     t->start_id = text_dup(start_event_id);
     t->end_id = text_dup(end_event_id);
     if (!ctx || !t->start_id || !t->end_id) {
         free(ctx);
-        free(t->start_id);
-        free(t->end_id);
+        give_slot(run, slot);
         return error_set(err, ERR_NOMEM, "out of memory");
     }
-    *ctx = (lineage_ctx){run, run->target_count};
-    /* Counted before the call: the callback may already run inside it. */
-    run->target_count++;
+    *ctx = (lineage_ctx){run, slot};
+    /* Live before the call: the callback may already run inside it. */
+    t->live = true;
     error_code rc = api_event_lineage_submit(run->http, start_event_id, end_event_id, on_lineage, ctx, err);
     if (rc != ERR_OK) {
-        run->target_count--;
         free(ctx);
-        free(t->start_id);
-        free(t->end_id);
+        give_slot(run, slot);
         return rc;
     }
     run->counts.lineage_calls++;
-    *index = run->target_count - 1;
+    *index = slot;
     return ERR_OK;
+}
+
+error_code trace_drain(trace_run *run, error_info *err)
+{
+    error_code rc = http_run(run->http, 0, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (run->fatal.code != ERR_OK) {
+        *err = run->fatal;
+        return err->code;
+    }
+    return ERR_OK;
+}
+
+bool trace_ready(const trace_run *run, size_t index)
+{
+    const target *t = &run->targets[index];
+    if (!t->done)
+        return false;
+    for (size_t i = 0; i < t->id_count; i++) {
+        const event_entry *e = table_find(run, t->ids[i]);
+        if (e && (e->state == EVENT_QUEUED || e->state == EVENT_REQUESTED))
+            return false;
+    }
+    return true;
+}
+
+size_t trace_open_events(const trace_run *run)
+{
+    return run->open_count;
+}
+
+void trace_release(trace_run *run, size_t index)
+{
+    target *t = &run->targets[index];
+    if (!t->live)
+        return;
+    for (size_t i = 0; i < t->id_count; i++) {
+        event_entry *e = table_find(run, t->ids[i]);
+        if (!e || e->refs == 0 || --e->refs > 0)
+            continue;
+        /* Still waiting for its details: the answer fills it; it is freed with the run. */
+        if (e->state != EVENT_QUEUED && e->state != EVENT_REQUESTED)
+            cache_put(run, e);
+    }
+    give_slot(run, index);
 }
 
 error_code trace_finish(trace_run *run, error_info *err)
@@ -364,13 +515,7 @@ error_code trace_finish(trace_run *run, error_info *err)
     if (rc != ERR_OK)
         return rc;
     flush_open(run);
-    if ((rc = http_run(run->http, 0, err)) != ERR_OK)
-        return rc;
-    if (run->fatal.code != ERR_OK) {
-        *err = run->fatal;
-        return err->code;
-    }
-    return ERR_OK;
+    return trace_drain(run, err);
 }
 
 static error_code build_events(trace_run *run, const target *t, trace_outcome *out)
@@ -403,6 +548,8 @@ error_code trace_result(trace_run *run, size_t index, trace_outcome *out, error_
     *out = (trace_outcome){.status = INCIDENT_TRACED};
     error_clear(&out->error);
     const target *t = &run->targets[index];
+    if (!t->live)
+        return error_set(err, ERR_INTERNAL, "trace_result on a released incident");
     if (t->failed || !t->done) {
         out->status = INCIDENT_FAILED;
         if (t->failed)

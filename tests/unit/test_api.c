@@ -430,7 +430,7 @@ static void run_listing(fixture *f, const char *end_style, error_code expected, 
     f->s.end_style = end_style;
     f->s.pages = 0;
     cJSON *filter = json("{\"policy_severities\":[\"high\"],\"start_time\":\"2000-01-01T00:00:00Z\"}");
-    api_incident_query q = {filter, "2026-11-21T00:00:00Z", 2, "trigger_time asc", false};
+    api_incident_query q = {filter, "2026-11-21T00:00:00Z", 2, "trigger_time asc", false, NULL};
     api_list_summary summary;
     assert_int_equal(api_incidents_list(f->http, &q, on_page, p, &summary, err), expected);
     if (expected == ERR_OK) {
