@@ -84,8 +84,31 @@ error_code platform_remove_file(const char *path, error_info *err);
 error_code platform_remove_tree(const char *path, error_info *err);
 
 /* Creates path and any missing parents (mode 0700 on POSIX for new
- * directories); an existing directory is success. */
+ * directories; on Windows they inherit their parent's access list, which
+ * below state_dir is the private one platform_mkdirs_private gave it); an
+ * existing directory is success. */
 error_code platform_mkdirs(const char *path, error_info *err);
+
+/*
+ * Creates the state directory path, and any missing parents, private to
+ * outpost (PRODUCT.md section 9): POSIX mode 0700; Windows a protected DACL,
+ * not inherited from the parent (whose default under %ProgramData% lets
+ * every user create files in subfolders), granting full control to SYSTEM,
+ * Administrators and the user running outpost, inherited by everything
+ * created below. An existing directory is success and is left as it is:
+ * platform_check_private_dir judges it.
+ */
+error_code platform_mkdirs_private(const char *path, error_info *err);
+
+/*
+ * Checks that the existing directory path can be trusted with what outpost
+ * runs as root or SYSTEM: no less privileged principal owns it or may write
+ * to it (rules: platform/private_dir.h). A refusal is ERR_PERMISSION
+ * (exit 1) with one line naming the path, what is wrong and the command
+ * that fixes it; ERR_NOT_FOUND when path does not exist; ERR_IO when it is
+ * not a directory or its owner and permissions cannot be read.
+ */
+error_code platform_check_private_dir(const char *path, error_info *err);
 
 typedef enum {
     PLATFORM_PATH_NONE = 0,    /* does not exist */
@@ -170,6 +193,25 @@ error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform
  */
 error_code platform_spawn_to_file(const char *const argv[], const char *output_path, int64_t timeout_ms,
                                   platform_spawn_result *result, error_info *err);
+
+/*
+ * As platform_spawn_to_file, with the child's environment exactly envp: a
+ * NULL-terminated array of "NAME=value" UTF-8 strings (NULL: outpost's own
+ * environment). Whatever the environment, the child inherits no descriptor
+ * or handle besides its stdin, stdout and stderr (POSIX: every descriptor
+ * above 2 is closed in the child; Windows: an explicit handle list, and no
+ * spawn at all when the system cannot honour one). argv[0] is still looked
+ * up in outpost's own PATH.
+ */
+error_code platform_spawn_env(const char *const argv[], const char *const envp[], const char *output_path,
+                              int64_t timeout_ms, platform_spawn_result *result, error_info *err);
+
+/*
+ * The process's environment as "NAME=value" UTF-8 strings, in the order the
+ * system keeps them (on Windows this includes the "=C:=..." entries of
+ * the per-drive current directories). Free with platform_free_names.
+ */
+error_code platform_environment(char ***vars, size_t *count, error_info *err);
 
 /* ---- Threads (for overlapping network, hashing and disk I/O) ------------- */
 

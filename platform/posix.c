@@ -6,16 +6,21 @@
  * Layout follows platform.h section by section. OS errors are translated
  * here, once: errno_code() maps errno to an error_code, and every message
  * names the path and strerror(), with the raw errno kept in os_error.
- * Every descriptor we open is close-on-exec, so spawned programs inherit
- * only stdin (the null device), stdout and stderr. Linux/glibc is the
+ * Every descriptor we open is close-on-exec, and a spawned program closes
+ * every other one above stderr too (libraries open theirs without it), so
+ * it inherits only stdin (the null device), stdout and stderr. Linux/glibc is the
  * reference; `#ifdef` blocks below only pick cheaper or safer calls where a
  * system has them (getrandom, F_FULLFSYNC, arc4random_buf).
  */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np (glibc 2.34+) */
+#endif
 #if defined(__APPLE__) && !defined(_DARWIN_C_SOURCE)
 #define _DARWIN_C_SOURCE /* flock, arc4random_buf, F_FULLFSYNC beside _POSIX_C_SOURCE */
 #endif
 
 #include "platform/platform.h"
+#include "platform/private_dir.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -579,6 +584,49 @@ error_code platform_mkdirs(const char *path, error_info *err)
     return rc;
 }
 
+error_code platform_mkdirs_private(const char *path, error_info *err)
+{
+    /* platform_mkdirs already creates every new level 0700. */
+    return platform_mkdirs(path, err);
+}
+
+bool platform_posix_dir_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, char *why,
+                                size_t size)
+{
+    if (owner_uid != euid && owner_uid != 0) {
+        snprintf(why, size, "owned by uid %lu", owner_uid);
+        return false;
+    }
+    if (mode & 022) {
+        const char *who = (mode & 020) && (mode & 002) ? "group and others" : (mode & 020) ? "its group" : "others";
+        snprintf(why, size, "writable by %s (mode %04lo)", who, mode & 07777);
+        return false;
+    }
+    return true;
+}
+
+error_code platform_check_private_dir(const char *path, error_info *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return fail_path(err, errno, "cannot read the permissions of", path);
+    if (!S_ISDIR(st.st_mode))
+        return error_set(err, ERR_IO, "%s is not a directory", path);
+    char why[96];
+    unsigned long euid = (unsigned long)geteuid();
+    if (platform_posix_dir_trusted((unsigned long)st.st_uid, (unsigned long)st.st_mode, euid, why, sizeof why))
+        return ERR_OK;
+    char owner[32];
+    if (euid == 0)
+        snprintf(owner, sizeof owner, "root:root");
+    else
+        snprintf(owner, sizeof owner, "%lu", euid);
+    return error_set(err, ERR_PERMISSION,
+                     "%s is %s, so another user could change what outpost runs; refusing it. Run: chown %s %s && "
+                     "chmod go-w %s",
+                     path, why, owner, path, path);
+}
+
 platform_path_kind platform_path_stat(const char *path, uint64_t *size)
 {
     struct stat st;
@@ -839,6 +887,31 @@ static pid_t wait_child(pid_t pid, int *status, int options)
 }
 
 /*
+ * Makes sure the child inherits no descriptor above stderr. Ours are all
+ * close-on-exec, but libraries open their own without it (libcurl's pooled
+ * sockets under `run`), so the child closes everything above 2 itself
+ * (glibc 2.34+); elsewhere every open descriptor above 2 is marked
+ * close-on-exec here, before the spawn. Returns 0 or an errno.
+ */
+static int close_inherited(posix_spawn_file_actions_t *actions)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    return posix_spawn_file_actions_addclosefrom_np(actions, STDERR_FILENO + 1);
+#else
+    (void)actions;
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536)
+        max = 65536;
+    for (int fd = STDERR_FILENO + 1; fd < max; fd++) {
+        int flags = fcntl(fd, F_GETFD);
+        if (flags >= 0 && !(flags & FD_CLOEXEC))
+            (void)fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+    }
+    return 0;
+#endif
+}
+
+/*
  * Sets up posix_spawn so the child: reads the null device as stdin, leads a
  * new process group (pgid == pid: the timeout kills the group), starts with
  * no blocked signals and default dispositions for the signals a caller may
@@ -860,6 +933,8 @@ static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *a
     const int reset[] = {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
         sigaddset(&defaults, reset[i]);
+    if ((rc = close_inherited(actions)) != 0)
+        return rc;
     short flags = (short)(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     if ((rc = posix_spawnattr_setflags(attr, flags)) != 0 ||
         (rc = posix_spawnattr_setpgroup(attr, 0)) != 0 || (rc = posix_spawnattr_setsigmask(attr, &none)) != 0 ||
@@ -868,8 +943,9 @@ static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *a
     return 0;
 }
 
-/* Starts argv; returns the child's pid, or -1 with err filled. */
-static pid_t spawn_start(const char *const argv[], const char *output_path, error_info *err)
+/* Starts argv with environment envp, stdout and stderr to output_path when
+ * not NULL; returns the child's pid, or -1 with err filled. */
+static pid_t spawn_start(const char *const argv[], char *const envp[], const char *output_path, error_info *err)
 {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
@@ -889,7 +965,7 @@ static pid_t spawn_start(const char *const argv[], const char *output_path, erro
     /* glibc, macOS and the BSDs report exec failures (ENOENT, EACCES...)
      * as posix_spawnp's result. */
     if (rc == 0)
-        rc = posix_spawnp(&pid, argv[0], &actions, &attr, (char *const *)argv, environ);
+        rc = posix_spawnp(&pid, argv[0], &actions, &attr, (char *const *)argv, envp);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) {
@@ -903,15 +979,41 @@ static pid_t spawn_start(const char *const argv[], const char *output_path, erro
 error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result,
                           error_info *err)
 {
-    return platform_spawn_to_file(argv, NULL, timeout_ms, result, err);
+    return platform_spawn_env(argv, NULL, NULL, timeout_ms, result, err);
 }
 
 error_code platform_spawn_to_file(const char *const argv[], const char *output_path, int64_t timeout_ms,
                                   platform_spawn_result *result, error_info *err)
 {
+    return platform_spawn_env(argv, NULL, output_path, timeout_ms, result, err);
+}
+
+error_code platform_environment(char ***vars, size_t *count, error_info *err)
+{
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    char **list = calloc(n + 1, sizeof *list);
+    if (!list)
+        return fail_nomem(err);
+    for (size_t i = 0; i < n; i++) {
+        list[i] = strdup(environ[i]);
+        if (!list[i]) {
+            platform_free_names(list, i);
+            return fail_nomem(err);
+        }
+    }
+    *vars = list;
+    *count = n;
+    return ERR_OK;
+}
+
+error_code platform_spawn_env(const char *const argv[], const char *const envp[], const char *output_path,
+                              int64_t timeout_ms, platform_spawn_result *result, error_info *err)
+{
     if (!argv || !argv[0] || !argv[0][0])
         return error_set(err, ERR_SPAWN, "cannot run a program: the command is empty");
-    pid_t pid = spawn_start(argv, output_path, err);
+    pid_t pid = spawn_start(argv, envp ? (char *const *)envp : environ, output_path, err);
     if (pid < 0)
         return ERR_SPAWN;
 

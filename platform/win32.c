@@ -31,6 +31,7 @@
 #endif
 
 #include "platform/platform.h"
+#include "platform/private_dir.h"
 
 #include <windows.h>
 
@@ -676,10 +677,11 @@ static size_t root_length(const wchar_t *p)
     return is_sep(p[0]) ? 1 : 0;
 }
 
-/* CreateDirectoryW of one level: success if it now exists as a directory. */
-static error_code mkdir_one(const wchar_t *dir, const char *full, error_info *err)
+/* CreateDirectoryW of one level with security sa (NULL: inherited from the
+ * parent): success if it now exists as a directory. */
+static error_code mkdir_one(const wchar_t *dir, const char *full, SECURITY_ATTRIBUTES *sa, error_info *err)
 {
-    if (CreateDirectoryW(dir, NULL))
+    if (CreateDirectoryW(dir, sa))
         return ERR_OK;
     DWORD e = GetLastError();
     DWORD attrs = GetFileAttributesW(dir);
@@ -698,7 +700,8 @@ static error_code mkdir_one(const wchar_t *dir, const char *full, error_info *er
                         "cannot create directory %s: %s", full, win_message(e, text, sizeof text));
 }
 
-error_code platform_mkdirs(const char *path, error_info *err)
+/* platform_mkdirs, every new level created with security sa. */
+static error_code mkdirs_with(const char *path, SECURITY_ATTRIBUTES *sa, error_info *err)
 {
     if (path[0] == '\0')
         return error_set(err, ERR_IO, "cannot create a directory with an empty name");
@@ -719,12 +722,74 @@ error_code platform_mkdirs(const char *path, error_info *err)
         }
         wchar_t saved = *p;
         *p = L'\0';
-        rc = mkdir_one(wpath, path, err);
+        rc = mkdir_one(wpath, path, sa, err);
         *p = saved;
         if (rc != ERR_OK || saved == L'\0')
             break;
     }
     free(wpath);
+    return rc;
+}
+
+error_code platform_mkdirs(const char *path, error_info *err)
+{
+    return mkdirs_with(path, NULL, err);
+}
+
+/* The SID of the user this process runs as (the token's user), malloc'd;
+ * NULL on failure. */
+static PSID current_user_sid(void)
+{
+    HANDLE token = NULL;
+    if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token))
+        return NULL;
+    DWORD size = 0;
+    GetTokenInformation(token, TokenUser, NULL, 0, &size);
+    TOKEN_USER *info = size ? malloc(size) : NULL;
+    PSID sid = NULL;
+    if (info && GetTokenInformation(token, TokenUser, info, size, &size)) {
+        DWORD len = GetLengthSid(info->User.Sid);
+        sid = malloc(len);
+        if (sid && !CopySid(len, sid, info->User.Sid)) {
+            free(sid);
+            sid = NULL;
+        }
+    }
+    free(info);
+    CloseHandle(token);
+    return sid;
+}
+
+error_code platform_mkdirs_private(const char *path, error_info *err)
+{
+    /* P: protected, nothing inherited from the parent; OICI: what is created
+     * below inherits the same three entries. The user running outpost is
+     * named too, so a non-elevated run can use what it creates; as SYSTEM
+     * that entry is the SYSTEM one again and is left out. */
+    PSID user = current_user_sid();
+    if (!user)
+        return error_set_os(err, ERR_IO, (int)GetLastError(),
+                            "cannot create directory %s: cannot read the user this process runs as", path);
+    wchar_t *user_text = NULL;
+    BOOL ok = ConvertSidToStringSidW(user, &user_text);
+    free(user);
+    if (!ok)
+        return error_set_os(err, ERR_IO, (int)GetLastError(), "cannot create directory %s: cannot name its owner",
+                            path);
+    wchar_t sddl[256];
+    if (wcscmp(user_text, L"S-1-5-18") == 0)
+        swprintf(sddl, sizeof sddl / sizeof sddl[0], L"D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)");
+    else
+        swprintf(sddl, sizeof sddl / sizeof sddl[0], L"D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;%ls)",
+                 user_text);
+    LocalFree(user_text);
+    PSECURITY_DESCRIPTOR sd = NULL;
+    if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(sddl, SDDL_REVISION_1, &sd, NULL))
+        return error_set_os(err, ERR_IO, (int)GetLastError(),
+                            "cannot create directory %s: cannot build its access list", path);
+    SECURITY_ATTRIBUTES sa = {sizeof sa, sd, FALSE};
+    error_code rc = mkdirs_with(path, &sa, err);
+    LocalFree(sd);
     return rc;
 }
 
@@ -968,6 +1033,153 @@ error_code platform_check_secret_file(const char *path, error_info *err)
 cleanup:
     for (size_t g = 0; g < BROAD_GROUPS; g++)
         LocalFree(sids[g]);
+    LocalFree(sd);
+    free(wpath);
+    return rc;
+}
+
+/* ---- Private directories ------------------------------------------------- */
+
+/* Rights that let a holder put, replace or remove something in a directory,
+ * or give itself those rights. */
+#define DIR_WRITE_RIGHTS                                                                                       \
+    (FILE_ADD_FILE | FILE_ADD_SUBDIRECTORY | FILE_DELETE_CHILD | DELETE | WRITE_DAC | WRITE_OWNER |             \
+     GENERIC_WRITE | GENERIC_ALL | MAXIMUM_ALLOWED)
+
+/* Principals at least as privileged as outpost's service account. */
+static const char *const trusted_sids[] = {
+    "S-1-5-18",     /* SYSTEM */
+    "S-1-5-32-544", /* Administrators */
+    "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464", /* TrustedInstaller */
+};
+#define TRUSTED_SIDS (sizeof trusted_sids / sizeof trusted_sids[0])
+
+/* Whether sid is one of trusted_sids, or user. */
+static bool sid_is_trusted(PSID sid, PSID user)
+{
+    if (user && EqualSid(sid, user))
+        return true;
+    for (size_t i = 0; i < TRUSTED_SIDS; i++) {
+        PSID known = NULL;
+        if (!ConvertStringSidToSidA(trusted_sids[i], &known))
+            continue;
+        bool same = EqualSid(sid, known);
+        LocalFree(known);
+        if (same)
+            return true;
+    }
+    return false;
+}
+
+/* Whether sid is the well-known SID in text (string form). */
+static bool sid_is(PSID sid, const char *text)
+{
+    PSID known = NULL;
+    if (!ConvertStringSidToSidA(text, &known))
+        return false;
+    bool same = EqualSid(sid, known);
+    LocalFree(known);
+    return same;
+}
+
+/* "Users (S-1-5-32-545)" for a broad group, else the SID's string form. */
+static void describe_sid(PSID sid, char *out, size_t size)
+{
+    char *text = NULL;
+    if (!ConvertSidToStringSidA(sid, &text)) {
+        snprintf(out, size, "an unreadable SID");
+        return;
+    }
+    const char *name = NULL;
+    for (size_t g = 0; g < BROAD_GROUPS; g++)
+        if (strcmp(text, broad_groups[g].sid) == 0)
+            name = broad_groups[g].name;
+    if (name)
+        snprintf(out, size, "%s (%s)", name, text);
+    else
+        snprintf(out, size, "%s", text);
+    LocalFree(text);
+}
+
+bool platform_win32_dir_trusted(const void *sd_in, const void *user_in, char *why, size_t size)
+{
+    PSECURITY_DESCRIPTOR sd = (PSECURITY_DESCRIPTOR)sd_in;
+    PSID user = (PSID)user_in;
+    PSID owner = NULL;
+    BOOL defaulted = FALSE;
+    char who[128];
+    if (!GetSecurityDescriptorOwner(sd, &owner, &defaulted) || !owner) {
+        snprintf(why, size, "without an owner");
+        return false;
+    }
+    if (!sid_is_trusted(owner, user)) {
+        describe_sid(owner, who, sizeof who);
+        snprintf(why, size, "owned by %s", who);
+        return false;
+    }
+    BOOL present = FALSE;
+    ACL *dacl = NULL;
+    if (!GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted) || !present || !dacl) {
+        snprintf(why, size, "without an access list (everyone may write to it)");
+        return false;
+    }
+    for (DWORD i = 0; i < dacl->AceCount; i++) {
+        ACE_HEADER *ace;
+        if (!GetAce(dacl, i, (void **)&ace))
+            continue;
+        /* The callback (conditional) form has the same layout; deny, audit
+         * and label entries grant nothing. Inherit-only entries count: they
+         * are what files and folders created here will grant. */
+        if (ace->AceType != ACCESS_ALLOWED_ACE_TYPE && ace->AceType != ACCESS_ALLOWED_CALLBACK_ACE_TYPE)
+            continue;
+        ACCESS_ALLOWED_ACE *allow = (ACCESS_ALLOWED_ACE *)ace;
+        PSID sid = &allow->SidStart;
+        if (!(allow->Mask & DIR_WRITE_RIGHTS) || sid_is_trusted(sid, user) || EqualSid(sid, owner) ||
+            sid_is(sid, "S-1-3-0") /* CREATOR OWNER */ || sid_is(sid, "S-1-3-4") /* OWNER RIGHTS */)
+            continue;
+        describe_sid(sid, who, sizeof who);
+        snprintf(why, size, "writable by %s", who);
+        return false;
+    }
+    return true;
+}
+
+error_code platform_check_private_dir(const char *path, error_info *err)
+{
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    PSID user = NULL;
+    DWORD attrs = GetFileAttributesW(wpath);
+    if (attrs == INVALID_FILE_ATTRIBUTES) {
+        rc = fail_win(err, GetLastError(), "cannot read the permissions of", path);
+        goto cleanup;
+    }
+    if (!(attrs & FILE_ATTRIBUTE_DIRECTORY)) {
+        rc = error_set(err, ERR_IO, "%s is not a directory", path);
+        goto cleanup;
+    }
+    PSID owner = NULL;
+    ACL *dacl = NULL;
+    DWORD e = GetNamedSecurityInfoW(wpath, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
+                                    &owner, NULL, &dacl, NULL, &sd);
+    if (e != ERROR_SUCCESS) {
+        rc = fail_io(err, e, "cannot read the permissions of", path);
+        goto cleanup;
+    }
+    user = current_user_sid();
+    char why[160];
+    if (!platform_win32_dir_trusted(sd, user, why, sizeof why))
+        rc = error_set(err, ERR_PERMISSION,
+                       "%s is %s, so another user could change what outpost runs; refusing it. Run as an "
+                       "administrator: icacls \"%s\" /setowner *S-1-5-32-544 && icacls \"%s\" /inheritance:r "
+                       "/grant:r *S-1-5-18:(OI)(CI)F *S-1-5-32-544:(OI)(CI)F",
+                       path, why, path, path);
+
+cleanup:
+    free(user);
     LocalFree(sd);
     free(wpath);
     return rc;
@@ -1284,6 +1496,7 @@ static void job_release(HANDLE job)
 typedef struct spawn_ctx {
     wchar_t *program;                  /* resolved program path */
     wchar_t *cmdline;                  /* quoted command line */
+    wchar_t *environment;              /* the child's environment block, NULL: ours */
     HANDLE std[3];                     /* the child's stdin, stdout, stderr */
     LPPROC_THREAD_ATTRIBUTE_LIST list; /* inherit exactly std[] */
     HANDLE job;                        /* kills the tree at the timeout */
@@ -1294,6 +1507,7 @@ static void spawn_ctx_free(spawn_ctx *c)
 {
     free(c->program);
     free(c->cmdline);
+    free(c->environment);
     for (int i = 0; i < 3; i++)
         if (c->std[i])
             CloseHandle(c->std[i]);
@@ -1307,26 +1521,74 @@ static void spawn_ctx_free(spawn_ctx *c)
         CloseHandle(c->pi.hProcess);
 }
 
-/* Builds the attribute list that restricts inheritance to c->std. A failure
- * leaves c->list NULL: the handles are still the only inheritable ones we
- * create, so the child only loses this second line of defence. */
-static void spawn_handle_list(spawn_ctx *c)
+/* Builds the attribute list that restricts inheritance to c->std. Without
+ * it the child would inherit every inheritable handle of the process, and
+ * libraries create some (Winsock sockets are inheritable by default), so a
+ * failure means no spawn. */
+static error_code spawn_handle_list(spawn_ctx *c, const char *name, error_info *err)
 {
     SIZE_T size = 0;
     InitializeProcThreadAttributeList(NULL, 1, 0, &size);
-    LPPROC_THREAD_ATTRIBUTE_LIST list = malloc(size);
+    LPPROC_THREAD_ATTRIBUTE_LIST list = size ? malloc(size) : NULL;
     if (!list)
-        return;
+        return fail_nomem(err);
     if (!InitializeProcThreadAttributeList(list, 1, 0, &size)) {
+        DWORD e = GetLastError();
         free(list);
-        return;
+        return error_set_os(err, ERR_SPAWN, (int)e, "cannot run %s: cannot limit the handles it inherits", name);
     }
     if (!UpdateProcThreadAttribute(list, 0, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, c->std, sizeof c->std, NULL, NULL)) {
+        DWORD e = GetLastError();
         DeleteProcThreadAttributeList(list);
         free(list);
-        return;
+        return error_set_os(err, ERR_SPAWN, (int)e, "cannot run %s: cannot limit the handles it inherits", name);
     }
     c->list = list;
+    return ERR_OK;
+}
+
+/* The UTF-16 environment block for envp ("A=1\0B=2\0\0"), malloc'd, or
+ * NULL with err filled. */
+static wchar_t *environment_block(const char *const envp[], const char *name, error_info *err)
+{
+    wbuf b = {0};
+    for (size_t i = 0; envp[i]; i++) {
+        wchar_t *var = widen(envp[i]);
+        if (!var) {
+            free(b.s);
+            error_set(err, ERR_SPAWN, "cannot run %s: environment entry %zu is not valid UTF-8", name, i);
+            return NULL;
+        }
+        wbuf_put(&b, var, wcslen(var) + 1); /* with its terminator */
+        free(var);
+    }
+    wbuf_put(&b, L"\0", 2); /* the block's end; an empty block needs two */
+    if (b.failed || !b.s) {
+        free(b.s);
+        fail_nomem(err);
+        return NULL;
+    }
+    return b.s;
+}
+
+error_code platform_environment(char ***vars, size_t *count, error_info *err)
+{
+    wchar_t *block = GetEnvironmentStringsW();
+    if (!block)
+        return fail_nomem(err);
+    char **list = NULL;
+    size_t used = 0, cap = 0;
+    error_code rc = ERR_OK;
+    for (const wchar_t *p = block; *p && rc == ERR_OK; p += wcslen(p) + 1)
+        rc = names_append(&list, &used, &cap, p, err);
+    FreeEnvironmentStringsW(block);
+    if (rc != ERR_OK) {
+        platform_free_names(list, used);
+        return rc;
+    }
+    *vars = list;
+    *count = used;
+    return ERR_OK;
 }
 
 /* Starts the child suspended, puts it in the job, resumes it. */
@@ -1340,13 +1602,10 @@ static error_code spawn_start(spawn_ctx *c, const char *name, error_info *err)
     si.StartupInfo.hStdOutput = c->std[1];
     si.StartupInfo.hStdError = c->std[2];
     DWORD flags = CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT;
-    if (c->list) {
-        si.lpAttributeList = c->list;
-        flags |= EXTENDED_STARTUPINFO_PRESENT;
-    } else {
-        si.StartupInfo.cb = sizeof si.StartupInfo;
-    }
-    if (!CreateProcessW(c->program, c->cmdline, NULL, NULL, TRUE, flags, NULL, NULL, &si.StartupInfo, &c->pi)) {
+    si.lpAttributeList = c->list;
+    flags |= EXTENDED_STARTUPINFO_PRESENT;
+    if (!CreateProcessW(c->program, c->cmdline, NULL, NULL, TRUE, flags, c->environment, NULL, &si.StartupInfo,
+                        &c->pi)) {
         DWORD e = GetLastError();
         char text[256];
         memset(&c->pi, 0, sizeof c->pi);
@@ -1378,11 +1637,17 @@ static HANDLE append_handle(const char *path)
 error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result,
                           error_info *err)
 {
-    return platform_spawn_to_file(argv, NULL, timeout_ms, result, err);
+    return platform_spawn_env(argv, NULL, NULL, timeout_ms, result, err);
 }
 
 error_code platform_spawn_to_file(const char *const argv[], const char *output_path, int64_t timeout_ms,
                                   platform_spawn_result *result, error_info *err)
+{
+    return platform_spawn_env(argv, NULL, output_path, timeout_ms, result, err);
+}
+
+error_code platform_spawn_env(const char *const argv[], const char *const envp[], const char *output_path,
+                              int64_t timeout_ms, platform_spawn_result *result, error_info *err)
 {
     if (!argv || !argv[0] || !argv[0][0])
         return error_set(err, ERR_SPAWN, "cannot run a program: the command is empty");
@@ -1425,7 +1690,13 @@ error_code platform_spawn_to_file(const char *const argv[], const char *output_p
                           argv[0]);
         goto cleanup;
     }
-    spawn_handle_list(&c);
+    if (envp && !(c.environment = environment_block(envp, argv[0], err))) {
+        rc = ERR_SPAWN;
+        goto cleanup;
+    }
+    rc = spawn_handle_list(&c, argv[0], err);
+    if (rc != ERR_OK)
+        goto cleanup;
     c.job = kill_on_close_job();
     rc = spawn_start(&c, argv[0], err);
     if (rc != ERR_OK)

@@ -43,6 +43,7 @@
     X(HTTP, 1, "unexpected HTTP answer")                                       \
     X(PROTOCOL, 1, "malformed answer from the platform")                       \
     X(NOT_FOUND, 1, "not found")                                               \
+    X(PERMISSION, 1, "unsafe ownership or permissions")                        \
     X(TIMEOUT, 1, "timed out")                                                 \
     X(SPAWN, 1, "could not run a program")                                     \
     X(NOT_IMPLEMENTED, 1, "not implemented")                                   \

@@ -83,11 +83,40 @@ static error_code load_config(const cli_options *opts, config *cfg, error_info *
     return ERR_OK;
 }
 
+/*
+ * state_dir and the folders outpost keeps in it must not be owned or
+ * writable by a less privileged user (PRODUCT.md section 9). Checked before
+ * the lock is taken, so nothing is created or written in a directory that
+ * is refused (not even outpost.lock). staging/<version>/ is checked again
+ * where it is staged or deployed.
+ */
+static error_code check_state_dir(const config *cfg, error_info *err)
+{
+    static const char *const folders[] = {NULL, "staging", "downloads", "logs"};
+    for (size_t i = 0; i < sizeof folders / sizeof folders[0]; i++) {
+        char *path = folders[i] ? platform_path_join(cfg->state_dir, folders[i]) : text_dup(cfg->state_dir);
+        if (!path)
+            return error_set(err, ERR_NOMEM, "out of memory");
+        error_code rc = platform_check_private_dir(path, err);
+        free(path);
+        if (rc == ERR_NOT_FOUND && folders[i]) {
+            error_clear(err);
+            continue;
+        }
+        if (rc != ERR_OK)
+            return rc;
+    }
+    return ERR_OK;
+}
+
 static error_code take_lock(const config *cfg, platform_lock **lock, error_info *err)
 {
-    error_code rc = platform_mkdirs(cfg->state_dir, err);
+    error_code rc = platform_mkdirs_private(cfg->state_dir, err);
     if (rc != ERR_OK)
         return error_prefix(err, "cannot create the state directory");
+    rc = check_state_dir(cfg, err);
+    if (rc != ERR_OK)
+        return rc;
     char *path = platform_path_join(cfg->state_dir, "outpost.lock");
     if (!path)
         return error_set(err, ERR_NOMEM, "out of memory");

@@ -42,6 +42,7 @@
 #endif
 
 #include "platform/platform.h"
+#include "platform/private_dir.h"
 
 /* ---- Fixture and helpers ------------------------------------------------- */
 
@@ -1061,6 +1062,117 @@ static void test_spawn_stdin_and_descriptors(void **state)
     fclose(fp);
 }
 
+/* The child gets exactly the environment given, and closes descriptors
+ * outpost did not mark close-on-exec (a library's socket). */
+static void test_spawn_env_and_foreign_descriptors(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    platform_spawn_result result;
+    path_buf out = at(f, "env.txt");
+    char script[PATH_MAX + 64];
+    snprintf(script, sizeof script, "env > '%s'", out.s);
+    const char *const argv[] = {"/bin/sh", "-c", script, NULL};
+    const char *const envp[] = {"ONLY=this", "PATH=/usr/bin:/bin", NULL};
+    assert_ok(platform_spawn_env(argv, envp, NULL, 5000, &result, &err), err);
+    assert_int_equal(result.exit_code, 0);
+    char text[4096];
+    read_text(out.s, text, sizeof text);
+    assert_contains(text, "ONLY=this\n");
+    assert_null(strstr(text, "HOME="));
+
+    char **vars = NULL;
+    size_t count = 0;
+    assert_int_equal(setenv("OUTPOST_TEST_ENV", "listed", 1), 0);
+    assert_ok(platform_environment(&vars, &count, &err), err);
+    bool found = false;
+    for (size_t i = 0; i < count; i++)
+        found = found || strcmp(vars[i], "OUTPOST_TEST_ENV=listed") == 0;
+    assert_true(found);
+    platform_free_names(vars, count);
+    unsetenv("OUTPOST_TEST_ENV");
+
+    if (!exists("/dev/fd/0"))
+        skip();
+    path_buf file = at(f, "foreign");
+    int fd = open(file.s, O_WRONLY | O_CREAT, 0600); /* no O_CLOEXEC */
+    assert_true(fd >= 0);
+    assert_int_equal(dup2(fd, 61), 61);
+    close(fd);
+    const char *const probe[] = {"/bin/sh", "-c", "[ -e /dev/fd/61 ] && exit 9; exit 0", NULL};
+    assert_ok(platform_spawn_env(probe, NULL, NULL, 5000, &result, &err), err);
+    close(61);
+    if (result.exit_code != 0)
+        fail_msg("descriptor 61 (not close-on-exec) leaked into the child");
+}
+
+/* ---- Private directories --------------------------------------------------- */
+
+static void test_dir_trust_rules(void **state)
+{
+    (void)state;
+    static const struct {
+        unsigned long owner, mode, euid;
+        bool trusted;
+        const char *why;
+    } cases[] = {
+        {0, 040700, 0, true, NULL},
+        {0, 040755, 0, true, NULL},          /* readable by the SIEM shipper: fine */
+        {1000, 040700, 1000, true, NULL},    /* a user's own run */
+        {0, 040700, 1000, true, NULL},       /* root's directory, a user's run */
+        {1000, 040700, 0, false, "owned by uid 1000"},
+        {1000, 040755, 1001, false, "owned by uid 1000"},
+        {0, 040770, 0, false, "writable by its group (mode 0770)"},
+        {0, 040702, 0, false, "writable by others (mode 0702)"},
+        {0, 040777, 0, false, "writable by group and others (mode 0777)"},
+        {0, 041777, 0, false, "writable by group and others (mode 1777)"}, /* sticky: others still create */
+        {0, 040720, 0, false, "writable by its group"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char why[96] = "";
+        bool got = platform_posix_dir_trusted(cases[i].owner, cases[i].mode, cases[i].euid, why, sizeof why);
+        if (got != cases[i].trusted)
+            fail_msg("case %zu: owner %lu mode %lo euid %lu: expected %s", i, cases[i].owner, cases[i].mode,
+                     cases[i].euid, cases[i].trusted ? "trusted" : "refused");
+        if (cases[i].why)
+            assert_contains(why, cases[i].why);
+    }
+}
+
+static void test_private_dir_created_and_checked(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    path_buf dir = at(f, "state/deeper");
+    assert_ok(platform_mkdirs_private(dir.s, &err), err);
+    assert_int_equal(file_mode(dir.s) & 0077, 0);
+    assert_ok(platform_check_private_dir(dir.s, &err), err);
+    assert_ok(platform_mkdirs_private(dir.s, &err), err); /* existing: left as it is */
+
+    assert_int_equal(chmod(dir.s, 0775), 0);
+    assert_int_equal(platform_check_private_dir(dir.s, &err), ERR_PERMISSION);
+    assert_contains(err.message, dir.s);
+    assert_contains(err.message, "writable by its group");
+    assert_contains(err.message, "chmod go-w");
+    assert_int_equal(error_exit_code(err.code), 1);
+    assert_int_equal(chmod(dir.s, 0755), 0);
+    assert_ok(platform_check_private_dir(dir.s, &err), err);
+
+    path_buf missing = at(f, "missing");
+    assert_int_equal(platform_check_private_dir(missing.s, &err), ERR_NOT_FOUND);
+    path_buf file = at(f, "file");
+    write_text(file.s, "x");
+    assert_int_equal(platform_check_private_dir(file.s, &err), ERR_IO);
+
+    /* Another owner (needs root to arrange). */
+    if (geteuid() != 0)
+        return;
+    assert_int_equal(chown(dir.s, 65534, 65534), 0);
+    assert_int_equal(platform_check_private_dir(dir.s, &err), ERR_PERMISSION);
+    assert_contains(err.message, "owned by uid 65534");
+    assert_contains(err.message, "chown root:root");
+}
+
 /* ---- Threads ------------------------------------------------------------- */
 
 #define THREADS 4
@@ -1216,6 +1328,9 @@ int main(void)
         T(test_spawn_timeout_kills_tree),
         T(test_spawn_errors),
         T(test_spawn_stdin_and_descriptors),
+        T(test_spawn_env_and_foreign_descriptors),
+        T(test_dir_trust_rules),
+        T(test_private_dir_created_and_checked),
         T(test_threads),
         T(test_host_facts),
         T(test_environment),

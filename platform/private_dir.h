@@ -1,0 +1,43 @@
+/*
+ * private_dir.h — the decisions behind platform_check_private_dir
+ * (platform.h), as pure functions over facts the caller gathered, so that
+ * their own tests can feed them built inputs: tests/unit/test_platform.c
+ * the POSIX one, cross/tests/test_platform_win32.c (under wine) the Windows
+ * one over security descriptors made from SDDL. Each is implemented by one
+ * platform file only; agent/ never includes this header.
+ *
+ * A directory is trusted when no principal less privileged than the one
+ * running outpost owns it or may write to it (PRODUCT.md section 9): outpost
+ * runs the installer it stages there as root or SYSTEM.
+ */
+#ifndef OUTPOST_PRIVATE_DIR_H
+#define OUTPOST_PRIVATE_DIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * POSIX (posix.c): a directory owned by owner_uid with permission bits mode
+ * is trusted by a process whose effective user is euid when the owner is
+ * euid or root and neither group nor others may write (mode & 022 == 0;
+ * the sticky bit does not help: others could still create files). On
+ * false, why (size bytes) says what is wrong: "owned by uid 1000",
+ * "writable by group and others (mode 1777)".
+ */
+bool platform_posix_dir_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, char *why,
+                                size_t size);
+
+/*
+ * Windows (win32.c): sd is a SECURITY_DESCRIPTOR (absolute or
+ * self-relative) holding at least the owner and the DACL; user is the SID
+ * of the user running outpost. Trusted when the owner is SYSTEM,
+ * Administrators, TrustedInstaller or user, and no allow ACE (effective or
+ * inheritable) grants write, append, delete, WRITE_DAC or WRITE_OWNER (or
+ * GENERIC_WRITE/ALL) to anyone else than those, the owner, CREATOR OWNER
+ * and OWNER RIGHTS. Deny ACEs are not credited (a refusal errs on the safe
+ * side). A missing (NULL) DACL lets everyone write. On false, why says
+ * what is wrong: "owned by S-1-5-21-...", "Users (S-1-5-32-545) may write".
+ */
+bool platform_win32_dir_trusted(const void *sd, const void *user, char *why, size_t size);
+
+#endif
