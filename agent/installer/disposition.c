@@ -182,11 +182,19 @@ static size_t utf8_sequence(const unsigned char *s)
     return len;
 }
 
-/* Whether the stem (the name up to its first '.', trailing spaces dropped)
- * is a Windows device name. */
-static bool is_reserved_device(const char *name)
+/* Whether the two bytes at s are the UTF-8 of a superscript one, two or
+ * three (C2 B9, C2 B2, C2 B3). */
+static bool is_superscript_digit(const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    return u[0] == 0xC2 && (u[1] == 0xB9 || u[1] == 0xB2 || u[1] == 0xB3);
+}
+
+bool disposition_is_device_name(const char *name)
 {
     static const char *const devices[] = {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"};
+    /* Windows looks at the name up to its first dot, trailing spaces
+     * dropped: "CON.exe", "con .msi", "NUL..", "CON   " are all devices. */
     size_t stem = strcspn(name, ".");
     while (stem > 0 && name[stem - 1] == ' ')
         stem--;
@@ -195,11 +203,10 @@ static bool is_reserved_device(const char *name)
             return true;
     if (stem < 4 || !(text_equal_nocase_n(name, "COM", 3) || text_equal_nocase_n(name, "LPT", 3)))
         return false;
-    if (stem == 4 && name[3] >= '1' && name[3] <= '9')
+    /* COM0-9 and LPT0-9 (Microsoft's list names 0 too), and COM¹²³ / LPT¹²³. */
+    if (stem == 4 && name[3] >= '0' && name[3] <= '9')
         return true;
-    /* COM¹ COM² COM³ (UTF-8 C2 B9, C2 B2, C2 B3) are devices too. */
-    return stem == 5 && (unsigned char)name[3] == 0xC2 &&
-           ((unsigned char)name[4] == 0xB9 || (unsigned char)name[4] == 0xB2 || (unsigned char)name[4] == 0xB3);
+    return stem == 5 && is_superscript_digit(name + 3);
 }
 
 bool disposition_name_is_safe(const char *name, error_info *err)
@@ -236,7 +243,7 @@ bool disposition_name_is_safe(const char *name, error_info *err)
         error_set(err, ERR_REJECTED, "the installer file name \"%.128s\" ends in a dot or a space", name);
         return false;
     }
-    if (is_reserved_device(name)) {
+    if (disposition_is_device_name(name)) {
         error_set(err, ERR_REJECTED, "the installer file name \"%.128s\" is a Windows device name", name);
         return false;
     }
@@ -244,25 +251,17 @@ bool disposition_name_is_safe(const char *name, error_info *err)
 }
 
 /*
- * Drops the directories of raw (in place) and returns the base name, or
- * NULL with err set when a component is "..".
+ * Drops the directories of raw (in place) and returns the base name: what
+ * follows the last '/' or '\\' ("../../evil.exe" → "evil.exe", as RFC 6266
+ * section 4.3 asks), without a drive prefix, surrounding white space or
+ * trailing dots. May be empty: nothing safe remained.
  */
-static char *reduce_to_base(char *raw, error_info *err)
+static char *reduce_to_base(char *raw)
 {
     char *base = raw;
-    for (char *s = raw;; s++) {
-        if (*s == '/' || *s == '\\' || *s == '\0') {
-            size_t part = (size_t)(s - base);
-            if (part == 2 && base[0] == '.' && base[1] == '.') {
-                error_set(err, ERR_REJECTED, "the installer file name \"%.128s\" climbs out of its directory (\"..\")",
-                          raw);
-                return NULL;
-            }
-            if (*s == '\0')
-                break;
+    for (char *s = raw; *s; s++)
+        if (*s == '/' || *s == '\\')
             base = s + 1;
-        }
-    }
     /* A drive prefix with no separator after it: "C:setup.exe". */
     if (((base[0] >= 'A' && base[0] <= 'Z') || (base[0] >= 'a' && base[0] <= 'z')) && base[1] == ':' && base == raw)
         base += 2;
@@ -293,10 +292,8 @@ error_code disposition_file_name(const char *header, char **name, error_info *er
         return ERR_OK;
     }
     error_code rc = ERR_OK;
-    char *base = reduce_to_base(raw, err);
-    if (!base) {
-        rc = ERR_REJECTED;
-    } else if (!disposition_name_is_safe(base, err)) {
+    char *base = reduce_to_base(raw);
+    if (!disposition_name_is_safe(base, err)) {
         rc = ERR_REJECTED;
     } else {
         *name = text_dup(base);

@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "installer/disposition.h"
 #include "installer/installed.h"
 #include "core/log.h"
 #include "platform/platform.h"
@@ -73,26 +74,13 @@ static error_code random_name(const char *prefix, char *out, size_t size, error_
 
 bool staging_file_name_is_safe(const char *name)
 {
-    static const char *const reserved[] = {"CON", "PRN", "AUX", "NUL", "COM", "LPT"};
-    if (!name || !name[0] || name[0] == '.' || strlen(name) > 255 || strcmp(name, "manifest.json") == 0)
+    if (!name || !name[0] || name[0] == '.' || strlen(name) > 255 || text_equal_nocase(name, "manifest.json"))
         return false;
     for (const char *p = name; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7F || strchr("/\\:<>\"|?*", *p))
             return false;
     char last = name[strlen(name) - 1];
-    if (last == '.' || last == ' ')
-        return false;
-    /* Windows reserves the device names with any extension: "nul.exe", "COM1.msi". */
-    size_t stem = strcspn(name, ".");
-    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
-        if (!text_equal_nocase_n(name, reserved[i], 3))
-            continue;
-        if (stem == 3 && i < 4)
-            return false;
-        if (stem == 4 && i >= 4 && name[3] >= '0' && name[3] <= '9')
-            return false;
-    }
-    return true;
+    return last != '.' && last != ' ' && !disposition_is_device_name(name);
 }
 
 /* Reads and parses a manifest (size-capped). */
@@ -253,12 +241,19 @@ static error_code load_staged(const char *root, const char *version, bool verify
     const char *sha = json_string(*manifest, "sha256");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(*manifest, "size");
     const char *mversion = json_string(*manifest, "version");
-    if (!name || !staging_file_name_is_safe(name) || !sha || !cJSON_IsNumber(size) || !mversion ||
+    /* The file on disk is staged_file, one of outpost's two names; manifests
+     * written before staged_file existed kept the installer under file_name. */
+    const char *disk = json_string(*manifest, "staged_file");
+    bool disk_ok = disk ? strcmp(disk, STAGING_DISK_NAME_PE) == 0 || strcmp(disk, STAGING_DISK_NAME_MSI) == 0
+                        : name && staging_file_name_is_safe(name);
+    if (!disk)
+        disk = name;
+    if (!name || !disk_ok || !staging_file_name_is_safe(name) || !sha || !cJSON_IsNumber(size) || !mversion ||
         strcmp(mversion, version) != 0) {
         rc = error_set(err, ERR_IO, "the manifest of staged version %s is incomplete or damaged", version);
         goto fail;
     }
-    *installer_path = platform_path_join(dir, name);
+    *installer_path = platform_path_join(dir, disk);
     if (!*installer_path) {
         rc = oom(err);
         goto fail;
@@ -288,6 +283,32 @@ fail:
     *installer_path = NULL;
     cJSON_Delete(*manifest);
     *manifest = NULL;
+    return rc;
+}
+
+/* platform_check_private_dir, a missing directory passing. */
+static error_code check_private(const char *dir, error_info *err)
+{
+    error_code rc = platform_check_private_dir(dir, err);
+    if (rc == ERR_NOT_FOUND) {
+        error_clear(err);
+        return ERR_OK;
+    }
+    return rc;
+}
+
+error_code staging_check_private(const config *cfg, const char *version, error_info *err)
+{
+    char *root = staging_root(cfg);
+    if (!root)
+        return oom(err);
+    error_code rc = check_private(root, err);
+    if (rc == ERR_OK && version) {
+        char *dir = platform_path_join(root, version);
+        rc = dir ? check_private(dir, err) : oom(err);
+        free(dir);
+    }
+    free(root);
     return rc;
 }
 
@@ -508,6 +529,8 @@ error_code staging_rollback(const config *cfg, state *s, char **from, char **to,
                            "FILE --version V",
                            current);
     }
+    if (rc == ERR_OK)
+        rc = staging_check_private(cfg, target, err);
     if (rc == ERR_OK && !staging_has_verified(cfg, target))
         rc = error_set(err, ERR_REJECTED,
                        "staged version %s no longer matches its manifest; it was not made current", target);
@@ -570,8 +593,9 @@ typedef struct staging_job {
     char *root;               /* staging/ */
     char *tmp;                /* staging/.tmp-<random>/ */
     char *received;           /* tmp/.received: the private copy of the candidate */
-    char *installer;          /* tmp/<file_name>: the installer to stage */
-    char file_name[256];
+    char *installer;          /* tmp/<disk_name>: the installer to stage */
+    char file_name[256];      /* the name it came with (manifest and status only) */
+    char disk_name[16];       /* the name outpost gives it on disk: installer.exe / .msi */
     char version[VERSION_MAX_LENGTH + 1];
     char sha256[65];          /* of the installer */
     int64_t size;             /* of the installer */
@@ -697,6 +721,15 @@ static error_code find_installer(staging_job *job, const unpack_listing *listing
     return ERR_OK;
 }
 
+/* The name the installer gets on disk, chosen by outpost from its format:
+ * no server-chosen character reaches a command line or a file system's
+ * special names (PRODUCT.md section 4.3). */
+static void set_disk_name(staging_job *job, verify_format format)
+{
+    snprintf(job->disk_name, sizeof job->disk_name, "%s",
+             format == VERIFY_FORMAT_MSI ? STAGING_DISK_NAME_MSI : STAGING_DISK_NAME_PE);
+}
+
 static error_code take_from_archive(staging_job *job, error_info *err)
 {
     char *work = platform_path_join(job->tmp, "extracted");
@@ -726,7 +759,8 @@ static error_code take_from_archive(staging_job *job, error_info *err)
         if (strcmp(listing.files[i].name, "manifest.json") == 0)
             rc = read_bundle_manifest(job, listing.files[i].path, job->sha256, err);
     if (rc == ERR_OK) {
-        job->installer = platform_path_join(job->tmp, job->file_name);
+        set_disk_name(job, format);
+        job->installer = platform_path_join(job->tmp, job->disk_name);
         rc = job->installer ? platform_rename(found->path, job->installer, err) : oom(err);
     }
     if (rc == ERR_OK)
@@ -762,7 +796,8 @@ static error_code check_format(staging_job *job, error_info *err)
     else
         snprintf(job->file_name, sizeof job->file_name, "installer-%s.%s", job->version[0] ? job->version : "unknown",
                  format == VERIFY_FORMAT_MSI ? "msi" : "exe");
-    job->installer = platform_path_join(job->tmp, job->file_name);
+    set_disk_name(job, format);
+    job->installer = platform_path_join(job->tmp, job->disk_name);
     if (!job->installer)
         return oom(err);
     return platform_rename(job->received, job->installer, err);
@@ -790,6 +825,7 @@ static cJSON *build_manifest(const staging_job *job, int64_t now)
     cJSON_AddNumberToObject(m, "manifest_version", 1);
     cJSON_AddStringToObject(m, "version", job->version);
     cJSON_AddStringToObject(m, "file_name", job->file_name);
+    cJSON_AddStringToObject(m, "staged_file", job->disk_name);
     cJSON_AddNumberToObject(m, "size", (double)job->size);
     cJSON_AddStringToObject(m, "sha256", job->sha256);
     if (job->candidate->source_url)
@@ -854,7 +890,7 @@ static void fill_result(const staging_job *job, staging_result *result)
     result->size = job->size;
     snprintf(result->signature, sizeof result->signature, "%s", job->report.signature);
     snprintf(result->signer, sizeof result->signer, "%s", job->report.signer);
-    result->path = join3(job->root, job->version, job->file_name);
+    result->path = join3(job->root, job->version, job->disk_name);
 }
 
 /* This version is staged already: report what is there, change nothing. */
@@ -889,6 +925,9 @@ static error_code job_prepare(staging_job *job, error_info *err)
     error_code rc = platform_mkdirs(job->root, err);
     if (rc != ERR_OK)
         return error_prefix(err, "cannot create the staging directory");
+    rc = check_private(job->root, err);
+    if (rc != ERR_OK)
+        return rc;
     clean_leftovers(job->root);
     rc = random_name(".tmp-", tmp_name, sizeof tmp_name, err);
     if (rc != ERR_OK)
@@ -949,6 +988,8 @@ error_code staging_stage(const config *cfg, state *s, const staging_candidate *c
                        candidate->path);
     if (rc == ERR_OK)
         rc = check_downgrade(&job, err);
+    if (rc == ERR_OK)
+        rc = staging_check_private(cfg, job.version, err);
     if (rc == ERR_OK && !candidate->force && staging_has_verified(cfg, job.version)) {
         rc = report_already_staged(&job, result, err);
         goto cleanup;

@@ -3,9 +3,13 @@
  * 4.3 and 4.4), and what is staged now.
  *
  * Layout under state_dir:
- *   staging/<version>/<file_name>     the verified installer
- *   staging/<version>/manifest.json   version, file_name, size, sha256,
- *                                     source_url, etag, staged_at, verification
+ *   staging/<version>/installer.exe   the verified installer (installer.msi
+ *                                     for an MSI): a name outpost chooses; the
+ *                                     name it came with is only recorded
+ *   staging/<version>/manifest.json   version, file_name (the name it came
+ *                                     with), staged_file (the name on disk),
+ *                                     size, sha256, source_url, etag,
+ *                                     staged_at, verification
  *   staging/current                   a small file naming the current version
  *                                     (replaced atomically; no symlinks, which
  *                                     need privileges on Windows)
@@ -129,11 +133,25 @@ error_code staging_rollback(const config *cfg, state *s, char **from, char **to,
 error_code staging_finish_commit(const config *cfg, state *s, const char *version, error_info *err);
 
 /*
- * Whether name is acceptable as a staged file name: a base name (no '/',
+ * Checks that staging/ and, when version is not NULL, staging/<version>/
+ * can be trusted (platform_check_private_dir: no less privileged user owns
+ * or may write them), so nobody can plant a DLL beside the installer or
+ * swap it after verification. A directory that does not exist yet passes.
+ * ERR_PERMISSION (exit 1) names the directory and the fix.
+ */
+error_code staging_check_private(const config *cfg, const char *version, error_info *err);
+
+/* The names a staged installer gets on disk, by format. */
+#define STAGING_DISK_NAME_PE "installer.exe"
+#define STAGING_DISK_NAME_MSI "installer.msi"
+
+/*
+ * Whether name is acceptable as the installer's recorded name (manifest
+ * file_name, the bundle member beside manifest.json): a base name (no '/',
  * '\\', ':'), not "." / "..", no control characters or characters Windows
- * forbids (<>"|?*), not a reserved device name (CON, NUL, COM1...), not
- * starting with '.', not ending with '.' or ' ', at most 255 bytes, and not
- * "manifest.json".
+ * forbids (<>"|?*), not a Windows device name (disposition_is_device_name:
+ * CON, CONIN$, "CON .exe", COM1...), not starting with '.', not ending with
+ * '.' or ' ', at most 255 bytes, and not "manifest.json" in any case.
  */
 bool staging_file_name_is_safe(const char *name);
 

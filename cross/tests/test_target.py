@@ -125,7 +125,7 @@ def test_update_stages_a_verified_installer_under_a_unicode_state_dir(outpost, s
     manifest = json.loads((version_dir / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["sha256"] == info["sha256"]
     assert manifest["size"] == info["size"]
-    installer = version_dir / manifest["file_name"]
+    installer = version_dir / manifest["staged_file"]  # outpost's name on disk
     assert hashlib.sha256(installer.read_bytes()).hexdigest() == info["sha256"]
     # Nothing half-written left behind by the atomic replacements.
     leftovers = [p.name for p in state_dir.rglob("*.tmp")]

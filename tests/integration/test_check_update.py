@@ -83,7 +83,7 @@ def sha256_file(path: Path) -> str:
 
 def staged_file(state: Path, version: str) -> Path:
     manifest = json.loads((state / "staging" / version / "manifest.json").read_text())
-    return state / "staging" / version / manifest["file_name"]
+    return state / "staging" / version / manifest["staged_file"]
 
 
 def installer_entries(sim: Sim) -> list[dict]:
@@ -193,7 +193,9 @@ def test_update_when_newer_then_already_staged(sim_tls, tmp_path):
     info = sim_tls.installer()
     assert staged(state) == [SIM_VERSION] and current(state) == SIM_VERSION
     assert sha256_file(staged_file(state, SIM_VERSION)) == info["sha256"]
-    assert staged_file(state, SIM_VERSION).name == "SensorSetup.exe"
+    assert staged_file(state, SIM_VERSION).name == "installer.exe"
+    assert json.loads((state / "staging" / SIM_VERSION / "manifest.json").read_text())["file_name"] == \
+        "SensorSetup.exe"
     assert downloads(state) == []
     status = json.loads((state / "status.json").read_text())
     assert status["installer"]["staged"]["sha256"] == info["sha256"]
@@ -362,8 +364,9 @@ def test_corrupt_body_rejected_by_expected_sha256(sim, tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize("disposition", ['attachment; filename="../../x.exe"', 'attachment; filename="CON.msi"',
-                                         "attachment; filename*=UTF-8''..%2F..%2Fx.exe",
+@pytest.mark.parametrize("disposition", ['attachment; filename="../.."', 'attachment; filename="CON.msi"',
+                                         'attachment; filename="CON .exe"', 'attachment; filename="CONIN$"',
+                                         "attachment; filename*=UTF-8''..%2F..%2FCOM%C2%B9.exe",
                                          'attachment; filename="setup.exe:evil"'])
 def test_unsafe_file_name_rejected(sim, tmp_path, disposition):
     sim.config(installer_disposition=disposition)
@@ -377,12 +380,26 @@ def test_unsafe_file_name_rejected(sim, tmp_path, disposition):
     assert not (tmp_path / "x.exe").exists() and not (tmp_path.parent / "x.exe").exists()
 
 
-def test_file_name_reduced_to_base_name(sim, tmp_path):
-    sim.config(installer_disposition='attachment; filename="C:\\\\builds\\\\Sensor Setup.exe"')
+@pytest.mark.parametrize("disposition, name", [
+    ('attachment; filename="C:\\\\builds\\\\Sensor Setup.exe"', "Sensor Setup.exe"),
+    ('attachment; filename="../../evil.exe"', "evil.exe"),  # RFC 6266 4.3: stripped, not rejected
+    ('attachment; filename="a\\\\b.exe"', "b.exe"),
+    ('attachment; filename="setup&x.exe"', "setup&x.exe"),
+])
+def test_file_name_reduced_to_base_name(sim, tmp_path, disposition, name):
+    sim.config(installer_disposition=disposition)
     cfg, state = write_config(tmp_path, sim.url)
     r = outpost(cfg, "update")
     assert r.returncode == 0, r.stderr
-    assert staged_file(state, SIM_VERSION).name == "Sensor Setup.exe"
+    # The name is recorded; the file on disk gets outpost's own name, so no
+    # server-chosen character reaches a command line or a device name.
+    manifest = json.loads((state / "staging" / SIM_VERSION / "manifest.json").read_text())
+    assert manifest["file_name"] == name
+    assert staged_file(state, SIM_VERSION).name == "installer.exe"
+    assert sorted(p.name for p in (state / "staging" / SIM_VERSION).iterdir()) == ["installer.exe", "manifest.json"]
+    assert not list(tmp_path.rglob(name))
+    status = json.loads((state / "status.json").read_text())
+    assert status["installer"]["staged"]["file_name"] == name
 
 
 @pytest.mark.parametrize("version", ["../../etc", "1" * 200])

@@ -117,10 +117,10 @@ def check_staging(state: Path, killed: bool = False) -> list[str]:
         assert entry.is_dir(), f"{entry} is not a version directory"
         manifest = json.loads((entry / "manifest.json").read_text())
         assert manifest["version"] == entry.name
-        installer = entry / manifest["file_name"]
+        installer = entry / manifest["staged_file"]
         assert installer.stat().st_size == manifest["size"], f"{installer}: size differs from its manifest"
         assert sha256_file(installer) == manifest["sha256"], f"{installer}: bytes differ from its manifest"
-        extra = {p.name for p in entry.iterdir()} - {"manifest.json", manifest["file_name"]}
+        extra = {p.name for p in entry.iterdir()} - {"manifest.json", manifest["staged_file"]}
         assert not extra, f"{entry} holds unverified files {extra}"
         versions.append(entry.name)
     if (root / "current").exists():

@@ -283,7 +283,7 @@ def assert_staging_verified(state: Path):
             continue
         assert entry.is_dir(), f"unexpected {entry} in staging/"
         manifest = json.loads((entry / "manifest.json").read_text())
-        installer = entry / manifest["file_name"]
+        installer = entry / manifest["staged_file"]
         assert installer.stat().st_size == manifest["size"], entry
         assert sha256_file(installer) == manifest["sha256"], f"{installer} does not match its manifest"
         assert manifest["version"] == entry.name

@@ -222,7 +222,7 @@ def test_zip_and_tar_gz_holding_installer(tmp_path):
     v = m["verification"]
     assert (v["format"], v["inner_format"], v["inner_name"], v["sha256"]) == ("zip", "pe", "bin/SensorSetup.exe",
                                                                            "matched")
-    assert (agent.state / "staging" / "2.0" / "SensorSetup.exe").read_bytes() == pe
+    assert (agent.state / "staging" / "2.0" / "installer.exe").read_bytes() == pe
 
     t = tmp_path / "pkg.tar.gz"
     with tarfile.open(t, "w:gz") as tf:
@@ -373,6 +373,7 @@ def test_deploy_dry_run_runs_nothing(tmp_path):
     assert line.startswith(f"/bin/sh -c \"touch '{marker}'\" sh ")
     assert line.endswith(f"\"{staged}\" {agent.root / 'installed-version'}" if " " in staged
                          else f"{staged} {agent.root / 'installed-version'}")
+    assert staged == str(agent.state / "staging" / "2.0.1" / "installer.exe")  # outpost's name, not "Sensor Setup.exe"
     assert not marker.exists()
 
 
@@ -491,3 +492,55 @@ def test_bundle_nothing_staged(tmp_path):
     r = agent.run("bundle", "-o", str(tmp_path / "x.zip"))
     assert r.returncode == 1
     assert not (tmp_path / "x.zip").exists()
+
+
+# ---- privileges: state_dir and its folders (PRODUCT.md section 9) --------------------------------
+
+
+def test_new_state_dir_is_owner_only_whatever_the_umask(tmp_path):
+    agent = Agent(tmp_path)
+    exe = tmp_path / "a.exe"
+    exe.write_bytes(tiny_pe())
+    r = agent.run("stage", str(exe), "--version", "1.0", umask=0)
+    assert r.returncode == 0, r.stderr
+    assert stat_mode(agent.state) == 0o700
+
+
+def stat_mode(path):
+    return os.stat(path).st_mode & 0o7777
+
+
+@pytest.mark.parametrize("where", ["", "staging", "downloads", "staging/1.0"])
+def test_state_dir_or_folder_others_may_write_is_refused(tmp_path, where):
+    agent = Agent(tmp_path)
+    exe = tmp_path / "a.exe"
+    exe.write_bytes(tiny_pe())
+    stage_ok(agent, exe, "1.0")
+    target = agent.state / where if where else agent.state
+    target.mkdir(exist_ok=True)
+    os.chmod(target, 0o777)
+    before = tree(agent.state)
+    # staging/<version>/ is checked where it is staged or run from; the rest
+    # when any command that writes under state_dir starts.
+    commands = [["stage", str(exe), "--version", "1.0"], ["deploy"]] + ([] if "/" in where else [["rollback"]])
+    for command in commands:
+        r = agent.run(*command)
+        assert r.returncode == 1, (command, r.stderr)
+        one_line_error(r, f"{target} is writable by group and others (mode 0777)")
+        assert f"chmod go-w {target}" in r.stderr
+    assert tree(agent.state) == before
+    os.chmod(target, 0o755)  # fixed as the message says: readable by others is fine
+    r = agent.run("deploy")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory to another user needs root")
+def test_state_dir_owned_by_another_user_is_refused(tmp_path):
+    agent = Agent(tmp_path)
+    agent.state.mkdir(mode=0o700)
+    os.chown(agent.state, 65534, 65534)
+    r = agent.run("deploy")
+    assert r.returncode == 1
+    one_line_error(r, f"{agent.state} is owned by uid 65534")
+    assert f"chown root:root {agent.state}" in r.stderr
+    assert not (agent.state / "outpost.lock").exists()  # refused before anything is written in it

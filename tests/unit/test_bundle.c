@@ -95,7 +95,7 @@ static void touch_staged(fixture *f, const char *version, time_t when)
 {
     char path[600];
     struct utimbuf times = {when, when};
-    snprintf(path, sizeof path, "%s/staging/%s/SensorSetup.exe", f->cfg.state_dir, version);
+    snprintf(path, sizeof path, "%s/staging/%s/installer.exe", f->cfg.state_dir, version);
     assert_int_equal(utime(path, &times), 0);
     snprintf(path, sizeof path, "%s/staging/%s/manifest.json", f->cfg.state_dir, version);
     assert_int_equal(utime(path, &times), 0);

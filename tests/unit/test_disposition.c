@@ -48,12 +48,19 @@ static const struct {
     {"inline", NULL, false},
     {"attachment; filename=\"\"", NULL, false},
     {"attachment; name=\"x.exe\"", NULL, false},
-    /* rejected: traversal */
-    {"attachment; filename=\"../../x.exe\"", NULL, true},
-    {"attachment; filename=\"..\\\\..\\\\x.exe\"", NULL, true},
-    {"attachment; filename=\"a/../x.exe\"", NULL, true},
-    {"attachment; filename*=UTF-8''..%2F..%2Fx.exe", NULL, true},
+    /* traversal: directories stripped to the base name (RFC 6266 section 4.3) */
+    {"attachment; filename=\"../../x.exe\"", "x.exe", false},
+    {"attachment; filename=\"../../evil.exe\"", "evil.exe", false},
+    {"attachment; filename=\"..\\\\..\\\\x.exe\"", "x.exe", false},
+    {"attachment; filename=\"a\\\\b.exe\"", "b.exe", false},
+    {"attachment; filename=\"a/../x.exe\"", "x.exe", false},
+    {"attachment; filename*=UTF-8''..%2F..%2Fx.exe", "x.exe", false},
+    {"attachment; filename*=UTF-8''..%5C..%5Cx.exe", "x.exe", false},
+    /* rejected: nothing safe remains once the directories are dropped */
     {"attachment; filename=\"..\"", NULL, true},
+    {"attachment; filename=\"../..\"", NULL, true},
+    {"attachment; filename=\"a/..\"", NULL, true},
+    {"attachment; filename=\"../../CON.exe\"", NULL, true},
     /* rejected: Windows device names, any case, with or without extension */
     {"attachment; filename=\"CON.msi\"", NULL, true},
     {"attachment; filename=con", NULL, true},
@@ -64,10 +71,21 @@ static const struct {
     {"attachment; filename=\"lpt9\"", NULL, true},
     {"attachment; filename*=UTF-8''COM%C2%B9.exe", NULL, true},
     {"attachment; filename=\"CONOUT$.exe\"", NULL, true},
+    {"attachment; filename=\"CONIN$\"", NULL, true},
+    {"attachment; filename=\"conin$.msi\"", NULL, true},
+    {"attachment; filename=\"CON .exe\"", NULL, true},
+    {"attachment; filename=\"CON..exe\"", NULL, true},
+    {"attachment; filename=\"nul  \"", NULL, true},
+    {"attachment; filename*=UTF-8''LPT%C2%B3.exe", NULL, true},
+    {"attachment; filename*=UTF-8''com%C2%B2", NULL, true},
+    {"attachment; filename=\"LPT0.exe\"", NULL, true}, /* Microsoft lists COM0 and LPT0 too */
+    {"attachment; filename=\"COM0\"", NULL, true},
     /* not device names */
     {"attachment; filename=\"COM10.exe\"", "COM10.exe", false},
     {"attachment; filename=\"console.exe\"", "console.exe", false},
-    {"attachment; filename=\"LPT0.exe\"", "LPT0.exe", false},
+    {"attachment; filename=\"CONIN.exe\"", "CONIN.exe", false},
+    {"attachment; filename=\"xCON.exe\"", "xCON.exe", false},
+    {"attachment; filename*=UTF-8''COM%C2%B4.exe", "COM\xc2\xb4.exe", false}, /* an acute accent, not a digit */
     /* rejected: streams, forbidden and control characters, bad UTF-8 */
     {"attachment; filename=\"setup.exe:hidden\"", NULL, true},
     {"attachment; filename=\"x:setup.exe\"", "setup.exe", false}, /* a drive prefix */

@@ -278,10 +278,61 @@ static void test_file_names(void **unused)
     assert_true(staging_file_name_is_safe("COM10.exe"));
     const char *bad[] = {"", ".", "..", "a/b.exe", "a\\b.exe", "c:x.exe", "NUL", "nul.exe", "COM1.msi", "lpt9",
                          "con.tar.gz", "x.exe.", "x.exe ", ".hidden", "manifest.json", "a\x01.exe", "a|b", "a?b",
-                         "a*b", "a<b", "a\"b"};
+                         "a*b", "a<b", "a\"b", "CONIN$", "conout$.exe", "CON .exe", "CON..exe", "nul  ",
+                         "COM0.exe", "COM\xc2\xb9.exe", "lpt\xc2\xb3", "Manifest.json", "MANIFEST.JSON"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (staging_file_name_is_safe(bad[i]))
             fail_msg("\"%s\" accepted", bad[i]);
+}
+
+/* The server's name is recorded; the file on disk is named by outpost, so
+ * "setup&x.exe" never reaches a `cmd /c` wrapper and "Manifest.json" never
+ * meets manifest.json on a case-insensitive file system. */
+static void test_staged_file_gets_outposts_name(void **ctx)
+{
+    fixture *f = *ctx;
+    char *p = write_pe(f, "a.exe", 1);
+    staging_candidate c = {.path = p, .version = "1.0", .file_name = "setup&x.exe", .expected_length = -1};
+    staging_result r;
+    error_info err;
+    assert_int_equal(staging_stage(&f->cfg, f->s, &c, &r, &err), ERR_OK);
+    assert_string_equal(r.file_name, "setup&x.exe");
+    char *dir = platform_path_join(f->cfg.state_dir, "staging");
+    char *vdir = platform_path_join(dir, "1.0");
+    char *want = platform_path_join(vdir, "installer.exe");
+    assert_string_equal(r.path, want);
+    assert_int_equal(platform_path_stat(want, NULL), PLATFORM_PATH_FILE);
+    free(want);
+    want = platform_path_join(vdir, "setup&x.exe");
+    assert_int_equal(platform_path_stat(want, NULL), PLATFORM_PATH_NONE);
+    free(want);
+    free(r.path);
+
+    cJSON *m = NULL;
+    char *installer = NULL;
+    assert_int_equal(staging_current(&f->cfg, NULL, &m, &installer, &err), ERR_OK);
+    assert_string_equal(cJSON_GetObjectItem(m, "file_name")->valuestring, "setup&x.exe");
+    assert_string_equal(cJSON_GetObjectItem(m, "staged_file")->valuestring, "installer.exe");
+    assert_non_null(strstr(installer, "installer.exe"));
+    cJSON_Delete(m);
+    free(installer);
+    assert_true(staging_has_verified(&f->cfg, "1.0"));
+
+    /* A manifest naming another file on disk is damaged, not followed. */
+    want = platform_path_join(vdir, "manifest.json");
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(platform_read_file(want, 1 << 20, &text, &len, &err), ERR_OK);
+    char *at = strstr(text, "\"installer.exe\"");
+    assert_non_null(at);
+    memcpy(at + 1, "evilpath", 8);
+    assert_int_equal(platform_write_atomic(want, text, len, &err), ERR_OK);
+    free(text);
+    assert_false(staging_has_verified(&f->cfg, "1.0"));
+    free(want);
+    free(vdir);
+    free(dir);
+    free(p);
 }
 
 static void test_unsafe_candidate_name_rejected(void **ctx)
@@ -379,7 +430,7 @@ static void test_rollback(void **ctx)
     char *third = write_pe(f, "c.exe", 3);
     stage_ok(f, third, "3.0");
     char path[600];
-    snprintf(path, sizeof path, "%s/staging/2.0/b.exe", f->cfg.state_dir);
+    snprintf(path, sizeof path, "%s/staging/2.0/installer.exe", f->cfg.state_dir);
     FILE *t = fopen(path, "r+b");
     fputc('X', t);
     fclose(t);
@@ -430,6 +481,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unsafe_candidate_name_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_archive_holding_installer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_staged_file_gets_outposts_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_section, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
