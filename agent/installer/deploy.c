@@ -210,6 +210,48 @@ bool deploy_exit_is_success(int exit_code, bool *reboot_required)
     return exit_code == 0 || reboot;
 }
 
+bool deploy_env_is_passed(const char *entry)
+{
+    static const char prefix[] = "OUTPOST_", suffix[] = "_PROXY";
+    const char *eq = strchr(entry, '=');
+    /* Windows keeps "=C:=C:\dir" entries: their name starts at the second '='. */
+    if (eq == entry)
+        eq = strchr(entry + 1, '=');
+    size_t name_len = eq ? (size_t)(eq - entry) : strlen(entry);
+    size_t plen = sizeof prefix - 1, slen = sizeof suffix - 1;
+    if (name_len >= plen && text_equal_nocase_n(entry, prefix, plen))
+        return false;
+    if (name_len >= slen && text_equal_nocase_n(entry + name_len - slen, suffix, slen))
+        return false;
+    return true;
+}
+
+/* The installer's environment: outpost's, filtered by deploy_env_is_passed.
+ * *envp is NULL-terminated; free it with deploy_free_argv. */
+static error_code child_environment(char ***envp, error_info *err)
+{
+    char **vars = NULL;
+    size_t count = 0;
+    error_code rc = platform_environment(&vars, &count, err);
+    if (rc != ERR_OK)
+        return rc;
+    char **out = calloc(count + 1, sizeof *out);
+    if (!out) {
+        platform_free_names(vars, count);
+        return error_set(err, ERR_NOMEM, "out of memory");
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (deploy_env_is_passed(vars[i])) {
+            out[used++] = vars[i];
+            vars[i] = NULL;
+        }
+    }
+    platform_free_names(vars, count); /* frees what was left out (NULL is skipped) */
+    *envp = out;
+    return ERR_OK;
+}
+
 /* Reads the installed version again and judges it against the staged one. */
 static error_code check_installed(const config *cfg, state *s, deploy_outcome *out, error_info *err)
 {
@@ -320,8 +362,16 @@ static error_code spawn_installer(const config *cfg, const char *installer, bool
     char *line = deploy_format_argv(argv);
     log_info("deploying %s: %s (output to %s)", out->version, line ? line : argv[0], out->output);
     free(line);
+    char **envp = NULL;
+    rc = child_environment(&envp, err);
+    if (rc != ERR_OK) {
+        deploy_free_argv(argv);
+        return rc;
+    }
     platform_spawn_result result = {0};
-    rc = platform_spawn_to_file((const char *const *)argv, out->output, cfg->deploy.timeout_s * 1000, &result, err);
+    rc = platform_spawn_env((const char *const *)argv, (const char *const *)envp, out->output,
+                            cfg->deploy.timeout_s * 1000, &result, err);
+    deploy_free_argv(envp);
     if (rc != ERR_OK) {
         error_prefix(err, "deploy of %s failed: cannot run %s", out->version, argv[0]);
         deploy_free_argv(argv);
@@ -358,6 +408,11 @@ error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_in
     if (rc != ERR_OK)
         goto cleanup;
     snprintf(out->version, sizeof out->version, "%s", version);
+    /* Owners and writers first: a directory others may write could get the
+     * file swapped, or a DLL planted beside it, after the hash below. */
+    rc = staging_check_private(cfg, version, err);
+    if (rc != ERR_OK)
+        goto cleanup;
     if (!staging_has_verified(cfg, version)) {
         rc = error_set(err, ERR_REJECTED,
                        "staged installer %s no longer matches its manifest and was not run; stage it again", installer);

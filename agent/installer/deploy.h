@@ -15,8 +15,13 @@
  *    command names {log} itself (msiexec writes it and would not share it):
  *    then they go to the same name ending in .output.log. Both are kept.
  *  - The staged file is checked against its manifest (size and SHA-256)
- *    right before it runs; a file changed since staging is not run
- *    (ERR_REJECTED).
+ *    right before it runs, after its directory was checked for owners and
+ *    writers (platform_check_private_dir); a file changed since staging is
+ *    not run (ERR_REJECTED), a directory others may write is refused
+ *    (ERR_PERMISSION).
+ *  - The installer gets outpost's environment minus what it must not see
+ *    (deploy_env_is_passed) and inherits no descriptor or handle but its
+ *    stdin, stdout and stderr (platform_spawn_env).
  *  - Exit codes 0, 3010 and 1641 are success (the last two: reboot needed).
  *    Afterwards the installed version is read again; the deploy counts as
  *    done only when it equals the staged version ("verified": "yes"). When
@@ -95,6 +100,16 @@ char *deploy_log_path(const config *cfg, const char *version, int64_t now_s);
 
 /* Whether the staged installer (its manifest, else its file name) is an MSI. */
 bool deploy_staged_is_msi(const struct cJSON *manifest, const char *installer_path);
+
+/*
+ * Whether the environment entry "NAME=value" is passed to the installer
+ * (PRODUCT.md section 9): every variable is, except OUTPOST_* (the API key
+ * may be OUTPOST_API_KEY) and *_PROXY (http_proxy, HTTPS_PROXY, ALL_PROXY,
+ * NO_PROXY...: proxy URLs may carry credentials), names compared without
+ * regard to case as Windows does. PATH, SystemRoot, TEMP, TMP, HOME, LANG
+ * and the rest stay: installers need them.
+ */
+bool deploy_env_is_passed(const char *entry);
 
 /* Whether an installer exit code means success; *reboot_required (may be
  * NULL) is set for 3010 and 1641. */

@@ -7,6 +7,7 @@ validated against tests/status.schema.json.
 
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -118,3 +119,39 @@ def test_run_with_both_parts_working_is_ok(sim, tmp_path):
     # A second run has nothing new and still succeeds.
     assert run(config, "run").returncode == 0
     assert status(state_dir)["incidents"]["new"] == 0
+
+
+@pytest.mark.sim_options(incidents=3, rate_limit=0)
+def test_deploy_child_gets_a_clean_environment_and_no_descriptors(sim, tmp_path):
+    """The reported symptom: `sh -c 'env; ls /proc/$$/fd'` as the deploy
+    command under `run` showed OUTPOST_API_KEY and libcurl's sockets. The
+    installer sees neither outpost's variables nor proxy URLs (they may
+    carry credentials), keeps what installers need, and inherits only
+    stdin, stdout and stderr."""
+    config, state_dir = make_config(tmp_path, sim)
+    version_file = tmp_path / "installed-version"
+    version_file.write_text("1.0\n")
+    env_out, fd_out = tmp_path / "env.txt", tmp_path / "fd.txt"
+    # exec >FILE: the shell keeps no saved copy of stdout aside; the listing
+    # may show 3 as well, the directory ls is reading.
+    script = (f"env > '{env_out}'; echo '{sim.installer()['version']}' > '{version_file}'; "
+              f"exec > '{fd_out}'; ls /proc/$$/fd")
+    set_config(config, installer={"verify": {"require_signature": False},
+                                  "installed_version_file": str(version_file)},
+               deploy={"enabled": True, "command": ["/bin/sh", "-c", script, "sh", "{installer}"]})
+    env = dict(os.environ, OUTPOST_API_KEY="sim-api-key", OUTPOST_TEST_MARKER="x",
+               HTTPS_PROXY="http://proxyuser:proxysecret@127.0.0.1:9", http_proxy="http://u:s@127.0.0.1:9",
+               ALL_PROXY="socks5://u:s@127.0.0.1:9", NO_PROXY="*", DEPLOY_KEEP_ME="kept")
+    env.pop("OUTPOST_CONFIG", None)
+    result = subprocess.run([OUTPOST, "-c", config, "run"], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert status(state_dir)["installer"]["deployed"]["version"] == sim.installer()["version"]
+
+    seen = dict(line.split("=", 1) for line in env_out.read_text().splitlines() if "=" in line)
+    assert not [k for k in seen if k.upper().startswith("OUTPOST_")], seen.keys()
+    assert not [k for k in seen if k.upper().endswith("_PROXY")], seen.keys()
+    assert "proxysecret" not in env_out.read_text() and "sim-api-key" not in env_out.read_text()
+    assert seen.get("DEPLOY_KEEP_ME") == "kept" and seen.get("PATH") == os.environ["PATH"]
+    if os.path.isdir("/proc/self/fd"):
+        fds = sorted(int(n) for n in fd_out.read_text().split())
+        assert [n for n in fds if n > 3] == [], f"the installer inherited descriptors {fds}"

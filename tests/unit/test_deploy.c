@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -323,7 +325,7 @@ static void test_tampered_not_run(void **ctx)
     snprintf(marker, sizeof marker, "touch '%s/ran'", f->dir);
     prepare(f, "2.0", marker);
     char path[600];
-    snprintf(path, sizeof path, "%s/staging/2.0/Setup.exe", f->cfg.state_dir);
+    snprintf(path, sizeof path, "%s/staging/2.0/installer.exe", f->cfg.state_dir);
     FILE *t = fopen(path, "ab");
     fputc('X', t);
     fclose(t);
@@ -332,6 +334,135 @@ static void test_tampered_not_run(void **ctx)
     assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_REJECTED);
     snprintf(path, sizeof path, "%s/ran", f->dir);
     assert_int_equal(access(path, F_OK), -1);
+}
+
+/* A staged directory others may write is refused before the installer
+ * runs: another user could have planted a DLL beside it. */
+static void test_writable_staged_dir_not_run(void **ctx)
+{
+    fixture *f = *ctx;
+    char marker[600];
+    snprintf(marker, sizeof marker, "touch '%s/ran'", f->dir);
+    prepare(f, "2.0", marker);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/staging/2.0", f->cfg.state_dir);
+    assert_int_equal(chmod(dir, 0777), 0);
+    deploy_outcome out;
+    error_info err;
+    assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_PERMISSION);
+    assert_non_null(strstr(err.message, dir));
+    assert_non_null(strstr(err.message, "chmod go-w"));
+    char ran[600];
+    snprintf(ran, sizeof ran, "%s/ran", f->dir);
+    assert_int_equal(access(ran, F_OK), -1);
+    /* Fixed as the message says: it runs. */
+    assert_int_equal(chmod(dir, 0700), 0);
+    assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_OK);
+    assert_int_equal(access(ran, F_OK), 0);
+}
+
+/* Same size, other bytes: only the hash right before the run can tell. */
+static void test_swapped_same_size_not_run(void **ctx)
+{
+    fixture *f = *ctx;
+    char marker[600];
+    snprintf(marker, sizeof marker, "touch '%s/ran'", f->dir);
+    prepare(f, "2.0", marker);
+    char path[600];
+    snprintf(path, sizeof path, "%s/staging/2.0/installer.exe", f->cfg.state_dir);
+    FILE *t = fopen(path, "r+b");
+    assert_non_null(t);
+    assert_int_equal(fseek(t, 300, SEEK_SET), 0);
+    fputc('X', t);
+    fclose(t);
+    deploy_outcome out;
+    error_info err;
+    assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_REJECTED);
+    assert_non_null(strstr(err.message, "no longer matches its manifest"));
+    snprintf(path, sizeof path, "%s/ran", f->dir);
+    assert_int_equal(access(path, F_OK), -1);
+}
+
+/* What the installer's environment keeps and drops (PRODUCT.md section 9). */
+static void test_child_environment_filter(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *entry;
+        bool passed;
+    } cases[] = {
+        {"PATH=/usr/bin:/bin", true},
+        {"SystemRoot=C:\\Windows", true},
+        {"TEMP=C:\\Temp", true},
+        {"HOME=/root", true},
+        {"=C:=C:\\dir", true},
+        {"OUTPOST_PROXY_NOTE=1", false},
+        {"OUTPOST_API_KEY=secret", false},
+        {"outpost_config=/etc/x", false},
+        {"OUTPOST_=x", false},
+        {"http_proxy=http://u:p@proxy:3128", false},
+        {"HTTPS_PROXY=http://u:p@proxy:3128", false},
+        {"Https_Proxy=http://u:p@proxy:3128", false},
+        {"ALL_PROXY=socks5://u:p@proxy", false},
+        {"all_proxy=socks5://u:p@proxy", false},
+        {"no_proxy=localhost", false},
+        {"PROXY=x", true},       /* not *_PROXY */
+        {"MY_PROXYCFG=x", true}, /* ends otherwise */
+        {"OUTPOSTX=1", true},
+        {"LANG=C.UTF-8", true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (deploy_env_is_passed(cases[i].entry) != cases[i].passed)
+            fail_msg("%s: expected %s", cases[i].entry, cases[i].passed ? "passed" : "dropped");
+}
+
+/* The installer sees neither OUTPOST_* nor proxy variables, nor a
+ * descriptor outpost left open without close-on-exec. */
+static void test_child_environment_and_descriptors(void **ctx)
+{
+    fixture *f = *ctx;
+    char script[1200];
+    /* exec >FILE: no descriptor saved aside by the shell for a redirection;
+     * the listing holds 0-2 and maybe 3, the directory being read. */
+    snprintf(script, sizeof script, "env > '%s/env.txt'; exec > '%s/fd.txt'; ls /proc/$$/fd", f->dir, f->dir);
+    prepare(f, "2.0", script);
+    setenv("OUTPOST_API_KEY", "secret-key-value", 1);
+    setenv("https_proxy", "http://user:pw@127.0.0.1:9", 1);
+    setenv("DEPLOY_TEST_KEPT", "yes", 1);
+    char leak_path[600];
+    snprintf(leak_path, sizeof leak_path, "%s/leak", f->dir);
+    /* No close-on-exec, like a library's socket; a high number, so that it
+     * cannot be mistaken for the listing's own descriptor. */
+    int leak = open(leak_path, O_WRONLY | O_CREAT, 0600);
+    assert_true(leak >= 0);
+    assert_int_equal(dup2(leak, 47), 47);
+    close(leak);
+    deploy_outcome out;
+    error_info err;
+    error_code rc = deploy_run(&f->cfg, f->s, &out, &err);
+    close(47);
+    unsetenv("OUTPOST_API_KEY");
+    unsetenv("https_proxy");
+    unsetenv("DEPLOY_TEST_KEPT");
+    assert_int_equal(rc, ERR_OK);
+    char path[600], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/env.txt", f->dir);
+    assert_int_equal(platform_read_file(path, 1 << 20, &text, &len, &err), ERR_OK);
+    assert_null(strstr(text, "OUTPOST_API_KEY"));
+    assert_null(strstr(text, "secret-key-value"));
+    assert_null(strstr(text, "https_proxy"));
+    assert_non_null(strstr(text, "DEPLOY_TEST_KEPT=yes"));
+    assert_non_null(strstr(text, "PATH="));
+    free(text);
+    if (access("/proc/self/fd", F_OK) != 0)
+        return;
+    snprintf(path, sizeof path, "%s/fd.txt", f->dir);
+    assert_int_equal(platform_read_file(path, 1 << 20, &text, &len, &err), ERR_OK);
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+        if (atoi(line) > 3)
+            fail_msg("the installer inherited descriptor %s", line);
+    free(text);
 }
 
 int main(void)
@@ -349,6 +480,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nothing_staged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tampered_not_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writable_staged_dir_not_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_swapped_same_size_not_run, setup, teardown),
+        cmocka_unit_test(test_child_environment_filter),
+        cmocka_unit_test_setup_teardown(test_child_environment_and_descriptors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
