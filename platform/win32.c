@@ -10,11 +10,16 @@
  * page. OS errors are translated here, once: win_code() maps GetLastError()
  * to an error_code, messages carry FormatMessage's text, and the raw value is
  * kept in os_error. Handles are created non-inheritable; platform_spawn hands
- * the child exactly stdin (the null device), stdout and stderr.
+ * the child exactly stdin (the null device), stdout and stderr, through an
+ * explicit handle list (libraries' handles, Winsock sockets, may be
+ * inheritable), and spawns nothing when the list cannot be set.
  *
  * Choices where Windows differs from POSIX (see docs/cross.md):
  *  - the secret file check reads the file's DACL and refuses read access for
  *    Everyone, Authenticated Users, Users, Guests and Anonymous;
+ *  - state_dir is created with a protected DACL (SYSTEM, Administrators, the
+ *    running user) and a directory is trusted by its owner and DACL
+ *    (platform_win32_dir_trusted), where POSIX looks at owner and mode bits;
  *  - the lock is LockFileEx on a byte range past the PID text, so the PID
  *    stays readable while the lock is held;
  *  - renames over a file retry briefly on sharing violations, which virus

@@ -17,6 +17,8 @@
 
 #include <windows.h>
 
+#include <aclapi.h>
+#include <sddl.h>
 #include <shellapi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@
 #include <time.h>
 
 #include "platform/platform.h"
+#include "platform/private_dir.h"
 
 #define assert_ok(rc, err)                                                                                     \
     do {                                                                                                       \
@@ -67,8 +70,34 @@ static int child_echo(void)
     return 0;
 }
 
+/* Writes this process's environment, one "NAME=value" per line in UTF-8,
+ * to argv[2]. */
+static int child_env(const char *path)
+{
+    FILE *out = fopen(path, "wb");
+    wchar_t *block = GetEnvironmentStringsW();
+    if (!out || !block)
+        return 90;
+    for (const wchar_t *p = block; *p; p += wcslen(p) + 1) {
+        char buf[4096];
+        if (WideCharToMultiByte(CP_UTF8, 0, p, -1, buf, sizeof buf, NULL, NULL) > 0)
+            fprintf(out, "%s\n", buf);
+    }
+    FreeEnvironmentStringsW(block);
+    fclose(out);
+    return 0;
+}
+
 static int child_main(int argc, char **argv)
 {
+    if (strcmp(argv[1], "--env") == 0 && argc > 2)
+        return child_env(argv[2]);
+    if (strcmp(argv[1], "--handle") == 0 && argc > 2) {
+        /* 9: the handle value names an open handle here (it was inherited). */
+        HANDLE h = (HANDLE)(uintptr_t)strtoull(argv[2], NULL, 10);
+        DWORD flags = 0;
+        return GetHandleInformation(h, &flags) ? 9 : 0;
+    }
     if (strcmp(argv[1], "--echo") == 0)
         return child_echo();
     if (strcmp(argv[1], "--exit") == 0 && argc > 2)
@@ -244,6 +273,167 @@ static void test_secret_file_checks(void **state)
     free(missing);
 }
 
+/* The child gets exactly the environment given, and no inheritable handle
+ * of ours besides its standard ones. */
+static void test_spawn_environment_and_handles(void **state)
+{
+    (void)state;
+    char *out = join(scratch, "env-\xc3\xa9.txt");
+    SetEnvironmentVariableW(L"OUTPOST_API_KEY", L"secret");
+    char system_root[MAX_PATH + 16] = "SystemRoot=";
+    GetEnvironmentVariableA("SystemRoot", system_root + 11, MAX_PATH);
+    const char *argv[] = {self_path, "--env", out, NULL};
+    const char *envp[] = {"ONLY=caf\xc3\xa9", system_root, NULL};
+    platform_spawn_result r = {0};
+    error_info err;
+    assert_ok(platform_spawn_env(argv, envp, 60000, &r, &err), err);
+    SetEnvironmentVariableW(L"OUTPOST_API_KEY", NULL);
+    assert_int_equal(r.exit_code, 0);
+    char *data = NULL;
+    size_t len = 0;
+    assert_ok(platform_read_file(out, 1 << 16, &data, &len, &err), err);
+    assert_non_null(strstr(data, "ONLY=caf\xc3\xa9\n"));
+    assert_null(strstr(data, "OUTPOST_API_KEY"));
+    free(data);
+
+    char **vars = NULL;
+    size_t count = 0;
+    SetEnvironmentVariableW(L"OUTPOST_TEST_LISTED", L"\u65e5");
+    assert_ok(platform_environment(&vars, &count, &err), err);
+    bool found = false;
+    for (size_t i = 0; i < count; i++)
+        found = found || strcmp(vars[i], "OUTPOST_TEST_LISTED=\xe6\x97\xa5") == 0;
+    platform_free_names(vars, count);
+    SetEnvironmentVariableW(L"OUTPOST_TEST_LISTED", NULL);
+    assert_true(found);
+
+    /* An inheritable handle, as Winsock makes its sockets, stays ours. */
+    SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
+    wchar_t wpath[MAX_PATH * 2];
+    MultiByteToWideChar(CP_UTF8, 0, out, -1, wpath, MAX_PATH * 2);
+    HANDLE h = CreateFileW(wpath, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE, &sa, OPEN_EXISTING, 0, NULL);
+    assert_true(h != INVALID_HANDLE_VALUE);
+    char value[32];
+    snprintf(value, sizeof value, "%llu", (unsigned long long)(uintptr_t)h);
+    const char *probe[] = {"--handle", value, NULL};
+    r = run_self(probe, 60000);
+    CloseHandle(h);
+    if (r.exit_code != 0)
+        fail_msg("the inheritable handle %s reached the child", value);
+    free(out);
+}
+
+/* The ownership and access decision, on security descriptors built from
+ * SDDL: what a less privileged principal may not hold on state_dir. */
+static void test_dir_trust_rules(void **state)
+{
+    (void)state;
+    static const struct {
+        const wchar_t *sddl;
+        bool trusted;
+        const char *why;
+    } cases[] = {
+        {L"O:SYD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)", true, NULL},
+        {L"O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)", true, NULL}, /* Users read */
+        {L"O:S-1-5-21-1-2-3-1001D:P(A;OICI;FA;;;S-1-5-21-1-2-3-1001)", true, NULL},      /* the running user */
+        {L"O:S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464D:P(A;;FA;;;SY)", true, NULL},
+        {L"O:SYD:P(A;OICI;FA;;;SY)(A;OICIIO;GA;;;CO)(A;;FA;;;OW)", true, NULL}, /* CREATOR OWNER, OWNER RIGHTS */
+        {L"O:SYD:P(A;;FR;;;WD)(A;;FX;;;AU)", true, NULL},
+        /* %ProgramData%'s default, inherited: Users may create files and folders. */
+        {L"O:SYD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;OICIIOID;GA;;;CO)(A;OICIID;0x1200a9;;;BU)"
+         L"(A;CIID;DCLCRPCR;;;BU)",
+         false, "writable by Users (S-1-5-32-545)"},
+        {L"O:SYD:P(A;;0x2;;;BU)", false, "writable by Users"},      /* FILE_ADD_FILE */
+        {L"O:SYD:P(A;;0x4;;;AU)", false, "Authenticated Users"},    /* FILE_ADD_SUBDIRECTORY */
+        {L"O:SYD:P(A;;0x40;;;BU)", false, "writable by Users"},     /* FILE_DELETE_CHILD */
+        {L"O:SYD:P(A;;SD;;;BU)", false, "writable by Users"},       /* DELETE */
+        {L"O:SYD:P(A;;WD;;;BU)", false, "writable by Users"},       /* WRITE_DAC */
+        {L"O:SYD:P(A;;WO;;;BU)", false, "writable by Users"},       /* WRITE_OWNER */
+        {L"O:SYD:P(A;;FW;;;WD)", false, "writable by Everyone (S-1-1-0)"},
+        {L"O:SYD:P(A;OICIIO;GW;;;AU)", false, "Authenticated Users"}, /* what new files would grant */
+        {L"O:SYD:P(A;;GA;;;S-1-5-21-9-9-9-1002)", false, "writable by S-1-5-21-9-9-9-1002"},
+        {L"O:SYD:P(D;;FA;;;BU)(A;;FA;;;BU)", false, "writable by Users"}, /* deny entries are not credited */
+        {L"O:S-1-5-21-9-9-9-1002D:P(A;;FA;;;SY)", false, "owned by S-1-5-21-9-9-9-1002"},
+        {L"O:BUD:P(A;;FA;;;SY)", false, "owned by Users (S-1-5-32-545)"},
+        {L"O:SYD:NO_ACCESS_CONTROL", false, "without an access list"},
+    };
+    PSID user = NULL;
+    assert_true(ConvertStringSidToSidW(L"S-1-5-21-1-2-3-1001", &user));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        PSECURITY_DESCRIPTOR sd = NULL;
+        if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(cases[i].sddl, SDDL_REVISION_1, &sd, NULL))
+            fail_msg("case %d: SDDL not accepted (%lu)", (int)i, (unsigned long)GetLastError());
+        char why[160] = "";
+        bool got = platform_win32_dir_trusted(sd, user, why, sizeof why);
+        LocalFree(sd);
+        if (got != cases[i].trusted)
+            fail_msg("case %d: expected %s, got %s", (int)i, cases[i].trusted ? "trusted" : "refused", why);
+        if (cases[i].why && !strstr(why, cases[i].why))
+            fail_msg("case %d: \"%s\" does not say \"%s\"", (int)i, why, cases[i].why);
+    }
+    LocalFree(user);
+}
+
+/* state_dir as outpost creates it: protected, SYSTEM + Administrators (+ the
+ * running user), inherited below; a folder that grants Users write is
+ * refused with the icacls fix. */
+static void test_private_dir_created_and_checked(void **state)
+{
+    (void)state;
+    error_info err;
+    char *dir = join(scratch, "st\xc3\xa4te");
+    assert_ok(platform_mkdirs_private(dir, &err), err);
+    assert_ok(platform_check_private_dir(dir, &err), err);
+    wchar_t wdir[MAX_PATH * 2];
+    MultiByteToWideChar(CP_UTF8, 0, dir, -1, wdir, MAX_PATH * 2);
+    PSECURITY_DESCRIPTOR sd = NULL;
+    ACL *dacl = NULL;
+    assert_int_equal(GetNamedSecurityInfoW(wdir, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &dacl, NULL,
+                                           &sd),
+                     ERROR_SUCCESS);
+    SECURITY_DESCRIPTOR_CONTROL control = 0;
+    DWORD revision = 0;
+    assert_true(GetSecurityDescriptorControl(sd, &control, &revision));
+    assert_true(control & SE_DACL_PROTECTED);
+    wchar_t *text = NULL;
+    assert_true(ConvertSecurityDescriptorToStringSecurityDescriptorW(sd, SDDL_REVISION_1, DACL_SECURITY_INFORMATION,
+                                                                     &text, NULL));
+    assert_non_null(wcsstr(text, L"(A;OICI;FA;;;SY)"));
+    assert_non_null(wcsstr(text, L"(A;OICI;FA;;;BA)"));
+    assert_null(wcsstr(text, L";BU)"));
+    LocalFree(text);
+    LocalFree(sd);
+
+    /* A folder created below inherits the protected entries. */
+    char *sub = join(dir, "staging");
+    assert_ok(platform_mkdirs(sub, &err), err);
+    assert_ok(platform_check_private_dir(sub, &err), err);
+
+    /* Users given write access: refused, naming the folder and the fix. */
+    wchar_t wsub[MAX_PATH * 2];
+    MultiByteToWideChar(CP_UTF8, 0, sub, -1, wsub, MAX_PATH * 2);
+    PSECURITY_DESCRIPTOR loose = NULL;
+    assert_true(ConvertStringSecurityDescriptorToSecurityDescriptorW(
+        L"D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;BU)", SDDL_REVISION_1, &loose, NULL));
+    BOOL present = FALSE, defaulted = FALSE;
+    ACL *loose_dacl = NULL;
+    assert_true(GetSecurityDescriptorDacl(loose, &present, &loose_dacl, &defaulted));
+    DWORD e = SetNamedSecurityInfoW(wsub, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION,
+                                    NULL, NULL, loose_dacl, NULL);
+    LocalFree(loose);
+    assert_int_equal(e, ERROR_SUCCESS);
+    assert_int_equal(platform_check_private_dir(sub, &err), ERR_PERMISSION);
+    assert_non_null(strstr(err.message, sub));
+    assert_non_null(strstr(err.message, "Users (S-1-5-32-545)"));
+    assert_non_null(strstr(err.message, "icacls"));
+
+    char *missing = join(dir, "missing");
+    assert_int_equal(platform_check_private_dir(missing, &err), ERR_NOT_FOUND);
+    free(missing);
+    free(sub);
+    free(dir);
+}
+
 static void test_environment_and_host(void **state)
 {
     (void)state;
@@ -385,6 +575,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_spawn_exit_codes_timeout_and_errors),
         cmocka_unit_test(test_lock_across_processes),
         cmocka_unit_test(test_secret_file_checks),
+        cmocka_unit_test(test_spawn_environment_and_handles),
+        cmocka_unit_test(test_dir_trust_rules),
+        cmocka_unit_test(test_private_dir_created_and_checked),
         cmocka_unit_test(test_environment_and_host),
         cmocka_unit_test(test_clocks_and_random),
         cmocka_unit_test(test_threads),
