@@ -286,7 +286,7 @@ static void test_spawn_environment_and_handles(void **state)
     const char *envp[] = {"ONLY=caf\xc3\xa9", system_root, NULL};
     platform_spawn_result r = {0};
     error_info err;
-    assert_ok(platform_spawn_env(argv, envp, 60000, &r, &err), err);
+    assert_ok(platform_spawn_env(argv, envp, NULL, 60000, &r, &err), err);
     SetEnvironmentVariableW(L"OUTPOST_API_KEY", NULL);
     assert_int_equal(r.exit_code, 0);
     char *data = NULL;
