@@ -136,7 +136,7 @@ def test_deploy_child_gets_a_clean_environment_and_no_descriptors(sim, tmp_path)
     # may show 3 as well, the directory ls is reading.
     script = (f"env > '{env_out}'; echo '{sim.installer()['version']}' > '{version_file}'; "
               f"exec > '{fd_out}'; ls /proc/$$/fd")
-    set_config(config, installer={"verify": {"require_signature": False},
+    set_config(config, installer={"verify": {"require_signature": False, "trusted_ca_file": None},
                                   "installed_version_file": str(version_file)},
                deploy={"enabled": True, "command": ["/bin/sh", "-c", script, "sh", "{installer}"]})
     env = dict(os.environ, OUTPOST_API_KEY="sim-api-key", OUTPOST_TEST_MARKER="x",
