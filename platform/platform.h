@@ -139,6 +139,24 @@ error_code platform_free_space(const char *path, uint64_t *bytes, error_info *er
  */
 error_code platform_check_secret_file(const char *path, error_info *err);
 
+/*
+ * Creates path holding exactly len bytes of data, refusing an existing path
+ * (ERR_IO saying it exists; a symbolic link is never followed): keygen's
+ * private key must never replace another file. owner_only: readable by the
+ * owner alone (POSIX 0600; Windows a protected DACL granting the owner,
+ * SYSTEM and Administrators); otherwise readable by all (0644; inherited
+ * DACL), as files a web server or file share serves must be. Flushed to
+ * disk before it returns; a partly written file is removed on failure.
+ */
+error_code platform_write_new_file(const char *path, const void *data, size_t len, bool owner_only, error_info *err);
+
+/*
+ * This machine's stable identifier as the OS keeps it (/etc/machine-id,
+ * else /var/lib/dbus/machine-id; the registry's Cryptography\MachineGuid on
+ * Windows), trimmed, into buf. ERR_NOT_FOUND when there is none.
+ */
+error_code platform_machine_id(char *buf, size_t size, error_info *err);
+
 /* ---- Single-instance lock ------------------------------------------------ */
 
 typedef struct platform_lock platform_lock;

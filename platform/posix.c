@@ -325,6 +325,60 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
     return sync_parent(path, err);
 }
 
+error_code platform_write_new_file(const char *path, const void *data, size_t len, bool owner_only, error_info *err)
+{
+    mode_t mode = owner_only ? 0600 : 0644;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0) {
+        int e = errno;
+        if (e == EEXIST)
+            return error_set_os(err, ERR_IO, e, "%s already exists; it is not replaced (remove it first, or choose "
+                                "another name)", path);
+        return fail_path(err, e, "cannot create", path);
+    }
+    const char *what = NULL;
+    /* fchmod: the exact mode, whatever the umask says. */
+    int e = fchmod(fd, mode) != 0 ? errno : 0;
+    if (e)
+        what = "cannot set the mode of";
+    if (!e && write_all(fd, data, len) != 0)
+        e = errno, what = "cannot write";
+    if (!e && fsync_fd(fd) != 0 && errno != EINVAL && errno != ENOTSUP)
+        e = errno, what = "cannot flush to disk";
+    if (close(fd) != 0 && !e)
+        e = errno, what = "cannot write";
+    if (e) {
+        unlink(path);
+        return error_set_os(err, errno_code(e), e, "%s %s: %s", what, path, strerror(e));
+    }
+    return sync_parent(path, err);
+}
+
+error_code platform_machine_id(char *buf, size_t size, error_info *err)
+{
+    static const char *const files[] = {"/etc/machine-id", "/var/lib/dbus/machine-id"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char *text = NULL;
+        size_t len = 0;
+        if (platform_read_file(files[i], 4096, &text, &len, NULL) != ERR_OK)
+            continue;
+        char *start = text;
+        while (*start && isspace((unsigned char)*start))
+            start++;
+        size_t n = strlen(start);
+        while (n > 0 && isspace((unsigned char)start[n - 1]))
+            n--;
+        if (n > 0 && n < size) {
+            memcpy(buf, start, n);
+            buf[n] = '\0';
+            free(text);
+            return ERR_OK;
+        }
+        free(text);
+    }
+    return error_set(err, ERR_NOT_FOUND, "this machine has no machine id (/etc/machine-id is missing or empty)");
+}
+
 error_code platform_rename(const char *from, const char *to, error_info *err)
 {
     if (rename(from, to) != 0) {

@@ -441,6 +441,51 @@ cleanup:
     return rc;
 }
 
+error_code platform_write_new_file(const char *path, const void *data, size_t len, bool owner_only, error_info *err)
+{
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    /* Owner only: a protected DACL (nothing inherited) for the owner, SYSTEM
+     * and Administrators; otherwise the folder's inherited permissions. */
+    SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, FALSE};
+    PSECURITY_DESCRIPTOR sd = NULL;
+    if (owner_only) {
+        if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(L"D:P(A;;FA;;;OW)(A;;FA;;;SY)(A;;FA;;;BA)",
+                                                                  SDDL_REVISION_1, &sd, NULL)) {
+            free(wpath);
+            return fail_win(err, GetLastError(), "cannot prepare the permissions of", path);
+        }
+        sa.lpSecurityDescriptor = sd;
+    }
+    HANDLE h = CreateFileW(wpath, GENERIC_WRITE, 0, owner_only ? &sa : NULL, CREATE_NEW,
+                           FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+    if (sd)
+        LocalFree(sd);
+    if (h == INVALID_HANDLE_VALUE) {
+        DWORD e = GetLastError();
+        free(wpath);
+        if (e == ERROR_FILE_EXISTS || e == ERROR_ALREADY_EXISTS)
+            return error_set_os(err, ERR_IO, (int)e, "%s already exists; it is not replaced (remove it first, or "
+                                "choose another name)", path);
+        return fail_win(err, e, "cannot create", path);
+    }
+    const char *what = NULL;
+    DWORD e = 0;
+    if (!write_all(h, data, len))
+        e = GetLastError(), what = "cannot write";
+    else if (!FlushFileBuffers(h))
+        e = GetLastError(), what = "cannot flush to disk";
+    CloseHandle(h);
+    if (what) {
+        DeleteFileW(wpath);
+        rc = fail_win(err, e, what, path);
+    }
+    free(wpath);
+    return rc;
+}
+
 error_code platform_rename(const char *from, const char *to, error_info *err)
 {
     wchar_t *wfrom = NULL, *wto = NULL;
@@ -2035,6 +2080,25 @@ static char *registry_string(HKEY key, const wchar_t *value_name)
     while (chars > 0 && value[chars - 1] == L'\0')
         chars--;
     return narrow_n(value, (int)chars);
+}
+
+error_code platform_machine_id(char *buf, size_t size, error_info *err)
+{
+    HKEY key;
+    char *value = NULL;
+    if (RegOpenKeyExW(HKEY_LOCAL_MACHINE, L"SOFTWARE\\Microsoft\\Cryptography", 0, KEY_READ | KEY_WOW64_64KEY,
+                      &key) == ERROR_SUCCESS) {
+        value = registry_string(key, L"MachineGuid");
+        RegCloseKey(key);
+    }
+    size_t n = value ? strlen(value) : 0;
+    if (n == 0 || n >= size) {
+        free(value);
+        return error_set(err, ERR_NOT_FOUND, "this machine has no MachineGuid in HKLM\\SOFTWARE\\Microsoft\\Cryptography");
+    }
+    memcpy(buf, value, n + 1);
+    free(value);
+    return ERR_OK;
 }
 
 /* Whether s starts with prefix, ignoring case (ordinal, as Windows compares

@@ -873,6 +873,13 @@ static error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der
     /* Decoded from the DER, not mbedtls_x509_dn_gets (which prints every
      * non-ASCII byte as '?'): what is shown is what the pin is compared with. */
     (void)subject_format(&leaf->subject, r->signer_subject, sizeof r->signer_subject);
+    {
+        /* The fleet mirror's manifest names the signer by this hash (PRODUCT.md section 8). */
+        unsigned char cert_digest[MBEDTLS_MD_MAX_SIZE];
+        if (md_hash(MBEDTLS_MD_SHA256, leaf->raw.p, leaf->raw.len, cert_digest) == 32)
+            for (size_t i = 0; i < 32; i++)
+                snprintf(r->signer_cert_sha256 + 2 * i, 3, "%02x", cert_digest[i]);
+    }
 
     /* messageDigest covers the contents of SpcIndirectDataContent, without
      * its SEQUENCE tag and length (Authenticode's rule). */

@@ -69,6 +69,7 @@ typedef struct authenticode_result {
     char reason[256];              /* one human line; "" only for unsigned/valid */
     char signer_subject[256];      /* subject of the signer certificate as UTF-8
                                       (subject_format), when found */
+    char signer_cert_sha256[65];   /* lower-case hex SHA-256 of that certificate's DER, "" when none */
     char digest_algorithm[16];     /* "sha256", ... when a signature was read */
     bool timestamped;              /* a timestamp verified and set the judging time */
     int64_t timestamp;             /* that time, Unix seconds (0 when !timestamped) */

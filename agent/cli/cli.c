@@ -4,6 +4,7 @@
  */
 #include "cli/cli.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct command_spec {
@@ -60,6 +61,18 @@ static const command_spec commands[] = {
      "Exit status: the last scheduled run's exit code (0 when it succeeded; 75 when none has\n"
      "finished yet).\n"
      "  --max-age DURATION  exit 75 when the last run finished longer ago (30m, 2h, 1d)\n"},
+    {"keygen", CLI_KEYGEN, "keygen -o FILE", "write a new fleet-mirror signing key and print its public key",
+     "Writes a new ECDSA P-256 private key (PEM, readable by its owner only) to FILE, which must\n"
+     "not exist yet, and prints the public key (PEM) and its key id; with --json as JSON. Put the\n"
+     "public key in every endpoint's mirror.public_keys and FILE in publish.signing_key_file.\n"
+     "  -o, --output FILE  where to write the private key\n"},
+    {"publish", CLI_PUBLISH, "publish [--dir DIR] [--rollout PERCENT]", "update through the API, then write the signed fleet mirror",
+     "Runs update through the API, then writes the current staged installer into the mirror\n"
+     "directory (installers/<sha256>.exe|.msi, then manifest.json signed with\n"
+     "publish.signing_key_file, replaced atomically). Re-running it with nothing new re-signs\n"
+     "with the next seq and a new expiry.\n"
+     "  --dir DIR            mirror directory (default: publish.dir)\n"
+     "  --rollout PERCENT    share of the fleet offered this version, 0-100 (default: publish.rollout_percent)\n"},
     {"version", CLI_VERSION, "version", "print outpost's version", "Prints outpost's version.\n"},
     {"help", CLI_HELP, "help [COMMAND]", "show help for a command", "Shows the help of COMMAND, or the overview.\n"},
 };
@@ -136,6 +149,8 @@ static const option_spec options[] = {
     {"--format", 0, true, CLI_BUNDLE},
     {"--output", 'o', true, CLI_BUNDLE},
     {"--max-age", 0, true, CLI_STATUS},
+    {"--dir", 0, true, CLI_PUBLISH},
+    {"--rollout", 0, true, CLI_PUBLISH},
 };
 
 static const option_spec *find_option(const char *arg, const char **inline_value)
@@ -158,6 +173,8 @@ static const option_spec *find_option(const char *arg, const char **inline_value
 static bool option_allowed(const option_spec *o, cli_command command)
 {
     if (o->only_for == CLI_NONE || o->only_for == command)
+        return true;
+    if (strcmp(o->long_name, "--output") == 0 && command == CLI_KEYGEN)
         return true;
     return (strcmp(o->long_name, "--allow-downgrade") == 0 || strcmp(o->long_name, "--force") == 0) &&
            command == CLI_STAGE;
@@ -204,6 +221,8 @@ static error_code apply_option(const option_spec *o, const char *value, cli_opti
     else if (strcmp(name, "--format") == 0) opts->format = value;
     else if (strcmp(name, "--output") == 0) opts->output = value;
     else if (strcmp(name, "--max-age") == 0) opts->max_age = value;
+    else if (strcmp(name, "--dir") == 0) opts->dir = value;
+    else if (strcmp(name, "--rollout") == 0) opts->rollout = value;
     return ERR_OK;
 }
 
@@ -281,6 +300,14 @@ error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
         return ERR_OK;
     if (opts->command == CLI_STAGE && !opts->file)
         return error_set(err, ERR_USAGE, "stage needs the installer FILE: outpost stage FILE [--version V]");
+    if (opts->command == CLI_KEYGEN && !opts->output)
+        return error_set(err, ERR_USAGE, "keygen needs the key file to write: outpost keygen -o FILE");
+    if (opts->rollout) {
+        char *end = NULL;
+        double percent = strtod(opts->rollout, &end);
+        if (end == opts->rollout || *end != '\0' || !(percent >= 0 && percent <= 100))
+            return error_set(err, ERR_USAGE, "--rollout must be a percentage from 0 to 100, not \"%s\"", opts->rollout);
+    }
     if (opts->format && strcmp(opts->format, "zip") != 0 && strcmp(opts->format, "tar.gz") != 0)
         return error_set(err, ERR_USAGE, "--format must be zip or tar.gz, not \"%s\"", opts->format);
     return ERR_OK;

@@ -26,7 +26,9 @@ typedef enum {
     CLI_RUN,
     CLI_STATUS,
     CLI_VERSION,
-    CLI_HELP
+    CLI_HELP,
+    CLI_KEYGEN,
+    CLI_PUBLISH
 } cli_command;
 
 typedef struct cli_options {
@@ -43,8 +45,10 @@ typedef struct cli_options {
     const char *file;         /* stage FILE */
     const char *version;      /* stage --version V */
     const char *format;       /* bundle --format zip|tar.gz (NULL: zip) */
-    const char *output;       /* bundle -o FILE */
+    const char *output;       /* bundle / keygen -o FILE */
     const char *max_age;      /* status --max-age DURATION */
+    const char *dir;          /* publish --dir DIR */
+    const char *rollout;      /* publish --rollout PERCENT (validated: 0..100) */
 } cli_options;
 
 /* Parses argv into *opts. ERR_USAGE with a one-line message on bad input. */

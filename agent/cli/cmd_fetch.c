@@ -367,7 +367,7 @@ static void print_update(const update_job *job, const staging_result *staged, co
                staged->size, staged->sha256, staged->signature);
 }
 
-error_code command_update(command_context *ctx, error_info *err)
+static error_code update_from_api(command_context *ctx, bool publishing, error_info *err)
 {
     bool force = ctx->opts && ctx->opts->force;
     update_job job = {.force = force, .allow_downgrade = ctx->opts && ctx->opts->allow_downgrade};
@@ -381,6 +381,11 @@ error_code command_update(command_context *ctx, error_info *err)
     /* Before any byte is downloaded: the CA files verification will read. */
     if (rc == ERR_OK)
         rc = config_check_verify_files(&ctx->cfg->installer.verify, err);
+    if (rc == ERR_OK && publishing) {
+        /* The publishing host serves the fleet: its own installation is not the measure. */
+        free(fs.installed);
+        fs.installed = NULL;
+    }
     if (rc == ERR_OK)
         rc = respect_retry_after(&fs, force, err);
     if (rc == ERR_OK) {
@@ -410,10 +415,22 @@ error_code command_update(command_context *ctx, error_info *err)
     if (rc == ERR_OK && job.outcome == UPDATE_ALREADY_STAGED && fs.latest)
         rc = staging_finish_commit(ctx->cfg, fs.s, fs.latest, err);
     rc = finish_session(&fs, rc, err);
-    if (rc == ERR_OK && !ctx->no_stdout)
+    if (rc == ERR_OK && !publishing && !ctx->no_stdout)
         print_update(&job, &staged, &dl);
+    else if (rc == ERR_OK && publishing && job.outcome == UPDATE_STAGED)
+        log_info("staged %s for publishing", staged.version);
     free(staged.path);
     download_result_free(&dl);
     session_close(&fs);
     return rc;
+}
+
+error_code command_update(command_context *ctx, error_info *err)
+{
+    return update_from_api(ctx, false, err);
+}
+
+error_code command_update_for_publish(command_context *ctx, error_info *err)
+{
+    return update_from_api(ctx, true, err);
 }

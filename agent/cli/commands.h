@@ -68,5 +68,14 @@ error_code command_bundle(command_context *ctx, error_info *err);
 error_code command_report(command_context *ctx, error_info *err);
 error_code command_run(command_context *ctx, error_info *err);
 error_code command_status(command_context *ctx, error_info *err);
+error_code command_keygen(command_context *ctx, error_info *err);   /* cli/cmd_mirror.c */
+error_code command_publish(command_context *ctx, error_info *err);  /* cli/cmd_mirror.c */
+
+/*
+ * `update` through the API for `publish` (cli/cmd_fetch.c): the publishing
+ * host's own installed version does not matter (the fleet's does), nothing
+ * is printed, and the mirror configuration is never used as the source.
+ */
+error_code command_update_for_publish(command_context *ctx, error_info *err);
 
 #endif

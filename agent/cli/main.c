@@ -32,6 +32,8 @@ static const struct {
     {CLI_REPORT, command_report, true},
     {CLI_RUN, command_run, true},
     {CLI_STATUS, command_status, false},
+    {CLI_KEYGEN, command_keygen, false},
+    {CLI_PUBLISH, command_publish, true},
 };
 
 static int fail(const char *command, const error_info *err)

@@ -34,6 +34,8 @@ typedef enum {
     FIELD_SHA256,        /* char *, 64 hex digits or null; stored lower-case */
     FIELD_ARGV,          /* char ** + size_t count: array of at least min strings, or null */
     FIELD_JSON_OBJECT,   /* cJSON * (duplicated), object only */
+    FIELD_STRING_LIST,   /* char ** + size_t count (its offset in min): array of non-empty strings, may be empty */
+    FIELD_PERCENT,       /* double in [min, max], decimals allowed */
     FIELD_SECTION        /* nested object described by children */
 } field_type;
 
@@ -118,6 +120,24 @@ static const field http_fields[] = {
     END,
 };
 
+static const field mirror_fields[] = {
+    {"urls", FIELD_STRING_LIST, AT(mirror.urls), AT(mirror.url_count), 0, NULL},
+    {"public_keys", FIELD_STRING_LIST, AT(mirror.public_keys), AT(mirror.public_key_count), 0, NULL},
+    {"channel", FIELD_STRING, AT(mirror.channel), 0, 0, NULL},
+    {"machine_id", FIELD_STRING_OR_NULL, AT(mirror.machine_id), 0, 0, NULL},
+    END,
+};
+
+static const field publish_fields[] = {
+    {"dir", FIELD_STRING_OR_NULL, AT(publish.dir), 0, 0, NULL},
+    {"signing_key_file", FIELD_STRING_OR_NULL, AT(publish.signing_key_file), 0, 0, NULL},
+    {"channel", FIELD_STRING, AT(publish.channel), 0, 0, NULL},
+    {"expires", FIELD_DURATION, AT(publish.expires_s), 3600, 366LL * 24 * 3600, NULL},
+    {"rollout_percent", FIELD_PERCENT, AT(publish.rollout_percent), 0, 100, NULL},
+    {"keep_installers", FIELD_INT, AT(publish.keep_installers), 1, 100, NULL},
+    END,
+};
+
 static const field top_fields[] = {
     {"base_url", FIELD_STRING_OR_NULL, AT(base_url), 0, 0, NULL},
     {"api_key_file", FIELD_STRING_OR_NULL, AT(api_key_file), 0, 0, NULL},
@@ -129,6 +149,8 @@ static const field top_fields[] = {
     {"report", FIELD_SECTION, 0, 0, 0, report_fields},
     {"schedule", FIELD_SECTION, 0, 0, 0, schedule_fields},
     {"http", FIELD_SECTION, 0, 0, 0, http_fields},
+    {"mirror", FIELD_SECTION, 0, 0, 0, mirror_fields},
+    {"publish", FIELD_SECTION, 0, 0, 0, publish_fields},
     END,
 };
 
@@ -175,8 +197,13 @@ error_code config_init_defaults(config *cfg, error_info *err)
     cfg->http.rate_limit_per_minute = 60;
     cfg->http.max_in_flight = 5;
     cfg->jitter_s = 0;
+    cfg->mirror.channel = text_dup("stable");
+    cfg->publish.channel = text_dup("stable");
+    cfg->publish.expires_s = 14LL * 24 * 3600;
+    cfg->publish.rollout_percent = 100;
+    cfg->publish.keep_installers = 3;
 
-    bool ok = cfg->state_dir && cfg->installer.platform && cfg->installer.product_name &&
+    bool ok = cfg->mirror.channel && cfg->publish.channel && cfg->state_dir && cfg->installer.platform && cfg->installer.product_name &&
               cfg->installer.verify.trusted_ca_file && cfg->deploy.pe_args && cfg->report.filter &&
               cfg->report.status_file && cfg->report.jsonl_file;
     if (ok) {
@@ -214,6 +241,13 @@ void config_free(config *cfg)
     free(cfg->report.status_file);
     free(cfg->report.jsonl_file);
     free(cfg->report.metrics_file);
+    free_argv(cfg->mirror.urls, cfg->mirror.url_count);
+    free_argv(cfg->mirror.public_keys, cfg->mirror.public_key_count);
+    free(cfg->mirror.channel);
+    free(cfg->mirror.machine_id);
+    free(cfg->publish.dir);
+    free(cfg->publish.signing_key_file);
+    free(cfg->publish.channel);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -353,6 +387,37 @@ static error_code apply_argv(const field *f, const cJSON *item, char *base, cons
 static error_code apply_fields(const field *fields, const cJSON *object, config *cfg, const char *prefix,
                                const char *source, error_info *err);
 
+/* An array of non-empty strings (mirror.urls, mirror.public_keys); the
+ * count lives at offset f->min. Empty is allowed: it means "none". */
+static error_code apply_string_list(const field *f, const cJSON *item, char *base, const char *source, const char *key,
+                                    error_info *err)
+{
+    if (!cJSON_IsArray(item))
+        return wrong_type(err, source, key, "an array of strings", item);
+    int n = cJSON_GetArraySize(item);
+    char **list = calloc((size_t)n + 1, sizeof(char *));
+    if (!list)
+        return error_set(err, ERR_NOMEM, "out of memory reading %s", key);
+    int i = 0;
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, item) {
+        if (!cJSON_IsString(entry) || !entry->valuestring[0]) {
+            free_argv(list, (size_t)i);
+            return error_set(err, ERR_CONFIG, "%s: `%s[%d]` must be a non-empty string", source, key, i);
+        }
+        if (!(list[i++] = text_dup(entry->valuestring))) {
+            free_argv(list, (size_t)i);
+            return error_set(err, ERR_NOMEM, "out of memory reading %s", key);
+        }
+    }
+    char ***slot = (char ***)(base + f->offset);
+    size_t *count = (size_t *)(base + (size_t)f->min);
+    free_argv(*slot, *count);
+    *slot = list;
+    *count = (size_t)n;
+    return ERR_OK;
+}
+
 static error_code apply_field(const field *f, const cJSON *item, config *cfg, const char *key, const char *source,
                               error_info *err)
 {
@@ -384,6 +449,14 @@ static error_code apply_field(const field *f, const cJSON *item, config *cfg, co
     }
     case FIELD_ARGV:
         return apply_argv(f, item, base, source, key, err);
+    case FIELD_STRING_LIST:
+        return apply_string_list(f, item, base, source, key, err);
+    case FIELD_PERCENT:
+        if (!cJSON_IsNumber(item) || !(item->valuedouble >= (double)f->min && item->valuedouble <= (double)f->max))
+            return error_set(err, ERR_CONFIG, "%s: `%s` must be a number from %lld to %lld (decimals allowed)", source,
+                             key, (long long)f->min, (long long)f->max);
+        *(double *)(base + f->offset) = item->valuedouble;
+        return ERR_OK;
     case FIELD_JSON_OBJECT: {
         if (!cJSON_IsObject(item))
             return wrong_type(err, source, key, "an object", item);
@@ -495,6 +568,21 @@ static size_t bad_escape_line(const char *text, size_t len)
     return 0;
 }
 
+/* mirror.urls: https://, http:// (anywhere: the signature, not the
+ * transport, carries the trust) or file://. */
+static error_code check_mirror_urls(const config *cfg, const char *source, error_info *err)
+{
+    for (size_t i = 0; i < cfg->mirror.url_count; i++) {
+        const char *url = cfg->mirror.urls[i];
+        if ((text_equal_nocase_n(url, "https://", 8) && url[8]) || (text_equal_nocase_n(url, "http://", 7) && url[7]) ||
+            (text_equal_nocase_n(url, "file://", 7) && url[7]))
+            continue;
+        return error_set(err, ERR_CONFIG, "%s: `mirror.urls[%zu]` must be an https://, http:// or file:// URL, got \"%s\"",
+                         source, i, url);
+    }
+    return ERR_OK;
+}
+
 error_code config_load_text(config *cfg, const char *text, size_t len, const char *source, error_info *err)
 {
     if (len > CONFIG_MAX_BYTES)
@@ -529,6 +617,8 @@ error_code config_load_text(config *cfg, const char *text, size_t len, const cha
     cJSON_Delete(root);
     if (rc == ERR_OK)
         rc = check_base_url(cfg, source, err);
+    if (rc == ERR_OK)
+        rc = check_mirror_urls(cfg, source, err);
     return rc;
 }
 

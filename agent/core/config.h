@@ -76,6 +76,24 @@ typedef struct config_http {
     int max_in_flight;           /* concurrent requests per endpoint */
 } config_http;
 
+typedef struct config_mirror {
+    char **urls;                 /* mirror directories (or manifest .json URLs): https, http, file */
+    size_t url_count;            /* 0: no mirror; check/update talk to the API */
+    char **public_keys;          /* PEM public keys, or paths of files holding one */
+    size_t public_key_count;
+    char *channel;               /* must equal the manifest's channel */
+    char *machine_id;            /* rollout identity; NULL: the OS's machine id */
+} config_mirror;
+
+typedef struct config_publish {
+    char *dir;                   /* mirror directory publish writes; NULL: --dir needed */
+    char *signing_key_file;      /* PEM private key (keygen); NULL: publish refuses */
+    char *channel;               /* written into the manifest */
+    int64_t expires_s;           /* manifest lifetime */
+    double rollout_percent;      /* 0..100, decimals allowed */
+    int keep_installers;         /* installer files kept in the mirror, >= 1 */
+} config_publish;
+
 typedef struct config {
     char *path;                  /* file it was loaded from (or looked for, see path_missing) */
     bool path_missing;           /* no file at the default path: all defaults */
@@ -89,6 +107,8 @@ typedef struct config {
     config_deploy deploy;
     config_report report;
     config_http http;
+    config_mirror mirror;
+    config_publish publish;
     int64_t jitter_s;            /* schedule.jitter: random start delay of `run` */
 } config;
 

@@ -893,6 +893,22 @@ static void fill_result(const staging_job *job, staging_result *result)
     result->path = join3(job->root, job->version, job->disk_name);
 }
 
+/* Fleet mirror: the signer the publisher verified must be the one found here.
+ * Only a verified signature has a signer to compare; without a CA the
+ * manifest's sha256 alone binds the file. */
+static error_code check_expected_signer(const staging_job *job, error_info *err)
+{
+    const char *expected = job->candidate->expected_signer_sha256;
+    if (!expected || strcmp(job->report.signature, "valid") != 0)
+        return ERR_OK;
+    if (strcmp(expected, job->report.signer_cert_sha256) == 0)
+        return ERR_OK;
+    return error_set(err, ERR_REJECTED,
+                     "signer check failed: the installer is signed by \"%.120s\" (certificate SHA-256 %s), not by the "
+                     "certificate the mirror's manifest names (%s); do not install it, and ask the publisher",
+                     job->report.signer, job->report.signer_cert_sha256, expected);
+}
+
 /* This version is staged already: report what is there, change nothing. */
 static error_code report_already_staged(staging_job *job, staging_result *result, error_info *err)
 {
@@ -998,6 +1014,8 @@ error_code staging_stage(const config *cfg, state *s, const staging_candidate *c
         rc = verify_signature(&job.report, &cfg->installer.verify, job.installer, err);
     if (rc == ERR_OK)
         rc = verify_version_binding(&job.report, &cfg->installer.verify, job.installer, job.version, err);
+    if (rc == ERR_OK)
+        rc = check_expected_signer(&job, err);
     if (rc == ERR_OK)
         rc = job_commit(&job, result, err);
 cleanup:

@@ -48,6 +48,9 @@ typedef struct staging_candidate {
                                     (computed here) */
     bool allow_downgrade;        /* accept a version older than the installed one */
     bool force;                  /* stage again even when this version is already staged */
+    const char *expected_signer_sha256; /* fleet mirror: the manifest's signer.cert_sha256; when
+                                    set and the signature was verified, the signer certificate
+                                    must have this SHA-256 (else ERR_REJECTED). NULL: not checked */
 } staging_candidate;
 
 typedef struct staging_result {

@@ -232,6 +232,7 @@ error_code verify_signature(verify_report *report, const config_verify *policy, 
     if (rc != ERR_OK)
         return error_prefix(err, "signature check");
     snprintf(report->signer, sizeof report->signer, "%s", result.signer_subject);
+    snprintf(report->signer_cert_sha256, sizeof report->signer_cert_sha256, "%s", result.signer_cert_sha256);
     snprintf(report->digest, sizeof report->digest, "%s", result.digest_algorithm);
     report->timestamped = result.timestamped;
     if (result.verdict == AUTHENTICODE_VALID) {
@@ -373,6 +374,8 @@ cJSON *verify_report_to_json(const verify_report *report)
         cJSON_AddStringToObject(sig, "signer", report->signer);
     else
         cJSON_AddNullToObject(sig, "signer");
+    if (report->signer_cert_sha256[0])
+        cJSON_AddStringToObject(sig, "signer_cert_sha256", report->signer_cert_sha256);
     cJSON_AddBoolToObject(sig, "timestamped", report->timestamped);
     if (report->digest[0])
         cJSON_AddStringToObject(sig, "digest", report->digest);

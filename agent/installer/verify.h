@@ -96,6 +96,7 @@ typedef struct verify_report {
     bool sha256_configured;      /* expected_sha256 was set (and matched) */
     char signature[16];          /* "valid" | "unsigned" | "skipped" (chain not checked: no CA) */
     char signer[256];            /* signer subject, "" when none */
+    char signer_cert_sha256[65]; /* SHA-256 of the signer certificate's DER, "" when none */
     bool timestamped;            /* the signature carried a verified timestamp */
     char digest[16];             /* Authenticode digest algorithm, "" when none */
     char binding[12];            /* "bound" | "unbound" | "mismatch"; "" before the layer ran */

@@ -125,6 +125,18 @@ static void test_errors_name_the_key(void **state)
         {"{\"base_url\": \"ftp://tenant.example.com\"}", "`base_url`"},
         {"{\"base_url\": \"http://127.0.0.1.evil.com\"}", "`base_url`"},
         {"{\"base_url\": \"http://localhost@evil.com\"}", "`base_url`"},
+        {"{\"mirror\": {\"urls\": \"https://m.example\"}}", "`mirror.urls`"},
+        {"{\"mirror\": {\"urls\": [\"ftp://m.example\"]}}", "`mirror.urls[0]`"},
+        {"{\"mirror\": {\"urls\": [\"https://m.example\", \"\"]}}", "`mirror.urls[1]`"},
+        {"{\"mirror\": {\"public_keys\": [3]}}", "`mirror.public_keys[0]`"},
+        {"{\"mirror\": {\"channel\": \"\"}}", "`mirror.channel`"},
+        {"{\"mirror\": {\"machine\": \"x\"}}", "`mirror.machine`"},
+        {"{\"publish\": {\"rollout_percent\": 100.5}}", "`publish.rollout_percent`"},
+        {"{\"publish\": {\"rollout_percent\": \"50\"}}", "`publish.rollout_percent`"},
+        {"{\"publish\": {\"keep_installers\": 0}}", "`publish.keep_installers`"},
+        {"{\"publish\": {\"expires\": \"14x\"}}", "`publish.expires`"},
+        {"{\"publish\": {\"expires\": \"1s\"}}", "`publish.expires`"},
+        {"{\"publish\": {\"signing_key\": \"k.pem\"}}", "`publish.signing_key`"},
         {"[1, 2]", "JSON object"},
         {"{\"base_url\": ", "not valid JSON"},
     };
@@ -161,7 +173,7 @@ static void test_durations(void **state)
     static const struct {
         const char *text;
         int64_t seconds; /* -1: invalid */
-    } cases[] = {{"0s", 0}, {"30s", 30}, {"15m", 900}, {"24h", 86400}, {"14d", 14 * 86400}, {"", -1}, {"s", -1},
+    } cases[] = {{"0s", 0}, {"30s", 30}, {"15m", 900}, {"24h", 86400}, {"14d", 14 * 86400}, {"", -1}, {"1w", -1}, {"s", -1},
                  {"10", -1}, {"1.5h", -1}, {"10ms", -1}, {"+5s", -1}, {"99999999999999999999h", -1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int64_t s = -1;
@@ -174,6 +186,44 @@ static void test_durations(void **state)
             assert_int_equal(s, cases[i].seconds);
         }
     }
+}
+
+/* The mirror and publish sections (PRODUCT.md section 2): defaults and a full example. */
+static void test_mirror_and_publish(void **state)
+{
+    (void)state;
+    config cfg;
+    error_info err;
+    assert_int_equal(load("{}", &cfg, &err), ERR_OK);
+    assert_int_equal(cfg.mirror.url_count, 0);
+    assert_int_equal(cfg.mirror.public_key_count, 0);
+    assert_string_equal(cfg.mirror.channel, "stable");
+    assert_null(cfg.mirror.machine_id);
+    assert_null(cfg.publish.dir);
+    assert_null(cfg.publish.signing_key_file);
+    assert_string_equal(cfg.publish.channel, "stable");
+    assert_int_equal(cfg.publish.expires_s, 14 * 86400);
+    assert_true(cfg.publish.rollout_percent == 100);
+    assert_int_equal(cfg.publish.keep_installers, 3);
+    config_free(&cfg);
+
+    assert_int_equal(load("{\"mirror\": {\"urls\": [\"https://m.example/outpost/\", \"http://10.0.0.5/m\", "
+                          "\"file:///mnt/share/outpost\"], \"public_keys\": [\"/etc/outpost/mirror.pub\"], "
+                          "\"channel\": \"beta\", \"machine_id\": \"host-17\"}, "
+                          "\"publish\": {\"dir\": \"/srv/mirror\", \"signing_key_file\": \"/etc/outpost/mirror.key\", "
+                          "\"channel\": \"beta\", \"expires\": \"7d\", \"rollout_percent\": 12.5, \"keep_installers\": 5}}",
+                          &cfg, &err), ERR_OK);
+    assert_int_equal(cfg.mirror.url_count, 3);
+    assert_string_equal(cfg.mirror.urls[2], "file:///mnt/share/outpost");
+    assert_int_equal(cfg.mirror.public_key_count, 1);
+    assert_string_equal(cfg.mirror.public_keys[0], "/etc/outpost/mirror.pub");
+    assert_string_equal(cfg.mirror.channel, "beta");
+    assert_string_equal(cfg.mirror.machine_id, "host-17");
+    assert_string_equal(cfg.publish.dir, "/srv/mirror");
+    assert_int_equal(cfg.publish.expires_s, 7 * 86400);
+    assert_true(cfg.publish.rollout_percent == 12.5);
+    assert_int_equal(cfg.publish.keep_installers, 5);
+    config_free(&cfg);
 }
 
 static void test_check_api_needs_base_url(void **state)
@@ -417,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_errors_name_the_key),
         cmocka_unit_test(test_loopback_http_allowed),
         cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_mirror_and_publish),
         cmocka_unit_test(test_check_api_needs_base_url),
         cmocka_unit_test(test_api_key_sources),
         cmocka_unit_test(test_named_files_must_exist),

@@ -1,0 +1,152 @@
+/*
+ * cmd_mirror.c — `keygen` and `publish`, the publishing host's side of the
+ * fleet mirror (PRODUCT.md section 8).
+ *
+ * keygen writes a new P-256 private key owner-only and never over an
+ * existing file (overwriting a signing key would strand every endpoint that
+ * pins it), and prints the public half for mirror.public_keys.
+ * publish runs `update` through the API and then installer/publish.c.
+ */
+#include "cli/commands.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/text.h"
+#include "core/log.h"
+#include "core/state.h"
+#include "core/timefmt.h"
+#include "installer/publish.h"
+#include "mirror/signkey.h"
+#include "platform/platform.h"
+
+static bool json_output(const command_context *ctx)
+{
+    return ctx->opts && ctx->opts->json;
+}
+
+static bool quiet_output(const command_context *ctx)
+{
+    return ctx->opts && ctx->opts->verbosity < 0;
+}
+
+static void print_json(cJSON *o)
+{
+    char *text = o ? cJSON_Print(o) : NULL;
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    cJSON_Delete(o);
+}
+
+error_code command_keygen(command_context *ctx, error_info *err)
+{
+    const char *path = ctx->opts->output;
+    signkey *key = NULL;
+    char *private_pem = NULL, *public_pem = NULL;
+    error_code rc = signkey_generate(&key, err);
+    if (rc == ERR_OK)
+        rc = signkey_private_pem(key, &private_pem, err);
+    if (rc == ERR_OK)
+        rc = signkey_public_pem(key, &public_pem, err);
+    if (rc == ERR_OK && (rc = platform_write_new_file(path, private_pem, strlen(private_pem), true, err)) != ERR_OK)
+        error_prefix(err, "cannot write the signing key");
+    if (rc == ERR_OK) {
+        if (json_output(ctx)) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "key_file", path);
+            cJSON_AddStringToObject(o, "key_id", signkey_id(key));
+            cJSON_AddStringToObject(o, "public_key", public_pem);
+            print_json(o);
+        } else {
+            printf("%s", public_pem);
+            printf("key id: %s\n", signkey_id(key));
+            if (!quiet_output(ctx))
+                fprintf(stderr, "wrote the private key to %s (owner only); put it in publish.signing_key_file on the "
+                                "publishing host, and the public key above in every endpoint's mirror.public_keys\n",
+                        path);
+        }
+    }
+    signkey_pem_free(private_pem);
+    free(public_pem);
+    signkey_free(key);
+    return rc;
+}
+
+/* platform_check_secret_file speaks of the API key; this is the signing key. */
+static error_code load_signing_key(const config *cfg, signkey **key, error_info *err)
+{
+    if (!cfg->publish.signing_key_file)
+        return error_set(err, ERR_CONFIG, "%s: `publish.signing_key_file` is not set; make a key with `outpost keygen -o "
+                         "FILE` and name FILE there", cfg->path ? cfg->path : "configuration");
+    error_code rc = signkey_load_private_file(cfg->publish.signing_key_file, key, err);
+    if (rc != ERR_OK && err) {
+        char *at = strstr(err->message, "API key file");
+        if (at) {
+            char fixed[ERROR_MESSAGE_MAX];
+            snprintf(fixed, sizeof fixed, "%.*ssigning key file%s", (int)(at - err->message), err->message,
+                     at + strlen("API key file"));
+            memcpy(err->message, fixed, sizeof fixed);
+        }
+    }
+    return rc;
+}
+
+error_code command_publish(command_context *ctx, error_info *err)
+{
+    const config *cfg = ctx->cfg;
+    const char *dir = ctx->opts->dir ? ctx->opts->dir : cfg->publish.dir;
+    if (!dir)
+        return error_set(err, ERR_CONFIG, "%s: no mirror directory: set `publish.dir` or pass publish --dir DIR",
+                         cfg->path ? cfg->path : "configuration");
+    double percent = ctx->opts->rollout ? strtod(ctx->opts->rollout, NULL) : cfg->publish.rollout_percent;
+    signkey *key = NULL;
+    error_code rc = load_signing_key(cfg, &key, err);
+    if (rc != ERR_OK)
+        return rc;
+    rc = command_update_for_publish(ctx, err);
+    state *s = NULL;
+    if (rc == ERR_OK)
+        rc = state_load(cfg->state_dir, &s, err);
+    publish_result result;
+    memset(&result, 0, sizeof result);
+    if (rc == ERR_OK) {
+        publish_request req = {
+            .dir = dir,
+            .rollout_percent = percent,
+            .key = key,
+            .now_s = platform_time_utc_ms() / 1000,
+        };
+        rc = publish_mirror(cfg, s, &req, &result, err);
+    }
+    if (rc == ERR_OK) {
+        char expires[TIMEFMT_ISO8601_SIZE];
+        timefmt_iso8601(result.expires_at, expires);
+        if (json_output(ctx)) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "dir", dir);
+            cJSON_AddNumberToObject(o, "seq", (double)result.seq);
+            cJSON_AddStringToObject(o, "version", result.version);
+            cJSON_AddStringToObject(o, "installer", result.installer_path);
+            cJSON_AddStringToObject(o, "manifest", result.manifest_path);
+            cJSON_AddStringToObject(o, "sha256", result.sha256);
+            cJSON_AddNumberToObject(o, "length", (double)result.length);
+            cJSON_AddStringToObject(o, "expires_at", expires);
+            cJSON_AddNumberToObject(o, "rollout_percent", percent);
+            cJSON_AddBoolToObject(o, "new_installer", result.new_installer);
+            cJSON_AddNumberToObject(o, "pruned", result.pruned);
+            cJSON_AddStringToObject(o, "key_id", signkey_id(key));
+            print_json(o);
+        } else if (!quiet_output(ctx)) {
+            printf("published %s (seq %" PRId64 ", expires %s, rollout %g%%) to %s\n", result.version, result.seq,
+                   expires, percent, dir);
+        }
+    }
+    state_free(s);
+    signkey_free(key);
+    return rc;
+}

@@ -1,0 +1,323 @@
+/*
+ * publish.c — the current staged installer into a signed, content-addressed
+ * mirror directory (publish.h says in which order and why).
+ */
+#include "installer/publish.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/text.h"
+#include "core/log.h"
+#include "installer/staging.h"
+#include "installer/verify.h"
+#include "mirror/manifest.h"
+#include "platform/platform.h"
+
+#define COPY_CHUNK (256 * 1024)
+#define SALT_BYTES 16
+
+static const char *json_str(const cJSON *o, const char *name)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
+}
+
+static void hex_of(const uint8_t *bytes, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* A unique temporary name beside path ("<path>.<hex>.tmp"); malloc'd. */
+static char *temp_name(const char *path)
+{
+    uint8_t rnd[8];
+    if (platform_random_bytes(rnd, sizeof rnd, NULL) != ERR_OK)
+        memset(rnd, 0x5a, sizeof rnd);
+    char hex[17];
+    hex_of(rnd, sizeof rnd, hex);
+    size_t size = strlen(path) + 1 + 16 + 5;
+    char *tmp = malloc(size);
+    if (tmp)
+        snprintf(tmp, size, "%s.%s.tmp", path, hex);
+    return tmp;
+}
+
+/* Streams from into to (created); flushed before closing. */
+static error_code copy_stream(const char *from, const char *to, error_info *err)
+{
+    FILE *in = platform_fopen(from, "rb");
+    if (!in)
+        return error_set(err, ERR_IO, "cannot read the staged installer %s", from);
+    FILE *out = platform_fopen(to, "wb");
+    if (!out) {
+        fclose(in);
+        return error_set(err, ERR_IO, "cannot create %s in the mirror directory; check that it is writable", to);
+    }
+    char *buf = malloc(COPY_CHUNK);
+    error_code rc = buf ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory");
+    while (rc == ERR_OK) {
+        size_t n = fread(buf, 1, COPY_CHUNK, in);
+        if (n > 0 && fwrite(buf, 1, n, out) != n)
+            rc = error_set(err, ERR_IO, "cannot write %s (disk full?)", to);
+        if (n < COPY_CHUNK) {
+            if (ferror(in))
+                rc = error_set(err, ERR_IO, "cannot read the staged installer %s", from);
+            break;
+        }
+    }
+    free(buf);
+    fclose(in);
+    if (rc == ERR_OK)
+        rc = platform_fsync_file(out, err);
+    if (fclose(out) != 0 && rc == ERR_OK)
+        rc = error_set(err, ERR_IO, "cannot write %s", to);
+    if (rc != ERR_OK)
+        platform_remove_file(to, NULL);
+    return rc;
+}
+
+/* installers/<sha256>.<ext>: kept when already right, else written, read back, checked, renamed. */
+static error_code write_installer(const char *staged_path, const char *final_path, const char *sha256, int64_t length,
+                                  bool *written, error_info *err)
+{
+    char hex[65];
+    int64_t size = -1;
+    *written = false;
+    if (platform_path_stat(final_path, NULL) == PLATFORM_PATH_FILE) {
+        if (verify_sha256_file(final_path, hex, &size, NULL) == ERR_OK && strcmp(hex, sha256) == 0 && size == length)
+            return ERR_OK;
+        log_warn("%s does not hold what its name says; writing it again", final_path);
+    }
+    char *tmp = temp_name(final_path);
+    if (!tmp)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    error_code rc = copy_stream(staged_path, tmp, err);
+    if (rc == ERR_OK && (rc = verify_sha256_file(tmp, hex, &size, err)) == ERR_OK &&
+        (strcmp(hex, sha256) != 0 || size != length))
+        rc = error_set(err, ERR_IO,
+                       "the installer written to the mirror reads back wrong (SHA-256 %s, %lld bytes; expected %s, %lld "
+                       "bytes); check the disk of the mirror directory",
+                       hex, (long long)size, sha256, (long long)length);
+    if (rc == ERR_OK)
+        rc = platform_rename(tmp, final_path, err);
+    if (rc != ERR_OK)
+        platform_remove_file(tmp, NULL);
+    free(tmp);
+    *written = rc == ERR_OK;
+    return rc;
+}
+
+/* manifest.json: a new readable (0644) temporary file renamed over the old one. */
+static error_code write_manifest(const char *path, const char *data, size_t len, error_info *err)
+{
+    char *tmp = temp_name(path);
+    if (!tmp)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    error_code rc = platform_write_new_file(tmp, data, len, false, err);
+    if (rc == ERR_OK)
+        rc = platform_rename(tmp, path, err);
+    if (rc != ERR_OK)
+        platform_remove_file(tmp, NULL);
+    free(tmp);
+    return rc;
+}
+
+static bool is_installer_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n != 68 || (strcmp(name + 64, ".exe") != 0 && strcmp(name + 64, ".msi") != 0))
+        return false;
+    for (size_t i = 0; i < 64; i++)
+        if (!isxdigit((unsigned char)name[i]) || isupper((unsigned char)name[i]))
+            return false;
+    return true;
+}
+
+/* Keeps the newest keep_installers names of the history (current first); removes the others' files. */
+static int prune_installers(const char *installers_dir, cJSON *history, int keep)
+{
+    while (cJSON_GetArraySize(history) > keep)
+        cJSON_DeleteItemFromArray(history, cJSON_GetArraySize(history) - 1);
+    char **names = NULL;
+    size_t count = 0;
+    if (platform_list_dir(installers_dir, &names, &count, NULL) != ERR_OK)
+        return 0;
+    int removed = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (!is_installer_name(names[i]))
+            continue; /* not ours (or a temporary file of a publish running now) */
+        bool kept = false;
+        const cJSON *entry;
+        cJSON_ArrayForEach(entry, history) {
+            if (cJSON_IsString(entry) && strcmp(entry->valuestring, names[i]) == 0)
+                kept = true;
+        }
+        if (kept)
+            continue;
+        char *path = platform_path_join(installers_dir, names[i]);
+        if (path && platform_remove_file(path, NULL) == ERR_OK)
+            removed++;
+        free(path);
+    }
+    platform_free_names(names, count);
+    return removed;
+}
+
+static void set_item(cJSON *o, const char *name, cJSON *value)
+{
+    if (!value)
+        return;
+    if (cJSON_GetObjectItemCaseSensitive(o, name))
+        cJSON_ReplaceItemInObjectCaseSensitive(o, name, value);
+    else
+        cJSON_AddItemToObject(o, name, value);
+}
+
+error_code publish_mirror(const config *cfg, state *s, const publish_request *req, publish_result *out,
+                          error_info *err)
+{
+    memset(out, 0, sizeof *out);
+    char *version = NULL, *staged_path = NULL, *installers_dir = NULL, *installer_path = NULL, *manifest_path = NULL;
+    char *payload = NULL, *envelope = NULL;
+    cJSON *staged = NULL;
+    error_code rc = staging_current(cfg, &version, &staged, &staged_path, err);
+    if (rc != ERR_OK) {
+        error_prefix(err, "publish: nothing to publish");
+        goto done;
+    }
+    const cJSON *verification = cJSON_GetObjectItemCaseSensitive(staged, "verification");
+    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(verification, "signature");
+    const char *sha256 = json_str(staged, "sha256");
+    const char *file_name = json_str(staged, "file_name");
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(staged, "size");
+    if (!sha256 || strlen(sha256) != 64 || !file_name || !cJSON_IsNumber(size)) {
+        rc = error_set(err, ERR_IO, "publish: the manifest of staged version %s lacks sha256, file_name or size; stage it "
+                       "again with update --force", version);
+        goto done;
+    }
+    const char *inner = json_str(verification, "inner_format");
+    const char *format = inner && inner[0] ? inner : json_str(verification, "format");
+    const char *ext = format && strcmp(format, "msi") == 0 ? "msi" : "exe";
+    const char *result = json_str(sig, "result");
+    const char *signer_subject = json_str(sig, "signer");
+    const char *signer_cert = json_str(sig, "signer_cert_sha256");
+    bool signed_installer = result && strcmp(result, "valid") == 0 && signer_cert;
+
+    /* 1. the installer */
+    char name[80];
+    snprintf(name, sizeof name, "%s.%s", sha256, ext);
+    installers_dir = platform_path_join(req->dir, "installers");
+    installer_path = installers_dir ? platform_path_join(installers_dir, name) : NULL;
+    manifest_path = platform_path_join(req->dir, "manifest.json");
+    if (!installer_path || !manifest_path) {
+        rc = error_set(err, ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = platform_mkdirs(installers_dir, err)) != ERR_OK) {
+        error_prefix(err, "publish: cannot create the mirror directory");
+        goto done;
+    }
+    int64_t length = (int64_t)size->valuedouble;
+    if ((rc = write_installer(staged_path, installer_path, sha256, length, &out->new_installer, err)) != ERR_OK)
+        goto done;
+
+    /* 2. seq and salt, saved before the manifest that uses them */
+    cJSON *section = state_section(s, "publish");
+    if (!section) {
+        rc = error_set(err, ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    const cJSON *last_seq = cJSON_GetObjectItemCaseSensitive(section, "seq");
+    int64_t seq = cJSON_IsNumber(last_seq) ? (int64_t)last_seq->valuedouble + 1 : 1;
+    const char *last_sha = json_str(section, "sha256");
+    const char *last_salt = json_str(section, "salt");
+    char salt[2 * SALT_BYTES + 1];
+    if (last_sha && last_salt && strcmp(last_sha, sha256) == 0 && strlen(last_salt) < sizeof salt) {
+        snprintf(salt, sizeof salt, "%s", last_salt);
+    } else {
+        uint8_t rnd[SALT_BYTES];
+        if ((rc = platform_random_bytes(rnd, sizeof rnd, err)) != ERR_OK)
+            goto done;
+        hex_of(rnd, sizeof rnd, salt);
+    }
+    cJSON *history = cJSON_GetObjectItemCaseSensitive(section, "installers");
+    if (!cJSON_IsArray(history)) {
+        history = cJSON_CreateArray();
+        set_item(section, "installers", history);
+    }
+    for (int i = cJSON_GetArraySize(history) - 1; i >= 0; i--) {
+        const cJSON *entry = cJSON_GetArrayItem(history, i);
+        if (!cJSON_IsString(entry) || strcmp(entry->valuestring, name) == 0)
+            cJSON_DeleteItemFromArray(history, i);
+    }
+    cJSON_InsertItemInArray(history, 0, cJSON_CreateString(name));
+    set_item(section, "seq", cJSON_CreateNumber((double)seq));
+    set_item(section, "sha256", cJSON_CreateString(sha256));
+    set_item(section, "salt", cJSON_CreateString(salt));
+    set_item(section, "version", cJSON_CreateString(version));
+    if ((rc = state_save(s, err)) != ERR_OK)
+        goto done;
+
+    /* 3. the signed manifest, last */
+    char path_in_mirror[96];
+    snprintf(path_in_mirror, sizeof path_in_mirror, "installers/%s", name);
+    manifest m;
+    memset(&m, 0, sizeof m);
+    m.schema = MANIFEST_SCHEMA;
+    m.seq = seq;
+    m.issued_at = req->now_s;
+    m.expires_at = req->now_s + cfg->publish.expires_s;
+    m.channel = cfg->publish.channel;
+    m.platform = cfg->installer.platform;
+    m.version = version;
+    m.file_name = (char *)file_name;
+    m.length = length;
+    snprintf(m.sha256, sizeof m.sha256, "%s", sha256);
+    m.path = path_in_mirror;
+    m.signed_installer = signed_installer;
+    m.signer_subject = signed_installer ? (char *)(signer_subject ? signer_subject : "") : NULL;
+    if (signed_installer)
+        snprintf(m.signer_cert_sha256, sizeof m.signer_cert_sha256, "%s", signer_cert);
+    m.rollout_percent = req->rollout_percent;
+    m.rollout_salt = salt;
+    size_t envelope_len = 0;
+    const signkey *keys[1] = {req->key};
+    if ((rc = manifest_payload_json(&m, &payload, err)) != ERR_OK ||
+        (rc = manifest_sign(payload, strlen(payload), (signkey *const *)keys, 1, &envelope, &envelope_len, err)) != ERR_OK)
+        goto done;
+    if ((rc = write_manifest(manifest_path, envelope, envelope_len, err)) != ERR_OK) {
+        error_prefix(err, "publish: cannot write the manifest");
+        goto done;
+    }
+
+    /* 4. prune */
+    out->pruned = prune_installers(installers_dir, history, cfg->publish.keep_installers);
+    state_save(s, NULL);
+
+    out->seq = seq;
+    snprintf(out->version, sizeof out->version, "%s", version);
+    snprintf(out->installer_path, sizeof out->installer_path, "%s", installer_path);
+    snprintf(out->manifest_path, sizeof out->manifest_path, "%s", manifest_path);
+    snprintf(out->sha256, sizeof out->sha256, "%s", sha256);
+    out->length = length;
+    out->expires_at = m.expires_at;
+done:
+    free(version);
+    free(staged_path);
+    free(installers_dir);
+    free(installer_path);
+    free(manifest_path);
+    free(payload);
+    free(envelope);
+    cJSON_Delete(staged);
+    return rc;
+}
