@@ -37,6 +37,7 @@
 #include "installer/installed.h"
 #include "core/log.h"
 #include "platform/platform.h"
+#include "installer/source_mirror.h"
 #include "installer/staging.h"
 #include "core/state.h"
 #include "report/status.h"
@@ -162,6 +163,8 @@ static error_code finish_session(fetch_session *fs, error_code outcome, error_in
     status_parts parts = {0};
     if (rc == ERR_OK && fs->s)
         rc = staging_status_section(fs->ctx->cfg, fs->s, &parts.installer, &why);
+    if (rc == ERR_OK && fs->s)
+        source_status_annotate(fs->ctx->cfg, fs->s, parts.installer);
     if (rc == ERR_OK)
         rc = status_write(fs->ctx->cfg, &parts, &why);
     cJSON_Delete(parts.installer);
@@ -242,8 +245,86 @@ static error_code check_latest(fetch_session *fs, error_info *err)
     return rc;
 }
 
+/* ---- The fleet mirror as the source (PRODUCT.md section 8) ------------------------------ */
+
+static bool use_mirror(const command_context *ctx)
+{
+    return ctx->cfg->mirror.url_count > 0;
+}
+
+/* As session_open, for the mirror: no base_url, no API key, no client. */
+static error_code mirror_session_open(fetch_session *fs, command_context *ctx, error_info *err)
+{
+    memset(fs, 0, sizeof *fs);
+    fs->ctx = ctx;
+    error_code rc = state_load(ctx->cfg->state_dir, &fs->s, err);
+    if (rc == ERR_OK)
+        rc = installed_version_get(ctx->cfg, fs->s, &fs->installed, &fs->installed_source, err);
+    return rc;
+}
+
+static error_code mirror_offer_get(fetch_session *fs, mirror_offer *offer, error_info *err)
+{
+    error_code rc = source_mirror_fetch(fs->ctx->cfg, fs->s, platform_time_utc_ms() / 1000, offer, err);
+    if (rc == ERR_OK) {
+        record_latest(fs, offer->m.version);
+        log_trace("mirror %s: seq %lld, version %s, rollout %g%% (%s)%s", offer->manifest_url,
+                  (long long)offer->m.seq, offer->m.version, offer->m.rollout_percent,
+                  offer->eligible ? "eligible" : "not eligible", offer->not_modified ? ", not modified" : "");
+    }
+    return rc;
+}
+
+static void add_mirror_summary(cJSON *o, const mirror_offer *offer)
+{
+    if (!o)
+        return;
+    cJSON_AddStringToObject(o, "source", "mirror");
+    if (!offer->manifest_url)
+        return;
+    cJSON *m = cJSON_AddObjectToObject(o, "mirror");
+    char expires[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(offer->m.expires_at, expires);
+    cJSON_AddStringToObject(m, "url", offer->manifest_url);
+    cJSON_AddNumberToObject(m, "seq", (double)offer->m.seq);
+    cJSON_AddStringToObject(m, "expires_at", expires);
+    cJSON_AddNumberToObject(m, "rollout_percent", offer->m.rollout_percent);
+    cJSON_AddBoolToObject(m, "eligible", offer->eligible);
+    cJSON_AddBoolToObject(m, "not_modified", offer->not_modified);
+}
+
+static error_code check_from_mirror(command_context *ctx, error_info *err)
+{
+    fetch_session fs;
+    mirror_offer offer;
+    memset(&offer, 0, sizeof offer);
+    error_code rc = mirror_session_open(&fs, ctx, err);
+    if (rc == ERR_OK)
+        rc = mirror_offer_get(&fs, &offer, err);
+    if (rc == ERR_OK)
+        ctx->exit_code = fs.update_available ? COMMAND_EXIT_UPDATE_AVAILABLE : 0;
+    rc = finish_session(&fs, rc, err);
+    if (rc == ERR_OK && !ctx->no_stdout) {
+        if (want_json(&fs)) {
+            cJSON *o = summary_object(&fs);
+            add_mirror_summary(o, &offer);
+            print_json(o);
+        } else if (!quiet(&fs) && fs.update_available) {
+            printf("update available: %s -> %s%s\n", fs.installed ? fs.installed : "(none installed)", fs.latest,
+                   offer.eligible ? "" : " (this machine is not in its rollout yet)");
+        } else if (!quiet(&fs)) {
+            printf("up to date: %s\n", fs.installed);
+        }
+    }
+    source_mirror_offer_free(&offer);
+    session_close(&fs);
+    return rc;
+}
+
 error_code command_check(command_context *ctx, error_info *err)
 {
+    if (use_mirror(ctx))
+        return check_from_mirror(ctx, err);
     fetch_session fs;
     error_code rc = session_open(&fs, ctx, err);
     if (rc == ERR_OK)
@@ -272,7 +353,8 @@ error_code command_check(command_context *ctx, error_info *err)
 typedef enum {
     UPDATE_STAGED,
     UPDATE_UP_TO_DATE,
-    UPDATE_ALREADY_STAGED
+    UPDATE_ALREADY_STAGED,
+    UPDATE_NOT_ELIGIBLE          /* mirror: this machine is outside the version's rollout */
 } update_outcome;
 
 typedef struct update_job {
@@ -337,7 +419,7 @@ static void print_update(const update_job *job, const staging_result *staged, co
     const fetch_session *fs = job->fs;
     if (want_json(fs)) {
         cJSON *o = summary_object(fs);
-        static const char *const names[] = {"staged", "up_to_date", "already_staged"};
+        static const char *const names[] = {"staged", "up_to_date", "already_staged", "not_eligible"};
         cJSON_AddStringToObject(o, "action", names[job->outcome]);
         if (job->outcome == UPDATE_STAGED && staged->path) {
             cJSON *st = cJSON_AddObjectToObject(o, "staged");
@@ -360,6 +442,8 @@ static void print_update(const update_job *job, const staging_result *staged, co
         return;
     if (job->outcome == UPDATE_UP_TO_DATE)
         printf("up to date: %s\n", fs->installed);
+    else if (job->outcome == UPDATE_NOT_ELIGIBLE)
+        printf("not updated: %s is offered, but this machine is not in its rollout yet\n", fs->latest);
     else if (job->outcome == UPDATE_ALREADY_STAGED)
         printf("already staged: %s\n", fs->latest);
     else
@@ -425,8 +509,105 @@ static error_code update_from_api(command_context *ctx, bool publishing, error_i
     return rc;
 }
 
+/* update with the mirror as the source: the same policy as update_accept,
+ * plus the rollout; the file then goes through the same staging. */
+static error_code update_from_mirror(command_context *ctx, error_info *err)
+{
+    bool force = ctx->opts && ctx->opts->force;
+    update_job job = {.force = force, .allow_downgrade = ctx->opts && ctx->opts->allow_downgrade};
+    fetch_session fs;
+    mirror_offer offer;
+    memset(&offer, 0, sizeof offer);
+    staging_result staged;
+    memset(&staged, 0, sizeof staged);
+    download_result none;
+    memset(&none, 0, sizeof none);
+    char *path = NULL;
+    job.fs = &fs;
+    error_code rc = mirror_session_open(&fs, ctx, err);
+    if (rc == ERR_OK)
+        rc = mirror_offer_get(&fs, &offer, err);
+    bool fetch = false;
+    if (rc == ERR_OK) {
+        const manifest *m = &offer.m;
+        job.allow_downgrade = job.allow_downgrade || m->allow_downgrade;
+        int order = fs.installed ? version_compare(m->version, fs.installed) : 1;
+        if (order < 0 && !job.allow_downgrade)
+            rc = error_set(err, ERR_REJECTED,
+                           "mirror %s offers %s, older than the installed %s, without allow_downgrade; refusing the "
+                           "downgrade (use update --allow-downgrade to accept it)",
+                           offer.manifest_url, m->version, fs.installed);
+        else if (order == 0 && !force)
+            job.outcome = UPDATE_UP_TO_DATE;
+        else if (!offer.eligible && !force)
+            job.outcome = UPDATE_NOT_ELIGIBLE;
+        else if (!force && staging_has_verified(ctx->cfg, m->version))
+            job.outcome = UPDATE_ALREADY_STAGED;
+        else
+            fetch = true;
+    }
+    if (rc == ERR_OK && fetch) {
+        int64_t t0 = platform_monotonic_ms();
+        rc = source_mirror_download(ctx->cfg, &offer, &path, err);
+        if (rc == ERR_OK)
+            log_info("downloaded %lld bytes from the mirror in %lld ms", (long long)offer.m.length,
+                     (long long)(platform_monotonic_ms() - t0));
+    }
+    if (rc == ERR_OK && fetch) {
+        staging_candidate candidate = {
+            .path = path,
+            .take_ownership = true,
+            .version = offer.m.version,
+            .file_name = offer.m.file_name,
+            .source_url = offer.installer_url,
+            .expected_length = offer.m.length,
+            .sha256_hex = offer.m.sha256,
+            .allow_downgrade = job.allow_downgrade,
+            .force = force,
+            .expected_signer_sha256 = offer.m.signed_installer ? offer.m.signer_cert_sha256 : NULL,
+        };
+        rc = staging_stage(ctx->cfg, fs.s, &candidate, &staged, err);
+        if (rc != ERR_OK && err)
+            error_prefix(err, "mirror installer %s", offer.installer_url);
+        else
+            job.outcome = staged.already_staged ? UPDATE_ALREADY_STAGED : UPDATE_STAGED;
+        platform_remove_file(path, NULL);
+    }
+    if (rc == ERR_OK && job.outcome == UPDATE_ALREADY_STAGED && fs.latest)
+        rc = staging_finish_commit(ctx->cfg, fs.s, fs.latest, err);
+    rc = finish_session(&fs, rc, err);
+    if (rc == ERR_OK && ctx->no_stdout) {
+        /* run --json prints one document of its own */
+    } else if (rc == ERR_OK && want_json(&fs)) {
+        /* print_update's JSON, with the mirror's part */
+        cJSON *o = summary_object(&fs);
+        static const char *const names[] = {"staged", "up_to_date", "already_staged", "not_eligible"};
+        cJSON_AddStringToObject(o, "action", names[job.outcome]);
+        add_mirror_summary(o, &offer);
+        if (job.outcome == UPDATE_STAGED && staged.path) {
+            cJSON *st = cJSON_AddObjectToObject(o, "staged");
+            cJSON_AddStringToObject(st, "version", staged.version);
+            cJSON_AddStringToObject(st, "path", staged.path);
+            cJSON_AddStringToObject(st, "file_name", staged.file_name);
+            cJSON_AddStringToObject(st, "sha256", staged.sha256);
+            cJSON_AddNumberToObject(st, "size", (double)staged.size);
+            cJSON_AddStringToObject(st, "signature", staged.signature);
+        }
+        print_json(o);
+    } else if (rc == ERR_OK) {
+        print_update(&job, &staged, &none);
+    }
+    free(path);
+    free(staged.path);
+    source_mirror_offer_free(&offer);
+    session_close(&fs);
+    return rc;
+}
+
 error_code command_update(command_context *ctx, error_info *err)
 {
+    if (use_mirror(ctx))
+        return update_from_mirror(ctx, err);
     return update_from_api(ctx, false, err);
 }
 

@@ -29,6 +29,7 @@
 #include "core/log.h"
 #include "report/metrics.h"
 #include "platform/platform.h"
+#include "installer/source_mirror.h"
 #include "installer/staging.h"
 #include "core/state.h"
 #include "report/status.h"
@@ -153,6 +154,8 @@ static void write_status(command_context *ctx, const char *started_at, run_outco
         log_warn("run: cannot describe the installer in the status file: %s", err.message);
         parts.installer = NULL;
     }
+    if (s)
+        source_status_annotate(ctx->cfg, s, parts.installer);
     state_free(s);
     if (!parts.last_run || status_write(ctx->cfg, &parts, &err) != ERR_OK) {
         if (!parts.last_run)

@@ -259,3 +259,164 @@ def test_publish_without_key_or_dir_is_a_configuration_error(tmp_path, sim):
                                "publish": {"signing_key_file": str(tmp_path / "none.key")}}))
     r = run(cfg, "publish")
     assert r.returncode == 2 and "publish.dir" in error_lines(r)[0]
+
+
+# ---- the endpoint side: nginx serving the mirror ----------------------------------------------
+
+MIRROR_NGINX = """
+worker_processes 1;
+daemon off;
+user root root;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    client_body_temp_path {dir}/tmp/body;
+    proxy_temp_path {dir}/tmp/proxy;
+    fastcgi_temp_path {dir}/tmp/fastcgi;
+    uwsgi_temp_path {dir}/tmp/uwsgi;
+    scgi_temp_path {dir}/tmp/scgi;
+    log_format mirror escape=json '{{"path":"$uri","status":$status,"bytes":$body_bytes_sent,'
+                                  '"inm":"$http_if_none_match","ims":"$http_if_modified_since"}}';
+    access_log {dir}/access.log mirror;
+    types {{ application/json json; application/octet-stream exe msi; }}
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+        location = /fleet/manifest.json {{
+            alias {root}/manifest.json;
+            add_header Cache-Control "no-cache";
+        }}
+        location /fleet/installers/ {{
+            alias {root}/installers/;
+            add_header Cache-Control "public, max-age=31536000, immutable";
+        }}
+        location = /html/manifest.json {{
+            default_type text/html;
+            return 200 '<html><body>Welcome to nginx!</body></html>';
+        }}
+    }}
+}}
+"""
+
+
+class MirrorServer:
+    """nginx on loopback serving a mirror directory under /fleet/ (the README's example)."""
+
+    def __init__(self, root: Path, work: Path):
+        self.work = work
+        work.mkdir(parents=True, exist_ok=True)
+        for sub in ("tmp/body", "tmp/proxy", "tmp/fastcgi", "tmp/uwsgi", "tmp/scgi"):
+            (work / sub).mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        conf = work / "nginx.conf"
+        conf.write_text(MIRROR_NGINX.format(dir=work, port=self.port, root=root))
+        self.process = subprocess.Popen([NGINX, "-p", str(work), "-c", str(conf), "-e", str(work / "error.log")],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _wait_port("127.0.0.1", self.port, time.monotonic() + 10)
+        self.url = f"http://127.0.0.1:{self.port}/fleet/"
+
+    def log(self) -> list[dict]:
+        path = self.work / "access.log"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def clear_log(self) -> None:
+        (self.work / "access.log").write_text("")
+        self.process.send_signal(1)  # SIGHUP: reopen the log
+        time.sleep(0.2)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+@pytest.fixture
+def fleet(tmp_path, sim, published):
+    """The published mirror served by nginx, with the API simulator stopped."""
+    mirror, cfg, key_file, public_pem = published
+    sim.stop()
+    server = MirrorServer(mirror, tmp_path / "nginx")
+    yield server, mirror, key_file, public_pem
+    server.stop()
+
+
+def test_endpoint_checks_and_updates_from_nginx_without_the_api(tmp_path, sim, fleet):
+    server, mirror, key_file, public_pem = fleet
+    cfg, state = endpoint_config(tmp_path, "a", [server.url], [public_pem])
+    r = run(cfg, "check", key=None)
+    assert r.returncode == 10, r.stderr
+    assert r.stdout.strip() == f"update available: {V1} -> {V2}"
+    first = server.log()
+    assert [e["path"] for e in first] == ["/fleet/manifest.json"] and first[0]["status"] == 200
+
+    # The second check asks conditionally and gets a 304.
+    server.clear_log()
+    r = run(cfg, "--json", "check", key=None)
+    assert r.returncode == 10, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["source"] == "mirror" and doc["mirror"]["not_modified"] is True and doc["mirror"]["seq"] == 1
+    second = server.log()
+    assert [(e["path"], e["status"]) for e in second] == [("/fleet/manifest.json", 304)]
+    assert second[0]["inm"] or second[0]["ims"]
+
+    r = run(cfg, "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [V2]
+    pay = payload(mirror)
+    manifest = json.loads((state / "staging" / V2 / "manifest.json").read_text())
+    assert manifest["sha256"] == pay["sha256"] and manifest["size"] == pay["length"]
+    assert manifest["source_url"] == server.url + pay["path"]
+    status = json.loads((state / "status.json").read_text())
+    inst = status["installer"]
+    assert inst["source"] == "mirror"
+    assert inst["mirror"]["url"] == server.url + "manifest.json"
+    assert inst["mirror"]["seq"] == 1 and inst["mirror"]["eligible"] is True
+    assert inst["mirror"]["rollout_percent"] == 100 and inst["mirror"]["expires_at"] == pay["expires_at"]
+    assert not any(e["path"].startswith("/v2/") for e in server.log())
+
+
+def test_file_url_mirror_and_fallback_to_the_next_url(tmp_path, sim, fleet):
+    server, mirror, key_file, public_pem = fleet
+    dead = f"http://127.0.0.1:{free_port()}/fleet/"
+    cfg, state = endpoint_config(tmp_path, "b", [dead, mirror.as_uri()], [public_pem])
+    r = run(cfg, "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [V2]
+    assert "trying the next mirror" in r.stderr
+
+
+def test_rollout_follows_the_hash_of_salt_and_machine_id(tmp_path, sim, fleet):
+    server, mirror, key_file, public_pem = fleet
+    salt = payload(mirror)["rollout"]["salt"]
+    # Re-sign with 30% (an unchanged installer keeps its salt), then pick machines on either side.
+    doc = payload(mirror)
+    doc["rollout"]["percent"] = 30
+    doc["seq"] = 2
+    (mirror / "manifest.json").write_text(json.dumps(sign_payload(doc, key_file)))
+
+    def bucket(machine: str) -> float:
+        h = hashlib.sha256(bytes.fromhex(salt) + machine.strip().encode()).digest()
+        return int.from_bytes(h[:4], "big") / 2**32
+
+    machines = [f"host-{i}" for i in range(40)]
+    inside = next(m for m in machines if bucket(m) < 0.30)
+    outside = next(m for m in machines if bucket(m) >= 0.30)
+    cfg_in, state_in = endpoint_config(tmp_path, "in", [server.url], [public_pem], machine_id=f"  {inside}\n")
+    cfg_out, state_out = endpoint_config(tmp_path, "out", [server.url], [public_pem], machine_id=outside)
+    r = run(cfg_in, "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert staged(state_in) == [V2]
+    r = run(cfg_out, "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert "not in its rollout" in r.stdout
+    assert staged(state_out) == []
+    status = json.loads((state_out / "status.json").read_text())
+    assert status["installer"]["mirror"]["eligible"] is False
+    assert status["installer"]["mirror"]["rollout_percent"] == 30
+    r = run(cfg_out, "check", key=None)
+    assert r.returncode == 10  # check still says a newer version exists

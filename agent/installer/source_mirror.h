@@ -1,0 +1,70 @@
+/*
+ * source_mirror.h — the fleet mirror as the source of the installer offer
+ * (PRODUCT.md section 8): where check and update learn the latest version,
+ * and where update fetches it, when mirror.urls is set. The API's
+ * installer route is the other source (cmd_fetch.c, download.c); everything
+ * after the offer (verification, staging, deploy, status) is shared.
+ *
+ * source_mirror_fetch tries mirror.urls in order. For each: GET the
+ * manifest (conditional when a previous copy from that URL is kept in
+ * state_dir/mirror/manifest.json), open it with the pinned keys (signature
+ * before payload), apply the rules with the clock, and take the first one
+ * that passes. A URL that cannot be fetched, or whose manifest is refused,
+ * moves on to the next; when none passes, the most serious refusal wins
+ * (4 before 75), else the last transport failure (75). Every refusal is one
+ * line naming the manifest URL and what to do.
+ *
+ * State section "mirror": highest_seq and its payload_sha256 (seq
+ * monotonicity survives restarts), the kept copy's url / etag /
+ * last_modified, and "status", the object status.json's installer.mirror
+ * shows (url, seq, expires_at, rollout_percent, eligible; or what was
+ * refused and, for a stale mirror, since when).
+ */
+#ifndef OUTPOST_SOURCE_MIRROR_H
+#define OUTPOST_SOURCE_MIRROR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "core/config.h"
+#include "core/state.h"
+#include "mirror/manifest.h"
+
+struct cJSON;
+
+typedef struct mirror_offer {
+    manifest m;                  /* the accepted manifest */
+    char *manifest_url;          /* malloc'd */
+    char *installer_url;         /* manifest_url's directory + m.path; malloc'd */
+    bool not_modified;           /* answered 304: the kept copy was used */
+    bool eligible;               /* inside the rollout */
+    uint32_t bucket;             /* the rollout bucket of this machine */
+} mirror_offer;
+
+/*
+ * Finds the offer as described above (now_s: the clock, Unix seconds) and
+ * records what it learned in state (the caller saves it). On failure *offer
+ * is empty and the state's mirror status says why.
+ */
+error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirror_offer *offer, error_info *err);
+
+void source_mirror_offer_free(mirror_offer *offer);
+
+/*
+ * Streams the offered installer to state_dir/downloads/mirror-<sha256>.part,
+ * reading no further than the manifest's length, hashing as it comes.
+ * More bytes than length, fewer, or another SHA-256: ERR_REJECTED naming the
+ * URL (nothing is kept). A transfer that breaks: ERR_TEMPORARY. *path is
+ * malloc'd; the file is complete and flushed on ERR_OK.
+ */
+error_code source_mirror_download(const config *cfg, const mirror_offer *offer, char **path, error_info *err);
+
+/*
+ * Adds "source" ("mirror" with mirror.urls set, else "api") and, for a
+ * mirror, "mirror" (the state's mirror status) to status.json's installer
+ * object. Never fails; installer may be NULL.
+ */
+void source_status_annotate(const config *cfg, state *s, struct cJSON *installer);
+
+#endif
