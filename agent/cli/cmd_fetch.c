@@ -573,6 +573,8 @@ static error_code update_from_mirror(command_context *ctx, error_info *err)
             job.outcome = staged.already_staged ? UPDATE_ALREADY_STAGED : UPDATE_STAGED;
         platform_remove_file(path, NULL);
     }
+    if (rc == ERR_REJECTED && fetch && err)
+        source_mirror_record_refusal(fs.s, err->message);
     if (rc == ERR_OK && job.outcome == UPDATE_ALREADY_STAGED && fs.latest)
         rc = staging_finish_commit(ctx->cfg, fs.s, fs.latest, err);
     rc = finish_session(&fs, rc, err);

@@ -417,6 +417,15 @@ error_code source_mirror_download(const config *cfg, const mirror_offer *offer, 
     return ERR_OK;
 }
 
+void source_mirror_record_refusal(state *s, const char *message)
+{
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "status");
+    if (!cJSON_IsObject(st))
+        return;
+    set_item(st, "refused", cJSON_CreateString("installer"));
+    set_item(st, "error", cJSON_CreateString(message ? message : ""));
+}
+
 void source_status_annotate(const config *cfg, state *s, cJSON *installer)
 {
     if (!cJSON_IsObject(installer))

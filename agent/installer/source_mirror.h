@@ -61,6 +61,12 @@ void source_mirror_offer_free(mirror_offer *offer);
 error_code source_mirror_download(const config *cfg, const mirror_offer *offer, char **path, error_info *err);
 
 /*
+ * Records in the state's mirror status that the offered installer was
+ * refused ("refused": "installer", "error": message), for status.json.
+ */
+void source_mirror_record_refusal(state *s, const char *message);
+
+/*
  * Adds "source" ("mirror" with mirror.urls set, else "api") and, for a
  * mirror, "mirror" (the state's mirror status) to status.json's installer
  * object. Never fails; installer may be NULL.

@@ -420,3 +420,155 @@ def test_rollout_follows_the_hash_of_salt_and_machine_id(tmp_path, sim, fleet):
     assert status["installer"]["mirror"]["rollout_percent"] == 30
     r = run(cfg_out, "check", key=None)
     assert r.returncode == 10  # check still says a newer version exists
+
+
+# ---- attacks: nothing staged, the exit code of section 8, one line naming the mirror --------------
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def _resign(mirror: Path, key_file: Path, **changes) -> None:
+    doc = payload(mirror)
+    doc.update(changes)
+    (mirror / "manifest.json").write_text(json.dumps(sign_payload(doc, key_file)))
+
+
+def attack_expired(ctx):
+    _resign(ctx["mirror"], ctx["key_file"], seq=2, issued_at=iso(_now() - timedelta(days=15)),
+            expires_at=iso(_now() - timedelta(hours=1)))
+    return 75, "re-run publish on the publishing host"
+
+
+def attack_future(ctx):
+    _resign(ctx["mirror"], ctx["key_file"], seq=2, issued_at=iso(_now() + timedelta(hours=1)),
+            expires_at=iso(_now() + timedelta(days=14)))
+    return 75, "in the future"
+
+
+def attack_older_seq_replayed(ctx):
+    original = (ctx["mirror"] / "manifest.json").read_text()
+    _resign(ctx["mirror"], ctx["key_file"], seq=5)
+    r = run(ctx["cfg"], "check", key=None)         # the endpoint sees seq 5 ...
+    assert r.returncode == 10, r.stderr
+    (ctx["mirror"] / "manifest.json").write_text(original)  # ... then the mirror serves seq 1 again
+    return 75, "mirror serving an old copy"
+
+
+def attack_same_seq_other_bytes(ctx):
+    r = run(ctx["cfg"], "check", key=None)         # seq 1 seen
+    assert r.returncode == 10, r.stderr
+    _resign(ctx["mirror"], ctx["key_file"], allow_downgrade=True)  # another seq 1
+    return 4, "seen before with other contents"
+
+
+def attack_payload_edited(ctx):
+    env = envelope(ctx["mirror"])
+    doc = payload(ctx["mirror"])
+    doc["length"] += 1
+    env["payload"] = base64.b64encode(json.dumps(doc, separators=(",", ":")).encode()).decode()
+    (ctx["mirror"] / "manifest.json").write_text(json.dumps(env))
+    return 4, "signature does not verify"
+
+
+def attack_unknown_key(ctx):
+    stranger = ctx["tmp_path"] / "stranger.key"
+    keygen(stranger)
+    _resign(ctx["mirror"], stranger, seq=2)
+    return 4, "not signed by any key in `mirror.public_keys`"
+
+
+def attack_wrong_channel(ctx):
+    _resign(ctx["mirror"], ctx["key_file"], seq=2, channel="beta")
+    return 4, "channel \"beta\""
+
+
+def _installer(ctx) -> Path:
+    return ctx["mirror"] / payload(ctx["mirror"])["path"]
+
+
+def attack_installer_swapped(ctx):
+    path = _installer(ctx)
+    size = path.stat().st_size
+    other = fake_installer(ctx["tmp_path"], 99, size)
+    shutil.copyfile(other, path)
+    return 4, "SHA-256"
+
+
+def attack_oversized(ctx):
+    with open(_installer(ctx), "ab") as f:
+        f.write(b"\0" * 4096)
+    return 4, "longer than"
+
+
+def attack_truncated(ctx):
+    path = _installer(ctx)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return 4, "truncated"
+
+
+def attack_html_with_200(ctx):
+    html = ctx["server"].url.replace("/fleet/", "/html/")
+    cfg, state = endpoint_config(ctx["tmp_path"], "html", [html], [ctx["public_pem"]])
+    ctx["cfg"], ctx["state"] = cfg, state
+    return 4, "not a signed manifest"
+
+
+def attack_older_genuine_installer_under_the_new_name(ctx):
+    # A genuine earlier installer (what V1's publish wrote), renamed to the new hash.
+    older = fake_installer(ctx["tmp_path"], 0, 180 * 1024)
+    shutil.copyfile(older, _installer(ctx))
+    return 4, "its manifest says"
+
+
+def attack_rotated_key(ctx):
+    new_key = ctx["tmp_path"] / "new.key"
+    new_pem, _ = keygen(new_key)
+    _resign(ctx["mirror"], new_key, seq=2)         # the publisher rotated; this endpoint pins the old key only
+    ctx["new_pem"] = new_pem
+    return 4, "if the publisher rotated its key, add the new public key"
+
+
+ATTACKS = [attack_expired, attack_future, attack_older_seq_replayed, attack_same_seq_other_bytes,
+           attack_payload_edited, attack_unknown_key, attack_wrong_channel, attack_installer_swapped,
+           attack_oversized, attack_truncated, attack_html_with_200,
+           attack_older_genuine_installer_under_the_new_name, attack_rotated_key]
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda f: f.__name__.removeprefix("attack_"))
+def test_attack_is_refused(tmp_path, sim, fleet, attack):
+    server, mirror, key_file, public_pem = fleet
+    cfg, state = endpoint_config(tmp_path, "victim", [server.url], [public_pem])
+    ctx = {"tmp_path": tmp_path, "server": server, "mirror": mirror, "key_file": key_file,
+           "public_pem": public_pem, "cfg": cfg, "state": state}
+    code, says = attack(ctx)
+    r = run(ctx["cfg"], "update", key=None)
+    assert r.returncode == code, r.stderr
+    lines = error_lines(r)
+    assert len(lines) == 1, r.stderr
+    assert "mirror" in lines[0] and "127.0.0.1" in lines[0] and says in lines[0], lines[0]
+    assert staged(ctx["state"]) == []
+    assert not list((ctx["state"] / "downloads").glob("*")) if (ctx["state"] / "downloads").is_dir() else True
+    status = json.loads((ctx["state"] / "status.json").read_text())
+    assert status["installer"]["source"] == "mirror"
+    assert status["installer"]["mirror"]["refused"] or status["installer"]["mirror"].get("error")
+    if attack is attack_expired:
+        assert status["installer"]["mirror"]["stale_since"] == payload(mirror)["expires_at"]
+    if attack is attack_rotated_key:
+        # Pinning both keys (the rotation procedure) accepts the new signature.
+        cfg2, state2 = endpoint_config(tmp_path, "rotated", [server.url], [public_pem, ctx["new_pem"]])
+        r = run(cfg2, "update", key=None)
+        assert r.returncode == 0, r.stderr
+        assert staged(state2) == [V2]
+
+
+def test_run_updates_from_the_mirror_without_a_key(tmp_path, sim, fleet):
+    server, mirror, key_file, public_pem = fleet
+    cfg, state = endpoint_config(tmp_path, "runner", [server.url], [public_pem])
+    r = run(cfg, "run", key=None)
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [V2]
+    status = json.loads((state / "status.json").read_text())
+    assert status["installer"]["source"] == "mirror" and status["installer"]["mirror"]["seq"] == 1
