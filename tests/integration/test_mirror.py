@@ -572,3 +572,50 @@ def test_run_updates_from_the_mirror_without_a_key(tmp_path, sim, fleet):
     assert staged(state) == [V2]
     status = json.loads((state / "status.json").read_text())
     assert status["installer"]["source"] == "mirror" and status["installer"]["mirror"]["seq"] == 1
+
+
+# ---- a fleet in parallel ----------------------------------------------------------------------------
+
+FLEET_SIZE = int(os.environ.get("OUTPOST_MIRROR_FLEET", "50"))
+
+
+def test_fleet_checks_then_gets_304s_then_updates(tmp_path, sim, fleet):
+    """FLEET_SIZE endpoint state directories (the issue's 1,000 with OUTPOST_MIRROR_FLEET=1000) against
+    nginx with the API simulator stopped: one manifest request each, 304s on the second pass, then
+    every endpoint updates (rollout 100%): installer bytes only to eligible endpoints."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    server, mirror, key_file, public_pem = fleet
+    assert sim.process.poll() is not None          # the API is not even running
+    configs = [endpoint_config(tmp_path, f"e{i:04d}", [server.url], [public_pem]) for i in range(FLEET_SIZE)]
+
+    def each(args):
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            return list(pool.map(lambda c: run(c[0], *args, key=None), configs))
+
+    timings = {}
+    for label, args in (("check", ("check",)), ("check-again", ("check",)), ("update", ("update",))):
+        server.clear_log()
+        t0 = time.monotonic()
+        results = each(args)
+        timings[label] = time.monotonic() - t0
+        for r in results:
+            assert r.returncode == (0 if label == "update" else 10), r.stderr
+        log = server.log()
+        manifests = [e for e in log if e["path"] == "/fleet/manifest.json"]
+        installers = [e for e in log if e["path"].startswith("/fleet/installers/")]
+        assert len(manifests) == FLEET_SIZE, (label, len(manifests))
+        assert len(log) == len(manifests) + len(installers)
+        if label == "check":
+            assert {e["status"] for e in manifests} == {200} and installers == []
+        else:
+            assert {e["status"] for e in manifests} == {304}
+        if label == "update":
+            assert len(installers) == FLEET_SIZE and {e["status"] for e in installers} == {200}
+    for _, state in configs:
+        assert staged(state) == [V2]
+    # What the same fleet would have cost through the API: token + installer request per endpoint.
+    api_requests = 2 * FLEET_SIZE
+    print(f"\nfleet of {FLEET_SIZE}: check {timings['check']:.2f}s, 304 pass {timings['check-again']:.2f}s, "
+          f"update {timings['update']:.2f}s; API requests 0 (through the API: {api_requests}, "
+          f"{api_requests / 60:.1f} min of the 60/min budget)")
