@@ -86,6 +86,8 @@ char *fetch_file_url_path(const char *url)
     if (!text_equal_nocase_n(url, "file://", 7))
         return NULL;
     const char *rest = url + 7;
+    if (!rest[0])
+        return NULL;
     char *raw;
     if (rest[0] == '/') {
         /* file:///C:/x -> C:/x; file:///srv/x -> /srv/x */
