@@ -59,7 +59,11 @@ static void test_file_reads_with_cap(void **unused)
     assert_non_null(mkdtemp(dir));
     char path[256], url[300];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    snprintf(url, sizeof url, "file://%s", path);
+    /* file:///tmp/... on POSIX, file:///C:/... where the temporary directory has a drive letter */
+    snprintf(url, sizeof url, "file://%s%s", path[0] == '/' ? "" : "/", path);
+    for (char *c = url; *c; c++)
+        if (*c == '\\')
+            *c = '/';
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     for (int i = 0; i < 1000; i++)
@@ -92,7 +96,7 @@ static void test_file_reads_with_cap(void **unused)
     fetch_result_free(&res);
 
     char missing[300];
-    snprintf(missing, sizeof missing, "file://%s/nothing.json", dir);
+    snprintf(missing, sizeof missing, "%.*s/nothing.json", (int)(strlen(url) - strlen("/manifest.json")), url);
     fetch_request gone = {.url = missing};
     assert_int_equal(fetch_get(&cfg, &gone, &res, &err), ERR_NOT_FOUND);
     assert_non_null(strstr(err.message, missing));
