@@ -619,3 +619,65 @@ def test_fleet_checks_then_gets_304s_then_updates(tmp_path, sim, fleet):
     print(f"\nfleet of {FLEET_SIZE}: check {timings['check']:.2f}s, 304 pass {timings['check-again']:.2f}s, "
           f"update {timings['update']:.2f}s; API requests 0 (through the API: {api_requests}, "
           f"{api_requests / 60:.1f} min of the 60/min budget)")
+
+
+# ---- Authenticode: the signer the publisher verified is the one the endpoint must find --------------
+
+FIXTURE_SCRIPT = HERE.parent / "fixtures" / "make_signing_fixtures.sh"
+FIXTURE_TOOLS = ["openssl", "osslsigncode", "x86_64-w64-mingw32-gcc", "i686-w64-mingw32-gcc", "wixl"]
+
+
+@pytest.fixture(scope="module")
+def fx(tmp_path_factory):
+    if not all(shutil.which(t) for t in FIXTURE_TOOLS):
+        pytest.skip("signing fixture tools missing")
+    out = tmp_path_factory.mktemp("signing")
+    subprocess.run(["sh", str(FIXTURE_SCRIPT), str(out)], check=True, timeout=300)
+    return out
+
+
+def test_signed_installer_signer_is_bound_by_the_manifest(tmp_path, sim, fx):
+    from cryptography import x509
+
+    key_file = tmp_path / "mirror.key"
+    public_pem, _ = keygen(key_file)
+    sim.config(installer=str(fx / "signed.exe"))   # says 26.01.03.24329, as the simulator offers
+    mirror = tmp_path / "mirror"
+    cfg = publisher_config(tmp_path, sim.url, key_file, mirror)
+    doc = json.loads(cfg.read_text())
+    doc["installer"]["verify"] = {"require_signature": True, "trusted_ca_file": str(fx / "root.pem")}
+    cfg.write_text(json.dumps(doc))
+    r = run(cfg, "publish")
+    assert r.returncode == 0, r.stderr
+    pay = payload(mirror)
+    leaf = x509.load_pem_x509_certificate((fx / "leaf.pem").read_bytes())
+    leaf_der = leaf.public_bytes(serialization.Encoding.DER)
+    assert pay["signer"]["cert_sha256"] == hashlib.sha256(leaf_der).hexdigest()
+    assert "CN=" in pay["signer"]["subject"]
+    sim.stop()
+
+    def endpoint(name):
+        c, s = endpoint_config(tmp_path, name, [mirror.as_uri()], [public_pem], installed="26.01.02.1")
+        d = json.loads(c.read_text())
+        d["installer"]["verify"] = {"require_signature": True, "trusted_ca_file": str(fx / "root.pem")}
+        c.write_text(json.dumps(d))
+        return c, s
+
+    cfg_ok, state_ok = endpoint("good")
+    r = run(cfg_ok, "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert staged(state_ok) == [pay["version"]]
+
+    # Another installer, validly signed under the same CA but by another certificate, put in place
+    # with a manifest that the mirror key signed but whose signer is still the verified one.
+    other = fx / "ecdsa.exe"
+    data = other.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    shutil.copyfile(other, mirror / "installers" / f"{digest}.exe")
+    _resign(mirror, key_file, seq=pay["seq"] + 1, sha256=digest, length=len(data), path=f"installers/{digest}.exe")
+    cfg_bad, state_bad = endpoint("bad")
+    r = run(cfg_bad, "update", key=None)
+    assert r.returncode == 4, r.stderr
+    line = error_lines(r)[0]
+    assert "signer check failed" in line and "mirror installer" in line, line
+    assert staged(state_bad) == []
