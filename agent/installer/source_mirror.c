@@ -290,8 +290,14 @@ error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirro
         return rc;
     if (!accepted) {
         /* A fetch failure (404, network) means "try later"; refusals keep their own code. */
-        if (worst == ERR_HTTP || worst == ERR_NOT_FOUND || worst == ERR_IO || worst == ERR_TLS)
+        bool transport = worst == ERR_HTTP || worst == ERR_NOT_FOUND || worst == ERR_IO || worst == ERR_TLS ||
+                         worst == ERR_TEMPORARY;
+        if (transport) {
             worst_err.code = worst = ERR_TEMPORARY;
+            size_t n = strlen(worst_err.message);
+            snprintf(worst_err.message + n, sizeof worst_err.message - n,
+                     "; no mirror in `mirror.urls` could be read: try again later, or check the URLs and the network");
+        }
         if (err)
             *err = worst_err;
         return worst;

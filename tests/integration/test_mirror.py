@@ -389,6 +389,13 @@ def test_file_url_mirror_and_fallback_to_the_next_url(tmp_path, sim, fleet):
     assert staged(state) == [V2]
     assert "trying the next mirror" in r.stderr
 
+    # No mirror readable at all (down, 404, missing share): a temporary failure, exit 75.
+    cfg, state = endpoint_config(tmp_path, "c", [dead, (tmp_path / "no-such-share").as_uri()], [public_pem])
+    r = run(cfg, "check", key=None)
+    assert r.returncode == 75, r.stderr
+    line = [l for l in error_lines(r) if "warning:" not in l][0]
+    assert "no-such-share" in line and "no mirror in `mirror.urls` could be read" in line, line
+
 
 def test_rollout_follows_the_hash_of_salt_and_machine_id(tmp_path, sim, fleet):
     server, mirror, key_file, public_pem = fleet
