@@ -525,6 +525,9 @@ static error_code update_from_mirror(command_context *ctx, error_info *err)
     char *path = NULL;
     job.fs = &fs;
     error_code rc = mirror_session_open(&fs, ctx, err);
+    /* Before any byte is downloaded: the CA files verification will read. */
+    if (rc == ERR_OK)
+        rc = config_check_verify_files(&ctx->cfg->installer.verify, err);
     if (rc == ERR_OK)
         rc = mirror_offer_get(&fs, &offer, err);
     bool fetch = false;
