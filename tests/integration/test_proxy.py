@@ -137,7 +137,7 @@ def staged_sha(state: Path) -> str | None:
         return None
     version = current.read_text().strip()
     manifest = json.loads((state / "staging" / version / "manifest.json").read_text())
-    data = (state / "staging" / version / manifest["file_name"]).read_bytes()
+    data = (state / "staging" / version / manifest["staged_file"]).read_bytes()
     assert hashlib.sha256(data).hexdigest() == manifest["sha256"]
     return manifest["sha256"]
 

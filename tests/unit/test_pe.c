@@ -192,7 +192,8 @@ static size_t vs_begin(vs_out *o, const char *key, uint16_t type, const void *va
     o->n += 6;
     vs_utf16(o, key);
     vs_align(o);
-    memcpy(o->b + o->n, value, value_bytes);
+    if (value_bytes)
+        memcpy(o->b + o->n, value, value_bytes);
     o->n += value_bytes;
     return start;
 }
