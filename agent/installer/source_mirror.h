@@ -55,8 +55,17 @@ void source_mirror_offer_free(mirror_offer *offer);
  * Streams the offered installer to state_dir/downloads/mirror-<sha256>.part,
  * reading no further than the manifest's length, hashing as it comes.
  * More bytes than length, fewer, or another SHA-256: ERR_REJECTED naming the
- * URL (nothing is kept). A transfer that breaks: ERR_TEMPORARY. *path is
- * malloc'd; the file is complete and flushed on ERR_OK.
+ * URL (nothing is kept). *path is malloc'd; the file is complete and flushed
+ * on ERR_OK.
+ *
+ * Resume (as section 4's downloads): a transfer that breaks keeps what
+ * arrived, flushed, and is resumed with Range at once while attempts make
+ * progress (3 at most), then by the next run (ERR_TEMPORARY). No sidecar is
+ * needed: the part file is named by the SHA-256 the signed manifest gives,
+ * so the bytes it must hold never change. A resumed file that does not hash
+ * right (a power cut can leave zeros behind a file's length), a 416 or a
+ * wrong range cost one whole download, not a refusal; a server that ignores
+ * Range restarts the file. Only the offered installer's partial is kept.
  */
 error_code source_mirror_download(const config *cfg, const mirror_offer *offer, char **path, error_info *err);
 

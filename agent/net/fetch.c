@@ -23,6 +23,9 @@ typedef struct transfer {
     int64_t max;
     size_t cap;                  /* allocated bytes of res->body */
     bool failed_alloc;
+    bool started;                /* on_start was called */
+    bool bad_range;              /* a 206 for a range we did not ask for */
+    int64_t range_first;         /* first byte of a 206's Content-Range, -1 when none */
 } transfer;
 
 void fetch_result_free(fetch_result *r)
@@ -35,10 +38,25 @@ void fetch_result_free(fetch_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Calls on_start once; false stops the transfer. */
+static bool start(transfer *t)
+{
+    if (t->started)
+        return true;
+    t->started = true;
+    if (t->req->on_start && !t->req->on_start(t->req->user, t->res)) {
+        t->res->stopped = true;
+        return false;
+    }
+    return true;
+}
+
 /* Keeps or hands on one chunk; false stops the transfer. */
 static bool take(transfer *t, const char *data, size_t len)
 {
     fetch_result *r = t->res;
+    if (!start(t))
+        return false;
     r->body_bytes += (int64_t)len;
     if (t->req->on_data) {
         if (!t->req->on_data(t->req->user, data, len)) {
@@ -145,11 +163,22 @@ static error_code fetch_file(transfer *t, error_info *err)
     free(path);
     if (!f)
         return error_set(err, ERR_IO, "%s: cannot open the file", url);
-    t->res->status = 200;
-    t->res->content_length = (int64_t)size;
+    int64_t from = t->req->range_from > 0 && (uint64_t)t->req->range_from <= size ? t->req->range_from : 0;
+    t->res->status = from > 0 ? 206 : 200;
+    t->res->range_start = from;
+    t->res->content_length = (int64_t)size - from;
     char *buf = malloc(FILE_CHUNK);
     error_code rc = buf ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory");
-    while (rc == ERR_OK) {
+    /* Skipped by reading, not seeking: fseek takes a long, 32 bits on Windows. */
+    for (int64_t skip = from; rc == ERR_OK && skip > 0;) {
+        size_t want = skip < FILE_CHUNK ? (size_t)skip : FILE_CHUNK;
+        size_t n = fread(buf, 1, want, f);
+        if (n < want)
+            rc = error_set(err, ERR_TEMPORARY, "%s: read error (is the share reachable?)", url);
+        skip -= (int64_t)n;
+    }
+    bool go = rc == ERR_OK && start(t);
+    while (go) {
         size_t n = fread(buf, 1, FILE_CHUNK, f);
         if (n > 0 && !take(t, buf, n))
             break;
@@ -173,8 +202,15 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *user)
     transfer *t = user;
     size_t len = size * nmemb;
     long status = t->res->status;
-    if (status != 200)
+    if (status == 206 && t->req->range_from > 0) {
+        if (t->range_first != t->req->range_from) {
+            t->bad_range = true;
+            return 0;
+        }
+        t->res->range_start = t->range_first;
+    } else if (status != 200) {
         return len; /* an error page or a 304: not ours to keep */
+    }
     return take(t, data, len) ? len : 0;
 }
 
@@ -205,6 +241,7 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *user)
         free(r->last_modified);
         r->etag = r->last_modified = NULL;
         r->content_length = -1;
+        t->range_first = -1;
         return len;
     }
     char *v;
@@ -216,6 +253,13 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *user)
         r->last_modified = v;
     } else if ((v = header_value(line, len, "Content-Length"))) {
         r->content_length = strtoll(v, NULL, 10);
+        free(v);
+    } else if ((v = header_value(line, len, "Content-Range"))) {
+        /* bytes FIRST-LAST/TOTAL; anything else leaves range_first -1 */
+        long long first = -1;
+        char unit[8];
+        if (sscanf(v, "%7s %lld-", unit, &first) == 2 && text_equal_nocase_n(unit, "bytes", 6) && first >= 0)
+            t->range_first = first;
         free(v);
     }
     return len;
@@ -242,6 +286,11 @@ static error_code fetch_http(const config *cfg, transfer *t, error_info *err)
     if (req->if_modified_since) {
         snprintf(line, sizeof line, "If-Modified-Since: %s", req->if_modified_since);
         headers = curl_slist_append(headers, line);
+    }
+    char range[32];
+    if (req->range_from > 0) {
+        snprintf(range, sizeof range, "%lld-", (long long)req->range_from);
+        curl_easy_setopt(e, CURLOPT_RANGE, range);
     }
     bool https = text_equal_nocase_n(req->url, "https://", 8);
     char *ca_bundle = NULL;
@@ -295,6 +344,8 @@ static error_code fetch_http(const config *cfg, transfer *t, error_info *err)
         return ERR_OK;
     if (t->failed_alloc)
         return error_set(err, ERR_NOMEM, "out of memory reading %s", req->url);
+    if (t->bad_range)
+        return error_set(err, ERR_HTTP, "%s: answered a range request with another range", req->url);
     const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cc);
     switch (cc) {
     case CURLE_OK:
@@ -314,7 +365,13 @@ static error_code fetch_http(const config *cfg, transfer *t, error_info *err)
     default:
         return error_set(err, ERR_TEMPORARY, "%s: %s", req->url, why);
     }
-    if (status == 200 || status == 304)
+    if (status == 200 || (status == 206 && req->range_from > 0)) {
+        if (status == 206)
+            r->range_start = t->range_first;
+        start(t); /* an empty body: the caller still learns which answer it was */
+        return ERR_OK;
+    }
+    if (status == 304)
         return ERR_OK;
     if (status == 429 || status >= 500)
         return error_set(err, ERR_TEMPORARY, "%s: HTTP %ld; the mirror is busy or failing, try again later", req->url,
@@ -326,7 +383,8 @@ error_code fetch_get(const config *cfg, const fetch_request *request, fetch_resu
 {
     memset(result, 0, sizeof *result);
     result->content_length = -1;
-    transfer t = {.req = request, .res = result, .max = request->max_bytes > 0 ? request->max_bytes : DEFAULT_MAX};
+    transfer t = {.req = request, .res = result, .max = request->max_bytes > 0 ? request->max_bytes : DEFAULT_MAX,
+                  .range_first = -1};
     if (text_equal_nocase_n(request->url, "file://", 7))
         return fetch_file(&t, err);
     return fetch_http(cfg, &t, err);

@@ -14,6 +14,14 @@
  * Conditional GET: If-None-Match / If-Modified-Since are sent when given;
  * a 304 answer is status 304 with no body.
  *
+ * Ranges (to resume a download): with range_from > 0 the request asks for
+ * bytes range_from- only. The server may answer 206 with a Content-Range
+ * that starts there (result->range_start = range_from) or ignore the range
+ * and send the whole file with 200 (range_start = 0); on_start is called
+ * once before the first body byte so the caller can tell which. A 206 that
+ * starts anywhere else is ERR_HTTP (nothing is handed on). file:// honours
+ * the range itself (status 206).
+ *
  * Errors, one line each naming the URL:
  *  ERR_TEMPORARY  network failure or timeout, 429/5xx (try the next mirror / later)
  *  ERR_TLS        certificate or host name failure
@@ -35,6 +43,12 @@
  * (fetch_get then returns ERR_OK with result->stopped). */
 typedef bool (*fetch_data_fn)(void *user, const void *data, size_t len);
 
+struct fetch_result;
+/* Called once, with the final response's status, headers and range_start
+ * filled in, before its first body byte. Return false to stop the transfer
+ * (fetch_get then returns ERR_OK with result->stopped). */
+typedef bool (*fetch_start_fn)(void *user, const struct fetch_result *result);
+
 typedef struct fetch_request {
     const char *url;
     const char *if_none_match;      /* an ETag from an earlier answer, or NULL */
@@ -42,14 +56,17 @@ typedef struct fetch_request {
     int64_t max_bytes;              /* with on_data NULL: keep at most this many body bytes and
                                        stop (result->too_large) when more come; <= 0: 64 KiB */
     fetch_data_fn on_data;          /* NULL: the body is kept in result->body */
-    void *user;
+    fetch_start_fn on_start;        /* may be NULL */
+    void *user;                     /* passed to on_data and on_start */
+    int64_t range_from;             /* > 0: ask for the bytes from this offset on (see above) */
 } fetch_request;
 
 typedef struct fetch_result {
-    long status;                    /* 200, 304 (file://: always 200) */
+    long status;                    /* 200, 206 (a range was asked for), 304 */
     char *etag;                     /* malloc'd, or NULL */
     char *last_modified;            /* malloc'd, or NULL */
-    int64_t content_length;         /* -1 when not announced */
+    int64_t content_length;         /* of this response's body; -1 when not announced */
+    int64_t range_start;            /* offset of the first body byte in the file: 0 unless a 206 */
     char *body;                     /* kept body (on_data NULL), NUL-terminated; NULL for 304 */
     size_t body_len;
     int64_t body_bytes;             /* body bytes received (all of them, kept or handed on) */

@@ -25,7 +25,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from nginx_helper import NGINX, _wait_port, free_port  # noqa: E402
-from sim import write_fake_installer  # noqa: E402
+from sim import make_certificates, write_fake_installer  # noqa: E402
 
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
@@ -75,7 +75,7 @@ def publisher_config(tmp_path: Path, sim_url: str, key_file: Path, mirror_dir: P
 
 
 def endpoint_config(tmp_path: Path, name: str, urls: list[str], public_keys: list[str], installed=V1,
-                    channel="stable", machine_id=None, platform="windows") -> tuple[Path, Path]:
+                    channel="stable", machine_id=None, platform="windows", ca_file=None) -> tuple[Path, Path]:
     state = tmp_path / "endpoints" / name
     cfg = {
         "state_dir": str(state),
@@ -85,6 +85,8 @@ def endpoint_config(tmp_path: Path, name: str, urls: list[str], public_keys: lis
         "mirror": {"urls": urls, "public_keys": public_keys, "channel": channel,
                    "machine_id": machine_id or f"machine-{name}"},
     }
+    if ca_file:
+        cfg["tls"] = {"ca_file": str(ca_file)}
     path = tmp_path / f"endpoint-{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(cfg))
@@ -281,7 +283,8 @@ http {{
     access_log {dir}/access.log mirror;
     types {{ application/json json; application/octet-stream exe msi; }}
     server {{
-        listen 127.0.0.1:{port};
+        listen 127.0.0.1:{port}{ssl};
+        {certs}
         root {root};
         location = /fleet/manifest.json {{
             alias {root}/manifest.json;
@@ -303,18 +306,25 @@ http {{
 class MirrorServer:
     """nginx on loopback serving a mirror directory under /fleet/ (the README's example)."""
 
-    def __init__(self, root: Path, work: Path):
+    def __init__(self, root: Path, work: Path, tls: bool = False):
         self.work = work
         work.mkdir(parents=True, exist_ok=True)
         for sub in ("tmp/body", "tmp/proxy", "tmp/fastcgi", "tmp/uwsgi", "tmp/scgi"):
             (work / sub).mkdir(parents=True, exist_ok=True)
         self.port = free_port()
+        self.ca_file = None
+        ssl, certs = "", ""
+        if tls:
+            paths = make_certificates(str(work / "certs"))
+            self.ca_file = paths["ca.pem"]
+            ssl = " ssl"
+            certs = f"ssl_certificate {paths['server.pem']}; ssl_certificate_key {paths['server.key']};"
         conf = work / "nginx.conf"
-        conf.write_text(MIRROR_NGINX.format(dir=work, port=self.port, root=root))
+        conf.write_text(MIRROR_NGINX.format(dir=work, port=self.port, root=root, ssl=ssl, certs=certs))
         self.process = subprocess.Popen([NGINX, "-p", str(work), "-c", str(conf), "-e", str(work / "error.log")],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         _wait_port("127.0.0.1", self.port, time.monotonic() + 10)
-        self.url = f"http://127.0.0.1:{self.port}/fleet/"
+        self.url = f"{'https://localhost' if tls else 'http://127.0.0.1'}:{self.port}/fleet/"
 
     def log(self) -> list[dict]:
         path = self.work / "access.log"
@@ -579,6 +589,196 @@ def test_run_updates_from_the_mirror_without_a_key(tmp_path, sim, fleet):
     assert staged(state) == [V2]
     status = json.loads((state / "status.json").read_text())
     assert status["installer"]["source"] == "mirror" and status["installer"]["mirror"]["seq"] == 1
+
+
+def test_https_mirror_is_verified_against_tls_ca_file(tmp_path, sim, published):
+    """The README's nginx example is an https server: the endpoint reads it through TLS, checked
+    against tls.ca_file, and refuses it (a TLS error, exit 75 after trying every URL) without."""
+    mirror, cfg, key_file, public_pem = published
+    sim.stop()
+    server = MirrorServer(mirror, tmp_path / "nginx-tls", tls=True)
+    try:
+        assert server.url.startswith("https://localhost:")
+        cfg, state = endpoint_config(tmp_path, "tls", [server.url], [public_pem], ca_file=server.ca_file)
+        r = run(cfg, "update", key=None)
+        assert r.returncode == 0, r.stderr
+        assert staged(state) == [V2]
+        assert [e["path"] for e in server.log()] == ["/fleet/manifest.json", "/fleet/" + payload(mirror)["path"]]
+
+        # A CA that did not issue the server's certificate: nothing is read, nothing staged.
+        other = make_certificates(str(tmp_path / "other-ca"))
+        cfg, state = endpoint_config(tmp_path, "tls-wrong-ca", [server.url], [public_pem], ca_file=other["ca.pem"])
+        r = run(cfg, "update", key=None)
+        assert r.returncode == 75, r.stderr
+        assert "TLS" in error_lines(r)[-1] and server.url in error_lines(r)[-1], r.stderr
+        assert staged(state) == []
+    finally:
+        server.stop()
+
+
+# ---- resuming an interrupted installer download ----------------------------------------------------
+
+class CuttingMirror:
+    """A static server for a mirror directory that honours Range and breaks installer responses on
+    purpose: `cuts` lists, for each installer response in turn, after how many body bytes the
+    connection is closed (None: send it all); the announced length is always the full one.
+    `ignore_range` answers every range request with the whole file (200), as some servers do."""
+
+    def __init__(self, root: Path, cuts=(), ignore_range=False):
+        import http.server
+        import threading
+
+        self.root, self.cuts, self.ignore_range = root, list(cuts), ignore_range
+        self.requests: list[dict] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):  # noqa: N802 - http.server's name
+                outer.serve(self)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/fleet/"
+
+    def serve(self, h) -> None:
+        rel = h.path.split("?", 1)[0].removeprefix("/fleet/")
+        path = self.root / rel
+        entry = {"path": rel, "range": h.headers.get("Range"), "status": 404, "bytes": 0}
+        self.requests.append(entry)
+        if ".." in rel or not path.is_file():
+            h.send_response(404)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
+        data = path.read_bytes()
+        start = 0
+        rng = h.headers.get("Range")
+        if rng and not self.ignore_range and rel.startswith("installers/"):
+            start = int(rng.removeprefix("bytes=").split("-")[0])
+            if start >= len(data):
+                entry["status"] = 416
+                h.send_response(416)
+                h.send_header("Content-Range", f"bytes */{len(data)}")
+                h.send_header("Content-Length", "0")
+                h.end_headers()
+                return
+        body = data[start:]
+        entry["status"] = 206 if start else 200
+        h.send_response(entry["status"])
+        if start:
+            h.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        cut = self.cuts.pop(0) if rel.startswith("installers/") and self.cuts else None
+        if cut is not None:
+            body = body[:cut]
+            h.close_connection = True
+        h.wfile.write(body)
+        h.wfile.flush()
+        entry["bytes"] = len(body)
+
+    def installer_requests(self) -> list[dict]:
+        return [r for r in self.requests if r["path"].startswith("installers/")]
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def cutting(sim, published):
+    servers = []
+
+    def start(**kwargs):
+        mirror, _, _, public_pem = published
+        server = CuttingMirror(mirror, **kwargs)
+        servers.append(server)
+        return server, mirror, public_pem
+
+    sim.stop()
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def test_a_broken_installer_transfer_resumes_in_the_same_run(tmp_path, cutting):
+    server, mirror, public_pem = cutting(cuts=[70 * 1024])
+    length = payload(mirror)["length"]
+    cfg, state = endpoint_config(tmp_path, "resume", [server.url], [public_pem])
+    r = run(cfg, "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [V2]
+    got = server.installer_requests()
+    assert [(g["range"], g["status"]) for g in got] == [(None, 200), (f"bytes={70 * 1024}-", 206)]
+    assert sum(g["bytes"] for g in got) == length, "bytes already received were downloaded again"
+    assert not list((state / "downloads").glob("mirror-*"))
+
+
+def test_a_partial_left_by_a_failed_run_is_resumed_by_the_next(tmp_path, cutting):
+    # The first response breaks at 50 KiB; the retry within the run makes no progress, so the
+    # run gives up (exit 75) instead of hammering the mirror.
+    server, mirror, public_pem = cutting(cuts=[50 * 1024, 0])
+    pay = payload(mirror)
+    cfg, state = endpoint_config(tmp_path, "later", [server.url], [public_pem])
+    r = run(cfg, "update", key=None)
+    assert r.returncode == 75, r.stderr
+    assert staged(state) == []
+    part = state / "downloads" / f"mirror-{pay['sha256']}.part"
+    assert part.stat().st_size == 50 * 1024, "the bytes that arrived were not kept"
+    assert part.read_bytes() == (mirror / pay["path"]).read_bytes()[:50 * 1024]
+    assert [g["range"] for g in server.installer_requests()] == [None, f"bytes={50 * 1024}-"]
+
+    server.requests.clear()
+    r = run(cfg, "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [V2]
+    got = server.installer_requests()
+    assert [(g["range"], g["status"]) for g in got] == [(f"bytes={50 * 1024}-", 206)]
+    assert got[0]["bytes"] == pay["length"] - 50 * 1024
+    assert not part.exists()
+
+
+@pytest.mark.parametrize("ignore_range", [False, True], ids=["server-honours-range", "server-ignores-range"])
+def test_a_partial_that_does_not_belong_is_downloaded_again_whole(tmp_path, cutting, ignore_range):
+    """A partial whose bytes are not the installer's (a power cut leaves zeros behind a file's length)
+    costs one more download, never a refusal; a server that ignores Range restarts the file."""
+    server, mirror, public_pem = cutting(ignore_range=ignore_range)
+    pay = payload(mirror)
+    cfg, state = endpoint_config(tmp_path, "zeros", [server.url], [public_pem])
+    (state / "downloads").mkdir(parents=True)
+    (state / "downloads" / f"mirror-{pay['sha256']}.part").write_bytes(b"\0" * (pay["length"] // 2))
+    stale = state / "downloads" / ("mirror-" + "0" * 64 + ".part")
+    stale.write_bytes(b"an older installer's partial")
+    r = run(cfg, "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [V2]
+    got = server.installer_requests()
+    assert got[0]["range"] == f"bytes={pay['length'] // 2}-"
+    if ignore_range:
+        assert [g["status"] for g in got] == [200]
+    else:
+        assert [(g["range"], g["status"]) for g in got] == [(f"bytes={pay['length'] // 2}-", 206), (None, 200)]
+    assert not stale.exists(), "only the offered installer's partial is kept"
+
+
+def test_a_partial_is_resumed_from_a_file_share(tmp_path, sim, published):
+    mirror, _, _, public_pem = published
+    sim.stop()
+    pay = payload(mirror)
+    cfg, state = endpoint_config(tmp_path, "share", [mirror.as_uri()], [public_pem])
+    (state / "downloads").mkdir(parents=True)
+    part = state / "downloads" / f"mirror-{pay['sha256']}.part"
+    part.write_bytes((mirror / pay["path"]).read_bytes()[:4096])
+    r = run(cfg, "-v", "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [V2]
+    assert f"resuming the mirror download at 4096 of {pay['length']} bytes" in r.stderr
 
 
 # ---- a fleet in parallel ----------------------------------------------------------------------------

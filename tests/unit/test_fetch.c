@@ -52,6 +52,21 @@ static bool count_chunks(void *user, const void *data, size_t len)
     return true;
 }
 
+typedef struct start_seen {
+    long status;
+    int64_t start;
+    int calls;
+} start_seen;
+
+static bool record_start(void *user, const fetch_result *res)
+{
+    start_seen *seen = user;
+    seen->status = res->status;
+    seen->start = res->range_start;
+    seen->calls++;
+    return true;
+}
+
 static void test_file_reads_with_cap(void **unused)
 {
     (void)unused;
@@ -93,6 +108,27 @@ static void test_file_reads_with_cap(void **unused)
     assert_int_equal(fetch_get(&cfg, &streamed, &res, &err), ERR_OK);
     assert_int_equal(seen, 10000);
     assert_null(res.body);
+    fetch_result_free(&res);
+
+    /* A range: on_start sees a 206 that starts there, the body is the rest of the file. */
+    start_seen seen_start = {0, -1, 0};
+    fetch_request ranged = {.url = url, .max_bytes = 20000, .range_from = 9995, .on_start = record_start,
+                            .user = &seen_start};
+    assert_int_equal(fetch_get(&cfg, &ranged, &res, &err), ERR_OK);
+    assert_int_equal(seen_start.calls, 1);
+    assert_int_equal(seen_start.status, 206);
+    assert_int_equal(seen_start.start, 9995);
+    assert_int_equal(res.body_len, 5);
+    assert_memory_equal(res.body, "56789", 5);
+    fetch_result_free(&res);
+
+    ranged.range_from = 10001; /* past the end: the whole file, as a 200 */
+    seen_start.calls = 0;
+    assert_int_equal(fetch_get(&cfg, &ranged, &res, &err), ERR_OK);
+    assert_int_equal(seen_start.calls, 1);
+    assert_int_equal(seen_start.status, 200);
+    assert_int_equal(res.range_start, 0);
+    assert_int_equal(res.body_len, 10000);
     fetch_result_free(&res);
 
     char missing[300];
