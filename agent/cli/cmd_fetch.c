@@ -12,7 +12,7 @@
  * the check and the download. Up to date, or this version already staged
  * and verified: nothing is downloaded. An older version than the installed
  * one is refused (exit 4) unless --allow-downgrade. The finished file is
- * handed to staging_stage(), which verifies and stages it.
+ * handed to intake_stage(), which verifies and stages it.
  *
  * Both record latest_version / checked_at / update_available in state
  * section "installer", write status.json's "installer" member (their own
@@ -38,6 +38,7 @@
 #include "core/log.h"
 #include "platform/platform.h"
 #include "installer/source_mirror.h"
+#include "installer/intake.h"
 #include "installer/staging.h"
 #include "core/state.h"
 #include "report/status.h"
@@ -388,10 +389,10 @@ static error_code update_accept(void *user, const download_offer *offer, bool *s
     return ERR_OK;
 }
 
-static error_code stage_download(update_job *job, const download_result *dl, staging_result *staged, error_info *err)
+static error_code stage_download(update_job *job, const download_result *dl, intake_result *staged, error_info *err)
 {
     fetch_session *fs = job->fs;
-    staging_candidate candidate = {
+    intake_candidate candidate = {
         .path = dl->path,
         .take_ownership = true,
         .version = dl->version,
@@ -403,7 +404,7 @@ static error_code stage_download(update_job *job, const download_result *dl, sta
         .allow_downgrade = job->allow_downgrade,
         .force = job->force,
     };
-    error_code rc = staging_stage(fs->ctx->cfg, fs->s, &candidate, staged, err);
+    error_code rc = intake_stage(fs->ctx->cfg, fs->s, &candidate, staged, err);
     /* Staged (moved away) or rejected (must not be resumed): either way
      * the partial and its sidecar are done with. A disk-full failure keeps
      * them: the file itself is fine and staging can be retried. */
@@ -414,7 +415,7 @@ static error_code stage_download(update_job *job, const download_result *dl, sta
     return rc;
 }
 
-static void print_update(const update_job *job, const staging_result *staged, const download_result *dl)
+static void print_update(const update_job *job, const intake_result *staged, const download_result *dl)
 {
     const fetch_session *fs = job->fs;
     if (want_json(fs)) {
@@ -458,7 +459,7 @@ static error_code update_from_api(command_context *ctx, bool publishing, error_i
     fetch_session fs;
     download_result dl;
     memset(&dl, 0, sizeof dl);
-    staging_result staged;
+    intake_result staged;
     memset(&staged, 0, sizeof staged);
     job.fs = &fs;
     error_code rc = session_open(&fs, ctx, err);
@@ -518,7 +519,7 @@ static error_code update_from_mirror(command_context *ctx, error_info *err)
     fetch_session fs;
     mirror_offer offer;
     memset(&offer, 0, sizeof offer);
-    staging_result staged;
+    intake_result staged;
     memset(&staged, 0, sizeof staged);
     download_result none;
     memset(&none, 0, sizeof none);
@@ -557,7 +558,7 @@ static error_code update_from_mirror(command_context *ctx, error_info *err)
                      (long long)(platform_monotonic_ms() - t0));
     }
     if (rc == ERR_OK && fetch) {
-        staging_candidate candidate = {
+        intake_candidate candidate = {
             .path = path,
             .take_ownership = true,
             .version = offer.m.version,
@@ -569,7 +570,7 @@ static error_code update_from_mirror(command_context *ctx, error_info *err)
             .force = force,
             .expected_signer_sha256 = offer.m.signed_installer ? offer.m.signer_cert_sha256 : NULL,
         };
-        rc = staging_stage(ctx->cfg, fs.s, &candidate, &staged, err);
+        rc = intake_stage(ctx->cfg, fs.s, &candidate, &staged, err);
         if (rc != ERR_OK && err)
             error_prefix(err, "mirror installer %s", offer.installer_url);
         else

@@ -17,6 +17,7 @@
 #include "installer/deploy.h"
 #include "core/log.h"
 #include "platform/platform.h"
+#include "installer/intake.h"
 #include "installer/staging.h"
 #include "core/state.h"
 #include "report/status.h"
@@ -63,7 +64,7 @@ static bool quiet(void)
     return log_get_level() < 0;
 }
 
-static void print_staged(const command_context *ctx, const staging_result *r)
+static void print_staged(const command_context *ctx, const intake_result *r)
 {
     if (ctx->opts->json) {
         cJSON *o = cJSON_CreateObject();
@@ -98,7 +99,7 @@ error_code command_stage(command_context *ctx, error_info *err)
     for (const char *p = file; *p; p++)
         if (*p == '/' || *p == '\\')
             name = p + 1;
-    staging_candidate candidate = {
+    intake_candidate candidate = {
         .path = file,
         .take_ownership = false,
         .version = ctx->opts->version,
@@ -110,14 +111,14 @@ error_code command_stage(command_context *ctx, error_info *err)
         .allow_downgrade = ctx->opts->allow_downgrade,
         .force = ctx->opts->force,
     };
-    staging_result result;
+    intake_result result;
     memset(&result, 0, sizeof result);
     if (platform_path_stat(file, NULL) == PLATFORM_PATH_NONE)
         rc = error_set(err, ERR_USAGE, "cannot stage %s: it does not exist", file);
     if (rc == ERR_OK)
         rc = config_check_verify_files(&ctx->cfg->installer.verify, err);
     if (rc == ERR_OK)
-        rc = staging_stage(ctx->cfg, s, &candidate, &result, err);
+        rc = intake_stage(ctx->cfg, s, &candidate, &result, err);
     if (rc == ERR_OK)
         print_staged(ctx, &result);
     free(result.path);

@@ -1,10 +1,11 @@
 /*
- * staging.c — verifies a candidate installer and stages it (staging.h):
- * every layer runs on a private copy inside staging/.tmp-<random>/, the
- * manifest is written there, the directory is renamed to staging/<version>,
- * and only then is staging/current switched and old versions pruned. A crash
- * at any step leaves either the old staging or the new one; stray .tmp-* and
- * .old-* directories are removed by the next staging.
+ * staging.c — what is staged (staging.h): staging/current, the version
+ * directories and their manifests, the history, prune and rollback. A
+ * candidate verified by intake.c in staging/.tmp-<random>/ is adopted here:
+ * the directory is renamed to staging/<version>, and only then is
+ * staging/current switched and old versions pruned. A crash at any step
+ * leaves either the old staging or the new one; stray .tmp-* and .old-*
+ * directories are removed by the next staging.
  *
  * State kept in section "installer": "staged_history", the versions in the
  * order they were staged (oldest first, each once, at most HISTORY_MAX),
@@ -12,7 +13,6 @@
  */
 #include "installer/staging.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,29 +24,18 @@
 #include "core/log.h"
 #include "platform/platform.h"
 #include "base/text.h"
-#include "core/timefmt.h"
-#include "installer/unpack.h"
 #include "installer/verify.h"
 #include "installer/version.h"
 
 #define MANIFEST_MAX_BYTES (1024 * 1024)
 #define CURRENT_MAX_BYTES 256
 #define HISTORY_MAX 32
-#define COPY_BUFFER (256 * 1024)
 
 /* ---- Paths and small helpers ----------------------------------------------- */
 
 static char *staging_root(const config *cfg)
 {
     return platform_path_join(cfg->state_dir, "staging");
-}
-
-static char *join3(const char *a, const char *b, const char *c)
-{
-    char *ab = platform_path_join(a, b);
-    char *abc = ab ? platform_path_join(ab, c) : NULL;
-    free(ab);
-    return abc;
 }
 
 static error_code oom(error_info *err)
@@ -102,53 +91,6 @@ static error_code manifest_read(const char *dir, cJSON **manifest, error_info *e
     }
     free(text);
     free(path);
-    return rc;
-}
-
-static error_code copy_file(const char *from, const char *to, error_info *err)
-{
-    FILE *in = platform_fopen(from, "rb");
-    if (!in)
-        return error_set_os(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, errno, "cannot open %s: %s", from,
-                            strerror(errno));
-    FILE *out = platform_fopen(to, "wb");
-    char *buf = malloc(COPY_BUFFER);
-    error_code rc = ERR_OK;
-    if (!out || !buf) {
-        rc = !buf ? oom(err)
-                  : error_set_os(err, errno == ENOSPC ? ERR_DISK_FULL : ERR_IO, errno, "cannot create %s: %s", to,
-                                 strerror(errno));
-        goto cleanup;
-    }
-    size_t n;
-    while ((n = fread(buf, 1, COPY_BUFFER, in)) > 0) {
-        if (fwrite(buf, 1, n, out) != n) {
-            rc = error_set_os(err, errno == ENOSPC ? ERR_DISK_FULL : ERR_IO, errno, "cannot write %s: %s", to,
-                              strerror(errno));
-            goto cleanup;
-        }
-    }
-    if (ferror(in)) {
-        rc = error_set_os(err, ERR_IO, errno, "cannot read %s: %s", from, strerror(errno));
-        goto cleanup;
-    }
-    rc = platform_fsync_file(out, err);
-cleanup:
-    if (out && fclose(out) != 0 && rc == ERR_OK)
-        rc = error_set_os(err, errno == ENOSPC ? ERR_DISK_FULL : ERR_IO, errno, "cannot write %s: %s", to,
-                          strerror(errno));
-    fclose(in);
-    free(buf);
-    return rc;
-}
-
-static error_code fsync_path(const char *path, error_info *err)
-{
-    FILE *f = platform_fopen(path, "r+b");
-    if (!f)
-        return error_set_os(err, ERR_IO, errno, "cannot open %s: %s", path, strerror(errno));
-    error_code rc = platform_fsync_file(f, err);
-    fclose(f);
     return rc;
 }
 
@@ -584,284 +526,57 @@ error_code staging_finish_commit(const config *cfg, state *s, const char *versio
     return rc;
 }
 
-/* ---- Staging a candidate ---------------------------------------------------- */
+/* ---- Taking over a verified candidate (intake.c) ---------------------------- */
 
-typedef struct staging_job {
-    const config *cfg;
-    state *s;
-    const staging_candidate *candidate;
-    char *root;               /* staging/ */
-    char *tmp;                /* staging/.tmp-<random>/ */
-    char *received;           /* tmp/.received: the private copy of the candidate */
-    char *installer;          /* tmp/<disk_name>: the installer to stage */
-    char file_name[256];      /* the name it came with (manifest and status only) */
-    char disk_name[16];       /* the name outpost gives it on disk: installer.exe / .msi */
-    char version[VERSION_MAX_LENGTH + 1];
-    char sha256[65];          /* of the installer */
-    int64_t size;             /* of the installer */
-    verify_report report;
-} staging_job;
-
-static error_code make_private_copy(staging_job *job, error_info *err)
+char *staging_path(const config *cfg, const char *version)
 {
-    const staging_candidate *c = job->candidate;
-    uint64_t size = 0;
-    if (platform_path_stat(c->path, &size) != PLATFORM_PATH_FILE)
-        return error_set(err, ERR_NOT_FOUND, "cannot stage %s: it is not a regular file", c->path);
-    uint64_t free_bytes = 0;
-    if (!c->take_ownership && platform_free_space(job->root, &free_bytes, NULL) == ERR_OK &&
-        free_bytes < size + 1024 * 1024)
-        return error_set(err, ERR_DISK_FULL, "cannot stage %s: %llu bytes needed under %s, %llu free; free some space",
-                         c->path, (unsigned long long)size, job->root, (unsigned long long)free_bytes);
-    if (c->take_ownership && platform_rename(c->path, job->received, NULL) == ERR_OK)
-        return ERR_OK;
-    return copy_file(c->path, job->received, err);
+    char *root = staging_root(cfg);
+    if (!root || !version)
+        return root;
+    char *dir = platform_path_join(root, version);
+    free(root);
+    return dir;
 }
 
-/* Layers on the file as received: length, SHA-256, expected_sha256. */
-static error_code check_received(staging_job *job, error_info *err)
+error_code staging_work_dir(const config *cfg, char **tmp, error_info *err)
 {
-    const staging_candidate *c = job->candidate;
-    int64_t size = 0;
-    char hex[65];
-    error_code rc = ERR_OK;
-    uint64_t stat_size = 0;
-    /* A download moved into our private directory was hashed as its bytes
-     * arrived; hashing it again would cost a second pass over the file. */
-    if (c->take_ownership && c->sha256_hex && strlen(c->sha256_hex) == 64 &&
-        platform_path_stat(job->received, &stat_size) == PLATFORM_PATH_FILE) {
-        snprintf(hex, sizeof hex, "%s", c->sha256_hex);
-        size = (int64_t)stat_size;
-    } else {
-        rc = verify_sha256_file(job->received, hex, &size, err);
-    }
-    if (rc != ERR_OK)
-        return rc;
-    snprintf(job->report.received_sha256, sizeof job->report.received_sha256, "%s", hex);
-    rc = verify_length(&job->report, c->expected_length, size, err);
-    if (rc == ERR_OK)
-        rc = verify_expected_sha256(&job->report, &job->cfg->installer.verify, err);
-    job->size = size;
-    snprintf(job->sha256, sizeof job->sha256, "%s", hex);
-    return rc;
-}
-
-static error_code set_version(staging_job *job, const char *version, error_info *err)
-{
-    if (!version_is_valid(version, err))
-        return error_prefix(err, "version \"%.64s\" refused", version);
-    snprintf(job->version, sizeof job->version, "%s", version);
-    return ERR_OK;
-}
-
-/* A bundle's manifest.json: its version (unless one was given) and the SHA-256
- * the installer beside it must have. */
-static error_code read_bundle_manifest(staging_job *job, const char *path, const char *installer_sha,
-                                       error_info *err)
-{
-    char *text = NULL;
-    size_t len = 0;
-    error_code rc = platform_read_file(path, MANIFEST_MAX_BYTES, &text, &len, err);
-    if (rc != ERR_OK)
-        return error_set(err, ERR_REJECTED, "the bundle's manifest.json cannot be read (over 1 MiB?)");
-    cJSON *m = cJSON_ParseWithLength(text, len);
-    free(text);
-    const char *version = json_string(m, "version");
-    const char *sha = json_string(m, "sha256");
-    if (!version)
-        rc = error_set(err, ERR_REJECTED, "the bundle's manifest.json names no version");
-    else if (sha && strcmp(sha, installer_sha) != 0)
-        rc = error_set(err, ERR_REJECTED, "the installer in the bundle does not match the SHA-256 in its manifest");
-    else if (job->version[0] && version_compare(job->version, version) != 0)
-        rc = error_set(err, ERR_REJECTED, "--version %s contradicts the bundle's manifest, which says %.64s",
-                       job->version, version);
-    else if (!job->version[0])
-        rc = set_version(job, version, err);
-    cJSON_Delete(m);
-    return rc;
-}
-
-static const char *base_name(const char *name)
-{
-    const char *base = name;
-    for (const char *p = name; *p; p++)
-        if (*p == '/' || *p == '\\')
-            base = p + 1;
-    return base;
-}
-
-/* The one PE/MSI among the extracted files (the rule: exactly one). */
-static error_code find_installer(staging_job *job, const unpack_listing *listing, const unpack_file **found,
-                                 verify_format *format, error_info *err)
-{
-    size_t installers = 0;
-    char names[300] = "";
-    *found = NULL;
-    for (size_t i = 0; i < listing->count; i++) {
-        verify_format f = VERIFY_FORMAT_UNKNOWN;
-        error_code rc = verify_file_format(listing->files[i].path, &f, err);
-        if (rc != ERR_OK)
-            return rc;
-        if (f != VERIFY_FORMAT_PE && f != VERIFY_FORMAT_MSI)
-            continue;
-        if (installers++ == 0) {
-            *found = &listing->files[i];
-            *format = f;
-        }
-        size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s%.80s", used ? ", " : "", listing->files[i].name);
-    }
-    if (installers == 0)
-        return error_set(err, ERR_REJECTED, "format check failed: the %s archive holds no Windows installer (PE or MSI)",
-                         job->report.format);
-    if (installers > 1)
-        return error_set(err, ERR_REJECTED,
-                         "format check failed: the archive holds %zu Windows installers (%s); it must hold exactly one",
-                         installers, names);
-    return ERR_OK;
-}
-
-/* The name the installer gets on disk, chosen by outpost from its format:
- * no server-chosen character reaches a command line or a file system's
- * special names (PRODUCT.md section 4.3). */
-static void set_disk_name(staging_job *job, verify_format format)
-{
-    snprintf(job->disk_name, sizeof job->disk_name, "%s",
-             format == VERIFY_FORMAT_MSI ? STAGING_DISK_NAME_MSI : STAGING_DISK_NAME_PE);
-}
-
-static error_code take_from_archive(staging_job *job, error_info *err)
-{
-    char *work = platform_path_join(job->tmp, "extracted");
-    if (!work)
+    *tmp = NULL;
+    char *root = staging_root(cfg);
+    if (!root)
         return oom(err);
-    unpack_listing listing = {0};
-    unpack_limits limits;
-    unpack_limits_default(&limits);
-    const unpack_file *found = NULL;
-    verify_format format = VERIFY_FORMAT_UNKNOWN;
-    error_code rc = platform_mkdirs(work, err);
+    char tmp_name[40];
+    error_code rc = platform_mkdirs(root, err);
+    if (rc != ERR_OK)
+        rc = error_prefix(err, "cannot create the staging directory");
     if (rc == ERR_OK)
-        rc = unpack_extract(job->received, work, &limits, &listing, err);
-    if (rc == ERR_OK)
-        rc = find_installer(job, &listing, &found, &format, err);
+        rc = check_private(root, err);
     if (rc == ERR_OK) {
-        snprintf(job->report.inner_format, sizeof job->report.inner_format, "%s", verify_format_name(format));
-        snprintf(job->report.inner_name, sizeof job->report.inner_name, "%s", found->name);
-        snprintf(job->file_name, sizeof job->file_name, "%s", base_name(found->name));
-        if (!staging_file_name_is_safe(job->file_name))
-            rc = error_set(err, ERR_REJECTED, "the installer's name in the archive, \"%.100s\", is not a safe file name",
-                           job->file_name);
+        clean_leftovers(root);
+        rc = random_name(".tmp-", tmp_name, sizeof tmp_name, err);
     }
-    if (rc == ERR_OK)
-        rc = verify_sha256_file(found->path, job->sha256, &job->size, err);
-    for (size_t i = 0; rc == ERR_OK && i < listing.count; i++)
-        if (strcmp(listing.files[i].name, "manifest.json") == 0)
-            rc = read_bundle_manifest(job, listing.files[i].path, job->sha256, err);
     if (rc == ERR_OK) {
-        set_disk_name(job, format);
-        job->installer = platform_path_join(job->tmp, job->disk_name);
-        rc = job->installer ? platform_rename(found->path, job->installer, err) : oom(err);
+        *tmp = platform_path_join(root, tmp_name);
+        rc = *tmp ? platform_mkdirs(*tmp, err) : oom(err);
     }
-    if (rc == ERR_OK)
-        rc = fsync_path(job->installer, err);
-    unpack_listing_free(&listing);
-    if (rc == ERR_OK || rc == ERR_REJECTED)
-        platform_remove_tree(work, NULL);
-    free(work);
+    free(root);
     return rc;
 }
 
-/* Format layer: a PE/MSI is staged as it came; an archive is opened and its
- * installer taken out; anything else is rejected. */
-static error_code check_format(staging_job *job, error_info *err)
+error_code staging_load(const config *cfg, const char *version, cJSON **manifest, char **installer_path,
+                        error_info *err)
 {
-    verify_format format = VERIFY_FORMAT_UNKNOWN;
-    error_code rc = verify_file_format(job->received, &format, err);
-    if (rc != ERR_OK)
-        return rc;
-    snprintf(job->report.format, sizeof job->report.format, "%s", verify_format_name(format));
-    if (verify_format_is_archive(format))
-        return take_from_archive(job, err);
-    if (format != VERIFY_FORMAT_PE && format != VERIFY_FORMAT_MSI)
-        return error_set(err, ERR_REJECTED,
-                         "format check failed: %s is not a Windows installer (PE or MSI) nor an archive holding one "
-                         "(an error page served as the file?)",
-                         job->candidate->path);
-    const char *name = job->candidate->file_name;
-    if (name && !staging_file_name_is_safe(name))
-        return error_set(err, ERR_REJECTED, "file name \"%.100s\" is not a safe file name", name);
-    if (name)
-        snprintf(job->file_name, sizeof job->file_name, "%s", name);
-    else
-        snprintf(job->file_name, sizeof job->file_name, "installer-%s.%s", job->version[0] ? job->version : "unknown",
-                 format == VERIFY_FORMAT_MSI ? "msi" : "exe");
-    set_disk_name(job, format);
-    job->installer = platform_path_join(job->tmp, job->disk_name);
-    if (!job->installer)
+    char *root = staging_root(cfg);
+    if (!root)
         return oom(err);
-    return platform_rename(job->received, job->installer, err);
-}
-
-static error_code check_downgrade(staging_job *job, error_info *err)
-{
-    char *installed = NULL;
-    error_code rc = installed_version_get(job->cfg, job->s, &installed, NULL, err);
-    if (rc != ERR_OK)
-        return rc;
-    if (installed && !job->candidate->allow_downgrade && version_compare(job->version, installed) < 0)
-        rc = error_set(err, ERR_REJECTED,
-                       "version %s is older than the installed %s; a downgrade needs --allow-downgrade", job->version,
-                       installed);
-    free(installed);
-    return rc;
-}
-
-static cJSON *build_manifest(const staging_job *job, int64_t now)
-{
-    char staged_at[TIMEFMT_ISO8601_SIZE];
-    timefmt_iso8601(now, staged_at);
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddNumberToObject(m, "manifest_version", 1);
-    cJSON_AddStringToObject(m, "version", job->version);
-    cJSON_AddStringToObject(m, "file_name", job->file_name);
-    cJSON_AddStringToObject(m, "staged_file", job->disk_name);
-    cJSON_AddNumberToObject(m, "size", (double)job->size);
-    cJSON_AddStringToObject(m, "sha256", job->sha256);
-    if (job->candidate->source_url)
-        cJSON_AddStringToObject(m, "source_url", job->candidate->source_url);
-    else
-        cJSON_AddNullToObject(m, "source_url");
-    if (job->candidate->etag)
-        cJSON_AddStringToObject(m, "etag", job->candidate->etag);
-    else
-        cJSON_AddNullToObject(m, "etag");
-    cJSON_AddStringToObject(m, "staged_at", staged_at);
-    cJSON *verification = verify_report_to_json(&job->report);
-    if (!verification || !cJSON_AddItemToObject(m, "verification", verification)) {
-        cJSON_Delete(verification);
-        cJSON_Delete(m);
-        return NULL;
-    }
-    return m;
-}
-
-static error_code write_manifest(const staging_job *job, error_info *err)
-{
-    cJSON *m = build_manifest(job, platform_time_utc_ms() / 1000);
-    char *text = m ? cJSON_Print(m) : NULL;
-    char *path = platform_path_join(job->tmp, "manifest.json");
-    error_code rc = text && path ? platform_write_atomic(path, text, strlen(text), err) : oom(err);
-    free(path);
-    cJSON_free(text);
-    cJSON_Delete(m);
+    error_code rc = load_staged(root, version, false, manifest, installer_path, err);
+    free(root);
     return rc;
 }
 
 /* Renames tmp to staging/<version>, moving an existing one aside first. */
-static error_code commit_directory(staging_job *job, error_info *err)
+static error_code commit_directory(const char *root, const char *tmp, const char *version, error_info *err)
 {
-    char *final = platform_path_join(job->root, job->version);
+    char *final = platform_path_join(root, version);
     if (!final)
         return oom(err);
     char old_name[40];
@@ -869,12 +584,12 @@ static error_code commit_directory(staging_job *job, error_info *err)
     error_code rc = ERR_OK;
     if (platform_path_stat(final, NULL) != PLATFORM_PATH_NONE) {
         rc = random_name(".old-", old_name, sizeof old_name, err);
-        old = rc == ERR_OK ? platform_path_join(job->root, old_name) : NULL;
+        old = rc == ERR_OK ? platform_path_join(root, old_name) : NULL;
         if (rc == ERR_OK)
             rc = old ? platform_rename(final, old, err) : oom(err);
     }
     if (rc == ERR_OK)
-        rc = platform_rename(job->tmp, final, err);
+        rc = platform_rename(tmp, final, err);
     if (rc == ERR_OK && old)
         platform_remove_tree(old, NULL);
     free(old);
@@ -882,149 +597,28 @@ static error_code commit_directory(staging_job *job, error_info *err)
     return rc;
 }
 
-static void fill_result(const staging_job *job, staging_result *result)
+error_code staging_adopt(const config *cfg, state *s, const char *tmp, const char *version, error_info *err)
 {
-    snprintf(result->version, sizeof result->version, "%s", job->version);
-    snprintf(result->file_name, sizeof result->file_name, "%s", job->file_name);
-    snprintf(result->sha256, sizeof result->sha256, "%s", job->sha256);
-    result->size = job->size;
-    snprintf(result->signature, sizeof result->signature, "%s", job->report.signature);
-    snprintf(result->signer, sizeof result->signer, "%s", job->report.signer);
-    result->path = join3(job->root, job->version, job->disk_name);
-}
-
-/* Fleet mirror: the signer the publisher verified must be the one found here.
- * Only a verified signature has a signer to compare; without a CA the
- * manifest's sha256 alone binds the file. */
-static error_code check_expected_signer(const staging_job *job, error_info *err)
-{
-    const char *expected = job->candidate->expected_signer_sha256;
-    if (!expected || strcmp(job->report.signature, "valid") != 0)
-        return ERR_OK;
-    if (strcmp(expected, job->report.signer_cert_sha256) == 0)
-        return ERR_OK;
-    return error_set(err, ERR_REJECTED,
-                     "signer check failed: the installer is signed by \"%.120s\" (certificate SHA-256 %s), not by the "
-                     "certificate the mirror's manifest names (%s); do not install it, and ask the publisher",
-                     job->report.signer, job->report.signer_cert_sha256, expected);
-}
-
-/* This version is staged already: report what is there, change nothing. */
-static error_code report_already_staged(staging_job *job, staging_result *result, error_info *err)
-{
-    cJSON *m = NULL;
-    char *path = NULL;
-    error_code rc = load_staged(job->root, job->version, false, &m, &path, err);
-    if (rc != ERR_OK)
-        return rc;
-    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "verification"),
-                                                        "signature");
-    result->already_staged = true;
-    snprintf(result->version, sizeof result->version, "%s", job->version);
-    snprintf(result->file_name, sizeof result->file_name, "%s", json_string(m, "file_name"));
-    snprintf(result->sha256, sizeof result->sha256, "%s", json_string(m, "sha256"));
-    result->size = (int64_t)cJSON_GetObjectItemCaseSensitive(m, "size")->valuedouble;
-    snprintf(result->signature, sizeof result->signature, "%s",
-             json_string(sig, "result") ? json_string(sig, "result") : "");
-    snprintf(result->signer, sizeof result->signer, "%s", json_string(sig, "signer") ? json_string(sig, "signer") : "");
-    result->path = path;
-    if (strcmp(result->sha256, job->sha256) != 0)
-        log_warn("version %s is already staged from a different file (SHA-256 %s); kept it, use --force to replace it",
-                 job->version, result->sha256);
-    cJSON_Delete(m);
-    return ERR_OK;
-}
-
-static error_code job_prepare(staging_job *job, error_info *err)
-{
-    char tmp_name[40];
-    error_code rc = platform_mkdirs(job->root, err);
-    if (rc != ERR_OK)
-        return error_prefix(err, "cannot create the staging directory");
-    rc = check_private(job->root, err);
-    if (rc != ERR_OK)
-        return rc;
-    clean_leftovers(job->root);
-    rc = random_name(".tmp-", tmp_name, sizeof tmp_name, err);
-    if (rc != ERR_OK)
-        return rc;
-    job->tmp = platform_path_join(job->root, tmp_name);
-    job->received = job->tmp ? platform_path_join(job->tmp, ".received") : NULL;
-    if (!job->received)
-        return oom(err);
-    return platform_mkdirs(job->tmp, err);
-}
-
-/* Everything after verification: manifest, directory, history, current, prune. */
-static error_code job_commit(staging_job *job, staging_result *result, error_info *err)
-{
-    error_code rc = write_manifest(job, err);
-    if (rc != ERR_OK)
-        return rc;
     /* The history names the version before its directory appears, so that
      * staging_finish_commit recognises a kill between any two later steps. */
-    cJSON *history = history_of(job->s);
-    if (!history)
+    cJSON *history = history_of(s);
+    char *root = staging_root(cfg);
+    if (!history || !root) {
+        free(root);
         return oom(err);
-    history_append(history, job->version);
-    cJSON_DeleteItemFromObjectCaseSensitive(state_section(job->s, "installer"), "rolled_back_from");
-    rc = state_save(job->s, err);
-    if (rc == ERR_OK)
-        rc = commit_directory(job, err);
-    if (rc == ERR_OK)
-        rc = write_current(job->root, job->version, err);
-    if (rc != ERR_OK)
-        return rc;
-    prune(job->cfg, job->root, history, job->version);
-    fill_result(job, result);
-    return state_save(job->s, err);
-}
-
-error_code staging_stage(const config *cfg, state *s, const staging_candidate *candidate, staging_result *result,
-                         error_info *err)
-{
-    memset(result, 0, sizeof *result);
-    staging_job job = {.cfg = cfg, .s = s, .candidate = candidate};
-    verify_report_init(&job.report);
-    error_code rc = ERR_OK;
-    if (candidate->version && (rc = set_version(&job, candidate->version, err)) != ERR_OK)
-        return rc;
-    job.root = staging_root(cfg);
-    rc = job.root ? job_prepare(&job, err) : oom(err);
-    if (rc == ERR_OK)
-        rc = make_private_copy(&job, err);
-    if (rc == ERR_OK)
-        rc = check_received(&job, err);
-    if (rc == ERR_OK)
-        rc = check_format(&job, err);
-    if (rc == ERR_OK && !job.version[0])
-        rc = error_set(err, ERR_USAGE,
-                       "the version of %s is not known: pass --version V (only a bundle made by outpost bundle names "
-                       "its own)",
-                       candidate->path);
-    if (rc == ERR_OK)
-        rc = check_downgrade(&job, err);
-    if (rc == ERR_OK)
-        rc = staging_check_private(cfg, job.version, err);
-    if (rc == ERR_OK && !candidate->force && staging_has_verified(cfg, job.version)) {
-        rc = report_already_staged(&job, result, err);
-        goto cleanup;
     }
+    history_append(history, version);
+    cJSON_DeleteItemFromObjectCaseSensitive(state_section(s, "installer"), "rolled_back_from");
+    error_code rc = state_save(s, err);
     if (rc == ERR_OK)
-        rc = verify_signature(&job.report, &cfg->installer.verify, job.installer, err);
+        rc = commit_directory(root, tmp, version, err);
     if (rc == ERR_OK)
-        rc = verify_version_binding(&job.report, &cfg->installer.verify, job.installer, job.version, err);
-    if (rc == ERR_OK)
-        rc = check_expected_signer(&job, err);
-    if (rc == ERR_OK)
-        rc = job_commit(&job, result, err);
-cleanup:
-    if (job.tmp && platform_path_stat(job.tmp, NULL) == PLATFORM_PATH_DIR)
-        platform_remove_tree(job.tmp, NULL);
-    free(job.root);
-    free(job.tmp);
-    free(job.received);
-    free(job.installer);
+        rc = write_current(root, version, err);
+    if (rc == ERR_OK) {
+        prune(cfg, root, history, version);
+        rc = state_save(s, err);
+    }
+    free(root);
     return rc;
 }
 

@@ -1,6 +1,8 @@
 /*
- * staging.h — verification and staging of installers (PRODUCT.md sections
- * 4.3 and 4.4), and what is staged now.
+ * staging.h — what is staged (PRODUCT.md section 4.4): the current version,
+ * the staged versions and their history, prune and rollback, and the
+ * status file's "installer" member. A new candidate is verified by
+ * intake.h and handed over here (staging_adopt) once it passed.
  *
  * Layout under state_dir:
  *   staging/<version>/installer.exe   the verified installer (installer.msi
@@ -29,56 +31,6 @@
 #include "core/state.h"
 
 struct cJSON;
-
-typedef struct staging_candidate {
-    const char *path;            /* file to verify and stage */
-    bool take_ownership;         /* true: path may be moved into staging (a finished
-                                    download on the same volume); false: it is copied
-                                    (stage FILE) and left where it is */
-    const char *version;         /* claimed version (X-Installer-Version, --version, or
-                                    NULL for a bundle whose manifest names it);
-                                    validated with version_is_valid: invalid → ERR_REJECTED */
-    const char *file_name;       /* safe base name (from Content-Disposition or the local
-                                    file's name); checked again here: unsafe → ERR_REJECTED;
-                                    NULL: a name made from the version */
-    const char *source_url;      /* URL it came from, or the local path for stage FILE */
-    const char *etag;            /* validator of the download, or NULL */
-    int64_t expected_length;     /* Content-Length; -1 when unknown (not checked) */
-    const char *sha256_hex;      /* lower-case hex computed while downloading, or NULL
-                                    (computed here) */
-    bool allow_downgrade;        /* accept a version older than the installed one */
-    bool force;                  /* stage again even when this version is already staged */
-    const char *expected_signer_sha256; /* fleet mirror: the manifest's signer.cert_sha256; when
-                                    set and the signature was verified, the signer certificate
-                                    must have this SHA-256 (else ERR_REJECTED). NULL: not checked */
-} staging_candidate;
-
-typedef struct staging_result {
-    bool already_staged;         /* this version was staged and verified before; nothing changed */
-    char version[65];            /* the staged version */
-    char file_name[256];         /* the staged file's name */
-    char *path;                  /* malloc'd full path of the staged installer; free() it */
-    char sha256[65];             /* lower-case hex */
-    int64_t size;                /* bytes */
-    char signature[16];          /* "valid" | "unsigned" | "skipped" */
-    char signer[256];            /* signer subject, "" when none */
-} staging_result;
-
-/*
- * Verifies the candidate (length, format PE/MSI or an archive holding one —
- * extracted with libarchive under caps —, expected_sha256, Authenticode, the
- * version binding of the installer, or of the one inside an archive) and
- * stages it: staging/<version>/ with its manifest, `current` switched,
- * versions beyond keep_versions pruned (never the current or the previous
- * one). A version older than the installed one is refused (ERR_REJECTED)
- * unless allow_downgrade. Any failed verification is ERR_REJECTED (exit 4)
- * with the layer and reason in the message, and leaves staging/ as it was.
- * Disk full is ERR_DISK_FULL and also leaves staging/ as it was. The
- * installed version is read with installed_version_get(cfg, s, ...).
- * On success the caller frees result->path.
- */
-error_code staging_stage(const config *cfg, state *s, const staging_candidate *candidate,
-                         staging_result *result, error_info *err);
 
 /*
  * The current staged version (from staging/current), malloc'd into *version,
@@ -157,5 +109,39 @@ error_code staging_check_private(const config *cfg, const char *version, error_i
  * '.' or ' ', at most 255 bytes, and not "manifest.json" in any case.
  */
 bool staging_file_name_is_safe(const char *name);
+
+/* ---- For intake.c: handing a verified candidate over ---------------------- */
+
+/*
+ * staging/ (version NULL) or staging/<version>, malloc'd; NULL on out of
+ * memory.
+ */
+char *staging_path(const config *cfg, const char *version);
+
+/*
+ * Creates staging/ when missing, checks it is private
+ * (staging_check_private), removes what a crashed staging left, and makes
+ * a fresh work directory staging/.tmp-<random>/ for a candidate. *tmp is
+ * malloc'd (the caller frees it and removes the directory when it does
+ * not hand it to staging_adopt).
+ */
+error_code staging_work_dir(const config *cfg, char **tmp, error_info *err);
+
+/*
+ * The manifest and installer path of staged version (checked against each
+ * other by size, not hashed), as staging_current does for the current one.
+ */
+error_code staging_load(const config *cfg, const char *version, struct cJSON **manifest, char **installer_path,
+                        error_info *err);
+
+/*
+ * Makes the work directory tmp (from staging_work_dir, holding the verified
+ * installer and its manifest.json) staged version `version`: the history
+ * notes it and state is saved first (so staging_finish_commit can finish
+ * after a kill at any later step), tmp is renamed to staging/<version>
+ * (an existing one moved aside), `current` is switched, versions beyond
+ * keep_versions are pruned and state is saved again.
+ */
+error_code staging_adopt(const config *cfg, state *s, const char *tmp, const char *version, error_info *err);
 
 #endif

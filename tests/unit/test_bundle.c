@@ -19,6 +19,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "platform/platform.h"
+#include "installer/intake.h"
 #include "installer/staging.h"
 #include "core/state.h"
 #include "base/text.h"
@@ -76,10 +77,10 @@ static void stage_pe(fixture *f, const char *version)
         pe[i] = (unsigned char)(i * 7);
     char *path = platform_path_join(f->dir, "SensorSetup.exe");
     assert_int_equal(platform_write_atomic(path, pe, sizeof pe, NULL), ERR_OK);
-    staging_candidate c = {.path = path, .version = version, .file_name = "SensorSetup.exe", .expected_length = -1};
-    staging_result r;
+    intake_candidate c = {.path = path, .version = version, .file_name = "SensorSetup.exe", .expected_length = -1};
+    intake_result r;
     error_info err;
-    assert_int_equal(staging_stage(&f->cfg, f->s, &c, &r, &err), ERR_OK);
+    assert_int_equal(intake_stage(&f->cfg, f->s, &c, &r, &err), ERR_OK);
     free(r.path);
     free(path);
 }
@@ -186,16 +187,16 @@ static void test_restage_in_fresh_state(void **ctx)
         init_config(&fresh, fresh_dir);
         state *s;
         assert_int_equal(state_load(fresh_dir, &s, &err), ERR_OK);
-        staging_candidate c = {.path = out, .version = NULL, .file_name = "b", .expected_length = -1};
-        staging_result r;
-        assert_int_equal(staging_stage(&fresh, s, &c, &r, &err), ERR_OK);
+        intake_candidate c = {.path = out, .version = NULL, .file_name = "b", .expected_length = -1};
+        intake_result r;
+        assert_int_equal(intake_stage(&fresh, s, &c, &r, &err), ERR_OK);
         assert_string_equal(r.version, "7.8.9-rc1");
         assert_string_equal(r.file_name, "SensorSetup.exe");
         free(r.path);
         /* A contradicting --version is refused. */
         c.version = "7.8.9";
         c.force = true;
-        assert_int_equal(staging_stage(&fresh, s, &c, &r, &err), ERR_REJECTED);
+        assert_int_equal(intake_stage(&fresh, s, &c, &r, &err), ERR_REJECTED);
         state_free(s);
         config_free(&fresh);
     }

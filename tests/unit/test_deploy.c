@@ -22,6 +22,7 @@
 #include "installer/deploy.h"
 #include "core/log.h"
 #include "platform/platform.h"
+#include "installer/intake.h"
 #include "installer/staging.h"
 #include "core/state.h"
 #include "base/text.h"
@@ -88,10 +89,10 @@ static void prepare(fixture *f, const char *version, const char *script)
     memcpy(pe + 0x80, "PE\0\0", 4);
     char *path = platform_path_join(f->dir, "Setup.exe");
     assert_int_equal(platform_write_atomic(path, pe, sizeof pe, NULL), ERR_OK);
-    staging_candidate c = {.path = path, .version = version, .file_name = "Setup.exe", .expected_length = -1};
-    staging_result r;
+    intake_candidate c = {.path = path, .version = version, .file_name = "Setup.exe", .expected_length = -1};
+    intake_result r;
     error_info err;
-    assert_int_equal(staging_stage(&f->cfg, f->s, &c, &r, &err), ERR_OK);
+    assert_int_equal(intake_stage(&f->cfg, f->s, &c, &r, &err), ERR_OK);
     free(r.path);
     free(path);
     const char *argv[] = {"/bin/sh", "-c", script, "sh", "{installer}", f->version_file, NULL};
