@@ -27,6 +27,7 @@
  * still used as a fallback, and our callback then judges it.
  */
 #include "authenticode/authenticode.h"
+#include "authenticode/authenticode_int.h"
 #include "core/timefmt.h"
 
 #include <errno.h>

@@ -99,36 +99,6 @@ error_code authenticode_verify_stream(FILE *f, const authenticode_policy *policy
  * "wrong-signer", "malformed", "unsupported"; never NULL. */
 const char *authenticode_verdict_name(authenticode_verdict v);
 
-/* ---- For the format readers (pe.c, msi.c); not for callers ------------- */
-
-/*
- * Records a verdict and its reason (printf-style) in *result and returns
- * ERR_REJECTED, so a format reader can write `return authenticode_reject(...)`.
- * authenticode_verify_* turn ERR_REJECTED back into ERR_OK plus the verdict.
- */
-error_code authenticode_reject(authenticode_result *result, authenticode_verdict verdict,
-                               const char *fmt, ...)
-    OUTPOST_PRINTF(3, 4)
-    ;
-
-/*
- * Reads exactly len bytes at offset of f into buf. ERR_IO when the file is
- * shorter or unreadable (the message names the offset). Offsets beyond
- * LONG_MAX (2 GiB on Windows, where long is 32 bits) are refused: fseek is
- * the only portable seek.
- */
-error_code authenticode_read_at(FILE *f, uint64_t offset, void *buf, size_t len, error_info *err);
-
-/*
- * For the fuzzer and unit tests only, never to accept a file: runs every
- * check of a PKCS#7 signature blob (DER) as if it had been found in a PE
- * image whose digest matches the signed one, so malformed signatures can be
- * exercised without building an image around them. Same contract as
- * authenticode_verify_stream.
- */
-error_code authenticode_check_blob(const uint8_t *der, size_t der_len, const authenticode_policy *policy,
-                                   authenticode_result *result, error_info *err);
-
 /* Largest signature blob (PKCS#7 DER) we read into memory. Real ones are a
  * few KiB, dual-signed ones with timestamps some tens of KiB. */
 #define AUTHENTICODE_MAX_SIGNATURE (4u * 1024u * 1024u)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "authenticode/authenticode_int.h"
+
 #define MSI_MAX_DEPTH 16 /* storages nested deeper than this are refused */
 
 /* "\005DigitalSignature" and "\005MsiDigitalSignatureEx", UTF-16LE with NUL. */

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "authenticode/authenticode_int.h"
+
 #define PE_HASH_BUFFER (64u * 1024u) /* streaming buffer for the image digest */
 #define WIN_CERT_REVISION_2_0 0x0200
 #define WIN_CERT_TYPE_PKCS_SIGNED_DATA 0x0002

@@ -8,7 +8,8 @@
  *
  * Every offset and size read from the file is checked against the file size
  * before use. Structural problems are reported as a verdict through
- * authenticode_reject() (return value ERR_REJECTED), read failures as ERR_IO.
+ * authenticode_reject() (authenticode_int.h; return value ERR_REJECTED),
+ * read failures as ERR_IO.
  */
 #ifndef OUTPOST_PE_H
 #define OUTPOST_PE_H

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "authenticode/authenticode.h"
+#include "authenticode/authenticode_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

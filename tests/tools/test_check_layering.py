@@ -50,6 +50,8 @@ def test_a_copy_passes_before_anything_is_planted(tree):
     ("agent/installer/deploy.c", '#include <unistd.h>', 'operating-system header'),
     ("agent/cli/main.c", '#include <windows.h>', 'operating-system header'),
     ("agent/net/api.c", '#include "net/nonexistent.h"', 'does not exist'),
+    ("agent/installer/verify.c", '#include "authenticode/authenticode_int.h"', 'is internal to authenticode/'),
+    ("agent/cli/main.c", '#include "authenticode/authenticode_int.h"', 'is internal to authenticode/'),
 ])
 def test_a_planted_wrong_include_fails(tree, victim, line, expected):
     plant(tree / victim, line)
@@ -57,6 +59,12 @@ def test_a_planted_wrong_include_fails(tree, victim, line, expected):
     assert r.returncode == 1
     assert victim + ":" in r.stderr
     assert expected in r.stderr
+
+
+def test_an_internal_header_is_included_inside_its_folder(tree):
+    """authenticode_int.h is for authenticode/'s own files: olecf.c may include it."""
+    plant(tree / "agent/authenticode/olecf.c", '#include "authenticode/authenticode_int.h"')
+    assert run(tree).returncode == 0
 
 
 def test_a_module_outside_the_folders_fails(tree):

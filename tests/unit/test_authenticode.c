@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "authenticode/authenticode.h"
+#include "authenticode/authenticode_int.h"
 #include "platform/platform.h"
 
 /* A throwaway EC root: the trust configuration every test needs. */

@@ -1,0 +1,47 @@
+/*
+ * authenticode_int.h — the part of authenticode.h that only the folder's
+ * own files see: what the format readers (pe.c, msi.c) share with
+ * authenticode.c, and the blob check the fuzzer and unit tests drive. As
+ * curl keeps vtls_int.h beside vtls.h: callers outside authenticode/
+ * include authenticode.h, and scripts/check-layering refuses an *_int.h
+ * included from outside its folder.
+ */
+#ifndef OUTPOST_AUTHENTICODE_INT_H
+#define OUTPOST_AUTHENTICODE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "authenticode/authenticode.h"
+#include "base/error.h"
+
+/*
+ * Records a verdict and its reason (printf-style) in *result and returns
+ * ERR_REJECTED, so a format reader can write `return authenticode_reject(...)`.
+ * authenticode_verify_* turn ERR_REJECTED back into ERR_OK plus the verdict.
+ */
+error_code authenticode_reject(authenticode_result *result, authenticode_verdict verdict,
+                               const char *fmt, ...)
+    OUTPOST_PRINTF(3, 4)
+    ;
+
+/*
+ * Reads exactly len bytes at offset of f into buf. ERR_IO when the file is
+ * shorter or unreadable (the message names the offset). Offsets beyond
+ * LONG_MAX (2 GiB on Windows, where long is 32 bits) are refused: fseek is
+ * the only portable seek.
+ */
+error_code authenticode_read_at(FILE *f, uint64_t offset, void *buf, size_t len, error_info *err);
+
+/*
+ * For the fuzzer and unit tests only, never to accept a file: runs every
+ * check of a PKCS#7 signature blob (DER) as if it had been found in a PE
+ * image whose digest matches the signed one, so malformed signatures can be
+ * exercised without building an image around them. Same contract as
+ * authenticode_verify_stream.
+ */
+error_code authenticode_check_blob(const uint8_t *der, size_t der_len, const authenticode_policy *policy,
+                                   authenticode_result *result, error_info *err);
+
+#endif
