@@ -4,9 +4,9 @@
  */
 #include "cli/commands.h"
 
-#include <cjson/cJSON.h>
-
+#include "core/log.h"
 #include "core/state.h"
+#include "installer/installer_state.h"
 #include "core/timefmt.h"
 #include "platform/platform.h"
 
@@ -37,21 +37,13 @@ bool command_from_run(const command_context *ctx)
 
 void command_record_outcome(const command_context *ctx, state *s, error_code rc, int exit_code, const error_info *err)
 {
-    cJSON *section = s ? state_section(s, "installer") : NULL;
-    if (!section || command_from_run(ctx))
+    if (!s || command_from_run(ctx))
         return;
     char at[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(platform_time_utc_ms() / 1000, at);
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return;
-    cJSON_AddStringToObject(o, "command", cli_command_name(ctx->opts ? ctx->opts->command : CLI_NONE));
-    cJSON_AddStringToObject(o, "at", at);
-    cJSON_AddNumberToObject(o, "exit_code", rc == ERR_OK ? exit_code : error_exit_code(rc));
-    if (rc != ERR_OK)
-        cJSON_AddStringToObject(o, "error", err && err->message[0] ? err->message : error_meaning(rc));
-    else
-        cJSON_AddNullToObject(o, "error");
-    cJSON_DeleteItemFromObjectCaseSensitive(section, "last_command");
-    cJSON_AddItemToObject(section, "last_command", o);
+    const char *error = rc == ERR_OK ? NULL : err && err->message[0] ? err->message : error_meaning(rc);
+    error_info why;
+    if (installer_state_set_last_command(s, cli_command_name(ctx->opts ? ctx->opts->command : CLI_NONE), at,
+                                         rc == ERR_OK ? exit_code : error_exit_code(rc), error, &why) != ERR_OK)
+        log_warn("cannot record the command's outcome in the state: %s", why.message);
 }

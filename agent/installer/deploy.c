@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "installer/installed.h"
+#include "installer/installer_state.h"
 #include "core/log.h"
 #include "platform/platform.h"
 #include "installer/staging.h"
@@ -279,45 +280,6 @@ static error_code check_installed(const config *cfg, state *s, deploy_outcome *o
     return ERR_OK;
 }
 
-static void record_success(cJSON *section, const deploy_outcome *out, const char *at)
-{
-    cJSON *deployed = cJSON_CreateObject();
-    cJSON_AddStringToObject(deployed, "version", out->version);
-    cJSON_AddStringToObject(deployed, "at", at);
-    cJSON_AddNumberToObject(deployed, "exit_code", out->exit_code);
-    cJSON_AddBoolToObject(deployed, "reboot_required", out->reboot_required);
-    cJSON_AddStringToObject(deployed, "verified", out->verified);
-    cJSON_AddStringToObject(deployed, "log", out->log);
-    /* `status` compares it with the running boot: a reboot clears "reboot required". */
-    char boot[128];
-    platform_boot_id(boot, sizeof boot);
-    cJSON_AddStringToObject(deployed, "boot_id", boot);
-    cJSON_DeleteItemFromObjectCaseSensitive(section, "deployed");
-    cJSON_AddItemToObject(section, "deployed", deployed);
-    cJSON_DeleteItemFromObjectCaseSensitive(section, "deployed_version");
-    cJSON_AddStringToObject(section, "deployed_version", out->version);
-    cJSON_DeleteItemFromObjectCaseSensitive(section, "deploy_failure");
-}
-
-static void record_failure(cJSON *section, const deploy_outcome *out, const char *at, const char *message)
-{
-    cJSON *failure = cJSON_CreateObject();
-    cJSON_AddStringToObject(failure, "version", out->version);
-    cJSON_AddStringToObject(failure, "at", at);
-    if (out->exit_code >= 0)
-        cJSON_AddNumberToObject(failure, "exit_code", out->exit_code);
-    else
-        cJSON_AddNullToObject(failure, "exit_code");
-    cJSON_AddBoolToObject(failure, "timed_out", out->timed_out);
-    cJSON_AddStringToObject(failure, "message", message);
-    if (out->log[0])
-        cJSON_AddStringToObject(failure, "log", out->log);
-    else
-        cJSON_AddNullToObject(failure, "log");
-    cJSON_DeleteItemFromObjectCaseSensitive(section, "deploy_failure");
-    cJSON_AddItemToObject(section, "deploy_failure", failure);
-}
-
 /* Where the installer's log and output go; creates state_dir/logs. */
 static error_code name_log(const config *cfg, deploy_outcome *out, error_info *err)
 {
@@ -422,17 +384,24 @@ error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_in
     if (rc == ERR_OK)
         rc = check_installed(cfg, s, out, err);
 
-    cJSON *section = state_section(s, "installer");
     char at[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(platform_time_utc_ms() / 1000, at);
-    if (!section) {
-        rc = error_set(err, ERR_NOMEM, "out of memory");
+    error_info record_err;
+    error_code recorded;
+    if (rc == ERR_OK) {
+        /* `status` compares it with the running boot: a reboot clears "reboot required". */
+        char boot[128];
+        platform_boot_id(boot, sizeof boot);
+        recorded = installer_state_set_deployed(s, out, at, boot, &record_err);
+    } else {
+        recorded = installer_state_set_deploy_failure(s, out, at, err ? err->message : error_meaning(rc), &record_err);
+    }
+    if (recorded != ERR_OK && rc == ERR_OK) {
+        rc = recorded;
+        if (err)
+            *err = record_err;
         goto cleanup;
     }
-    if (rc == ERR_OK)
-        record_success(section, out, at);
-    else
-        record_failure(section, out, at, err ? err->message : error_meaning(rc));
     error_info save_err;
     if (state_save(s, &save_err) != ERR_OK && rc == ERR_OK) {
         rc = save_err.code;

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
 
 #include "core/log.h"
+#include "installer/installer_state.h"
 #include "platform/platform.h"
 #include "base/text.h"
 #include "installer/version.h"
@@ -94,8 +94,7 @@ static char *from_state(state *s)
 {
     if (!s)
         return NULL;
-    const cJSON *section = state_section(s, "installer");
-    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(section, "deployed_version"));
+    const char *v = installer_state_deployed_version(s);
     if (!v || !version_is_valid(v, NULL))
         return NULL;
     return text_dup(v);

@@ -7,9 +7,10 @@
  * leaves either the old staging or the new one; stray .tmp-* and .old-*
  * directories are removed by the next staging.
  *
- * State kept in section "installer": "staged_history", the versions in the
- * order they were staged (oldest first, each once, at most HISTORY_MAX),
- * which prune and rollback use to tell "recent" from "old".
+ * State kept in section "installer" (through installer_state.h):
+ * "staged_history", the versions in the order they were staged (oldest
+ * first, each once, at most INSTALLER_STATE_HISTORY_MAX), which prune and
+ * rollback use to tell "recent" from "old", and "rolled_back_from".
  */
 #include "installer/staging.h"
 
@@ -21,6 +22,7 @@
 
 #include "installer/disposition.h"
 #include "installer/installed.h"
+#include "installer/installer_state.h"
 #include "core/log.h"
 #include "platform/platform.h"
 #include "base/text.h"
@@ -29,7 +31,6 @@
 
 #define MANIFEST_MAX_BYTES (1024 * 1024)
 #define CURRENT_MAX_BYTES 256
-#define HISTORY_MAX 32
 
 /* ---- Paths and small helpers ----------------------------------------------- */
 
@@ -298,49 +299,6 @@ error_code staging_current(const config *cfg, char **version, cJSON **manifest, 
 
 /* ---- History, previous version, prune -------------------------------------- */
 
-static cJSON *history_of(state *s)
-{
-    cJSON *section = state_section(s, "installer");
-    if (!section)
-        return NULL;
-    cJSON *history = cJSON_GetObjectItemCaseSensitive(section, "staged_history");
-    if (cJSON_IsArray(history))
-        return history;
-    cJSON_DeleteItemFromObjectCaseSensitive(section, "staged_history");
-    return cJSON_AddArrayToObject(section, "staged_history");
-}
-
-/* Position of version in the history (larger: staged more recently), -1 if absent. */
-static int history_rank(const cJSON *history, const char *version)
-{
-    int rank = -1, i = 0;
-    const cJSON *item;
-    cJSON_ArrayForEach(item, history)
-    {
-        if (cJSON_IsString(item) && strcmp(item->valuestring, version) == 0)
-            rank = i;
-        i++;
-    }
-    return rank;
-}
-
-static void history_remove(cJSON *history, const char *version)
-{
-    for (int i = cJSON_GetArraySize(history) - 1; i >= 0; i--) {
-        const cJSON *item = cJSON_GetArrayItem(history, i);
-        if (cJSON_IsString(item) && strcmp(item->valuestring, version) == 0)
-            cJSON_DeleteItemFromArray(history, i);
-    }
-}
-
-static void history_append(cJSON *history, const char *version)
-{
-    history_remove(history, version);
-    cJSON_AddItemToArray(history, cJSON_CreateString(version));
-    while (cJSON_GetArraySize(history) > HISTORY_MAX)
-        cJSON_DeleteItemFromArray(history, 0);
-}
-
 /* The staged versions: directories under root that are not ours (.tmp-*). */
 static error_code list_staged(const char *root, char ***names, size_t *count, error_info *err)
 {
@@ -369,7 +327,7 @@ static error_code list_staged(const char *root, char ***names, size_t *count, er
 }
 
 /* The version rollback would switch to from current, or NULL (points into names). */
-static const char *previous_version(char **names, size_t count, const cJSON *history, const char *current)
+static const char *previous_version(char **names, size_t count, state *s, const char *current)
 {
     const char *best = NULL;
     for (size_t i = 0; i < count; i++)
@@ -377,10 +335,10 @@ static const char *previous_version(char **names, size_t count, const cJSON *his
             best = names[i];
     if (best)
         return best;
-    int current_rank = history_rank(history, current);
+    int current_rank = installer_state_history_rank(s, current);
     int best_rank = -1;
     for (size_t i = 0; i < count; i++) {
-        int rank = history_rank(history, names[i]);
+        int rank = installer_state_history_rank(s, names[i]);
         if (strcmp(names[i], current) != 0 && rank >= 0 && rank < current_rank && rank > best_rank) {
             best = names[i];
             best_rank = rank;
@@ -391,25 +349,25 @@ static const char *previous_version(char **names, size_t count, const cJSON *his
 
 /* Ordering for prune: staged more recently first; unknown to the history last,
  * newest version first among them. */
-static const cJSON *sort_history;
+static state *sort_state;
 static int by_recency(const void *a, const void *b)
 {
     const char *va = *(const char *const *)a, *vb = *(const char *const *)b;
-    int ra = history_rank(sort_history, va), rb = history_rank(sort_history, vb);
+    int ra = installer_state_history_rank(sort_state, va), rb = installer_state_history_rank(sort_state, vb);
     if (ra != rb)
         return rb - ra;
     return version_compare(vb, va);
 }
 
-static void prune(const config *cfg, const char *root, cJSON *history, const char *current)
+static void prune(const config *cfg, const char *root, state *s, const char *current)
 {
     char **names = NULL;
     size_t count = 0;
     if (list_staged(root, &names, &count, NULL) != ERR_OK)
         return;
-    const char *previous = previous_version(names, count, history, current);
+    const char *previous = previous_version(names, count, s, current);
     char *keep_previous = text_dup(previous);
-    sort_history = history;
+    sort_state = s;
     qsort(names, count, sizeof *names, by_recency);
     for (size_t i = 0; i < count; i++) {
         bool keep = (int)i < cfg->installer.keep_versions || strcmp(names[i], current) == 0 ||
@@ -428,7 +386,7 @@ static void prune(const config *cfg, const char *root, cJSON *history, const cha
             platform_remove_tree(aside, NULL);
             log_info("pruned staged version %s (installer.keep_versions is %d)", names[i],
                      cfg->installer.keep_versions);
-            history_remove(history, names[i]);
+            installer_state_history_remove(s, names[i]);
         }
         free(aside);
         free(path);
@@ -457,14 +415,15 @@ error_code staging_rollback(const config *cfg, state *s, char **from, char **to,
     char *current = NULL, *target = NULL;
     char **names = NULL;
     size_t count = 0;
-    cJSON *history = history_of(s);
-    error_code rc = history ? read_current(root, &current, err) : oom(err);
+    error_code rc = installer_state_history_open(s, err);
+    if (rc == ERR_OK)
+        rc = read_current(root, &current, err);
     if (rc == ERR_OK && !current)
         rc = error_set(err, ERR_NOT_FOUND, "nothing is staged, so there is nothing to roll back");
     if (rc == ERR_OK)
         rc = list_staged(root, &names, &count, err);
     if (rc == ERR_OK) {
-        target = text_dup(previous_version(names, count, history, current));
+        target = text_dup(previous_version(names, count, s, current));
         if (!target)
             rc = error_set(err, ERR_NOT_FOUND,
                            "no earlier staged version to roll back to (current is %s); stage one with outpost stage "
@@ -479,11 +438,10 @@ error_code staging_rollback(const config *cfg, state *s, char **from, char **to,
     /* Recorded before the switch, so that staging_finish_commit never takes
      * the version rolled back from (still last in the history) for a commit a
      * kill interrupted, and undoes the rollback. */
-    if (rc == ERR_OK) {
-        cJSON *section = state_section(s, "installer");
-        cJSON_DeleteItemFromObjectCaseSensitive(section, "rolled_back_from");
-        rc = cJSON_AddStringToObject(section, "rolled_back_from", current) ? state_save(s, err) : oom(err);
-    }
+    if (rc == ERR_OK)
+        rc = installer_state_set_rolled_back_from(s, current, err);
+    if (rc == ERR_OK)
+        rc = state_save(s, err);
     if (rc == ERR_OK)
         rc = write_current(root, target, err);
     if (rc == ERR_OK) {
@@ -503,22 +461,21 @@ error_code staging_finish_commit(const config *cfg, state *s, const char *versio
     if (!root)
         return oom(err);
     char *current = NULL;
-    cJSON *history = history_of(s);
-    error_code rc = history ? read_current(root, &current, err) : oom(err);
-    int n = history ? cJSON_GetArraySize(history) : 0;
-    const cJSON *last = n > 0 ? cJSON_GetArrayItem(history, n - 1) : NULL;
-    const cJSON *rolled_back = cJSON_GetObjectItemCaseSensitive(state_section(s, "installer"), "rolled_back_from");
+    error_code rc = installer_state_history_open(s, err);
+    if (rc == ERR_OK)
+        rc = read_current(root, &current, err);
+    const char *last = installer_state_history_last(s);
+    const char *rolled_back = installer_state_rolled_back_from(s);
     bool is_current = current && strcmp(current, version) == 0;
-    bool was_rolled_back = cJSON_IsString(rolled_back) && strcmp(rolled_back->valuestring, version) == 0;
-    if (rc == ERR_OK && !is_current && !was_rolled_back && cJSON_IsString(last) &&
-        strcmp(last->valuestring, version) == 0) {
+    bool was_rolled_back = rolled_back && strcmp(rolled_back, version) == 0;
+    if (rc == ERR_OK && !is_current && !was_rolled_back && last && strcmp(last, version) == 0) {
         log_info("staging of %s was interrupted before it became current; making it current", version);
         rc = write_current(root, version, err);
         is_current = rc == ERR_OK;
     }
     if (rc == ERR_OK && is_current) {
         clean_leftovers(root);
-        prune(cfg, root, history, version);
+        prune(cfg, root, s, version);
         rc = state_save(s, err);
     }
     free(current);
@@ -601,21 +558,20 @@ error_code staging_adopt(const config *cfg, state *s, const char *tmp, const cha
 {
     /* The history names the version before its directory appears, so that
      * staging_finish_commit recognises a kill between any two later steps. */
-    cJSON *history = history_of(s);
     char *root = staging_root(cfg);
-    if (!history || !root) {
-        free(root);
+    if (!root)
         return oom(err);
-    }
-    history_append(history, version);
-    cJSON_DeleteItemFromObjectCaseSensitive(state_section(s, "installer"), "rolled_back_from");
-    error_code rc = state_save(s, err);
+    error_code rc = installer_state_history_append(s, version, err);
+    if (rc == ERR_OK)
+        rc = installer_state_set_rolled_back_from(s, NULL, err);
+    if (rc == ERR_OK)
+        rc = state_save(s, err);
     if (rc == ERR_OK)
         rc = commit_directory(root, tmp, version, err);
     if (rc == ERR_OK)
         rc = write_current(root, version, err);
     if (rc == ERR_OK) {
-        prune(cfg, root, history, version);
+        prune(cfg, root, s, version);
         rc = state_save(s, err);
     }
     free(root);
@@ -680,29 +636,26 @@ static void add_copy_or_null(cJSON *obj, const char *name, const cJSON *value)
 error_code staging_status_section(const config *cfg, state *s, cJSON **out, error_info *err)
 {
     *out = NULL;
-    cJSON *section = state_section(s, "installer");
     cJSON *obj = cJSON_CreateObject();
-    if (!section || !obj) {
-        cJSON_Delete(obj);
+    if (!obj)
         return oom(err);
-    }
     char *installed = NULL;
     error_info ignored;
     if (installed_version_get(cfg, s, &installed, NULL, &ignored) != ERR_OK)
         installed = NULL; /* the status still shows everything else */
-    const char *latest = json_string(section, "latest_version");
+    const char *latest = installer_state_latest_version(s);
     if (latest && !version_is_valid(latest, NULL))
         latest = NULL;
     add_string_or_null(obj, "installed_version", installed);
     add_string_or_null(obj, "latest_version", latest);
     cJSON_AddBoolToObject(obj, "update_available", latest && (!installed || version_compare(latest, installed) > 0));
-    add_string_or_null(obj, "checked_at", json_string(section, "checked_at"));
+    add_string_or_null(obj, "checked_at", installer_state_checked_at(s));
     cJSON_AddItemToObject(obj, "staged", staged_object(cfg));
-    add_copy_or_null(obj, "deployed", cJSON_GetObjectItemCaseSensitive(section, "deployed"));
-    const cJSON *failure = cJSON_GetObjectItemCaseSensitive(section, "deploy_failure");
+    add_copy_or_null(obj, "deployed", installer_state_deployed(s));
+    const cJSON *failure = installer_state_deploy_failure(s);
     if (failure)
         add_copy_or_null(obj, "deploy_failure", failure);
-    const cJSON *last_command = cJSON_GetObjectItemCaseSensitive(section, "last_command");
+    const cJSON *last_command = installer_state_last_command(s);
     if (last_command)
         add_copy_or_null(obj, "last_command", last_command);
     free(installed);

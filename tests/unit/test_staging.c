@@ -19,6 +19,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "platform/platform.h"
+#include "installer/installer_state.h"
 #include "installer/intake.h"
 #include "installer/staging.h"
 #include "core/state.h"
@@ -212,9 +213,7 @@ static void test_rollback(void **ctx)
 static void test_status_section(void **ctx)
 {
     fixture *f = *ctx;
-    cJSON *section = state_section(f->s, "installer");
-    cJSON_AddStringToObject(section, "latest_version", "2.0");
-    cJSON_AddStringToObject(section, "checked_at", "2026-11-21T10:00:00Z");
+    assert_int_equal(installer_state_set_latest(f->s, "2.0", "2026-11-21T10:00:00Z", true, NULL), ERR_OK);
     f->cfg.installer.installed_version = text_dup("1.0");
     cJSON *out = NULL;
     error_info err;
