@@ -34,7 +34,9 @@
 #include "net/api.h"
 #include "installer/download.h"
 #include "net/http.h"
+#include "net/retry_after.h"
 #include "installer/installed.h"
+#include "installer/installer_state.h"
 #include "core/log.h"
 #include "platform/platform.h"
 #include "installer/source_mirror.h"
@@ -45,9 +47,6 @@
 #include "base/text.h"
 #include "core/timefmt.h"
 #include "installer/version.h"
-
-/* Longest wait a Retry-After may impose on later runs (PRODUCT.md 6). */
-#define RETRY_AFTER_CAP_MS (24LL * 3600 * 1000)
 
 /* What one check or update learned, for state, status and output. */
 typedef struct fetch_session {
@@ -87,13 +86,8 @@ static void session_close(fetch_session *fs)
 /* Refuses to call the platform before the time an earlier Retry-After named. */
 static error_code respect_retry_after(fetch_session *fs, bool force, error_info *err)
 {
-    const cJSON *run = state_section(fs->s, "run");
-    const char *until = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(run, "retry_after_until"));
-    int64_t until_s = 0;
-    if (!until || !timefmt_parse_iso8601(until, &until_s))
-        return ERR_OK;
-    int64_t now_s = platform_time_utc_ms() / 1000;
-    if (now_s >= until_s || force)
+    char until[TIMEFMT_ISO8601_SIZE + 16];
+    if (force || !retry_after_pending(fs->s, platform_time_utc_ms(), until, sizeof until))
         return ERR_OK;
     return error_set(err, ERR_TEMPORARY,
                      "the platform asked not to be called before %s (Retry-After); try again after that time%s", until,
@@ -108,30 +102,12 @@ static void remember_retry_after(fetch_session *fs)
         return;
     http_stats stats;
     http_client_stats(fs->http, &stats);
-    if (stats.retry_after_until_ms <= 0)
-        return;
-    int64_t cap = platform_time_utc_ms() + RETRY_AFTER_CAP_MS;
-    int64_t until_ms = stats.retry_after_until_ms < cap ? stats.retry_after_until_ms : cap;
-    char until[TIMEFMT_ISO8601_SIZE];
-    timefmt_iso8601((until_ms + 999) / 1000, until);
-    cJSON *run = state_section(fs->s, "run");
-    if (run) {
-        cJSON_DeleteItemFromObjectCaseSensitive(run, "retry_after_until");
-        cJSON_AddStringToObject(run, "retry_after_until", until);
-    }
+    error_info err;
+    if (retry_after_record(fs->s, stats.retry_after_until_ms, platform_time_utc_ms(), &err) != ERR_OK)
+        log_warn("%s", err.message);
 }
 
 /* ---- State, status and output -------------------------------------------------------- */
-
-static void set_member(cJSON *obj, const char *name, cJSON *value)
-{
-    if (!value)
-        return;
-    if (cJSON_GetObjectItemCaseSensitive(obj, name))
-        cJSON_ReplaceItemInObjectCaseSensitive(obj, name, value);
-    else
-        cJSON_AddItemToObject(obj, name, value);
-}
 
 /* Notes what the platform offers now in state section "installer". */
 static void record_latest(fetch_session *fs, const char *latest)
@@ -140,12 +116,9 @@ static void record_latest(fetch_session *fs, const char *latest)
     fs->latest = text_dup(latest);
     timefmt_iso8601(platform_time_utc_ms() / 1000, fs->checked_at);
     fs->update_available = !fs->installed || version_compare(latest, fs->installed) > 0;
-    cJSON *section = state_section(fs->s, "installer");
-    if (!section)
-        return;
-    set_member(section, "latest_version", cJSON_CreateString(latest));
-    set_member(section, "checked_at", cJSON_CreateString(fs->checked_at));
-    set_member(section, "update_available", cJSON_CreateBool(fs->update_available));
+    error_info err;
+    if (installer_state_set_latest(fs->s, latest, fs->checked_at, fs->update_available, &err) != ERR_OK)
+        log_warn("cannot note the latest version in the state: %s", err.message);
 }
 
 /*
