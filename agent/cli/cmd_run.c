@@ -29,11 +29,13 @@
 #include "core/log.h"
 #include "report/metrics.h"
 #include "platform/platform.h"
+#include "installer/installer_state.h"
 #include "installer/source_mirror.h"
 #include "installer/staging.h"
 #include "core/state.h"
 #include "report/status.h"
 #include "core/timefmt.h"
+#include "net/retry_after.h"
 
 typedef struct run_outcome {
     char finished_at[TIMEFMT_ISO8601_SIZE]; /* set once the parts are done */
@@ -49,10 +51,11 @@ static void record(run_outcome *o, const char *stage, error_code code, const cha
     o->failed++;
     o->exit_code = error_worse_exit(o->exit_code, error_exit_code(code));
     log_error("run: %s: %s", stage, message[0] ? message : error_meaning(code));
-    cJSON *e = cJSON_CreateObject();
-    if (!e || !cJSON_AddStringToObject(e, "stage", stage) || !cJSON_AddStringToObject(e, "message", message) ||
-        !cJSON_AddItemToArray(o->errors, e))
-        cJSON_Delete(e);
+    error_info err;
+    if (status_run_error(o->errors, stage, message, &err) != ERR_OK) {
+        log_error("run: %s", err.message);
+        o->exit_code = error_worse_exit(o->exit_code, error_exit_code(err.code));
+    }
 }
 
 /* Runs one part with a context of its own, capturing its failure. */
@@ -73,29 +76,17 @@ static void run_part(command_context *ctx, run_outcome *o, const char *stage,
         o->reboot_exit = true;
 }
 
-/* A string member of state section/name/member, copied into buf ("" if none). */
-static void state_string(const config *cfg, const char *section, const char *object, const char *name, char *buf,
-                         size_t size)
-{
-    buf[0] = '\0';
-    state *s = NULL;
-    error_info err;
-    if (state_load(cfg->state_dir, &s, &err) != ERR_OK)
-        return;
-    cJSON *sec = state_section(s, section);
-    cJSON *holder = object ? cJSON_GetObjectItemCaseSensitive(sec, object) : sec;
-    const cJSON *value = cJSON_GetObjectItemCaseSensitive(holder, name);
-    if (cJSON_IsString(value))
-        snprintf(buf, size, "%s", value->valuestring);
-    state_free(s);
-}
-
 /* Whether an earlier run was told not to call before a time still ahead. */
 static bool retry_after_active(const config *cfg, char *until, size_t size)
 {
-    state_string(cfg, "run", NULL, "retry_after_until", until, size);
-    int64_t t;
-    return until[0] && timefmt_parse_iso8601(until, &t) && t * 1000 > platform_time_utc_ms();
+    until[0] = '\0';
+    state *s = NULL;
+    error_info err;
+    if (state_load(cfg->state_dir, &s, &err) != ERR_OK)
+        return false;
+    bool active = retry_after_pending(s, platform_time_utc_ms(), until, size);
+    state_free(s);
+    return active;
 }
 
 /* Deploy when enabled and the current staged version is not the deployed one. */
@@ -107,9 +98,13 @@ static bool deploy_wanted(const config *cfg)
     error_info err;
     if (staging_current_version(cfg, &staged, &err) != ERR_OK || !staged)
         return false;
-    char deployed[128];
-    state_string(cfg, "installer", "deployed", "version", deployed, sizeof deployed);
-    bool wanted = strcmp(staged, deployed) != 0;
+    state *s = NULL;
+    bool wanted = true;
+    if (state_load(cfg->state_dir, &s, &err) == ERR_OK) {
+        const char *deployed = installer_state_deployed_version(s);
+        wanted = !deployed || strcmp(staged, deployed) != 0;
+    }
+    state_free(s);
     free(staged);
     return wanted;
 }
@@ -129,24 +124,22 @@ static void jitter(const command_context *ctx)
     platform_sleep_ms(ms);
 }
 
-static cJSON *last_run_object(const char *started_at, const run_outcome *o)
+static error_code last_run_object(const char *started_at, const run_outcome *o, cJSON **out, error_info *err)
 {
-    const char *result = o->failed == 0 ? "ok" : o->failed >= o->parts ? "failed" : "partial";
-    cJSON *run = cJSON_CreateObject();
-    if (!run || !cJSON_AddStringToObject(run, "started_at", started_at) ||
-        !cJSON_AddStringToObject(run, "finished_at", o->finished_at) || !cJSON_AddStringToObject(run, "result", result) ||
-        !cJSON_AddNumberToObject(run, "exit_code", o->exit_code)) {
-        cJSON_Delete(run);
-        return NULL;
-    }
-    cJSON_AddItemReferenceToObject(run, "errors", o->errors);
-    return run;
+    status_run run = {.started_at = started_at,
+                      .finished_at = o->finished_at,
+                      .result = o->failed == 0 ? "ok" : o->failed >= o->parts ? "failed" : "partial",
+                      .exit_code = o->exit_code,
+                      .errors = o->errors};
+    return status_last_run(&run, out, err);
 }
 
 /* Writes last_run and the installer member, then the metrics file. */
 static void write_status(command_context *ctx, const char *started_at, run_outcome *o)
 {
-    status_parts parts = {.last_run = last_run_object(started_at, o)};
+    status_parts parts = {0};
+    error_info built;
+    error_code rc = last_run_object(started_at, o, &parts.last_run, &built);
     state *s = NULL;
     error_info err;
     if (state_load(ctx->cfg->state_dir, &s, &err) == ERR_OK &&
@@ -157,11 +150,10 @@ static void write_status(command_context *ctx, const char *started_at, run_outco
     if (s)
         source_status_annotate(ctx->cfg, s, parts.installer);
     state_free(s);
-    if (!parts.last_run || status_write(ctx->cfg, &parts, &err) != ERR_OK) {
-        if (!parts.last_run)
-            error_set(&err, ERR_NOMEM, "out of memory");
+    if (rc != ERR_OK)
+        record(o, "run", built.code, built.message);
+    else if (status_write(ctx->cfg, &parts, &err) != ERR_OK)
         record(o, "run", err.code, err.message);
-    }
     cJSON_Delete(parts.last_run);
     cJSON_Delete(parts.installer);
     if (!ctx->cfg->report.metrics_file)
@@ -210,10 +202,14 @@ error_code command_run(command_context *ctx, error_info *err)
     write_status(ctx, started_at, &o);
     if (ctx->opts && ctx->opts->json) {
         /* The one document `run --json` prints: its last_run. */
-        cJSON *last = last_run_object(started_at, &o);
-        char *text = last ? cJSON_Print(last) : NULL;
+        cJSON *last = NULL;
+        error_info built;
+        char *text = last_run_object(started_at, &o, &last, &built) == ERR_OK ? cJSON_Print(last) : NULL;
         if (text)
             printf("%s\n", text);
+        else
+            record(&o, "run", last ? ERR_NOMEM : built.code,
+                   last ? "out of memory while printing last_run" : built.message);
         cJSON_free(text);
         cJSON_Delete(last);
     }

@@ -2,10 +2,14 @@
  * state.h — state.json: what outpost remembers between runs (cursor,
  * seen-incident window, installed/deployed versions, retry-after).
  *
- * The document is a JSON object with one section per owner ("installer",
- * "report", "run"); each module reads and writes only its own section
- * through state_section(), so modules can add fields without touching this
- * one. Changes are transactions: modify the sections in memory, then
+ * The document is a JSON object with one section per owner; each module
+ * reads and writes only its own section through state_section(), so
+ * modules can add fields without touching this one, and the others call
+ * the owner's functions instead of touching its members:
+ *   "installer"  installer/installer_state.c
+ *   "report"     report/report.c
+ *   "run"        net/retry_after.c (the platform's Retry-After)
+ *   "publish"    installer/publish.c;  "mirror"  installer/source_mirror.c Changes are transactions: modify the sections in memory, then
  * state_save() replaces the file atomically; a crash before that leaves the
  * previous state, intact.
  */

@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "net/api.h"
+#include "net/retry_after.h"
 #include "report/incident.h"
 #include "report/jsonl.h"
 #include "core/log.h"
@@ -476,27 +477,25 @@ static error_code append_ready(report_ctx *ctx, error_info *err)
 
 /* ---- Step 3: status.json ---------------------------------------------------------- */
 
-static cJSON *last_run_object(const report_options *opts, const error_info *outcome, bool partial)
+/* `report` alone: its outcome as status.json's last_run. */
+static error_code last_run_object(const report_options *opts, const error_info *outcome, bool partial, cJSON **out,
+                                  error_info *err)
 {
     char now[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(platform_time_utc_ms() / 1000, now);
-    cJSON *run = cJSON_CreateObject();
-    cJSON *errors = NULL;
-    bool ok = run && cJSON_AddStringToObject(run, "started_at", opts->started_at ? opts->started_at : now) &&
-              cJSON_AddStringToObject(run, "finished_at", now) &&
-              cJSON_AddStringToObject(run, "result", outcome->code == ERR_OK ? "ok" : partial ? "partial" : "failed") &&
-              cJSON_AddNumberToObject(run, "exit_code", error_exit_code(outcome->code)) &&
-              (errors = cJSON_AddArrayToObject(run, "errors"));
-    if (ok && outcome->code != ERR_OK) {
-        cJSON *e = cJSON_CreateObject();
-        ok = e && cJSON_AddItemToArray(errors, e) && cJSON_AddStringToObject(e, "stage", "report") &&
-             cJSON_AddStringToObject(e, "message", outcome->message);
-    }
-    if (!ok) {
-        cJSON_Delete(run);
-        return NULL;
-    }
-    return run;
+    cJSON *errors = cJSON_CreateArray();
+    error_code rc = errors ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory");
+    if (rc == ERR_OK && outcome->code != ERR_OK)
+        rc = status_run_error(errors, "report", outcome->message, err);
+    status_run run = {.started_at = opts->started_at ? opts->started_at : now,
+                      .finished_at = now,
+                      .result = outcome->code == ERR_OK ? "ok" : partial ? "partial" : "failed",
+                      .exit_code = error_exit_code(outcome->code),
+                      .errors = errors};
+    if (rc == ERR_OK)
+        rc = status_last_run(&run, out, err);
+    cJSON_Delete(errors);
+    return rc;
 }
 
 static cJSON *previous_items(const config *cfg)
@@ -562,11 +561,11 @@ static error_code write_status(report_ctx *ctx, const char *cursor, bool last_ru
     if (rc != ERR_OK)
         return rc;
     status_parts parts = {.incidents = incidents_member(ctx, cursor, polled_at, items, hosts)};
-    if (last_run)
-        parts.last_run = last_run_object(ctx->opts, outcome, ctx->sum.new_count > 0);
-    if (!parts.incidents || (last_run && !parts.last_run))
+    if (!parts.incidents)
         rc = error_set(err, ERR_NOMEM, "out of memory");
-    else
+    if (rc == ERR_OK && last_run)
+        rc = last_run_object(ctx->opts, outcome, ctx->sum.new_count > 0, &parts.last_run, err);
+    if (rc == ERR_OK)
         rc = status_write(ctx->cfg, &parts, err);
     cJSON_Delete(parts.incidents);
     cJSON_Delete(parts.last_run);
@@ -668,14 +667,8 @@ static error_code commit(report_ctx *ctx, int64_t cursor, error_info *err)
     if (!cJSON_AddStringToObject(ctx->section, "cursor", when))
         return error_set(err, ERR_NOMEM, "out of memory");
     report_prune_seen(ctx->section, cursor);
-    if (ctx->sum.stats.retry_after_until_ms > 0) {
-        cJSON *run = state_section(ctx->s, "run");
-        char until[TIMEFMT_ISO8601_SIZE];
-        timefmt_iso8601(ctx->sum.stats.retry_after_until_ms / 1000 + 1, until);
-        cJSON_DeleteItemFromObjectCaseSensitive(run, "retry_after_until");
-        cJSON_AddStringToObject(run, "retry_after_until", until);
-    }
-    return state_save(ctx->s, err);
+    error_code rc = retry_after_record(ctx->s, ctx->sum.stats.retry_after_until_ms, platform_time_utc_ms(), err);
+    return rc == ERR_OK ? state_save(ctx->s, err) : rc;
 }
 
 /* ---- One batch: the ready part of the working set ------------------------------------ */

@@ -25,6 +25,35 @@ cJSON *status_agent_object(void)
     return agent;
 }
 
+error_code status_last_run(const status_run *run, cJSON **out, error_info *err)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *errors = run->errors ? cJSON_Duplicate(run->errors, true) : cJSON_CreateArray();
+    bool ok = o && errors && cJSON_AddStringToObject(o, "started_at", run->started_at) &&
+              cJSON_AddStringToObject(o, "finished_at", run->finished_at) &&
+              cJSON_AddStringToObject(o, "result", run->result) &&
+              cJSON_AddNumberToObject(o, "exit_code", run->exit_code) && cJSON_AddItemToObject(o, "errors", errors);
+    if (!ok) {
+        cJSON_Delete(errors); /* added last: never attached when !ok */
+        cJSON_Delete(o);
+        *out = NULL;
+        return error_set(err, ERR_NOMEM, "out of memory while recording the run's outcome (last_run)");
+    }
+    *out = o;
+    return ERR_OK;
+}
+
+error_code status_run_error(cJSON *errors, const char *stage, const char *message, error_info *err)
+{
+    cJSON *e = cJSON_CreateObject();
+    if (!e || !cJSON_AddStringToObject(e, "stage", stage) || !cJSON_AddStringToObject(e, "message", message) ||
+        !cJSON_AddItemToArray(errors, e)) {
+        cJSON_Delete(e);
+        return error_set(err, ERR_NOMEM, "out of memory while recording a failed part (last_run.errors)");
+    }
+    return ERR_OK;
+}
+
 error_code status_read(const config *cfg, cJSON **doc, error_info *err)
 {
     char *path = config_state_path(cfg, cfg->report.status_file);

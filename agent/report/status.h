@@ -39,6 +39,28 @@ error_code status_write(const config *cfg, const status_parts *parts, error_info
  */
 error_code status_read(const config *cfg, struct cJSON **doc, error_info *err);
 
+/* What a run (`run`, or `report` alone) did, for status.json's "last_run". */
+typedef struct status_run {
+    const char *started_at;           /* ISO 8601 UTC */
+    const char *finished_at;          /* ISO 8601 UTC */
+    const char *result;               /* "ok" | "partial" | "failed" */
+    int exit_code;                    /* the run's exit code */
+    const struct cJSON *errors;       /* array of {stage, message} (status_run_error);
+                                         copied; NULL: [] */
+} status_run;
+
+/*
+ * The one builder of "last_run" (PRODUCT.md section 5): {started_at,
+ * finished_at, result, exit_code, errors}, in that order. *out is the
+ * caller's (cJSON_Delete), NULL on failure. ERR_NOMEM when memory runs out:
+ * the run then knows its verdict was not written.
+ */
+error_code status_last_run(const status_run *run, struct cJSON **out, error_info *err);
+
+/* Appends {stage, message} to errors (a cJSON array). ERR_NOMEM leaves
+ * errors as it was. */
+error_code status_run_error(struct cJSON *errors, const char *stage, const char *message, error_info *err);
+
 /* The "agent" object: version, hostname, os, arch. Caller owns it. */
 struct cJSON *status_agent_object(void);
 
