@@ -306,4 +306,45 @@ error_code platform_installed_version(const char *display_name, char **version, 
  */
 error_code platform_system_ca_bundle(char **pem, size_t *len, error_info *err);
 
+/* ---- The log file and the system log (log.file, PRODUCT.md section 10) -- */
+
+typedef struct platform_append_file platform_append_file;
+
+/*
+ * Opens path for appending, creating it when missing with owner-only
+ * permissions (POSIX 0600; Windows a protected DACL for the owner, SYSTEM
+ * and Administrators); an existing file keeps its permissions. A symbolic
+ * link (reparse point) at path is refused. Every platform_append_write is
+ * one write at the end of the file (O_APPEND; Windows FILE_APPEND_DATA), so
+ * concurrent writers never split a line and a killed process leaves at
+ * worst its last line partial. The file may be renamed while open (log
+ * rotation). *size (may be NULL) is its size once opened. The handle is
+ * not inherited by spawned processes.
+ */
+error_code platform_append_open(const char *path, platform_append_file **file, uint64_t *size, error_info *err);
+
+/* Appends len bytes in one write (retried only for what a short write left). */
+error_code platform_append_write(platform_append_file *file, const void *data, size_t len, error_info *err);
+
+/* Closes the file; NULL is ignored. */
+void platform_append_close(platform_append_file *file);
+
+/* This process's id, for log lines. */
+long platform_process_id(void);
+
+typedef enum {
+    PLATFORM_EVENT_ERROR,
+    PLATFORM_EVENT_WARNING,
+    PLATFORM_EVENT_INFORMATION
+} platform_event_level;
+
+/*
+ * Writes one entry to the system log an administrator reads when stderr
+ * went nowhere: on Windows the Application event log, source "outpost",
+ * with event_id and text as its one insertion string (the message file
+ * registered for the source shows it as "%1"). On POSIX this does nothing
+ * and returns ERR_OK: journald and cron already keep stderr.
+ */
+error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text, error_info *err);
+
 #endif

@@ -2221,3 +2221,108 @@ void platform_boot_id(char *buf, size_t size)
     ULONGLONG boot_min = (now_100ns / 10000ULL - GetTickCount64()) / 60000ULL;
     snprintf(buf, size, "boot-%llu", (unsigned long long)boot_min);
 }
+
+/* ---- The log file and the system log ------------------------------------- */
+
+struct platform_append_file {
+    HANDLE handle;
+};
+
+error_code platform_append_open(const char *path, platform_append_file **file, uint64_t *size, error_info *err)
+{
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    /* A new file gets the owner-only DACL (it applies only when OPEN_ALWAYS
+     * creates); inside state_dir it would inherit the same protection.
+     * FILE_APPEND_DATA alone: every WriteFile goes to the current end of
+     * the file, as O_APPEND. FILE_SHARE_DELETE: another outpost may rotate
+     * (rename) the file while this one holds it. */
+    SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, FALSE};
+    PSECURITY_DESCRIPTOR sd = NULL;
+    if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(L"D:P(A;;FA;;;OW)(A;;FA;;;SY)(A;;FA;;;BA)",
+                                                              SDDL_REVISION_1, &sd, NULL)) {
+        free(wpath);
+        return fail_win(err, GetLastError(), "cannot prepare the permissions of", path);
+    }
+    sa.lpSecurityDescriptor = sd;
+    HANDLE h = CreateFileW(wpath, FILE_APPEND_DATA | SYNCHRONIZE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                           &sa, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+    DWORD e = GetLastError();
+    LocalFree(sd);
+    free(wpath);
+    if (h == INVALID_HANDLE_VALUE)
+        return fail_win(err, e, "cannot open for appending", path);
+    BY_HANDLE_FILE_INFORMATION info;
+    if (!GetFileInformationByHandle(h, &info) || (info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)) {
+        CloseHandle(h);
+        return error_set(err, ERR_IO, "cannot append to %s: it is a link (reparse point), not a file", path);
+    }
+    platform_append_file *f = malloc(sizeof *f);
+    if (!f) {
+        CloseHandle(h);
+        return fail_nomem(err);
+    }
+    f->handle = h;
+    if (size)
+        *size = ((uint64_t)info.nFileSizeHigh << 32) | info.nFileSizeLow;
+    *file = f;
+    return ERR_OK;
+}
+
+error_code platform_append_write(platform_append_file *file, const void *data, size_t len, error_info *err)
+{
+    if (!write_all(file->handle, data, len)) {
+        DWORD e = GetLastError();
+        char text[256];
+        return error_set_os(err, win_code(e), (int)e, "cannot append to the log file: %s",
+                            win_message(e, text, sizeof text));
+    }
+    return ERR_OK;
+}
+
+void platform_append_close(platform_append_file *file)
+{
+    if (!file)
+        return;
+    CloseHandle(file->handle);
+    free(file);
+}
+
+long platform_process_id(void)
+{
+    return (long)GetCurrentProcessId();
+}
+
+/*
+ * ReportEventW with the text as the single insertion string. The event id
+ * has no severity bits (the message table, cross/windows/outpost-events.mc,
+ * declares each id with "%1"), so Event Viewer shows it as is; the level
+ * comes from the event type. When the source is not registered (no MSI),
+ * Windows still records the entry, and Event Viewer shows the text under
+ * "the following information was included with the event".
+ */
+error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text, error_info *err)
+{
+    wchar_t *wtext = widen(text);
+    if (!wtext)
+        return fail_nomem(err);
+    HANDLE source = RegisterEventSourceW(NULL, L"outpost");
+    if (!source) {
+        DWORD e = GetLastError();
+        free(wtext);
+        return fail_win(err, e, "cannot open the Application event log for", "source outpost");
+    }
+    WORD type = level == PLATFORM_EVENT_ERROR     ? EVENTLOG_ERROR_TYPE
+                : level == PLATFORM_EVENT_WARNING ? EVENTLOG_WARNING_TYPE
+                                                  : EVENTLOG_INFORMATION_TYPE;
+    LPCWSTR strings[1] = {wtext};
+    BOOL ok = ReportEventW(source, type, 0, (DWORD)event_id, NULL, 1, 0, strings, NULL);
+    DWORD e = ok ? 0 : GetLastError();
+    DeregisterEventSource(source);
+    free(wtext);
+    if (!ok)
+        return fail_win(err, e, "cannot write to the Application event log as", "source outpost");
+    return ERR_OK;
+}

@@ -215,6 +215,8 @@ error_code command_run(command_context *ctx, error_info *err)
     }
     cJSON_Delete(o.errors);
     ctx->exit_code = o.exit_code;
+    /* Task Scheduler has no terminal: a failed run also reaches the event log. */
+    log_run_event(o.exit_code, o.parts, o.failed);
     return ERR_OK;
 }
 

@@ -127,6 +127,15 @@ static error_code take_lock(const config *cfg, platform_lock **lock, error_info 
     return rc;
 }
 
+/* log.file from here on (lines before the configuration was read, usage
+ * and configuration errors, go to stderr only). */
+static void start_log_file(const config *cfg, const char *command)
+{
+    char *path = cfg->log.file ? config_state_path(cfg, cfg->log.file) : NULL;
+    log_start(command, path, cfg->log.max_bytes, cfg->log.keep);
+    free(path);
+}
+
 int main(int argc, char **argv)
 {
     error_info err;
@@ -158,24 +167,35 @@ int main(int argc, char **argv)
         return fail(name, &err);
     }
 
+    int status;
     config cfg;
     if (load_config(&opts, &cfg, &err) != ERR_OK) {
         config_free(&cfg);
-        return fail(NULL, &err);
+        status = fail(NULL, &err);
+        /* A scheduled run that cannot start must reach the event log too. */
+        if (opts.command == CLI_RUN)
+            log_run_event(status, 0, 0);
+        return status;
     }
+    start_log_file(&cfg, name);
 
     platform_lock *lock = NULL;
     if (dispatch[i].takes_lock && take_lock(&cfg, &lock, &err) != ERR_OK) {
         config_free(&cfg);
-        return fail(name, &err);
+        status = fail(name, &err);
+        if (opts.command == CLI_RUN)
+            log_run_event(status, 0, 0);
+        log_stop();
+        return status;
     }
 
     command_context ctx = {.opts = &opts, .cfg = &cfg, .exit_code = 0, .http = NULL};
     error_code rc = dispatch[i].run(&ctx, &err);
-    int status = rc == ERR_OK ? ctx.exit_code : fail(name, &err);
+    status = rc == ERR_OK ? ctx.exit_code : fail(name, &err);
     http_client_free(ctx.http);
 
     platform_lock_release(lock);
     config_free(&cfg);
+    log_stop();
     return status;
 }

@@ -138,6 +138,18 @@ static const field publish_fields[] = {
     END,
 };
 
+/* The log's size bounds: a line or two at least; at most a size a
+ * scheduled task's log never needs (keep + 1 files of it stay on disk). */
+#define LOG_MIN_BYTES 4096
+#define LOG_MAX_BYTES (1024LL * 1024 * 1024)
+
+static const field log_fields[] = {
+    {"file", FIELD_STRING_OR_NULL, AT(log.file), 0, 0, NULL},
+    {"max_bytes", FIELD_INT64, AT(log.max_bytes), LOG_MIN_BYTES, LOG_MAX_BYTES, NULL},
+    {"keep", FIELD_INT, AT(log.keep), 1, 100, NULL},
+    END,
+};
+
 static const field top_fields[] = {
     {"base_url", FIELD_STRING_OR_NULL, AT(base_url), 0, 0, NULL},
     {"api_key_file", FIELD_STRING_OR_NULL, AT(api_key_file), 0, 0, NULL},
@@ -151,6 +163,7 @@ static const field top_fields[] = {
     {"http", FIELD_SECTION, 0, 0, 0, http_fields},
     {"mirror", FIELD_SECTION, 0, 0, 0, mirror_fields},
     {"publish", FIELD_SECTION, 0, 0, 0, publish_fields},
+    {"log", FIELD_SECTION, 0, 0, 0, log_fields},
     END,
 };
 
@@ -202,6 +215,8 @@ error_code config_init_defaults(config *cfg, error_info *err)
     cfg->publish.expires_s = 14LL * 24 * 3600;
     cfg->publish.rollout_percent = 100;
     cfg->publish.keep_installers = 3;
+    cfg->log.max_bytes = 1024 * 1024;
+    cfg->log.keep = 3;
 
     bool ok = cfg->mirror.channel && cfg->publish.channel && cfg->state_dir && cfg->installer.platform && cfg->installer.product_name &&
               cfg->installer.verify.trusted_ca_file && cfg->deploy.pe_args && cfg->report.filter &&
@@ -248,6 +263,7 @@ void config_free(config *cfg)
     free(cfg->publish.dir);
     free(cfg->publish.signing_key_file);
     free(cfg->publish.channel);
+    free(cfg->log.file);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -583,6 +599,15 @@ static error_code check_mirror_urls(const config *cfg, const char *source, error
     return ERR_OK;
 }
 
+/* log.file names a file: "" would be state_dir itself. */
+static error_code check_log(const config *cfg, const char *source, error_info *err)
+{
+    if (cfg->log.file && !cfg->log.file[0])
+        return error_set(err, ERR_CONFIG, "%s: `log.file` must be a file name (relative to state_dir, or absolute) or "
+                         "null, not \"\"", source);
+    return ERR_OK;
+}
+
 error_code config_load_text(config *cfg, const char *text, size_t len, const char *source, error_info *err)
 {
     if (len > CONFIG_MAX_BYTES)
@@ -619,6 +644,8 @@ error_code config_load_text(config *cfg, const char *text, size_t len, const cha
         rc = check_base_url(cfg, source, err);
     if (rc == ERR_OK)
         rc = check_mirror_urls(cfg, source, err);
+    if (rc == ERR_OK)
+        rc = check_log(cfg, source, err);
     return rc;
 }
 

@@ -5,8 +5,8 @@
  * Every key has a default; unknown keys, wrong types and out-of-range values
  * are ERR_CONFIG with a message that names the key ("report.page_size: must
  * be 1 to 1000, got 5000"). Paths in the struct are as written in the file;
- * state_dir-relative names (status_file, jsonl_file, metrics_file) are
- * resolved with config_state_path().
+ * state_dir-relative names (status_file, jsonl_file, metrics_file
+ * and log.file) are resolved with config_state_path().
  */
 #ifndef OUTPOST_CONFIG_H
 #define OUTPOST_CONFIG_H
@@ -94,6 +94,12 @@ typedef struct config_publish {
     int keep_installers;         /* installer files kept in the mirror, >= 1 */
 } config_publish;
 
+typedef struct config_log {
+    char *file;                  /* log file, relative to state_dir unless absolute; NULL: none */
+    int64_t max_bytes;           /* rotate past this size */
+    int keep;                    /* rotated files kept: file.1 ... file.keep */
+} config_log;
+
 typedef struct config {
     char *path;                  /* file it was loaded from (or looked for, see path_missing) */
     bool path_missing;           /* no file at the default path: all defaults */
@@ -109,6 +115,7 @@ typedef struct config {
     config_http http;
     config_mirror mirror;
     config_publish publish;
+    config_log log;
     int64_t jitter_s;            /* schedule.jitter: random start delay of `run` */
 } config;
 

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "net/backoff.h"
+#include "core/log.h"
 #include "platform/platform.h"
 #include "net/ratelimit.h"
 #include "base/text.h"
@@ -213,14 +214,21 @@ static void trace(http_client *c, int level, const char *fmt, ...)
 {
     if (c->verbosity < level)
         return;
-    FILE *out = c->trace ? c->trace : stderr;
     va_list ap;
     va_start(ap, fmt);
-    fputs("outpost: ", out);
-    vfprintf(out, fmt, ap);
-    fputc('\n', out);
+    if (!c->trace) {
+        /* stderr through log.c: escaped, and into the log file too. */
+        char line[2048];
+        vsnprintf(line, sizeof line, fmt, ap);
+        va_end(ap);
+        log_always("%s", line);
+        return;
+    }
+    fputs("outpost: ", c->trace);
+    vfprintf(c->trace, fmt, ap);
+    fputc('\n', c->trace);
     va_end(ap);
-    fflush(out);
+    fflush(c->trace);
 }
 
 static char *dup_n(const char *s, size_t n)

@@ -51,6 +51,9 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.report.jsonl_max_bytes, 64 * 1024 * 1024);
     assert_string_equal(cfg.report.status_file, "status.json");
     assert_int_equal(cfg.jitter_s, 0);
+    assert_null(cfg.log.file);
+    assert_int_equal(cfg.log.max_bytes, 1048576);
+    assert_int_equal(cfg.log.keep, 3);
     config_free(&cfg);
 }
 
@@ -137,6 +140,13 @@ static void test_errors_name_the_key(void **state)
         {"{\"publish\": {\"expires\": \"14x\"}}", "`publish.expires`"},
         {"{\"publish\": {\"expires\": \"1s\"}}", "`publish.expires`"},
         {"{\"publish\": {\"signing_key\": \"k.pem\"}}", "`publish.signing_key`"},
+        {"{\"log\": {\"max_bytes\": 100}}", "`log.max_bytes` must be a whole number from 4096 to 1073741824"},
+        {"{\"log\": {\"max_bytes\": 2000000000000}}", "`log.max_bytes`"},
+        {"{\"log\": {\"keep\": 0}}", "`log.keep` must be a whole number from 1 to 100"},
+        {"{\"log\": {\"keep\": 101}}", "`log.keep`"},
+        {"{\"log\": {\"file\": \"\"}}", "`log.file`"},
+        {"{\"log\": {\"file\": 3}}", "`log.file`"},
+        {"{\"log\": {\"path\": \"x\"}}", "`log.path`"},
         {"[1, 2]", "JSON object"},
         {"{\"base_url\": ", "not valid JSON"},
     };
