@@ -10,7 +10,8 @@
 #    on Windows CNG (bcrypt). libcurl's CMake config brings its own.
 #  - Windows: one self-contained .exe (libgcc and the C runtime's extras
 #    linked in statically), MinGW's C99 printf (%zu, %lld: msvcrt.dll lacks
-#    them), and the application manifest (cross/windows/outpost.manifest).
+#    them), the application manifest (cross/windows/outpost.manifest) and
+#    the event log's message table (cross/windows/outpost-events.mc).
 
 find_package(ZLIB REQUIRED)
 
@@ -28,7 +29,18 @@ if(WIN32)
   set_property(TARGET Threads::Threads PROPERTY INTERFACE_LINK_LIBRARIES "")
   enable_language(RC)
   set(OUTPOST_MANIFEST "${CMAKE_CURRENT_LIST_DIR}/windows/outpost.manifest")
+  # The event log's message table (windows/outpost-events.mc, compiled by
+  # windmc): outpost.exe is the EventMessageFile of its event source.
+  find_program(OUTPOST_WINDMC NAMES ${OUTPOST_CROSS_TRIPLE}-windmc windmc REQUIRED)
+  set(_outpost_mc_dir "${CMAKE_BINARY_DIR}/events")
+  set(OUTPOST_MESSAGES "${_outpost_mc_dir}/MSG00409.bin")
+  add_custom_command(OUTPUT "${OUTPOST_MESSAGES}"
+    COMMAND ${CMAKE_COMMAND} -E make_directory "${_outpost_mc_dir}"
+    COMMAND ${OUTPOST_WINDMC} -h "${_outpost_mc_dir}" -r "${_outpost_mc_dir}" "${CMAKE_CURRENT_LIST_DIR}/windows/outpost-events.mc"
+    DEPENDS "${CMAKE_CURRENT_LIST_DIR}/windows/outpost-events.mc"
+    COMMENT "windmc outpost-events.mc")
   configure_file("${CMAKE_CURRENT_LIST_DIR}/windows/outpost.rc.in" "${CMAKE_BINARY_DIR}/outpost.rc" @ONLY)
+  set_source_files_properties("${CMAKE_BINARY_DIR}/outpost.rc" PROPERTIES OBJECT_DEPENDS "${OUTPOST_MESSAGES}")
   target_sources(outpost PRIVATE "${CMAKE_BINARY_DIR}/outpost.rc")
 endif()
 
