@@ -2305,7 +2305,22 @@ long platform_process_id(void)
  */
 error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text, error_info *err)
 {
-    wchar_t *wtext = widen(text);
+    /* Line ends as Event Viewer's text box shows them: CRLF. */
+    size_t lines = 0;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    char *crlf = malloc(strlen(text) + lines + 1);
+    if (!crlf)
+        return fail_nomem(err);
+    char *q = crlf;
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n' && (p == text || p[-1] != '\r'))
+            *q++ = '\r';
+        *q++ = *p;
+    }
+    *q = '\0';
+    wchar_t *wtext = widen(crlf);
+    free(crlf);
     if (!wtext)
         return fail_nomem(err);
     HANDLE source = RegisterEventSourceW(NULL, L"outpost");

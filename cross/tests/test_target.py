@@ -212,3 +212,49 @@ def test_run_passes_the_reboot_code_and_writes_the_installers_log(outpost, sim_t
         s = outpost.run("-c", target_path(config), "status")
         assert s.returncode == expected & 0xFF, s.stdout
         assert s.stdout.splitlines()[0].startswith("ATTENTION: reboot required"), s.stdout
+
+
+# ---- The Application event log (issue 16) ----------------------------------------
+# wine's advapi32 ReportEventW is a stub: it records nothing, but prints its
+# arguments on the advapi debug channel and the text on the eventlog channel
+# (err for an error entry, warn for a warning), and returns success. That is
+# enough to check that a failed scheduled run makes the call with the right
+# id, type and text, and that the call does not fail the run; that the entry
+# reaches a real Application log is for a real Windows (README).
+EVENT_DEBUG = {"WINEDEBUG": "-all,fixme+advapi,err+eventlog,warn+eventlog"}
+REPORT_EVENT = re.compile(r"fixme:advapi:ReportEventW \([0-9A-Fa-f]+,0x(?P<type>[0-9a-f]{4}),0x0000,"
+                          r"0x(?P<id>[0-9a-f]{8}),")
+
+
+def events(stderr):
+    return [(int(m["type"], 16), int(m["id"], 16)) for m in REPORT_EVENT.finditer(stderr)]
+
+
+def outpost_lines(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("outpost: ")]
+
+
+@pytest.mark.skipif(TARGET != "windows", reason="the event log is Windows only")
+def test_a_failed_run_writes_an_event_log_entry(outpost, tmp_path):
+    # No API key: the update part fails with a configuration error (exit 2).
+    config = write_config(tmp_path, base_url="https://localhost:1", log={"file": "outpost.log"})
+    r = outpost.run("-c", target_path(config), "run", env=EVENT_DEBUG)
+    assert r.returncode == 2, r.stderr
+    assert events(r.stderr) == [(0x0001, 1000)], r.stderr  # EVENTLOG_ERROR_TYPE, "run failed"
+    text = re.search(r'err:eventlog:ReportEventW L"(.*)"', r.stderr).group(1)
+    assert text.startswith("run: update: no API key") and text.endswith("\\r\\noutpost run: exit code 2"), text
+    assert len(outpost_lines(r.stderr)) == 1  # the call added nothing to outpost's own output
+    # The log file got the same line, time-stamped (wine: no security descriptors to check).
+    log = (tmp_path / "state" / "outpost.log").read_text(encoding="utf-8")
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ run\[\d+\]: run: update: no API key", log), log
+
+
+@pytest.mark.skipif(TARGET != "windows", reason="the event log is Windows only")
+def test_a_temporary_failure_is_a_warning_and_other_commands_write_none(outpost, tmp_path):
+    config = write_config(tmp_path, base_url="https://localhost:1", http={"max_attempts": 1})
+    r = outpost.run("-c", target_path(config), "run", env={**EVENT_DEBUG, "OUTPOST_API_KEY": "k"})
+    assert r.returncode == 75, r.stderr
+    assert events(r.stderr) == [(0x0002, 1002)], r.stderr  # EVENTLOG_WARNING_TYPE, "temporary"
+    r = outpost.run("-c", target_path(config), "check", env={**EVENT_DEBUG, "OUTPOST_API_KEY": "k"})
+    assert r.returncode == 75
+    assert events(r.stderr) == [], r.stderr  # only `run` reports to the event log
