@@ -100,8 +100,8 @@ static bool open_file(void)
 
 /* path.(keep-1) -> path.keep, ..., path -> path.1, oldest first, so a crash
  * in between leaves a gap, never a lost newer file. A rotation that fails
- * (another program holds a file open) is said once; the lines then go on
- * into the current file, past max_bytes. */
+ * (another program holds a file open) is said once and not retried by
+ * this process; the lines then go on into the current file, past max_bytes. */
 static void rotate(void)
 {
     platform_append_close(lf.file);
@@ -142,7 +142,9 @@ static void file_line(const char *tag, const char *text)
     if (!line)
         return;
     snprintf(line, (size_t)len + 1, LINE_FORMAT, stamp, lf.command, platform_process_id(), tag, text);
-    if (lf.size > 0 && lf.size + (uint64_t)len > (uint64_t)lf.max_bytes)
+    /* After a failed rotation, not again in this process: on Windows each
+     * attempt waits out the other program's handle. */
+    if (lf.size > 0 && lf.size + (uint64_t)len > (uint64_t)lf.max_bytes && !lf.rotate_warned)
         rotate();
     error_info err;
     error_clear(&err);

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "core/log.h"
 
 static char *tempdir(void)
@@ -122,6 +124,32 @@ static void test_rotation_keeps_n_files(void **unused)
     /* The newest line is in the live file, the one before it not lost. */
     const char *live = slurp(path);
     assert_non_null(strstr(live, "warning: 099 "));
+    free(dir);
+}
+
+static void test_a_failed_rotation_is_said_once_and_lines_go_on(void **unused)
+{
+    (void)unused;
+    char *dir = tempdir();
+    char path[512], blocker[600];
+    snprintf(path, sizeof path, "%s/outpost.log", dir);
+    snprintf(blocker, sizeof blocker, "%s.1", path);
+    assert_int_equal(mkdir(blocker, 0700), 0); /* outpost.log cannot be renamed onto a directory */
+    log_set_level(LOG_NORMAL);
+    log_start("test", path, 4096, 1);
+    char payload[201];
+    memset(payload, 'y', 200);
+    payload[200] = '\0';
+    for (int i = 0; i < 40; i++)
+        log_warn("%03d %s", i, payload);
+    log_stop();
+    /* Every line is kept, in the live file, past max_bytes. */
+    assert_true(file_size(path) > 4096);
+    const char *text = slurp(path);
+    assert_non_null(strstr(text, "warning: 000 "));
+    assert_non_null(strstr(text, "warning: 039 "));
+    for (const char *line = text; *line; line = strchr(line, '\n') + 1)
+        assert_non_null(line_text(line, "test"));
     free(dir);
 }
 
@@ -234,6 +262,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lines_are_stamped),
         cmocka_unit_test(test_rotation_keeps_n_files),
+        cmocka_unit_test(test_a_failed_rotation_is_said_once_and_lines_go_on),
         cmocka_unit_test(test_torn_last_line_is_ended),
         cmocka_unit_test(test_unopenable_file_changes_nothing),
         cmocka_unit_test(test_event_decisions),
