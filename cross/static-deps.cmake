@@ -15,12 +15,12 @@
 
 find_package(ZLIB REQUIRED)
 
-target_compile_definitions(outpost_core PUBLIC CURL_STATICLIB LIBARCHIVE_STATIC CJSON_HIDE_SYMBOLS)
+target_compile_definitions(outpost_agent PUBLIC CURL_STATICLIB LIBARCHIVE_STATIC CJSON_HIDE_SYMBOLS)
 set_property(TARGET LibArchive::LibArchive APPEND PROPERTY INTERFACE_LINK_LIBRARIES ZLIB::ZLIB)
 
 if(WIN32)
   set_property(TARGET LibArchive::LibArchive APPEND PROPERTY INTERFACE_LINK_LIBRARIES bcrypt)
-  target_compile_definitions(outpost_core PUBLIC __USE_MINGW_ANSI_STDIO=1)
+  target_compile_definitions(outpost_agent PUBLIC __USE_MINGW_ANSI_STDIO=1)
   # MinGW's C99 printf: %zu and %lld work, and error.h's OUTPOST_PRINTF
   # checks formats against it (__MINGW_PRINTF_FORMAT is gnu_printf then).
   target_link_options(outpost_core PUBLIC -static -static-libgcc)

@@ -46,6 +46,15 @@ FILE *platform_fopen(const char *path, const char *mode);
 error_code platform_fsync_file(FILE *f, error_info *err);
 
 /*
+ * Appends exactly len bytes to f, a stream opened for appending ("ab"),
+ * retrying short writes: how outpost adds to a file that is never replaced
+ * (incidents.jsonl). Open f unbuffered (setvbuf _IONBF) and one call is one
+ * write to the OS, so a killed process leaves whole appends only. The
+ * message is the OS's reason alone: the caller prefixes what it appended to.
+ */
+error_code platform_append(FILE *f, const void *data, size_t len, error_info *err);
+
+/*
  * Makes the creation of the file at path durable: flushes the directory that
  * holds it, so after a crash the file's name is still there (POSIX: fsync of
  * the directory; Windows: FlushFileBuffers on a directory handle). A file

@@ -20,6 +20,7 @@
 #endif
 
 #include "platform/platform.h"
+#include "platform/crash_point.h"
 #include "platform/private_dir.h"
 
 #include <ctype.h>
@@ -222,11 +223,13 @@ FILE *platform_fopen(const char *path, const char *mode)
 
 error_code platform_sync_parent_dir(const char *path, error_info *err)
 {
+    crash_point("sync_parent_dir", path);
     return sync_parent(path, err);
 }
 
 error_code platform_fsync_file(FILE *f, error_info *err)
 {
+    crash_point("fsync", NULL);
     if (fflush(f) != 0) {
         int e = errno;
         return error_set_os(err, errno_code(e), e, "cannot write file: %s", strerror(e));
@@ -235,6 +238,27 @@ error_code platform_fsync_file(FILE *f, error_info *err)
     if (fsync_fd(fileno(f)) != 0 && errno != EINVAL && errno != ENOTSUP) {
         int e = errno;
         return error_set_os(err, errno_code(e), e, "cannot flush file to disk: %s", strerror(e));
+    }
+    return ERR_OK;
+}
+
+error_code platform_append(FILE *f, const void *data, size_t len, error_info *err)
+{
+    crash_point("append", NULL);
+    const unsigned char *p = data;
+    while (len > 0) {
+        errno = 0;
+        size_t n = fwrite(p, 1, len, f);
+        if (n == 0) {
+            int e = errno ? errno : EIO;
+            if (e == EINTR) {
+                clearerr(f);
+                continue;
+            }
+            return error_set_os(err, errno_code(e), e, "%s", strerror(e));
+        }
+        p += n;
+        len -= n;
     }
     return ERR_OK;
 }
@@ -303,6 +327,7 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
     if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
         mode = st.st_mode & 0777;
 
+    crash_point("write_atomic", path);
     int fd = -1;
     char *tmp = NULL;
     error_code rc = open_temp(path, &fd, &tmp, err);
@@ -311,6 +336,8 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
 
     const char *what = NULL;
     int e = fill_temp(fd, mode, data, len, &what);
+    if (e == 0)
+        crash_point("write_atomic_rename", path); /* leaves the flushed temporary file behind */
     if (e == 0 && rename(tmp, path) != 0) {
         e = errno;
         what = "cannot rename the temporary file over";
@@ -327,6 +354,7 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
 
 error_code platform_write_new_file(const char *path, const void *data, size_t len, bool owner_only, error_info *err)
 {
+    crash_point("write_new_file", path);
     mode_t mode = owner_only ? 0600 : 0644;
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0) {
@@ -381,6 +409,7 @@ error_code platform_machine_id(char *buf, size_t size, error_info *err)
 
 error_code platform_rename(const char *from, const char *to, error_info *err)
 {
+    crash_point("rename", to);
     if (rename(from, to) != 0) {
         int e = errno;
         if (e == EXDEV)
@@ -514,6 +543,7 @@ error_code platform_read_file(const char *path, size_t max_size, char **data, si
 
 error_code platform_remove_file(const char *path, error_info *err)
 {
+    crash_point("remove", path);
     if (unlink(path) != 0 && errno != ENOENT) {
         int e = errno;
         return error_set_os(err, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "cannot remove %s: %s", path, strerror(e));
@@ -565,6 +595,8 @@ static error_code empty_dir(int dir_fd, const char *dir_path, error_info *err)
                 rc = empty_dir(sub, child, err);
             flags = AT_REMOVEDIR;
         }
+        if (rc == ERR_OK)
+            crash_point("remove_tree_entry", child); /* a half-removed tree is a state of its own */
         if (rc == ERR_OK && unlinkat(dirfd(dir), name, flags) != 0 && errno != ENOENT)
             rc = fail_io(err, "cannot remove", child);
         free(child);
@@ -585,6 +617,7 @@ error_code platform_remove_tree(const char *path, error_info *err)
     }
     if (!S_ISDIR(st.st_mode))
         return platform_remove_file(path, err); /* a file, or a link: the link itself */
+    crash_point("remove_tree", path);
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return fail_io(err, "cannot open", path);

@@ -36,6 +36,7 @@
 #endif
 
 #include "platform/platform.h"
+#include "platform/crash_point.h"
 #include "platform/private_dir.h"
 
 #include <windows.h>
@@ -306,6 +307,7 @@ FILE *platform_fopen(const char *path, const char *mode)
 
 error_code platform_fsync_file(FILE *f, error_info *err)
 {
+    crash_point("fsync", NULL);
     if (fflush(f) != 0) {
         int e = errno;
         return error_set_os(err, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "cannot write file: %s", strerror(e));
@@ -330,6 +332,7 @@ error_code platform_fsync_file(FILE *f, error_info *err)
  * (FAT, no write access to the directory) counts as done, as on POSIX. */
 error_code platform_sync_parent_dir(const char *path, error_info *err)
 {
+    crash_point("sync_parent_dir", path);
     wchar_t *wpath = NULL;
     error_code rc = widen_path(path, &wpath, err);
     if (rc != ERR_OK)
@@ -355,6 +358,23 @@ error_code platform_sync_parent_dir(const char *path, error_info *err)
     }
     CloseHandle(h);
     return rc;
+}
+
+error_code platform_append(FILE *f, const void *data, size_t len, error_info *err)
+{
+    crash_point("append", NULL);
+    const unsigned char *p = data;
+    while (len > 0) {
+        errno = 0;
+        size_t n = fwrite(p, 1, len, f);
+        if (n == 0) {
+            int e = errno ? errno : EIO;
+            return error_set_os(err, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "%s", strerror(e));
+        }
+        p += n;
+        len -= n;
+    }
+    return ERR_OK;
 }
 
 /* Writes all len bytes to h. FALSE with GetLastError() on failure. */
@@ -414,6 +434,7 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
 {
     wchar_t *wpath = NULL, *tmp = NULL;
     HANDLE h = INVALID_HANDLE_VALUE;
+    crash_point("write_atomic", path);
     error_code rc = widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
@@ -428,6 +449,8 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
     else if (!FlushFileBuffers(h))
         e = GetLastError(), what = "cannot flush to disk";
     CloseHandle(h);
+    if (!what)
+        crash_point("write_atomic_rename", path); /* leaves the flushed temporary file behind */
     if (!what && !move_replace(tmp, wpath))
         e = GetLastError(), what = "cannot rename the temporary file over";
     if (what) {
@@ -443,6 +466,7 @@ cleanup:
 
 error_code platform_write_new_file(const char *path, const void *data, size_t len, bool owner_only, error_info *err)
 {
+    crash_point("write_new_file", path);
     wchar_t *wpath = NULL;
     error_code rc = widen_path(path, &wpath, err);
     if (rc != ERR_OK)
@@ -488,6 +512,7 @@ error_code platform_write_new_file(const char *path, const void *data, size_t le
 
 error_code platform_rename(const char *from, const char *to, error_info *err)
 {
+    crash_point("rename", to);
     wchar_t *wfrom = NULL, *wto = NULL;
     error_code rc = widen_path(from, &wfrom, err);
     if (rc == ERR_OK)
@@ -611,6 +636,7 @@ static BOOL delete_file(const wchar_t *wpath)
 
 error_code platform_remove_file(const char *path, error_info *err)
 {
+    crash_point("remove", path);
     wchar_t *wpath = NULL;
     error_code rc = widen_path(path, &wpath, err);
     if (rc != ERR_OK)
@@ -651,6 +677,7 @@ static error_code empty_dir(const wchar_t *wdir, const char *path, error_info *e
             break;
         }
         DWORD attrs = fd.dwFileAttributes;
+        crash_point("remove_tree_entry", path); /* a half-removed tree is a state of its own */
         BOOL ok;
         if (attrs & FILE_ATTRIBUTE_DIRECTORY) {
             if (!(attrs & FILE_ATTRIBUTE_REPARSE_POINT))
@@ -687,9 +714,11 @@ error_code platform_remove_tree(const char *path, error_info *err)
         if (e != ERROR_FILE_NOT_FOUND && e != ERROR_PATH_NOT_FOUND)
             rc = fail_io(err, e, "cannot remove", path);
     } else if (!(attrs & FILE_ATTRIBUTE_DIRECTORY)) {
+        crash_point("remove", path);
         if (!delete_file(wpath))
             rc = fail_io(err, GetLastError(), "cannot remove", path);
     } else {
+        crash_point("remove_tree", path);
         /* A link to a directory: remove the link, not what it points to. */
         if (!(attrs & FILE_ATTRIBUTE_REPARSE_POINT))
             rc = empty_dir(wpath, path, err);

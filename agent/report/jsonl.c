@@ -69,11 +69,9 @@ static bool ends_with_newline(const char *path)
 
 static error_code write_all(jsonl_writer *w, const char *data, size_t len, error_info *err)
 {
-    if (fwrite(data, 1, len, w->file) != len) {
-        int e = errno;
-        return error_set_os(err, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "cannot append to %s: %s",
-                            w->path, strerror(e));
-    }
+    error_code rc = platform_append(w->file, data, len, err);
+    if (rc != ERR_OK)
+        return error_prefix(err, "cannot append to %s", w->path);
     w->size += len;
     return ERR_OK;
 }

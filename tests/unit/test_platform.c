@@ -774,6 +774,37 @@ static void test_fopen_and_fsync(void **state)
     assert_int_equal(platform_sync_parent_dir(missing.s, &err), ERR_NOT_FOUND);
 }
 
+static void test_append(void **state)
+{
+    fixture *f = *state;
+    path_buf p = at(f, "incidents.jsonl");
+    FILE *fp = platform_fopen(p.s, "ab");
+    assert_non_null(fp);
+    setvbuf(fp, NULL, _IONBF, 0);
+    error_info err;
+    assert_ok(platform_append(fp, "one\n", 4, &err), err);
+    assert_ok(platform_append(fp, "two\n", 4, &err), err);
+    fclose(fp);
+    char *data = NULL;
+    size_t len = 0;
+    assert_ok(platform_read_file(p.s, 1024, &data, &len, &err), err);
+    assert_string_equal(data, "one\ntwo\n");
+    free(data);
+
+    /* The OS's reason, and its code: a full disk is ERR_DISK_FULL. */
+    FILE *full = platform_fopen("/dev/full", "ab");
+    if (full) {
+        setvbuf(full, NULL, _IONBF, 0);
+        assert_int_equal(platform_append(full, "line\n", 5, &err), ERR_DISK_FULL);
+        assert_int_equal(err.os_error, ENOSPC);
+        fclose(full);
+    }
+    FILE *read_only = platform_fopen(p.s, "rb");
+    assert_non_null(read_only);
+    assert_int_equal(platform_append(read_only, "x", 1, &err), ERR_IO);
+    fclose(read_only);
+}
+
 /* ---- Lock ---------------------------------------------------------------- */
 
 static void test_lock_is_exclusive(void **state)
@@ -1320,6 +1351,7 @@ int main(void)
         T(test_free_space),
         T(test_secret_file),
         T(test_fopen_and_fsync),
+        T(test_append),
         T(test_lock_is_exclusive),
         T(test_lock_dies_with_holder),
         T(test_clocks_and_sleep),
