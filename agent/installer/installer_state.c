@@ -223,6 +223,19 @@ void installer_state_history_remove(state *s, const char *version)
     }
 }
 
+void installer_state_history_keep_only(state *s, char *const *names, size_t count)
+{
+    cJSON *h = history(s);
+    for (int i = cJSON_GetArraySize(h) - 1; i >= 0; i--) {
+        const cJSON *item = cJSON_GetArrayItem(h, i);
+        bool staged = false;
+        for (size_t j = 0; cJSON_IsString(item) && j < count && !staged; j++)
+            staged = strcmp(names[j], item->valuestring) == 0;
+        if (!staged)
+            cJSON_DeleteItemFromArray(h, i);
+    }
+}
+
 error_code installer_state_history_append(state *s, const char *version, error_info *err)
 {
     error_code rc = installer_state_history_open(s, err);

@@ -68,6 +68,10 @@ const char *installer_state_history_last(state *s);
 /* Moves (or adds) version to the end of the history. */
 error_code installer_state_history_append(state *s, const char *version, error_info *err);
 void installer_state_history_remove(state *s, const char *version);
+/* Drops every version that is not one of the count names (the versions
+ * staged now): prune calls it so that a version whose directory a killed
+ * run removed does not stay in the history for good. */
+void installer_state_history_keep_only(state *s, char *const *names, size_t count);
 
 /* The version a rollback switched away from (cleared by the next staging). */
 const char *installer_state_rolled_back_from(state *s);

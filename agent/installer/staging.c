@@ -391,6 +391,10 @@ static void prune(const config *cfg, const char *root, state *s, const char *cur
         free(aside);
         free(path);
     }
+    /* A kill after a version was moved aside but before the history was
+     * saved left its name behind; names still lists what was just pruned
+     * (history_remove dropped those). */
+    installer_state_history_keep_only(s, names, count);
     free(keep_previous);
     platform_free_names(names, count);
 }
