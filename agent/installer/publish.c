@@ -142,6 +142,51 @@ static bool is_installer_name(const char *name)
     return true;
 }
 
+/* Whether name is "<base>.<16 hex>.tmp" with a base that is_base accepts:
+ * the temporary file of a write this module makes (temp_name). */
+static bool is_temp_name(const char *name, bool (*is_base)(const char *))
+{
+    size_t n = strlen(name);
+    if (n < 22 || strcmp(name + n - 4, ".tmp") != 0 || name[n - 21] != '.')
+        return false;
+    for (size_t i = n - 20; i < n - 4; i++)
+        if (!isxdigit((unsigned char)name[i]))
+            return false;
+    char base[128];
+    if (n - 21 >= sizeof base)
+        return false;
+    memcpy(base, name, n - 21);
+    base[n - 21] = '\0';
+    return is_base(base);
+}
+
+static bool is_manifest_name(const char *name)
+{
+    return strcmp(name, "manifest.json") == 0;
+}
+
+/* Removes the temporary files of earlier publishes that were killed before
+ * renaming them: nothing else would, and whatever copies the mirror to the
+ * fleet (a sync to a CDN, a file share) would carry them along. The state
+ * lock keeps a second publish of this host out; a second host publishing
+ * into the same directory is not supported (its seq would clash). */
+static void remove_leftovers(const char *dir, bool (*is_base)(const char *))
+{
+    char **names = NULL;
+    size_t count = 0;
+    if (platform_list_dir(dir, &names, &count, NULL) != ERR_OK)
+        return;
+    for (size_t i = 0; i < count; i++) {
+        if (!is_temp_name(names[i], is_base))
+            continue;
+        char *path = platform_path_join(dir, names[i]);
+        if (path && platform_remove_file(path, NULL) == ERR_OK)
+            log_info("removed %s, left by an interrupted publish", path);
+        free(path);
+    }
+    platform_free_names(names, count);
+}
+
 /* Keeps the newest keep_installers names of the history (current first); removes the others' files. */
 static int prune_installers(const char *installers_dir, cJSON *history, int keep)
 {
@@ -154,7 +199,7 @@ static int prune_installers(const char *installers_dir, cJSON *history, int keep
     int removed = 0;
     for (size_t i = 0; i < count; i++) {
         if (!is_installer_name(names[i]))
-            continue; /* not ours (or a temporary file of a publish running now) */
+            continue; /* not ours, or a temporary file: remove_leftovers */
         bool kept = false;
         const cJSON *entry;
         cJSON_ArrayForEach(entry, history) {
@@ -301,6 +346,8 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
 
     /* 4. prune */
     out->pruned = prune_installers(installers_dir, history, cfg->publish.keep_installers);
+    remove_leftovers(installers_dir, is_installer_name);
+    remove_leftovers(req->dir, is_manifest_name);
     state_save(s, NULL);
 
     out->seq = seq;

@@ -10,7 +10,8 @@
  *                                  last, so no reader ever sees a manifest
  *                                  whose installer is not there yet
  * then installers beyond publish.keep_installers are pruned (the newest
- * first in state "publish".installers; the current one always stays).
+ * first in state "publish".installers; the current one always stays), and
+ * so are the temporary files of earlier publishes killed half-way.
  *
  * seq is kept in state section "publish" and saved before manifest.json is
  * replaced: a crash in between only skips a number, it can never make two
