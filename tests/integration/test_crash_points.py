@@ -1,0 +1,430 @@
+"""Deterministic crash points (issue 17 item 8, PRODUCT.md section 3), as
+SQLite tests its I/O: `update`, `report`, `publish` and `rollback` are each
+stopped at every one of their crash points in turn, and after each stop the
+state is checked before anything repairs it, then repaired by a clean run
+that must converge on what an uninterrupted run leaves.
+
+outpost-crashpoints (tests/CMakeLists.txt passes it as OUTPOST_CRASH_BIN) is
+outpost with platform/crash_point.c: every atomic write (and the rename
+inside it), rename, fsync, append, directory flush and removal is a numbered
+point; OUTPOST_CRASH_AFTER=N ends the process with _Exit at point N before
+that operation happens (no stdio buffer flushed, no cleanup: a kill), and
+OUTPOST_CRASH_LOG lists the points reached. One uninterrupted run of each
+command from a fixed starting state counts its points and is the reference;
+then for every N from 1 to that count: the starting state is restored, the
+command is stopped at N (exit 99 proves that point N was reached: the points
+of a run are deterministic), the invariants below are checked, and the clean
+rerun's result is compared with the reference.
+
+After every stop, a reader of the state directory must see:
+- state.json and status.json (when present) parse, and status.json matches
+  tests/status.schema.json; a download sidecar parses;
+- staging/ holds only version directories whose installer matches its
+  manifest (size, SHA-256) and nothing unverified, and `current` names one;
+- incidents.jsonl (and its rotated files) whole lines only, no id twice, and
+  no id the cursor has passed that is missing;
+- the fleet mirror's manifest.json verifies with the publisher's key and
+  names an installer that is there with the length and SHA-256 it says.
+
+Each test prints its count of crash points. A dozen kills at random delays
+did this before; their docstring admitted that the bugs they found were found
+by chance, and on a loaded CI machine they often killed nothing.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from schema_check import check_status_file
+from sim import write_fake_installer
+from simctl import Sim
+
+CRASH_BIN = os.environ.get("OUTPOST_CRASH_BIN")
+pytestmark = pytest.mark.skipif(not CRASH_BIN, reason="OUTPOST_CRASH_BIN (outpost-crashpoints) is not set")
+
+API_KEY = "sim-api-key"
+CRASHED = 99          # platform/crash_point.h CRASH_POINT_EXIT
+CONTEXT = b"outpost-manifest-v1\n"
+
+
+# ---- running the crash-point binary ----------------------------------------------------------
+
+
+def run(cfg: Path | None, *args: str, crash_after: int | None = None, log: Path | None = None,
+        timeout: int = 120) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
+    env["OUTPOST_API_KEY"] = API_KEY
+    if crash_after is not None:
+        env["OUTPOST_CRASH_AFTER"] = str(crash_after)
+    if log is not None:
+        env["OUTPOST_CRASH_LOG"] = str(log)
+    argv = [CRASH_BIN] + (["-c", str(cfg)] if cfg else []) + list(args)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def write_config(path: Path, state: Path, sim: Sim, **sections) -> Path:
+    cfg = {"base_url": sim.url, "state_dir": str(state), "schedule": {"jitter": "0s"},
+           "http": {"max_attempts": 2, "max_retry_wait": "1s", "rate_limit_per_minute": 100000}, **sections}
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def unsigned(**installer) -> dict:
+    return {"installed_version": "1.0", "verify": {"require_signature": False, "trusted_ca_file": None},
+            **installer}
+
+
+class Sweep:
+    """One command run from the same starting state again and again.
+
+    template/ holds the starting state (built by the test); work/ is where
+    each run happens, restored from template/ before it. Configurations
+    name paths under work/."""
+
+    def __init__(self, tmp_path: Path):
+        self.template = tmp_path / "template"
+        self.work = tmp_path / "work"
+        self.log = tmp_path / "points.log"
+        self.template.mkdir()
+
+    def restore(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+        shutil.copytree(self.template, self.work, symlinks=True)
+
+    def save_template(self) -> None:
+        """What work/ holds now becomes the starting state."""
+        shutil.rmtree(self.template)
+        shutil.copytree(self.work, self.template, symlinks=True)
+
+    def points(self) -> list[str]:
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
+    def sweep(self, name: str, run_command, check_crashed, recover) -> int:
+        """Counts the points of run_command() from the starting state, then
+        stops it at each. check_crashed(point) checks the invariants right
+        after the stop; recover(reference) reruns cleanly and compares with
+        reference, a copy of work/ after the uninterrupted run. Returns the
+        number of points."""
+        self.restore()
+        self.log.unlink(missing_ok=True)
+        r = run_command(None)
+        assert r.returncode == 0, f"the uninterrupted {name} failed: {r.stderr}"
+        points = self.points()
+        assert points, f"{name} reached no crash point"
+        reference = self.work.parent / "reference"
+        shutil.rmtree(reference, ignore_errors=True)
+        shutil.copytree(self.work, reference, symlinks=True)
+        for n, point in enumerate(points, 1):
+            self.restore()
+            self.log.unlink(missing_ok=True)
+            r = run_command(n)
+            where = f"{name} stopped at point {n} of {len(points)} ({point})"
+            assert r.returncode == CRASHED, \
+                f"{where}: exit {r.returncode} instead of a stop; the points of a run are not deterministic " \
+                f"(reached: {self.points()[-3:]}): {r.stderr}"
+            assert self.points()[-1].endswith(" crash")
+            try:
+                check_crashed(point)
+                recover(reference)
+            except AssertionError as e:
+                raise AssertionError(f"{where}: {e}") from e
+        print(f"\n[crash points] {name}: {len(points)} points, stopped at each and recovered")
+        return len(points)
+
+
+# ---- invariants --------------------------------------------------------------------------------
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def check_documents(state: Path) -> None:
+    if (state / "state.json").exists():
+        json.loads((state / "state.json").read_text(encoding="utf-8"))
+    if (state / "status.json").exists():
+        check_status_file(str(state / "status.json"))
+    for sidecar in (state / "downloads").glob("*.part.json"):
+        json.loads(sidecar.read_text())
+
+
+def check_staging(state: Path) -> list[str]:
+    """The staged versions, each checked against its manifest; `current`
+    names one of them. Work areas (.tmp-*, .old-*) and a half-written
+    replacement of `current` are the next run's to remove."""
+    root = state / "staging"
+    if not root.exists():
+        return []
+    versions = []
+    for entry in sorted(root.iterdir()):
+        if entry.name == "current" or entry.name.startswith("."):
+            continue
+        if entry.name.startswith("current.") and entry.name.endswith(".tmp"):
+            continue
+        assert entry.is_dir(), f"{entry} is not a version directory"
+        manifest = json.loads((entry / "manifest.json").read_text())
+        assert manifest["version"] == entry.name
+        installer = entry / manifest["staged_file"]
+        assert installer.stat().st_size == manifest["size"], f"{installer}: size differs from its manifest"
+        assert sha256_file(installer) == manifest["sha256"], f"{installer}: bytes differ from its manifest"
+        extra = {p.name for p in entry.iterdir()} - {"manifest.json", manifest["staged_file"]}
+        assert not extra, f"{entry} holds unverified files {extra}"
+        versions.append(entry.name)
+    if (root / "current").exists():
+        assert (root / "current").read_text().strip() in versions, "staging/current names no verified version"
+    return versions
+
+
+def when(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def current(state: Path) -> str | None:
+    path = state / "staging" / "current"
+    return path.read_text().strip() if path.exists() else None
+
+
+def leftovers(directory: Path) -> list[str]:
+    """Temporary files of atomic writes (<name>.<16 hex>.tmp) under directory."""
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*.tmp"))
+
+
+def jsonl_items(state: Path) -> dict:
+    """{id: item} over incidents.jsonl and its rotated files, asserting whole
+    lines only and no id twice."""
+    rotated = sorted(state.glob("incidents.jsonl.*"), key=lambda p: -int(p.suffix[1:]))
+    out = {}
+    for p in rotated + [state / "incidents.jsonl"]:
+        if not p.exists():
+            continue
+        data = p.read_text(encoding="utf-8")
+        assert data == "" or data.endswith("\n"), f"{p.name} ends in the middle of a line"
+        for line in data.splitlines():
+            item = json.loads(line)
+            assert item["id"] not in out, f"{item['id']} appended twice"
+            out[item["id"]] = item
+    return out
+
+
+def verify_envelope(mirror: Path, public_pem: str) -> dict:
+    """The mirror's manifest checked as an endpoint would: the signature
+    (with `cryptography`, not outpost), then the installer it names."""
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    env = json.loads((mirror / "manifest.json").read_text())
+    raw = base64.b64decode(env["payload"])
+    key = serialization.load_pem_public_key(public_pem.encode())
+    key.verify(base64.b64decode(env["signatures"][0]["sig"]), CONTEXT + raw, ec.ECDSA(hashes.SHA256()))
+    doc = json.loads(raw)
+    installer = mirror / doc["path"]
+    assert installer.is_file(), f"manifest.json (seq {doc['seq']}) names {doc['path']}, which is not there"
+    assert installer.stat().st_size == doc["length"] and sha256_file(installer) == doc["sha256"], \
+        f"{doc['path']} does not hold what manifest.json says"
+    return doc
+
+
+def check_mirror_files(mirror: Path) -> None:
+    """Every installers/<sha256>.<ext> holds the bytes its name says."""
+    for p in (mirror / "installers").glob("*"):
+        if p.name.endswith(".tmp"):
+            continue
+        assert sha256_file(p) == p.name.split(".")[0], f"installers/{p.name} does not hold what its name says"
+
+
+# ---- update ------------------------------------------------------------------------------------
+
+
+def test_update_stopped_at_every_crash_point(tmp_path):
+    """From two staged versions (keep_versions 1 keeps the current and the
+    previous one) to a third: download, sidecar, private copy, manifest,
+    history, directory rename, `current`, prune, status."""
+    files = []
+    for i in range(3):
+        path = tmp_path / f"v{i}.exe"
+        write_fake_installer(str(path), 60 + i, 150000 + 4096 * i)
+        files.append((f"27.0.{i}", path))
+    sweep = Sweep(tmp_path)
+    state = sweep.work / "state"
+    with Sim.start(rate_limit=0, installer=str(files[0][1]), installer_version=files[0][0]) as sim:
+        cfg = write_config(tmp_path / "outpost.json", state, sim, installer=unsigned(keep_versions=1),
+                           report={"enabled": False})
+        sweep.restore()
+        for version, path in files[:2]:
+            sim.config(installer=str(path), installer_version=version)
+            r = run(cfg, "update")
+            assert r.returncode == 0, r.stderr
+        sweep.save_template()
+        version, path = files[2]
+        sim.config(installer=str(path), installer_version=version)
+        digest = sha256_file(path)
+
+        def crashed(point):
+            check_documents(state)
+            assert current(state) in check_staging(state)
+
+        def recover(reference):
+            r = run(cfg, "update")
+            assert r.returncode == 0, f"the clean update after the stop failed: {r.stderr}"
+            check_documents(state)
+            ref = reference / "state"
+            assert check_staging(state) == check_staging(ref) == ["27.0.1", "27.0.2"]
+            assert current(state) == version
+            manifest = json.loads((state / "staging" / version / "manifest.json").read_text())
+            assert manifest["sha256"] == digest, "the staged bytes are not the published installer"
+            assert not list((state / "downloads").iterdir()), "downloads/ not emptied"
+            status = json.loads((state / "status.json").read_text())
+            assert status["installer"]["staged"]["version"] == version
+            history = json.loads((state / "state.json").read_text())["installer"]["staged_history"]
+            assert history == json.loads((ref / "state.json").read_text())["installer"]["staged_history"]
+
+        sweep.sweep("update", lambda n: run(cfg, "update", crash_after=n, log=sweep.log), crashed, recover)
+
+
+# ---- rollback ----------------------------------------------------------------------------------
+
+
+def test_rollback_stopped_at_every_crash_point(tmp_path):
+    """Rollback from 27.1.1 to 27.1.0. Stopped before `current` switched,
+    rolling back again finishes it; stopped after, it is done. Either way the
+    next scheduled update does not undo it."""
+    old, new = tmp_path / "old.exe", tmp_path / "new.exe"
+    write_fake_installer(str(old), 70, 120000)
+    write_fake_installer(str(new), 71, 125000)
+    sweep = Sweep(tmp_path)
+    state = sweep.work / "state"
+    with Sim.start(rate_limit=0, installer=str(old), installer_version="27.1.0") as sim:
+        cfg = write_config(tmp_path / "outpost.json", state, sim, installer=unsigned(keep_versions=2),
+                           report={"enabled": False})
+        sweep.restore()
+        assert run(cfg, "update").returncode == 0
+        sim.config(installer=str(new), installer_version="27.1.1")
+        assert run(cfg, "update").returncode == 0
+        sweep.save_template()
+
+        def crashed(point):
+            check_documents(state)
+            assert current(state) in ("27.1.0", "27.1.1")
+            assert check_staging(state) == ["27.1.0", "27.1.1"]
+
+        def recover(reference):
+            if current(state) == "27.1.1":
+                r = run(cfg, "rollback")
+                assert r.returncode == 0, f"rollback after the stop failed: {r.stderr}"
+            assert current(state) == current(reference / "state") == "27.1.0"
+            r = run(cfg, "update")
+            assert r.returncode == 0, r.stderr
+            assert current(state) == "27.1.0", "the next update undid the rollback"
+            status = json.loads((state / "status.json").read_text())
+            assert status["installer"]["staged"]["version"] == "27.1.0"
+
+        sweep.sweep("rollback", lambda n: run(cfg, "rollback", crash_after=n, log=sweep.log), crashed, recover)
+
+
+# ---- report ------------------------------------------------------------------------------------
+
+
+def test_report_stopped_at_every_crash_point(tmp_path):
+    """An incremental report of 6 new incidents over 3 pages, with a file
+    limit that makes incidents.jsonl rotate on the way."""
+    report = {"page_size": 3, "details_batch": 20, "jsonl_max_bytes": 40000, "jsonl_keep": 100}
+    sweep = Sweep(tmp_path)
+    state = sweep.work / "state"
+    with Sim.start(rate_limit=0, incidents=8, seed=17) as sim:
+        cfg = write_config(tmp_path / "outpost.json", state, sim, report=report, installer={"enabled": False})
+        sweep.restore()
+        assert run(cfg, "report").returncode == 0
+        sweep.save_template()
+        sim.add_incidents(6)
+        dataset = {r["incident"]["id"] for r in sim.dataset()["incidents"]}
+
+        triggers = {r["incident"]["id"]: when(r["incident"]["trigger_time"]) for r in sim.dataset()["incidents"]}
+
+        def crashed(point):
+            check_documents(state)
+            items = jsonl_items(state)
+            saved = json.loads((state / "state.json").read_text()).get("report", {})
+            # What the saved state says is done must be in the file: the ids
+            # it remembers as seen, and every incident older than its cursor.
+            seen = set(saved.get("seen", {}))
+            assert seen <= set(items), f"state.json remembers {sorted(seen - set(items))[:3]}, never written"
+            if saved.get("cursor"):
+                passed = {i for i, t in triggers.items() if t < when(saved["cursor"])}
+                assert passed <= set(items), f"the cursor passed {sorted(passed - set(items))[:3]}, never written"
+
+        def recover(reference):
+            r = run(cfg, "report")
+            assert r.returncode == 0, f"the clean report after the stop failed: {r.stderr}"
+            check_documents(state)
+            items, expected = jsonl_items(state), jsonl_items(reference / "state")
+            assert set(expected) == dataset
+            assert items == expected, "incidents.jsonl differs from an uninterrupted run's"
+            status = json.loads((state / "status.json").read_text())
+            ref_status = json.loads((reference / "state" / "status.json").read_text())
+            assert status["incidents"]["items"] == ref_status["incidents"]["items"]
+            assert status["incidents"]["hosts"] == ref_status["incidents"]["hosts"]
+            assert status["last_run"]["result"] == "ok"
+
+        n = sweep.sweep("report", lambda n: run(cfg, "report", crash_after=n, log=sweep.log), crashed, recover)
+        assert any(" rename " in p and "incidents.jsonl" in p for p in sweep.points()), \
+            "the report did not rotate incidents.jsonl: the sweep did not cover rotation"
+        assert n > 6
+
+
+# ---- publish -----------------------------------------------------------------------------------
+
+
+def test_publish_stopped_at_every_crash_point(tmp_path):
+    """A mirror holding 26.02 (seq 1) gets 26.03, keep_installers 1: the new
+    installer written, read back and renamed, the manifest replaced, the
+    old installer pruned."""
+    v2, v3 = tmp_path / "v2.exe", tmp_path / "v3.exe"
+    write_fake_installer(str(v2), 80, 140000)
+    write_fake_installer(str(v3), 81, 145000)
+    sweep = Sweep(tmp_path)
+    mirror = sweep.work / "mirror"
+    key_file = tmp_path / "mirror.key"
+    r = run(None, "--json", "keygen", "-o", str(key_file))
+    assert r.returncode == 0, r.stderr
+    public_pem = json.loads(r.stdout)["public_key"]
+    with Sim.start(rate_limit=0, installer=str(v2), installer_version="26.02.01.25000") as sim:
+        cfg = write_config(tmp_path / "publisher.json", sweep.work / "state", sim, installer=unsigned(),
+                           report={"enabled": False},
+                           publish={"dir": str(mirror), "signing_key_file": str(key_file), "keep_installers": 1})
+        sweep.restore()
+        r = run(cfg, "publish")
+        assert r.returncode == 0, r.stderr
+        sweep.save_template()
+        first = verify_envelope(mirror, public_pem)
+        sim.config(installer=str(v3), installer_version="26.03.01.26000")
+        digest = sha256_file(v3)
+
+        def crashed(point):
+            check_documents(sweep.work / "state")
+            check_staging(sweep.work / "state")
+            doc = verify_envelope(mirror, public_pem)
+            assert doc["seq"] in (first["seq"], first["seq"] + 1)
+            check_mirror_files(mirror)
+
+        def recover(reference):
+            r = run(cfg, "publish")
+            assert r.returncode == 0, f"the clean publish after the stop failed: {r.stderr}"
+            doc, ref = verify_envelope(mirror, public_pem), verify_envelope(reference / "mirror", public_pem)
+            assert doc["version"] == ref["version"] == "26.03.01.26000"
+            assert doc["sha256"] == ref["sha256"] == digest
+            assert doc["seq"] > first["seq"]
+            check_mirror_files(mirror)
+            assert sorted(p.name for p in mirror.iterdir()) == ["installers", "manifest.json"]
+            names = sorted(p.name for p in (mirror / "installers").iterdir())
+            assert names == sorted(p.name for p in (reference / "mirror" / "installers").iterdir()), \
+                "the mirror's installers differ from an uninterrupted publish's"
+
+        sweep.sweep("publish", lambda n: run(cfg, "publish", crash_after=n, log=sweep.log), crashed, recover)
