@@ -1226,12 +1226,8 @@ static void attempt_done(http_client *c, xfer *x, attempt_outcome outcome, const
         return;
     }
     if (x->stopped || x->too_large || outcome == OUTCOME_RESPONSE) {
-        if (outcome != OUTCOME_RESPONSE && !x->stopped && !x->too_large)
-            outcome = OUTCOME_NETWORK;
-        else {
-            handle_response(c, x, now);
-            return;
-        }
+        handle_response(c, x, now);
+        return;
     }
     if (x->kind == XFER_STREAM && x->stream->result.headers_delivered) {
         xfer_fail(c, x, ERR_TEMPORARY, "connection lost after %" PRId64 " bytes of the body (%.200s); resume later",
