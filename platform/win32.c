@@ -14,7 +14,8 @@
  * explicit handle list (libraries' handles, Winsock sockets, may be
  * inheritable), and spawns nothing when the list cannot be set.
  *
- * Choices where Windows differs from POSIX (see docs/cross.md):
+ * Choices where Windows differs from POSIX (README.md, "Windows notes for
+ * administrators", says what they mean for whoever runs outpost):
  *  - the secret file check reads the file's DACL and refuses read access for
  *    Everyone, Authenticated Users, Users, Guests and Anonymous;
  *  - state_dir is created with a protected DACL (SYSTEM, Administrators, the
