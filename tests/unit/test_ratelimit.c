@@ -1,8 +1,8 @@
-/* test_ratelimit.c — the request pacer (ratelimit.c) and the retry delays
- * (backoff.c), on simulated time: window accounting, learning from the
- * rate headers, never exceeding Remaining (against three server models
- * driven by a small discrete-time simulation), 429 pauses, the concurrency
- * cap, full-jitter bounds and both Retry-After forms. */
+/* test_ratelimit.c — the request pacer (ratelimit.c) on simulated time:
+ * window accounting, learning from the rate headers, never exceeding
+ * Remaining (against three server models driven by a small discrete-time
+ * simulation), 429 pauses and the concurrency cap. The retry delays
+ * (backoff.c) are test_backoff.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/backoff.h"
 #include "core/clock.h"
 #include "net/ratelimit.h"
 
@@ -403,95 +402,6 @@ static void test_rate_close_to_limit_with_long_window(void **state)
         fail_msg("took %lld ms, ideal %lld", (long long)took, (long long)ideal);
 }
 
-/* ---- backoff --------------------------------------------------------------------- */
-
-typedef struct fixed_random {
-    uint64_t value;
-} fixed_random;
-
-static int64_t zero_clock(void *ctx)
-{
-    (void)ctx;
-    return 0;
-}
-
-static void no_sleep(void *ctx, int64_t ms)
-{
-    (void)ctx;
-    (void)ms;
-}
-
-static error_code fixed_bytes(void *ctx, void *buf, size_t len, error_info *err)
-{
-    (void)err;
-    fixed_random *f = ctx;
-    memset(buf, 0, len);
-    memcpy(buf, &f->value, len < sizeof f->value ? len : sizeof f->value);
-    return ERR_OK;
-}
-
-static void test_backoff_ceiling(void **state)
-{
-    (void)state;
-    assert_int_equal(backoff_ceiling_ms(1, 500, 30000), 500);
-    assert_int_equal(backoff_ceiling_ms(2, 500, 30000), 1000);
-    assert_int_equal(backoff_ceiling_ms(3, 500, 30000), 2000);
-    assert_int_equal(backoff_ceiling_ms(7, 500, 30000), 30000);
-    assert_int_equal(backoff_ceiling_ms(60, 500, 30000), 30000);
-    assert_int_equal(backoff_ceiling_ms(0, 500, 30000), 500);
-}
-
-static void test_backoff_full_jitter_bounds(void **state)
-{
-    (void)state;
-    fixed_random f = {0};
-    clock_source c = {zero_clock, zero_clock, no_sleep, fixed_bytes, &f};
-    f.value = 0;
-    assert_int_equal(backoff_delay_ms(3, 500, 30000, &c), 0);
-    f.value = 2000; /* 2000 % 2001 */
-    assert_int_equal(backoff_delay_ms(3, 500, 30000, &c), 2000);
-    f.value = 2001;
-    assert_int_equal(backoff_delay_ms(3, 500, 30000, &c), 0);
-    /* The real random source stays within [0, ceiling] and spreads. */
-    int64_t lo = INT64_MAX, hi = -1;
-    for (int i = 0; i < 2000; i++) {
-        int64_t d = backoff_delay_ms(2, 500, 30000, clock_default());
-        assert_true(d >= 0 && d <= 1000);
-        lo = d < lo ? d : lo;
-        hi = d > hi ? d : hi;
-    }
-    assert_true(lo < 100 && hi > 900);
-}
-
-static void test_retry_after_forms(void **state)
-{
-    (void)state;
-    int64_t now = backoff_civil_to_unix(1994, 11, 6, 8, 49, 0) * 1000;
-    int64_t d = -1;
-    assert_true(backoff_parse_retry_after("120", now, &d));
-    assert_int_equal(d, 120000);
-    assert_true(backoff_parse_retry_after(" 0 ", now, &d));
-    assert_int_equal(d, 0);
-    assert_true(backoff_parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now, &d));
-    assert_int_equal(d, 37000);
-    assert_true(backoff_parse_retry_after("Sunday, 06-Nov-94 08:49:37 GMT", now, &d));
-    assert_int_equal(d, 37000);
-    assert_true(backoff_parse_retry_after("Sun Nov  6 08:49:37 1994", now, &d));
-    assert_int_equal(d, 37000);
-    assert_true(backoff_parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now, &d)); /* past */
-    assert_int_equal(d, 0);
-    static const char *const bad[] = {"", "soon", "-1", "1.5", "12s", "Sun, 06 Nov 1994 08:49:37 PST",
-                                      "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        d = -7;
-        if (backoff_parse_retry_after(bad[i], now, &d))
-            fail_msg("accepted \"%s\"", bad[i]);
-        assert_int_equal(d, -7);
-    }
-    assert_int_equal(backoff_civil_to_unix(1970, 1, 1, 0, 0, 0), 0);
-    assert_int_equal(backoff_civil_to_unix(2000, 2, 29, 0, 0, 0), 951782400);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -508,9 +418,6 @@ int main(void)
         cmocka_unit_test(test_never_429_aligned_fixed_window),
         cmocka_unit_test(test_never_429_sliding_window),
         cmocka_unit_test(test_rate_close_to_limit_with_long_window),
-        cmocka_unit_test(test_backoff_ceiling),
-        cmocka_unit_test(test_backoff_full_jitter_bounds),
-        cmocka_unit_test(test_retry_after_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
