@@ -17,6 +17,8 @@
 
 #include "net/api.h"
 
+#include "support.h"
+
 /* ---- envelope ------------------------------------------------------------------ */
 
 static error_code parse(const char *text, bool required, api_envelope *env, error_info *err)
@@ -286,34 +288,6 @@ typedef struct server {
     const char *override;       /* answer every API call with this body */
 } server;
 
-static int64_t zero_ms(void *ctx)
-{
-    (void)ctx;
-    return 0;
-}
-
-static void no_sleep(void *ctx, int64_t ms)
-{
-    (void)ctx;
-    (void)ms;
-}
-
-static error_code some_bytes(void *ctx, void *buf, size_t len, error_info *err)
-{
-    (void)ctx;
-    (void)err;
-    memset(buf, 0x5a, len);
-    return ERR_OK;
-}
-
-static char *dup_text(const char *s)
-{
-    size_t n = strlen(s);
-    char *d = malloc(n + 1);
-    memcpy(d, s, n + 1);
-    return d;
-}
-
 static error_code fake(void *ctx, const char *method, const char *url, const char *body, size_t body_len,
                        const char *extra, http_fake_response *r, error_info *err)
 {
@@ -321,12 +295,9 @@ static error_code fake(void *ctx, const char *method, const char *url, const cha
     (void)extra;
     (void)err;
     server *s = ctx;
-    r->status = 200;
-    if (strstr(url, "/auth/token/access")) {
-        r->body = dup_text("{\"access_token\":\"t\"}");
-        r->body_len = strlen(r->body);
+    if (support_answer_token(url, "t", r))
         return ERR_OK;
-    }
+    r->status = 200;
     snprintf(s->last_url, sizeof s->last_url, "%s", url);
     snprintf(s->last_body, sizeof s->last_body, "%.*s", (int)body_len, body);
     char answer[2048];
@@ -357,13 +328,13 @@ static error_code fake(void *ctx, const char *method, const char *url, const cha
     } else if (strstr(url, "/v2/event-details")) {
         snprintf(answer, sizeof answer, "{\"resources\":[{\"id\":\"s\",\"action\":{\"data_size\":5}},{\"id\":\"e\"}]}");
     } else if (strstr(url, "/v2/installer/")) {
-        r->headers = dup_text("X-Installer-Version: 9.9.9\r\nContent-Length: 2\r\n");
+        r->headers = support_dup("X-Installer-Version: 9.9.9\r\nContent-Length: 2\r\n");
         snprintf(answer, sizeof answer, "MZ");
     } else {
         r->status = 404;
         snprintf(answer, sizeof answer, "{}");
     }
-    r->body = dup_text(answer);
+    r->body = support_dup(answer);
     r->body_len = strlen(answer);
     return ERR_OK;
 }
@@ -380,7 +351,7 @@ static int setup(void **state)
     fixture *f = calloc(1, sizeof *f);
     f->s.page_count = 3;
     f->s.end_style = "empty";
-    f->clock = (clock_source){zero_ms, zero_ms, no_sleep, some_bytes, NULL};
+    f->clock = support_still_clock;
     f->cfg.base_url = "https://tenant.example.com";
     f->cfg.http.connect_timeout_s = 10;
     f->cfg.http.low_speed_time_s = 30;

@@ -24,6 +24,8 @@
 #include "core/state.h"
 #include "base/text.h"
 
+#include "support.h"
+
 typedef struct fixture {
     char *dir;
     config cfg;
@@ -45,8 +47,7 @@ static void init_config(config *cfg, const char *state_dir)
 static int setup(void **ctx)
 {
     fixture *f = calloc(1, sizeof *f);
-    f->dir = strdup("/tmp/outpost-bundle-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    f->dir = support_tempdir("bundle");
     char *state_dir = platform_path_join(f->dir, "state");
     init_config(&f->cfg, state_dir);
     free(state_dir);

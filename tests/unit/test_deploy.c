@@ -27,6 +27,8 @@
 #include "core/state.h"
 #include "base/text.h"
 
+#include "support.h"
+
 typedef struct fixture {
     char *dir;
     char *version_file;
@@ -37,8 +39,7 @@ typedef struct fixture {
 static int setup(void **ctx)
 {
     fixture *f = calloc(1, sizeof *f);
-    f->dir = strdup("/tmp/outpost-deploy-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    f->dir = support_tempdir("deploy");
     error_info err;
     assert_int_equal(config_init_defaults(&f->cfg, &err), ERR_OK);
     free(f->cfg.state_dir);

@@ -24,6 +24,8 @@
 #include "platform/platform.h"
 #include "base/text.h"
 
+#include "support.h"
+
 #define BODY_LEN (3 * 1024 * 1024 + 17)
 
 typedef struct fake_server {
@@ -40,30 +42,16 @@ typedef struct fake_server {
     char last_if_range[128];
 } fake_server;
 
-static char *header_value(const char *headers, const char *name)
-{
-    const char *p = strstr(headers, name);
-    if (!p)
-        return NULL;
-    p += strlen(name);
-    return text_dup_n(p, strcspn(p, "\r\n"));
-}
-
 static error_code fake(void *ctx, const char *method, const char *url, const char *body, size_t body_len,
                        const char *extra, http_fake_response *r, error_info *err)
 {
     fake_server *s = ctx;
     (void)body, (void)body_len, (void)err, (void)method;
-    if (strstr(url, "/v2/auth/token/access")) {
-        r->status = 200;
-        r->headers = text_dup("Content-Type: application/json\r\n");
-        r->body = text_dup("{\"access_token\":\"tok\",\"expires_in\":900}");
-        r->body_len = strlen(r->body);
+    if (support_answer_token(url, "tok", r))
         return ERR_OK;
-    }
     s->installer_requests++;
-    char *range = header_value(extra, "Range: bytes=");
-    char *if_range = header_value(extra, "If-Range: ");
+    char *range = support_header_value(extra, "Range: bytes=");
+    char *if_range = support_header_value(extra, "If-Range: ");
     snprintf(s->last_range, sizeof s->last_range, "%s", range ? range : "");
     snprintf(s->last_if_range, sizeof s->last_if_range, "%s", if_range ? if_range : "");
     long start = range ? atol(range) : 0;
@@ -99,7 +87,7 @@ static error_code fake(void *ctx, const char *method, const char *url, const cha
 }
 
 typedef struct fixture {
-    char dir[64];
+    char *dir;                  /* support_tempdir */
     char path[128];
     fake_server server;
     config cfg;
@@ -110,8 +98,7 @@ typedef struct fixture {
 static int setup(void **ctx)
 {
     fixture *f = calloc(1, sizeof *f);
-    strcpy(f->dir, "/tmp/outpost-download-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    f->dir = support_tempdir("download");
     f->server.body = malloc(BODY_LEN);
     for (size_t i = 0; i < BODY_LEN; i++)
         f->server.body[i] = (unsigned char)(i * 2654435761u >> 13);
@@ -142,6 +129,7 @@ static int teardown(void **ctx)
     config_free(&f->cfg);
     error_info err;
     assert_int_equal(platform_remove_tree(f->dir, &err), ERR_OK);
+    free(f->dir);
     free(f->server.body);
     free(f);
     return 0;

@@ -17,6 +17,8 @@
 #include "core/clock.h"
 #include "net/http.h"
 
+#include "support.h"
+
 #define API_KEY "test-api-key-0123456789"
 #define BASE "https://tenant.example.com/public/"
 
@@ -108,16 +110,6 @@ static void http_date(int64_t utc_ms, char *buf, size_t size)
              (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60));
 }
 
-static char *dup_text(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s);
-    char *d = malloc(n + 1);
-    memcpy(d, s, n + 1);
-    return d;
-}
-
 static error_code fake_server(void *ctx, const char *method, const char *url, const char *body, size_t body_len,
                               const char *extra_headers, http_fake_response *r, error_info *err)
 {
@@ -135,10 +127,10 @@ static error_code fake_server(void *ctx, const char *method, const char *url, co
         if (w->script[i].failure != ERR_OK)
             return error_set(err, w->script[i].failure, "scripted failure");
         r->status = w->script[i].status;
-        r->headers = dup_text(w->script[i].headers);
-        r->body = dup_text(w->script[i].body);
+        r->headers = support_dup(w->script[i].headers);
+        r->body = support_dup(w->script[i].body);
         r->body_len = r->body ? strlen(r->body) : 0;
-        r->trailers = dup_text(w->script[i].trailers);
+        r->trailers = support_dup(w->script[i].trailers);
         return ERR_OK;
     }
     if (strstr(url, "/v2/auth/token/access")) {
@@ -151,7 +143,7 @@ static error_code fake_server(void *ctx, const char *method, const char *url, co
         else
             snprintf(json, sizeof json, "{\"access_token\":\"%s\"}", w->current_token);
         r->status = 200;
-        r->body = dup_text(json);
+        r->body = support_dup(json);
         r->body_len = strlen(json);
         return ERR_OK;
     }
@@ -176,11 +168,11 @@ static error_code fake_server(void *ctx, const char *method, const char *url, co
             snprintf(headers, sizeof headers, "X-RateLimit-Remaining: %d\r\nX-RateLimit-Reset: %lld\r\nDate: %s\r\n",
                      w->rate_limit - w->window_used, reset, date);
         }
-        r->headers = dup_text(headers);
+        r->headers = support_dup(headers);
     } else {
         r->status = 200;
     }
-    r->body = dup_text("{\"resources\":[],\"errors\":[]}");
+    r->body = support_dup("{\"resources\":[],\"errors\":[]}");
     r->body_len = strlen(r->body);
     return ERR_OK;
 }

@@ -13,11 +13,11 @@
 
 #include "report/jsonl.h"
 
+#include "support.h"
+
 static char *tempdir(void)
 {
-    char *dir = strdup("/tmp/outpost-jsonl-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return dir;
+    return support_tempdir("jsonl");
 }
 
 static char *slurp(const char *path)

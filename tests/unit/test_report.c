@@ -19,6 +19,8 @@
 #include "report/status.h"
 #include "core/timefmt.h"
 
+#include "support.h"
+
 /* ---- Fake clock: sleeping advances time, nothing waits ---------------------- */
 
 static int64_t fake_now_ms = 1795255200000;
@@ -42,11 +44,6 @@ typedef struct server {
     bool fail_lineage;                   /* answer 400 to event-lineage */
 } server;
 
-static char *dup_text(const char *s)
-{
-    return strdup(s);
-}
-
 static const char *const chains[][4] = {
     {"e1", "e2", "e3", NULL},   /* incident a: e1 → e3 */
     {"e2", "e3", "e4", NULL},   /* incident b: e2 → e4 (shares e2, e3) */
@@ -58,7 +55,7 @@ static char *event_json(const char *id)
     snprintf(buf, sizeof buf,
              "{\"id\":\"%s\",\"timestamp\":\"2026-11-21T09:00:00Z\",\"action\":{\"kind\":\"print\",\"hostname\":\"H-%s\"}}",
              id, id);
-    return dup_text(buf);
+    return support_dup(buf);
 }
 
 static error_code fake(void *ctx, const char *method, const char *url, const char *body, size_t body_len,
@@ -66,13 +63,14 @@ static error_code fake(void *ctx, const char *method, const char *url, const cha
 {
     (void)method, (void)body_len, (void)extra_headers, (void)err;
     server *s = ctx;
-    response->status = 200;
-    if (strstr(url, "/v2/auth/token/access")) {
+    if (support_answer_token(url, "tok", response)) {
         s->token++;
-        response->body = dup_text("{\"access_token\":\"tok\",\"expires_in\":900}");
-    } else if (strstr(url, "/v2/incidents/list")) {
+        return ERR_OK;
+    }
+    response->status = 200;
+    if (strstr(url, "/v2/incidents/list")) {
         s->list++;
-        response->body = dup_text(
+        response->body = support_dup(
             "{\"type\":\"x\",\"resources\":["
             "{\"id\":\"a\",\"trigger_time\":\"2026-11-21T08:00:00Z\",\"event_lineage_id\":{\"start_event_id\":\"e1\",\"end_event_id\":\"e3\"}},"
             "{\"id\":\"b\",\"trigger_time\":\"2026-11-21T08:30:00Z\",\"event_lineage_id\":{\"start_event_id\":\"e2\",\"end_event_id\":\"e4\"}},"
@@ -82,13 +80,13 @@ static error_code fake(void *ctx, const char *method, const char *url, const cha
         s->lineage++;
         if (s->fail_lineage) {
             response->status = 400;
-            response->body = dup_text("{\"errors\":[{\"code\":\"bad\",\"message\":\"no\"}]}");
+            response->body = support_dup("{\"errors\":[{\"code\":\"bad\",\"message\":\"no\"}]}");
         } else {
             int which = strstr(body, "\"e1\"") ? 0 : 1;
             char buf[128];
             snprintf(buf, sizeof buf, "{\"resources\":[\"%s\",\"%s\",\"%s\"]}", chains[which][0], chains[which][1],
                      chains[which][2]);
-            response->body = dup_text(buf);
+            response->body = support_dup(buf);
         }
     } else if (strstr(url, "/v2/event-details")) {
         s->details++;
@@ -109,10 +107,10 @@ static error_code fake(void *ctx, const char *method, const char *url, const cha
         }
         strcat(out, "]}");
         cJSON_Delete(req);
-        response->body = dup_text(out);
+        response->body = support_dup(out);
     } else {
         response->status = 404;
-        response->body = dup_text("{}");
+        response->body = support_dup("{}");
     }
     response->body_len = strlen(response->body);
     return ERR_OK;

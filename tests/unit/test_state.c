@@ -17,11 +17,11 @@
 #include "core/log.h"
 #include "core/state.h"
 
+#include "support.h"
+
 static char *make_dir(void)
 {
-    char *dir = strdup("/tmp/outpost-state-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return dir;
+    return support_tempdir("state");
 }
 
 static void write_file(const char *dir, const char *name, const char *text)

@@ -21,6 +21,8 @@
 #include "platform/platform.h"
 #include "installer/unpack.h"
 
+#include "support.h"
+
 typedef struct spec {
     const char *name;
     unsigned int type;       /* AE_IFREG, AE_IFDIR, AE_IFLNK, AE_IFCHR; 0: hard link */
@@ -31,9 +33,7 @@ typedef struct spec {
 
 static char *make_dir(void)
 {
-    char *dir = strdup("/tmp/outpost-unpack-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return dir;
+    return support_tempdir("unpack");
 }
 
 static void make_archive(const char *path, bool zip, const spec *entries, size_t count)
