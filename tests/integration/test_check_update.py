@@ -24,6 +24,7 @@ sys.path.insert(0, str(HERE))
 from nginx_helper import Nginx  # noqa: E402
 from sim import write_fake_installer  # noqa: E402  (tests/sim is on sys.path via conftest)
 from simctl import Sim  # noqa: E402
+from outpost_config import UNSIGNED, write_config as write_outpost_config
 
 OUTPOST = os.environ.get("OUTPOST_BIN")
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN is not set (tests/CMakeLists.txt sets it)")
@@ -37,17 +38,8 @@ MiB = 1024 * 1024
 
 def write_config(tmp_path: Path, base_url: str, ca_file=None, installed="26.01.03.24000", state_dir=None,
                  **verify) -> tuple[Path, Path]:
-    state = Path(state_dir) if state_dir else tmp_path / "state"
-    cfg = {
-        "base_url": base_url,
-        "state_dir": str(state),
-        "tls": {"ca_file": ca_file, "pinned_public_key": None},
-        "installer": {"installed_version": installed,
-                      "verify": {"require_signature": False, "trusted_ca_file": None, **verify}},
-    }
-    path = tmp_path / "outpost.json"
-    path.write_text(json.dumps(cfg))
-    return path, state
+    return write_outpost_config(tmp_path, base_url, ca_file, state=state_dir,
+                                installer={"installed_version": installed, "verify": {**UNSIGNED, **verify}})
 
 
 def outpost(cfg: Path, *args, timeout=120, key="sim-api-key") -> subprocess.CompletedProcess:

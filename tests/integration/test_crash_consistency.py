@@ -22,6 +22,7 @@ import pytest
 
 from sim import write_fake_installer
 from simctl import Sim
+from outpost_config import write_config as write_outpost_config
 
 OUTPOST = os.environ.get("OUTPOST_BIN")
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
@@ -37,13 +38,10 @@ def env():
 
 
 def write_config(root: Path, sim: Sim, name="state", **extra) -> tuple[Path, Path]:
-    state = root / name
-    cfg = {"base_url": sim.url, "state_dir": str(state), "tls": {"ca_file": sim.ca_file},
-           "http": {"max_attempts": 3, "max_retry_wait": "2s", "rate_limit_per_minute": 100000},
-           "schedule": {"jitter": "0s"}, **extra}
-    path = root / f"{name}-outpost.json"
-    path.write_text(json.dumps(cfg))
-    return path, state
+    defaults = {"http": {"max_attempts": 3, "max_retry_wait": "2s", "rate_limit_per_minute": 100000},
+                "schedule": {"jitter": "0s"}}
+    return write_outpost_config(root, sim.url, sim.ca_file, state=root / name, name=f"{name}-outpost.json",
+                                defaults=defaults, **extra)
 
 
 def clean_run(cfg: Path, command: str) -> subprocess.CompletedProcess:

@@ -46,6 +46,7 @@ import pytest
 from schema_check import check_status_file
 from sim import write_fake_installer
 from simctl import Sim
+from outpost_config import UNSIGNED, write_config as write_outpost_config
 
 CRASH_BIN = os.environ.get("OUTPOST_CRASH_BIN")
 pytestmark = pytest.mark.skipif(not CRASH_BIN, reason="OUTPOST_CRASH_BIN (outpost-crashpoints) is not set")
@@ -71,15 +72,14 @@ def run(cfg: Path | None, *args: str, crash_after: int | None = None, log: Path 
 
 
 def write_config(path: Path, state: Path, sim: Sim, **sections) -> Path:
-    cfg = {"base_url": sim.url, "state_dir": str(state), "schedule": {"jitter": "0s"},
-           "http": {"max_attempts": 2, "max_retry_wait": "1s", "rate_limit_per_minute": 100000}, **sections}
-    path.write_text(json.dumps(cfg))
-    return path
+    defaults = {"schedule": {"jitter": "0s"},
+                "http": {"max_attempts": 2, "max_retry_wait": "1s", "rate_limit_per_minute": 100000}}
+    return write_outpost_config(path.parent, sim.url, sim.ca_file, state=state, name=path.name, defaults=defaults,
+                                **sections)[0]
 
 
 def unsigned(**installer) -> dict:
-    return {"installed_version": "1.0", "verify": {"require_signature": False, "trusted_ca_file": None},
-            **installer}
+    return {"installed_version": "1.0", "verify": UNSIGNED, **installer}
 
 
 class Sweep:

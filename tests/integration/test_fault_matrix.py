@@ -42,6 +42,7 @@ import pytest
 
 from simctl import Sim
 from squid_helper import Squid, require_squid
+from outpost_config import UNSIGNED, write_config as write_outpost_config
 
 OUTPOST = os.environ.get("OUTPOST_BIN")
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
@@ -241,23 +242,16 @@ def write_config(tmp_path: Path, sim: Sim, expected_sha=None, proxy: Squid | Non
     key_file = tmp_path / "api_key"
     key_file.write_text(API_KEY + "\n")
     key_file.chmod(0o600)
-    cfg = {
-        "base_url": sim.url,
+    sections = {
         "api_key_file": str(key_file),
-        "state_dir": str(state),
-        "tls": {"ca_file": sim.ca_file},
         "http": {"max_attempts": 2, "max_retry_wait": "1s", "low_speed_timeout": "5s"},
-        "installer": {"installed_version": INSTALLED,
-                      "verify": {"require_signature": False, "trusted_ca_file": None,
-                                 "expected_sha256": expected_sha}},
+        "installer": {"installed_version": INSTALLED, "verify": {**UNSIGNED, "expected_sha256": expected_sha}},
         "report": {"page_size": 5, "details_batch": 10, "initial_lookback": "24h"},
         "schedule": {"jitter": "0s"},
     }
     if proxy:
-        cfg["proxy"] = proxy.url_with_credentials
-    path = tmp_path / "outpost.json"
-    path.write_text(json.dumps(cfg))
-    return path, state
+        sections["proxy"] = proxy.url_with_credentials
+    return write_outpost_config(tmp_path, sim.url, sim.ca_file, state=state, **sections)
 
 
 def outpost(cfg: Path, *args, timeout=60) -> tuple[subprocess.CompletedProcess, float]:

@@ -40,6 +40,7 @@ from pathlib import Path
 import pytest
 
 from simctl import Sim
+from outpost_config import UNSIGNED, write_config as write_outpost_config
 
 OUTPOST = os.environ.get("OUTPOST_BIN")
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
@@ -57,19 +58,10 @@ def env(key: str | None = API_KEY) -> dict:
 
 
 def write_config(tmp_path: Path, base_url: str, ca_file=None, **extra) -> tuple[Path, Path]:
-    state = tmp_path / "state"
-    cfg = {"base_url": base_url, "state_dir": str(state), "tls": {"ca_file": ca_file},
-           "http": {"max_attempts": 2, "max_retry_wait": "1s", "rate_limit_per_minute": 100000},
-           "installer": {"installed_version": "1.0", "verify": {"require_signature": False, "trusted_ca_file": None}},
-           "schedule": {"jitter": "0s"}}
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(cfg.get(key), dict):
-            cfg[key] = {**cfg[key], **value}
-        else:
-            cfg[key] = value
-    path = tmp_path / "outpost.json"
-    path.write_text(json.dumps(cfg))
-    return path, state
+    defaults = {"http": {"max_attempts": 2, "max_retry_wait": "1s", "rate_limit_per_minute": 100000},
+                "installer": {"installed_version": "1.0", "verify": UNSIGNED},
+                "schedule": {"jitter": "0s"}}
+    return write_outpost_config(tmp_path, base_url, ca_file, defaults=defaults, **extra)
 
 
 def outpost(cfg: Path, *args, key: str | None = API_KEY, timeout=60) -> subprocess.CompletedProcess:

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from schema_check import check_status_file
+from outpost_config import write_config as write_outpost_config
 
 OUTPOST = os.environ.get("OUTPOST_BIN")
 API_KEY = "sim-api-key"
@@ -27,15 +28,10 @@ pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outp
 
 def make_config(directory, sim, state_name="state", **report):
     """Writes an outpost configuration for sim; returns (config path, state dir)."""
-    state_dir = os.path.join(str(directory), state_name)
-    config = {"base_url": sim.url, "state_dir": state_dir,
-              "report": {"details_batch": 50, **report}, "schedule": {"jitter": "0s"}}
-    if sim.ca_file:
-        config["tls"] = {"ca_file": sim.ca_file}
-    path = os.path.join(str(directory), f"outpost-{state_name}.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(config, f, ensure_ascii=False)
-    return path, state_dir
+    path, state_dir = write_outpost_config(directory, sim.url, sim.ca_file, state=os.path.join(str(directory), state_name),
+                                           name=f"outpost-{state_name}.json", report={"details_batch": 50, **report},
+                                           schedule={"jitter": "0s"})
+    return str(path), str(state_dir)
 
 
 def outpost_env():

@@ -19,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from outpost_config import write_config as write_outpost_config
 
 OUTPOST = os.environ.get("OUTPOST_BIN")
 HERE = Path(__file__).resolve().parent
@@ -40,13 +41,9 @@ def fx(tmp_path_factory):
 
 
 def write_config(tmp_path: Path, base_url: str, fx: Path, **verify) -> tuple[Path, Path]:
-    state = tmp_path / "state"
-    cfg = {"base_url": base_url, "state_dir": str(state),
-           "installer": {"installed_version": "26.01.02.1",
-                         "verify": {"require_signature": True, "trusted_ca_file": str(fx / "root.pem"), **verify}}}
-    path = tmp_path / "outpost.json"
-    path.write_text(json.dumps(cfg))
-    return path, state
+    return write_outpost_config(tmp_path, base_url, installer={
+        "installed_version": "26.01.02.1",
+        "verify": {"require_signature": True, "trusted_ca_file": str(fx / "root.pem"), **verify}})
 
 
 def outpost(cfg: Path, *args) -> subprocess.CompletedProcess:

@@ -1,0 +1,58 @@
+"""One builder for the outpost.json files the integration tests write.
+
+    from outpost_config import write_config, UNSIGNED
+    path, state = write_config(tmp_path, base_url=sim.url, ca_file=sim.ca_file,
+                               installer={"installed_version": "1.0", "verify": UNSIGNED},
+                               report={"page_size": 5})
+
+Sections given as dicts are merged one level deep into the defaults passed
+with `defaults` (so a test file keeps its own defaults and a test changes
+one key of a section without restating the rest); any other value replaces.
+`tls` is written only when a CA file is given (a plain-HTTP simulator has
+none), `base_url` only when given (an endpoint on a mirror needs none).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+# Verification for the unsigned fake installers (tests/sim write_fake_installer):
+# no signature required and no CA (HELPERS.md: configs without a real CA
+# set trusted_ca_file null).
+UNSIGNED = {"require_signature": False, "trusted_ca_file": None}
+
+
+def merge(base: dict, changes: dict) -> dict:
+    """base with changes applied: dict values merged one level deep."""
+    out = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+def build_config(state: Path | str, base_url: str | None = None, ca_file: str | None = None,
+                 defaults: dict | None = None, **sections) -> dict:
+    """The configuration document (not written)."""
+    doc = {"state_dir": str(state)}
+    if base_url is not None:
+        doc["base_url"] = base_url
+    if ca_file:
+        doc["tls"] = {"ca_file": ca_file}
+    doc = merge(doc, defaults or {})
+    return merge(doc, sections)
+
+
+def write_config(directory: Path | str, base_url: str | None = None, ca_file: str | None = None, *,
+                 state: Path | str | None = None, name: str = "outpost.json", defaults: dict | None = None,
+                 **sections) -> tuple[Path, Path]:
+    """Writes directory/name; returns (its path, the state directory:
+    `state`, or directory/state)."""
+    directory = Path(directory)
+    state_dir = Path(state) if state is not None else directory / "state"
+    doc = build_config(state_dir, base_url, ca_file, defaults, **sections)
+    path = directory / name
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return path, state_dir
