@@ -16,7 +16,8 @@ What it serves (plain HTTP on 127.0.0.1, which outpost accepts for loopback):
        header), which serves the file.
 The access log records, per request, whether an Authorization header was
 present (never its value), the Range / If-Range sent and the body bytes.
-nginx runs in the foreground (daemon off) and is stopped with SIGQUIT/SIGTERM.
+nginx runs in the foreground (daemon off) and is stopped with SIGTERM.
+start_nginx and HEAD also serve test_mirror's MirrorServer.
 """
 
 from __future__ import annotations
@@ -24,45 +25,55 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
 import time
 
+from servers import free_port, stop_process, wait_port
+
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 TOKEN = "nginx-test-token"
 
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(host: str, port: int, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection((host, port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nginx did not listen on {host}:{port}")
-
-
-CONFIG = """
+# The part of every test nginx configuration that is not about what it
+# serves: foreground, its files in one directory, no system paths. Format
+# with dir; an `http {{ ... }}` block follows, opened here.
+HEAD = """
 worker_processes 1;
 daemon off;
 user root root;
 pid {dir}/nginx.pid;
 error_log {dir}/error.log warn;
-events {{ worker_connections 64; }}
+events {{ worker_connections 1024; }}
 http {{
     client_body_temp_path {dir}/tmp/body;
     proxy_temp_path {dir}/tmp/proxy;
     fastcgi_temp_path {dir}/tmp/fastcgi;
     uwsgi_temp_path {dir}/tmp/uwsgi;
     scgi_temp_path {dir}/tmp/scgi;
+"""
+
+
+def start_nginx(directory: str, body: str, listens: list[tuple[str, int]], timeout: float = 10.0) -> subprocess.Popen:
+    """Writes HEAD + body (the rest of the http block, closed) as
+    directory/nginx.conf, starts nginx on it and waits until every
+    (host, port) of listens accepts connections; stops it on failure."""
+    os.makedirs(os.path.join(directory, "tmp"), exist_ok=True)
+    conf_path = os.path.join(directory, "nginx.conf")
+    with open(conf_path, "w") as f:
+        f.write(HEAD.format(dir=directory) + body)
+    process = subprocess.Popen([NGINX, "-p", directory, "-c", conf_path, "-e", os.path.join(directory, "error.log")],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + timeout
+        for host, port in listens:
+            wait_port(host, port, deadline, "nginx", process)
+    except Exception:
+        stop_process(process)
+        raise
+    return process
+
+
+CONFIG = """
     map $http_authorization $auth_state {{ "" absent; default present; }}
     log_format outpost escape=json '{{"listener":"$listener","path":"$request_uri","status":$status,'
                                    '"bytes":$body_bytes_sent,"auth":"$auth_state","range":"$http_range",'
@@ -108,7 +119,6 @@ class Nginx:
               disposition: str | None = None, validators: bool = True, ranges: bool = True,
               redirect: bool = False, timeout: float = 10.0) -> "Nginx":
         directory = tempfile.mkdtemp(prefix="outpost-nginx-")
-        os.makedirs(os.path.join(directory, "tmp"))
         port, storage_port = free_port(), free_port("127.0.0.2")
         if disposition is None:
             disposition = f'attachment; filename="{name}"'
@@ -124,23 +134,15 @@ class Nginx:
         file_location = "\n            ".join(file_directives)
         installer_location = (f"return 302 http://127.0.0.2:{storage_port}/files/installer;"
                               if redirect else file_location)
-        conf = CONFIG.format(dir=directory, port=port, storage_port=storage_port, token=TOKEN,
+        body = CONFIG.format(dir=directory, port=port, storage_port=storage_port, token=TOKEN,
                              version=version, installer_location=installer_location,
                              file_location=file_location)
-        conf_path = os.path.join(directory, "nginx.conf")
-        with open(conf_path, "w") as f:
-            f.write(conf)
-        process = subprocess.Popen([NGINX, "-p", directory, "-c", conf_path, "-e", os.path.join(directory, "error.log")],
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        instance = cls(process, directory, port, storage_port)
         try:
-            deadline = time.monotonic() + timeout
-            _wait_port("127.0.0.1", port, deadline)
-            _wait_port("127.0.0.2", storage_port, deadline)
+            process = start_nginx(directory, body, [("127.0.0.1", port), ("127.0.0.2", storage_port)], timeout)
         except Exception:
-            instance.stop()
+            shutil.rmtree(directory, ignore_errors=True)
             raise
-        return instance
+        return cls(process, directory, port, storage_port)
 
     def access_log(self) -> list:
         """Every request so far, oldest first (nginx writes a line when a
@@ -157,13 +159,7 @@ class Nginx:
             os.truncate(path, 0)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+        stop_process(self.process)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> "Nginx":

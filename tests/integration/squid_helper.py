@@ -30,12 +30,13 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 
 import pytest
+
+from servers import free_port, stop_process, wait_port
 
 SQUID = shutil.which("squid") or "/usr/sbin/squid"
 NCSA_AUTH = "/usr/lib/squid/basic_ncsa_auth"
@@ -51,12 +52,6 @@ def require_squid() -> None:
     if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
         pytest.fail(message)
     pytest.skip(message)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 CONFIG = """
@@ -143,13 +138,11 @@ class Squid:
                                        stdout=subprocess.DEVNULL, stderr=open(os.path.join(directory, "stderr"), "w"),
                                        start_new_session=True)
             instance = cls(process, directory, port, auth)
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline and process.poll() is None:
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                        return instance
-                except OSError:
-                    time.sleep(0.05)
+            try:
+                wait_port("127.0.0.1", port, time.monotonic() + timeout, "squid", process)
+                return instance
+            except RuntimeError:
+                pass
             last_error = instance.diagnostics()
             instance.stop(remove=False)
         shutil.rmtree(directory, ignore_errors=True)
@@ -208,13 +201,7 @@ class Squid:
     def stop(self, remove: bool = True) -> None:
         """Ends squid and its helpers (its process group, which only it and
         its children belong to) and checks that nothing is left behind."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+        stop_process(self.process)
         deadline = time.monotonic() + 5
         while self.group_alive() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -24,7 +24,8 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nginx_helper import NGINX, _wait_port, free_port  # noqa: E402
+from nginx_helper import start_nginx  # noqa: E402
+from servers import free_port, stop_process  # noqa: E402
 from sim import make_certificates, write_fake_installer  # noqa: E402
 
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
@@ -265,19 +266,8 @@ def test_publish_without_key_or_dir_is_a_configuration_error(tmp_path, sim):
 
 # ---- the endpoint side: nginx serving the mirror ----------------------------------------------
 
+# The http block's body (nginx_helper.HEAD opens it).
 MIRROR_NGINX = """
-worker_processes 1;
-daemon off;
-user root root;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    client_body_temp_path {dir}/tmp/body;
-    proxy_temp_path {dir}/tmp/proxy;
-    fastcgi_temp_path {dir}/tmp/fastcgi;
-    uwsgi_temp_path {dir}/tmp/uwsgi;
-    scgi_temp_path {dir}/tmp/scgi;
     log_format mirror escape=json '{{"path":"$uri","status":$status,"bytes":$body_bytes_sent,'
                                   '"inm":"$http_if_none_match","ims":"$http_if_modified_since"}}';
     access_log {dir}/access.log mirror;
@@ -309,8 +299,6 @@ class MirrorServer:
     def __init__(self, root: Path, work: Path, tls: bool = False):
         self.work = work
         work.mkdir(parents=True, exist_ok=True)
-        for sub in ("tmp/body", "tmp/proxy", "tmp/fastcgi", "tmp/uwsgi", "tmp/scgi"):
-            (work / sub).mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.ca_file = None
         ssl, certs = "", ""
@@ -319,11 +307,9 @@ class MirrorServer:
             self.ca_file = paths["ca.pem"]
             ssl = " ssl"
             certs = f"ssl_certificate {paths['server.pem']}; ssl_certificate_key {paths['server.key']};"
-        conf = work / "nginx.conf"
-        conf.write_text(MIRROR_NGINX.format(dir=work, port=self.port, root=root, ssl=ssl, certs=certs))
-        self.process = subprocess.Popen([NGINX, "-p", str(work), "-c", str(conf), "-e", str(work / "error.log")],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        _wait_port("127.0.0.1", self.port, time.monotonic() + 10)
+        self.process = start_nginx(str(work), MIRROR_NGINX.format(dir=work, port=self.port, root=root, ssl=ssl,
+                                                                  certs=certs),
+                                   [("127.0.0.1", self.port)])
         self.url = f"{'https://localhost' if tls else 'http://127.0.0.1'}:{self.port}/fleet/"
 
     def log(self) -> list[dict]:
@@ -338,11 +324,7 @@ class MirrorServer:
         time.sleep(0.2)
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        stop_process(self.process)
 
 
 @pytest.fixture
