@@ -1411,6 +1411,7 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
 
 error_code platform_append_write(platform_append_file *file, const void *data, size_t len, error_info *err)
 {
+    crash_point("append_log", NULL);
     if (write_all(file->fd, data, len) != 0) {
         int e = errno;
         return error_set_os(err, errno_code(e), e, "cannot append to the log file: %s", strerror(e));

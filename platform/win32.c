@@ -2303,6 +2303,7 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
 
 error_code platform_append_write(platform_append_file *file, const void *data, size_t len, error_info *err)
 {
+    crash_point("append_log", NULL);
     if (!write_all(file->handle, data, len)) {
         DWORD e = GetLastError();
         char text[256];
