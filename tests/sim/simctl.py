@@ -173,7 +173,9 @@ class Sim:
     def _control(self, method: str, path: str, document=None):
         body = None if document is None else json.dumps(document).encode()
         headers = {"Content-Type": "application/json"} if body is not None else {}
-        reply = self.request(method, path, body, headers, token=False)
+        # The control API is test plumbing: a large data set on a loaded machine
+        # must not fail a test because the simulator took its time to dump it.
+        reply = self.request(method, path, body, headers, token=False, timeout=120.0)
         if reply.status != 200:
             raise RuntimeError(f"{method} {path}: {reply.status} {reply.body!r}")
         return reply.json()
