@@ -3,7 +3,8 @@
  *
  * The portable core (agent/) calls only these functions for anything the C
  * standard library cannot do portably; platform/posix.c and platform/win32.c
- * implement them, and CMake picks one. Strings are UTF-8 everywhere (the
+ * implement them, and CMake picks one (platform/common.c, built beside
+ * either, holds what is the same on both). Strings are UTF-8 everywhere (the
  * Win32 side converts to UTF-16 underneath).
  *
  * Conventions, the same on every implementation:
@@ -11,8 +12,16 @@
  *    be NULL) with one line saying what failed and why; the raw errno or
  *    GetLastError() goes to err->os_error. Out-parameters are left untouched
  *    on failure unless the comment says otherwise.
- *  - ERR_NOT_FOUND means "the path (or value) does not exist"; ERR_DISK_FULL
- *    means ENOSPC/EDQUOT or ERROR_DISK_FULL; other file failures are ERR_IO.
+ *  - OS errors become error_codes by one table (platform_os_error_code;
+ *    GetLastError() values by its Win32 twin in win32.c): ERR_NOT_FOUND
+ *    means "the path (or value) does not exist"; ERR_DISK_FULL means
+ *    ENOSPC/EDQUOT or ERROR_DISK_FULL/ERROR_HANDLE_DISK_FULL, whatever
+ *    the call; ERR_PERMISSION that the OS refused access; other file
+ *    failures are ERR_IO.
+ *  - File sizes and offsets are 64-bit (uint64_t) everywhere: `long`, which
+ *    fseek and ftell take, is 32 bits on Windows, so the portable core
+ *    never seeks with them (platform_file_size, platform_seek,
+ *    platform_read_at).
  *  - Memory returned through an out-parameter is the caller's, freed with
  *    free() unless a *_free function is named.
  */
@@ -25,6 +34,38 @@
 #include <stdio.h>
 
 #include "base/error.h"
+
+/* ---- OS errors ------------------------------------------------------------ */
+
+/*
+ * outpost's error_code for an errno value (the C library's, on Windows the
+ * C runtime's): ENOSPC and EDQUOT ERR_DISK_FULL; ENOENT and ENOTDIR
+ * ERR_NOT_FOUND; EACCES and EPERM ERR_PERMISSION; ENOMEM ERR_NOMEM; any
+ * other (EROFS, EIO, 0...) ERR_IO. The one place errno is judged: agent/
+ * never compares errno with a constant itself.
+ */
+error_code platform_os_error_code(int os_error);
+
+/* The system's text for an errno value ("No space left on device") into
+ * buf of size bytes; returns buf. Safe on any thread. */
+const char *platform_os_error_text(int os_error, char *buf, size_t size);
+
+/*
+ * Fills err for a failed C library call that set errno to os_error: the
+ * code from platform_os_error_code, os_error kept in err->os_error, and the
+ * message fmt (what failed, printf-style) followed by ": " and the
+ * system's text. Returns the code, so callers can write
+ * `return platform_os_error(err, errno, "cannot create %s", path)`.
+ */
+error_code platform_os_error(error_info *err, int os_error, const char *fmt, ...) OUTPOST_PRINTF(3, 4);
+
+/*
+ * As platform_os_error with the errno that a C library call (fopen,
+ * platform_fopen, fread, fwrite, fflush, fclose) that just failed left:
+ * call it right after the failure, before anything else can change errno.
+ * `if (!f) return platform_stdio_error(err, "cannot open %s", path);`
+ */
+error_code platform_stdio_error(error_info *err, const char *fmt, ...) OUTPOST_PRINTF(2, 3);
 
 /* ---- Files ------------------------------------------------------------- */
 
@@ -40,6 +81,29 @@ char *platform_path_join(const char *dir, const char *name);
 /* fopen() with a UTF-8 path; mode as fopen. The stream is not inherited by
  * spawned processes. NULL on failure with errno set (EINVAL on bad UTF-8). */
 FILE *platform_fopen(const char *path, const char *mode);
+
+/*
+ * Size in bytes of the file under the stream f, as far as stdio sees it
+ * (writes still in f's buffer count), from a 64-bit seek to its end; f's
+ * position is left where it was. ERR_IO for a stream that cannot seek (a
+ * pipe).
+ */
+error_code platform_file_size(FILE *f, uint64_t *size, error_info *err);
+
+/* Moves f to offset bytes from the start of its file (64-bit: fseeko,
+ * _fseeki64); reads and writes through f continue from there. ERR_IO when
+ * f cannot seek. Past the end is allowed: a write there leaves a hole. */
+error_code platform_seek(FILE *f, uint64_t offset, error_info *err);
+
+/*
+ * Reads exactly len bytes at offset of the file under f into buf, through
+ * f (platform_seek, then fread, so what f buffered or wrote is seen and
+ * stream reads may follow): afterwards f stands at offset + len. ERR_IO
+ * when the file ends first (the message says where) or cannot be read
+ * (with the OS's reason). The message names the offset, not the file:
+ * callers prefix what they read.
+ */
+error_code platform_read_at(FILE *f, uint64_t offset, void *buf, size_t len, error_info *err);
 
 /* Flushes stdio buffers and the OS cache of f to stable storage
  * (fflush + fsync / FlushFileBuffers). */

@@ -4,8 +4,9 @@
  * randomness, running programs with a timeout, threads, host facts.
  *
  * Layout follows platform.h section by section. OS errors are translated
- * here, once: errno_code() maps errno to an error_code, and every message
- * names the path and strerror(), with the raw errno kept in os_error.
+ * by the one errno table of common.c (errno_code() below), and every
+ * message names the path and strerror(), with the raw errno kept in
+ * os_error.
  * Every descriptor we open is close-on-exec, and a spawned program closes
  * every other one above stderr too (libraries open theirs without it), so
  * it inherits only stdin (the null device), stdout and stderr. Linux/glibc is the
@@ -55,22 +56,10 @@ extern char **environ; /* POSIX; glibc declares it only with _GNU_SOURCE */
 
 /* ---- Error translation --------------------------------------------------- */
 
-/* The error_code for an errno value (platform.h conventions). */
+/* The error_code for an errno value: common.c's table, shared with win32.c. */
 static error_code errno_code(int e)
 {
-    switch (e) {
-    case ENOENT:
-        return ERR_NOT_FOUND;
-    case ENOSPC:
-#ifdef EDQUOT
-    case EDQUOT:
-#endif
-        return ERR_DISK_FULL;
-    case ENOMEM:
-        return ERR_NOMEM;
-    default:
-        return ERR_IO;
-    }
+    return platform_os_error_code(e);
 }
 
 /* Fills err with "<what> <path>: <strerror>" and the errno-derived code. */
@@ -546,7 +535,7 @@ error_code platform_remove_file(const char *path, error_info *err)
     crash_point("remove", path);
     if (unlink(path) != 0 && errno != ENOENT) {
         int e = errno;
-        return error_set_os(err, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "cannot remove %s: %s", path, strerror(e));
+        return error_set_os(err, errno_code(e), e, "cannot remove %s: %s", path, strerror(e));
     }
     return ERR_OK;
 }
@@ -642,8 +631,9 @@ static error_code mkdir_one(const char *dir, const char *full, error_info *err)
         return error_set_os(err, ERR_IO, EEXIST, "cannot create directory %s: %s exists and is not a directory",
                             full, dir);
     }
-    return error_set_os(err, e == ENOSPC || e == ENOMEM ? errno_code(e) : ERR_IO, e,
-                        "cannot create directory %s: %s: %s", full, dir, strerror(e));
+    /* Parents are made first: a missing one here is a race, not "not found". */
+    error_code code = errno_code(e) == ERR_NOT_FOUND ? ERR_IO : errno_code(e);
+    return error_set_os(err, code, e, "cannot create directory %s: %s: %s", full, dir, strerror(e));
 }
 
 error_code platform_mkdirs(const char *path, error_info *err)

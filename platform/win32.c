@@ -7,9 +7,10 @@
  * Layout follows platform.h section by section. Strings are UTF-8 at the
  * interface and UTF-16 underneath: every path goes through widen() before it
  * reaches a ...W function, so non-ASCII paths work whatever the ANSI code
- * page. OS errors are translated here, once: win_code() maps GetLastError()
- * to an error_code, messages carry FormatMessage's text, and the raw value is
- * kept in os_error. Handles are created non-inheritable; platform_spawn hands
+ * page. OS errors are translated once: win_code() maps GetLastError() to an
+ * error_code (errno values from the C runtime go through common.c's table),
+ * messages carry FormatMessage's text, and the raw value is kept in
+ * os_error. Handles are created non-inheritable; platform_spawn hands
  * the child exactly stdin (the null device), stdout and stderr, through an
  * explicit handle list (libraries' handles, Winsock sockets, may be
  * inheritable), and spawns nothing when the list cannot be set.
@@ -39,6 +40,7 @@
 #include "platform/platform.h"
 #include "platform/crash_point.h"
 #include "platform/private_dir.h"
+#include "platform/win32_error.h"
 
 #include <windows.h>
 
@@ -117,8 +119,9 @@ static char *narrow(const wchar_t *wide)
 
 /* ---- Error translation --------------------------------------------------- */
 
-/* The error_code for a GetLastError() value (platform.h conventions). */
-static error_code win_code(DWORD e)
+/* The error_code for a GetLastError() value (platform.h conventions): the
+ * Win32 twin of platform_os_error_code's errno table. */
+error_code platform_win32_error_code(unsigned long e)
 {
     switch (e) {
     case ERROR_FILE_NOT_FOUND:
@@ -130,12 +133,20 @@ static error_code win_code(DWORD e)
     case ERROR_DISK_FULL:
     case ERROR_HANDLE_DISK_FULL:
         return ERR_DISK_FULL;
+    case ERROR_ACCESS_DENIED:
+    case ERROR_PRIVILEGE_NOT_HELD:
+        return ERR_PERMISSION;
     case ERROR_NOT_ENOUGH_MEMORY:
     case ERROR_OUTOFMEMORY:
         return ERR_NOMEM;
     default:
         return ERR_IO;
     }
+}
+
+static error_code win_code(DWORD e)
+{
+    return platform_win32_error_code(e);
 }
 
 /* The system's text for e, one line without the final period, into buf. */
@@ -309,10 +320,8 @@ FILE *platform_fopen(const char *path, const char *mode)
 error_code platform_fsync_file(FILE *f, error_info *err)
 {
     crash_point("fsync", NULL);
-    if (fflush(f) != 0) {
-        int e = errno;
-        return error_set_os(err, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "cannot write file: %s", strerror(e));
-    }
+    if (fflush(f) != 0)
+        return platform_os_error(err, errno, "cannot write file");
     HANDLE h = (HANDLE)_get_osfhandle(_fileno(f));
     if (h == INVALID_HANDLE_VALUE)
         return error_set(err, ERR_IO, "cannot flush file to disk: no handle");
@@ -775,9 +784,10 @@ static error_code mkdir_one(const wchar_t *dir, const char *full, SECURITY_ATTRI
         free(name);
         return rc;
     }
+    /* Parents are made first: a missing one here is a race, not "not found". */
+    error_code code = win_code(e) == ERR_NOT_FOUND ? ERR_IO : win_code(e);
     char text[256];
-    return error_set_os(err, e == ERROR_DISK_FULL ? ERR_DISK_FULL : ERR_IO, (int)e,
-                        "cannot create directory %s: %s", full, win_message(e, text, sizeof text));
+    return error_set_os(err, code, (int)e, "cannot create directory %s: %s", full, win_message(e, text, sizeof text));
 }
 
 /* platform_mkdirs, every new level created with security sa. */

@@ -18,6 +18,8 @@
 #include <windows.h>
 
 #include <aclapi.h>
+#include <errno.h>
+#include <winioctl.h>
 #include <sddl.h>
 #include <shellapi.h>
 #include <stdio.h>
@@ -27,6 +29,7 @@
 
 #include "platform/platform.h"
 #include "platform/private_dir.h"
+#include "platform/win32_error.h"
 
 #define assert_ok(rc, err)                                                                                     \
     do {                                                                                                       \
@@ -189,6 +192,97 @@ static void test_unicode_files_and_atomic_replace(void **state)
     free(other);
     free(file);
     free(dir);
+}
+
+#define GIB (1024ull * 1024 * 1024)
+
+/* A sparse file of 3 GiB: sizes and offsets past 2 GiB, where the 32-bit
+ * long of fseek/ftell ends on Windows, read and written exactly. The file
+ * is marked sparse (FSCTL_SET_SPARSE) so a real NTFS volume spends no disk
+ * either; under wine the host's file system leaves the hole itself. */
+static void test_file_offsets_past_2gib(void **state)
+{
+    (void)state;
+    char *path = join(scratch, "sp\xc3\xa4rse.bin");
+    wchar_t wpath[MAX_PATH];
+    assert_true(MultiByteToWideChar(CP_UTF8, 0, path, -1, wpath, MAX_PATH) > 0);
+    HANDLE h = CreateFileW(wpath, GENERIC_READ | GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+    assert_true(h != INVALID_HANDLE_VALUE);
+    DWORD ignored = 0;
+    DeviceIoControl(h, FSCTL_SET_SPARSE, NULL, 0, NULL, 0, &ignored, NULL); /* best effort */
+    LARGE_INTEGER end = {.QuadPart = (LONGLONG)(3 * GIB)};
+    assert_true(SetFilePointerEx(h, end, NULL, FILE_BEGIN));
+    assert_true(SetEndOfFile(h));
+    OVERLAPPED at = {0};
+    at.Offset = (DWORD)((2 * GIB + 1) & 0xFFFFFFFFu);
+    at.OffsetHigh = (DWORD)((2 * GIB + 1) >> 32);
+    DWORD written = 0;
+    assert_true(WriteFile(h, "two+", 4, &written, &at) && written == 4);
+    CloseHandle(h);
+
+    error_info err;
+    FILE *fp = platform_fopen(path, "r+b");
+    assert_non_null(fp);
+    uint64_t size = 0;
+    assert_ok(platform_file_size(fp, &size, &err), err);
+    assert_true(size == 3 * GIB);
+    char buf[8] = {0};
+    assert_ok(platform_read_at(fp, 2 * GIB + 1, buf, 4, &err), err);
+    assert_memory_equal(buf, "two+", 4);
+    assert_ok(platform_read_at(fp, 2 * GIB + 100, buf, 4, &err), err);
+    assert_memory_equal(buf, "\0\0\0\0", 4);
+
+    assert_ok(platform_seek(fp, 3 * GIB, &err), err);
+    assert_int_equal(fwrite("three", 1, 5, fp), 5);
+    assert_ok(platform_file_size(fp, &size, &err), err);
+    assert_true(size == 3 * GIB + 5);
+    assert_ok(platform_read_at(fp, 3 * GIB, buf, 5, &err), err);
+    assert_memory_equal(buf, "three", 5);
+    assert_ok(platform_read_at(fp, 2 * GIB + 1, buf, 2, &err), err);
+    assert_ok(platform_file_size(fp, &size, &err), err);
+    assert_int_equal(fread(buf, 1, 2, fp), 2);
+    assert_memory_equal(buf, "o+", 2);
+    assert_int_equal(platform_read_at(fp, 3 * GIB + 3, buf, 4, &err), ERR_IO);
+    assert_non_null(strstr(err.message, "ends after 2"));
+    assert_int_equal(fclose(fp), 0);
+    assert_int_equal(platform_path_stat(path, &size), PLATFORM_PATH_FILE);
+    assert_true(size == 3 * GIB + 5);
+    assert_ok(platform_remove_file(path, &err), err);
+    free(path);
+}
+
+/* Both tables: the C runtime's errno (common.c) and GetLastError() (win32.c). */
+static void test_os_error_tables(void **state)
+{
+    (void)state;
+    static const struct {
+        int os_error;
+        error_code code;
+    } crt[] = {
+        {ENOSPC, ERR_DISK_FULL}, {EACCES, ERR_PERMISSION}, {EPERM, ERR_PERMISSION}, {ENOENT, ERR_NOT_FOUND},
+        {ENOMEM, ERR_NOMEM},     {EROFS, ERR_IO},          {EIO, ERR_IO},           {0, ERR_IO},
+    };
+    for (size_t i = 0; i < sizeof crt / sizeof crt[0]; i++) {
+        error_info err;
+        assert_int_equal(platform_os_error(&err, crt[i].os_error, "cannot write %s", "x"), crt[i].code);
+        assert_int_equal(err.os_error, crt[i].os_error);
+        assert_non_null(strstr(err.message, "cannot write x: "));
+    }
+    static const struct {
+        unsigned long win_error;
+        error_code code;
+    } win[] = {
+        {ERROR_DISK_FULL, ERR_DISK_FULL},       {ERROR_HANDLE_DISK_FULL, ERR_DISK_FULL},
+        {ERROR_ACCESS_DENIED, ERR_PERMISSION},  {ERROR_PRIVILEGE_NOT_HELD, ERR_PERMISSION},
+        {ERROR_FILE_NOT_FOUND, ERR_NOT_FOUND},  {ERROR_PATH_NOT_FOUND, ERR_NOT_FOUND},
+        {ERROR_BAD_NETPATH, ERR_NOT_FOUND},     {ERROR_NOT_ENOUGH_MEMORY, ERR_NOMEM},
+        {ERROR_WRITE_PROTECT, ERR_IO},          {ERROR_SHARING_VIOLATION, ERR_IO},
+        {ERROR_SUCCESS, ERR_IO},
+    };
+    for (size_t i = 0; i < sizeof win / sizeof win[0]; i++)
+        if (platform_win32_error_code(win[i].win_error) != win[i].code)
+            fail_msg("Windows error %lu: %s, expected %s", win[i].win_error,
+                     error_name(platform_win32_error_code(win[i].win_error)), error_name(win[i].code));
 }
 
 static void test_spawn_argument_quoting(void **state)
@@ -592,6 +686,8 @@ int main(int argc, char **argv)
 
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unicode_files_and_atomic_replace),
+        cmocka_unit_test(test_file_offsets_past_2gib),
+        cmocka_unit_test(test_os_error_tables),
         cmocka_unit_test(test_spawn_argument_quoting),
         cmocka_unit_test(test_spawn_exit_codes_timeout_and_errors),
         cmocka_unit_test(test_lock_across_processes),

@@ -805,6 +805,129 @@ static void test_append(void **state)
     fclose(read_only);
 }
 
+/* ---- 64-bit file offsets ---------------------------------------------------- */
+
+#define GIB (1024ull * 1024 * 1024)
+
+/* A sparse file of 3 GiB (no disk used): sizes and offsets past 2 GiB, where
+ * Windows' 32-bit long ends, and past 3 GiB are read and written exactly. */
+static void test_file_offsets_past_2gib(void **state)
+{
+    fixture *f = *state;
+    path_buf p = at(f, "sparse.bin");
+    int fd = open(p.s, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)(3 * GIB)), 0);
+    assert_int_equal(pwrite(fd, "two+", 4, (off_t)(2 * GIB + 1)), 4);
+    assert_int_equal(close(fd), 0);
+
+    error_info err;
+    FILE *fp = platform_fopen(p.s, "r+b");
+    assert_non_null(fp);
+    uint64_t size = 0;
+    assert_ok(platform_file_size(fp, &size, &err), err);
+    assert_true(size == 3 * GIB);
+    char buf[8] = {0};
+    assert_ok(platform_read_at(fp, 2 * GIB + 1, buf, 4, &err), err);
+    assert_memory_equal(buf, "two+", 4);
+    assert_ok(platform_read_at(fp, 2 * GIB + 100, buf, 4, &err), err); /* the hole reads as zeros */
+    assert_memory_equal(buf, "\0\0\0\0", 4);
+
+    /* Writing past 3 GiB through the stream, as a resumed download does. */
+    assert_ok(platform_seek(fp, 3 * GIB, &err), err);
+    assert_int_equal(fwrite("three", 1, 5, fp), 5);
+    assert_ok(platform_file_size(fp, &size, &err), err); /* counts what fp still buffers */
+    assert_true(size == 3 * GIB + 5);
+    assert_ok(platform_read_at(fp, 3 * GIB, buf, 5, &err), err);
+    assert_memory_equal(buf, "three", 5);
+    /* read_at leaves the stream just past what it read; the size query leaves it alone. */
+    assert_ok(platform_read_at(fp, 2 * GIB + 1, buf, 2, &err), err);
+    assert_ok(platform_file_size(fp, &size, &err), err);
+    assert_int_equal(fread(buf, 1, 2, fp), 2);
+    assert_memory_equal(buf, "o+", 2);
+    assert_int_equal(fclose(fp), 0);
+
+    struct stat st;
+    assert_int_equal(stat(p.s, &st), 0);
+    assert_true((uint64_t)st.st_size == 3 * GIB + 5);
+
+    /* A read past the end fails and says where the file ends. */
+    fp = platform_fopen(p.s, "rb");
+    assert_non_null(fp);
+    assert_int_equal(platform_read_at(fp, 3 * GIB + 3, buf, 4, &err), ERR_IO);
+    assert_contains(err.message, "offset 3221225475");
+    assert_contains(err.message, "ends after 2");
+    assert_int_equal(platform_read_at(fp, 4 * GIB, buf, 1, &err), ERR_IO);
+    assert_int_equal(platform_seek(fp, UINT64_MAX, &err), ERR_IO);
+    assert_ok(platform_read_at(fp, 0, buf, 0, &err), err);
+    fclose(fp);
+
+    /* A pipe has no size. */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    FILE *pipe_end = fdopen(fds[0], "rb");
+    assert_non_null(pipe_end);
+    assert_int_equal(platform_file_size(pipe_end, &size, &err), ERR_IO);
+    assert_int_equal(err.os_error, ESPIPE);
+    fclose(pipe_end);
+    close(fds[1]);
+}
+
+/* ---- OS errors ----------------------------------------------------------------- */
+
+/* One table turns errno into outpost's codes, whoever failed: a full quota
+ * is a full disk, a refusal is a permission problem, the rest is I/O. */
+static void test_os_error_table(void **state)
+{
+    (void)state;
+    static const struct {
+        int os_error;
+        error_code code;
+    } cases[] = {
+        {ENOSPC, ERR_DISK_FULL},
+#ifdef EDQUOT
+        {EDQUOT, ERR_DISK_FULL},
+#endif
+        {EACCES, ERR_PERMISSION}, {EPERM, ERR_PERMISSION}, {ENOENT, ERR_NOT_FOUND}, {ENOMEM, ERR_NOMEM},
+        {EROFS, ERR_IO},          {EIO, ERR_IO},           {ENOTDIR, ERR_IO},       {EISDIR, ERR_IO},
+        {EINVAL, ERR_IO},         {0, ERR_IO},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (platform_os_error_code(cases[i].os_error) != cases[i].code)
+            fail_msg("errno %d (%s): %s, expected %s", cases[i].os_error, strerror(cases[i].os_error),
+                     error_name(platform_os_error_code(cases[i].os_error)), error_name(cases[i].code));
+        error_info err;
+        assert_int_equal(platform_os_error(&err, cases[i].os_error, "cannot write %s", "/x/y"), cases[i].code);
+        assert_int_equal(err.code, cases[i].code);
+        assert_int_equal(err.os_error, cases[i].os_error);
+        assert_contains(err.message, "cannot write /x/y: ");
+        if (cases[i].os_error != 0)
+            assert_contains(err.message, strerror(cases[i].os_error));
+        errno = cases[i].os_error;
+        assert_int_equal(platform_stdio_error(&err, "cannot read %d", 7), cases[i].code);
+        assert_int_equal(err.os_error, cases[i].os_error);
+        assert_contains(err.message, "cannot read 7: ");
+    }
+    error_info err;
+    assert_int_equal(platform_os_error(NULL, ENOSPC, "x"), ERR_DISK_FULL);
+    assert_int_equal(platform_os_error(&err, 0, "cannot write"), ERR_IO);
+    assert_string_equal(err.message, "cannot write: the system gave no reason");
+    char text[8];
+    assert_ptr_equal(platform_os_error_text(ENOSPC, text, sizeof text), text);
+    assert_true(strlen(text) < sizeof text);
+    assert_ptr_equal(platform_os_error_text(ENOSPC, text, 0), text);
+
+    /* A real failure: a stdio write to the always-full device is disk full. */
+    FILE *full = platform_fopen("/dev/full", "w");
+    if (full) {
+        setvbuf(full, NULL, _IONBF, 0);
+        assert_true(fwrite("data", 1, 4, full) != 4);
+        assert_int_equal(platform_stdio_error(&err, "cannot write %s", "/dev/full"), ERR_DISK_FULL);
+        assert_int_equal(err.os_error, ENOSPC);
+        fclose(full);
+    }
+}
+
 /* ---- Lock ---------------------------------------------------------------- */
 
 static void test_lock_is_exclusive(void **state)
@@ -1352,6 +1475,8 @@ int main(void)
         T(test_secret_file),
         T(test_fopen_and_fsync),
         T(test_append),
+        T(test_file_offsets_past_2gib),
+        T(test_os_error_table),
         T(test_lock_is_exclusive),
         T(test_lock_dies_with_holder),
         T(test_clocks_and_sleep),

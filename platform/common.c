@@ -1,0 +1,157 @@
+/*
+ * common.c — the parts of platform.h whose code is the same on every
+ * system, built beside posix.c or win32.c (CMakeLists.txt):
+ *  - the errno half of error translation: errno means the same in glibc,
+ *    the BSDs' libc and the Windows C runtime, so one table serves every
+ *    platform and a full quota is "disk full" on every path. GetLastError()
+ *    values, which only Windows has, are translated by win32.c
+ *    (platform_win32_error_code);
+ *  - 64-bit file sizes and offsets over a stdio stream. fseek and ftell
+ *    take a `long`, 32 bits on Windows; the 64-bit pair is fseeko/ftello
+ *    with a 64-bit off_t on POSIX and _fseeki64/_ftelli64 in the Windows C
+ *    runtime, the one difference here. Going through the stream (rather
+ *    than pread, or ReadFile with an OVERLAPPED offset, under it) keeps the
+ *    FILE coherent on both: its buffer is dropped at each seek, its
+ *    position is known, so reads and writes through it may follow, and a
+ *    stream without a descriptor (fmemopen, which the fuzzers use) works
+ *    as a file does.
+ */
+#if !defined(_WIN32) && !defined(_FILE_OFFSET_BITS)
+#define _FILE_OFFSET_BITS 64
+#endif
+
+#include "platform/platform.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifdef _WIN32
+typedef __int64 file_offset;
+#define seek_to(f, offset, whence) _fseeki64((f), (offset), (whence))
+#define tell_at(f) _ftelli64(f)
+#else
+#include <sys/types.h>
+typedef off_t file_offset;
+#define seek_to(f, offset, whence) fseeko((f), (offset), (whence))
+#define tell_at(f) ftello(f)
+#endif
+_Static_assert(sizeof(file_offset) == 8, "file offsets must be 64-bit");
+
+/* ---- OS errors ------------------------------------------------------------ */
+
+error_code platform_os_error_code(int os_error)
+{
+    switch (os_error) {
+    case ENOSPC:
+#ifdef EDQUOT
+    case EDQUOT: /* a full quota is a full disk to the user: free space or raise the quota */
+#endif
+        return ERR_DISK_FULL;
+    case ENOENT:
+        return ERR_NOT_FOUND;
+    case EACCES:
+    case EPERM:
+        return ERR_PERMISSION;
+    case ENOMEM:
+        return ERR_NOMEM;
+    default:
+        return ERR_IO;
+    }
+}
+
+const char *platform_os_error_text(int os_error, char *buf, size_t size)
+{
+    if (size == 0)
+        return buf;
+    if (os_error == 0) {
+        /* A stdio call that failed without saying why (errno untouched). */
+        snprintf(buf, size, "the system gave no reason");
+        return buf;
+    }
+#ifdef _WIN32
+    /* The C runtime's strerror keeps its text per thread. */
+    snprintf(buf, size, "%s", strerror(os_error));
+#else
+    /* XSI strerror_r: outpost_core is built without _GNU_SOURCE. */
+    if (strerror_r(os_error, buf, size) != 0)
+        snprintf(buf, size, "error %d", os_error);
+#endif
+    return buf;
+}
+
+static error_code os_error_v(error_info *err, int os_error, const char *fmt, va_list ap) OUTPOST_PRINTF(3, 0);
+static error_code os_error_v(error_info *err, int os_error, const char *fmt, va_list ap)
+{
+    error_code code = platform_os_error_code(os_error);
+    if (!err)
+        return code;
+    char what[ERROR_MESSAGE_MAX];
+    vsnprintf(what, sizeof what, fmt, ap);
+    char text[128];
+    return error_set_os(err, code, os_error, "%s: %s", what, platform_os_error_text(os_error, text, sizeof text));
+}
+
+error_code platform_os_error(error_info *err, int os_error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    error_code code = os_error_v(err, os_error, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+error_code platform_stdio_error(error_info *err, const char *fmt, ...)
+{
+    int os_error = errno; /* first, before any call can change it */
+    va_list ap;
+    va_start(ap, fmt);
+    error_code code = os_error_v(err, os_error, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* ---- 64-bit file offsets --------------------------------------------------- */
+
+error_code platform_file_size(FILE *f, uint64_t *size, error_info *err)
+{
+    file_offset here = tell_at(f);
+    if (here < 0 || seek_to(f, 0, SEEK_END) != 0)
+        return platform_os_error(err, errno, "cannot find the size of the file");
+    file_offset end = tell_at(f);
+    int e = errno;
+    if (seek_to(f, here, SEEK_SET) != 0)
+        return platform_os_error(err, errno, "cannot find the size of the file");
+    if (end < 0)
+        return platform_os_error(err, e, "cannot find the size of the file");
+    *size = (uint64_t)end;
+    return ERR_OK;
+}
+
+error_code platform_seek(FILE *f, uint64_t offset, error_info *err)
+{
+    if (offset > (uint64_t)INT64_MAX)
+        return platform_os_error(err, EINVAL, "cannot seek to offset %llu", (unsigned long long)offset);
+    if (seek_to(f, (file_offset)offset, SEEK_SET) != 0)
+        return platform_os_error(err, errno, "cannot seek to offset %llu", (unsigned long long)offset);
+    return ERR_OK;
+}
+
+error_code platform_read_at(FILE *f, uint64_t offset, void *buf, size_t len, error_info *err)
+{
+    error_code rc = platform_seek(f, offset, err);
+    if (rc != ERR_OK || len == 0)
+        return rc;
+    errno = 0;
+    size_t got = fread(buf, 1, len, f);
+    if (got == len)
+        return ERR_OK;
+    if (ferror(f)) {
+        int e = errno;
+        clearerr(f); /* the next read says its own reason */
+        return platform_os_error(err, e, "cannot read %zu bytes at offset %llu", len, (unsigned long long)offset);
+    }
+    return error_set(err, ERR_IO, "cannot read %zu bytes at offset %llu: the file ends after %zu of them", len,
+                     (unsigned long long)offset, got);
+}
