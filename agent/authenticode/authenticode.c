@@ -30,7 +30,6 @@
 #include "authenticode/authenticode_int.h"
 #include "core/timefmt.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1106,18 +1105,18 @@ error_code authenticode_verify_stream(FILE *f, const authenticode_policy *policy
     if (rc != ERR_OK)
         return verify_end(&v, rc, result, err);
 
-    long end;
+    uint64_t end = 0;
     uint8_t head[8];
-    if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0)
-        rc = error_set(err, ERR_IO, "cannot find the size of the installer (over 2 GiB?)");
-    else if ((uint64_t)end < sizeof head)
+    if ((rc = platform_file_size(f, &end, err)) != ERR_OK)
+        error_prefix(err, "the installer");
+    else if (end < sizeof head)
         rc = authenticode_reject(result, AUTHENTICODE_UNSUPPORTED, "file too small to be a PE or MSI");
     else if ((rc = authenticode_read_at(f, 0, head, sizeof head, err)) != ERR_OK)
         ; /* rc says why */
     else if (pe_is_pe(head, sizeof head))
-        rc = verify_pe(&v, f, (uint64_t)end, err);
+        rc = verify_pe(&v, f, end, err);
     else if (msi_is_msi(head, sizeof head))
-        rc = verify_msi(&v, f, (uint64_t)end, err);
+        rc = verify_msi(&v, f, end, err);
     else
         rc = authenticode_reject(result, AUTHENTICODE_UNSUPPORTED, "neither a PE image nor an MSI package");
     return verify_end(&v, rc, result, err);
@@ -1151,10 +1150,9 @@ error_code authenticode_verify_file(const char *path, const authenticode_policy 
     result_init(result);
     FILE *f = platform_fopen(path, "rb");
     if (!f) {
-        int os_error = errno;
+        error_code rc = platform_stdio_error(err, "cannot open installer %s", path);
         snprintf(result->reason, sizeof result->reason, "cannot open the file");
-        return error_set_os(err, os_error == ENOENT ? ERR_NOT_FOUND : ERR_IO, os_error, "cannot open installer %s: %s",
-                            path, strerror(os_error));
+        return rc;
     }
     error_code rc = authenticode_verify_stream(f, policy, result, err);
     fclose(f);

@@ -27,10 +27,9 @@ error_code authenticode_reject(authenticode_result *result, authenticode_verdict
     ;
 
 /*
- * Reads exactly len bytes at offset of f into buf. ERR_IO when the file is
- * shorter or unreadable (the message names the offset). Offsets beyond
- * LONG_MAX (2 GiB on Windows, where long is 32 bits) are refused: fseek is
- * the only portable seek.
+ * Reads exactly len bytes at offset of f into buf (platform_read_at: 64-bit
+ * offsets on every platform). ERR_IO when the file is shorter or unreadable
+ * (the message names the offset).
  */
 error_code authenticode_read_at(FILE *f, uint64_t offset, void *buf, size_t len, error_info *err);
 

@@ -9,9 +9,10 @@
  */
 #include "authenticode/olecf.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "platform/platform.h"
 
 #define MAXREGSECT 0xFFFFFFFAu
 #define ENDOFCHAIN 0xFFFFFFFEu
@@ -64,10 +65,10 @@ static error_code read_at(const olecf_file *cf, uint64_t offset, void *buf, size
 {
     if (offset > cf->file_size || len > cf->file_size - offset)
         return malformed(err, "a sector lies past the end of the file");
-    if (offset > (uint64_t)LONG_MAX || fseek(cf->f, (long)offset, SEEK_SET) != 0 ||
-        fread(buf, 1, len, cf->f) != len)
-        return error_set(err, ERR_IO, "cannot read the installer at offset %llu", (unsigned long long)offset);
-    return ERR_OK;
+    error_code rc = platform_read_at(cf->f, offset, buf, len, err);
+    if (rc != ERR_OK)
+        error_prefix(err, "the installer");
+    return rc;
 }
 
 static error_code read_sector(const olecf_file *cf, uint32_t sector, uint32_t offset, void *buf, size_t len,

@@ -18,11 +18,11 @@
  */
 #include "authenticode/pe.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "authenticode/authenticode_int.h"
+#include "platform/platform.h"
 
 #define PE_HASH_BUFFER (64u * 1024u) /* streaming buffer for the image digest */
 #define WIN_CERT_REVISION_2_0 0x0200
@@ -41,12 +41,10 @@ static uint32_t get_le32(const uint8_t *p)
 
 error_code authenticode_read_at(FILE *f, uint64_t offset, void *buf, size_t len, error_info *err)
 {
-    if (offset > (uint64_t)LONG_MAX || fseek(f, (long)offset, SEEK_SET) != 0)
-        return error_set(err, ERR_IO, "cannot seek to offset %llu of the installer", (unsigned long long)offset);
-    if (len > 0 && fread(buf, 1, len, f) != len)
-        return error_set(err, ERR_IO, "cannot read %zu bytes at offset %llu of the installer", len,
-                         (unsigned long long)offset);
-    return ERR_OK;
+    error_code rc = platform_read_at(f, offset, buf, len, err);
+    if (rc != ERR_OK)
+        error_prefix(err, "the installer");
+    return rc;
 }
 
 bool pe_is_pe(const uint8_t *head, size_t len)
@@ -155,15 +153,11 @@ error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout, authenticode
 static error_code hash_range(FILE *f, uint64_t from, uint64_t to, uint8_t *buf, mbedtls_md_context_t *md,
                              error_info *err)
 {
-    if (from >= to)
-        return ERR_OK;
-    error_code rc = authenticode_read_at(f, from, buf, 0, err);
-    if (rc != ERR_OK)
-        return rc;
     while (from < to) {
         size_t n = (to - from) < PE_HASH_BUFFER ? (size_t)(to - from) : PE_HASH_BUFFER;
-        if (fread(buf, 1, n, f) != n)
-            return error_set(err, ERR_IO, "cannot read the installer at offset %llu", (unsigned long long)from);
+        error_code rc = authenticode_read_at(f, from, buf, n, err);
+        if (rc != ERR_OK)
+            return rc;
         if (mbedtls_md_update(md, buf, n) != 0)
             return error_set(err, ERR_INTERNAL, "hashing failed");
         from += n;

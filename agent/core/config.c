@@ -9,7 +9,6 @@
 #include "core/config.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -677,15 +676,16 @@ error_code config_check_file(const char *key, const char *path, error_info *err)
     if (kind == PLATFORM_PATH_DIR)
         return error_set(err, ERR_CONFIG, "%s: %s is a directory, not a file; correct the key", key, path);
     /* lstat saw a link (or nothing): what matters is what opening finds. */
-    errno = 0;
-    FILE *f = kind == PLATFORM_PATH_OTHER ? platform_fopen(path, "rb") : NULL;
-    if (f) {
-        fclose(f);
-        return ERR_OK;
+    if (kind == PLATFORM_PATH_OTHER) {
+        FILE *f = platform_fopen(path, "rb");
+        if (f) {
+            fclose(f);
+            return ERR_OK;
+        }
+        error_info why;
+        if (platform_stdio_error(&why, "%s cannot be read", path) != ERR_NOT_FOUND)
+            return error_set_os(err, ERR_CONFIG, why.os_error, "%s: %s", key, why.message);
     }
-    int e = errno;
-    if (kind == PLATFORM_PATH_OTHER && e != ENOENT && e != ENOTDIR)
-        return error_set_os(err, ERR_CONFIG, e, "%s: %s cannot be read: %s", key, path, strerror(e));
     return error_set(err, ERR_CONFIG, "%s: %s does not exist; create the file or correct the key", key, path);
 }
 

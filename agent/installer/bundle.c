@@ -5,7 +5,6 @@
  */
 #include "installer/bundle.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +42,8 @@ static error_code archive_failed(struct archive *a, const char *output, error_in
 {
     const char *why = archive_error_string(a);
     int os_error = archive_errno(a);
-    return error_set_os(err, os_error == ENOSPC ? ERR_DISK_FULL : ERR_IO, os_error, "cannot write bundle %s: %s",
-                        output, why ? why : "unknown libarchive error");
+    return error_set_os(err, platform_os_error_code(os_error), os_error, "cannot write bundle %s: %s", output,
+                        why ? why : "unknown libarchive error");
 }
 
 static error_code add_member(struct archive *a, const bundle_member *m, int64_t mtime, const char *output,
@@ -55,7 +54,7 @@ static error_code add_member(struct archive *a, const bundle_member *m, int64_t 
         return error_set(err, ERR_IO, "cannot bundle %s: it is not a regular file", m->path);
     FILE *in = platform_fopen(m->path, "rb");
     if (!in)
-        return error_set_os(err, ERR_IO, errno, "cannot open %s: %s", m->path, strerror(errno));
+        return platform_stdio_error(err, "cannot open %s", m->path);
     struct archive_entry *e = archive_entry_new();
     error_code rc = ERR_OK;
     if (!e) {
@@ -81,7 +80,7 @@ static error_code add_member(struct archive *a, const bundle_member *m, int64_t 
         }
     }
     if (ferror(in))
-        rc = error_set_os(err, ERR_IO, errno, "cannot read %s: %s", m->path, strerror(errno));
+        rc = platform_stdio_error(err, "cannot read %s", m->path);
 cleanup:
     archive_entry_free(e);
     fclose(in);

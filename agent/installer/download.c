@@ -10,9 +10,7 @@
  */
 #include "installer/download.h"
 
-#include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,7 +223,7 @@ static void hash_catch_up(pipeline *p)
     FILE *in = platform_fopen(job->part_path, "rb");
     if (!in)
         goto fail;
-    if (p->hash_from > 0 && fseek(in, (long)p->hash_from, SEEK_SET) != 0)
+    if (platform_seek(in, (uint64_t)p->hash_from, NULL) != ERR_OK)
         goto fail;
     unsigned char *buf = malloc(DOWNLOAD_SLOT_BYTES);
     if (!buf)
@@ -306,11 +304,8 @@ static void writer_main(void *arg)
         error_info werr;
         error_clear(&werr);
         if (!skip) {
-            errno = 0;
             if (fwrite(p->slots[slot], 1, p->lengths[slot], job->out) != p->lengths[slot]) {
-                int e = errno;
-                error_set_os(&werr, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "cannot write %s: %s", job->part_path,
-                             e == ENOSPC ? "no space left on the device" : strerror(e));
+                platform_stdio_error(&werr, "cannot write %s", job->part_path);
             } else {
                 job->written += (int64_t)p->lengths[slot];
                 if (job->written - p->last_sync >= DOWNLOAD_SYNC_BYTES)
@@ -540,13 +535,17 @@ static error_code open_part(download_job *job, const http_stream_headers *h, con
         job->out = platform_fopen(job->part_path, "wb");
     } else {
         job->out = platform_fopen(job->part_path, "r+b");
-        if (job->out && fseek(job->out, (long)job->written, SEEK_SET) != 0) {
-            fclose(job->out);
-            job->out = NULL;
-        }
     }
     if (!job->out)
-        return error_set_os(err, ERR_IO, 0, "cannot open %s for writing", job->part_path);
+        return platform_stdio_error(err, "cannot open %s for writing", job->part_path);
+    /* Past 2 GiB too: platform_seek is 64-bit where fseek is not. */
+    error_code rc = resuming ? platform_seek(job->out, (uint64_t)job->written, err) : ERR_OK;
+    if (rc != ERR_OK) {
+        fclose(job->out);
+        job->out = NULL;
+        error_prefix(err, "cannot resume writing %s", job->part_path);
+        return rc;
+    }
     return ERR_OK;
 }
 
@@ -675,7 +674,7 @@ static void load_partial(download_job *job)
             snprintf(expected, sizeof expected, "%s.part.json", job->partial.version);
             bool usable = strcmp(expected, names[i]) == 0 && job_set_paths(job, job->partial.version, NULL) == ERR_OK &&
                           platform_path_stat(job->part_path, &size) == PLATFORM_PATH_FILE &&
-                          size >= (uint64_t)job->partial.bytes && job->partial.bytes <= LONG_MAX &&
+                          size >= (uint64_t)job->partial.bytes &&
                           (job->partial.total < 0 || (int64_t)size <= job->partial.total);
             if (!usable)
                 sidecar_clear(&job->partial);
@@ -701,7 +700,7 @@ static void load_partial(download_job *job)
         uint64_t size = 0;
         if (boot[0] && job->partial.boot_id && strcmp(boot, job->partial.boot_id) == 0 &&
             platform_path_stat(job->part_path, &size) == PLATFORM_PATH_FILE && (int64_t)size > job->written &&
-            size <= LONG_MAX && (job->partial.total < 0 || (int64_t)size <= job->partial.total))
+            (job->partial.total < 0 || (int64_t)size <= job->partial.total))
             job->written = (int64_t)size;
         log_info("resuming the download of %s from %" PRId64 " bytes", job->partial.version, job->written);
     }

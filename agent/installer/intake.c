@@ -8,7 +8,6 @@
  */
 #include "installer/intake.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,34 +41,29 @@ static error_code copy_file(const char *from, const char *to, error_info *err)
 {
     FILE *in = platform_fopen(from, "rb");
     if (!in)
-        return error_set_os(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, errno, "cannot open %s: %s", from,
-                            strerror(errno));
+        return platform_stdio_error(err, "cannot open %s", from);
     FILE *out = platform_fopen(to, "wb");
-    char *buf = malloc(COPY_BUFFER);
-    error_code rc = ERR_OK;
-    if (!out || !buf) {
-        rc = !buf ? oom(err)
-                  : error_set_os(err, errno == ENOSPC ? ERR_DISK_FULL : ERR_IO, errno, "cannot create %s: %s", to,
-                                 strerror(errno));
+    error_code rc = out ? ERR_OK : platform_stdio_error(err, "cannot create %s", to);
+    char *buf = rc == ERR_OK ? malloc(COPY_BUFFER) : NULL;
+    if (rc == ERR_OK && !buf)
+        rc = oom(err);
+    if (rc != ERR_OK)
         goto cleanup;
-    }
     size_t n;
     while ((n = fread(buf, 1, COPY_BUFFER, in)) > 0) {
         if (fwrite(buf, 1, n, out) != n) {
-            rc = error_set_os(err, errno == ENOSPC ? ERR_DISK_FULL : ERR_IO, errno, "cannot write %s: %s", to,
-                              strerror(errno));
+            rc = platform_stdio_error(err, "cannot write %s", to);
             goto cleanup;
         }
     }
     if (ferror(in)) {
-        rc = error_set_os(err, ERR_IO, errno, "cannot read %s: %s", from, strerror(errno));
+        rc = platform_stdio_error(err, "cannot read %s", from);
         goto cleanup;
     }
     rc = platform_fsync_file(out, err);
 cleanup:
     if (out && fclose(out) != 0 && rc == ERR_OK)
-        rc = error_set_os(err, errno == ENOSPC ? ERR_DISK_FULL : ERR_IO, errno, "cannot write %s: %s", to,
-                          strerror(errno));
+        rc = platform_stdio_error(err, "cannot write %s", to);
     fclose(in);
     free(buf);
     return rc;
@@ -79,7 +73,7 @@ static error_code fsync_path(const char *path, error_info *err)
 {
     FILE *f = platform_fopen(path, "r+b");
     if (!f)
-        return error_set_os(err, ERR_IO, errno, "cannot open %s: %s", path, strerror(errno));
+        return platform_stdio_error(err, "cannot open %s", path);
     error_code rc = platform_fsync_file(f, err);
     fclose(f);
     return rc;

@@ -6,7 +6,6 @@
  */
 #include "installer/unpack.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,8 +129,7 @@ static error_code write_entry(extraction *x, const char *name, const char *path,
 {
     FILE *out = platform_fopen(path, "wb");
     if (!out)
-        return error_set_os(err, errno == ENOSPC ? ERR_DISK_FULL : ERR_IO, errno, "cannot create %s: %s", path,
-                            strerror(errno));
+        return platform_stdio_error(err, "cannot create %s", path);
     error_code rc = ERR_OK;
     *written = 0;
     for (;;) {
@@ -150,14 +148,12 @@ static error_code write_entry(extraction *x, const char *name, const char *path,
         x->budget -= (uint64_t)n;
         *written += (uint64_t)n;
         if (fwrite(x->buffer, 1, (size_t)n, out) != (size_t)n) {
-            rc = error_set_os(err, errno == ENOSPC ? ERR_DISK_FULL : ERR_IO, errno, "cannot write %s: %s", path,
-                              strerror(errno));
+            rc = platform_stdio_error(err, "cannot write %s", path);
             break;
         }
     }
     if (fclose(out) != 0 && rc == ERR_OK)
-        rc = error_set_os(err, errno == ENOSPC ? ERR_DISK_FULL : ERR_IO, errno, "cannot write %s: %s", path,
-                          strerror(errno));
+        rc = platform_stdio_error(err, "cannot write %s", path);
     return rc;
 }
 

@@ -7,7 +7,6 @@
  */
 #include "installer/verify.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +83,7 @@ error_code verify_file_format(const char *path, verify_format *format, error_inf
     *format = VERIFY_FORMAT_UNKNOWN;
     FILE *f = platform_fopen(path, "rb");
     if (!f)
-        return error_set_os(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, errno, "cannot open %s: %s", path,
-                            strerror(errno));
+        return platform_stdio_error(err, "cannot open %s", path);
     uint8_t head[VERIFY_HEAD_BYTES];
     size_t len = fread(head, 1, sizeof head, f);
     int64_t pe_offset = mz_pe_offset(head, len);
@@ -95,10 +93,9 @@ error_code verify_file_format(const char *path, verify_format *format, error_inf
         return ERR_OK;
     }
     /* The PE header lies beyond the first bytes: read it where it is, if the
-     * file reaches that far (fseek takes a long: stay below 2 GiB). */
+     * file reaches that far. */
     uint8_t sig[4];
-    if (pe_offset < 0x7FFFFFF0 && fseek(f, (long)pe_offset, SEEK_SET) == 0 && fread(sig, 1, 4, f) == 4 &&
-        is_pe_signature(sig))
+    if (platform_read_at(f, (uint64_t)pe_offset, sig, sizeof sig, NULL) == ERR_OK && is_pe_signature(sig))
         *format = VERIFY_FORMAT_PE;
     fclose(f);
     return ERR_OK;
@@ -139,8 +136,7 @@ error_code verify_sha256_file(const char *path, char hex[65], int64_t *size, err
 {
     FILE *f = platform_fopen(path, "rb");
     if (!f)
-        return error_set_os(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, errno, "cannot open %s: %s", path,
-                            strerror(errno));
+        return platform_stdio_error(err, "cannot open %s", path);
     error_code rc = ERR_OK;
     unsigned char *buf = malloc(HASH_BUFFER);
     mbedtls_md_context_t md;
@@ -157,7 +153,7 @@ error_code verify_sha256_file(const char *path, char hex[65], int64_t *size, err
         total += (int64_t)n;
     }
     if (ferror(f)) {
-        rc = error_set_os(err, ERR_IO, errno, "cannot read %s: %s", path, strerror(errno));
+        rc = platform_stdio_error(err, "cannot read %s", path);
         goto cleanup;
     }
     unsigned char digest[32];
@@ -268,8 +264,7 @@ static error_code read_file_version(verify_report *report, const char *path, err
         return error_set(err, ERR_NOT_FOUND, "cannot read %s: it is not a regular file", path);
     FILE *f = platform_fopen(path, "rb");
     if (!f)
-        return error_set_os(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, errno, "cannot open %s: %s", path,
-                            strerror(errno));
+        return platform_stdio_error(err, "cannot open %s", path);
     uint8_t head[8];
     size_t n = fread(head, 1, sizeof head, f);
     error_info local;

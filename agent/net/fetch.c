@@ -169,14 +169,8 @@ static error_code fetch_file(transfer *t, error_info *err)
     t->res->content_length = (int64_t)size - from;
     char *buf = malloc(FILE_CHUNK);
     error_code rc = buf ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory");
-    /* Skipped by reading, not seeking: fseek takes a long, 32 bits on Windows. */
-    for (int64_t skip = from; rc == ERR_OK && skip > 0;) {
-        size_t want = skip < FILE_CHUNK ? (size_t)skip : FILE_CHUNK;
-        size_t n = fread(buf, 1, want, f);
-        if (n < want)
-            rc = error_set(err, ERR_TEMPORARY, "%s: read error (is the share reachable?)", url);
-        skip -= (int64_t)n;
-    }
+    if (rc == ERR_OK && from > 0 && platform_seek(f, (uint64_t)from, NULL) != ERR_OK)
+        rc = error_set(err, ERR_TEMPORARY, "%s: read error (is the share reachable?)", url);
     bool go = rc == ERR_OK && start(t);
     while (go) {
         size_t n = fread(buf, 1, FILE_CHUNK, f);

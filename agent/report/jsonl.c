@@ -4,7 +4,6 @@
  */
 #include "report/jsonl.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +33,8 @@ static error_code open_file(jsonl_writer *w, error_info *err)
 {
     bool creating = platform_path_stat(w->path, NULL) == PLATFORM_PATH_NONE;
     w->file = platform_fopen(w->path, "ab");
-    if (!w->file) {
-        int e = errno;
-        return error_set_os(err, e == ENOSPC ? ERR_DISK_FULL : ERR_IO, e, "cannot open %s for appending: %s", w->path,
-                            strerror(e));
-    }
+    if (!w->file)
+        return platform_stdio_error(err, "cannot open %s for appending", w->path);
     /* A new file (first run, or after a rotation): its name must survive a
      * crash as surely as the lines fsync'd into it later, or the lines that
      * the cursor has moved past would vanish with it. */
@@ -60,11 +56,13 @@ static bool ends_with_newline(const char *path)
     FILE *f = platform_fopen(path, "rb");
     if (!f)
         return true;
-    int last = '\n';
-    if (fseek(f, -1, SEEK_END) == 0)
-        last = fgetc(f);
+    uint64_t size = 0;
+    unsigned char last = '\n';
+    if (platform_file_size(f, &size, NULL) == ERR_OK && size > 0 &&
+        platform_read_at(f, size - 1, &last, 1, NULL) != ERR_OK)
+        last = '\n';
     fclose(f);
-    return last == '\n' || last == EOF;
+    return last == '\n';
 }
 
 static error_code write_all(jsonl_writer *w, const char *data, size_t len, error_info *err)

@@ -305,6 +305,55 @@ static void test_certificate_table_entries(void **state)
     assert_int_equal(judge(buf, sizeof buf, &r), AUTHENTICODE_MALFORMED);
 }
 
+/* A PE image of 3 GiB whose certificate table ends the file: past 2 GiB,
+ * where Windows' 32-bit long (fseek, ftell) ends, the table is still found
+ * and judged. The file is sparse: header and table written, the rest a
+ * hole (on ext4 and, under wine, on the host's file system). */
+static void test_pe_over_2gib(void **state)
+{
+    (void)state;
+    const uint64_t size = 3ull * 1024 * 1024 * 1024;
+    size_t der = sizeof not_signed_data;
+    size_t table = (8 + der + 7) / 8 * 8;
+    uint8_t head[PE_SIZE], entry[64] = {0};
+    make_pe(head, true);
+    put32(head + security_entry(true), (uint32_t)(size - table));
+    put32(head + security_entry(true) + 4, (uint32_t)table);
+    put32(entry, (uint32_t)(8 + der));
+    put16(entry + 4, 0x0200);
+    put16(entry + 6, 0x0002);
+    memcpy(entry + 8, not_signed_data, der);
+
+    char path[1100];
+    snprintf(path, sizeof path, "%s.big.exe", ca_path);
+    error_info err;
+    FILE *f = platform_fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(head, 1, sizeof head, f), sizeof head);
+    assert_int_equal(platform_seek(f, size - table, &err), ERR_OK);
+    assert_int_equal(fwrite(entry, 1, table, f), table);
+    assert_int_equal(fclose(f), 0);
+
+    authenticode_policy p = policy();
+    authenticode_result r;
+    assert_int_equal(authenticode_verify_file(path, &p, &r, &err), ERR_OK);
+    assert_string_equal(r.file_format, "pe");
+    assert_true(r.signature_found);
+    assert_int_equal(r.verdict, AUTHENTICODE_MALFORMED);
+    assert_non_null(strstr(r.reason, "not SignedData"));
+
+    /* The table announced one byte further than the file goes. */
+    f = platform_fopen(path, "r+b");
+    assert_non_null(f);
+    put32(head + security_entry(true) + 4, (uint32_t)table + 1);
+    assert_int_equal(fwrite(head, 1, sizeof head, f), sizeof head);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(authenticode_verify_file(path, &p, &r, &err), ERR_OK);
+    assert_int_equal(r.verdict, AUTHENTICODE_MALFORMED);
+    assert_non_null(strstr(r.reason, "(3221225472 bytes)"));
+    assert_int_equal(platform_remove_file(path, &err), ERR_OK);
+}
+
 /* ---- Malformed PKCS#7 ----------------------------------------------------- */
 
 typedef struct der_case {
@@ -596,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_unsigned_pe32_and_pe32_plus),
         cmocka_unit_test(test_pe_header_cases),
         cmocka_unit_test(test_certificate_table_entries),
+        cmocka_unit_test(test_pe_over_2gib),
         cmocka_unit_test(test_malformed_pkcs7),
         cmocka_unit_test(test_truncated_pkcs7_prefixes),
         cmocka_unit_test(test_without_ca_everything_but_the_chain),

@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "installer/verify.h"
+#include "platform/platform.h"
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -119,6 +120,28 @@ static void test_file_format_far_pe_header(void **unused)
     free(path);
 
     assert_int_equal(verify_file_format("/nonexistent/outpost", &f, &err), ERR_NOT_FOUND);
+}
+
+/* e_lfanew past 2 GiB (Windows' 32-bit long): the PE signature is still read
+ * where it is, in a sparse file that uses no disk for the hole. */
+static void test_file_format_pe_header_past_2gib(void **unused)
+{
+    (void)unused;
+    const uint32_t pe_offset = 0x80000040u;
+    static uint8_t buf[512];
+    make_pe(buf, sizeof buf, pe_offset);
+    char *path = temp_file(buf, sizeof buf);
+    error_info err;
+    FILE *fp = platform_fopen(path, "r+b");
+    assert_non_null(fp);
+    assert_int_equal(platform_seek(fp, pe_offset, &err), ERR_OK);
+    assert_int_equal(fwrite("PE\0\0", 1, 4, fp), 4);
+    assert_int_equal(fclose(fp), 0);
+    verify_format f;
+    assert_int_equal(verify_file_format(path, &f, &err), ERR_OK);
+    assert_int_equal(f, VERIFY_FORMAT_PE);
+    unlink(path);
+    free(path);
 }
 
 static void test_sha256_and_expected(void **unused)
@@ -282,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_detect_mz_without_pe),
         cmocka_unit_test(test_detect_other_formats),
         cmocka_unit_test(test_file_format_far_pe_header),
+        cmocka_unit_test(test_file_format_pe_header_past_2gib),
         cmocka_unit_test(test_sha256_and_expected),
         cmocka_unit_test(test_length),
         cmocka_unit_test(test_signature_without_ca),
