@@ -74,11 +74,13 @@ static bool ends_with_newline(const char *path)
     FILE *f = platform_fopen(path, "rb");
     if (!f)
         return true;
-    int last = '\n';
-    if (fseek(f, -1, SEEK_END) == 0)
-        last = fgetc(f);
+    uint64_t size = 0;
+    unsigned char last = '\n';
+    if (platform_file_size(f, &size, NULL) == ERR_OK && size > 0 &&
+        platform_read_at(f, size - 1, &last, 1, NULL) != ERR_OK)
+        last = '\n';
     fclose(f);
-    return last == '\n' || last == EOF;
+    return last == '\n';
 }
 
 static bool open_file(void)
