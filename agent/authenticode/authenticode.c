@@ -45,6 +45,7 @@
 #include "authenticode/msi.h"
 #include "authenticode/pe.h"
 #include "authenticode/subject.h"
+#include "base/text.h"
 #include "platform/platform.h"
 
 #define MAX_CARRIED_CERTIFICATES 64     /* certificates we parse from one SignedData */
@@ -877,8 +878,7 @@ static error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der
         /* The fleet mirror's manifest names the signer by this hash (PRODUCT.md section 8). */
         unsigned char cert_digest[MBEDTLS_MD_MAX_SIZE];
         if (md_hash(MBEDTLS_MD_SHA256, leaf->raw.p, leaf->raw.len, cert_digest) == 32)
-            for (size_t i = 0; i < 32; i++)
-                snprintf(r->signer_cert_sha256 + 2 * i, 3, "%02x", cert_digest[i]);
+            text_hex(cert_digest, 32, r->signer_cert_sha256);
     }
 
     /* messageDigest covers the contents of SpcIndirectDataContent, without

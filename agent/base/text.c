@@ -60,7 +60,6 @@ char *text_escape_controls(const char *s)
     char *out = malloc(len * 4 + 1);
     if (!out)
         return NULL;
-    static const char hex[] = "0123456789abcdef";
     size_t n = 0;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         unsigned c = *p;
@@ -72,11 +71,23 @@ char *text_escape_controls(const char *s)
         }
         out[n++] = '\\';
         out[n++] = 'x';
-        out[n++] = hex[c >> 4];
-        out[n++] = hex[c & 15];
+        unsigned char byte = (unsigned char)c;
+        text_hex(&byte, 1, out + n); /* its NUL is overwritten next or below */
+        n += 2;
     }
     out[n] = '\0';
     return out;
+}
+
+void text_hex(const void *bytes, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *b = bytes;
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[b[i] >> 4];
+        out[2 * i + 1] = digits[b[i] & 15];
+    }
+    out[2 * n] = '\0';
 }
 
 size_t text_utf8_bom_length(const char *data, size_t len)

@@ -23,6 +23,11 @@ bool text_equal_nocase(const char *a, const char *b);
 /* Whether s starts with prefix (case-sensitive). */
 bool text_starts_with(const char *s, const char *prefix);
 
+/* Writes the n bytes at bytes as lower-case hex into out, which holds
+ * 2 * n + 1 bytes, and NUL-terminates it: the one hex encoder of outpost
+ * (digests, random names, key ids, escapes). */
+void text_hex(const void *bytes, size_t n, char *out);
+
 /* malloc'd copy of s safe to print on a terminal: C0 control characters
  * (tab excepted), DEL and the C1 controls (U+0080..U+009F, as UTF-8) become
  * "\xHH" escapes, so text that came from the network cannot move the

@@ -150,11 +150,12 @@ static char *temp_name(const char *output)
     unsigned char bytes[6];
     if (platform_random_bytes(bytes, sizeof bytes, NULL) != ERR_OK)
         return NULL;
+    char hex[2 * sizeof bytes + 1];
+    text_hex(bytes, sizeof bytes, hex);
     size_t size = strlen(output) + 32;
     char *tmp = malloc(size);
     if (tmp)
-        snprintf(tmp, size, "%s.%02x%02x%02x%02x%02x%02x.tmp", output, bytes[0], bytes[1], bytes[2], bytes[3],
-                 bytes[4], bytes[5]);
+        snprintf(tmp, size, "%s.%s.tmp", output, hex);
     return tmp;
 }
 

@@ -706,16 +706,6 @@ static void load_partial(download_job *job)
     }
 }
 
-static void hex_encode(const unsigned char *bytes, size_t len, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < len; i++) {
-        out[2 * i] = digits[bytes[i] >> 4];
-        out[2 * i + 1] = digits[bytes[i] & 15];
-    }
-    out[2 * len] = '\0';
-}
-
 /* The file is complete: fill the result. */
 static error_code finish_result(download_job *job, error_info *err)
 {
@@ -727,7 +717,7 @@ static error_code finish_result(download_job *job, error_info *err)
     }
     unsigned char digest[32];
     mbedtls_md_finish(&job->md, digest);
-    hex_encode(digest, sizeof digest, job->result->sha256);
+    text_hex(digest, sizeof digest, job->result->sha256);
     job->result->size = job->written;
     job->result->total_length = job->total;
     job->result->path = text_dup(job->part_path);

@@ -26,16 +26,6 @@ static const char *json_str(const cJSON *o, const char *name)
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
 }
 
-static void hex_of(const uint8_t *bytes, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[bytes[i] >> 4];
-        out[2 * i + 1] = digits[bytes[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 /* A unique temporary name beside path ("<path>.<hex>.tmp"); malloc'd. */
 static char *temp_name(const char *path)
 {
@@ -43,7 +33,7 @@ static char *temp_name(const char *path)
     if (platform_random_bytes(rnd, sizeof rnd, NULL) != ERR_OK)
         memset(rnd, 0x5a, sizeof rnd);
     char hex[17];
-    hex_of(rnd, sizeof rnd, hex);
+    text_hex(rnd, sizeof rnd, hex);
     size_t size = strlen(path) + 1 + 16 + 5;
     char *tmp = malloc(size);
     if (tmp)
@@ -292,7 +282,7 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
         uint8_t rnd[SALT_BYTES];
         if ((rc = platform_random_bytes(rnd, sizeof rnd, err)) != ERR_OK)
             goto done;
-        hex_of(rnd, sizeof rnd, salt);
+        text_hex(rnd, sizeof rnd, salt);
     }
     cJSON *history = cJSON_GetObjectItemCaseSensitive(section, "installers");
     if (!cJSON_IsArray(history)) {

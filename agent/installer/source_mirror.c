@@ -487,8 +487,7 @@ static error_code download_check(const mirror_offer *offer, download_sink *k, er
     uint8_t digest[32];
     char hex[65];
     mbedtls_md_finish(&k->md, digest);
-    for (size_t i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    text_hex(digest, sizeof digest, hex);
     if (strcmp(hex, m->sha256) != 0)
         return error_set(err, ERR_REJECTED,
                          "mirror installer %s has SHA-256 %s, its signed manifest says %s; it was not kept: the file "

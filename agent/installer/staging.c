@@ -56,9 +56,9 @@ static error_code random_name(const char *prefix, char *out, size_t size, error_
     error_code rc = platform_random_bytes(bytes, sizeof bytes, err);
     if (rc != ERR_OK)
         return rc;
-    int n = snprintf(out, size, "%s", prefix);
-    for (size_t i = 0; i < sizeof bytes && n > 0 && (size_t)n + 2 < size; i++)
-        n += snprintf(out + n, size - (size_t)n, "%02x", bytes[i]);
+    char hex[2 * sizeof bytes + 1];
+    text_hex(bytes, sizeof bytes, hex);
+    snprintf(out, size, "%s%s", prefix, hex);
     return ERR_OK;
 }
 

@@ -17,6 +17,7 @@
 #include "authenticode/authenticode.h"
 #include "authenticode/msi.h"
 #include "authenticode/pe.h"
+#include "base/text.h"
 #include "installer/version.h"
 #include "platform/platform.h"
 
@@ -122,16 +123,6 @@ bool verify_format_is_archive(verify_format format)
            format == VERIFY_FORMAT_TAR || format == VERIFY_FORMAT_TAR_GZ;
 }
 
-static void to_hex(const unsigned char *digest, size_t len, char *hex)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < len; i++) {
-        hex[2 * i] = digits[digest[i] >> 4];
-        hex[2 * i + 1] = digits[digest[i] & 15];
-    }
-    hex[2 * len] = '\0';
-}
-
 error_code verify_sha256_file(const char *path, char hex[65], int64_t *size, error_info *err)
 {
     FILE *f = platform_fopen(path, "rb");
@@ -158,7 +149,7 @@ error_code verify_sha256_file(const char *path, char hex[65], int64_t *size, err
     }
     unsigned char digest[32];
     mbedtls_md_finish(&md, digest);
-    to_hex(digest, sizeof digest, hex);
+    text_hex(digest, sizeof digest, hex);
     if (size)
         *size = total;
 cleanup:

@@ -48,16 +48,11 @@ static int random_source(void *unused, unsigned char *buf, size_t len)
 
 void signkey_sha256_hex(const void *data, size_t len, char hex[SIGNKEY_ID_SIZE])
 {
-    static const char digits[] = "0123456789abcdef";
     uint8_t digest[32];
     const mbedtls_md_info_t *info = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
     if (!info || mbedtls_md(info, data, len, digest) != 0)
         memset(digest, 0, sizeof digest);
-    for (size_t i = 0; i < 32; i++) {
-        hex[2 * i] = digits[digest[i] >> 4];
-        hex[2 * i + 1] = digits[digest[i] & 15];
-    }
-    hex[64] = '\0';
+    text_hex(digest, sizeof digest, hex);
 }
 
 static signkey *key_new(void)

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
+
 void token_wipe(void *p, size_t n)
 {
     /* Mbed TLS's wipe cannot be dropped as a dead store before free (it
@@ -70,7 +72,6 @@ char *token_request_body(const char *api_key, size_t *len)
     static const char head[] = "{\"refresh_token\":\"";
     memcpy(body, head, sizeof head - 1);
     n = sizeof head - 1;
-    static const char hex[] = "0123456789abcdef";
     for (size_t i = 0; i < klen; i++) {
         unsigned char c = (unsigned char)api_key[i];
         if (c == '"' || c == '\\') {
@@ -81,8 +82,8 @@ char *token_request_body(const char *api_key, size_t *len)
             body[n++] = 'u';
             body[n++] = '0';
             body[n++] = '0';
-            body[n++] = hex[c >> 4];
-            body[n++] = hex[c & 15];
+            text_hex(&c, 1, body + n); /* its NUL is overwritten next */
+            n += 2;
         } else {
             body[n++] = (char)c;
         }

@@ -52,11 +52,36 @@ static void test_case_helpers(void **state)
     assert_null(text_dup(NULL));
 }
 
+static void test_hex(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bytes;
+        size_t n;
+        const char *hex;
+    } cases[] = {
+        {"", 0, ""},
+        {"\x00", 1, "00"},
+        {"\x0f\xf0", 2, "0ff0"},
+        {"\xde\xad\xbe\xef", 4, "deadbeef"},        /* lower case, as digests are compared */
+        {"abc", 3, "616263"},
+        {"\x01\x23\x45\x67\x89\xab\xcd\xef\xff", 9, "0123456789abcdefff"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[64];
+        memset(out, 'x', sizeof out);
+        text_hex(cases[i].bytes, cases[i].n, out);
+        assert_string_equal(out, cases[i].hex);
+        assert_int_equal(out[2 * cases[i].n + 1], 'x'); /* nothing written past the NUL */
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape_controls),
         cmocka_unit_test(test_case_helpers),
+        cmocka_unit_test(test_hex),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
