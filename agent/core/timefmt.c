@@ -1,6 +1,8 @@
 /*
  * timefmt.c — civil-date arithmetic (Howard Hinnant's days_from_civil and
- * civil_from_days) for ISO 8601 UTC timestamps.
+ * civil_from_days) for ISO 8601 UTC timestamps and HTTP dates: the one place
+ * outpost turns a calendar date into seconds, so no module needs timegm,
+ * mktime or the machine's time zone.
  */
 #include "core/timefmt.h"
 
@@ -105,4 +107,78 @@ bool timefmt_parse_iso8601(const char *s, int64_t *out)
         return false;
     *out = timefmt_from_civil(y, mo, d, h, mi, se) - offset;
     return true;
+}
+
+/* ---- HTTP dates ------------------------------------------------------------------ */
+
+static int month_number(const char *name)
+{
+    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    for (int i = 0; i < 12; i++)
+        if (strncmp(name, months + 3 * i, 3) == 0)
+            return i + 1;
+    return 0;
+}
+
+static bool valid_time(int day, int month, int hour, int minute, int second)
+{
+    return month >= 1 && day >= 1 && day <= 31 && hour >= 0 && hour <= 23 && minute >= 0 && minute <= 59 &&
+           second >= 0 && second <= 60;
+}
+
+/* The three forms, s without surrounding blanks. */
+static bool parse_http_date(const char *s, int64_t *unix_seconds)
+{
+    char wday[16], mon[4], zone[4];
+    int day, year, hour, minute, second, used = 0;
+    /* IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT */
+    if (sscanf(s, "%15[A-Za-z], %2d %3s %4d %2d:%2d:%2d %3s%n", wday, &day, mon, &year, &hour, &minute, &second, zone,
+               &used) == 8 &&
+        s[used] == '\0' && strcmp(zone, "GMT") == 0) {
+        int month = month_number(mon);
+        if (!valid_time(day, month, hour, minute, second))
+            return false;
+        *unix_seconds = timefmt_from_civil(year, month, day, hour, minute, second);
+        return true;
+    }
+    /* RFC 850: Sunday, 06-Nov-94 08:49:37 GMT */
+    used = 0;
+    if (sscanf(s, "%15[A-Za-z], %2d-%3s-%2d %2d:%2d:%2d %3s%n", wday, &day, mon, &year, &hour, &minute, &second, zone,
+               &used) == 8 &&
+        s[used] == '\0' && strcmp(zone, "GMT") == 0) {
+        int month = month_number(mon);
+        if (!valid_time(day, month, hour, minute, second))
+            return false;
+        year += year < 70 ? 2000 : 1900; /* RFC 9110: interpret as within 50 years */
+        *unix_seconds = timefmt_from_civil(year, month, day, hour, minute, second);
+        return true;
+    }
+    /* asctime: Sun Nov  6 08:49:37 1994 */
+    used = 0;
+    if (sscanf(s, "%3s %3s %2d %2d:%2d:%2d %4d%n", wday, mon, &day, &hour, &minute, &second, &year, &used) == 7 &&
+        s[used] == '\0') {
+        int month = month_number(mon);
+        if (!valid_time(day, month, hour, minute, second))
+            return false;
+        *unix_seconds = timefmt_from_civil(year, month, day, hour, minute, second);
+        return true;
+    }
+    return false;
+}
+
+bool timefmt_parse_http_date(const char *text, int64_t *unix_seconds)
+{
+    if (!text)
+        return false;
+    while (*text == ' ' || *text == '\t')
+        text++;
+    size_t n = strlen(text);
+    while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t' || text[n - 1] == '\r' || text[n - 1] == '\n'))
+        n--;
+    char buf[64];
+    if (n == 0 || n >= sizeof buf)
+        return false;
+    memcpy(buf, text, n);
+    buf[n] = '\0';
+    return parse_http_date(buf, unix_seconds);
 }

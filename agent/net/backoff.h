@@ -30,17 +30,9 @@ int64_t backoff_delay_ms(int retry, int64_t base_ms, int64_t cap_ms, const clock
  * of the three forms RFC 9110 makes recipients accept (IMF-fixdate
  * "Sun, 06 Nov 1994 08:49:37 GMT", RFC 850, asctime). now_utc_ms is the
  * current wall-clock time; a date in the past gives 0. Surrounding spaces
- * are ignored. Returns false (and leaves *delay_ms alone) when the value is
+ * are ignored. The date forms are timefmt_parse_http_date's. Returns false (and leaves *delay_ms alone) when the value is
  * neither form.
  */
 bool backoff_parse_retry_after(const char *value, int64_t now_utc_ms, int64_t *delay_ms);
-
-/* Parses an HTTP date (any of the three forms above) into milliseconds
- * since the epoch; false when value is not one. */
-bool backoff_parse_http_date(const char *value, int64_t *unix_ms);
-
-/* Seconds since the epoch of a civil UTC date and time (no time zone, no
- * C library). month 1..12, day 1..31. */
-int64_t backoff_civil_to_unix(int64_t year, int month, int day, int hour, int minute, int second);
 
 #endif

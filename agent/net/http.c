@@ -1067,13 +1067,14 @@ static const char *method_name(const xfer *x)
 static int64_t server_utc_ms(http_client *c, const xfer *x)
 {
     int64_t utc = clock_utc_ms(c->clock);
-    int64_t date;
-    if (x && x->same_origin && backoff_parse_http_date(x->headers[H_DATE], &date) &&
-        date - utc < MAX_CLOCK_OFFSET_MS && utc - date < MAX_CLOCK_OFFSET_MS) {
-        int64_t offset = date - utc;
-        if (!c->have_offset || offset > c->server_offset_ms)
-            c->server_offset_ms = offset;
-        c->have_offset = true;
+    int64_t date_s;
+    if (x && x->same_origin && timefmt_parse_http_date(x->headers[H_DATE], &date_s)) {
+        int64_t offset = date_s * 1000 - utc;
+        if (offset < MAX_CLOCK_OFFSET_MS && -offset < MAX_CLOCK_OFFSET_MS) {
+            if (!c->have_offset || offset > c->server_offset_ms)
+                c->server_offset_ms = offset;
+            c->have_offset = true;
+        }
     }
     return c->have_offset ? utc + c->server_offset_ms : utc;
 }

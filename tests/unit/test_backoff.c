@@ -173,23 +173,6 @@ static void test_retry_after_refused_leaves_the_delay_alone(void **state)
     assert_int_equal(d, -7);
 }
 
-/* ---- HTTP dates and civil time (what Retry-After and Last-Modified rest on) ---- */
-
-static void test_http_date_and_civil_time(void **state)
-{
-    (void)state;
-    int64_t ms = -1;
-    assert_true(backoff_parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT", &ms));
-    assert_int_equal(ms, 784111777LL * 1000);
-    assert_false(backoff_parse_http_date("yesterday", &ms));
-    assert_false(backoff_parse_http_date(NULL, &ms));
-    assert_int_equal(ms, 784111777LL * 1000);
-    assert_int_equal(backoff_civil_to_unix(1970, 1, 1, 0, 0, 0), 0);
-    assert_int_equal(backoff_civil_to_unix(2000, 2, 29, 0, 0, 0), 951782400);
-    assert_int_equal(backoff_civil_to_unix(1994, 11, 6, 8, 49, 0) * 1000, NOW_MS);
-    assert_int_equal(backoff_civil_to_unix(1969, 12, 31, 23, 59, 59), -1);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -198,7 +181,6 @@ int main(void)
         cmocka_unit_test(test_delay_from_the_real_source_spreads_within_bounds),
         cmocka_unit_test(test_retry_after_accepted),
         cmocka_unit_test(test_retry_after_refused_leaves_the_delay_alone),
-        cmocka_unit_test(test_http_date_and_civil_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,11 +53,54 @@ static void test_parse_forms(void **state)
             fail_msg("accepted \"%s\"", bad[i]);
 }
 
+/* The three HTTP-date forms (RFC 9110 section 5.6.7), which Retry-After and
+ * Date use; moved here from backoff.c so calendar arithmetic lives once. */
+static void test_http_date(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        bool ok;
+        int64_t seconds;
+    } cases[] = {
+        {"Sun, 06 Nov 1994 08:49:37 GMT", true, 784111777},
+        {"Sunday, 06-Nov-94 08:49:37 GMT", true, 784111777},
+        {"Sun Nov  6 08:49:37 1994", true, 784111777},
+        {" \tSun, 06 Nov 1994 08:49:37 GMT\r\n", true, 784111777}, /* a header's blanks */
+        {"Thu, 01 Jan 1970 00:00:00 GMT", true, 0},
+        {"Tue, 29 Feb 2000 00:00:00 GMT", true, 951782400},
+        {"Tuesday, 01-Jan-69 00:00:00 GMT", true, 3124224000},       /* two-digit years: 1970..2069 */
+        {"Thursday, 01-Jan-70 00:00:00 GMT", true, 0},
+        {"Sun, 06 Nov 1994 08:49:37 PST", false, 0},
+        {"Sun, 32 Nov 1994 08:49:37 GMT", false, 0},
+        {"Sun, 06 Foo 1994 08:49:37 GMT", false, 0},
+        {"Sun, 06 Nov 1994 24:00:00 GMT", false, 0},
+        {"Sun, 06 Nov 1994 08:49:37 GMT junk", false, 0},
+        {"1994-11-06T08:49:37Z", false, 0},
+        {"", false, 0},
+        {"   ", false, 0},
+        {"Sun, 06 Nov 1994 08:49:37 GMT                                   ", true, 784111777},
+        {"Sun, 06 Nov 1994 08:49:37 GMT                                  x", false, 0}, /* 64 bytes or more */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t t = -7;
+        bool ok = timefmt_parse_http_date(cases[i].text, &t);
+        if (ok != cases[i].ok)
+            fail_msg("\"%s\": %s", cases[i].text, ok ? "accepted" : "refused");
+        assert_int_equal(t, cases[i].ok ? cases[i].seconds : -7);
+    }
+    int64_t t = -7;
+    assert_false(timefmt_parse_http_date(NULL, &t));
+    assert_int_equal(timefmt_from_civil(1970, 1, 1, 0, 0, 0), 0);
+    assert_int_equal(timefmt_from_civil(2000, 2, 29, 0, 0, 0), 951782400);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_parse_forms),
+        cmocka_unit_test(test_http_date),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
