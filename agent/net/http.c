@@ -27,6 +27,7 @@
 #include "core/log.h"
 #include "platform/platform.h"
 #include "net/ratelimit.h"
+#include "base/dynbuf.h"
 #include "base/text.h"
 #include "core/timefmt.h"
 #include "net/token.h"
@@ -40,41 +41,6 @@
 #define PROXY_AUTH_ADVICE                                                                                              \
     "the proxy refused outpost's credentials (HTTP 407 Proxy Authentication Required); put the right user name and "   \
     "password in the `proxy` URL (http://user:password@host:port) or in HTTPS_PROXY"
-
-/* ---- Buffers ---------------------------------------------------------------- */
-
-typedef struct membuf {
-    char *data;                 /* NUL-terminated when non-NULL */
-    size_t len;
-    size_t cap;
-} membuf;
-
-static bool membuf_append(membuf *b, const void *data, size_t len)
-{
-    if (b->len + len + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + len + 1)
-            cap *= 2;
-        char *grown = realloc(b->data, cap);
-        if (!grown)
-            return false;
-        b->data = grown;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, data, len);
-    b->len += len;
-    b->data[b->len] = '\0';
-    return true;
-}
-
-static void membuf_free(membuf *b, bool wipe)
-{
-    if (b->data && wipe)
-        token_wipe(b->data, b->cap);
-    free(b->data);
-    b->data = NULL;
-    b->len = b->cap = 0;
-}
 
 /* ---- Response headers we read ------------------------------------------------- */
 
@@ -151,7 +117,7 @@ typedef struct xfer {
     bool second_response;       /* a second final response came on this attempt */
     char *headers[H__COUNT];    /* values of this response's headers */
     char *hop_installer_version;/* X-Installer-Version from a redirect hop */
-    membuf response;            /* JSON body, or a failed answer's start */
+    dynbuf response;              /* JSON body, or a failed answer's start; secret for the token exchange */
     bool too_large;             /* body went over the cap */
     bool stopped;               /* a stream callback said stop */
     bool delivering;            /* stream body goes to on_data */
@@ -444,7 +410,7 @@ static void xfer_free(xfer *x)
         token_wipe(x->body, x->body_len);
         free(x->body);
     }
-    membuf_free(&x->response, x->kind == XFER_TOKEN);
+    dynbuf_free(&x->response);
     free(x->route);
     free(x->endpoint);
     free(x->label);
@@ -459,6 +425,7 @@ static xfer *xfer_new(http_client *c, xfer_kind kind, http_method method, const 
         return NULL;
     x->client = c;
     x->kind = kind;
+    dynbuf_init(&x->response, 0, kind == XFER_TOKEN);
     x->method = method;
     x->retry_after_ms = -1;
     x->route = text_dup(route);
@@ -551,7 +518,7 @@ static bool on_header_line(xfer *x, const char *line, size_t len)
         x->status = status_code(line, len);
         x->headers_done = false;
         xfer_clear_headers(x);
-        membuf_free(&x->response, x->kind == XFER_TOKEN);
+        dynbuf_free(&x->response);
         return true;
     }
     if (len == 0) {
@@ -608,7 +575,7 @@ static bool on_body(xfer *x, const char *data, size_t len)
         size_t room = x->response.len < ERROR_BODY_KEEP ? ERROR_BODY_KEEP - x->response.len : 0;
         if (len > room)
             len = room;
-        if (len && !membuf_append(&x->response, data, len))
+        if (len && !dynbuf_append(&x->response, data, len))
             x->out_of_memory = true;
         return !x->out_of_memory;
     }
@@ -616,7 +583,7 @@ static bool on_body(xfer *x, const char *data, size_t len)
         x->too_large = true;
         return false;
     }
-    if (!membuf_append(&x->response, data, len)) {
+    if (!dynbuf_append(&x->response, data, len)) {
         x->out_of_memory = true;
         return false;
     }
@@ -1317,7 +1284,7 @@ static void attempt_reset(xfer *x)
     x->headers_done = false;
     x->final_ended = false;
     x->second_response = false;
-    membuf_free(&x->response, x->kind == XFER_TOKEN);
+    dynbuf_free(&x->response);
     x->too_large = false;
     x->stopped = false;
     x->delivering = false;
@@ -1367,17 +1334,18 @@ static void fake_attempt(http_client *c, xfer *x)
 {
     bool ok = true;
     struct curl_slist *list = request_header_list(x, &ok);
-    membuf extra = {0};
+    dynbuf extra;
+    dynbuf_init(&extra, 0, true); /* the Authorization header */
     for (struct curl_slist *l = list; l && ok; l = l->next)
-        ok = membuf_append(&extra, l->data, strlen(l->data)) && membuf_append(&extra, "\r\n", 2);
+        ok = dynbuf_append(&extra, l->data, strlen(l->data)) && dynbuf_append(&extra, "\r\n", 2);
     curl_slist_free_all(list);
     if (ok && x->token_generation) {
-        ok = membuf_append(&extra, "Authorization: Bearer ", 22) &&
-             membuf_append(&extra, c->token.access_token, strlen(c->token.access_token)) &&
-             membuf_append(&extra, "\r\n", 2);
+        ok = dynbuf_append(&extra, "Authorization: Bearer ", 22) &&
+             dynbuf_append(&extra, c->token.access_token, strlen(c->token.access_token)) &&
+             dynbuf_append(&extra, "\r\n", 2);
     }
     if (!ok) {
-        membuf_free(&extra, true);
+        dynbuf_free(&extra);
         attempt_done(c, x, OUTCOME_NOMEM, NULL);
         return;
     }
@@ -1387,7 +1355,7 @@ static void fake_attempt(http_client *c, xfer *x)
     error_clear(&fe);
     error_code rc = c->fake(c->fake_ctx, method_name(x), x->url, x->body ? x->body : "", x->body_len,
                             extra.data ? extra.data : "", &r, &fe);
-    membuf_free(&extra, true);
+    dynbuf_free(&extra);
     if (rc != ERR_OK) {
         free(r.headers);
         free(r.body);
