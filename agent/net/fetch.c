@@ -11,6 +11,7 @@
 
 #include <curl/curl.h>
 
+#include "base/dynbuf.h"
 #include "base/text.h"
 #include "platform/platform.h"
 
@@ -21,8 +22,7 @@ typedef struct transfer {
     const fetch_request *req;
     fetch_result *res;
     int64_t max;
-    size_t cap;                  /* allocated bytes of res->body */
-    bool failed_alloc;
+    dynbuf body;                 /* the kept body, handed to res->body at the end */
     bool started;                /* on_start was called */
     bool bad_range;              /* a 206 for a range we did not ask for */
     int64_t range_first;         /* first byte of a 206's Content-Range, -1 when none */
@@ -65,23 +65,10 @@ static bool take(transfer *t, const char *data, size_t len)
         }
         return true;
     }
-    size_t room = (size_t)t->max - r->body_len;
-    size_t keep = len < room ? len : room;
-    if (r->body_len + keep + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (cap < r->body_len + keep + 1)
-            cap *= 2;
-        char *grown = realloc(r->body, cap);
-        if (!grown) {
-            t->failed_alloc = true;
-            return false;
-        }
-        r->body = grown;
-        t->cap = cap;
-    }
-    memcpy(r->body + r->body_len, data, keep);
-    r->body_len += keep;
-    r->body[r->body_len] = '\0';
+    size_t room = (size_t)t->max - t->body.len;
+    size_t keep = len < room ? len : room; /* the body holds max_bytes when more came */
+    if (!dynbuf_append(&t->body, data, keep))
+        return false;
     if (keep < len) {
         r->too_large = true;
         return false;
@@ -184,7 +171,7 @@ static error_code fetch_file(transfer *t, error_info *err)
     }
     free(buf);
     fclose(f);
-    if (rc == ERR_OK && t->failed_alloc)
+    if (rc == ERR_OK && t->body.status == DYNBUF_NOMEM)
         rc = error_set(err, ERR_NOMEM, "out of memory reading %s", url);
     return rc;
 }
@@ -336,7 +323,7 @@ static error_code fetch_http(const config *cfg, transfer *t, error_info *err)
     bool stopped = r->too_large || r->stopped;
     if (cc == CURLE_WRITE_ERROR && stopped)
         return ERR_OK;
-    if (t->failed_alloc)
+    if (t->body.status == DYNBUF_NOMEM)
         return error_set(err, ERR_NOMEM, "out of memory reading %s", req->url);
     if (t->bad_range)
         return error_set(err, ERR_HTTP, "%s: answered a range request with another range", req->url);
@@ -379,7 +366,8 @@ error_code fetch_get(const config *cfg, const fetch_request *request, fetch_resu
     result->content_length = -1;
     transfer t = {.req = request, .res = result, .max = request->max_bytes > 0 ? request->max_bytes : DEFAULT_MAX,
                   .range_first = -1};
-    if (text_equal_nocase_n(request->url, "file://", 7))
-        return fetch_file(&t, err);
-    return fetch_http(cfg, &t, err);
+    dynbuf_init(&t.body, (size_t)t.max, false);
+    error_code rc = text_equal_nocase_n(request->url, "file://", 7) ? fetch_file(&t, err) : fetch_http(cfg, &t, err);
+    result->body = dynbuf_take(&t.body, &result->body_len);
+    return rc;
 }
