@@ -6,7 +6,6 @@
 #include "report/metrics.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,73 +13,36 @@
 
 #include <cjson/cJSON.h>
 
-#include "platform/platform.h"
+#include "base/dynbuf.h"
 #include "core/timefmt.h"
-
-typedef struct buffer {
-    char *data;
-    size_t len, cap;
-    bool failed;      /* out of memory at some point */
-} buffer;
-
-static void put(buffer *b, const char *fmt, ...)
-    OUTPOST_PRINTF(2, 3)
-    ;
-
-static void put(buffer *b, const char *fmt, ...)
-{
-    if (b->failed)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    va_list again;
-    va_copy(again, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    size_t need = n < 0 ? 0 : b->len + (size_t)n + 1;
-    if (n >= 0 && need > b->cap) {
-        size_t cap = need + 4096;
-        char *grown = realloc(b->data, cap);
-        if (grown) {
-            b->data = grown;
-            b->cap = cap;
-        }
-    }
-    if (n < 0 || need > b->cap)
-        b->failed = true;
-    else {
-        vsnprintf(b->data + b->len, b->cap - b->len, fmt, again);
-        b->len += (size_t)n;
-    }
-    va_end(again);
-}
+#include "platform/platform.h"
 
 /* A label value with \, " and newline escaped as the text format requires. */
-static void put_label(buffer *b, const char *name, const char *value)
+static void put_label(dynbuf *b, const char *name, const char *value)
 {
-    put(b, "%s=\"", name);
+    dynbuf_printf(b, "%s=\"", name);
     for (const char *p = value ? value : ""; *p; p++) {
         if (*p == '\\')
-            put(b, "\\\\");
+            dynbuf_printf(b, "\\\\");
         else if (*p == '"')
-            put(b, "\\\"");
+            dynbuf_printf(b, "\\\"");
         else if (*p == '\n')
-            put(b, "\\n");
+            dynbuf_printf(b, "\\n");
         else
-            put(b, "%c", *p);
+            dynbuf_printf(b, "%c", *p);
     }
-    put(b, "\"");
+    dynbuf_printf(b, "\"");
 }
 
-static void header(buffer *b, const char *name, const char *help)
+static void header(dynbuf *b, const char *name, const char *help)
 {
-    put(b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+    dynbuf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
 }
 
-static void gauge(buffer *b, const char *name, const char *help, double value)
+static void gauge(dynbuf *b, const char *name, const char *help, double value)
 {
     header(b, name, help);
-    put(b, "%s %.17g\n", name, value);
+    dynbuf_printf(b, "%s %.17g\n", name, value);
 }
 
 static const cJSON *member(const cJSON *obj, const char *name)
@@ -101,27 +63,27 @@ static bool time_member(const cJSON *obj, const char *name, int64_t *seconds)
     return text && timefmt_parse_iso8601(text, seconds);
 }
 
-static void render_installer(buffer *b, const cJSON *installer)
+static void render_installer(dynbuf *b, const cJSON *installer)
 {
     if (!cJSON_IsObject(installer))
         return;
     header(b, "outpost_installer_update_available",
            "1 when the platform offers a newer installer than the installed one; versions as labels.");
-    put(b, "outpost_installer_update_available{");
+    dynbuf_printf(b, "outpost_installer_update_available{");
     put_label(b, "installed_version", string_member(installer, "installed_version"));
-    put(b, ",");
+    dynbuf_printf(b, ",");
     put_label(b, "latest_version", string_member(installer, "latest_version"));
-    put(b, ",");
+    dynbuf_printf(b, ",");
     put_label(b, "staged_version", string_member(member(installer, "staged"), "version"));
-    put(b, ",");
+    dynbuf_printf(b, ",");
     put_label(b, "deployed_version", string_member(member(installer, "deployed"), "version"));
-    put(b, "} %d\n", cJSON_IsTrue(member(installer, "update_available")) ? 1 : 0);
+    dynbuf_printf(b, "} %d\n", cJSON_IsTrue(member(installer, "update_available")) ? 1 : 0);
     int64_t t;
     if (time_member(installer, "checked_at", &t))
         gauge(b, "outpost_installer_checked_timestamp_seconds", "When the installer version was last checked.", (double)t);
 }
 
-static void render_last_run(buffer *b, const cJSON *last_run)
+static void render_last_run(dynbuf *b, const cJSON *last_run)
 {
     if (!cJSON_IsObject(last_run))
         return;
@@ -132,7 +94,8 @@ static void render_last_run(buffer *b, const cJSON *last_run)
     header(b, "outpost_last_run_result", "1 for the result of the last run (ok, partial or failed).");
     static const char *const results[] = {"ok", "partial", "failed"};
     for (size_t i = 0; i < 3; i++)
-        put(b, "outpost_last_run_result{result=\"%s\"} %d\n", results[i], result && strcmp(result, results[i]) == 0);
+        dynbuf_printf(b, "outpost_last_run_result{result=\"%s\"} %d\n", results[i],
+                      result && strcmp(result, results[i]) == 0);
     const cJSON *code = member(last_run, "exit_code");
     if (cJSON_IsNumber(code))
         gauge(b, "outpost_last_run_exit_code", "Exit code of the last run.", code->valuedouble);
@@ -140,7 +103,7 @@ static void render_last_run(buffer *b, const cJSON *last_run)
           (double)cJSON_GetArraySize(member(last_run, "errors")));
 }
 
-static void render_incidents(buffer *b, const cJSON *incidents, int64_t responses_429)
+static void render_incidents(dynbuf *b, const cJSON *incidents, int64_t responses_429)
 {
     if (!cJSON_IsObject(incidents))
         return;
@@ -170,20 +133,20 @@ static void render_incidents(buffer *b, const cJSON *incidents, int64_t response
 
 error_code metrics_render(const cJSON *status, int64_t responses_429, char **text, error_info *err)
 {
-    buffer b = {0};
+    dynbuf b;
+    dynbuf_init(&b, 0, false);
     int64_t t;
     if (time_member(status, "generated_at", &t))
         gauge(&b, "outpost_status_generated_timestamp_seconds", "When status.json was last written.", (double)t);
     render_installer(&b, member(status, "installer"));
     render_last_run(&b, member(status, "last_run"));
     render_incidents(&b, member(status, "incidents"), responses_429);
-    if (!b.data && !b.failed)
-        put(&b, "%s", "");
-    if (b.failed) {
-        free(b.data);
+    dynbuf_append(&b, "", 0); /* an empty document is "", not NULL */
+    if (!dynbuf_ok(&b)) {
+        dynbuf_free(&b);
         return error_set(err, ERR_NOMEM, "out of memory while rendering metrics");
     }
-    *text = b.data;
+    *text = dynbuf_take(&b, NULL);
     return ERR_OK;
 }
 
