@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/dynbuf.h"
 #include "platform/platform.h"
 
 struct jsonl_writer {
@@ -165,37 +166,24 @@ int jsonl_rotations(const jsonl_writer *w)
     return w->rotations;
 }
 
-/* Reads f line by line into a growing buffer capped at max_line. */
+/* Reads f line by line into a buffer capped at max_line: a longer line fails
+ * the buffer's appends (sticky) until its newline, and is skipped. */
 static void scan_file(FILE *f, size_t max_line, void (*fn)(void *, const char *, size_t), void *user)
 {
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    bool skipping = false;
-    if (!buf)
-        return;
+    dynbuf line;
+    dynbuf_init(&line, max_line ? max_line : 1, false);
     int c;
     while ((c = fgetc(f)) != EOF) {
         if (c == '\n') {
-            if (!skipping)
-                fn(user, buf, len);
-            len = 0;
-            skipping = false;
+            if (dynbuf_ok(&line))
+                fn(user, line.data ? line.data : "", line.len);
+            dynbuf_reset(&line);
             continue;
         }
-        if (skipping)
-            continue;
-        if (len + 1 >= cap) {
-            char *grown = cap * 2 <= max_line + 1 ? realloc(buf, cap * 2) : NULL;
-            if (!grown) {
-                skipping = true;
-                continue;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-        buf[len++] = (char)c;
+        char byte = (char)c;
+        dynbuf_append(&line, &byte, 1);
     }
-    free(buf);
+    dynbuf_free(&line);
 }
 
 error_code jsonl_scan(const char *path, int keep, size_t max_line, void (*fn)(void *user, const char *line, size_t len),

@@ -118,10 +118,57 @@ static void test_torn_line_is_completed_and_skipped_by_scan(void **unused)
     free(dir);
 }
 
+static size_t longest_seen;
+static void longest_line(void *user, const char *line, size_t len)
+{
+    (void)user;
+    assert_int_equal(strlen(line), len);
+    lines_seen++;
+    longest_seen = len > longest_seen ? len : longest_seen;
+}
+
+/* jsonl_scan's contract: a line of max_line bytes is read, a longer one is
+ * skipped, and the lines after it are read again. */
+static void test_scan_skips_lines_longer_than_max_line(void **unused)
+{
+    (void)unused;
+    static const struct {
+        size_t max_line;
+        size_t lengths[3];
+        int seen;
+        size_t longest;
+    } cases[] = {
+        {1024, {1024, 10, 0}, 2, 1024},
+        {1024, {1025, 10, 0}, 1, 10},
+        {1024, {4000, 1025, 3}, 1, 3},
+        {100000, {99999, 100000, 100001}, 2, 100000},
+    };
+    char *dir = tempdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/long.jsonl", dir);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *f = fopen(path, "wb");
+        for (size_t k = 0; k < 3; k++) {
+            for (size_t n = 0; n < cases[i].lengths[k]; n++)
+                fputc('x', f);
+            if (cases[i].lengths[k])
+                fputc('\n', f);
+        }
+        fclose(f);
+        lines_seen = 0;
+        longest_seen = 0;
+        assert_int_equal(jsonl_scan(path, 0, cases[i].max_line, longest_line, NULL, NULL), ERR_OK);
+        if (lines_seen != cases[i].seen || longest_seen != cases[i].longest)
+            fail_msg("case %zu: %d lines, longest %zu", i, lines_seen, longest_seen);
+    }
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_append_and_rotate),
+        cmocka_unit_test(test_scan_skips_lines_longer_than_max_line),
         cmocka_unit_test(test_line_larger_than_the_limit_gets_its_own_file),
         cmocka_unit_test(test_torn_line_is_completed_and_skipped_by_scan),
     };
