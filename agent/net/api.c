@@ -4,19 +4,19 @@
  * event-lineage and event-details calls (queued or synchronous), and the
  * installer download.
  *
- * Layout: JSON field readers that name the field in errors, the envelope,
- * the views, then one section per route.
+ * Layout: the enum reader (over core/jsonx, whose readers name the field in
+ * errors), the envelope, the views, then one section per route.
  */
 #include "net/api.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/text.h"
+#include "core/jsonx.h"
 
 #define NAME_INCIDENTS "incidents/list"
 #define NAME_LINEAGE "event-lineage"
@@ -24,173 +24,13 @@
 #define NAME_INSTALLER "installer"
 #define MAX_EMPTY_PAGES 10   /* consecutive empty pages that still name a next page */
 
-/* ---- Field readers ----------------------------------------------------------- */
-
-/* Where a field lives, for error messages: "incidents/list: resources[3].user". */
-typedef struct field_ctx {
-    const char *endpoint;
-    const char *prefix;      /* "resources[3]" or "" */
-    error_info *err;
-    error_code rc;           /* first failure */
-} field_ctx;
-
-static error_code field_fail(field_ctx *f, const char *path, const char *what)
-{
-    if (f->rc == ERR_OK) {
-        if (f->prefix[0])
-            f->rc = error_set(f->err, ERR_PROTOCOL, "%s: %s.%s %s", f->endpoint, f->prefix, path, what);
-        else
-            f->rc = error_set(f->err, ERR_PROTOCOL, "%s: field `%s` %s", f->endpoint, path, what);
-    }
-    return f->rc;
-}
-
-/*
- * Follows a dotted path ("action.kind") from obj. Returns the value, or NULL
- * when any step is absent or null. An intermediate that is not an object is
- * an error (recorded in f) and also gives NULL.
- */
-static const cJSON *field_walk(field_ctx *f, const cJSON *obj, const char *path)
-{
-    char step[64];
-    const char *p = path;
-    const cJSON *node = obj;
-    while (node) {
-        size_t n = strcspn(p, ".");
-        if (n >= sizeof step)
-            return NULL;
-        memcpy(step, p, n);
-        step[n] = '\0';
-        node = cJSON_GetObjectItemCaseSensitive(node, step);
-        if (!node || cJSON_IsNull(node))
-            return NULL;
-        if (p[n] == '\0')
-            return node;
-        if (!cJSON_IsObject(node)) {
-            char where[128];
-            snprintf(where, sizeof where, "%.*s", (int)(p + n - path), path);
-            field_fail(f, where, "is not an object");
-            return NULL;
-        }
-        p += n + 1;
-    }
-    return NULL;
-}
-
-static const char *field_string(field_ctx *f, const cJSON *obj, const char *path)
-{
-    const cJSON *v = field_walk(f, obj, path);
-    if (!v)
-        return NULL;
-    if (!cJSON_IsString(v) || !v->valuestring) {
-        field_fail(f, path, "is not a string");
-        return NULL;
-    }
-    return v->valuestring;
-}
+/* ---- Field readers (core/jsonx names the path in errors) ---------------------- */
 
 /* A string enumeration: "...unspecified" reads as NULL. */
-static const char *field_enum(field_ctx *f, const cJSON *obj, const char *path)
+static const char *field_enum(jsonx_reader *f, const cJSON *obj, const char *path)
 {
-    const char *s = field_string(f, obj, path);
+    const char *s = jsonx_string(f, obj, path);
     return s && !api_enum_unspecified(s) ? s : NULL;
-}
-
-/* A non-empty string, or NULL for absent, null and "". */
-static const char *field_id(field_ctx *f, const cJSON *obj, const char *path)
-{
-    const char *s = field_string(f, obj, path);
-    return s && s[0] ? s : NULL;
-}
-
-static bool field_bool(field_ctx *f, const cJSON *obj, const char *path, bool fallback)
-{
-    const cJSON *v = field_walk(f, obj, path);
-    if (!v)
-        return fallback;
-    if (!cJSON_IsBool(v)) {
-        field_fail(f, path, "is not a boolean");
-        return fallback;
-    }
-    return cJSON_IsTrue(v);
-}
-
-static double field_number(field_ctx *f, const cJSON *obj, const char *path, bool *present)
-{
-    const cJSON *v = field_walk(f, obj, path);
-    *present = false;
-    if (!v)
-        return 0;
-    if (!cJSON_IsNumber(v)) {
-        field_fail(f, path, "is not a number");
-        return 0;
-    }
-    *present = true;
-    return v->valuedouble;
-}
-
-/* Integer: a JSON number with no fraction, or, with allow_string, a
- * decimal string (protobuf's JSON form of int64, which keeps all 64 bits). */
-static bool json_int64(const cJSON *v, bool allow_string, int64_t *out)
-{
-    if (cJSON_IsNumber(v)) {
-        double d = v->valuedouble;
-        if (!(d >= -9.2e18 && d <= 9.2e18) || d != (double)(int64_t)d) /* also false for NaN */
-            return false;
-        *out = (int64_t)d;
-        return true;
-    }
-    if (allow_string && cJSON_IsString(v) && v->valuestring && v->valuestring[0]) {
-        const char *s = v->valuestring;
-        if (*s == '-')
-            s++;
-        if (!*s)
-            return false;
-        for (const char *p = s; *p; p++)
-            if (!isdigit((unsigned char)*p))
-                return false;
-        char *end = NULL;
-        long long ll = strtoll(v->valuestring, &end, 10);
-        if (*end != '\0' || ll == LLONG_MAX || ll == LLONG_MIN)
-            return false;
-        *out = (int64_t)ll;
-        return true;
-    }
-    return false;
-}
-
-static int64_t field_int64(field_ctx *f, const cJSON *obj, const char *path, bool allow_string, int64_t fallback)
-{
-    const cJSON *v = field_walk(f, obj, path);
-    if (!v)
-        return fallback;
-    int64_t out;
-    if (!json_int64(v, allow_string, &out)) {
-        field_fail(f, path, "is not an integer");
-        return fallback;
-    }
-    return out;
-}
-
-/* An array whose elements are all strings; NULL when absent or null. */
-static const cJSON *field_string_array(field_ctx *f, const cJSON *obj, const char *path)
-{
-    const cJSON *v = field_walk(f, obj, path);
-    if (!v)
-        return NULL;
-    if (!cJSON_IsArray(v)) {
-        field_fail(f, path, "is not an array");
-        return NULL;
-    }
-    const cJSON *item;
-    cJSON_ArrayForEach(item, v)
-    {
-        if (!cJSON_IsString(item)) {
-            field_fail(f, path, "holds an element that is not a string");
-            return NULL;
-        }
-    }
-    return v;
 }
 
 bool api_enum_unspecified(const char *value)
@@ -288,32 +128,33 @@ error_code api_envelope_parse(const char *endpoint, const char *body, size_t len
         cJSON_Delete(root);
         return error_set(err, ERR_PROTOCOL, "%s: the answer is not a JSON object", endpoint);
     }
-    field_ctx f = {endpoint, "", err, ERR_OK};
+    jsonx_reader f;
+    jsonx_reader_init(&f, endpoint, "", ERR_PROTOCOL, err);
 
     const cJSON *resources = cJSON_GetObjectItemCaseSensitive(root, "resources");
     if (!resources && require_resources)
-        field_fail(&f, "resources", "is missing");
+        jsonx_fail(&f, "resources", "is missing");
     else if (resources && !cJSON_IsNull(resources) && !cJSON_IsArray(resources))
-        field_fail(&f, "resources", "is not an array");
+        jsonx_fail(&f, "resources", "is not an array");
     else if (cJSON_IsArray(resources))
         env->resources = resources;
 
     const cJSON *errors = cJSON_GetObjectItemCaseSensitive(root, "errors");
     if (errors && !cJSON_IsNull(errors) && !cJSON_IsArray(errors))
-        field_fail(&f, "errors", "is not an array");
+        jsonx_fail(&f, "errors", "is not an array");
     else if (cJSON_IsArray(errors))
         env->errors = errors;
 
-    env->size = field_int64(&f, root, "size", false, -1);
+    env->size = jsonx_int64(&f, root, "size", false, -1);
 
     const cJSON *page = cJSON_GetObjectItemCaseSensitive(root, "page_response");
     if (page && !cJSON_IsNull(page)) {
         if (!cJSON_IsObject(page)) {
-            field_fail(&f, "page_response", "is not an object");
+            jsonx_fail(&f, "page_response", "is not an object");
         } else {
             env->has_page_response = true;
-            env->next_id = field_id(&f, root, "page_response.next_id");
-            env->total = field_int64(&f, root, "page_response.total", false, -1);
+            env->next_id = jsonx_nonempty(&f, root, "page_response.next_id");
+            env->total = jsonx_int64(&f, root, "page_response.total", false, -1);
         }
     }
     if (f.rc != ERR_OK) {
@@ -351,23 +192,24 @@ error_code api_incident_view(const char *endpoint, size_t index, const cJSON *ob
     memset(incident, 0, sizeof *incident);
     char prefix[48];
     snprintf(prefix, sizeof prefix, "resources[%zu]", index);
-    field_ctx f = {endpoint, prefix, err, ERR_OK};
+    jsonx_reader f;
+    jsonx_reader_init(&f, endpoint, prefix, ERR_PROTOCOL, err);
     if (!cJSON_IsObject(object))
         return error_set(err, ERR_PROTOCOL, "%s: %s is not an object", endpoint, prefix);
     incident->json = object;
-    incident->id = field_string(&f, object, "id");
+    incident->id = jsonx_string(&f, object, "id");
     if (f.rc == ERR_OK && (!incident->id || !incident->id[0]))
-        field_fail(&f, "id", "is missing or empty");
-    incident->user = field_string(&f, object, "user.local_username");
-    incident->policy = field_string(&f, object, "policy.name");
-    incident->dataset = field_string(&f, object, "dataset.name");
-    incident->trigger_time = field_string(&f, object, "trigger_time");
-    incident->risk_score = field_number(&f, object, "risk_score", &incident->has_risk_score);
-    incident->blocked = field_bool(&f, object, "blocked", false);
+        jsonx_fail(&f, "id", "is missing or empty");
+    incident->user = jsonx_string(&f, object, "user.local_username");
+    incident->policy = jsonx_string(&f, object, "policy.name");
+    incident->dataset = jsonx_string(&f, object, "dataset.name");
+    incident->trigger_time = jsonx_string(&f, object, "trigger_time");
+    incident->risk_score = jsonx_number(&f, object, "risk_score", &incident->has_risk_score);
+    incident->blocked = jsonx_bool(&f, object, "blocked", false);
     incident->ai_severity = field_enum(&f, object, "ai_severity");
     incident->created_by = field_enum(&f, object, "created_by");
-    incident->start_event_id = field_id(&f, object, "event_lineage_id.start_event_id");
-    incident->end_event_id = field_id(&f, object, "event_lineage_id.end_event_id");
+    incident->start_event_id = jsonx_nonempty(&f, object, "event_lineage_id.start_event_id");
+    incident->end_event_id = jsonx_nonempty(&f, object, "event_lineage_id.end_event_id");
     if (f.rc != ERR_OK)
         memset(incident, 0, sizeof *incident);
     return f.rc;
@@ -378,40 +220,41 @@ error_code api_event_view(const char *endpoint, size_t index, const cJSON *objec
     memset(event, 0, sizeof *event);
     char prefix[48];
     snprintf(prefix, sizeof prefix, "resources[%zu]", index);
-    field_ctx f = {endpoint, prefix, err, ERR_OK};
+    jsonx_reader f;
+    jsonx_reader_init(&f, endpoint, prefix, ERR_PROTOCOL, err);
     if (!cJSON_IsObject(object))
         return error_set(err, ERR_PROTOCOL, "%s: %s is not an object", endpoint, prefix);
     event->json = object;
-    event->id = field_string(&f, object, "id");
+    event->id = jsonx_string(&f, object, "id");
     if (f.rc == ERR_OK && (!event->id || !event->id[0]))
-        field_fail(&f, "id", "is missing or empty");
-    event->timestamp = field_string(&f, object, "timestamp");
+        jsonx_fail(&f, "id", "is missing or empty");
+    event->timestamp = jsonx_string(&f, object, "timestamp");
     event->kind = field_enum(&f, object, "action.kind");
-    event->blocked = field_bool(&f, object, "action.blocked", false);
-    event->data_size = field_int64(&f, object, "action.data_size", true, 0);
-    event->hostname = field_string(&f, object, "action.hostname");
+    event->blocked = jsonx_bool(&f, object, "action.blocked", false);
+    event->data_size = jsonx_int64(&f, object, "action.data_size", true, 0);
+    event->hostname = jsonx_string(&f, object, "action.hostname");
     event->sensor_kind = field_enum(&f, object, "action.sensor_kind");
-    event->user = field_string(&f, object, "user.local_username");
-    event->user_id = field_string(&f, object, "user.id");
+    event->user = jsonx_string(&f, object, "user.local_username");
+    event->user_id = jsonx_string(&f, object, "user.id");
 
-    const cJSON *source = field_walk(&f, object, "source");
+    const cJSON *source = jsonx_walk(&f, object, "source");
     if (source && !cJSON_IsObject(source))
-        field_fail(&f, "source", "is not an object");
+        jsonx_fail(&f, "source", "is not an object");
     event->has_source = cJSON_IsObject(source);
-    event->source_file = field_string(&f, object, "source.file.name");
-    event->source_path = field_string(&f, object, "source.local_file.path");
-    event->source_tags = field_string_array(&f, object, "source.content.tags");
+    event->source_file = jsonx_string(&f, object, "source.file.name");
+    event->source_path = jsonx_string(&f, object, "source.local_file.path");
+    event->source_tags = jsonx_string_array(&f, object, "source.content.tags");
 
-    const cJSON *destination = field_walk(&f, object, "destination");
+    const cJSON *destination = jsonx_walk(&f, object, "destination");
     if (destination && !cJSON_IsObject(destination))
-        field_fail(&f, "destination", "is not an object");
+        jsonx_fail(&f, "destination", "is not an object");
     event->has_destination = cJSON_IsObject(destination);
-    event->destination_file = field_string(&f, object, "destination.file.name");
-    event->destination_path = field_string(&f, object, "destination.local_file.path");
-    event->destination_domain = field_string(&f, object, "destination.web.domain");
-    event->destination_url = field_string(&f, object, "destination.web.url");
-    event->email_to = field_string_array(&f, object, "destination.email.to");
-    event->email_subject = field_string(&f, object, "destination.email.subject");
+    event->destination_file = jsonx_string(&f, object, "destination.file.name");
+    event->destination_path = jsonx_string(&f, object, "destination.local_file.path");
+    event->destination_domain = jsonx_string(&f, object, "destination.web.domain");
+    event->destination_url = jsonx_string(&f, object, "destination.web.url");
+    event->email_to = jsonx_string_array(&f, object, "destination.email.to");
+    event->email_subject = jsonx_string(&f, object, "destination.email.subject");
     if (f.rc != ERR_OK)
         memset(event, 0, sizeof *event);
     return f.rc;
