@@ -14,6 +14,7 @@
 
 #include "installer/bundle.h"
 #include "cli/commands.h"
+#include "core/jsonx.h"
 #include "installer/deploy.h"
 #include "core/log.h"
 #include "platform/platform.h"
@@ -51,14 +52,6 @@ static void print_json(cJSON *o)
     cJSON_Delete(o);
 }
 
-static void add_string_or_null(cJSON *o, const char *name, const char *value)
-{
-    if (value && value[0])
-        cJSON_AddStringToObject(o, name, value);
-    else
-        cJSON_AddNullToObject(o, name);
-}
-
 static bool quiet(void)
 {
     return log_get_level() < 0;
@@ -75,7 +68,7 @@ static void print_staged(const command_context *ctx, const intake_result *r)
         cJSON_AddStringToObject(o, "sha256", r->sha256);
         cJSON_AddNumberToObject(o, "size", (double)r->size);
         cJSON_AddStringToObject(o, "signature", r->signature);
-        add_string_or_null(o, "signer", r->signer);
+        jsonx_add_string_or_null(o, "signer", r->signer[0] ? r->signer : NULL);
         print_json(o);
         return;
     }
@@ -175,7 +168,7 @@ static void print_deployed(const command_context *ctx, const deploy_outcome *out
         cJSON_AddNumberToObject(o, "exit_code", out->exit_code);
         cJSON_AddBoolToObject(o, "reboot_required", out->reboot_required);
         cJSON_AddStringToObject(o, "verified", out->verified);
-        add_string_or_null(o, "installed_version", out->installed_after);
+        jsonx_add_string_or_null(o, "installed_version", out->installed_after[0] ? out->installed_after : NULL);
         cJSON_AddStringToObject(o, "log", out->log);
         print_json(o);
         return;

@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 #include <mbedtls/md.h>
 
+#include "core/jsonx.h"
 #include "net/api.h"
 #include "installer/disposition.h"
 #include "core/log.h"
@@ -93,29 +94,21 @@ static bool sidecar_load(const char *path, sidecar *sc)
     return ok;
 }
 
-static void add_string_or_null(cJSON *obj, const char *name, const char *value)
-{
-    if (value)
-        cJSON_AddStringToObject(obj, name, value);
-    else
-        cJSON_AddNullToObject(obj, name);
-}
-
 static error_code sidecar_save(const char *path, const sidecar *sc, error_info *err)
 {
     cJSON *doc = cJSON_CreateObject();
     if (!doc)
         return error_set(err, ERR_NOMEM, "out of memory");
     cJSON_AddStringToObject(doc, "version", sc->version);
-    add_string_or_null(doc, "url", sc->url);
-    add_string_or_null(doc, "etag", sc->etag);
-    add_string_or_null(doc, "last_modified", sc->last_modified);
-    add_string_or_null(doc, "file_name", sc->file_name);
+    jsonx_add_string_or_null(doc, "url", sc->url);
+    jsonx_add_string_or_null(doc, "etag", sc->etag);
+    jsonx_add_string_or_null(doc, "last_modified", sc->last_modified);
+    jsonx_add_string_or_null(doc, "file_name", sc->file_name);
     cJSON_AddNumberToObject(doc, "total_length", (double)sc->total);
     cJSON_AddNumberToObject(doc, "bytes", (double)sc->bytes);
     char boot[128];
     platform_boot_id(boot, sizeof boot);
-    add_string_or_null(doc, "boot_id", boot[0] ? boot : NULL);
+    jsonx_add_string_or_null(doc, "boot_id", boot[0] ? boot : NULL);
     char *text = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
     if (!text)

@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/jsonx.h"
 #include "installer/disposition.h"
 #include "installer/installed.h"
 #include "installer/installer_state.h"
@@ -623,14 +624,6 @@ static cJSON *staged_object(const config *cfg)
     return staged;
 }
 
-static void add_string_or_null(cJSON *obj, const char *name, const char *value)
-{
-    if (value)
-        cJSON_AddStringToObject(obj, name, value);
-    else
-        cJSON_AddNullToObject(obj, name);
-}
-
 static void add_copy_or_null(cJSON *obj, const char *name, const cJSON *value)
 {
     cJSON *copy = value ? cJSON_Duplicate(value, true) : NULL;
@@ -650,10 +643,10 @@ error_code staging_status_section(const config *cfg, state *s, cJSON **out, erro
     const char *latest = installer_state_latest_version(s);
     if (latest && !version_is_valid(latest, NULL))
         latest = NULL;
-    add_string_or_null(obj, "installed_version", installed);
-    add_string_or_null(obj, "latest_version", latest);
+    jsonx_add_string_or_null(obj, "installed_version", installed);
+    jsonx_add_string_or_null(obj, "latest_version", latest);
     cJSON_AddBoolToObject(obj, "update_available", latest && (!installed || version_compare(latest, installed) > 0));
-    add_string_or_null(obj, "checked_at", installer_state_checked_at(s));
+    jsonx_add_string_or_null(obj, "checked_at", installer_state_checked_at(s));
     cJSON_AddItemToObject(obj, "staged", staged_object(cfg));
     add_copy_or_null(obj, "deployed", installer_state_deployed(s));
     const cJSON *failure = installer_state_deploy_failure(s);

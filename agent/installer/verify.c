@@ -18,6 +18,7 @@
 #include "authenticode/msi.h"
 #include "authenticode/pe.h"
 #include "base/text.h"
+#include "core/jsonx.h"
 #include "installer/version.h"
 #include "platform/platform.h"
 
@@ -325,14 +326,6 @@ error_code verify_version_binding(verify_report *report, const config_verify *po
                      report->file_version, report->binding_source, version);
 }
 
-static void add_string_or_null(cJSON *obj, const char *name, const char *value)
-{
-    if (value && value[0])
-        cJSON_AddStringToObject(obj, name, value);
-    else
-        cJSON_AddNullToObject(obj, name);
-}
-
 cJSON *verify_report_to_json(const verify_report *report)
 {
     cJSON *v = cJSON_CreateObject();
@@ -372,8 +365,8 @@ cJSON *verify_report_to_json(const verify_report *report)
         if (!binding)
             goto fail;
         cJSON_AddStringToObject(binding, "status", report->binding);
-        add_string_or_null(binding, "file_version", report->file_version);
-        add_string_or_null(binding, "source", report->binding_source);
+        jsonx_add_string_or_null(binding, "file_version", report->file_version[0] ? report->file_version : NULL);
+        jsonx_add_string_or_null(binding, "source", report->binding_source[0] ? report->binding_source : NULL);
         if (report->binding_reason[0])
             cJSON_AddStringToObject(binding, "reason", report->binding_reason);
     }

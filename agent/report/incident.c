@@ -13,11 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-/* Adds name: value, or name: null when value is NULL. */
-static bool add_string_or_null(cJSON *obj, const char *name, const char *value)
-{
-    return value ? cJSON_AddStringToObject(obj, name, value) != NULL : cJSON_AddNullToObject(obj, name) != NULL;
-}
+#include "core/jsonx.h"
 
 /* Adds name: value only when value is not NULL (true when nothing to add). */
 static bool add_string_if(cJSON *obj, const char *name, const char *value)
@@ -52,14 +48,17 @@ cJSON *incident_item_new(const api_incident *inc)
     cJSON *item = cJSON_CreateObject();
     if (!item)
         return NULL;
-    bool ok = cJSON_AddStringToObject(item, "id", inc->id) && add_string_or_null(item, "trigger_time", inc->trigger_time) &&
-              add_string_or_null(item, "policy", inc->policy) && add_string_or_null(item, "dataset", inc->dataset) &&
-              add_string_or_null(item, "user", inc->user);
+    bool ok = cJSON_AddStringToObject(item, "id", inc->id) &&
+              jsonx_add_string_or_null(item, "trigger_time", inc->trigger_time) &&
+              jsonx_add_string_or_null(item, "policy", inc->policy) &&
+              jsonx_add_string_or_null(item, "dataset", inc->dataset) &&
+              jsonx_add_string_or_null(item, "user", inc->user);
     if (ok)
         ok = inc->has_risk_score ? cJSON_AddNumberToObject(item, "risk_score", inc->risk_score) != NULL
                                  : cJSON_AddNullToObject(item, "risk_score") != NULL;
-    ok = ok && add_string_or_null(item, "ai_severity", inc->ai_severity) &&
-         cJSON_AddBoolToObject(item, "blocked", inc->blocked) && add_string_or_null(item, "created_by", inc->created_by);
+    ok = ok && jsonx_add_string_or_null(item, "ai_severity", inc->ai_severity) &&
+         cJSON_AddBoolToObject(item, "blocked", inc->blocked) &&
+         jsonx_add_string_or_null(item, "created_by", inc->created_by);
     if (!ok) {
         cJSON_Delete(item);
         return NULL;
@@ -100,9 +99,12 @@ cJSON *incident_event_new(const api_event *e)
     cJSON *event = cJSON_CreateObject();
     if (!event)
         return NULL;
-    bool ok = cJSON_AddStringToObject(event, "id", e->id) && add_string_or_null(event, "timestamp", e->timestamp) &&
-              add_string_or_null(event, "kind", e->kind) && add_string_or_null(event, "hostname", e->hostname) &&
-              add_string_or_null(event, "sensor_kind", e->sensor_kind) && add_string_or_null(event, "user", e->user) &&
+    bool ok = cJSON_AddStringToObject(event, "id", e->id) &&
+              jsonx_add_string_or_null(event, "timestamp", e->timestamp) &&
+              jsonx_add_string_or_null(event, "kind", e->kind) &&
+              jsonx_add_string_or_null(event, "hostname", e->hostname) &&
+              jsonx_add_string_or_null(event, "sensor_kind", e->sensor_kind) &&
+              jsonx_add_string_or_null(event, "user", e->user) &&
               cJSON_AddBoolToObject(event, "blocked", e->blocked) && add_int64(event, "data_size", e->data_size) &&
               add_source(event, e) && add_destination(event, e);
     if (!ok) {
@@ -121,8 +123,8 @@ error_code incident_set_lineage(cJSON *item, const char *status, const char *sta
         missing = cJSON_CreateArray();
     cJSON *lineage = cJSON_CreateObject();
     bool ok = events && missing && lineage && cJSON_AddStringToObject(lineage, "status", status) &&
-              add_string_or_null(lineage, "start_event_id", start_event_id) &&
-              add_string_or_null(lineage, "end_event_id", end_event_id);
+              jsonx_add_string_or_null(lineage, "start_event_id", start_event_id) &&
+              jsonx_add_string_or_null(lineage, "end_event_id", end_event_id);
     if (ok) {
         cJSON_AddItemToObject(lineage, "events", events);
         cJSON_AddItemToObject(lineage, "missing_event_ids", missing);
@@ -262,7 +264,7 @@ static cJSON *host_object(const host_row *row)
     cJSON *obj = cJSON_CreateObject();
     bool ok = obj && cJSON_AddStringToObject(obj, "hostname", row->hostname) &&
               cJSON_AddNumberToObject(obj, "incidents", row->incidents) &&
-              add_string_or_null(obj, "last_incident_at", row->last_at) &&
+              jsonx_add_string_or_null(obj, "last_incident_at", row->last_at) &&
               (row->has_risk ? cJSON_AddNumberToObject(obj, "max_risk_score", row->max_risk) != NULL
                              : cJSON_AddNullToObject(obj, "max_risk_score") != NULL);
     if (!ok) {
