@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/clock.h"
+#include "core/jsonx.h"
 #include "core/log.h"
 #include "report/metrics.h"
 #include "platform/platform.h"
@@ -222,10 +223,10 @@ error_code command_run(command_context *ctx, error_info *err)
 
 /* ---- status ---------------------------------------------------------------- */
 
+/* Short for the printing below; status.json is outpost's own file: lenient. */
 static const char *str(const cJSON *obj, const char *name)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+    return jsonx_string(NULL, obj, name);
 }
 
 static double num(const cJSON *obj, const char *name)

@@ -51,12 +51,6 @@ static void sidecar_clear(sidecar *sc)
     sc->total = -1;
 }
 
-static char *json_string_dup(const cJSON *obj, const char *name)
-{
-    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(obj, name));
-    return v ? text_dup(v) : NULL;
-}
-
 static int64_t json_int(const cJSON *obj, const char *name)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
@@ -78,14 +72,14 @@ static bool sidecar_load(const char *path, sidecar *sc)
         cJSON_Delete(doc);
         return false;
     }
-    sc->version = json_string_dup(doc, "version");
-    sc->url = json_string_dup(doc, "url");
-    sc->etag = json_string_dup(doc, "etag");
-    sc->last_modified = json_string_dup(doc, "last_modified");
-    sc->file_name = json_string_dup(doc, "file_name");
+    sc->version = text_dup(jsonx_string(NULL, doc, "version"));
+    sc->url = text_dup(jsonx_string(NULL, doc, "url"));
+    sc->etag = text_dup(jsonx_string(NULL, doc, "etag"));
+    sc->last_modified = text_dup(jsonx_string(NULL, doc, "last_modified"));
+    sc->file_name = text_dup(jsonx_string(NULL, doc, "file_name"));
     sc->total = json_int(doc, "total_length");
     sc->bytes = json_int(doc, "bytes");
-    sc->boot_id = json_string_dup(doc, "boot_id");
+    sc->boot_id = text_dup(jsonx_string(NULL, doc, "boot_id"));
     cJSON_Delete(doc);
     bool ok = sc->version && version_is_valid(sc->version, NULL) && sc->bytes >= 0 &&
               (!sc->file_name || disposition_name_is_safe(sc->file_name, NULL));

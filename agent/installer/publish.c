@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/text.h"
+#include "core/jsonx.h"
 #include "core/log.h"
 #include "installer/staging.h"
 #include "installer/verify.h"
@@ -20,11 +21,6 @@
 
 #define COPY_CHUNK (256 * 1024)
 #define SALT_BYTES 16
-
-static const char *json_str(const cJSON *o, const char *name)
-{
-    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
-}
 
 /* A unique temporary name beside path ("<path>.<hex>.tmp"); malloc'd. */
 static char *temp_name(const char *path)
@@ -231,20 +227,20 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     }
     const cJSON *verification = cJSON_GetObjectItemCaseSensitive(staged, "verification");
     const cJSON *sig = cJSON_GetObjectItemCaseSensitive(verification, "signature");
-    const char *sha256 = json_str(staged, "sha256");
-    const char *file_name = json_str(staged, "file_name");
+    const char *sha256 = jsonx_string(NULL, staged, "sha256");
+    const char *file_name = jsonx_string(NULL, staged, "file_name");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(staged, "size");
     if (!sha256 || strlen(sha256) != 64 || !file_name || !cJSON_IsNumber(size)) {
         rc = error_set(err, ERR_IO, "publish: the manifest of staged version %s lacks sha256, file_name or size; stage it "
                        "again with update --force", version);
         goto done;
     }
-    const char *inner = json_str(verification, "inner_format");
-    const char *format = inner && inner[0] ? inner : json_str(verification, "format");
+    const char *inner = jsonx_string(NULL, verification, "inner_format");
+    const char *format = inner && inner[0] ? inner : jsonx_string(NULL, verification, "format");
     const char *ext = format && strcmp(format, "msi") == 0 ? "msi" : "exe";
-    const char *result = json_str(sig, "result");
-    const char *signer_subject = json_str(sig, "signer");
-    const char *signer_cert = json_str(sig, "signer_cert_sha256");
+    const char *result = jsonx_string(NULL, sig, "result");
+    const char *signer_subject = jsonx_string(NULL, sig, "signer");
+    const char *signer_cert = jsonx_string(NULL, sig, "signer_cert_sha256");
     bool signed_installer = result && strcmp(result, "valid") == 0 && signer_cert;
 
     /* 1. the installer */
@@ -273,8 +269,8 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     }
     const cJSON *last_seq = cJSON_GetObjectItemCaseSensitive(section, "seq");
     int64_t seq = cJSON_IsNumber(last_seq) ? (int64_t)last_seq->valuedouble + 1 : 1;
-    const char *last_sha = json_str(section, "sha256");
-    const char *last_salt = json_str(section, "salt");
+    const char *last_sha = jsonx_string(NULL, section, "sha256");
+    const char *last_salt = jsonx_string(NULL, section, "salt");
     char salt[2 * SALT_BYTES + 1];
     if (last_sha && last_salt && strcmp(last_sha, sha256) == 0 && strlen(last_salt) < sizeof salt) {
         snprintf(salt, sizeof salt, "%s", last_salt);

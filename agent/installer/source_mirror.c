@@ -12,6 +12,7 @@
 #include <mbedtls/md.h>
 
 #include "base/text.h"
+#include "core/jsonx.h"
 #include "core/log.h"
 #include "core/timefmt.h"
 #include "installer/version.h"
@@ -42,11 +43,6 @@ static void set_item(cJSON *o, const char *name, cJSON *value)
         cJSON_ReplaceItemInObjectCaseSensitive(o, name, value);
     else
         cJSON_AddItemToObject(o, name, value);
-}
-
-static const char *section_string(const cJSON *section, const char *name)
-{
-    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(section, name));
 }
 
 /* "<url>/manifest.json", or url itself when it names a .json file. */
@@ -143,7 +139,7 @@ static error_code judge(const config *cfg, state *s, const char *bytes, size_t l
         .channel = cfg->mirror.channel,
         .platform = cfg->installer.platform,
         .highest_seq = cJSON_IsNumber(highest) ? (int64_t)highest->valuedouble : -1,
-        .highest_payload_sha256 = section_string(section, "highest_payload_sha256"),
+        .highest_payload_sha256 = jsonx_string(NULL, section, "highest_payload_sha256"),
     };
     rc = manifest_check(m, &e, verdict, err);
     if (rc == ERR_OK && !version_is_valid(m->version, err)) {
@@ -180,7 +176,7 @@ static void keep_copy(const config *cfg, state *s, const char *url, const fetch_
 static char *kept_copy(const config *cfg, state *s, const char *url, size_t *len)
 {
     const cJSON *section = state_section(s, SECTION);
-    const char *kept_url = section_string(section, "url");
+    const char *kept_url = jsonx_string(NULL, section, "url");
     if (!kept_url || strcmp(kept_url, url) != 0)
         return NULL;
     char *dir = platform_path_join(cfg->state_dir, "mirror");
@@ -230,8 +226,8 @@ error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirro
         char *kept = kept_copy(cfg, s, url, &kept_len);
         fetch_request req = {
             .url = url,
-            .if_none_match = kept ? section_string(section, "etag") : NULL,
-            .if_modified_since = kept ? section_string(section, "last_modified") : NULL,
+            .if_none_match = kept ? jsonx_string(NULL, section, "etag") : NULL,
+            .if_modified_since = kept ? jsonx_string(NULL, section, "last_modified") : NULL,
             .max_bytes = MANIFEST_MAX_BYTES,
         };
         fetch_result res;

@@ -45,10 +45,10 @@ static error_code oom(error_info *err)
     return error_set(err, ERR_NOMEM, "out of memory");
 }
 
+/* Manifests and the state are outpost's own files: lenient reads. */
 static const char *json_string(const cJSON *obj, const char *name)
 {
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
-    return cJSON_IsString(item) ? item->valuestring : NULL;
+    return jsonx_string(NULL, obj, name);
 }
 
 static error_code random_name(const char *prefix, char *out, size_t size, error_info *err)

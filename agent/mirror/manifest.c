@@ -18,6 +18,7 @@
 #include <mbedtls/base64.h>
 
 #include "base/text.h"
+#include "core/jsonx.h"
 #include "core/timefmt.h"
 #include "mirror/rollout.h"
 
@@ -193,12 +194,6 @@ static bool verify_signatures(const cJSON *signatures, const uint8_t *covered, s
 
 /* ---- Payload ----------------------------------------------------------------------- */
 
-static const char *payload_string(const cJSON *o, const char *name)
-{
-    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
-    return s && s[0] ? s : NULL;
-}
-
 static bool payload_integer(const cJSON *o, const char *name, int64_t min, int64_t *out)
 {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, name);
@@ -213,7 +208,7 @@ static bool payload_integer(const cJSON *o, const char *name, int64_t min, int64
 
 static bool payload_time(const cJSON *o, const char *name, int64_t *out)
 {
-    const char *s = payload_string(o, name);
+    const char *s = jsonx_nonempty(NULL, o, name);
     return s && timefmt_parse_iso8601(s, out);
 }
 
@@ -226,22 +221,22 @@ static bool parse_payload(const cJSON *p, manifest *m, const char **bad)
     NEED(payload_integer(p, "seq", 0, &m->seq), "seq");
     NEED(payload_time(p, "issued_at", &m->issued_at), "issued_at");
     NEED(payload_time(p, "expires_at", &m->expires_at), "expires_at");
-    NEED((s = payload_string(p, "channel")) && (m->channel = text_dup(s)), "channel");
-    NEED((s = payload_string(p, "platform")) && (m->platform = text_dup(s)), "platform");
-    NEED((s = payload_string(p, "version")) && strlen(s) <= 64 && (m->version = text_dup(s)), "version");
-    NEED((s = payload_string(p, "file_name")) && strlen(s) <= 255 && (m->file_name = text_dup(s)), "file_name");
+    NEED((s = jsonx_nonempty(NULL, p, "channel")) && (m->channel = text_dup(s)), "channel");
+    NEED((s = jsonx_nonempty(NULL, p, "platform")) && (m->platform = text_dup(s)), "platform");
+    NEED((s = jsonx_nonempty(NULL, p, "version")) && strlen(s) <= 64 && (m->version = text_dup(s)), "version");
+    NEED((s = jsonx_nonempty(NULL, p, "file_name")) && strlen(s) <= 255 && (m->file_name = text_dup(s)), "file_name");
     NEED(payload_integer(p, "length", 1, &m->length), "length");
-    s = payload_string(p, "sha256");
+    s = jsonx_nonempty(NULL, p, "sha256");
     NEED(is_hex64(s), "sha256");
     lower_copy(m->sha256, s);
-    s = payload_string(p, "path");
+    s = jsonx_nonempty(NULL, p, "path");
     NEED(path_is_safe(s) && (m->path = text_dup(s)), "path");
 
     const cJSON *signer = cJSON_GetObjectItemCaseSensitive(p, "signer");
     NEED(signer && (cJSON_IsNull(signer) || cJSON_IsObject(signer)), "signer");
     if (cJSON_IsObject(signer)) {
         m->signed_installer = true;
-        s = payload_string(signer, "cert_sha256");
+        s = jsonx_nonempty(NULL, signer, "cert_sha256");
         NEED(is_hex64(s), "signer.cert_sha256");
         lower_copy(m->signer_cert_sha256, s);
         const char *subject = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(signer, "subject"));
@@ -253,7 +248,7 @@ static bool parse_payload(const cJSON *p, manifest *m, const char **bad)
     const cJSON *percent = cJSON_GetObjectItemCaseSensitive(rollout, "percent");
     NEED(cJSON_IsNumber(percent) && percent->valuedouble >= 0 && percent->valuedouble <= 100, "rollout.percent");
     m->rollout_percent = percent->valuedouble;
-    s = payload_string(rollout, "salt");
+    s = jsonx_nonempty(NULL, rollout, "salt");
     NEED(rollout_hex_is_valid(s, 64) && (m->rollout_salt = text_dup(s)), "rollout.salt");
 
     const cJSON *downgrade = cJSON_GetObjectItemCaseSensitive(p, "allow_downgrade");

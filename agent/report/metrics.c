@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/dynbuf.h"
+#include "core/jsonx.h"
 #include "core/timefmt.h"
 #include "platform/platform.h"
 
@@ -50,16 +51,10 @@ static const cJSON *member(const cJSON *obj, const char *name)
     return cJSON_GetObjectItemCaseSensitive(obj, name);
 }
 
-static const char *string_member(const cJSON *obj, const char *name)
-{
-    const cJSON *v = member(obj, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* A timestamp member as Unix seconds; false when absent or unparsable. */
 static bool time_member(const cJSON *obj, const char *name, int64_t *seconds)
 {
-    const char *text = string_member(obj, name);
+    const char *text = jsonx_string(NULL, obj, name);
     return text && timefmt_parse_iso8601(text, seconds);
 }
 
@@ -70,13 +65,13 @@ static void render_installer(dynbuf *b, const cJSON *installer)
     header(b, "outpost_installer_update_available",
            "1 when the platform offers a newer installer than the installed one; versions as labels.");
     dynbuf_printf(b, "outpost_installer_update_available{");
-    put_label(b, "installed_version", string_member(installer, "installed_version"));
+    put_label(b, "installed_version", jsonx_string(NULL, installer, "installed_version"));
     dynbuf_printf(b, ",");
-    put_label(b, "latest_version", string_member(installer, "latest_version"));
+    put_label(b, "latest_version", jsonx_string(NULL, installer, "latest_version"));
     dynbuf_printf(b, ",");
-    put_label(b, "staged_version", string_member(member(installer, "staged"), "version"));
+    put_label(b, "staged_version", jsonx_string(NULL, member(installer, "staged"), "version"));
     dynbuf_printf(b, ",");
-    put_label(b, "deployed_version", string_member(member(installer, "deployed"), "version"));
+    put_label(b, "deployed_version", jsonx_string(NULL, member(installer, "deployed"), "version"));
     dynbuf_printf(b, "} %d\n", cJSON_IsTrue(member(installer, "update_available")) ? 1 : 0);
     int64_t t;
     if (time_member(installer, "checked_at", &t))
@@ -90,7 +85,7 @@ static void render_last_run(dynbuf *b, const cJSON *last_run)
     int64_t t;
     if (time_member(last_run, "finished_at", &t))
         gauge(b, "outpost_last_run_timestamp_seconds", "When the last run finished.", (double)t);
-    const char *result = string_member(last_run, "result");
+    const char *result = jsonx_string(NULL, last_run, "result");
     header(b, "outpost_last_run_result", "1 for the result of the last run (ok, partial or failed).");
     static const char *const results[] = {"ok", "partial", "failed"};
     for (size_t i = 0; i < 3; i++)
