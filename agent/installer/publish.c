@@ -203,16 +203,6 @@ static int prune_installers(const char *installers_dir, cJSON *history, int keep
     return removed;
 }
 
-static void set_item(cJSON *o, const char *name, cJSON *value)
-{
-    if (!value)
-        return;
-    if (cJSON_GetObjectItemCaseSensitive(o, name))
-        cJSON_ReplaceItemInObjectCaseSensitive(o, name, value);
-    else
-        cJSON_AddItemToObject(o, name, value);
-}
-
 error_code publish_mirror(const config *cfg, state *s, const publish_request *req, publish_result *out,
                           error_info *err)
 {
@@ -283,7 +273,8 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     cJSON *history = cJSON_GetObjectItemCaseSensitive(section, "installers");
     if (!cJSON_IsArray(history)) {
         history = cJSON_CreateArray();
-        set_item(section, "installers", history);
+        if (!jsonx_set(section, "installers", history))
+            history = NULL; /* out of memory: jsonx_set deleted it */
     }
     for (int i = cJSON_GetArraySize(history) - 1; i >= 0; i--) {
         const cJSON *entry = cJSON_GetArrayItem(history, i);
@@ -291,10 +282,10 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
             cJSON_DeleteItemFromArray(history, i);
     }
     cJSON_InsertItemInArray(history, 0, cJSON_CreateString(name));
-    set_item(section, "seq", cJSON_CreateNumber((double)seq));
-    set_item(section, "sha256", cJSON_CreateString(sha256));
-    set_item(section, "salt", cJSON_CreateString(salt));
-    set_item(section, "version", cJSON_CreateString(version));
+    jsonx_set(section, "seq", cJSON_CreateNumber((double)seq));
+    jsonx_set(section, "sha256", cJSON_CreateString(sha256));
+    jsonx_set(section, "salt", cJSON_CreateString(salt));
+    jsonx_set(section, "version", cJSON_CreateString(version));
     if ((rc = state_save(s, err)) != ERR_OK)
         goto done;
 

@@ -33,18 +33,6 @@ void source_mirror_offer_free(mirror_offer *offer)
     memset(offer, 0, sizeof *offer);
 }
 
-static void set_item(cJSON *o, const char *name, cJSON *value)
-{
-    if (!o || !value) {
-        cJSON_Delete(value);
-        return;
-    }
-    if (cJSON_GetObjectItemCaseSensitive(o, name))
-        cJSON_ReplaceItemInObjectCaseSensitive(o, name, value);
-    else
-        cJSON_AddItemToObject(o, name, value);
-}
-
 /* "<url>/manifest.json", or url itself when it names a .json file. */
 static char *manifest_url_of(const char *url)
 {
@@ -122,7 +110,7 @@ static void record_status(state *s, const char *url, const manifest *m, bool acc
             cJSON_AddStringToObject(st, "stale_since", t);
         cJSON_AddStringToObject(st, "error", refusal ? refusal : "");
     }
-    set_item(section, "status", st);
+    jsonx_set(section, "status", st);
 }
 
 /* Opens and judges one manifest's bytes. m is filled when it opened. */
@@ -155,8 +143,8 @@ static void keep_copy(const config *cfg, state *s, const char *url, const fetch_
     cJSON *section = state_section(s, SECTION);
     const cJSON *highest = cJSON_GetObjectItemCaseSensitive(section, "highest_seq");
     if (!cJSON_IsNumber(highest) || m->seq >= (int64_t)highest->valuedouble) {
-        set_item(section, "highest_seq", cJSON_CreateNumber((double)m->seq));
-        set_item(section, "highest_payload_sha256", cJSON_CreateString(m->payload_sha256));
+        jsonx_set(section, "highest_seq", cJSON_CreateNumber((double)m->seq));
+        jsonx_set(section, "highest_payload_sha256", cJSON_CreateString(m->payload_sha256));
     }
     if (!res || res->status != 200)
         return;
@@ -164,9 +152,9 @@ static void keep_copy(const config *cfg, state *s, const char *url, const fetch_
     char *path = dir ? platform_path_join(dir, "manifest.json") : NULL;
     if (path && platform_mkdirs(dir, NULL) == ERR_OK &&
         platform_write_atomic(path, res->body, res->body_len, NULL) == ERR_OK) {
-        set_item(section, "url", cJSON_CreateString(url));
-        set_item(section, "etag", res->etag ? cJSON_CreateString(res->etag) : cJSON_CreateNull());
-        set_item(section, "last_modified", res->last_modified ? cJSON_CreateString(res->last_modified) : cJSON_CreateNull());
+        jsonx_set(section, "url", cJSON_CreateString(url));
+        jsonx_set(section, "etag", res->etag ? cJSON_CreateString(res->etag) : cJSON_CreateNull());
+        jsonx_set(section, "last_modified", res->last_modified ? cJSON_CreateString(res->last_modified) : cJSON_CreateNull());
     }
     free(dir);
     free(path);
@@ -573,8 +561,8 @@ void source_mirror_record_refusal(state *s, const char *message)
     cJSON *st = cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "status");
     if (!cJSON_IsObject(st))
         return;
-    set_item(st, "refused", cJSON_CreateString("installer"));
-    set_item(st, "error", cJSON_CreateString(message ? message : ""));
+    jsonx_set(st, "refused", cJSON_CreateString("installer"));
+    jsonx_set(st, "error", cJSON_CreateString(message ? message : ""));
 }
 
 void source_status_annotate(const config *cfg, state *s, cJSON *installer)
@@ -582,9 +570,9 @@ void source_status_annotate(const config *cfg, state *s, cJSON *installer)
     if (!cJSON_IsObject(installer))
         return;
     bool mirror = cfg->mirror.url_count > 0;
-    set_item(installer, "source", cJSON_CreateString(mirror ? "mirror" : "api"));
+    jsonx_set(installer, "source", cJSON_CreateString(mirror ? "mirror" : "api"));
     if (!mirror)
         return;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "status");
-    set_item(installer, "mirror", st ? cJSON_Duplicate(st, 1) : cJSON_CreateNull());
+    jsonx_set(installer, "mirror", st ? cJSON_Duplicate(st, 1) : cJSON_CreateNull());
 }

@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/jsonx.h"
 #include "platform/platform.h"
 #include "core/timefmt.h"
 
@@ -75,30 +76,6 @@ error_code status_read(const config *cfg, cJSON **doc, error_info *err)
     return rc;
 }
 
-/* Replaces (or adds) member name of doc with a copy of value. */
-static bool put_copy(cJSON *doc, const char *name, const cJSON *value)
-{
-    cJSON *copy = cJSON_Duplicate(value, 1);
-    if (!copy)
-        return false;
-    if (cJSON_HasObjectItem(doc, name))
-        return cJSON_ReplaceItemInObjectCaseSensitive(doc, name, copy);
-    if (!cJSON_AddItemToObject(doc, name, copy)) {
-        cJSON_Delete(copy);
-        return false;
-    }
-    return true;
-}
-
-static bool put_owned(cJSON *doc, const char *name, cJSON *value)
-{
-    if (!value)
-        return false;
-    bool ok = put_copy(doc, name, value);
-    cJSON_Delete(value);
-    return ok;
-}
-
 error_code status_write(const config *cfg, const status_parts *parts, error_info *err)
 {
     cJSON *previous = NULL;
@@ -111,13 +88,13 @@ error_code status_write(const config *cfg, const status_parts *parts, error_info
     char now[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(platform_time_utc_ms() / 1000, now);
     bool ok = doc && cJSON_AddNumberToObject(doc, "schema_version", STATUS_SCHEMA_VERSION) &&
-              cJSON_AddStringToObject(doc, "generated_at", now) && put_owned(doc, "agent", status_agent_object());
+              cJSON_AddStringToObject(doc, "generated_at", now) && jsonx_set(doc, "agent", status_agent_object());
     static const char *const members[] = {"last_run", "installer", "incidents"};
     const cJSON *given[] = {parts->last_run, parts->installer, parts->incidents};
     for (size_t i = 0; ok && i < 3; i++) {
         const cJSON *value = given[i] ? given[i] : cJSON_GetObjectItemCaseSensitive(previous, members[i]);
         if (value)
-            ok = put_copy(doc, members[i], value);
+            ok = jsonx_set(doc, members[i], cJSON_Duplicate(value, 1));
     }
     cJSON_Delete(previous);
     char *text = ok ? cJSON_Print(doc) : NULL;
