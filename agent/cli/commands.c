@@ -4,6 +4,7 @@
  */
 #include "cli/commands.h"
 
+#include "base/dynbuf.h"
 #include "core/log.h"
 #include "core/state.h"
 #include "installer/installer_state.h"
@@ -22,7 +23,7 @@ error_code command_http(command_context *ctx, http_client **http, error_info *er
         int verbosity = ctx->opts ? ctx->opts->verbosity : 0;
         http_options options = {.verbosity = verbosity >= 3 ? 2 : verbosity >= 2 ? 1 : 0};
         rc = http_client_new(ctx->cfg, key, &options, &ctx->http, err);
-        config_secret_free(key);
+        dynbuf_secret_free(key);
         if (rc != ERR_OK)
             return rc;
     }

@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <mbedtls/platform_util.h>
 
-#include "platform/platform.h"
+#include "base/dynbuf.h"
 #include "base/text.h"
+#include "platform/platform.h"
 
 #define CONFIG_MAX_BYTES (1024 * 1024)
 #define CONFIG_MAX_DEPTH 32
@@ -240,7 +240,7 @@ void config_free(config *cfg)
     free(cfg->state_dir);
     free(cfg->tls_ca_file);
     free(cfg->tls_pinned_public_key);
-    config_secret_free(cfg->proxy); /* may hold proxy credentials */
+    dynbuf_secret_free(cfg->proxy); /* may hold proxy credentials */
     free(cfg->installer.platform);
     free(cfg->installer.installed_version);
     free(cfg->installer.installed_version_file);
@@ -714,14 +714,6 @@ error_code config_check_api(const config *cfg, error_info *err)
     return rc;
 }
 
-void config_secret_free(char *secret)
-{
-    if (!secret)
-        return;
-    mbedtls_platform_zeroize(secret, strlen(secret));
-    free(secret);
-}
-
 static char *trim_copy(const char *s, size_t len)
 {
     while (len > 0 && isspace((unsigned char)*s)) {
@@ -746,7 +738,7 @@ error_code config_load_api_key(const config *cfg, char **key, error_info *err)
         if (!copy)
             return error_set(err, ERR_NOMEM, "out of memory");
         if (!copy[0]) {
-            config_secret_free(copy);
+            dynbuf_secret_free(copy);
             return error_set(err, ERR_CONFIG, "OUTPOST_API_KEY is blank");
         }
         *key = copy;
@@ -769,7 +761,7 @@ error_code config_load_api_key(const config *cfg, char **key, error_info *err)
         return error_prefix(err, "cannot read the API key file (`api_key_file`)");
     }
     if (text_looks_utf16(text, len)) {
-        mbedtls_platform_zeroize(text, len);
+        dynbuf_wipe(text, len);
         free(text);
         return error_set(err, ERR_CONFIG,
                          "API key file %s is UTF-16 text; save it as UTF-8 (PowerShell: Set-Content -Encoding UTF8)",
@@ -778,12 +770,12 @@ error_code config_load_api_key(const config *cfg, char **key, error_info *err)
     size_t bom = text_utf8_bom_length(text, len);
     char *trimmed = trim_copy(text + bom, len - bom);
     /* A memset before free is a dead store the compiler may drop. */
-    mbedtls_platform_zeroize(text, len);
+    dynbuf_wipe(text, len);
     free(text);
     if (!trimmed)
         return error_set(err, ERR_NOMEM, "out of memory");
     if (!trimmed[0]) {
-        config_secret_free(trimmed);
+        dynbuf_secret_free(trimmed);
         return error_set(err, ERR_CONFIG, "API key file %s is empty", cfg->api_key_file);
     }
     *key = trimmed;

@@ -162,10 +162,9 @@ void config_free(config *cfg);
 /*
  * The API key: OUTPOST_API_KEY if set, else the trimmed contents of
  * api_key_file (refused when readable by group or others). *key is malloc'd;
- * release it with config_secret_free, which wipes it first.
+ * release it with dynbuf_secret_free (base/dynbuf.h), which wipes it first.
  */
 error_code config_load_api_key(const config *cfg, char **key, error_info *err);
-void config_secret_free(char *secret);
 
 /* state_dir joined with name unless name is absolute. malloc'd; NULL on OOM. */
 char *config_state_path(const config *cfg, const char *name);

@@ -19,6 +19,7 @@
 #include <mbedtls/pk.h>
 #include <mbedtls/version.h>
 
+#include "base/dynbuf.h"
 #include "base/text.h"
 #include "platform/platform.h"
 
@@ -128,7 +129,7 @@ error_code signkey_parse_private(const char *pem, size_t len, const char *source
 #else
     int rc = mbedtls_pk_parse_key(&key->pk, (const unsigned char *)copy, len + 1, NULL, 0);
 #endif
-    memset(copy, 0, len);
+    dynbuf_wipe(copy, len);
     free(copy);
     if (rc != 0) {
         signkey_free(key);
@@ -165,7 +166,7 @@ error_code signkey_load_private_file(const char *path, signkey **out, error_info
     char source[600];
     snprintf(source, sizeof source, "signing key file %s", path);
     rc = signkey_parse_private(text, len, source, out, err);
-    memset(text, 0, len);
+    dynbuf_wipe(text, len);
     free(text);
     return rc;
 }
@@ -251,12 +252,7 @@ error_code signkey_public_pem(const signkey *key, char **pem, error_info *err)
 
 void signkey_pem_free(char *pem)
 {
-    if (!pem)
-        return;
-    volatile char *p = pem;
-    while (*p)
-        *p++ = '\0';
-    free(pem);
+    dynbuf_secret_free(pem);
 }
 
 error_code signkey_sign(const signkey *key, const void *data, size_t len, uint8_t *sig, size_t *sig_len,

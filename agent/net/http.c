@@ -407,7 +407,7 @@ static void xfer_free(xfer *x)
     xfer_clear_headers(x);
     free(x->hop_installer_version);
     if (x->body) {
-        token_wipe(x->body, x->body_len);
+        dynbuf_wipe(x->body, x->body_len);
         free(x->body);
     }
     dynbuf_free(&x->response);
@@ -782,7 +782,7 @@ void http_client_free(http_client *c)
         curl_share_cleanup(c->share);
     bool curl_initialised = c->curl_initialised;
     token_state_clear(&c->token);
-    token_secret_free(c->api_key);
+    dynbuf_secret_free(c->api_key);
     free(c->base_url);
     free(c->origin);
     free(c->ca_file);

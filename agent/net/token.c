@@ -5,27 +5,11 @@
 #include "net/token.h"
 
 #include <cjson/cJSON.h>
-#include <mbedtls/platform_util.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/dynbuf.h"
 #include "base/text.h"
-
-void token_wipe(void *p, size_t n)
-{
-    /* Mbed TLS's wipe cannot be dropped as a dead store before free (it
-     * calls memset through a volatile function pointer in 2.28; 3.x uses
-     * explicit_bzero, memset_s or SecureZeroMemory where they exist). */
-    mbedtls_platform_zeroize(p, n);
-}
-
-void token_secret_free(char *secret)
-{
-    if (!secret)
-        return;
-    token_wipe(secret, strlen(secret));
-    free(secret);
-}
 
 void token_state_init(token_state *state)
 {
@@ -34,7 +18,7 @@ void token_state_init(token_state *state)
 
 void token_state_clear(token_state *state)
 {
-    token_secret_free(state->access_token);
+    dynbuf_secret_free(state->access_token);
     uint64_t generation = state->generation;
     token_state_init(state);
     state->generation = generation;
@@ -119,7 +103,7 @@ static void wipe_tree(cJSON *node)
 {
     for (; node; node = node->next) {
         if (node->valuestring)
-            token_wipe(node->valuestring, strlen(node->valuestring));
+            dynbuf_wipe(node->valuestring, strlen(node->valuestring));
         wipe_tree(node->child);
     }
 }
@@ -157,7 +141,7 @@ error_code token_accept(token_state *state, const char *body, size_t len, int64_
                 lifetime = read_expires_in_ms(root);
             if (lifetime == 0)
                 lifetime = TOKEN_DEFAULT_LIFETIME_MS;
-            token_secret_free(state->access_token);
+            dynbuf_secret_free(state->access_token);
             state->access_token = copy;
             state->generation++;
             state->invalid = false;

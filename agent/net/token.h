@@ -9,7 +9,7 @@
  * one token_state and drives it; this module does no I/O.
  *
  * Secrets: the API key and the token are copied into memory this module
- * wipes before freeing (token_secret_free, token_state_clear); they are
+ * wipes before freeing (dynbuf_secret_free, token_state_clear); they are
  * never formatted into an error message.
  */
 #ifndef OUTPOST_TOKEN_H
@@ -56,7 +56,7 @@ bool token_invalidate(token_state *state, uint64_t generation);
 
 /*
  * The JSON body of the token exchange, {"refresh_token": "<key>"}, malloc'd;
- * *len gets its length. Holds the key: free it with token_secret_free.
+ * *len gets its length. Holds the key: free it with dynbuf_secret_free.
  * NULL on out of memory.
  */
 char *token_request_body(const char *api_key, size_t *len);
@@ -70,11 +70,5 @@ char *token_request_body(const char *api_key, size_t *len);
  * no non-empty string token; the message never quotes the body.
  */
 error_code token_accept(token_state *state, const char *body, size_t len, int64_t sent_at_ms, error_info *err);
-
-/* Overwrites n bytes at p with zeros in a way the compiler keeps. */
-void token_wipe(void *p, size_t n);
-
-/* Wipes a NUL-terminated secret and frees it; NULL is ignored. */
-void token_secret_free(char *secret);
 
 #endif

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/dynbuf.h"
 #include "net/api.h"
 #include "core/clock.h"
 #include "core/config.h"
@@ -498,7 +499,7 @@ int main(int argc, char **argv)
         http_options opts = {NULL, verbosity, stderr, NULL, NULL};
         rc = http_client_new(&p.cfg, key, &opts, &p.http, &err);
     }
-    config_secret_free(key);
+    dynbuf_secret_free(key);
     if (rc == ERR_OK) {
         int n = argc - i;
         char **args = argv + i;

@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/dynbuf.h"
 #include "core/config.h"
 
 static error_code load(const char *json, config *cfg, error_info *err)
@@ -273,7 +274,7 @@ static void test_api_key_sources(void **state)
     cfg.api_key_file = strdup(good);
     assert_int_equal(config_load_api_key(&cfg, &key, &err), ERR_OK);
     assert_string_equal(key, "secret-key-1");
-    config_secret_free(key);
+    dynbuf_secret_free(key);
 
     chmod(good, 0640);
     assert_int_equal(config_load_api_key(&cfg, &key, &err), ERR_CONFIG);
@@ -283,7 +284,7 @@ static void test_api_key_sources(void **state)
     setenv("OUTPOST_API_KEY", "from-env", 1);
     assert_int_equal(config_load_api_key(&cfg, &key, &err), ERR_OK);
     assert_string_equal(key, "from-env");
-    config_secret_free(key);
+    dynbuf_secret_free(key);
     unsetenv("OUTPOST_API_KEY");
 
     char *empty = write_temp("\n \n", 0600);
@@ -387,7 +388,7 @@ static void test_named_files_must_exist(void **state)
     assert_non_null(strstr(err.message, "does not exist"));
     setenv("OUTPOST_API_KEY", "from-env", 1);
     assert_int_equal(config_load_api_key(&cfg, &key, &err), ERR_OK);
-    config_secret_free(key);
+    dynbuf_secret_free(key);
     unsetenv("OUTPOST_API_KEY");
     config_free(&cfg);
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/dynbuf.h"
 #include "net/token.h"
 
 static error_code accept_text(token_state *t, const char *body, int64_t now, error_info *err)
@@ -25,7 +26,7 @@ static void test_request_body_escapes_key(void **state)
     assert_non_null(body);
     assert_string_equal(body, "{\"refresh_token\":\"k\\\"ey\\\\\\u0001\"}");
     assert_int_equal(len, strlen(body));
-    token_secret_free(body);
+    dynbuf_secret_free(body);
 }
 
 static void test_flat_answer_default_lifetime(void **state)
@@ -133,10 +134,10 @@ static void test_wipe(void **state)
 {
     (void)state;
     char buf[8] = "secret!";
-    token_wipe(buf, sizeof buf);
+    dynbuf_wipe(buf, sizeof buf);
     for (size_t i = 0; i < sizeof buf; i++)
         assert_int_equal(buf[i], 0);
-    token_secret_free(NULL);
+    dynbuf_secret_free(NULL);
 }
 
 int main(void)
