@@ -9,6 +9,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/jsonx.h"
+
 #define SECTION "installer"
 
 static error_code oom(error_info *err)
@@ -23,7 +25,7 @@ static const cJSON *member(state *s, const char *name)
 
 static const char *string_member(state *s, const char *name)
 {
-    return cJSON_GetStringValue(member(s, name));
+    return jsonx_string(NULL, state_section(s, SECTION), name);
 }
 
 static const cJSON *object_member(state *s, const char *name)
@@ -35,19 +37,7 @@ static const cJSON *object_member(state *s, const char *name)
 /* Replaces name in place, or adds it at the end; takes value. */
 static error_code replace_in_place(state *s, const char *name, cJSON *value, error_info *err)
 {
-    cJSON *section = state_section(s, SECTION);
-    if (!section || !value) {
-        cJSON_Delete(value);
-        return oom(err);
-    }
-    bool ok = cJSON_GetObjectItemCaseSensitive(section, name)
-                  ? cJSON_ReplaceItemInObjectCaseSensitive(section, name, value)
-                  : cJSON_AddItemToObject(section, name, value);
-    if (!ok) {
-        cJSON_Delete(value);
-        return oom(err);
-    }
-    return ERR_OK;
+    return jsonx_set(state_section(s, SECTION), name, value) ? ERR_OK : oom(err);
 }
 
 /* Removes name and adds value at the end; takes value. name is a string

@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/jsonx.h"
 #include "installer/installed.h"
 #include "core/log.h"
 #include "platform/platform.h"
@@ -31,10 +32,10 @@ static error_code oom(error_info *err)
     return error_set(err, ERR_NOMEM, "out of memory");
 }
 
+/* Manifests are outpost's own files: lenient reads. */
 static const char *json_string(const cJSON *obj, const char *name)
 {
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
-    return cJSON_IsString(item) ? item->valuestring : NULL;
+    return jsonx_string(NULL, obj, name);
 }
 
 static error_code copy_file(const char *from, const char *to, error_info *err)
