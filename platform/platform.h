@@ -420,4 +420,41 @@ typedef enum {
  */
 error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text, error_info *err);
 
+/* ---- The scheduled task (outpost service install|uninstall) -------------- */
+
+/*
+ * The absolute path of the running program's executable file (Windows:
+ * GetModuleFileNameW; Linux: /proc/self/exe), for the scheduled task to
+ * run. *path is malloc'd.
+ */
+error_code platform_executable_path(char **path, error_info *err);
+
+/*
+ * Makes the existing directory path private to outpost, as
+ * platform_mkdirs_private creates a new one (PRODUCT.md section 9): POSIX
+ * mode 0700; Windows the same protected DACL (SYSTEM, Administrators, the
+ * running user; inherited by what is below, which gets it too). The MSI
+ * creates %ProgramData%\outpost with the inherited DACL that lets every user
+ * create files there; `service install` fixes it with this. The owner is
+ * left as it is: platform_check_private_dir judges it afterwards.
+ */
+error_code platform_make_private_dir(const char *path, error_info *err);
+
+/*
+ * Registers the Task Scheduler task name ("\outpost\run"), replacing one of
+ * that name, from its XML definition (UTF-8 here, written for schtasks as
+ * UTF-16 with a byte-order mark): %SystemRoot%\System32\schtasks.exe
+ * /Create /TN name /XML file /F, run as the caller (registering a SYSTEM
+ * task needs an elevated caller). ERR_SPAWN when schtasks cannot run or
+ * fails (its own message is on stderr). POSIX has no Task Scheduler:
+ * ERR_NOT_IMPLEMENTED, naming the systemd timer instead.
+ */
+error_code platform_task_register(const char *name, const char *xml, error_info *err);
+
+/*
+ * Removes the Task Scheduler task name (schtasks.exe /Delete /TN name /F).
+ * A task that does not exist is success. POSIX: ERR_NOT_IMPLEMENTED.
+ */
+error_code platform_task_delete(const char *name, error_info *err);
+
 #endif

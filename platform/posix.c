@@ -1430,3 +1430,47 @@ error_code platform_event_log(platform_event_level level, unsigned event_id, con
     (void)err;
     return ERR_OK;
 }
+
+/* ---- The scheduled task ---------------------------------------------------- */
+
+error_code platform_executable_path(char **path, error_info *err)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n < 0)
+        return fail_path(err, errno, "cannot find this program's file: readlink", "/proc/self/exe");
+    buf[n] = '\0';
+    char *copy = strdup(buf);
+    if (!copy)
+        return fail_nomem(err);
+    *path = copy;
+    return ERR_OK;
+}
+
+error_code platform_make_private_dir(const char *path, error_info *err)
+{
+    if (chmod(path, 0700) != 0)
+        return fail_path(err, errno, "cannot make directory private: chmod", path);
+    return ERR_OK;
+}
+
+/* systemd (or cron) schedules outpost here: the Debian package ships
+ * outpost.service and outpost.timer. */
+static error_code no_task_scheduler(const char *name, error_info *err)
+{
+    return error_set(err, ERR_NOT_IMPLEMENTED,
+                     "cannot manage the scheduled task %s: there is no Windows Task Scheduler here; on Linux "
+                     "the Debian package's outpost.timer runs outpost (systemctl enable --now outpost.timer)",
+                     name);
+}
+
+error_code platform_task_register(const char *name, const char *xml, error_info *err)
+{
+    (void)xml;
+    return no_task_scheduler(name, err);
+}
+
+error_code platform_task_delete(const char *name, error_info *err)
+{
+    return no_task_scheduler(name, err);
+}

@@ -73,6 +73,14 @@ static const command_spec commands[] = {
      "with the next seq and a new expiry.\n"
      "  --dir DIR            mirror directory (default: publish.dir)\n"
      "  --rollout PERCENT    share of the fleet offered this version, 0-100 (default: publish.rollout_percent)\n"},
+    {"service", CLI_SERVICE, "service install|uninstall", "register or remove the Windows scheduled task (the MSI calls it)",
+     "install: makes %ProgramData%\\outpost and the state directory private (SYSTEM and\n"
+     "Administrators only) and registers the Task Scheduler task \\outpost\\run, which runs\n"
+     "`outpost run` as SYSTEM hourly (random delay up to 10 minutes, a missed run starts when the\n"
+     "machine is back, 2 hours at most, never two at once); with -c the task uses that\n"
+     "configuration. uninstall: removes the task and keeps the configuration and the state.\n"
+     "Needs an elevated prompt. Windows only: on Linux the Debian package's outpost.timer\n"
+     "schedules outpost.\n"},
     {"version", CLI_VERSION, "version", "print outpost's version", "Prints outpost's version.\n"},
     {"help", CLI_HELP, "help [COMMAND]", "show help for a command", "Shows the help of COMMAND, or the overview.\n"},
 };
@@ -279,6 +287,10 @@ error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
         /* An operand. */
         if (opts->command == CLI_STAGE && !opts->file) {
             opts->file = arg;
+        } else if (opts->command == CLI_SERVICE && !opts->action) {
+            if (strcmp(arg, "install") != 0 && strcmp(arg, "uninstall") != 0)
+                return error_set(err, ERR_USAGE, "service takes install or uninstall, not \"%s\"", arg);
+            opts->action = arg;
         } else if (opts->command == CLI_HELP && opts->help_topic == CLI_NONE) {
             const command_spec *topic = find_command(arg);
             if (!topic)
@@ -300,6 +312,8 @@ error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
         return ERR_OK;
     if (opts->command == CLI_STAGE && !opts->file)
         return error_set(err, ERR_USAGE, "stage needs the installer FILE: outpost stage FILE [--version V]");
+    if (opts->command == CLI_SERVICE && !opts->action)
+        return error_set(err, ERR_USAGE, "service needs what to do: outpost service install|uninstall");
     if (opts->command == CLI_KEYGEN && !opts->output)
         return error_set(err, ERR_USAGE, "keygen needs the key file to write: outpost keygen -o FILE");
     if (opts->rollout) {

@@ -28,7 +28,8 @@ typedef enum {
     CLI_VERSION,
     CLI_HELP,
     CLI_KEYGEN,
-    CLI_PUBLISH
+    CLI_PUBLISH,
+    CLI_SERVICE
 } cli_command;
 
 typedef struct cli_options {
@@ -49,6 +50,7 @@ typedef struct cli_options {
     const char *max_age;      /* status --max-age DURATION */
     const char *dir;          /* publish --dir DIR */
     const char *rollout;      /* publish --rollout PERCENT (validated: 0..100) */
+    const char *action;       /* service install|uninstall (validated) */
 } cli_options;
 
 /* Parses argv into *opts. ERR_USAGE with a one-line message on bad input. */

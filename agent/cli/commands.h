@@ -11,6 +11,7 @@
  *   stage, deploy, rollback, bundle: agent/cli/cmd_staging.c
  *   report:             agent/cli/cmd_report.c
  *   run, status:        agent/cli/cmd_run.c
+ *   service:            agent/cli/cmd_service.c
  */
 #ifndef OUTPOST_COMMANDS_H
 #define OUTPOST_COMMANDS_H
@@ -70,6 +71,7 @@ error_code command_run(command_context *ctx, error_info *err);
 error_code command_status(command_context *ctx, error_info *err);
 error_code command_keygen(command_context *ctx, error_info *err);   /* cli/cmd_mirror.c */
 error_code command_publish(command_context *ctx, error_info *err);  /* cli/cmd_mirror.c */
+error_code command_service(command_context *ctx, error_info *err);  /* cli/cmd_service.c */
 
 /*
  * `update` through the API for `publish` (cli/cmd_fetch.c): the publishing

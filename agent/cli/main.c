@@ -34,6 +34,7 @@ static const struct {
     {CLI_STATUS, command_status, false},
     {CLI_KEYGEN, command_keygen, false},
     {CLI_PUBLISH, command_publish, true},
+    {CLI_SERVICE, command_service, false},
 };
 
 static int fail(const char *command, const error_info *err)
