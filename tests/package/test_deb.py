@@ -100,13 +100,14 @@ def test_contents(arch):
     # The state directory is the maintainer scripts' (0700), not shipped.
     assert not any(name.startswith("/var") for name in listing)
     assert all(owner == "root/root" for _, owner in listing.values())
-    # Man pages, when the tree has them (man/), are gzipped in section 1 and 5.
+    # Man pages, when the tree has their sources (man/NAME.SECTION.scd), are
+    # gzipped in their section.
     pages = [n for n in listing if n.startswith("/usr/share/man/")]
     assert all(n.endswith(".gz") for n in pages), pages
-    sources = [p.name for p in (TOP / "man").glob("*.[15]")] if (TOP / "man").is_dir() else []
-    for source in sources:
-        section = source.rsplit(".", 1)[1]
-        assert f"/usr/share/man/man{section}/{source}.gz" in listing, (source, pages)
+    sources = [p.name[:-len(".scd")] for p in (TOP / "man").glob("*.scd")] if (TOP / "man").is_dir() else []
+    for page in sources:
+        section = page.rsplit(".", 1)[1]
+        assert f"/usr/share/man/man{section}/{page}.gz" in listing, (page, pages)
 
 
 @pytest.mark.parametrize("arch", ARCHES)
