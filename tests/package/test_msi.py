@@ -140,9 +140,14 @@ def test_install_reinstall_uninstall_under_wine(wine):
                     "<ExecutionTimeLimit>PT2H</ExecutionTimeLimit>"):
         assert element in task, task
 
-    # The packaged program runs and reads the packaged configuration.
+    # The packaged program runs and reads the packaged configuration (the
+    # default path): valid (an error in it would be exit 2), and no run
+    # has written a status file yet.
     r = run(["wine", str(exe), "--version"], env=env, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == f"outpost {VERSION}", r
+    assert '"log": { "file": "outpost.log" }' in config.read_text()
+    r = run(["wine", str(exe), "status"], env=env, timeout=300)
+    assert r.returncode == 1 and "no status file yet" in r.stderr, r
 
     # An administrator's configuration survives a reinstall and the uninstall.
     config.write_text('{"base_url": "https://edited.example.com"}')
