@@ -62,6 +62,17 @@ def test_files_and_directories():
     assert int(components["Config"]["Attributes"]) == 256 | 16 | 128
 
 
+def test_event_source_is_registered_with_the_message_table():
+    # Root 2 is HKLM; "#" marks a REG_DWORD (wixl writes the key with a trailing backslash).
+    values = {row["Name"]: row for row in table("Registry")}
+    key = r"SYSTEM\CurrentControlSet\Services\EventLog\Application\outpost"
+    for name in ("EventMessageFile", "TypesSupported"):
+        assert values[name]["Key"].rstrip("\\") == key and values[name]["Root"] == "2", values[name]
+        assert values[name]["Component_"] == "Program"
+    assert values["EventMessageFile"]["Value"] == "[INSTALLDIR]outpost.exe"
+    assert values["TypesSupported"]["Value"] == "#7"
+
+
 def test_product():
     properties = by(table("Property"), "Property")
     assert properties["ProductVersion"]["Value"] == VERSION
@@ -130,6 +141,10 @@ def test_install_reinstall_uninstall_under_wine(wine):
     assert config.is_file() and '"report": { "enabled": false }' in config.read_text()
     assert (data / "state").is_dir()  # service install made it
     assert "registered the scheduled task \\outpost\\run" in r.stdout
+    # The event source, pointing at the installed exe (its message table).
+    source = r"HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application\outpost"
+    r = run(["wine", "reg", "query", source, "/v", "EventMessageFile"], env=env, timeout=300)
+    assert r.returncode == 0 and "outpost\\outpost.exe" in r.stdout, r.stdout + r.stderr
 
     # The task as wine stored it: the definition's settings survive.
     task = stored_task(prefix).read_text(encoding="utf-8-sig")
