@@ -81,8 +81,8 @@ const char *platform_os_error_text(int os_error, char *buf, size_t size)
     return buf;
 }
 
-static error_code os_error_v(error_info *err, int os_error, const char *fmt, va_list ap) OUTPOST_PRINTF(3, 0);
-static error_code os_error_v(error_info *err, int os_error, const char *fmt, va_list ap)
+static MUST_CHECK error_code os_error_v(error_info *err, int os_error, const char *fmt, va_list ap) OUTPOST_PRINTF(3, 0);
+static MUST_CHECK error_code os_error_v(error_info *err, int os_error, const char *fmt, va_list ap)
 {
     error_code code = platform_os_error_code(os_error);
     if (!err)

@@ -44,7 +44,7 @@
  * other (EROFS, EIO, 0...) ERR_IO. The one place errno is judged: agent/
  * never compares errno with a constant itself.
  */
-error_code platform_os_error_code(int os_error);
+MUST_CHECK error_code platform_os_error_code(int os_error);
 
 /* The system's text for an errno value ("No space left on device") into
  * buf of size bytes; returns buf. Safe on any thread. */
@@ -88,12 +88,12 @@ FILE *platform_fopen(const char *path, const char *mode);
  * position is left where it was. ERR_IO for a stream that cannot seek (a
  * pipe).
  */
-error_code platform_file_size(FILE *f, uint64_t *size, error_info *err);
+MUST_CHECK error_code platform_file_size(FILE *f, uint64_t *size, error_info *err);
 
 /* Moves f to offset bytes from the start of its file (64-bit: fseeko,
  * _fseeki64); reads and writes through f continue from there. ERR_IO when
  * f cannot seek. Past the end is allowed: a write there leaves a hole. */
-error_code platform_seek(FILE *f, uint64_t offset, error_info *err);
+MUST_CHECK error_code platform_seek(FILE *f, uint64_t offset, error_info *err);
 
 /*
  * Reads exactly len bytes at offset of the file under f into buf, through
@@ -103,11 +103,11 @@ error_code platform_seek(FILE *f, uint64_t offset, error_info *err);
  * (with the OS's reason). The message names the offset, not the file:
  * callers prefix what they read.
  */
-error_code platform_read_at(FILE *f, uint64_t offset, void *buf, size_t len, error_info *err);
+MUST_CHECK error_code platform_read_at(FILE *f, uint64_t offset, void *buf, size_t len, error_info *err);
 
 /* Flushes stdio buffers and the OS cache of f to stable storage
  * (fflush + fsync / FlushFileBuffers). */
-error_code platform_fsync_file(FILE *f, error_info *err);
+MUST_CHECK error_code platform_fsync_file(FILE *f, error_info *err);
 
 /*
  * Appends exactly len bytes to f, a stream opened for appending ("ab"),
@@ -116,7 +116,7 @@ error_code platform_fsync_file(FILE *f, error_info *err);
  * write to the OS, so a killed process leaves whole appends only. The
  * message is the OS's reason alone: the caller prefixes what it appended to.
  */
-error_code platform_append(FILE *f, const void *data, size_t len, error_info *err);
+MUST_CHECK error_code platform_append(FILE *f, const void *data, size_t len, error_info *err);
 
 /*
  * Makes the creation of the file at path durable: flushes the directory that
@@ -125,7 +125,7 @@ error_code platform_append(FILE *f, const void *data, size_t len, error_info *er
  * system or OS that cannot flush a directory counts as done; a directory
  * that does not exist is ERR_NOT_FOUND.
  */
-error_code platform_sync_parent_dir(const char *path, error_info *err);
+MUST_CHECK error_code platform_sync_parent_dir(const char *path, error_info *err);
 
 /*
  * Replaces path with exactly len bytes of data, atomically: writes a
@@ -134,33 +134,33 @@ error_code platform_sync_parent_dir(const char *path, error_info *err);
  * old content or the new one, never a mixture; a stray temporary file may
  * remain and is harmless (its name starts with path and ends in ".tmp").
  */
-error_code platform_write_atomic(const char *path, const void *data, size_t len, error_info *err);
+MUST_CHECK error_code platform_write_atomic(const char *path, const void *data, size_t len, error_info *err);
 
 /*
  * Renames from over to, replacing to if it exists, atomically, and makes the
  * rename durable (directory flushed). Both must be on the same volume.
  */
-error_code platform_rename(const char *from, const char *to, error_info *err);
+MUST_CHECK error_code platform_rename(const char *from, const char *to, error_info *err);
 
 /*
  * Reads a whole file of at most max_size bytes into a malloc'd buffer that
  * is NUL-terminated (the NUL is not counted in *len). A larger file fails
  * with ERR_IO and a message naming the cap; a missing one with ERR_NOT_FOUND.
  */
-error_code platform_read_file(const char *path, size_t max_size, char **data, size_t *len, error_info *err);
+MUST_CHECK error_code platform_read_file(const char *path, size_t max_size, char **data, size_t *len, error_info *err);
 
 /* Removes a file; a file that does not exist is success. */
-error_code platform_remove_file(const char *path, error_info *err);
+MUST_CHECK error_code platform_remove_file(const char *path, error_info *err);
 
 /* Removes a directory and everything under it, not following symbolic
  * links; a missing directory is success. */
-error_code platform_remove_tree(const char *path, error_info *err);
+MUST_CHECK error_code platform_remove_tree(const char *path, error_info *err);
 
 /* Creates path and any missing parents (mode 0700 on POSIX for new
  * directories; on Windows they inherit their parent's access list, which
  * below state_dir is the private one platform_mkdirs_private gave it); an
  * existing directory is success. */
-error_code platform_mkdirs(const char *path, error_info *err);
+MUST_CHECK error_code platform_mkdirs(const char *path, error_info *err);
 
 /*
  * Creates the state directory path, and any missing parents, private to
@@ -171,7 +171,7 @@ error_code platform_mkdirs(const char *path, error_info *err);
  * created below. An existing directory is success and is left as it is:
  * platform_check_private_dir judges it.
  */
-error_code platform_mkdirs_private(const char *path, error_info *err);
+MUST_CHECK error_code platform_mkdirs_private(const char *path, error_info *err);
 
 /*
  * Checks that the existing directory path can be trusted with what outpost
@@ -181,7 +181,7 @@ error_code platform_mkdirs_private(const char *path, error_info *err);
  * that fixes it; ERR_NOT_FOUND when path does not exist; ERR_IO when it is
  * not a directory or its owner and permissions cannot be read.
  */
-error_code platform_check_private_dir(const char *path, error_info *err);
+MUST_CHECK error_code platform_check_private_dir(const char *path, error_info *err);
 
 typedef enum {
     PLATFORM_PATH_NONE = 0,    /* does not exist */
@@ -199,18 +199,18 @@ platform_path_kind platform_path_stat(const char *path, uint64_t *size);
  * *names is a malloc'd array of *count malloc'd strings; free it with
  * platform_free_names.
  */
-error_code platform_list_dir(const char *path, char ***names, size_t *count, error_info *err);
+MUST_CHECK error_code platform_list_dir(const char *path, char ***names, size_t *count, error_info *err);
 void platform_free_names(char **names, size_t count);
 
 /* Free bytes available to this user on the volume holding path. */
-error_code platform_free_space(const char *path, uint64_t *bytes, error_info *err);
+MUST_CHECK error_code platform_free_space(const char *path, uint64_t *bytes, error_info *err);
 
 /*
  * Checks that a file holding a secret (the API key) is readable by its owner
  * only: on POSIX, group or other permission bits refuse it (ERR_CONFIG,
  * naming the file and the chmod to run). On Windows see win32.c.
  */
-error_code platform_check_secret_file(const char *path, error_info *err);
+MUST_CHECK error_code platform_check_secret_file(const char *path, error_info *err);
 
 /*
  * Creates path holding exactly len bytes of data, refusing an existing path
@@ -221,14 +221,14 @@ error_code platform_check_secret_file(const char *path, error_info *err);
  * DACL), as files a web server or file share serves must be. Flushed to
  * disk before it returns; a partly written file is removed on failure.
  */
-error_code platform_write_new_file(const char *path, const void *data, size_t len, bool owner_only, error_info *err);
+MUST_CHECK error_code platform_write_new_file(const char *path, const void *data, size_t len, bool owner_only, error_info *err);
 
 /*
  * This machine's stable identifier as the OS keeps it (/etc/machine-id,
  * else /var/lib/dbus/machine-id; the registry's Cryptography\MachineGuid on
  * Windows), trimmed, into buf. ERR_NOT_FOUND when there is none.
  */
-error_code platform_machine_id(char *buf, size_t size, error_info *err);
+MUST_CHECK error_code platform_machine_id(char *buf, size_t size, error_info *err);
 
 /* ---- Single-instance lock ------------------------------------------------ */
 
@@ -240,7 +240,7 @@ typedef struct platform_lock platform_lock;
  * LockFileEx), so a killed run never blocks the next. Returns ERR_LOCKED
  * when another process holds it. *lock is set on success only.
  */
-error_code platform_lock_acquire(const char *path, platform_lock **lock, error_info *err);
+MUST_CHECK error_code platform_lock_acquire(const char *path, platform_lock **lock, error_info *err);
 
 /* Releases and frees the lock; NULL is ignored. */
 void platform_lock_release(platform_lock *lock);
@@ -257,7 +257,7 @@ int64_t platform_monotonic_ms(void);
 void platform_sleep_ms(int64_t ms);
 
 /* Fills buf with len bytes from the OS's secure random source. */
-error_code platform_random_bytes(void *buf, size_t len, error_info *err);
+MUST_CHECK error_code platform_random_bytes(void *buf, size_t len, error_info *err);
 
 /* ---- Processes ----------------------------------------------------------- */
 
@@ -275,14 +275,14 @@ typedef struct platform_spawn_result {
  * stderr are inherited. Fails (ERR_SPAWN) only when the program could not be
  * started; a non-zero exit or a timeout is reported through *result.
  */
-error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result, error_info *err);
+MUST_CHECK error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result, error_info *err);
 
 /*
  * As platform_spawn, but the child's stdout and stderr are both appended to
  * output_path (created owner-only when missing); NULL: inherited, as
  * platform_spawn. Fails (ERR_SPAWN) when that file cannot be opened.
  */
-error_code platform_spawn_to_file(const char *const argv[], const char *output_path, int64_t timeout_ms,
+MUST_CHECK error_code platform_spawn_to_file(const char *const argv[], const char *output_path, int64_t timeout_ms,
                                   platform_spawn_result *result, error_info *err);
 
 /*
@@ -294,7 +294,7 @@ error_code platform_spawn_to_file(const char *const argv[], const char *output_p
  * spawn at all when the system cannot honour one). argv[0] is still looked
  * up in outpost's own PATH.
  */
-error_code platform_spawn_env(const char *const argv[], const char *const envp[], const char *output_path,
+MUST_CHECK error_code platform_spawn_env(const char *const argv[], const char *const envp[], const char *output_path,
                               int64_t timeout_ms, platform_spawn_result *result, error_info *err);
 
 /*
@@ -302,7 +302,7 @@ error_code platform_spawn_env(const char *const argv[], const char *const envp[]
  * system keeps them (on Windows this includes the "=C:=..." entries of
  * the per-drive current directories). Free with platform_free_names.
  */
-error_code platform_environment(char ***vars, size_t *count, error_info *err);
+MUST_CHECK error_code platform_environment(char ***vars, size_t *count, error_info *err);
 
 /* ---- Threads (for overlapping network, hashing and disk I/O) ------------- */
 
@@ -311,7 +311,7 @@ typedef struct platform_mutex platform_mutex;
 typedef struct platform_cond platform_cond;
 
 /* Starts fn(arg) on a new thread. *thread is set on success. */
-error_code platform_thread_start(platform_thread **thread, void (*fn)(void *arg), void *arg, error_info *err);
+MUST_CHECK error_code platform_thread_start(platform_thread **thread, void (*fn)(void *arg), void *arg, error_info *err);
 /* Waits for the thread to finish and frees it. */
 void platform_thread_join(platform_thread *thread);
 
@@ -367,7 +367,7 @@ char *platform_default_state_dir(void);
  * Uninstall keys on Windows). Returns ERR_NOT_FOUND where the OS has no such
  * inventory (POSIX) or nothing matches. *version is malloc'd.
  */
-error_code platform_installed_version(const char *display_name, char **version, error_info *err);
+MUST_CHECK error_code platform_installed_version(const char *display_name, char **version, error_info *err);
 
 /*
  * The operating system's trusted root certificates as one PEM bundle, for a
@@ -377,7 +377,7 @@ error_code platform_installed_version(const char *display_name, char **version, 
  * where libcurl's own default store applies (POSIX) or the store is empty.
  * *pem is malloc'd, NUL-terminated, *len bytes without the NUL.
  */
-error_code platform_system_ca_bundle(char **pem, size_t *len, error_info *err);
+MUST_CHECK error_code platform_system_ca_bundle(char **pem, size_t *len, error_info *err);
 
 /* ---- The log file and the system log (log.file, PRODUCT.md section 10) -- */
 
@@ -394,10 +394,10 @@ typedef struct platform_append_file platform_append_file;
  * rotation). *size (may be NULL) is its size once opened. The handle is
  * not inherited by spawned processes.
  */
-error_code platform_append_open(const char *path, platform_append_file **file, uint64_t *size, error_info *err);
+MUST_CHECK error_code platform_append_open(const char *path, platform_append_file **file, uint64_t *size, error_info *err);
 
 /* Appends len bytes in one write (retried only for what a short write left). */
-error_code platform_append_write(platform_append_file *file, const void *data, size_t len, error_info *err);
+MUST_CHECK error_code platform_append_write(platform_append_file *file, const void *data, size_t len, error_info *err);
 
 /* Closes the file; NULL is ignored. */
 void platform_append_close(platform_append_file *file);
@@ -418,7 +418,7 @@ typedef enum {
  * registered for the source shows it as "%1"). On POSIX this does nothing
  * and returns ERR_OK: journald and cron already keep stderr.
  */
-error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text, error_info *err);
+MUST_CHECK error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text, error_info *err);
 
 /* ---- The scheduled task (outpost service install|uninstall) -------------- */
 
@@ -427,7 +427,7 @@ error_code platform_event_log(platform_event_level level, unsigned event_id, con
  * GetModuleFileNameW; Linux: /proc/self/exe), for the scheduled task to
  * run. *path is malloc'd.
  */
-error_code platform_executable_path(char **path, error_info *err);
+MUST_CHECK error_code platform_executable_path(char **path, error_info *err);
 
 /*
  * Makes the existing directory path private to outpost, as
@@ -438,7 +438,7 @@ error_code platform_executable_path(char **path, error_info *err);
  * create files there; `service install` fixes it with this. The owner is
  * left as it is: platform_check_private_dir judges it afterwards.
  */
-error_code platform_make_private_dir(const char *path, error_info *err);
+MUST_CHECK error_code platform_make_private_dir(const char *path, error_info *err);
 
 /*
  * Registers the Task Scheduler task name ("\outpost\run"), replacing one of
@@ -449,12 +449,12 @@ error_code platform_make_private_dir(const char *path, error_info *err);
  * fails (its own message is on stderr). POSIX has no Task Scheduler:
  * ERR_NOT_IMPLEMENTED, naming the systemd timer instead.
  */
-error_code platform_task_register(const char *name, const char *xml, error_info *err);
+MUST_CHECK error_code platform_task_register(const char *name, const char *xml, error_info *err);
 
 /*
  * Removes the Task Scheduler task name (schtasks.exe /Delete /TN name /F).
  * A task that does not exist is success. POSIX: ERR_NOT_IMPLEMENTED.
  */
-error_code platform_task_delete(const char *name, error_info *err);
+MUST_CHECK error_code platform_task_delete(const char *name, error_info *err);
 
 #endif

@@ -57,26 +57,26 @@ extern char **environ; /* POSIX; glibc declares it only with _GNU_SOURCE */
 /* ---- Error translation --------------------------------------------------- */
 
 /* The error_code for an errno value: common.c's table, shared with win32.c. */
-static error_code errno_code(int e)
+static MUST_CHECK error_code errno_code(int e)
 {
     return platform_os_error_code(e);
 }
 
 /* Fills err with "<what> <path>: <strerror>" and the errno-derived code. */
-static error_code fail_path(error_info *err, int e, const char *what, const char *path)
+static MUST_CHECK error_code fail_path(error_info *err, int e, const char *what, const char *path)
 {
     return error_set_os(err, errno_code(e), e, "%s %s: %s", what, path, strerror(e));
 }
 
 /* As fail_path with the current errno, but always ERR_IO: for walks and
  * removals, where "not found" would mislead the caller. */
-static error_code fail_io(error_info *err, const char *what, const char *path)
+static MUST_CHECK error_code fail_io(error_info *err, const char *what, const char *path)
 {
     int e = errno;
     return error_set_os(err, ERR_IO, e, "%s %s: %s", what, path, strerror(e));
 }
 
-static error_code fail_nomem(error_info *err)
+static MUST_CHECK error_code fail_nomem(error_info *err)
 {
     return error_set_os(err, ERR_NOMEM, ENOMEM, "out of memory");
 }
@@ -118,7 +118,7 @@ static int fsync_fd(int fd)
 
 /* Flushes a directory so that a rename or creation in it is durable. File
  * systems that cannot fsync a directory (EINVAL, ENOTSUP) count as done. */
-static error_code sync_dir(const char *dir, error_info *err)
+static MUST_CHECK error_code sync_dir(const char *dir, error_info *err)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -131,7 +131,7 @@ static error_code sync_dir(const char *dir, error_info *err)
 }
 
 /* Flushes the directory holding path. */
-static error_code sync_parent(const char *path, error_info *err)
+static MUST_CHECK error_code sync_parent(const char *path, error_info *err)
 {
     char *dir = parent_dir(path);
     if (!dir)
@@ -254,7 +254,7 @@ error_code platform_append(FILE *f, const void *data, size_t len, error_info *er
 
 /* Creates "<path>.<16 hex digits>.tmp" with O_EXCL; sets *fd_out and the
  * malloc'd *tmp_path on success. */
-static error_code open_temp(const char *path, int *fd_out, char **tmp_path, error_info *err)
+static MUST_CHECK error_code open_temp(const char *path, int *fd_out, char **tmp_path, error_info *err)
 {
     size_t size = strlen(path) + 1 + 16 + 4 + 1;
     char *tmp = malloc(size);
@@ -437,7 +437,7 @@ static ssize_t read_probe(int fd, char *byte)
  * (possibly moved) buffer, which the caller frees; *used_io is set on
  * success.
  */
-static error_code read_capped(int fd, const char *path, size_t limit, char **buf_io, size_t cap, size_t *used_io,
+static MUST_CHECK error_code read_capped(int fd, const char *path, size_t limit, char **buf_io, size_t cap, size_t *used_io,
                               error_info *err)
 {
     char *buf = *buf_io;
@@ -546,7 +546,7 @@ error_code platform_remove_file(const char *path, error_info *err)
  * opens subdirectories with O_NOFOLLOW, so a symbolic link, even one swapped
  * in while we walk, is unlinked, never followed.
  */
-static error_code empty_dir(int dir_fd, const char *dir_path, error_info *err)
+static MUST_CHECK error_code empty_dir(int dir_fd, const char *dir_path, error_info *err)
 {
     DIR *dir = fdopendir(dir_fd);
     if (!dir) {
@@ -619,7 +619,7 @@ error_code platform_remove_tree(const char *path, error_info *err)
 }
 
 /* mkdir of one level: success if it now exists as a directory. */
-static error_code mkdir_one(const char *dir, const char *full, error_info *err)
+static MUST_CHECK error_code mkdir_one(const char *dir, const char *full, error_info *err)
 {
     if (mkdir(dir, 0700) == 0)
         return ERR_OK;
@@ -892,7 +892,7 @@ void platform_sleep_ms(int64_t ms)
 }
 
 /* /dev/urandom, for systems without getrandom() or a kernel that lacks it. */
-static error_code random_from_device(unsigned char *p, size_t len, error_info *err)
+static MUST_CHECK error_code random_from_device(unsigned char *p, size_t len, error_info *err)
 {
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -1456,7 +1456,7 @@ error_code platform_make_private_dir(const char *path, error_info *err)
 
 /* systemd (or cron) schedules outpost here: the Debian package ships
  * outpost.service and outpost.timer. */
-static error_code no_task_scheduler(const char *name, error_info *err)
+static MUST_CHECK error_code no_task_scheduler(const char *name, error_info *err)
 {
     return error_set(err, ERR_NOT_IMPLEMENTED,
                      "cannot manage the scheduled task %s: there is no Windows Task Scheduler here; on Linux "

@@ -144,7 +144,7 @@ error_code platform_win32_error_code(unsigned long e)
     }
 }
 
-static error_code win_code(DWORD e)
+static MUST_CHECK error_code win_code(DWORD e)
 {
     return platform_win32_error_code(e);
 }
@@ -168,7 +168,7 @@ static const char *win_message(DWORD e, char *buf, size_t size)
 }
 
 /* Fills err with "<what> <path>: <system text>" and the matching code. */
-static error_code fail_win(error_info *err, DWORD e, const char *what, const char *path)
+static MUST_CHECK error_code fail_win(error_info *err, DWORD e, const char *what, const char *path)
 {
     char text[256];
     return error_set_os(err, win_code(e), (int)e, "%s %s: %s", what, path, win_message(e, text, sizeof text));
@@ -176,19 +176,19 @@ static error_code fail_win(error_info *err, DWORD e, const char *what, const cha
 
 /* As fail_win but always ERR_IO: for walks and removals, where "not found"
  * would mislead the caller. */
-static error_code fail_io(error_info *err, DWORD e, const char *what, const char *path)
+static MUST_CHECK error_code fail_io(error_info *err, DWORD e, const char *what, const char *path)
 {
     char text[256];
     return error_set_os(err, ERR_IO, (int)e, "%s %s: %s", what, path, win_message(e, text, sizeof text));
 }
 
-static error_code fail_nomem(error_info *err)
+static MUST_CHECK error_code fail_nomem(error_info *err)
 {
     return error_set_os(err, ERR_NOMEM, ERROR_NOT_ENOUGH_MEMORY, "out of memory");
 }
 
 /* widen() for a path, with the error filled in on failure. */
-static error_code widen_path(const char *path, wchar_t **wide, error_info *err)
+static MUST_CHECK error_code widen_path(const char *path, wchar_t **wide, error_info *err)
 {
     *wide = widen(path);
     if (*wide)
@@ -408,7 +408,7 @@ static BOOL write_all(HANDLE h, const void *data, size_t len)
 
 /* Creates "<path>.<16 hex digits>.tmp" exclusively; sets *handle and the
  * malloc'd *tmp_path on success. */
-static error_code open_temp(const wchar_t *wpath, const char *path, HANDLE *handle, wchar_t **tmp_path,
+static MUST_CHECK error_code open_temp(const wchar_t *wpath, const char *path, HANDLE *handle, wchar_t **tmp_path,
                             error_info *err)
 {
     size_t size = wcslen(wpath) + 1 + 16 + 4 + 1;
@@ -544,7 +544,7 @@ error_code platform_rename(const char *from, const char *to, error_info *err)
 
 /* Reads from h until end of file into a buffer of at most limit bytes (+NUL);
  * one byte past limit proves the file too large. */
-static error_code read_handle(HANDLE h, const char *path, size_t limit, size_t hint, char **data, size_t *len,
+static MUST_CHECK error_code read_handle(HANDLE h, const char *path, size_t limit, size_t hint, char **data, size_t *len,
                               error_info *err)
 {
     size_t cap = (hint < limit ? hint : limit) + 1;
@@ -665,7 +665,7 @@ error_code platform_remove_file(const char *path, error_info *err)
  * messages). A reparse point (symbolic link, junction, mount point) is
  * removed itself and never entered, so the walk cannot leave the tree.
  */
-static error_code empty_dir(const wchar_t *wdir, const char *path, error_info *err)
+static MUST_CHECK error_code empty_dir(const wchar_t *wdir, const char *path, error_info *err)
 {
     wchar_t *pattern = join_w(wdir, L"*");
     if (!pattern)
@@ -768,7 +768,7 @@ static size_t root_length(const wchar_t *p)
 
 /* CreateDirectoryW of one level with security sa (NULL: inherited from the
  * parent): success if it now exists as a directory. */
-static error_code mkdir_one(const wchar_t *dir, const char *full, SECURITY_ATTRIBUTES *sa, error_info *err)
+static MUST_CHECK error_code mkdir_one(const wchar_t *dir, const char *full, SECURITY_ATTRIBUTES *sa, error_info *err)
 {
     if (CreateDirectoryW(dir, sa))
         return ERR_OK;
@@ -791,7 +791,7 @@ static error_code mkdir_one(const wchar_t *dir, const char *full, SECURITY_ATTRI
 }
 
 /* platform_mkdirs, every new level created with security sa. */
-static error_code mkdirs_with(const char *path, SECURITY_ATTRIBUTES *sa, error_info *err)
+static MUST_CHECK error_code mkdirs_with(const char *path, SECURITY_ATTRIBUTES *sa, error_info *err)
 {
     if (path[0] == '\0')
         return error_set(err, ERR_IO, "cannot create a directory with an empty name");
@@ -852,7 +852,7 @@ static PSID current_user_sid(void)
 
 /* The private directory's security descriptor (platform_mkdirs_private):
  * *sd is LocalFree'd by the caller. what names the operation for errors. */
-static error_code private_dir_sd(const char *path, const char *what, PSECURITY_DESCRIPTOR *sd, error_info *err)
+static MUST_CHECK error_code private_dir_sd(const char *path, const char *what, PSECURITY_DESCRIPTOR *sd, error_info *err)
 {
     /* P: protected, nothing inherited from the parent; OICI: what is created
      * below inherits the same three entries. The user running outpost is
@@ -957,7 +957,7 @@ void platform_free_names(char **names, size_t count)
 }
 
 /* Appends a copy of name to *list (growing it). */
-static error_code names_append(char ***list, size_t *used, size_t *cap, const wchar_t *name, error_info *err)
+static MUST_CHECK error_code names_append(char ***list, size_t *used, size_t *cap, const wchar_t *name, error_info *err)
 {
     if (*used == *cap) {
         size_t new_cap = *cap ? *cap * 2 : 16;
@@ -1653,7 +1653,7 @@ static void spawn_ctx_free(spawn_ctx *c)
  * it the child would inherit every inheritable handle of the process, and
  * libraries create some (Winsock sockets are inheritable by default), so a
  * failure means no spawn. */
-static error_code spawn_handle_list(spawn_ctx *c, const char *name, error_info *err)
+static MUST_CHECK error_code spawn_handle_list(spawn_ctx *c, const char *name, error_info *err)
 {
     SIZE_T size = 0;
     InitializeProcThreadAttributeList(NULL, 1, 0, &size);
@@ -1720,7 +1720,7 @@ error_code platform_environment(char ***vars, size_t *count, error_info *err)
 }
 
 /* Starts the child suspended, puts it in the job, resumes it. */
-static error_code spawn_start(spawn_ctx *c, const char *name, error_info *err)
+static MUST_CHECK error_code spawn_start(spawn_ctx *c, const char *name, error_info *err)
 {
     STARTUPINFOEXW si;
     memset(&si, 0, sizeof si);
@@ -2464,7 +2464,7 @@ static char *system_file(const wchar_t *name)
 
 /* Runs schtasks.exe with args (after the program), waiting up to a minute.
  * Its output goes to ours. *exit_code is its exit status. */
-static error_code run_schtasks(const char *const args[], int *exit_code, error_info *err)
+static MUST_CHECK error_code run_schtasks(const char *const args[], int *exit_code, error_info *err)
 {
     char *exe = system_file(L"schtasks.exe");
     if (!exe)

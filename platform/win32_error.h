@@ -17,6 +17,6 @@
  * ERR_PERMISSION; ERROR_NOT_ENOUGH_MEMORY and ERROR_OUTOFMEMORY ERR_NOMEM;
  * any other ERR_IO. win_error is a DWORD.
  */
-error_code platform_win32_error_code(unsigned long win_error);
+MUST_CHECK error_code platform_win32_error_code(unsigned long win_error);
 
 #endif

@@ -818,7 +818,7 @@ typedef error_code (*image_digest_fn)(void *format, mbedtls_md_type_t md, unsign
                                       authenticode_result *result, error_info *err);
 
 /* Checks everything from the SignedData on (steps 2-7 of authenticode.h). */
-static error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der_len, oid_bytes data_type,
+static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der_len, oid_bytes data_type,
                                    image_digest_fn digest_fn, void *format, error_info *err)
 {
     authenticode_result *r = v->result;
@@ -927,7 +927,7 @@ out:
 
 /* ---- File formats -------------------------------------------------------- */
 
-static error_code md_start(mbedtls_md_context_t *ctx, mbedtls_md_type_t md, error_info *err)
+static MUST_CHECK error_code md_start(mbedtls_md_context_t *ctx, mbedtls_md_type_t md, error_info *err)
 {
     mbedtls_md_init(ctx);
     if (mbedtls_md_setup(ctx, mbedtls_md_info_from_type(md), 0) != 0 || mbedtls_md_starts(ctx) != 0)
@@ -940,7 +940,7 @@ typedef struct pe_format {
     pe_layout layout;
 } pe_format;
 
-static error_code pe_digest(void *format, mbedtls_md_type_t md, unsigned char *out, authenticode_result *result,
+static MUST_CHECK error_code pe_digest(void *format, mbedtls_md_type_t md, unsigned char *out, authenticode_result *result,
                             error_info *err)
 {
     pe_format *pe = format;
@@ -955,7 +955,7 @@ static error_code pe_digest(void *format, mbedtls_md_type_t md, unsigned char *o
     return rc;
 }
 
-static error_code verify_pe(verify_ctx *v, FILE *f, uint64_t size, error_info *err)
+static MUST_CHECK error_code verify_pe(verify_ctx *v, FILE *f, uint64_t size, error_info *err)
 {
     pe_format pe = {f, {0}};
     snprintf(v->result->file_format, sizeof v->result->file_format, "pe");
@@ -974,13 +974,13 @@ static error_code verify_pe(verify_ctx *v, FILE *f, uint64_t size, error_info *e
     return rc;
 }
 
-static error_code msi_digest(void *format, mbedtls_md_type_t md, unsigned char *out, authenticode_result *result,
+static MUST_CHECK error_code msi_digest(void *format, mbedtls_md_type_t md, unsigned char *out, authenticode_result *result,
                              error_info *err)
 {
     return msi_hash(format, md, out, result, err);
 }
 
-static error_code verify_msi(verify_ctx *v, FILE *f, uint64_t size, error_info *err)
+static MUST_CHECK error_code verify_msi(verify_ctx *v, FILE *f, uint64_t size, error_info *err)
 {
     msi_package msi;
     snprintf(v->result->file_format, sizeof v->result->file_format, "msi");
@@ -1034,7 +1034,7 @@ const char *authenticode_verdict_name(authenticode_verdict v)
 
 /* Loads a PEM or DER CA file into *chain; ERR_CONFIG naming the file when it
  * cannot be read or holds no certificate. */
-static error_code load_ca_file(const char *path, const char *what, mbedtls_x509_crt *chain, error_info *err)
+static MUST_CHECK error_code load_ca_file(const char *path, const char *what, mbedtls_x509_crt *chain, error_info *err)
 {
     char *data = NULL;
     size_t len = 0;
@@ -1057,7 +1057,7 @@ static void result_init(authenticode_result *result)
 }
 
 /* Sets up *v for policy: CA files loaded, judging time fixed. */
-static error_code verify_begin(verify_ctx *v, const authenticode_policy *policy, authenticode_result *result,
+static MUST_CHECK error_code verify_begin(verify_ctx *v, const authenticode_policy *policy, authenticode_result *result,
                                error_info *err)
 {
     memset(v, 0, sizeof *v);
@@ -1078,7 +1078,7 @@ static error_code verify_begin(verify_ctx *v, const authenticode_policy *policy,
 
 /* Turns a rejection into ERR_OK, an error into a MALFORMED verdict (fail
  * closed), and frees *v. Returns the caller's result code. */
-static error_code verify_end(verify_ctx *v, error_code rc, authenticode_result *result, error_info *err)
+static MUST_CHECK error_code verify_end(verify_ctx *v, error_code rc, authenticode_result *result, error_info *err)
 {
     if (rc == ERR_REJECTED) {
         rc = ERR_OK; /* a verdict, not an error */

@@ -87,12 +87,12 @@ typedef struct authenticode_result {
  * verdict is AUTHENTICODE_MALFORMED, so a caller that ignores the return
  * value still fails closed.
  */
-error_code authenticode_verify_file(const char *path, const authenticode_policy *policy,
+MUST_CHECK error_code authenticode_verify_file(const char *path, const authenticode_policy *policy,
                                     authenticode_result *result, error_info *err);
 
 /* As authenticode_verify_file, on an open, seekable binary stream (read from
  * its start; the position afterwards is unspecified; the caller closes it). */
-error_code authenticode_verify_stream(FILE *f, const authenticode_policy *policy,
+MUST_CHECK error_code authenticode_verify_stream(FILE *f, const authenticode_policy *policy,
                                       authenticode_result *result, error_info *err);
 
 /* "valid", "unsigned", "digest-mismatch", "bad-signature", "untrusted-chain",

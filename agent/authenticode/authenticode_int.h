@@ -21,7 +21,7 @@
  * ERR_REJECTED, so a format reader can write `return authenticode_reject(...)`.
  * authenticode_verify_* turn ERR_REJECTED back into ERR_OK plus the verdict.
  */
-error_code authenticode_reject(authenticode_result *result, authenticode_verdict verdict,
+MUST_CHECK error_code authenticode_reject(authenticode_result *result, authenticode_verdict verdict,
                                const char *fmt, ...)
     OUTPOST_PRINTF(3, 4)
     ;
@@ -31,7 +31,7 @@ error_code authenticode_reject(authenticode_result *result, authenticode_verdict
  * offsets on every platform). ERR_IO when the file is shorter or unreadable
  * (the message names the offset).
  */
-error_code authenticode_read_at(FILE *f, uint64_t offset, void *buf, size_t len, error_info *err);
+MUST_CHECK error_code authenticode_read_at(FILE *f, uint64_t offset, void *buf, size_t len, error_info *err);
 
 /*
  * For the fuzzer and unit tests only, never to accept a file: runs every
@@ -40,7 +40,7 @@ error_code authenticode_read_at(FILE *f, uint64_t offset, void *buf, size_t len,
  * exercised without building an image around them. Same contract as
  * authenticode_verify_stream.
  */
-error_code authenticode_check_blob(const uint8_t *der, size_t der_len, const authenticode_policy *policy,
+MUST_CHECK error_code authenticode_check_blob(const uint8_t *der, size_t der_len, const authenticode_policy *policy,
                                    authenticode_result *result, error_info *err);
 
 #endif

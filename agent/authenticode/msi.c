@@ -21,7 +21,7 @@ static const uint8_t name_signature_ex[] = {0x05, 0, 'M', 0, 's', 0, 'i', 0, 'D'
 
 /* Turns a compound-file rejection (ERR_REJECTED in local) into a MALFORMED
  * verdict; copies any other error to err. */
-static error_code from_olecf(error_code rc, const error_info *local, authenticode_result *result, error_info *err)
+static MUST_CHECK error_code from_olecf(error_code rc, const error_info *local, authenticode_result *result, error_info *err)
 {
     if (rc == ERR_OK)
         return ERR_OK;
@@ -102,7 +102,7 @@ static bool to_buffer(void *ctx, const uint8_t *data, size_t len)
 }
 
 /* Reads a whole (small) stream into a malloc'd buffer. */
-static error_code read_small_stream(msi_package *msi, uint32_t id, size_t cap, uint8_t **data, size_t *len,
+static MUST_CHECK error_code read_small_stream(msi_package *msi, uint32_t id, size_t cap, uint8_t **data, size_t *len,
                                     authenticode_result *result, error_info *err)
 {
     const olecf_entry *e = &msi->cf.entries[id];
@@ -159,7 +159,7 @@ static int compare_entry_pointers(const void *a, const void *b)
 }
 
 /* Children of storage id in hashing order; *ids malloc'd (may be NULL). */
-static error_code sorted_children(const olecf_file *cf, uint32_t id, uint32_t **ids, size_t *count, error_info *err)
+static MUST_CHECK error_code sorted_children(const olecf_file *cf, uint32_t id, uint32_t **ids, size_t *count, error_info *err)
 {
     error_code rc = olecf_children(cf, id, ids, count, err);
     if (rc != ERR_OK || *count < 2)
@@ -186,7 +186,7 @@ static bool to_md(void *ctx, const uint8_t *data, size_t len)
 
 /* Hashes storage id's content: sorted children (streams' bytes, storages
  * recursively, at most MSI_MAX_DEPTH deep), then its CLSID. */
-static error_code hash_storage(msi_package *msi, uint32_t id, int depth, mbedtls_md_context_t *md, error_info *err)
+static MUST_CHECK error_code hash_storage(msi_package *msi, uint32_t id, int depth, mbedtls_md_context_t *md, error_info *err)
 {
     if (depth > MSI_MAX_DEPTH)
         return error_set(err, ERR_REJECTED, "malformed compound file: storages nested too deeply");
@@ -226,7 +226,7 @@ static int prehash_entry(const olecf_entry *e, mbedtls_md_context_t *md)
     return ret;
 }
 
-static error_code prehash_storage(msi_package *msi, uint32_t id, int depth, mbedtls_md_context_t *md, error_info *err)
+static MUST_CHECK error_code prehash_storage(msi_package *msi, uint32_t id, int depth, mbedtls_md_context_t *md, error_info *err)
 {
     if (depth > MSI_MAX_DEPTH)
         return error_set(err, ERR_REJECTED, "malformed compound file: storages nested too deeply");
@@ -251,7 +251,7 @@ static error_code prehash_storage(msi_package *msi, uint32_t id, int depth, mbed
 typedef error_code (*hash_walk)(msi_package *msi, uint32_t id, int depth, mbedtls_md_context_t *md, error_info *err);
 
 /* Runs walk over the root into a fresh md context; digest into out. */
-static error_code run_digest(msi_package *msi, mbedtls_md_type_t type, const unsigned char *prefix, size_t prefix_len,
+static MUST_CHECK error_code run_digest(msi_package *msi, mbedtls_md_type_t type, const unsigned char *prefix, size_t prefix_len,
                              hash_walk walk, unsigned char *out, error_info *err)
 {
     mbedtls_md_context_t md;
@@ -371,7 +371,7 @@ static uint32_t find_root_stream(const olecf_file *cf, const char *name)
 }
 
 /* Stream id's whole content, at most cap bytes, into *data (malloc'd). */
-static error_code read_whole_stream(olecf_file *cf, uint32_t id, size_t cap, const char *what, uint8_t **data,
+static MUST_CHECK error_code read_whole_stream(olecf_file *cf, uint32_t id, size_t cap, const char *what, uint8_t **data,
                                     size_t *len, error_info *err)
 {
     uint64_t size = cf->entries[id].size;
@@ -406,7 +406,7 @@ typedef struct string_pool {
 /* Walks the pool to the string with id want_id, or (want_id 0) to the
  * first one equal to want_text. ERR_OK with *found false when there is
  * none; ERR_REJECTED when the pool does not fit the data. */
-static error_code pool_find(const string_pool *sp, uint32_t want_id, const char *want_text, bool *found, uint32_t *id,
+static MUST_CHECK error_code pool_find(const string_pool *sp, uint32_t want_id, const char *want_text, bool *found, uint32_t *id,
                             size_t *offset, size_t *len, error_info *err)
 {
     size_t at = 0, text_len = want_text ? strlen(want_text) : 0;
@@ -444,7 +444,7 @@ static uint32_t table_ref(const uint8_t *p, unsigned bytes)
 }
 
 /* The Value string id of the Property row whose key is key_id (0: none). */
-static error_code property_value(const uint8_t *table, size_t len, unsigned ref_bytes, uint32_t key_id,
+static MUST_CHECK error_code property_value(const uint8_t *table, size_t len, unsigned ref_bytes, uint32_t key_id,
                                  uint32_t *value_id, error_info *err)
 {
     size_t row = 2u * ref_bytes;
@@ -477,7 +477,7 @@ static void copy_printable(const uint8_t *text, size_t len, char *out, size_t si
 }
 
 /* The lookup itself, on the three streams read into memory. */
-static error_code product_version_of(const string_pool *sp, const uint8_t *table, size_t table_len, char *version,
+static MUST_CHECK error_code product_version_of(const string_pool *sp, const uint8_t *table, size_t table_len, char *version,
                                      size_t size, error_info *err)
 {
     bool found = false;

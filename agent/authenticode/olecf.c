@@ -45,12 +45,12 @@ static uint64_t get_le64(const uint8_t *p)
     return (uint64_t)get_le32(p) | ((uint64_t)get_le32(p + 4) << 32);
 }
 
-static error_code malformed(error_info *err, const char *what)
+static MUST_CHECK error_code malformed(error_info *err, const char *what)
 {
     return error_set(err, ERR_REJECTED, "malformed compound file: %s", what);
 }
 
-static error_code malformed_at(error_info *err, const char *unit, uint32_t n, const char *what)
+static MUST_CHECK error_code malformed_at(error_info *err, const char *unit, uint32_t n, const char *what)
 {
     return error_set(err, ERR_REJECTED, "malformed compound file: %s %lu %s", unit, (unsigned long)n, what);
 }
@@ -61,7 +61,7 @@ bool olecf_is_olecf(const uint8_t *head, size_t len)
 }
 
 /* Reads len bytes at offset; a range outside the file is malformed. */
-static error_code read_at(const olecf_file *cf, uint64_t offset, void *buf, size_t len, error_info *err)
+static MUST_CHECK error_code read_at(const olecf_file *cf, uint64_t offset, void *buf, size_t len, error_info *err)
 {
     if (offset > cf->file_size || len > cf->file_size - offset)
         return malformed(err, "a sector lies past the end of the file");
@@ -71,7 +71,7 @@ static error_code read_at(const olecf_file *cf, uint64_t offset, void *buf, size
     return rc;
 }
 
-static error_code read_sector(const olecf_file *cf, uint32_t sector, uint32_t offset, void *buf, size_t len,
+static MUST_CHECK error_code read_sector(const olecf_file *cf, uint32_t sector, uint32_t offset, void *buf, size_t len,
                               error_info *err)
 {
     if (sector >= cf->sector_count)
@@ -95,7 +95,7 @@ static bool marked(const uint8_t *map, uint32_t n)
 }
 
 /* Records that a table (FAT or DIFAT sector) occupies sector s. */
-static error_code claim(olecf_file *cf, uint32_t s, error_info *err)
+static MUST_CHECK error_code claim(olecf_file *cf, uint32_t s, error_info *err)
 {
     if (s >= cf->sector_count)
         return malformed(err, "sector number out of range");
@@ -111,7 +111,7 @@ static error_code claim(olecf_file *cf, uint32_t s, error_info *err)
  * ENDOFCHAIN when the chain ended. Each sector may appear once in the pass
  * (loops and chains sharing a sector are refused).
  */
-static error_code fat_chain(olecf_file *cf, uint32_t first, size_t max, uint32_t **out, size_t *count, uint32_t *rest,
+static MUST_CHECK error_code fat_chain(olecf_file *cf, uint32_t first, size_t max, uint32_t **out, size_t *count, uint32_t *rest,
                             error_info *err)
 {
     *out = NULL;
@@ -141,7 +141,7 @@ static error_code fat_chain(olecf_file *cf, uint32_t first, size_t max, uint32_t
     return ERR_OK;
 }
 
-static error_code load_fat(olecf_file *cf, const uint8_t *header, error_info *err)
+static MUST_CHECK error_code load_fat(olecf_file *cf, const uint8_t *header, error_info *err)
 {
     uint32_t fat_sectors = get_le32(header + 0x2c);
     uint32_t difat_first = get_le32(header + 0x44);
@@ -193,7 +193,7 @@ out:
 
 /* Reads the whole chain from first (at most max sectors) into *data; *rest
  * as for fat_chain. */
-static error_code read_chain(olecf_file *cf, uint32_t first, size_t max, uint8_t **data, size_t *len, uint32_t *rest,
+static MUST_CHECK error_code read_chain(olecf_file *cf, uint32_t first, size_t max, uint8_t **data, size_t *len, uint32_t *rest,
                              error_info *err)
 {
     uint32_t *chain;
@@ -220,7 +220,7 @@ static error_code read_chain(olecf_file *cf, uint32_t first, size_t max, uint8_t
     return ERR_OK;
 }
 
-static error_code load_minifat(olecf_file *cf, const uint8_t *header, error_info *err)
+static MUST_CHECK error_code load_minifat(olecf_file *cf, const uint8_t *header, error_info *err)
 {
     uint32_t first = get_le32(header + 0x3c), count = get_le32(header + 0x40);
     if (count == 0 || first == ENDOFCHAIN)
@@ -244,7 +244,7 @@ static error_code load_minifat(olecf_file *cf, const uint8_t *header, error_info
     return ERR_OK;
 }
 
-static error_code parse_entry(const olecf_file *cf, const uint8_t *p, bool version3, olecf_entry *e, error_info *err)
+static MUST_CHECK error_code parse_entry(const olecf_file *cf, const uint8_t *p, bool version3, olecf_entry *e, error_info *err)
 {
     memset(e, 0, sizeof *e);
     e->type = p[0x42];
@@ -273,7 +273,7 @@ static error_code parse_entry(const olecf_file *cf, const uint8_t *p, bool versi
     return ERR_OK;
 }
 
-static error_code load_directory(olecf_file *cf, const uint8_t *header, bool version3, error_info *err)
+static MUST_CHECK error_code load_directory(olecf_file *cf, const uint8_t *header, bool version3, error_info *err)
 {
     uint8_t *data;
     size_t len;
@@ -311,7 +311,7 @@ static error_code load_directory(olecf_file *cf, const uint8_t *header, bool ver
  * reachable entry's parent. An entry reached twice (a loop or a shared
  * subtree) is malformed. The explicit stack holds at most entry_count ids.
  */
-static error_code link_tree(olecf_file *cf, error_info *err)
+static MUST_CHECK error_code link_tree(olecf_file *cf, error_info *err)
 {
     uint32_t *stack = malloc(cf->entry_count * sizeof *stack);
     if (!stack)
@@ -365,7 +365,7 @@ out:
  * group) so that olecf_children costs the number of children, not the size
  * of the directory: a walk over every storage stays linear.
  */
-static error_code index_children(olecf_file *cf, error_info *err)
+static MUST_CHECK error_code index_children(olecf_file *cf, error_info *err)
 {
     size_t n = cf->entry_count;
     uint32_t *first = calloc(n + 1, sizeof *first);
@@ -393,7 +393,7 @@ static error_code index_children(olecf_file *cf, error_info *err)
     return ERR_OK;
 }
 
-static error_code load_mini_stream(olecf_file *cf, error_info *err)
+static MUST_CHECK error_code load_mini_stream(olecf_file *cf, error_info *err)
 {
     const olecf_entry *root = &cf->entries[0];
     cf->mini_stream_size = root->size;
@@ -405,7 +405,7 @@ static error_code load_mini_stream(olecf_file *cf, error_info *err)
 }
 
 /* Marks the count sectors of the chain from first as a stream's. */
-static error_code claim_chain(olecf_file *cf, uint32_t first, uint64_t count, error_info *err)
+static MUST_CHECK error_code claim_chain(olecf_file *cf, uint32_t first, uint64_t count, error_info *err)
 {
     uint32_t s = first;
     for (uint64_t n = 0; n < count; n++) {
@@ -421,7 +421,7 @@ static error_code claim_chain(olecf_file *cf, uint32_t first, uint64_t count, er
 
 /* Marks the count mini sectors of the mini chain from first; extent is the
  * number of mini sectors in the mini stream. */
-static error_code claim_mini_chain(olecf_file *cf, uint32_t first, uint64_t count, uint64_t extent, error_info *err)
+static MUST_CHECK error_code claim_mini_chain(olecf_file *cf, uint32_t first, uint64_t count, uint64_t extent, error_info *err)
 {
     uint32_t s = first;
     for (uint64_t n = 0; n < count; n++) {
@@ -451,7 +451,7 @@ static error_code claim_mini_chain(olecf_file *cf, uint32_t first, uint64_t coun
  * looked at (some writers leave used ones there). Costs one step per
  * entry, sector and mini sector.
  */
-static error_code account_sectors(olecf_file *cf, error_info *err)
+static MUST_CHECK error_code account_sectors(olecf_file *cf, error_info *err)
 {
     uint64_t extent = (cf->mini_stream_size + MINI_SECTOR_SIZE - 1) / MINI_SECTOR_SIZE;
     error_code rc = ERR_OK;
@@ -597,7 +597,7 @@ error_code olecf_children(const olecf_file *cf, uint32_t id, uint32_t **ids, siz
     return ERR_OK;
 }
 
-static error_code read_regular(olecf_file *cf, const olecf_entry *e, olecf_sink sink, void *ctx, uint8_t *buf,
+static MUST_CHECK error_code read_regular(olecf_file *cf, const olecf_entry *e, olecf_sink sink, void *ctx, uint8_t *buf,
                                error_info *err)
 {
     uint64_t left = e->size;
@@ -618,7 +618,7 @@ static error_code read_regular(olecf_file *cf, const olecf_entry *e, olecf_sink 
     return ERR_OK;
 }
 
-static error_code read_mini(olecf_file *cf, const olecf_entry *e, olecf_sink sink, void *ctx, uint8_t *buf,
+static MUST_CHECK error_code read_mini(olecf_file *cf, const olecf_entry *e, olecf_sink sink, void *ctx, uint8_t *buf,
                             error_info *err)
 {
     uint64_t left = e->size;

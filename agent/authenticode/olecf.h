@@ -95,7 +95,7 @@ bool olecf_is_olecf(const uint8_t *head, size_t len);
 /* Reads the structure of the compound file in f (file_size bytes). On
  * success *cf must be released with olecf_close; on failure it holds
  * nothing (olecf_close is still safe). f stays the caller's. */
-error_code olecf_open(olecf_file *cf, FILE *f, uint64_t file_size, error_info *err);
+MUST_CHECK error_code olecf_open(olecf_file *cf, FILE *f, uint64_t file_size, error_info *err);
 
 /* Frees what olecf_open allocated. Safe on a zeroed or failed *cf. */
 void olecf_close(olecf_file *cf);
@@ -105,7 +105,7 @@ void olecf_close(olecf_file *cf);
  * ascending id order; *ids is malloc'd (the caller frees it), NULL when
  * there are none. Costs the number of children (indexed at open).
  */
-error_code olecf_children(const olecf_file *cf, uint32_t id, uint32_t **ids, size_t *count, error_info *err);
+MUST_CHECK error_code olecf_children(const olecf_file *cf, uint32_t id, uint32_t **ids, size_t *count, error_info *err);
 
 /* Directory entries and sectors visited since olecf_open (and by the calls
  * after it): a count of the work done, which tests bound. */
@@ -119,6 +119,6 @@ void olecf_begin_pass(olecf_file *cf);
 typedef bool (*olecf_sink)(void *ctx, const uint8_t *data, size_t len);
 
 /* Feeds the whole content of stream id to sink, through a fixed buffer. */
-error_code olecf_read_stream(olecf_file *cf, uint32_t id, olecf_sink sink, void *ctx, error_info *err);
+MUST_CHECK error_code olecf_read_stream(olecf_file *cf, uint32_t id, olecf_sink sink, void *ctx, error_info *err);
 
 #endif

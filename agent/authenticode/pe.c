@@ -54,7 +54,7 @@ bool pe_is_pe(const uint8_t *head, size_t len)
 
 /* Reads len bytes at offset, rejecting (MALFORMED, naming what) a range
  * that does not lie inside the file. */
-static error_code read_field(FILE *f, uint64_t file_size, uint64_t offset, void *buf, size_t len,
+static MUST_CHECK error_code read_field(FILE *f, uint64_t file_size, uint64_t offset, void *buf, size_t len,
                              const char *what, authenticode_result *result, error_info *err)
 {
     if (offset > file_size || len > file_size - offset)
@@ -150,7 +150,7 @@ error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout, authenticode
 }
 
 /* Feeds [from, to) of f to md through buf. */
-static error_code hash_range(FILE *f, uint64_t from, uint64_t to, uint8_t *buf, mbedtls_md_context_t *md,
+static MUST_CHECK error_code hash_range(FILE *f, uint64_t from, uint64_t to, uint8_t *buf, mbedtls_md_context_t *md,
                              error_info *err)
 {
     while (from < to) {
@@ -301,12 +301,12 @@ typedef struct resource_walk {
     uint32_t rva, size;                                   /* the resource directory */
 } resource_walk;
 
-static error_code version_malformed(error_info *err, const char *what)
+static MUST_CHECK error_code version_malformed(error_info *err, const char *what)
 {
     return error_set(err, ERR_REJECTED, "malformed version resource: %s", what);
 }
 
-static error_code version_read(const resource_walk *w, uint64_t offset, void *buf, size_t len, const char *what,
+static MUST_CHECK error_code version_read(const resource_walk *w, uint64_t offset, void *buf, size_t len, const char *what,
                                error_info *err)
 {
     if (offset > w->file_size || len > w->file_size - offset)
@@ -332,7 +332,7 @@ static bool rva_map(const resource_walk *w, uint32_t rva, uint64_t *offset, uint
 
 /* Reads the headers and the section table; leaves w->rva/size 0 when the
  * image has no resource directory. */
-static error_code version_headers(resource_walk *w, error_info *err)
+static MUST_CHECK error_code version_headers(resource_walk *w, error_info *err)
 {
     uint8_t dos[64], coff[24], opt[2], count[4], entry[8];
     error_code rc = version_read(w, 0, dos, sizeof dos, "DOS header", err);
@@ -378,7 +378,7 @@ static error_code version_headers(resource_walk *w, error_info *err)
 
 /* Reads len bytes at offset (from the resource directory's start), which
  * must lie inside the directory and inside one section. */
-static error_code resource_read(const resource_walk *w, uint32_t offset, void *buf, uint32_t len, error_info *err)
+static MUST_CHECK error_code resource_read(const resource_walk *w, uint32_t offset, void *buf, uint32_t len, error_info *err)
 {
     uint64_t file_offset;
     uint32_t available;
@@ -390,7 +390,7 @@ static error_code resource_read(const resource_walk *w, uint32_t offset, void *b
 
 /* In the directory at dir: the target (second word) of the entry with ID
  * want, or of the first entry when want is 0. *found false when none. */
-static error_code resource_entry(const resource_walk *w, uint32_t dir, uint32_t want, bool *found, uint32_t *target,
+static MUST_CHECK error_code resource_entry(const resource_walk *w, uint32_t dir, uint32_t want, bool *found, uint32_t *target,
                                  error_info *err)
 {
     uint8_t head[16], entry[8];
@@ -415,7 +415,7 @@ static error_code resource_entry(const resource_walk *w, uint32_t dir, uint32_t 
 
 /* The first RT_VERSION resource's bytes (*data malloc'd, the caller frees
  * it; NULL when the image has none). */
-static error_code version_resource(resource_walk *w, uint8_t **data, size_t *len, error_info *err)
+static MUST_CHECK error_code version_resource(resource_walk *w, uint8_t **data, size_t *len, error_info *err)
 {
     *data = NULL;
     *len = 0;
@@ -558,7 +558,7 @@ static void vs_strings(const uint8_t *buf, const vs_block *root, char *product, 
 }
 
 /* Picks what the version resource states, in the order pe.h gives. */
-static error_code version_from_info(const uint8_t *buf, size_t len, pe_version *version, error_info *err)
+static MUST_CHECK error_code version_from_info(const uint8_t *buf, size_t len, pe_version *version, error_info *err)
 {
     vs_block root;
     if (!vs_block_at(buf, len, 0, &root) || !vs_key_is(buf, &root, "VS_VERSION_INFO"))

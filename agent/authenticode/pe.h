@@ -42,7 +42,7 @@ bool pe_is_pe(const uint8_t *head, size_t len);
  * cert_table_size 0. A table that does not end the file, or lies outside
  * it, is rejected (MALFORMED).
  */
-error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout,
+MUST_CHECK error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout,
                     authenticode_result *result, error_info *err);
 
 /*
@@ -50,7 +50,7 @@ error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout,
  * started): the whole file up to the certificate table, less the CheckSum
  * field and the security directory entry. Streams through a fixed buffer.
  */
-error_code pe_hash(FILE *f, const pe_layout *layout, mbedtls_md_context_t *md, error_info *err);
+MUST_CHECK error_code pe_hash(FILE *f, const pe_layout *layout, mbedtls_md_context_t *md, error_info *err);
 
 /*
  * Reads the certificate table's single WIN_CERTIFICATE (revision 0x0200,
@@ -58,7 +58,7 @@ error_code pe_hash(FILE *f, const pe_layout *layout, mbedtls_md_context_t *md, e
  * caller frees it) and its length, trailing zero padding removed. Anything
  * else in the table (another entry, non-zero padding) is rejected.
  */
-error_code pe_read_signature(FILE *f, const pe_layout *layout, uint8_t **der, size_t *der_len,
+MUST_CHECK error_code pe_read_signature(FILE *f, const pe_layout *layout, uint8_t **der, size_t *der_len,
                              authenticode_result *result, error_info *err);
 
 /* ---- The version resource (PRODUCT.md 4.3, version binding) ---------------- */
@@ -85,6 +85,6 @@ typedef struct pe_version {
  * Every offset is checked against the file and its section; memory is
  * bounded (VS_VERSIONINFO is at most 64 KiB, its wLength is 16 bits).
  */
-error_code pe_read_version(FILE *f, uint64_t file_size, pe_version *version, error_info *err);
+MUST_CHECK error_code pe_read_version(FILE *f, uint64_t file_size, pe_version *version, error_info *err);
 
 #endif

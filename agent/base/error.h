@@ -56,6 +56,22 @@ typedef enum {
     ERR__COUNT
 } error_code;
 
+/* Marks every function that returns an error_code: a caller that drops the
+ * result gets a warning (an error in CI). Where dropping it is the decision
+ * (best-effort cleanup after another failure), the call says so with
+ * ERROR_IGNORE; GCC does not accept a cast to void for this. error_set and
+ * its kin return the code only for convenience and are not marked. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define MUST_CHECK
+#endif
+#define ERROR_IGNORE(call)                                                                                             \
+    do {                                                                                                               \
+        error_code ignored_ = (call);                                                                                  \
+        (void)ignored_;                                                                                                \
+    } while (0)
+
 #define ERROR_MESSAGE_MAX 512
 
 typedef struct error_info {

@@ -213,7 +213,7 @@ static const command_spec *locate_command(int argc, char **argv, int *index)
     return NULL;
 }
 
-static error_code apply_option(const option_spec *o, const char *value, cli_options *opts)
+static void apply_option(const option_spec *o, const char *value, cli_options *opts)
 {
     const char *name = o->long_name;
     if (strcmp(name, "--config") == 0) opts->config_path = value;
@@ -231,7 +231,6 @@ static error_code apply_option(const option_spec *o, const char *value, cli_opti
     else if (strcmp(name, "--max-age") == 0) opts->max_age = value;
     else if (strcmp(name, "--dir") == 0) opts->dir = value;
     else if (strcmp(name, "--rollout") == 0) opts->rollout = value;
-    return ERR_OK;
 }
 
 error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)

@@ -54,7 +54,7 @@ typedef struct cli_options {
 } cli_options;
 
 /* Parses argv into *opts. ERR_USAGE with a one-line message on bad input. */
-error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err);
+MUST_CHECK error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err);
 
 /* Prints the overview (CLI_NONE) or one command's help to out. */
 void cli_print_help(FILE *out, cli_command command);

@@ -62,7 +62,7 @@ typedef struct fetch_session {
 
 /* ---- Session: client, state, Retry-After ----------------------------------------- */
 
-static error_code session_open(fetch_session *fs, command_context *ctx, error_info *err)
+static MUST_CHECK error_code session_open(fetch_session *fs, command_context *ctx, error_info *err)
 {
     memset(fs, 0, sizeof *fs);
     fs->ctx = ctx;
@@ -84,7 +84,7 @@ static void session_close(fetch_session *fs)
 }
 
 /* Refuses to call the platform before the time an earlier Retry-After named. */
-static error_code respect_retry_after(fetch_session *fs, bool force, error_info *err)
+static MUST_CHECK error_code respect_retry_after(fetch_session *fs, bool force, error_info *err)
 {
     char until[TIMEFMT_ISO8601_SIZE + 16];
     if (force || !retry_after_pending(fs->s, platform_time_utc_ms(), until, sizeof until))
@@ -127,7 +127,7 @@ static void record_latest(fetch_session *fs, const char *latest)
  * (last_run is the scheduled run's). Failures here are reported but do not
  * hide the command's own outcome: a failed check stays a failed check.
  */
-static error_code finish_session(fetch_session *fs, error_code outcome, error_info *err)
+static MUST_CHECK error_code finish_session(fetch_session *fs, error_code outcome, error_info *err)
 {
     remember_retry_after(fs);
     error_info why;
@@ -197,7 +197,7 @@ static http_stream_action check_on_headers(void *user, const http_stream_headers
     return HTTP_STREAM_STOP;
 }
 
-static error_code check_latest(fetch_session *fs, error_info *err)
+static MUST_CHECK error_code check_latest(fetch_session *fs, error_info *err)
 {
     check_answer answer = {0};
     http_stream_callbacks cb = {check_on_headers, NULL, &answer};
@@ -227,7 +227,7 @@ static bool use_mirror(const command_context *ctx)
 }
 
 /* As session_open, for the mirror: no base_url, no API key, no client. */
-static error_code mirror_session_open(fetch_session *fs, command_context *ctx, error_info *err)
+static MUST_CHECK error_code mirror_session_open(fetch_session *fs, command_context *ctx, error_info *err)
 {
     memset(fs, 0, sizeof *fs);
     fs->ctx = ctx;
@@ -237,7 +237,7 @@ static error_code mirror_session_open(fetch_session *fs, command_context *ctx, e
     return rc;
 }
 
-static error_code mirror_offer_get(fetch_session *fs, mirror_offer *offer, error_info *err)
+static MUST_CHECK error_code mirror_offer_get(fetch_session *fs, mirror_offer *offer, error_info *err)
 {
     error_code rc = source_mirror_fetch(fs->ctx->cfg, fs->s, platform_time_utc_ms() / 1000, offer, err);
     if (rc == ERR_OK) {
@@ -267,7 +267,7 @@ static void add_mirror_summary(cJSON *o, const mirror_offer *offer)
     cJSON_AddBoolToObject(m, "not_modified", offer->not_modified);
 }
 
-static error_code check_from_mirror(command_context *ctx, error_info *err)
+static MUST_CHECK error_code check_from_mirror(command_context *ctx, error_info *err)
 {
     fetch_session fs;
     mirror_offer offer;
@@ -339,7 +339,7 @@ typedef struct update_job {
 } update_job;
 
 /* The policy, decided on the answer's headers before any body byte is kept. */
-static error_code update_accept(void *user, const download_offer *offer, bool *skip, error_info *err)
+static MUST_CHECK error_code update_accept(void *user, const download_offer *offer, bool *skip, error_info *err)
 {
     update_job *job = user;
     fetch_session *fs = job->fs;
@@ -362,7 +362,7 @@ static error_code update_accept(void *user, const download_offer *offer, bool *s
     return ERR_OK;
 }
 
-static error_code stage_download(update_job *job, const download_result *dl, intake_result *staged, error_info *err)
+static MUST_CHECK error_code stage_download(update_job *job, const download_result *dl, intake_result *staged, error_info *err)
 {
     fetch_session *fs = job->fs;
     intake_candidate candidate = {
@@ -425,7 +425,7 @@ static void print_update(const update_job *job, const intake_result *staged, con
                staged->size, staged->sha256, staged->signature);
 }
 
-static error_code update_from_api(command_context *ctx, bool publishing, error_info *err)
+static MUST_CHECK error_code update_from_api(command_context *ctx, bool publishing, error_info *err)
 {
     bool force = ctx->opts && ctx->opts->force;
     update_job job = {.force = force, .allow_downgrade = ctx->opts && ctx->opts->allow_downgrade};
@@ -485,7 +485,7 @@ static error_code update_from_api(command_context *ctx, bool publishing, error_i
 
 /* update with the mirror as the source: the same policy as update_accept,
  * plus the rollout; the file then goes through the same staging. */
-static error_code update_from_mirror(command_context *ctx, error_info *err)
+static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info *err)
 {
     bool force = ctx->opts && ctx->opts->force;
     update_job job = {.force = force, .allow_downgrade = ctx->opts && ctx->opts->allow_downgrade};
@@ -548,7 +548,7 @@ static error_code update_from_mirror(command_context *ctx, error_info *err)
             error_prefix(err, "mirror installer %s", offer.installer_url);
         else
             job.outcome = staged.already_staged ? UPDATE_ALREADY_STAGED : UPDATE_STAGED;
-        platform_remove_file(path, NULL);
+        ERROR_IGNORE(platform_remove_file(path, NULL));
     }
     if (rc == ERR_REJECTED && fetch && err)
         source_mirror_record_refusal(fs.s, err->message);

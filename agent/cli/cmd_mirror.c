@@ -78,7 +78,7 @@ error_code command_keygen(command_context *ctx, error_info *err)
 }
 
 /* platform_check_secret_file speaks of the API key; this is the signing key. */
-static error_code load_signing_key(const config *cfg, signkey **key, error_info *err)
+static MUST_CHECK error_code load_signing_key(const config *cfg, signkey **key, error_info *err)
 {
     if (!cfg->publish.signing_key_file)
         return error_set(err, ERR_CONFIG, "%s: `publish.signing_key_file` is not set; make a key with `outpost keygen -o "

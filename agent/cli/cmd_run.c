@@ -125,7 +125,7 @@ static void jitter(const command_context *ctx)
     platform_sleep_ms(ms);
 }
 
-static error_code last_run_object(const char *started_at, const run_outcome *o, cJSON **out, error_info *err)
+static MUST_CHECK error_code last_run_object(const char *started_at, const run_outcome *o, cJSON **out, error_info *err)
 {
     status_run run = {.started_at = started_at,
                       .finished_at = o->finished_at,

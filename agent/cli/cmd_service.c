@@ -32,7 +32,7 @@ static char *directory_of(const char *path)
 
 /* Makes the default configuration's directory private, then creates or
  * checks the state directory. */
-static error_code protect_directories(const config *cfg, error_info *err)
+static MUST_CHECK error_code protect_directories(const config *cfg, error_info *err)
 {
     char *config_path = platform_default_config_path();
     char *config_dir = config_path ? directory_of(config_path) : NULL;
@@ -54,7 +54,7 @@ static error_code protect_directories(const config *cfg, error_info *err)
 }
 
 /* One line (or, with --json, one document) saying what was done. */
-static error_code report_done(const command_context *ctx, const char *action, const char *exe, error_info *err)
+static MUST_CHECK error_code report_done(const command_context *ctx, const char *action, const char *exe, error_info *err)
 {
     if (!ctx->opts->json) {
         if (exe)
@@ -79,7 +79,7 @@ static error_code report_done(const command_context *ctx, const char *action, co
     return ERR_OK;
 }
 
-static error_code service_install(command_context *ctx, error_info *err)
+static MUST_CHECK error_code service_install(command_context *ctx, error_info *err)
 {
     char *exe = NULL;
     error_code rc = platform_executable_path(&exe, err);

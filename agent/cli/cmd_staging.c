@@ -120,7 +120,7 @@ error_code command_stage(command_context *ctx, error_info *err)
     return rc;
 }
 
-static error_code deploy_dry_run(command_context *ctx, error_info *err)
+static MUST_CHECK error_code deploy_dry_run(command_context *ctx, error_info *err)
 {
     char *version = NULL, *installer = NULL, **argv = NULL, *log = NULL;
     cJSON *manifest = NULL;

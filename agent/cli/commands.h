@@ -37,7 +37,7 @@ typedef struct command_context {
  * `run` exchanges the key for one access token, not one per part.
  * *http is borrowed from ctx.
  */
-error_code command_http(command_context *ctx, http_client **http, error_info *err);
+MUST_CHECK error_code command_http(command_context *ctx, http_client **http, error_info *err);
 
 /*
  * Records an interactive installer command's outcome (check, update, stage,
@@ -60,24 +60,24 @@ bool command_from_run(const command_context *ctx);
 /* Exit code of `check` when a newer installer is available. */
 #define COMMAND_EXIT_UPDATE_AVAILABLE 10
 
-error_code command_check(command_context *ctx, error_info *err);
-error_code command_update(command_context *ctx, error_info *err);
-error_code command_stage(command_context *ctx, error_info *err);
-error_code command_deploy(command_context *ctx, error_info *err);
-error_code command_rollback(command_context *ctx, error_info *err);
-error_code command_bundle(command_context *ctx, error_info *err);
-error_code command_report(command_context *ctx, error_info *err);
-error_code command_run(command_context *ctx, error_info *err);
-error_code command_status(command_context *ctx, error_info *err);
-error_code command_keygen(command_context *ctx, error_info *err);   /* cli/cmd_mirror.c */
-error_code command_publish(command_context *ctx, error_info *err);  /* cli/cmd_mirror.c */
-error_code command_service(command_context *ctx, error_info *err);  /* cli/cmd_service.c */
+MUST_CHECK error_code command_check(command_context *ctx, error_info *err);
+MUST_CHECK error_code command_update(command_context *ctx, error_info *err);
+MUST_CHECK error_code command_stage(command_context *ctx, error_info *err);
+MUST_CHECK error_code command_deploy(command_context *ctx, error_info *err);
+MUST_CHECK error_code command_rollback(command_context *ctx, error_info *err);
+MUST_CHECK error_code command_bundle(command_context *ctx, error_info *err);
+MUST_CHECK error_code command_report(command_context *ctx, error_info *err);
+MUST_CHECK error_code command_run(command_context *ctx, error_info *err);
+MUST_CHECK error_code command_status(command_context *ctx, error_info *err);
+MUST_CHECK error_code command_keygen(command_context *ctx, error_info *err);   /* cli/cmd_mirror.c */
+MUST_CHECK error_code command_publish(command_context *ctx, error_info *err);  /* cli/cmd_mirror.c */
+MUST_CHECK error_code command_service(command_context *ctx, error_info *err);  /* cli/cmd_service.c */
 
 /*
  * `update` through the API for `publish` (cli/cmd_fetch.c): the publishing
  * host's own installed version does not matter (the fleet's does), nothing
  * is printed, and the mirror configuration is never used as the source.
  */
-error_code command_update_for_publish(command_context *ctx, error_info *err);
+MUST_CHECK error_code command_update_for_publish(command_context *ctx, error_info *err);
 
 #endif

@@ -46,7 +46,7 @@ static int fail(const char *command, const error_info *err)
 
 /* The configuration: -c, then OUTPOST_CONFIG, then the platform default; a
  * missing default file means "all defaults", an explicitly named one is an error. */
-static error_code load_config(const cli_options *opts, config *cfg, error_info *err)
+static MUST_CHECK error_code load_config(const cli_options *opts, config *cfg, error_info *err)
 {
     error_code rc = config_init_defaults(cfg, err);
     if (rc != ERR_OK)
@@ -93,7 +93,7 @@ static error_code load_config(const cli_options *opts, config *cfg, error_info *
  * is refused (not even outpost.lock). staging/<version>/ is checked again
  * where it is staged or deployed.
  */
-static error_code check_state_dir(const config *cfg, error_info *err)
+static MUST_CHECK error_code check_state_dir(const config *cfg, error_info *err)
 {
     static const char *const folders[] = {NULL, "staging", "downloads", "logs"};
     for (size_t i = 0; i < sizeof folders / sizeof folders[0]; i++) {
@@ -112,7 +112,7 @@ static error_code check_state_dir(const config *cfg, error_info *err)
     return ERR_OK;
 }
 
-static error_code take_lock(const config *cfg, platform_lock **lock, error_info *err)
+static MUST_CHECK error_code take_lock(const config *cfg, platform_lock **lock, error_info *err)
 {
     error_code rc = platform_mkdirs_private(cfg->state_dir, err);
     if (rc != ERR_OK)

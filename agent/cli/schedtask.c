@@ -53,7 +53,7 @@ static void put_escaped(xml_out *out, const char *s)
 }
 
 /* A path that goes between double quotes on a Windows command line. */
-static error_code check_path(const char *what, const char *path, error_info *err)
+static MUST_CHECK error_code check_path(const char *what, const char *path, error_info *err)
 {
     if (!path || !path[0])
         return error_set(err, ERR_USAGE, "the scheduled task needs the %s's path", what);

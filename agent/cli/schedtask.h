@@ -26,6 +26,6 @@
  * quote or a control character, which no Windows path can hold, is
  * ERR_USAGE. *xml is malloc'd.
  */
-error_code schedtask_xml(const char *exe_path, const char *config_path, char **xml, error_info *err);
+MUST_CHECK error_code schedtask_xml(const char *exe_path, const char *config_path, char **xml, error_info *err);
 
 #endif

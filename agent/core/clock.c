@@ -24,7 +24,7 @@ static void default_sleep(void *ctx, int64_t ms)
     platform_sleep_ms(ms < 0 ? 0 : ms);
 }
 
-static error_code default_random(void *ctx, void *buf, size_t len, error_info *err)
+static MUST_CHECK error_code default_random(void *ctx, void *buf, size_t len, error_info *err)
 {
     (void)ctx;
     return platform_random_bytes(buf, len, err);

@@ -303,12 +303,12 @@ static const char *json_type_name(const cJSON *item)
     return "invalid";
 }
 
-static error_code wrong_type(error_info *err, const char *source, const char *key, const char *want, const cJSON *got)
+static MUST_CHECK error_code wrong_type(error_info *err, const char *source, const char *key, const char *want, const cJSON *got)
 {
     return error_set(err, ERR_CONFIG, "%s: `%s` must be %s, not %s", source, key, want, json_type_name(got));
 }
 
-static error_code apply_number(const field *f, const cJSON *item, char *base, const char *source, const char *key, error_info *err)
+static MUST_CHECK error_code apply_number(const field *f, const cJSON *item, char *base, const char *source, const char *key, error_info *err)
 {
     if (!cJSON_IsNumber(item))
         return wrong_type(err, source, key, "a whole number", item);
@@ -327,7 +327,7 @@ static error_code apply_number(const field *f, const cJSON *item, char *base, co
     return ERR_OK;
 }
 
-static error_code apply_string(const field *f, const cJSON *item, char *base, const char *source, const char *key, error_info *err)
+static MUST_CHECK error_code apply_string(const field *f, const cJSON *item, char *base, const char *source, const char *key, error_info *err)
 {
     char **slot = (char **)(base + f->offset);
     if (cJSON_IsNull(item) && f->type != FIELD_STRING) {
@@ -359,7 +359,7 @@ static error_code apply_string(const field *f, const cJSON *item, char *base, co
     return ERR_OK;
 }
 
-static error_code apply_argv(const field *f, const cJSON *item, char *base, const char *source, const char *key, error_info *err)
+static MUST_CHECK error_code apply_argv(const field *f, const cJSON *item, char *base, const char *source, const char *key, error_info *err)
 {
     char ***slot = (char ***)(base + f->offset);
     size_t *count = (size_t *)(base + f->max);
@@ -399,12 +399,12 @@ static error_code apply_argv(const field *f, const cJSON *item, char *base, cons
     return ERR_OK;
 }
 
-static error_code apply_fields(const field *fields, const cJSON *object, config *cfg, const char *prefix,
+static MUST_CHECK error_code apply_fields(const field *fields, const cJSON *object, config *cfg, const char *prefix,
                                const char *source, error_info *err);
 
 /* An array of non-empty strings (mirror.urls, mirror.public_keys); the
  * count lives at offset f->min. Empty is allowed: it means "none". */
-static error_code apply_string_list(const field *f, const cJSON *item, char *base, const char *source, const char *key,
+static MUST_CHECK error_code apply_string_list(const field *f, const cJSON *item, char *base, const char *source, const char *key,
                                     error_info *err)
 {
     if (!cJSON_IsArray(item))
@@ -433,7 +433,7 @@ static error_code apply_string_list(const field *f, const cJSON *item, char *bas
     return ERR_OK;
 }
 
-static error_code apply_field(const field *f, const cJSON *item, config *cfg, const char *key, const char *source,
+static MUST_CHECK error_code apply_field(const field *f, const cJSON *item, config *cfg, const char *key, const char *source,
                               error_info *err)
 {
     char *base = (char *)cfg;
@@ -491,7 +491,7 @@ static error_code apply_field(const field *f, const cJSON *item, config *cfg, co
     return error_set(err, ERR_INTERNAL, "unhandled configuration field type for %s", key);
 }
 
-static error_code apply_fields(const field *fields, const cJSON *object, config *cfg, const char *prefix,
+static MUST_CHECK error_code apply_fields(const field *fields, const cJSON *object, config *cfg, const char *prefix,
                                const char *source, error_info *err)
 {
     const cJSON *item;
@@ -542,7 +542,7 @@ static bool url_host_is_loopback(const char *url)
     return false;
 }
 
-static error_code check_base_url(config *cfg, const char *source, error_info *err)
+static MUST_CHECK error_code check_base_url(config *cfg, const char *source, error_info *err)
 {
     char *url = cfg->base_url;
     if (!url)
@@ -585,7 +585,7 @@ static size_t bad_escape_line(const char *text, size_t len)
 
 /* mirror.urls: https://, http:// (anywhere: the signature, not the
  * transport, carries the trust) or file://. */
-static error_code check_mirror_urls(const config *cfg, const char *source, error_info *err)
+static MUST_CHECK error_code check_mirror_urls(const config *cfg, const char *source, error_info *err)
 {
     for (size_t i = 0; i < cfg->mirror.url_count; i++) {
         const char *url = cfg->mirror.urls[i];
@@ -599,7 +599,7 @@ static error_code check_mirror_urls(const config *cfg, const char *source, error
 }
 
 /* log.file names a file: "" would be state_dir itself. */
-static error_code check_log(const config *cfg, const char *source, error_info *err)
+static MUST_CHECK error_code check_log(const config *cfg, const char *source, error_info *err)
 {
     if (cfg->log.file && !cfg->log.file[0])
         return error_set(err, ERR_CONFIG, "%s: `log.file` must be a file name (relative to state_dir, or absolute) or "

@@ -120,16 +120,16 @@ typedef struct config {
 } config;
 
 /* Fills cfg with every default of PRODUCT.md section 2 (base_url NULL). */
-error_code config_init_defaults(config *cfg, error_info *err);
+MUST_CHECK error_code config_init_defaults(config *cfg, error_info *err);
 
 /*
  * Loads path (size-capped) over the defaults, validating every key.
  * On failure cfg holds defaults plus whatever was read; free it anyway.
  */
-error_code config_load(config *cfg, const char *path, error_info *err);
+MUST_CHECK error_code config_load(config *cfg, const char *path, error_info *err);
 
 /* As config_load, from a JSON text (for tests). source names it in errors. */
-error_code config_load_text(config *cfg, const char *text, size_t len, const char *source, error_info *err);
+MUST_CHECK error_code config_load_text(config *cfg, const char *text, size_t len, const char *source, error_info *err);
 
 /*
  * Checks what a command that talks to the platform needs: base_url present,
@@ -138,7 +138,7 @@ error_code config_load_text(config *cfg, const char *text, size_t len, const cha
  * config_check_file. api_key_file is checked by config_load_api_key, since
  * OUTPOST_API_KEY makes it unnecessary.
  */
-error_code config_check_api(const config *cfg, error_info *err);
+MUST_CHECK error_code config_check_api(const config *cfg, error_info *err);
 
 /*
  * Files the configuration names are checked when the command that reads
@@ -150,11 +150,11 @@ error_code config_check_api(const config *cfg, error_info *err);
  * exist; ..."), never a silent fallback. path NULL (key not set) is ERR_OK;
  * a directory is ERR_CONFIG too. Symbolic links are followed.
  */
-error_code config_check_file(const char *key, const char *path, error_info *err);
+MUST_CHECK error_code config_check_file(const char *key, const char *path, error_info *err);
 
 /* config_check_file for what the signature layer reads:
  * installer.verify.trusted_ca_file and timestamp_ca_file. */
-error_code config_check_verify_files(const config_verify *verify, error_info *err);
+MUST_CHECK error_code config_check_verify_files(const config_verify *verify, error_info *err);
 
 /* Frees everything cfg owns (not cfg itself). */
 void config_free(config *cfg);
@@ -164,7 +164,7 @@ void config_free(config *cfg);
  * api_key_file (refused when readable by group or others). *key is malloc'd;
  * release it with dynbuf_secret_free (base/dynbuf.h), which wipes it first.
  */
-error_code config_load_api_key(const config *cfg, char **key, error_info *err);
+MUST_CHECK error_code config_load_api_key(const config *cfg, char **key, error_info *err);
 
 /* state_dir joined with name unless name is absolute. malloc'd; NULL on OOM. */
 char *config_state_path(const config *cfg, const char *name);
@@ -173,6 +173,6 @@ char *config_state_path(const config *cfg, const char *name);
  * Parses a duration in the API's form: a non-negative number and one unit
  * suffix s, m, h or d ("30s", "15m", "24h", "14d"). ERR_CONFIG on anything else.
  */
-error_code config_parse_duration(const char *text, int64_t *seconds, error_info *err);
+MUST_CHECK error_code config_parse_duration(const char *text, int64_t *seconds, error_info *err);
 
 #endif

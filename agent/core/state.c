@@ -14,7 +14,7 @@ struct state {
     cJSON *root;     /* the document; always an object */
 };
 
-static error_code move_aside(const char *path, const char *why, error_info *err)
+static MUST_CHECK error_code move_aside(const char *path, const char *why, error_info *err)
 {
     size_t n = strlen(path);
     char *bad = malloc(n + 5);

@@ -29,14 +29,14 @@ typedef struct state state;
  * with a warning and an empty state is returned, so one damaged file never
  * stops every later run. *out is the caller's, freed with state_free.
  */
-error_code state_load(const char *state_dir, state **out, error_info *err);
+MUST_CHECK error_code state_load(const char *state_dir, state **out, error_info *err);
 
 /* The section called name (an object), created when missing. Owned by the
  * state; valid until state_free. NULL only on out of memory. */
 struct cJSON *state_section(state *s, const char *name);
 
 /* Writes the whole document to state.json atomically. */
-error_code state_save(state *s, error_info *err);
+MUST_CHECK error_code state_save(state *s, error_info *err);
 
 void state_free(state *s);
 

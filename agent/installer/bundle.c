@@ -38,7 +38,7 @@ typedef struct bundle_member {
     const char *path;      /* file on disk */
 } bundle_member;
 
-static error_code archive_failed(struct archive *a, const char *output, error_info *err)
+static MUST_CHECK error_code archive_failed(struct archive *a, const char *output, error_info *err)
 {
     const char *why = archive_error_string(a);
     int os_error = archive_errno(a);
@@ -46,7 +46,7 @@ static error_code archive_failed(struct archive *a, const char *output, error_in
                         why ? why : "unknown libarchive error");
 }
 
-static error_code add_member(struct archive *a, const bundle_member *m, int64_t mtime, const char *output,
+static MUST_CHECK error_code add_member(struct archive *a, const bundle_member *m, int64_t mtime, const char *output,
                              unsigned char *buf, error_info *err)
 {
     uint64_t size = 0;
@@ -111,14 +111,14 @@ static struct archive *open_writer(bundle_format format, const char *tmp, const 
     if (r == ARCHIVE_OK)
         r = archive_write_open_filename(a, tmp);
     if (r != ARCHIVE_OK) {
-        archive_failed(a, output, err);
+        ERROR_IGNORE(archive_failed(a, output, err)); /* the caller reads err */
         archive_write_free(a);
         return NULL;
     }
     return a;
 }
 
-static error_code write_archive(bundle_format format, bundle_member *members, size_t count, int64_t mtime,
+static MUST_CHECK error_code write_archive(bundle_format format, bundle_member *members, size_t count, int64_t mtime,
                                 const char *tmp, const char *output, error_info *err)
 {
     unsigned char *buf = malloc(COPY_BUFFER);
@@ -197,7 +197,7 @@ error_code bundle_write(const config *cfg, bundle_format format, const char *out
     if (rc == ERR_OK)
         rc = platform_rename(tmp, out, err);
     if (rc != ERR_OK)
-        platform_remove_file(tmp, NULL);
+        ERROR_IGNORE(platform_remove_file(tmp, NULL));
     if (rc == ERR_OK && written) {
         *written = out;
         out = NULL;

@@ -23,7 +23,7 @@ typedef enum {
 /*
  * Parses "zip" / "tar.gz" (NULL: zip). ERR_USAGE on anything else.
  */
-error_code bundle_parse_format(const char *text, bundle_format *format, error_info *err);
+MUST_CHECK error_code bundle_parse_format(const char *text, bundle_format *format, error_info *err);
 
 /*
  * Writes the bundle of the current staged version to output (NULL:
@@ -32,7 +32,7 @@ error_code bundle_parse_format(const char *text, bundle_format *format, error_in
  * is checked against its manifest first. *written (may be NULL) receives
  * the path written, malloc'd. ERR_NOT_FOUND when nothing is staged.
  */
-error_code bundle_write(const config *cfg, bundle_format format, const char *output, char **written,
+MUST_CHECK error_code bundle_write(const config *cfg, bundle_format format, const char *output, char **written,
                         error_info *err);
 
 #endif

@@ -229,7 +229,7 @@ bool deploy_env_is_passed(const char *entry)
 
 /* The installer's environment: outpost's, filtered by deploy_env_is_passed.
  * *envp is NULL-terminated; free it with deploy_free_argv. */
-static error_code child_environment(char ***envp, error_info *err)
+static MUST_CHECK error_code child_environment(char ***envp, error_info *err)
 {
     char **vars = NULL;
     size_t count = 0;
@@ -254,7 +254,7 @@ static error_code child_environment(char ***envp, error_info *err)
 }
 
 /* Reads the installed version again and judges it against the staged one. */
-static error_code check_installed(const config *cfg, state *s, deploy_outcome *out, error_info *err)
+static MUST_CHECK error_code check_installed(const config *cfg, state *s, deploy_outcome *out, error_info *err)
 {
     char *installed = NULL;
     const char *source = NULL;
@@ -281,7 +281,7 @@ static error_code check_installed(const config *cfg, state *s, deploy_outcome *o
 }
 
 /* Where the installer's log and output go; creates state_dir/logs. */
-static error_code name_log(const config *cfg, deploy_outcome *out, error_info *err)
+static MUST_CHECK error_code name_log(const config *cfg, deploy_outcome *out, error_info *err)
 {
     char *path = deploy_log_path(cfg, out->version, platform_time_utc_ms() / 1000);
     char *logs = platform_path_join(cfg->state_dir, "logs");
@@ -305,7 +305,7 @@ static const char *see_log(const deploy_outcome *out, char *buf, size_t size)
     return buf;
 }
 
-static error_code spawn_installer(const config *cfg, const char *installer, bool msi, deploy_outcome *out,
+static MUST_CHECK error_code spawn_installer(const config *cfg, const char *installer, bool msi, deploy_outcome *out,
                                   error_info *err)
 {
     error_code rc = name_log(cfg, out, err);

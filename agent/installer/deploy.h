@@ -72,7 +72,7 @@ typedef struct deploy_target {
  * array of malloc'd strings; release it with deploy_free_argv. *uses_log
  * (may be NULL) tells whether the command names {log}.
  */
-error_code deploy_build_argv(const config_deploy *deploy, const deploy_target *target, char ***argv,
+MUST_CHECK error_code deploy_build_argv(const config_deploy *deploy, const deploy_target *target, char ***argv,
                              bool *uses_log, error_info *err);
 void deploy_free_argv(char **argv);
 
@@ -123,6 +123,6 @@ bool deploy_exit_is_success(int exit_code, bool *reboot_required);
  * failed (the message gives the exit code); ERR_TIMEOUT when it was killed
  * at deploy.timeout_s. *out is filled as far as the deploy got.
  */
-error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_info *err);
+MUST_CHECK error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_info *err);
 
 #endif

@@ -124,7 +124,7 @@ static char *decode_ext_value(const char *value)
 }
 
 /* Finds filename* and filename among the parameters; *raw gets the winner. */
-static error_code parse_parameters(const char *header, char **raw)
+static MUST_CHECK error_code parse_parameters(const char *header, char **raw)
 {
     char *plain = NULL, *extended = NULL;
     const char *p = strchr(header, ';');

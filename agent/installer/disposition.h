@@ -50,7 +50,7 @@
  * header names no file; the caller frees it. On ERR_REJECTED *name is NULL
  * and err says which rule the name broke. ERR_NOMEM on out of memory.
  */
-error_code disposition_file_name(const char *header, char **name, error_info *err);
+MUST_CHECK error_code disposition_file_name(const char *header, char **name, error_info *err);
 
 /*
  * Whether name is already a safe base name by the rules above (nothing to

@@ -88,7 +88,7 @@ static bool sidecar_load(const char *path, sidecar *sc)
     return ok;
 }
 
-static error_code sidecar_save(const char *path, const sidecar *sc, error_info *err)
+static MUST_CHECK error_code sidecar_save(const char *path, const sidecar *sc, error_info *err)
 {
     cJSON *doc = cJSON_CreateObject();
     if (!doc)
@@ -153,7 +153,7 @@ static char *downloads_path(const download_job *job, const char *version, const 
 }
 
 /* Points part_path / sidecar_path at version's files. */
-static error_code job_set_paths(download_job *job, const char *version, error_info *err)
+static MUST_CHECK error_code job_set_paths(download_job *job, const char *version, error_info *err)
 {
     free(job->part_path);
     free(job->sidecar_path);
@@ -168,9 +168,9 @@ static error_code job_set_paths(download_job *job, const char *version, error_in
 static void job_discard_partial(download_job *job)
 {
     if (job->part_path)
-        platform_remove_file(job->part_path, NULL);
+        ERROR_IGNORE(platform_remove_file(job->part_path, NULL));
     if (job->sidecar_path)
-        platform_remove_file(job->sidecar_path, NULL);
+        ERROR_IGNORE(platform_remove_file(job->sidecar_path, NULL));
     sidecar_clear(&job->partial);
     job->written = 0;
     job->hashed = 0;
@@ -264,7 +264,7 @@ static void hasher_main(void *arg)
 
 /* Flushes the part file and records the new known-good length, so that a
  * run killed later resumes from here. Called on the writer thread. */
-static error_code writer_sync(pipeline *p, error_info *err)
+static MUST_CHECK error_code writer_sync(pipeline *p, error_info *err)
 {
     download_job *job = p->job;
     error_code rc = platform_fsync_file(job->out, err);
@@ -296,7 +296,7 @@ static void writer_main(void *arg)
             } else {
                 job->written += (int64_t)p->lengths[slot];
                 if (job->written - p->last_sync >= DOWNLOAD_SYNC_BYTES)
-                    writer_sync(p, &werr);
+                    ERROR_IGNORE(writer_sync(p, &werr)); /* werr carries it */
             }
         }
         platform_mutex_lock(p->mutex);
@@ -323,7 +323,7 @@ static void pipeline_free(pipeline *p)
 
 /* Starts the threads. The part file is open at job->written; the hash
  * covers job->hashed bytes and catches up from the file first. */
-static error_code pipeline_start(download_job *job, error_info *err)
+static MUST_CHECK error_code pipeline_start(download_job *job, error_info *err)
 {
     if (job->pipe) /* its threads would never be joined */
         return error_set(err, ERR_INTERNAL, "download: a second pipeline was asked for while one runs");
@@ -406,7 +406,7 @@ static bool pipeline_push(pipeline *p, const unsigned char *data, size_t len)
  * known-good length in the sidecar. Returns the first failure (the writer's,
  * or the final flush's). job->pipe is NULL afterwards.
  */
-static error_code pipeline_finish(download_job *job, error_info *err)
+static MUST_CHECK error_code pipeline_finish(download_job *job, error_info *err)
 {
     pipeline *p = job->pipe;
     if (!p)
@@ -478,7 +478,7 @@ static bool partial_matches(const download_job *job, const http_stream_headers *
     return h->range_total >= 0 && h->range_total == job->partial.total;
 }
 
-static error_code check_space(download_job *job, int64_t still_to_come, error_info *err)
+static MUST_CHECK error_code check_space(download_job *job, int64_t still_to_come, error_info *err)
 {
     if (still_to_come < 0)
         return ERR_OK;
@@ -499,7 +499,7 @@ static error_code check_space(download_job *job, int64_t still_to_come, error_in
 }
 
 /* Opens the part file for this answer: fresh, or at the kept length. */
-static error_code open_part(download_job *job, const http_stream_headers *h, const char *version,
+static MUST_CHECK error_code open_part(download_job *job, const http_stream_headers *h, const char *version,
                             const char *file_name, bool resuming, error_info *err)
 {
     if (!resuming) {
@@ -674,7 +674,7 @@ static void load_partial(download_job *job)
         bool mine = path && job->partial.version &&
                     (strcmp(path, job->part_path) == 0 || strcmp(path, job->sidecar_path) == 0);
         if (path && !mine && platform_path_stat(path, NULL) == PLATFORM_PATH_FILE)
-            platform_remove_file(path, NULL);
+            ERROR_IGNORE(platform_remove_file(path, NULL));
         free(path);
     }
     platform_free_names(names, count);
@@ -694,7 +694,7 @@ static void load_partial(download_job *job)
 }
 
 /* The file is complete: fill the result. */
-static error_code finish_result(download_job *job, error_info *err)
+static MUST_CHECK error_code finish_result(download_job *job, error_info *err)
 {
     uint64_t size = 0;
     if (platform_path_stat(job->part_path, &size) != PLATFORM_PATH_FILE || (int64_t)size != job->written) {
@@ -717,7 +717,7 @@ static error_code finish_result(download_job *job, error_info *err)
 }
 
 /* One request: with Range when a partial exists. */
-static error_code attempt(download_job *job, http_client *http, error_info *err)
+static MUST_CHECK error_code attempt(download_job *job, http_client *http, error_info *err)
 {
     char range[64];
     job->range_start = job->partial.version ? job->written : 0;
@@ -839,7 +839,7 @@ error_code download_run(http_client *http, const download_request *request, down
     }
 cleanup:
     if (job.pipe)
-        pipeline_finish(&job, NULL);
+        ERROR_IGNORE(pipeline_finish(&job, NULL)); /* rc already says what failed */
     if (job.out)
         fclose(job.out);
     mbedtls_md_free(&job.md);
@@ -873,7 +873,7 @@ void download_discard(const char *state_dir, const char *version)
         snprintf(name, sizeof name, "downloads/%s%s", version, suffixes[i]);
         char *path = platform_path_join(state_dir, name);
         if (path)
-            platform_remove_file(path, NULL);
+            ERROR_IGNORE(platform_remove_file(path, NULL));
         free(path);
     }
 }

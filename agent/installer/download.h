@@ -109,7 +109,7 @@ typedef struct download_result {
  * On ERR_OK the file is complete and flushed (unless result->skipped);
  * free the result with download_result_free in every case.
  */
-error_code download_run(http_client *http, const download_request *request, download_result *result,
+MUST_CHECK error_code download_run(http_client *http, const download_request *request, download_result *result,
                         error_info *err);
 
 void download_result_free(download_result *result);

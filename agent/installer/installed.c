@@ -38,7 +38,7 @@ static char *first_line_trimmed(char *text)
     return text;
 }
 
-static error_code from_file(const char *path, char **version, error_info *err)
+static MUST_CHECK error_code from_file(const char *path, char **version, error_info *err)
 {
     char *data = NULL;
     size_t len = 0;

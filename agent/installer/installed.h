@@ -23,7 +23,7 @@
  * file that does not exist, cannot be read, or holds an invalid version, is
  * ERR_CONFIG naming the file. s may be NULL (state not consulted).
  */
-error_code installed_version_get(const config *cfg, state *s, char **version, const char **source,
+MUST_CHECK error_code installed_version_get(const config *cfg, state *s, char **version, const char **source,
                                  error_info *err);
 
 #endif

@@ -13,7 +13,7 @@
 
 #define SECTION "installer"
 
-static error_code oom(error_info *err)
+static MUST_CHECK error_code oom(error_info *err)
 {
     return error_set(err, ERR_NOMEM, "out of memory");
 }
@@ -35,7 +35,7 @@ static const cJSON *object_member(state *s, const char *name)
 }
 
 /* Replaces name in place, or adds it at the end; takes value. */
-static error_code replace_in_place(state *s, const char *name, cJSON *value, error_info *err)
+static MUST_CHECK error_code replace_in_place(state *s, const char *name, cJSON *value, error_info *err)
 {
     return jsonx_set(state_section(s, SECTION), name, value) ? ERR_OK : oom(err);
 }
@@ -43,7 +43,7 @@ static error_code replace_in_place(state *s, const char *name, cJSON *value, err
 /* Removes name and adds value at the end; takes value. name is a string
  * literal: added as a constant key, the add allocates nothing, so it cannot
  * fail after the old value is gone. */
-static error_code replace_at_end(state *s, const char *name, cJSON *value, error_info *err)
+static MUST_CHECK error_code replace_at_end(state *s, const char *name, cJSON *value, error_info *err)
 {
     cJSON *section = state_section(s, SECTION);
     if (!section || !value) {

@@ -29,24 +29,24 @@ struct cJSON;
 
 /* What check and update learned: the platform's latest version, when, and
  * whether it is newer than the installed one. */
-error_code installer_state_set_latest(state *s, const char *latest_version, const char *checked_at,
+MUST_CHECK error_code installer_state_set_latest(state *s, const char *latest_version, const char *checked_at,
                                       bool update_available, error_info *err);
 const char *installer_state_latest_version(state *s);
 const char *installer_state_checked_at(state *s);
 
 /* An interactive command's outcome; error NULL is recorded as null. */
-error_code installer_state_set_last_command(state *s, const char *command, const char *at, int exit_code,
+MUST_CHECK error_code installer_state_set_last_command(state *s, const char *command, const char *at, int exit_code,
                                             const char *error, error_info *err);
 const struct cJSON *installer_state_last_command(state *s);
 
 /* A deploy that succeeded: "deployed" (out's version, exit code, reboot,
  * verification and log, at, boot_id), "deployed_version"; any earlier
  * "deploy_failure" is removed. */
-error_code installer_state_set_deployed(state *s, const deploy_outcome *out, const char *at, const char *boot_id,
+MUST_CHECK error_code installer_state_set_deployed(state *s, const deploy_outcome *out, const char *at, const char *boot_id,
                                         error_info *err);
 /* A deploy that failed: "deploy_failure" (exit code null when the installer
  * did not finish, log null before it was named). "deployed" stays. */
-error_code installer_state_set_deploy_failure(state *s, const deploy_outcome *out, const char *at,
+MUST_CHECK error_code installer_state_set_deploy_failure(state *s, const deploy_outcome *out, const char *at,
                                               const char *message, error_info *err);
 const struct cJSON *installer_state_deployed(state *s);
 const struct cJSON *installer_state_deploy_failure(state *s);
@@ -60,13 +60,13 @@ const char *installer_state_deployed_version(state *s);
 
 /* Makes sure the history exists: an empty one replaces a missing or
  * damaged member (rollback and finish_commit have always written it). */
-error_code installer_state_history_open(state *s, error_info *err);
+MUST_CHECK error_code installer_state_history_open(state *s, error_info *err);
 /* Position of version in the history (larger: staged more recently), -1 if absent. */
 int installer_state_history_rank(state *s, const char *version);
 /* The version staged most recently, or NULL. */
 const char *installer_state_history_last(state *s);
 /* Moves (or adds) version to the end of the history. */
-error_code installer_state_history_append(state *s, const char *version, error_info *err);
+MUST_CHECK error_code installer_state_history_append(state *s, const char *version, error_info *err);
 void installer_state_history_remove(state *s, const char *version);
 /* Drops every version that is not one of the count names (the versions
  * staged now): prune calls it so that a version whose directory a killed
@@ -76,6 +76,6 @@ void installer_state_history_keep_only(state *s, char *const *names, size_t coun
 /* The version a rollback switched away from (cleared by the next staging). */
 const char *installer_state_rolled_back_from(state *s);
 /* Records it; NULL clears it. */
-error_code installer_state_set_rolled_back_from(state *s, const char *version, error_info *err);
+MUST_CHECK error_code installer_state_set_rolled_back_from(state *s, const char *version, error_info *err);
 
 #endif

@@ -27,7 +27,7 @@
 #define BUNDLE_MANIFEST_MAX_BYTES (1024 * 1024)
 #define COPY_BUFFER (256 * 1024)
 
-static error_code oom(error_info *err)
+static MUST_CHECK error_code oom(error_info *err)
 {
     return error_set(err, ERR_NOMEM, "out of memory");
 }
@@ -38,7 +38,7 @@ static const char *json_string(const cJSON *obj, const char *name)
     return jsonx_string(NULL, obj, name);
 }
 
-static error_code copy_file(const char *from, const char *to, error_info *err)
+static MUST_CHECK error_code copy_file(const char *from, const char *to, error_info *err)
 {
     FILE *in = platform_fopen(from, "rb");
     if (!in)
@@ -70,7 +70,7 @@ cleanup:
     return rc;
 }
 
-static error_code fsync_path(const char *path, error_info *err)
+static MUST_CHECK error_code fsync_path(const char *path, error_info *err)
 {
     FILE *f = platform_fopen(path, "r+b");
     if (!f)
@@ -98,7 +98,7 @@ typedef struct intake_job {
     verify_report report;
 } intake_job;
 
-static error_code make_private_copy(intake_job *job, error_info *err)
+static MUST_CHECK error_code make_private_copy(intake_job *job, error_info *err)
 {
     const intake_candidate *c = job->candidate;
     uint64_t size = 0;
@@ -115,7 +115,7 @@ static error_code make_private_copy(intake_job *job, error_info *err)
 }
 
 /* Layers on the file as received: length, SHA-256, expected_sha256. */
-static error_code check_received(intake_job *job, error_info *err)
+static MUST_CHECK error_code check_received(intake_job *job, error_info *err)
 {
     const intake_candidate *c = job->candidate;
     int64_t size = 0;
@@ -142,7 +142,7 @@ static error_code check_received(intake_job *job, error_info *err)
     return rc;
 }
 
-static error_code set_version(intake_job *job, const char *version, error_info *err)
+static MUST_CHECK error_code set_version(intake_job *job, const char *version, error_info *err)
 {
     if (!version_is_valid(version, err))
         return error_prefix(err, "version \"%.64s\" refused", version);
@@ -152,7 +152,7 @@ static error_code set_version(intake_job *job, const char *version, error_info *
 
 /* A bundle's manifest.json: its version (unless one was given) and the SHA-256
  * the installer beside it must have. */
-static error_code read_bundle_manifest(intake_job *job, const char *path, const char *installer_sha,
+static MUST_CHECK error_code read_bundle_manifest(intake_job *job, const char *path, const char *installer_sha,
                                        error_info *err)
 {
     char *text = NULL;
@@ -187,7 +187,7 @@ static const char *base_name(const char *name)
 }
 
 /* The one PE/MSI among the extracted files (the rule: exactly one). */
-static error_code find_installer(intake_job *job, const unpack_listing *listing, const unpack_file **found,
+static MUST_CHECK error_code find_installer(intake_job *job, const unpack_listing *listing, const unpack_file **found,
                                  verify_format *format, error_info *err)
 {
     size_t installers = 0;
@@ -226,7 +226,7 @@ static void set_disk_name(intake_job *job, verify_format format)
              format == VERIFY_FORMAT_MSI ? STAGING_DISK_NAME_MSI : STAGING_DISK_NAME_PE);
 }
 
-static error_code take_from_archive(intake_job *job, error_info *err)
+static MUST_CHECK error_code take_from_archive(intake_job *job, error_info *err)
 {
     char *work = platform_path_join(job->tmp, "extracted");
     if (!work)
@@ -263,14 +263,14 @@ static error_code take_from_archive(intake_job *job, error_info *err)
         rc = fsync_path(job->installer, err);
     unpack_listing_free(&listing);
     if (rc == ERR_OK || rc == ERR_REJECTED)
-        platform_remove_tree(work, NULL);
+        ERROR_IGNORE(platform_remove_tree(work, NULL));
     free(work);
     return rc;
 }
 
 /* Format layer: a PE/MSI is staged as it came; an archive is opened and its
  * installer taken out; anything else is rejected. */
-static error_code check_format(intake_job *job, error_info *err)
+static MUST_CHECK error_code check_format(intake_job *job, error_info *err)
 {
     verify_format format = VERIFY_FORMAT_UNKNOWN;
     error_code rc = verify_file_format(job->received, &format, err);
@@ -299,7 +299,7 @@ static error_code check_format(intake_job *job, error_info *err)
     return platform_rename(job->received, job->installer, err);
 }
 
-static error_code check_downgrade(intake_job *job, error_info *err)
+static MUST_CHECK error_code check_downgrade(intake_job *job, error_info *err)
 {
     char *installed = NULL;
     error_code rc = installed_version_get(job->cfg, job->s, &installed, NULL, err);
@@ -342,7 +342,7 @@ static cJSON *build_manifest(const intake_job *job, int64_t now)
     return m;
 }
 
-static error_code write_manifest(const intake_job *job, error_info *err)
+static MUST_CHECK error_code write_manifest(const intake_job *job, error_info *err)
 {
     cJSON *m = build_manifest(job, platform_time_utc_ms() / 1000);
     char *text = m ? cJSON_Print(m) : NULL;
@@ -370,7 +370,7 @@ static void fill_result(const intake_job *job, intake_result *result)
 /* Fleet mirror: the signer the publisher verified must be the one found here.
  * Only a verified signature has a signer to compare; without a CA the
  * manifest's sha256 alone binds the file. */
-static error_code check_expected_signer(const intake_job *job, error_info *err)
+static MUST_CHECK error_code check_expected_signer(const intake_job *job, error_info *err)
 {
     const char *expected = job->candidate->expected_signer_sha256;
     if (!expected || strcmp(job->report.signature, "valid") != 0)
@@ -384,7 +384,7 @@ static error_code check_expected_signer(const intake_job *job, error_info *err)
 }
 
 /* This version is staged already: report what is there, change nothing. */
-static error_code report_already_staged(intake_job *job, intake_result *result, error_info *err)
+static MUST_CHECK error_code report_already_staged(intake_job *job, intake_result *result, error_info *err)
 {
     cJSON *m = NULL;
     char *path = NULL;
@@ -410,7 +410,7 @@ static error_code report_already_staged(intake_job *job, intake_result *result, 
 }
 
 /* Everything after verification: the manifest, then staging_adopt. */
-static error_code job_commit(intake_job *job, intake_result *result, error_info *err)
+static MUST_CHECK error_code job_commit(intake_job *job, intake_result *result, error_info *err)
 {
     error_code rc = write_manifest(job, err);
     if (rc == ERR_OK)
@@ -464,7 +464,7 @@ error_code intake_stage(const config *cfg, state *s, const intake_candidate *can
         rc = job_commit(&job, result, err);
 cleanup:
     if (job.tmp && platform_path_stat(job.tmp, NULL) == PLATFORM_PATH_DIR)
-        platform_remove_tree(job.tmp, NULL);
+        ERROR_IGNORE(platform_remove_tree(job.tmp, NULL));
     free(job.root);
     free(job.tmp);
     free(job.received);

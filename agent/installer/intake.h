@@ -63,7 +63,7 @@ typedef struct intake_result {
  * installed version is read with installed_version_get(cfg, s, ...).
  * On success the caller frees result->path.
  */
-error_code intake_stage(const config *cfg, state *s, const intake_candidate *candidate, intake_result *result,
+MUST_CHECK error_code intake_stage(const config *cfg, state *s, const intake_candidate *candidate, intake_result *result,
                         error_info *err);
 
 #endif

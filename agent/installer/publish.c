@@ -38,7 +38,7 @@ static char *temp_name(const char *path)
 }
 
 /* Streams from into to (created); flushed before closing. */
-static error_code copy_stream(const char *from, const char *to, error_info *err)
+static MUST_CHECK error_code copy_stream(const char *from, const char *to, error_info *err)
 {
     FILE *in = platform_fopen(from, "rb");
     if (!in)
@@ -67,12 +67,12 @@ static error_code copy_stream(const char *from, const char *to, error_info *err)
     if (fclose(out) != 0 && rc == ERR_OK)
         rc = error_set(err, ERR_IO, "cannot write %s", to);
     if (rc != ERR_OK)
-        platform_remove_file(to, NULL);
+        ERROR_IGNORE(platform_remove_file(to, NULL));
     return rc;
 }
 
 /* installers/<sha256>.<ext>: kept when already right, else written, read back, checked, renamed. */
-static error_code write_installer(const char *staged_path, const char *final_path, const char *sha256, int64_t length,
+static MUST_CHECK error_code write_installer(const char *staged_path, const char *final_path, const char *sha256, int64_t length,
                                   bool *written, error_info *err)
 {
     char hex[65];
@@ -96,14 +96,14 @@ static error_code write_installer(const char *staged_path, const char *final_pat
     if (rc == ERR_OK)
         rc = platform_rename(tmp, final_path, err);
     if (rc != ERR_OK)
-        platform_remove_file(tmp, NULL);
+        ERROR_IGNORE(platform_remove_file(tmp, NULL));
     free(tmp);
     *written = rc == ERR_OK;
     return rc;
 }
 
 /* manifest.json: a new readable (0644) temporary file renamed over the old one. */
-static error_code write_manifest(const char *path, const char *data, size_t len, error_info *err)
+static MUST_CHECK error_code write_manifest(const char *path, const char *data, size_t len, error_info *err)
 {
     char *tmp = temp_name(path);
     if (!tmp)
@@ -112,7 +112,7 @@ static error_code write_manifest(const char *path, const char *data, size_t len,
     if (rc == ERR_OK)
         rc = platform_rename(tmp, path, err);
     if (rc != ERR_OK)
-        platform_remove_file(tmp, NULL);
+        ERROR_IGNORE(platform_remove_file(tmp, NULL));
     free(tmp);
     return rc;
 }
@@ -325,7 +325,10 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     out->pruned = prune_installers(installers_dir, history, cfg->publish.keep_installers);
     remove_leftovers(installers_dir, is_installer_name);
     remove_leftovers(req->dir, is_manifest_name);
-    state_save(s, NULL);
+    /* The seq was saved before the manifest; this records the pruning only. */
+    error_info serr;
+    if (state_save(s, &serr) != ERR_OK)
+        log_warn("publish: the mirror is written, but the state was not saved: %s", serr.message);
 
     out->seq = seq;
     snprintf(out->version, sizeof out->version, "%s", version);

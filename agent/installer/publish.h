@@ -53,7 +53,7 @@ typedef struct publish_result {
  * Publishes the current staged installer (ERR_NOT_FOUND when nothing is
  * staged) into request->dir as described above; state is saved here.
  */
-error_code publish_mirror(const config *cfg, state *s, const publish_request *request, publish_result *result,
+MUST_CHECK error_code publish_mirror(const config *cfg, state *s, const publish_request *request, publish_result *result,
                           error_info *err);
 
 #endif

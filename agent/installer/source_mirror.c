@@ -58,7 +58,7 @@ static char *resolve(const char *manifest_url, const char *path)
     return out;
 }
 
-static error_code load_keys(const config *cfg, signkey ***keys, size_t *count, error_info *err)
+static MUST_CHECK error_code load_keys(const config *cfg, signkey ***keys, size_t *count, error_info *err)
 {
     if (cfg->mirror.public_key_count == 0)
         return error_set(err, ERR_CONFIG, "%s: `mirror.public_keys` is empty; add the publisher's public key (what "
@@ -114,7 +114,7 @@ static void record_status(state *s, const char *url, const manifest *m, bool acc
 }
 
 /* Opens and judges one manifest's bytes. m is filled when it opened. */
-static error_code judge(const config *cfg, state *s, const char *bytes, size_t len, signkey *const *keys,
+static MUST_CHECK error_code judge(const config *cfg, state *s, const char *bytes, size_t len, signkey *const *keys,
                         size_t key_count, int64_t now_s, manifest *m, manifest_verdict *verdict, error_info *err)
 {
     error_code rc = manifest_open(bytes, len, keys, key_count, m, verdict, err);
@@ -177,7 +177,7 @@ static char *kept_copy(const config *cfg, state *s, const char *url, size_t *len
     return data;
 }
 
-static error_code machine_identity(const config *cfg, char *buf, size_t size, error_info *err)
+static MUST_CHECK error_code machine_identity(const config *cfg, char *buf, size_t size, error_info *err)
 {
     if (cfg->mirror.machine_id) {
         snprintf(buf, size, "%s", cfg->mirror.machine_id);
@@ -397,14 +397,14 @@ static void drop_other_partials(const char *dir, const char *keep)
             continue;
         char *path = platform_path_join(dir, names[i]);
         if (path)
-            platform_remove_file(path, NULL);
+            ERROR_IGNORE(platform_remove_file(path, NULL));
         free(path);
     }
     platform_free_names(names, count);
 }
 
 /* One GET of the installer into k (from k->from on). */
-static error_code download_attempt(const config *cfg, const mirror_offer *offer, download_sink *k, error_info *err)
+static MUST_CHECK error_code download_attempt(const config *cfg, const mirror_offer *offer, download_sink *k, error_info *err)
 {
     const manifest *m = &offer->m;
     error_code rc = ERR_OK;
@@ -460,7 +460,7 @@ static error_code download_attempt(const config *cfg, const mirror_offer *offer,
 }
 
 /* Compares the finished file with the manifest: its length and SHA-256. */
-static error_code download_check(const mirror_offer *offer, download_sink *k, error_info *err)
+static MUST_CHECK error_code download_check(const mirror_offer *offer, download_sink *k, error_info *err)
 {
     const manifest *m = &offer->m;
     if (k->written != m->length)
@@ -519,7 +519,7 @@ error_code source_mirror_download(const config *cfg, const mirror_offer *offer, 
                 log_info("the resumed mirror download does not match its manifest; downloading it again whole");
                 retried_whole = true;
                 sink.from = 0;
-                platform_remove_file(path, NULL);
+                ERROR_IGNORE(platform_remove_file(path, NULL));
                 rc = ERR_OK;
                 continue;
             }
@@ -530,7 +530,7 @@ error_code source_mirror_download(const config *cfg, const mirror_offer *offer, 
             log_info("the mirror refused to resume the download; downloading it again whole");
             retried_whole = true;
             sink.from = 0;
-            platform_remove_file(path, NULL);
+            ERROR_IGNORE(platform_remove_file(path, NULL));
             rc = ERR_OK;
             continue;
         }
@@ -548,7 +548,7 @@ error_code source_mirror_download(const config *cfg, const mirror_offer *offer, 
     mbedtls_md_free(&sink.md);
     if (rc != ERR_OK) {
         if (rc != ERR_TEMPORARY)
-            platform_remove_file(path, NULL);
+            ERROR_IGNORE(platform_remove_file(path, NULL));
         free(path);
         return rc;
     }

@@ -47,7 +47,7 @@ typedef struct mirror_offer {
  * records what it learned in state (the caller saves it). On failure *offer
  * is empty and the state's mirror status says why.
  */
-error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirror_offer *offer, error_info *err);
+MUST_CHECK error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirror_offer *offer, error_info *err);
 
 void source_mirror_offer_free(mirror_offer *offer);
 
@@ -67,7 +67,7 @@ void source_mirror_offer_free(mirror_offer *offer);
  * wrong range cost one whole download, not a refusal; a server that ignores
  * Range restarts the file. Only the offered installer's partial is kept.
  */
-error_code source_mirror_download(const config *cfg, const mirror_offer *offer, char **path, error_info *err);
+MUST_CHECK error_code source_mirror_download(const config *cfg, const mirror_offer *offer, char **path, error_info *err);
 
 /*
  * Records in the state's mirror status that the offered installer was

@@ -40,7 +40,7 @@ static char *staging_root(const config *cfg)
     return platform_path_join(cfg->state_dir, "staging");
 }
 
-static error_code oom(error_info *err)
+static MUST_CHECK error_code oom(error_info *err)
 {
     return error_set(err, ERR_NOMEM, "out of memory");
 }
@@ -51,7 +51,7 @@ static const char *json_string(const cJSON *obj, const char *name)
     return jsonx_string(NULL, obj, name);
 }
 
-static error_code random_name(const char *prefix, char *out, size_t size, error_info *err)
+static MUST_CHECK error_code random_name(const char *prefix, char *out, size_t size, error_info *err)
 {
     unsigned char bytes[8];
     error_code rc = platform_random_bytes(bytes, sizeof bytes, err);
@@ -75,7 +75,7 @@ bool staging_file_name_is_safe(const char *name)
 }
 
 /* Reads and parses a manifest (size-capped). */
-static error_code manifest_read(const char *dir, cJSON **manifest, error_info *err)
+static MUST_CHECK error_code manifest_read(const char *dir, cJSON **manifest, error_info *err)
 {
     char *path = platform_path_join(dir, "manifest.json");
     if (!path)
@@ -113,9 +113,9 @@ static void clean_leftovers(const char *root)
         char *path = platform_path_join(root, names[i]);
         if (path) {
             log_info("removing %s left by an interrupted staging", path);
-            platform_remove_tree(path, NULL);
+            ERROR_IGNORE(platform_remove_tree(path, NULL));
             if (platform_path_stat(path, NULL) == PLATFORM_PATH_FILE)
-                platform_remove_file(path, NULL);
+                ERROR_IGNORE(platform_remove_file(path, NULL));
         }
         free(path);
     }
@@ -124,7 +124,7 @@ static void clean_leftovers(const char *root)
 
 /* ---- What is staged ------------------------------------------------------- */
 
-static error_code read_current(const char *root, char **version, error_info *err)
+static MUST_CHECK error_code read_current(const char *root, char **version, error_info *err)
 {
     *version = NULL;
     char *path = platform_path_join(root, "current");
@@ -168,7 +168,7 @@ error_code staging_current_version(const config *cfg, char **version, error_info
 
 /* The staged version's manifest and installer path, checked against each other
  * when verify_hash (size always; SHA-256 too when verify_hash). */
-static error_code load_staged(const char *root, const char *version, bool verify_hash, cJSON **manifest,
+static MUST_CHECK error_code load_staged(const char *root, const char *version, bool verify_hash, cJSON **manifest,
                               char **installer_path, error_info *err)
 {
     *manifest = NULL;
@@ -231,7 +231,7 @@ fail:
 }
 
 /* platform_check_private_dir, a missing directory passing. */
-static error_code check_private(const char *dir, error_info *err)
+static MUST_CHECK error_code check_private(const char *dir, error_info *err)
 {
     error_code rc = platform_check_private_dir(dir, err);
     if (rc == ERR_NOT_FOUND) {
@@ -301,7 +301,7 @@ error_code staging_current(const config *cfg, char **version, cJSON **manifest, 
 /* ---- History, previous version, prune -------------------------------------- */
 
 /* The staged versions: directories under root that are not ours (.tmp-*). */
-static error_code list_staged(const char *root, char ***names, size_t *count, error_info *err)
+static MUST_CHECK error_code list_staged(const char *root, char ***names, size_t *count, error_info *err)
 {
     error_code rc = platform_list_dir(root, names, count, err);
     if (rc == ERR_NOT_FOUND) {
@@ -384,7 +384,7 @@ static void prune(const config *cfg, const char *root, state *s, const char *cur
                           ? platform_path_join(root, aside_name)
                           : NULL;
         if (path && aside && platform_rename(path, aside, NULL) == ERR_OK) {
-            platform_remove_tree(aside, NULL);
+            ERROR_IGNORE(platform_remove_tree(aside, NULL));
             log_info("pruned staged version %s (installer.keep_versions is %d)", names[i],
                      cfg->installer.keep_versions);
             installer_state_history_remove(s, names[i]);
@@ -400,7 +400,7 @@ static void prune(const config *cfg, const char *root, state *s, const char *cur
     platform_free_names(names, count);
 }
 
-static error_code write_current(const char *root, const char *version, error_info *err)
+static MUST_CHECK error_code write_current(const char *root, const char *version, error_info *err)
 {
     char *path = platform_path_join(root, "current");
     if (!path)
@@ -536,7 +536,7 @@ error_code staging_load(const config *cfg, const char *version, cJSON **manifest
 }
 
 /* Renames tmp to staging/<version>, moving an existing one aside first. */
-static error_code commit_directory(const char *root, const char *tmp, const char *version, error_info *err)
+static MUST_CHECK error_code commit_directory(const char *root, const char *tmp, const char *version, error_info *err)
 {
     char *final = platform_path_join(root, version);
     if (!final)
@@ -553,7 +553,7 @@ static error_code commit_directory(const char *root, const char *tmp, const char
     if (rc == ERR_OK)
         rc = platform_rename(tmp, final, err);
     if (rc == ERR_OK && old)
-        platform_remove_tree(old, NULL);
+        ERROR_IGNORE(platform_remove_tree(old, NULL));
     free(old);
     free(final);
     return rc;

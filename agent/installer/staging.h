@@ -36,7 +36,7 @@ struct cJSON;
  * The current staged version (from staging/current), malloc'd into *version,
  * or NULL when nothing is staged (ERR_OK).
  */
-error_code staging_current_version(const config *cfg, char **version, error_info *err);
+MUST_CHECK error_code staging_current_version(const config *cfg, char **version, error_info *err);
 
 /*
  * Whether version is staged and its file still matches its manifest (size and
@@ -51,7 +51,7 @@ bool staging_has_verified(const config *cfg, const char *version);
  * current manifest), deployed (state "installer".deployed). *out is the
  * caller's (cJSON_Delete).
  */
-error_code staging_status_section(const config *cfg, state *s, struct cJSON **out, error_info *err);
+MUST_CHECK error_code staging_status_section(const config *cfg, state *s, struct cJSON **out, error_info *err);
 
 /* ---- Added for stage/deploy/rollback/bundle (cmd_staging.c, deploy.c, bundle.c) ---- */
 
@@ -61,7 +61,7 @@ error_code staging_status_section(const config *cfg, state *s, struct cJSON **ou
  * cJSON-owned by the caller). ERR_NOT_FOUND "nothing is staged" when
  * staging/current is absent or names a version whose directory is gone.
  */
-error_code staging_current(const config *cfg, char **version, struct cJSON **manifest, char **installer_path,
+MUST_CHECK error_code staging_current(const config *cfg, char **version, struct cJSON **manifest, char **installer_path,
                            error_info *err);
 
 /*
@@ -72,7 +72,7 @@ error_code staging_current(const config *cfg, char **version, struct cJSON **man
  * NULL when not wanted) name the switch. ERR_NOT_FOUND with a clear message
  * when there is nothing to roll back to.
  */
-error_code staging_rollback(const config *cfg, state *s, char **from, char **to, error_info *err);
+MUST_CHECK error_code staging_rollback(const config *cfg, state *s, char **from, char **to, error_info *err);
 
 /*
  * Finishes what a killed staging left undone for version, which the caller
@@ -85,7 +85,7 @@ error_code staging_rollback(const config *cfg, state *s, char **from, char **to,
  * a version is staged), and that one is never made current here: a
  * rollback is not undone by the next update.
  */
-error_code staging_finish_commit(const config *cfg, state *s, const char *version, error_info *err);
+MUST_CHECK error_code staging_finish_commit(const config *cfg, state *s, const char *version, error_info *err);
 
 /*
  * Checks that staging/ and, when version is not NULL, staging/<version>/
@@ -94,7 +94,7 @@ error_code staging_finish_commit(const config *cfg, state *s, const char *versio
  * swap it after verification. A directory that does not exist yet passes.
  * ERR_PERMISSION (exit 1) names the directory and the fix.
  */
-error_code staging_check_private(const config *cfg, const char *version, error_info *err);
+MUST_CHECK error_code staging_check_private(const config *cfg, const char *version, error_info *err);
 
 /* The names a staged installer gets on disk, by format. */
 #define STAGING_DISK_NAME_PE "installer.exe"
@@ -125,13 +125,13 @@ char *staging_path(const config *cfg, const char *version);
  * malloc'd (the caller frees it and removes the directory when it does
  * not hand it to staging_adopt).
  */
-error_code staging_work_dir(const config *cfg, char **tmp, error_info *err);
+MUST_CHECK error_code staging_work_dir(const config *cfg, char **tmp, error_info *err);
 
 /*
  * The manifest and installer path of staged version (checked against each
  * other by size, not hashed), as staging_current does for the current one.
  */
-error_code staging_load(const config *cfg, const char *version, struct cJSON **manifest, char **installer_path,
+MUST_CHECK error_code staging_load(const config *cfg, const char *version, struct cJSON **manifest, char **installer_path,
                         error_info *err);
 
 /*
@@ -142,6 +142,6 @@ error_code staging_load(const config *cfg, const char *version, struct cJSON **m
  * (an existing one moved aside), `current` is switched, versions beyond
  * keep_versions are pruned and state is saved again.
  */
-error_code staging_adopt(const config *cfg, state *s, const char *tmp, const char *version, error_info *err);
+MUST_CHECK error_code staging_adopt(const config *cfg, state *s, const char *tmp, const char *version, error_info *err);
 
 #endif

@@ -83,10 +83,10 @@ typedef struct extraction {
     unsigned char *buffer;
 } extraction;
 
-static error_code reject(error_info *err, const char *archive_path, const char *fmt, ...)
+static MUST_CHECK error_code reject(error_info *err, const char *archive_path, const char *fmt, ...)
     OUTPOST_PRINTF(3, 4)
     ;
-static error_code reject(error_info *err, const char *archive_path, const char *fmt, ...)
+static MUST_CHECK error_code reject(error_info *err, const char *archive_path, const char *fmt, ...)
 {
     char reason[300];
     va_list ap;
@@ -98,7 +98,7 @@ static error_code reject(error_info *err, const char *archive_path, const char *
 
 /* Refuses entries that are not plain files or directories, or whose names
  * could reach outside the extraction directory. */
-static error_code check_entry(const extraction *x, struct archive_entry *entry, const char *name, error_info *err)
+static MUST_CHECK error_code check_entry(const extraction *x, struct archive_entry *entry, const char *name, error_info *err)
 {
     if (!unpack_name_is_safe(name))
         return reject(err, x->archive_path, "entry \"%.200s\" has an absolute path, a \"..\" or a control character",
@@ -113,7 +113,7 @@ static error_code check_entry(const extraction *x, struct archive_entry *entry, 
     return ERR_OK;
 }
 
-static error_code over_budget(const extraction *x, const char *name, error_info *err)
+static MUST_CHECK error_code over_budget(const extraction *x, const char *name, error_info *err)
 {
     char what[320];
     snprintf(what, sizeof what, "%.200s", name);
@@ -124,7 +124,7 @@ static error_code over_budget(const extraction *x, const char *name, error_info 
 }
 
 /* Copies the current entry's data to path, counting against the budget. */
-static error_code write_entry(extraction *x, const char *name, const char *path, uint64_t *written,
+static MUST_CHECK error_code write_entry(extraction *x, const char *name, const char *path, uint64_t *written,
                               error_info *err)
 {
     FILE *out = platform_fopen(path, "wb");
@@ -157,7 +157,7 @@ static error_code write_entry(extraction *x, const char *name, const char *path,
     return rc;
 }
 
-static error_code add_file(unpack_listing *listing, char *name, char *path, uint64_t size, error_info *err)
+static MUST_CHECK error_code add_file(unpack_listing *listing, char *name, char *path, uint64_t size, error_info *err)
 {
     unpack_file *grown = realloc(listing->files, (listing->count + 1) * sizeof *grown);
     if (!grown) {
@@ -170,7 +170,7 @@ static error_code add_file(unpack_listing *listing, char *name, char *path, uint
     return ERR_OK;
 }
 
-static error_code extract_regular(extraction *x, struct archive_entry *entry, const char *name, size_t index,
+static MUST_CHECK error_code extract_regular(extraction *x, struct archive_entry *entry, const char *name, size_t index,
                                   unpack_listing *listing, error_info *err)
 {
     if (archive_entry_size_is_set(entry) && archive_entry_size(entry) >= 0 &&
@@ -195,7 +195,7 @@ static error_code extract_regular(extraction *x, struct archive_entry *entry, co
     return add_file(listing, copy, path, written, err);
 }
 
-static error_code open_reader(extraction *x, error_info *err)
+static MUST_CHECK error_code open_reader(extraction *x, error_info *err)
 {
     x->reader = archive_read_new();
     if (!x->reader)

@@ -52,7 +52,7 @@ typedef struct unpack_listing {
  * ERR_DISK_FULL for write failures. On success *listing must be released
  * with unpack_listing_free; on failure it is empty.
  */
-error_code unpack_extract(const char *path, const char *dest_dir, const unpack_limits *limits,
+MUST_CHECK error_code unpack_extract(const char *path, const char *dest_dir, const unpack_limits *limits,
                            unpack_listing *listing, error_info *err);
 
 void unpack_listing_free(unpack_listing *listing);

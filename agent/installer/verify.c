@@ -249,7 +249,7 @@ error_code verify_signature(verify_report *report, const config_verify *policy, 
 
 /* What the file states about its version, into report; an unreadable or
  * absent version only sets binding_reason (ERR_OK). */
-static error_code read_file_version(verify_report *report, const char *path, error_info *err)
+static MUST_CHECK error_code read_file_version(verify_report *report, const char *path, error_info *err)
 {
     uint64_t size = 0;
     if (platform_path_stat(path, &size) != PLATFORM_PATH_FILE)

@@ -71,7 +71,7 @@ verify_format verify_detect_format(const uint8_t *head, size_t len);
  * As verify_detect_format, for the file at path; reads the PE signature at
  * e_lfanew wherever it lies in the file (bounds-checked against its size).
  */
-error_code verify_file_format(const char *path, verify_format *format, error_info *err);
+MUST_CHECK error_code verify_file_format(const char *path, verify_format *format, error_info *err);
 
 /* "pe", "msi", "zip", "7z", "cab", "tar", "tar.gz", "unknown". */
 const char *verify_format_name(verify_format format);
@@ -83,7 +83,7 @@ bool verify_format_is_archive(verify_format format);
  * SHA-256 of the file at path as lower-case hex (65 bytes with the NUL), and
  * its size (may be NULL). Streams through a fixed buffer.
  */
-error_code verify_sha256_file(const char *path, char hex[65], int64_t *size, error_info *err);
+MUST_CHECK error_code verify_sha256_file(const char *path, char hex[65], int64_t *size, error_info *err);
 
 /* What the layers found; filled step by step, serialised into the manifest. */
 typedef struct verify_report {
@@ -113,13 +113,13 @@ void verify_report_init(verify_report *report);
  * Length layer: ERR_REJECTED when expected_length >= 0 and differs from the
  * file's size. Records both in report.
  */
-error_code verify_length(verify_report *report, int64_t expected_length, int64_t actual_length, error_info *err);
+MUST_CHECK error_code verify_length(verify_report *report, int64_t expected_length, int64_t actual_length, error_info *err);
 
 /*
  * SHA-256 layer: ERR_REJECTED when policy->expected_sha256 is set and differs
  * from report->received_sha256 (which the caller fills first).
  */
-error_code verify_expected_sha256(verify_report *report, const config_verify *policy, error_info *err);
+MUST_CHECK error_code verify_expected_sha256(verify_report *report, const config_verify *policy, error_info *err);
 
 /*
  * Signature layer on the installer at path (a PE or MSI), with the rules at
@@ -127,7 +127,7 @@ error_code verify_expected_sha256(verify_report *report, const config_verify *po
  * message; ERR_CONFIG for an unusable CA configuration; ERR_IO when the file
  * cannot be read.
  */
-error_code verify_signature(verify_report *report, const config_verify *policy, const char *path, error_info *err);
+MUST_CHECK error_code verify_signature(verify_report *report, const config_verify *policy, const char *path, error_info *err);
 
 /*
  * Version-binding layer on the installer at path (a PE or MSI) that was
@@ -136,7 +136,7 @@ error_code verify_signature(verify_report *report, const config_verify *policy, 
  * the file is unbound and policy->require_version_match; ERR_IO when the
  * file cannot be read. Records binding, file_version and source.
  */
-error_code verify_version_binding(verify_report *report, const config_verify *policy, const char *path,
+MUST_CHECK error_code verify_version_binding(verify_report *report, const config_verify *policy, const char *path,
                                   const char *version, error_info *err);
 
 /* The manifest's "verification" object. Caller owns it (cJSON_Delete); NULL

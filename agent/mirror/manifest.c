@@ -63,10 +63,10 @@ void manifest_free(manifest *m)
     memset(m, 0, sizeof *m);
 }
 
-static error_code refuse(manifest_verdict *verdict, manifest_verdict v, error_info *err, const char *fmt, ...)
+static MUST_CHECK error_code refuse(manifest_verdict *verdict, manifest_verdict v, error_info *err, const char *fmt, ...)
     OUTPOST_PRINTF(4, 5);
 
-static error_code refuse(manifest_verdict *verdict, manifest_verdict v, error_info *err, const char *fmt, ...)
+static MUST_CHECK error_code refuse(manifest_verdict *verdict, manifest_verdict v, error_info *err, const char *fmt, ...)
 {
     char message[ERROR_MESSAGE_MAX];
     va_list ap;

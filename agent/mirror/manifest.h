@@ -50,7 +50,7 @@ typedef enum {
 const char *manifest_verdict_name(manifest_verdict verdict);
 
 /* ERR_OK, ERR_TEMPORARY or ERR_REJECTED as described above. */
-error_code manifest_verdict_code(manifest_verdict verdict);
+MUST_CHECK error_code manifest_verdict_code(manifest_verdict verdict);
 
 /* The payload, parsed. Strings are malloc'd; free with manifest_free. */
 typedef struct manifest {
@@ -86,7 +86,7 @@ void manifest_free(manifest *m);
  * ignored). *verdict says which rule refused; the message says why. On
  * ERR_OK *m is filled (free it with manifest_free); otherwise it is zeroed.
  */
-error_code manifest_open(const void *data, size_t len, signkey *const *keys, size_t key_count, manifest *m,
+MUST_CHECK error_code manifest_open(const void *data, size_t len, signkey *const *keys, size_t key_count, manifest *m,
                          manifest_verdict *verdict, error_info *err);
 
 /* What the endpoint holds the manifest to. */
@@ -103,17 +103,17 @@ typedef struct manifest_expect {
  * seq against the highest seen (lower: stale; equal with other bytes:
  * conflict), channel, platform.
  */
-error_code manifest_check(const manifest *m, const manifest_expect *expect, manifest_verdict *verdict,
+MUST_CHECK error_code manifest_check(const manifest *m, const manifest_expect *expect, manifest_verdict *verdict,
                           error_info *err);
 
 /* The payload of m as JSON text (the publisher's side). malloc'd. */
-error_code manifest_payload_json(const manifest *m, char **json, error_info *err);
+MUST_CHECK error_code manifest_payload_json(const manifest *m, char **json, error_info *err);
 
 /*
  * Wraps payload (bytes) in an envelope signed by every key in keys (each
  * must hold a private key). *envelope is malloc'd JSON text, *len its size.
  */
-error_code manifest_sign(const void *payload, size_t payload_len, signkey *const *keys, size_t key_count,
+MUST_CHECK error_code manifest_sign(const void *payload, size_t payload_len, signkey *const *keys, size_t key_count,
                          char **envelope, size_t *len, error_info *err);
 
 #endif

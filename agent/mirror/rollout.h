@@ -22,13 +22,13 @@
  * malformed salt (it came from a manifest), ERR_CONFIG for an empty machine
  * id (after trimming).
  */
-error_code rollout_bucket(const char *salt_hex, const char *machine_id, uint32_t *bucket, error_info *err);
+MUST_CHECK error_code rollout_bucket(const char *salt_hex, const char *machine_id, uint32_t *bucket, error_info *err);
 
 /* Whether bucket falls inside percent (0..100, decimals allowed). */
 bool rollout_bucket_eligible(uint32_t bucket, double percent);
 
 /* rollout_bucket + rollout_bucket_eligible; *bucket may be NULL. */
-error_code rollout_eligible(const char *salt_hex, const char *machine_id, double percent, bool *eligible,
+MUST_CHECK error_code rollout_eligible(const char *salt_hex, const char *machine_id, double percent, bool *eligible,
                             uint32_t *bucket, error_info *err);
 
 /* Whether s is an even-length, non-empty string of hex digits of at most

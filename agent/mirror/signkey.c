@@ -76,7 +76,7 @@ void signkey_free(signkey *key)
 }
 
 /* Checks the type and curve, and computes the key id. */
-static error_code key_finish(signkey *key, const char *source, error_info *err)
+static MUST_CHECK error_code key_finish(signkey *key, const char *source, error_info *err)
 {
     if (mbedtls_pk_get_type(&key->pk) != MBEDTLS_PK_ECKEY ||
         SIGNKEY_GROUP_ID(mbedtls_pk_ec(key->pk)) != MBEDTLS_ECP_DP_SECP256R1)
@@ -223,7 +223,7 @@ bool signkey_can_sign(const signkey *key)
     return key->private_key;
 }
 
-static error_code write_pem(const signkey *key, bool private_part, char **pem, error_info *err)
+static MUST_CHECK error_code write_pem(const signkey *key, bool private_part, char **pem, error_info *err)
 {
     unsigned char *buf = calloc(1, PEM_BUFFER);
     if (!buf)

@@ -23,27 +23,27 @@ typedef struct signkey signkey;
 #define SIGNKEY_SIG_MAX 160         /* a DER ECDSA P-256 signature is at most 72 bytes */
 
 /* A fresh P-256 key from the platform's secure random source. Free with signkey_free. */
-error_code signkey_generate(signkey **out, error_info *err);
+MUST_CHECK error_code signkey_generate(signkey **out, error_info *err);
 
 /*
  * A private key from PEM text (SEC1 or PKCS#8, unencrypted). source names it
  * in errors. ERR_CONFIG when it is not an ECDSA P-256 private key.
  */
-error_code signkey_parse_private(const char *pem, size_t len, const char *source, signkey **out, error_info *err);
+MUST_CHECK error_code signkey_parse_private(const char *pem, size_t len, const char *source, signkey **out, error_info *err);
 
 /*
  * The private key in file path (publish.signing_key_file): refused
  * (ERR_CONFIG) when group or others may read it (as the API key file is),
  * when it does not exist, or when it is not a P-256 private key.
  */
-error_code signkey_load_private_file(const char *path, signkey **out, error_info *err);
+MUST_CHECK error_code signkey_load_private_file(const char *path, signkey **out, error_info *err);
 
 /*
  * A public key from a mirror.public_keys entry: PEM text ("-----BEGIN
  * PUBLIC KEY-----...") or the path of a file holding it. ERR_CONFIG naming
  * the entry when it cannot be read or is not a P-256 public key.
  */
-error_code signkey_parse_public(const char *pem_or_path, signkey **out, error_info *err);
+MUST_CHECK error_code signkey_parse_public(const char *pem_or_path, signkey **out, error_info *err);
 
 /* The key id (64 lower-case hex digits); valid while key lives. */
 const char *signkey_id(const signkey *key);
@@ -54,15 +54,15 @@ bool signkey_can_sign(const signkey *key);
 /* PEM of the private key (SEC1 "EC PRIVATE KEY") / of the public key
  * (SubjectPublicKeyInfo "PUBLIC KEY"). malloc'd; the caller frees the
  * private one with signkey_pem_free, which wipes it. */
-error_code signkey_private_pem(const signkey *key, char **pem, error_info *err);
-error_code signkey_public_pem(const signkey *key, char **pem, error_info *err);
+MUST_CHECK error_code signkey_private_pem(const signkey *key, char **pem, error_info *err);
+MUST_CHECK error_code signkey_public_pem(const signkey *key, char **pem, error_info *err);
 void signkey_pem_free(char *pem);
 
 /*
  * DER ECDSA signature (SHA-256) of data into sig (SIGNKEY_SIG_MAX bytes);
  * deterministic: the same key and data always give the same bytes.
  */
-error_code signkey_sign(const signkey *key, const void *data, size_t len, uint8_t *sig, size_t *sig_len,
+MUST_CHECK error_code signkey_sign(const signkey *key, const void *data, size_t len, uint8_t *sig, size_t *sig_len,
                         error_info *err);
 
 /* Whether sig is key's valid DER ECDSA/SHA-256 signature of data. */

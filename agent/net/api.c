@@ -325,7 +325,7 @@ static bool token_list_add(token_list *l, const char *s)
 
 /* One page: fetched, parsed, validated and handed to on_page. *next_id is a
  * malloc'd copy of the next page's token (NULL on the last page). */
-static error_code incidents_page(http_client *http, const api_incident_query *q, const char *page_id, int page_no,
+static MUST_CHECK error_code incidents_page(http_client *http, const api_incident_query *q, const char *page_id, int page_no,
                                  api_incident_page_fn on_page, void *user, api_list_summary *summary, char **next_id,
                                  size_t *count_out, error_info *err)
 {
@@ -453,7 +453,7 @@ typedef struct lineage_ctx {
 
 /* Reads event-lineage's answer: resources must be non-empty strings.
  * *ids (malloc'd array of borrowed pointers) and *env are the caller's. */
-static error_code lineage_parse(const char *body, size_t len, api_envelope *env, const char ***ids, size_t *count,
+static MUST_CHECK error_code lineage_parse(const char *body, size_t len, api_envelope *env, const char ***ids, size_t *count,
                                 error_info *err)
 {
     *ids = NULL;
@@ -657,7 +657,7 @@ static bool details_request(const char *const *ids, size_t count, api_details_me
 }
 
 /* Parses event-details' answer into views that borrow from details->env. */
-static error_code details_parse(const char *body, size_t len, api_details *details, error_info *err)
+static MUST_CHECK error_code details_parse(const char *body, size_t len, api_details *details, error_info *err)
 {
     memset(details, 0, sizeof *details);
     error_code rc = api_envelope_parse(NAME_DETAILS, body, len, true, &details->env, err);
@@ -719,7 +719,7 @@ static void details_done(void *user, error_code code, const error_info *err, con
     free(ctx);
 }
 
-static error_code details_check(const char *const *ids, size_t count, error_info *err)
+static MUST_CHECK error_code details_check(const char *const *ids, size_t count, error_info *err)
 {
     if (!ids || count == 0)
         return error_set(err, ERR_INTERNAL, "%s: no event identifiers to ask for", NAME_DETAILS);

@@ -62,7 +62,7 @@ typedef struct api_envelope {
  * integer. On success *env owns the tree (api_envelope_free); on failure
  * *env is zeroed and nothing needs freeing.
  */
-error_code api_envelope_parse(const char *endpoint, const char *body, size_t len,
+MUST_CHECK error_code api_envelope_parse(const char *endpoint, const char *body, size_t len,
                               bool require_resources, api_envelope *env, error_info *err);
 
 /* Frees the tree; *env is zeroed. NULL and zeroed envelopes are ignored. */
@@ -127,11 +127,11 @@ typedef struct api_event {
  * defaults; a member of the wrong type is ERR_PROTOCOL; a missing or empty
  * `id` is ERR_PROTOCOL.
  */
-error_code api_incident_view(const char *endpoint, size_t index, const struct cJSON *object,
+MUST_CHECK error_code api_incident_view(const char *endpoint, size_t index, const struct cJSON *object,
                              api_incident *incident, error_info *err);
 
 /* Same for one element of event-details' `resources`. */
-error_code api_event_view(const char *endpoint, size_t index, const struct cJSON *object,
+MUST_CHECK error_code api_event_view(const char *endpoint, size_t index, const struct cJSON *object,
                           api_event *event, error_info *err);
 
 /* Whether an enumeration value means "no value" (ends in "unspecified", any case). */
@@ -182,7 +182,7 @@ typedef struct api_list_summary {
  * did not see. Every page's incidents are validated (api_incident_view)
  * before on_page sees any of them. summary may be NULL.
  */
-error_code api_incidents_list(http_client *http, const api_incident_query *query,
+MUST_CHECK error_code api_incidents_list(http_client *http, const api_incident_query *query,
                               api_incident_page_fn on_page, void *user, api_list_summary *summary,
                               error_info *err);
 
@@ -202,7 +202,7 @@ typedef void (*api_lineage_fn)(void *user, error_code code, const error_info *er
  * non-empty (ERR_INTERNAL otherwise, and done is not called). `resources`
  * must be an array of non-empty strings.
  */
-error_code api_event_lineage_submit(http_client *http, const char *start_event_id,
+MUST_CHECK error_code api_event_lineage_submit(http_client *http, const char *start_event_id,
                                     const char *end_event_id, api_lineage_fn done, void *user,
                                     error_info *err);
 
@@ -210,7 +210,7 @@ error_code api_event_lineage_submit(http_client *http, const char *start_event_i
  * The same, synchronous. On success *ids is a malloc'd array of *count
  * malloc'd strings: free it with api_strings_free.
  */
-error_code api_event_lineage(http_client *http, const char *start_event_id,
+MUST_CHECK error_code api_event_lineage(http_client *http, const char *start_event_id,
                              const char *end_event_id, char ***ids, size_t *count,
                              error_info *err);
 
@@ -236,7 +236,7 @@ typedef enum {
  * Queues one event-details call for ids[0..count) (1 <= count; the caller
  * batches: the document's example uses 50 per call). ids are copied.
  */
-error_code api_event_details_submit(http_client *http, const char *const *ids, size_t count,
+MUST_CHECK error_code api_event_details_submit(http_client *http, const char *const *ids, size_t count,
                                     api_details_method method, api_details_fn done, void *user,
                                     error_info *err);
 
@@ -248,7 +248,7 @@ typedef struct api_details {
 } api_details;
 
 /* The same, synchronous; free *details with api_details_free (also on failure). */
-error_code api_event_details(http_client *http, const char *const *ids, size_t count,
+MUST_CHECK error_code api_event_details(http_client *http, const char *const *ids, size_t count,
                              api_details_method method, api_details *details, error_info *err);
 void api_details_free(api_details *details);
 
@@ -269,7 +269,7 @@ typedef struct api_installer_request {
  * X-Installer-Version (from whichever hop carried it). platform must be
  * [A-Za-z0-9_-]+ (ERR_CONFIG otherwise).
  */
-error_code api_installer_get(http_client *http, const api_installer_request *request,
+MUST_CHECK error_code api_installer_get(http_client *http, const api_installer_request *request,
                              const http_stream_callbacks *callbacks, http_stream_result *result,
                              error_info *err);
 

@@ -134,7 +134,7 @@ char *fetch_file_url_path(const char *url)
     return raw;
 }
 
-static error_code fetch_file(transfer *t, error_info *err)
+static MUST_CHECK error_code fetch_file(transfer *t, error_info *err)
 {
     const char *url = t->req->url;
     char *path = fetch_file_url_path(url);
@@ -246,7 +246,7 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *user)
     return len;
 }
 
-static error_code fetch_http(const config *cfg, transfer *t, error_info *err)
+static MUST_CHECK error_code fetch_http(const config *cfg, transfer *t, error_info *err)
 {
     static bool initialised;
     if (!initialised) {

@@ -76,7 +76,7 @@ typedef struct fetch_result {
 
 /* GETs request->url as described above. Free result with fetch_result_free
  * whatever the outcome. */
-error_code fetch_get(const config *cfg, const fetch_request *request, fetch_result *result, error_info *err);
+MUST_CHECK error_code fetch_get(const config *cfg, const fetch_request *request, fetch_result *result, error_info *err);
 
 void fetch_result_free(fetch_result *result);
 

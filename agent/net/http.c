@@ -1676,7 +1676,7 @@ restart:
 
 typedef bool (*drive_done_fn)(const http_client *c, const void *arg);
 
-static error_code drive(http_client *c, drive_done_fn done, const void *arg, error_info *err)
+static MUST_CHECK error_code drive(http_client *c, drive_done_fn done, const void *arg, error_info *err)
 {
     if (c->driving)
         return error_set(err, ERR_INTERNAL, "http: the client was driven from inside one of its callbacks");

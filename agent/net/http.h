@@ -131,7 +131,7 @@ typedef struct http_options {
  * http:// to a loopback host, an empty key) or ERR_NOMEM / ERR_INTERNAL.
  * *client is set on success only; free it with http_client_free.
  */
-error_code http_client_new(const config *cfg, const char *api_key, const http_options *opts,
+MUST_CHECK error_code http_client_new(const config *cfg, const char *api_key, const http_options *opts,
                            http_client **client, error_info *err);
 
 /* Wipes the secrets, closes the connections, frees everything. Submitted
@@ -206,7 +206,7 @@ typedef void (*http_done_fn)(void *user, error_code code, const error_info *err,
  * endpoint (the route without its query) and within the rate budget;
  * completions come in any order.
  */
-error_code http_submit(http_client *client, const http_request *request, http_done_fn done,
+MUST_CHECK error_code http_submit(http_client *client, const http_request *request, http_done_fn done,
                        void *user, error_info *err);
 
 /*
@@ -217,7 +217,7 @@ error_code http_submit(http_client *client, const http_request *request, http_do
  * in memory. Per-request failures go to the callbacks; http_run itself fails
  * only when the client cannot go on (ERR_NOMEM, ERR_INTERNAL).
  */
-error_code http_run(http_client *client, size_t max_pending, error_info *err);
+MUST_CHECK error_code http_run(http_client *client, size_t max_pending, error_info *err);
 
 /* Number of submitted requests not yet completed. */
 size_t http_pending(const http_client *client);
@@ -230,7 +230,7 @@ size_t http_pending(const http_client *client);
  * *status (may be NULL) the status; the caller frees *body with free().
  * On failure *body is NULL and *status holds the last status seen (0 if none).
  */
-error_code http_call(http_client *client, const http_request *request, char **body,
+MUST_CHECK error_code http_call(http_client *client, const http_request *request, char **body,
                      size_t *body_len, long *status, error_info *err);
 
 /* ---- Streaming GET (the installer route) ------------------------------------- */
@@ -314,7 +314,7 @@ typedef struct http_stream_result {
  * result may be NULL. Returns ERR_OK when the body was read to its end or a
  * callback stopped the transfer.
  */
-error_code http_stream_get(http_client *client, const http_stream_request *request,
+MUST_CHECK error_code http_stream_get(http_client *client, const http_stream_request *request,
                            const http_stream_callbacks *callbacks, http_stream_result *result,
                            error_info *err);
 
@@ -331,6 +331,6 @@ void http_envelope_first_error(const char *body, size_t len, char *buf, size_t s
  * Whether url may be used: https://, or http:// to a loopback host
  * (localhost, 127.0.0.0/8, ::1). Sets ERR_CONFIG naming the URL otherwise.
  */
-error_code http_check_url(const char *url, error_info *err);
+MUST_CHECK error_code http_check_url(const char *url, error_info *err);
 
 #endif

@@ -31,7 +31,7 @@ int64_t retry_after_until_s(int64_t until_ms, int64_t now_ms);
  * earlier time. until_ms <= 0 (no Retry-After was met) changes nothing.
  * ERR_NOMEM leaves the earlier time.
  */
-error_code retry_after_record(state *s, int64_t until_ms, int64_t now_ms, error_info *err);
+MUST_CHECK error_code retry_after_record(state *s, int64_t until_ms, int64_t now_ms, error_info *err);
 
 /*
  * Whether a recorded time is still ahead of now_ms. until (size bytes, may

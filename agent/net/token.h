@@ -69,6 +69,6 @@ char *token_request_body(const char *api_key, size_t *len);
  * obtained_ms = sent_at_ms. ERR_PROTOCOL when the answer is not JSON or has
  * no non-empty string token; the message never quotes the body.
  */
-error_code token_accept(token_state *state, const char *body, size_t len, int64_t sent_at_ms, error_info *err);
+MUST_CHECK error_code token_accept(token_state *state, const char *body, size_t len, int64_t sent_at_ms, error_info *err);
 
 #endif

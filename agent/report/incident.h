@@ -46,7 +46,7 @@ struct cJSON *incident_event_new(const api_event *event);
  * events and missing are arrays taken over by the item (NULL: []); on
  * failure they are freed too. Returns ERR_OK or ERR_NOMEM.
  */
-error_code incident_set_lineage(struct cJSON *item, const char *status, const char *start_event_id,
+MUST_CHECK error_code incident_set_lineage(struct cJSON *item, const char *status, const char *start_event_id,
                                 const char *end_event_id, struct cJSON *events, struct cJSON *missing,
                                 error_info *err);
 
@@ -62,7 +62,7 @@ int incident_compare_newest(const struct cJSON *a, const struct cJSON *b);
  * An id present in both keeps current's version. Neither input is changed;
  * *out is a new array the caller owns.
  */
-error_code incident_merge_items(const struct cJSON *current, const struct cJSON *previous, int keep,
+MUST_CHECK error_code incident_merge_items(const struct cJSON *current, const struct cJSON *previous, int keep,
                                 struct cJSON **out, error_info *err);
 
 /*
@@ -72,7 +72,7 @@ error_code incident_merge_items(const struct cJSON *current, const struct cJSON 
  * had one)}. Sorted by incidents descending, then last_incident_at
  * descending, then hostname. *out is a new array the caller owns.
  */
-error_code incident_hosts(const struct cJSON *items, struct cJSON **out, error_info *err);
+MUST_CHECK error_code incident_hosts(const struct cJSON *items, struct cJSON **out, error_info *err);
 
 /* The id of an item ("" when it has none). Borrowed. */
 const char *incident_item_id(const struct cJSON *item);

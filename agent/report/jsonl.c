@@ -30,7 +30,7 @@ static char *numbered(const char *path, int n)
     return name;
 }
 
-static error_code open_file(jsonl_writer *w, error_info *err)
+static MUST_CHECK error_code open_file(jsonl_writer *w, error_info *err)
 {
     bool creating = platform_path_stat(w->path, NULL) == PLATFORM_PATH_NONE;
     w->file = platform_fopen(w->path, "ab");
@@ -66,7 +66,7 @@ static bool ends_with_newline(const char *path)
     return last == '\n';
 }
 
-static error_code write_all(jsonl_writer *w, const char *data, size_t len, error_info *err)
+static MUST_CHECK error_code write_all(jsonl_writer *w, const char *data, size_t len, error_info *err)
 {
     error_code rc = platform_append(w->file, data, len, err);
     if (rc != ERR_OK)
@@ -102,7 +102,7 @@ error_code jsonl_open(const char *path, int64_t max_bytes, int keep, jsonl_write
 
 /* Shifts name.(keep-1) → name.keep ... name → name.1, oldest first, so a
  * crash in between leaves a gap, never an overwritten file. */
-static error_code rotate(jsonl_writer *w, error_info *err)
+static MUST_CHECK error_code rotate(jsonl_writer *w, error_info *err)
 {
     error_code rc = platform_fsync_file(w->file, err);
     fclose(w->file);

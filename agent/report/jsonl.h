@@ -28,20 +28,20 @@ typedef struct jsonl_writer jsonl_writer;
  * as an unparsable line; nothing is rewritten). *out is freed by
  * jsonl_close.
  */
-error_code jsonl_open(const char *path, int64_t max_bytes, int keep, jsonl_writer **out, error_info *err);
+MUST_CHECK error_code jsonl_open(const char *path, int64_t max_bytes, int keep, jsonl_writer **out, error_info *err);
 
 /*
  * Appends one line (len bytes, without the newline; it must not contain a
  * newline), rotating first when it would not fit. Written with a single
  * write of the whole line where the C library allows.
  */
-error_code jsonl_append(jsonl_writer *w, const char *line, size_t len, error_info *err);
+MUST_CHECK error_code jsonl_append(jsonl_writer *w, const char *line, size_t len, error_info *err);
 
 /* Flushes everything appended so far to stable storage. */
-error_code jsonl_sync(jsonl_writer *w, error_info *err);
+MUST_CHECK error_code jsonl_sync(jsonl_writer *w, error_info *err);
 
 /* Syncs (unless w is NULL), closes and frees. Returns the sync's result. */
-error_code jsonl_close(jsonl_writer *w, error_info *err);
+MUST_CHECK error_code jsonl_close(jsonl_writer *w, error_info *err);
 
 /* Rotations done by this writer (for tests and the trace). */
 int jsonl_rotations(const jsonl_writer *w);
@@ -52,7 +52,7 @@ int jsonl_rotations(const jsonl_writer *w);
  * Lines longer than max_line are skipped. Missing files are skipped. Used
  * to recover after a crash which lines of a batch were written.
  */
-error_code jsonl_scan(const char *path, int keep, size_t max_line,
+MUST_CHECK error_code jsonl_scan(const char *path, int keep, size_t max_line,
                       void (*fn)(void *user, const char *line, size_t len), void *user, error_info *err);
 
 #endif

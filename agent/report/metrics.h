@@ -22,9 +22,9 @@ struct cJSON;
  * responses_429: 429 answers seen by this run, or -1 to leave the metric
  * out. *text is malloc'd (free()), NUL-terminated.
  */
-error_code metrics_render(const struct cJSON *status, int64_t responses_429, char **text, error_info *err);
+MUST_CHECK error_code metrics_render(const struct cJSON *status, int64_t responses_429, char **text, error_info *err);
 
 /* Renders and writes path atomically (temporary file, then rename). */
-error_code metrics_write(const char *path, const struct cJSON *status, int64_t responses_429, error_info *err);
+MUST_CHECK error_code metrics_write(const char *path, const struct cJSON *status, int64_t responses_429, error_info *err);
 
 #endif

@@ -244,7 +244,7 @@ static void listed_free(report_ctx *ctx, listed *l)
     free(l->end_id);
 }
 
-static error_code add_listed(report_ctx *ctx, const api_incident *inc, error_info *err)
+static MUST_CHECK error_code add_listed(report_ctx *ctx, const api_incident *inc, error_info *err)
 {
     if (ctx->count == ctx->cap) {
         size_t cap = ctx->cap ? ctx->cap * 2 : 256;
@@ -304,7 +304,7 @@ static bool failed_long_enough(report_ctx *ctx, const listed *l)
 }
 
 /* Decides each ready incident's status and whether it is appended. */
-static error_code decide(report_ctx *ctx, error_info *err)
+static MUST_CHECK error_code decide(report_ctx *ctx, error_info *err)
 {
     for (size_t i = 0; i < ctx->count; i++) {
         listed *l = &ctx->list[i];
@@ -334,7 +334,7 @@ static error_code decide(report_ctx *ctx, error_info *err)
 }
 
 /* The full item of l (its lineage added); caller owns it. */
-static error_code build_item(report_ctx *ctx, const listed *l, cJSON **out, error_info *err)
+static MUST_CHECK error_code build_item(report_ctx *ctx, const listed *l, cJSON **out, error_info *err)
 {
     cJSON *item = cJSON_Duplicate(l->item, 1);
     if (!item)
@@ -361,7 +361,7 @@ static error_code build_item(report_ctx *ctx, const listed *l, cJSON **out, erro
 
 /* ---- Step 1: pending ---------------------------------------------------------- */
 
-static error_code mark_pending(report_ctx *ctx, error_info *err)
+static MUST_CHECK error_code mark_pending(report_ctx *ctx, error_info *err)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "pending");
     cJSON *pending = cJSON_AddObjectToObject(ctx->section, "pending");
@@ -430,7 +430,7 @@ static void newest_free(newest *n)
     free(n->items);
 }
 
-static error_code append_one(report_ctx *ctx, jsonl_writer *w, const listed *l, error_info *err)
+static MUST_CHECK error_code append_one(report_ctx *ctx, jsonl_writer *w, const listed *l, error_info *err)
 {
     cJSON *item = NULL;
     error_code rc = build_item(ctx, l, &item, err);
@@ -455,7 +455,7 @@ static error_code append_one(report_ctx *ctx, jsonl_writer *w, const listed *l, 
 
 /* Appends the ready incidents (status-only ones go to the newest items only)
  * and syncs the file. */
-static error_code append_ready(report_ctx *ctx, error_info *err)
+static MUST_CHECK error_code append_ready(report_ctx *ctx, error_info *err)
 {
     char *path = config_state_path(ctx->cfg, ctx->cfg->report.jsonl_file);
     if (!path)
@@ -478,7 +478,7 @@ static error_code append_ready(report_ctx *ctx, error_info *err)
 /* ---- Step 3: status.json ---------------------------------------------------------- */
 
 /* `report` alone: its outcome as status.json's last_run. */
-static error_code last_run_object(const report_options *opts, const error_info *outcome, bool partial, cJSON **out,
+static MUST_CHECK error_code last_run_object(const report_options *opts, const error_info *outcome, bool partial, cJSON **out,
                                   error_info *err)
 {
     char now[TIMEFMT_ISO8601_SIZE];
@@ -533,7 +533,7 @@ static cJSON *incidents_member(report_ctx *ctx, const char *cursor, const char *
 
 /* status.json's items: the newest of this run's and the previous ones.
  * The newest window is lent to a temporary array, not given up. */
-static error_code merged_items(report_ctx *ctx, cJSON **items, error_info *err)
+static MUST_CHECK error_code merged_items(report_ctx *ctx, cJSON **items, error_info *err)
 {
     newest_trim(&ctx->keep);
     cJSON *current = cJSON_CreateArray();
@@ -549,7 +549,7 @@ static error_code merged_items(report_ctx *ctx, cJSON **items, error_info *err)
 }
 
 /* Writes status.json's "incidents" (and "last_run" when last_run). */
-static error_code write_status(report_ctx *ctx, const char *cursor, bool last_run, const error_info *outcome,
+static MUST_CHECK error_code write_status(report_ctx *ctx, const char *cursor, bool last_run, const error_info *outcome,
                                error_info *err)
 {
     char polled_at[TIMEFMT_ISO8601_SIZE];
@@ -608,7 +608,7 @@ static int64_t next_cursor(const report_ctx *ctx, bool listing_complete)
  * cleared. Saved by the next batch's mark_pending or the final commit; a
  * crash before that finds `pending` and recovers the batch from the file.
  */
-static error_code commit_batch(report_ctx *ctx, error_info *err)
+static MUST_CHECK error_code commit_batch(report_ctx *ctx, error_info *err)
 {
     char when[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(ctx->now_s, when);
@@ -657,7 +657,7 @@ static void forget_failed(report_ctx *ctx)
     }
 }
 
-static error_code commit(report_ctx *ctx, int64_t cursor, error_info *err)
+static MUST_CHECK error_code commit(report_ctx *ctx, int64_t cursor, error_info *err)
 {
     char when[TIMEFMT_ISO8601_SIZE];
     forget_failed(ctx);
@@ -713,7 +713,7 @@ static void interim_cursor(const report_ctx *ctx, char text[TIMEFMT_ISO8601_SIZE
  * sent now. With last, it is sent and everything is written; status.json
  * and the commit are left to finish().
  */
-static error_code process_batch(report_ctx *ctx, bool last, error_info *err)
+static MUST_CHECK error_code process_batch(report_ctx *ctx, bool last, error_info *err)
 {
     error_code rc = last ? trace_finish(ctx->trace, err) : trace_drain(ctx->trace, err);
     size_t waiting = 0;
@@ -752,7 +752,7 @@ static error_code process_batch(report_ctx *ctx, bool last, error_info *err)
 
 /* ---- Listing ---------------------------------------------------------------- */
 
-static error_code on_page(void *user, const api_incident *incidents, size_t count, const api_page_info *page,
+static MUST_CHECK error_code on_page(void *user, const api_incident *incidents, size_t count, const api_page_info *page,
                           error_info *err)
 {
     report_ctx *ctx = user;
@@ -784,7 +784,7 @@ static error_code on_page(void *user, const api_incident *incidents, size_t coun
 
 /* A page listed and freed, another to come: trace and write what is ready.
  * (The last page is written by finish(), with the cursor.) */
-static error_code between_pages(void *user, error_info *err)
+static MUST_CHECK error_code between_pages(void *user, error_info *err)
 {
     report_ctx *ctx = user;
     error_code rc = process_batch(ctx, false, err);
@@ -793,7 +793,7 @@ static error_code between_pages(void *user, error_info *err)
     return rc;
 }
 
-static error_code list_incidents(report_ctx *ctx, error_info *err)
+static MUST_CHECK error_code list_incidents(report_ctx *ctx, error_info *err)
 {
     api_incident_query query = {
         .filter = ctx->cfg->report.filter,
@@ -836,7 +836,7 @@ static void outcome_of(const report_ctx *ctx, const error_info *listing, error_i
 }
 
 /* The last batch, status.json with the new cursor, the commit. */
-static error_code finish(report_ctx *ctx, const error_info *listing, error_info *err)
+static MUST_CHECK error_code finish(report_ctx *ctx, const error_info *listing, error_info *err)
 {
     error_code rc = process_batch(ctx, true, err);
     if (rc != ERR_OK)
@@ -858,7 +858,7 @@ static error_code finish(report_ctx *ctx, const error_info *listing, error_info 
 }
 
 /* Recovers a crashed run's batch; its items join this run's newest. */
-static error_code recover(report_ctx *ctx, error_info *err)
+static MUST_CHECK error_code recover(report_ctx *ctx, error_info *err)
 {
     cJSON *recovered = cJSON_CreateArray();
     char *jsonl_path = config_state_path(ctx->cfg, ctx->cfg->report.jsonl_file);
@@ -909,12 +909,12 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
 
     error_info listing;
     error_clear(&listing);
-    list_incidents(&ctx, &listing);
+    ERROR_IGNORE(list_incidents(&ctx, &listing)); /* listing carries it */
     if (ctx.stopped) {
         *err = listing; /* a batch could not be traced or written: the callback's error */
         rc = err->code;
         error_info ignored;
-        trace_drain(ctx.trace, &ignored); /* no callback may outlive the run */
+        ERROR_IGNORE(trace_drain(ctx.trace, &ignored)); /* no callback may outlive the run */
     } else {
         if (listing.code != ERR_OK)
             log_info("report: listing incidents stopped: %s", listing.message);

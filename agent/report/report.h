@@ -98,7 +98,7 @@ typedef struct report_summary {
  * listing's, else the first incident's failure (with the number that
  * failed), else a write failure. summary may be NULL.
  */
-error_code report_run(const config *cfg, http_client *http, state *s, const report_options *opts,
+MUST_CHECK error_code report_run(const config *cfg, http_client *http, state *s, const report_options *opts,
                       report_summary *summary, error_info *err);
 
 /* ---- Bookkeeping, exposed for tests ------------------------------------------ */
@@ -114,7 +114,7 @@ void report_start_time(const struct cJSON *section, int64_t now_s, int64_t initi
  * `pending` is removed. Returns how many were found through *found (may
  * be NULL).
  */
-error_code report_recover(struct cJSON *section, const char *jsonl_path, int jsonl_keep, struct cJSON *items,
+MUST_CHECK error_code report_recover(struct cJSON *section, const char *jsonl_path, int jsonl_keep, struct cJSON *items,
                           int64_t *found, error_info *err);
 
 /* Drops seen ids whose time is older than cursor - overlap - margin. */

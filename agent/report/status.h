@@ -31,13 +31,13 @@ typedef struct status_parts {
  * parts stay the caller's (they are copied). A previous file that does not
  * parse is replaced.
  */
-error_code status_write(const config *cfg, const status_parts *parts, error_info *err);
+MUST_CHECK error_code status_write(const config *cfg, const status_parts *parts, error_info *err);
 
 /*
  * Reads the current status file. *doc is the caller's (cJSON_Delete).
  * ERR_NOT_FOUND when there is none yet.
  */
-error_code status_read(const config *cfg, struct cJSON **doc, error_info *err);
+MUST_CHECK error_code status_read(const config *cfg, struct cJSON **doc, error_info *err);
 
 /* What a run (`run`, or `report` alone) did, for status.json's "last_run". */
 typedef struct status_run {
@@ -55,11 +55,11 @@ typedef struct status_run {
  * caller's (cJSON_Delete), NULL on failure. ERR_NOMEM when memory runs out:
  * the run then knows its verdict was not written.
  */
-error_code status_last_run(const status_run *run, struct cJSON **out, error_info *err);
+MUST_CHECK error_code status_last_run(const status_run *run, struct cJSON **out, error_info *err);
 
 /* Appends {stage, message} to errors (a cJSON array). ERR_NOMEM leaves
  * errors as it was. */
-error_code status_run_error(struct cJSON *errors, const char *stage, const char *message, error_info *err);
+MUST_CHECK error_code status_run_error(struct cJSON *errors, const char *stage, const char *message, error_info *err);
 
 /* The "agent" object: version, hostname, os, arch. Caller owns it. */
 struct cJSON *status_agent_object(void);

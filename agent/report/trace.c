@@ -518,7 +518,7 @@ error_code trace_finish(trace_run *run, error_info *err)
     return trace_drain(run, err);
 }
 
-static error_code build_events(trace_run *run, const target *t, trace_outcome *out)
+static MUST_CHECK error_code build_events(trace_run *run, const target *t, trace_outcome *out)
 {
     out->events = cJSON_CreateArray();
     out->missing = cJSON_CreateArray();

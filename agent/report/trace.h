@@ -52,7 +52,7 @@ void trace_run_free(trace_run *run);
  * the handle for trace_result. Ids are copied. Fails only on ERR_NOMEM /
  * ERR_INTERNAL, in which case nothing was queued.
  */
-error_code trace_submit(trace_run *run, const char *start_event_id, const char *end_event_id, size_t *index,
+MUST_CHECK error_code trace_submit(trace_run *run, const char *start_event_id, const char *end_event_id, size_t *index,
                         error_info *err);
 
 /*
@@ -60,14 +60,14 @@ error_code trace_submit(trace_run *run, const char *start_event_id, const char *
  * batch once all lineages are in. Per-incident failures are kept for
  * trace_result; this fails only when the client cannot go on.
  */
-error_code trace_finish(trace_run *run, error_info *err);
+MUST_CHECK error_code trace_finish(trace_run *run, error_info *err);
 
 /*
  * Runs every submitted call to its end (lineages, and the details batches
  * they filled) but leaves the open, partial batch unsent. Fails like
  * trace_finish.
  */
-error_code trace_drain(trace_run *run, error_info *err);
+MUST_CHECK error_code trace_drain(trace_run *run, error_info *err);
 
 /* Whether index's lineage is in and none of its events waits for details
  * (after trace_drain: none is in the open batch). */
@@ -94,7 +94,7 @@ typedef struct trace_outcome {
  * The outcome for index after trace_finish. On ERR_OK the caller owns
  * out->events and out->missing (NULL when failed). ERR_NOMEM otherwise.
  */
-error_code trace_result(trace_run *run, size_t index, trace_outcome *out, error_info *err);
+MUST_CHECK error_code trace_result(trace_run *run, size_t index, trace_outcome *out, error_info *err);
 
 /* Requests by kind, for the trace and tests. */
 typedef struct trace_counts {

@@ -38,7 +38,7 @@ void support_tempdir_remove(char *dir)
 {
     if (!dir)
         return;
-    platform_remove_tree(dir, NULL);
+    ERROR_IGNORE(platform_remove_tree(dir, NULL));
     free(dir);
 }
 

@@ -62,7 +62,7 @@ static int teardown(void **ctx)
 {
     fixture *f = *ctx;
     state_free(f->s);
-    platform_remove_tree(f->dir, NULL);
+    ERROR_IGNORE(platform_remove_tree(f->dir, NULL));
     config_free(&f->cfg);
     free(f->dir);
     free(f);

@@ -59,7 +59,7 @@ static int teardown(void **ctx)
 {
     fixture *f = *ctx;
     state_free(f->s);
-    platform_remove_tree(f->dir, NULL);
+    ERROR_IGNORE(platform_remove_tree(f->dir, NULL));
     config_free(&f->cfg);
     free(f->version_file);
     free(f->dir);

@@ -40,7 +40,7 @@ static int teardown(void **ctx)
 {
     fixture *f = *ctx;
     state_free(f->s);
-    platform_remove_tree(f->dir, NULL);
+    ERROR_IGNORE(platform_remove_tree(f->dir, NULL));
     free(f->dir);
     free(f);
     return 0;

@@ -55,7 +55,7 @@ static int teardown(void **ctx)
 {
     fixture *f = *ctx;
     state_free(f->s);
-    platform_remove_tree(f->dir, NULL);
+    ERROR_IGNORE(platform_remove_tree(f->dir, NULL));
     config_free(&f->cfg);
     free(f->dir);
     free(f);
@@ -325,7 +325,7 @@ static void test_archive_holding_installer(void **ctx)
     fixture *f = *ctx;
     char *pe = write_pe(f, "inner.exe", 7);
     char *readme = platform_path_join(f->dir, "readme.txt");
-    platform_write_atomic(readme, "read me", 7, NULL);
+    assert_int_equal(platform_write_atomic(readme, "read me", 7, NULL), ERR_OK);
     char *zip = platform_path_join(f->dir, "pkg.zip");
     const char *names[] = {"docs/readme.txt", "bin/SensorSetup.exe"};
     const char *files[] = {readme, pe};

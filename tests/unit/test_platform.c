@@ -331,9 +331,9 @@ static int replace_until_killed(const char *target, const void *old_data, const 
         close(progress[0]);
         (void)!write(progress[1], "r", 1);
         for (;;) {
-            platform_write_atomic(target, new_data, CRASH_NEW_SIZE, NULL);
+            ERROR_IGNORE(platform_write_atomic(target, new_data, CRASH_NEW_SIZE, NULL));
             (void)!write(progress[1], "w", 1);
-            platform_write_atomic(target, old_data, CRASH_OLD_SIZE, NULL);
+            ERROR_IGNORE(platform_write_atomic(target, old_data, CRASH_OLD_SIZE, NULL));
             (void)!write(progress[1], "w", 1);
         }
     }

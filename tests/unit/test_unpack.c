@@ -109,7 +109,7 @@ static error_code extract(bool zip, const spec *entries, size_t count, const unp
 
 static void cleanup(char *root)
 {
-    platform_remove_tree(root, NULL);
+    ERROR_IGNORE(platform_remove_tree(root, NULL));
     free(root);
 }
 
