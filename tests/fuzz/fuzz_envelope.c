@@ -40,7 +40,7 @@ static void map_events(const api_envelope *env, cJSON *item)
             cJSON_AddItemToArray(events, mapped);
     }
     error_info err;
-    incident_set_lineage(item, INCIDENT_TRACED, "a", "b", events, missing, &err);
+    ERROR_IGNORE(incident_set_lineage(item, INCIDENT_TRACED, "a", "b", events, missing, &err));
 }
 
 static void map_incidents(const api_envelope *env)
