@@ -346,6 +346,12 @@ const char *platform_os_name(void);
 /* "x86_64", "aarch64", ... as status.json's agent.arch. */
 const char *platform_arch(void);
 
+/* Whether the CPU has SHA-256 instructions the OS lets this process use:
+ * x86 SHA extensions (SHA-NI, with SSSE3 and SSE4.1) from CPUID, or the
+ * ARMv8 SHA2 crypto extension (Linux: getauxval(AT_HWCAP); Windows:
+ * IsProcessorFeaturePresent). false on any other CPU. */
+bool platform_cpu_has_sha256(void);
+
 /* Environment variable as UTF-8, NULL when unset. The pointer is valid until
  * the next platform_getenv call on the same variable; do not free it. */
 const char *platform_getenv(const char *name);
