@@ -7,7 +7,7 @@
 # library root, so CTest runs the aarch64 test programs unchanged.
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
-set(OUTPOST_CROSS_TARGET arm64)
+set(OUTPOST_CROSS_TARGET linux-arm64)
 set(OUTPOST_CROSS_TRIPLE aarch64-linux-gnu)
 
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)

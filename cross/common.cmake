@@ -1,7 +1,7 @@
 # common.cmake — shared part of outpost's cross toolchain files.
 #
-# The including toolchain file sets OUTPOST_CROSS_TARGET ("windows" or
-# "arm64") and OUTPOST_CROSS_TRIPLE. This file finds the dependency prefix
+# The including toolchain file sets OUTPOST_CROSS_TARGET ("windows-x86_64",
+# "linux-arm64" or "linux-x86_64", as cross/build-deps names its targets) and OUTPOST_CROSS_TRIPLE. This file finds the dependency prefix
 # that cross/build-deps fills (static zlib, mbedTLS, libcurl, cJSON,
 # libarchive, cmocka) and confines find_* to it and the target's sysroot, so
 # nothing of the build machine's own libraries leaks into a cross build.
@@ -27,6 +27,13 @@ endif()
 # Toolchain files are read again by every try_compile: pass the values on.
 set(OUTPOST_CROSS_PREFIX "${OUTPOST_CROSS_PREFIX}" CACHE PATH "Static dependencies built by cross/build-deps")
 list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES OUTPOST_CROSS_PREFIX OUTPOST_CROSS_TARGET)
+
+# Size: MinSizeRel (what cross/build-deps builds the dependencies with, and
+# scripts/cross and scripts/release build outpost with) puts each function
+# and datum in its own section, so that the link's --gc-sections
+# (static-deps.cmake) drops what outpost never calls: most of libcurl's,
+# mbedTLS's and libarchive's code.
+set(CMAKE_C_FLAGS_MINSIZEREL_INIT "-Os -DNDEBUG -ffunction-sections -fdata-sections")
 
 # Tells outpost's CMakeLists.txt to link the static dependency set
 # (cross/static-deps.cmake).

@@ -8,6 +8,8 @@
 #    CJSON_HIDE_SYMBOLS.
 #  - FindLibArchive knows nothing of libarchive's own dependencies: zlib, and
 #    on Windows CNG (bcrypt). libcurl's CMake config brings its own.
+#  - SHA-256 on the CPU's SHA instructions (OUTPOST_SHA256_ALT), and
+#    --gc-sections in size-optimised builds.
 #  - Windows: one self-contained .exe (libgcc and the C runtime's extras
 #    linked in statically), MinGW's C99 printf (%zu, %lld: msvcrt.dll lacks
 #    them), the application manifest (cross/windows/outpost.manifest) and
@@ -44,9 +46,42 @@ if(WIN32)
   target_sources(outpost PRIVATE "${CMAKE_BINARY_DIR}/outpost.rc")
 endif()
 
-# Release artefacts are stripped (scripts/cross copies them to out/<target>/).
+# cross/build-deps builds mbedTLS with MBEDTLS_SHA256_PROCESS_ALT: its
+# SHA-256 blocks then go to agent/core/sha256accel.c (the CPU's SHA
+# instructions), which defines the hook only when told to. A prefix built
+# before the hook existed has mbedTLS's own code instead.
+find_path(OUTPOST_MBEDTLS_CONFIG_DIR mbedtls/config.h REQUIRED)
+file(STRINGS "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h" _outpost_sha256_alt
+  REGEX "^#define MBEDTLS_SHA256_PROCESS_ALT")
+if(_outpost_sha256_alt)
+  target_compile_definitions(outpost_core PUBLIC OUTPOST_SHA256_ALT)
+  # libmbedcrypto.a comes after liboutpost_core.a on the link line: without
+  # this, nothing has asked for the hook yet when the linker reads outpost's
+  # archive, and sha256accel.o stays out.
+  target_link_options(outpost_core INTERFACE "LINKER:--undefined=mbedtls_internal_sha256_process")
+else()
+  message(WARNING "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h has no MBEDTLS_SHA256_PROCESS_ALT: "
+    "SHA-256 runs on mbedTLS's portable code (rebuild the dependencies with cross/build-deps)")
+endif()
+
+# Link-time optimisation of outpost itself (scripts/release). Fat LTO
+# objects: the unit tests and test drivers link the same objects' ordinary
+# code, as an LTO link of each of them would cost minutes; the integration
+# tests run the LTO-linked program.
+option(OUTPOST_LTO "Link outpost with link-time optimisation" OFF)
+if(OUTPOST_LTO)
+  target_compile_options(outpost_core PRIVATE -flto=auto -ffat-lto-objects)
+  target_compile_options(outpost PRIVATE -flto=auto)
+  target_link_options(outpost PRIVATE -flto=auto)
+endif()
+
+# Release artefacts are stripped (scripts/cross and scripts/release copy
+# them to out/), and the link drops every section nothing refers to (the
+# dependencies and outpost are compiled with -ffunction-sections
+# -fdata-sections in MinSizeRel: cross/common.cmake).
 if(CMAKE_BUILD_TYPE STREQUAL "MinSizeRel" OR CMAKE_BUILD_TYPE STREQUAL "Release")
   target_link_options(outpost PRIVATE -s)
+  target_link_options(outpost_core INTERFACE -Wl,--gc-sections)
 endif()
 
 # The Win32 platform layer's own unit tests (cross/tests/test_platform_win32.c;

@@ -8,7 +8,7 @@
 # configure) work instead of crashing CMake 3.25.
 set(CMAKE_SYSTEM_NAME Windows)
 set(CMAKE_SYSTEM_PROCESSOR x86_64)
-set(OUTPOST_CROSS_TARGET windows)
+set(OUTPOST_CROSS_TARGET windows-x86_64)
 set(OUTPOST_CROSS_TRIPLE x86_64-w64-mingw32)
 
 find_program(_outpost_mingw_gcc NAMES x86_64-w64-mingw32-gcc-win32 x86_64-w64-mingw32-gcc)
