@@ -54,7 +54,7 @@ find_path(OUTPOST_MBEDTLS_CONFIG_DIR mbedtls/config.h REQUIRED)
 file(STRINGS "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h" _outpost_sha256_alt
   REGEX "^#define MBEDTLS_SHA256_PROCESS_ALT")
 if(_outpost_sha256_alt)
-  target_compile_definitions(outpost_core PUBLIC OUTPOST_SHA256_ALT)
+  target_compile_definitions(outpost_agent PUBLIC OUTPOST_SHA256_ALT)
   # libmbedcrypto.a comes after liboutpost_core.a on the link line: without
   # this, nothing has asked for the hook yet when the linker reads outpost's
   # archive, and sha256accel.o stays out.
@@ -70,6 +70,7 @@ endif()
 # tests run the LTO-linked program.
 option(OUTPOST_LTO "Link outpost with link-time optimisation" OFF)
 if(OUTPOST_LTO)
+  target_compile_options(outpost_agent PRIVATE -flto=auto -ffat-lto-objects)
   target_compile_options(outpost_core PRIVATE -flto=auto -ffat-lto-objects)
   target_compile_options(outpost PRIVATE -flto=auto)
   target_link_options(outpost PRIVATE -flto=auto)
