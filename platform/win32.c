@@ -185,7 +185,7 @@ static MUST_CHECK error_code fail_io(error_info *err, DWORD e, const char *what,
     return error_set_os(err, ERR_IO, (int)e, "%s %s: %s", what, path, win_message(e, text, sizeof text));
 }
 
-static MUST_CHECK error_code fail_nomem(error_info *err)
+static error_code fail_nomem(error_info *err) /* fills err; the code is for convenience */
 {
     return error_set_os(err, ERR_NOMEM, ERROR_NOT_ENOUGH_MEMORY, "out of memory");
 }
@@ -2532,7 +2532,11 @@ error_code platform_task_register(const char *name, const char *xml, error_info 
     DWORD n = GetTempPathW(MAX_PATH + 1, temp_dir);
     char *dir = n > 0 && n <= MAX_PATH ? narrow_n(temp_dir, (int)n) : NULL;
     unsigned char rnd[8] = {0};
-    platform_random_bytes(rnd, sizeof rnd, NULL);
+    if (platform_random_bytes(rnd, sizeof rnd, err) != ERR_OK) {
+        free(dir);
+        free(bytes);
+        return error_prefix(err, "cannot register the scheduled task %s", name);
+    }
     char file_name[64];
     snprintf(file_name, sizeof file_name, "outpost-task-%02x%02x%02x%02x%02x%02x%02x%02x.xml", rnd[0], rnd[1], rnd[2],
              rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
@@ -2551,7 +2555,7 @@ error_code platform_task_register(const char *name, const char *xml, error_info 
     const char *args[] = {"/Create", "/TN", name, "/XML", file, "/F", NULL};
     int code = 0;
     rc = run_schtasks(args, &code, err);
-    platform_remove_file(file, NULL);
+    ERROR_IGNORE(platform_remove_file(file, NULL)); /* a stray temp file must not fail a registered task */
     free(file);
     if (rc == ERR_OK && code != 0)
         rc = error_set(err, ERR_SPAWN,

@@ -701,6 +701,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_installed_version_from_registry),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    platform_remove_tree(scratch, NULL);
+    ERROR_IGNORE(platform_remove_tree(scratch, NULL));
     return failed;
 }
