@@ -49,15 +49,11 @@ error_code platform_os_error_code(int os_error)
     case EDQUOT: /* a full quota is a full disk to the user: free space or raise the quota */
 #endif
         return ERR_DISK_FULL;
-    case ENOENT:
-        return ERR_NOT_FOUND;
+    case ENOENT: return ERR_NOT_FOUND;
     case EACCES:
-    case EPERM:
-        return ERR_PERMISSION;
-    case ENOMEM:
-        return ERR_NOMEM;
-    default:
-        return ERR_IO;
+    case EPERM: return ERR_PERMISSION;
+    case ENOMEM: return ERR_NOMEM;
+    default: return ERR_IO;
     }
 }
 
@@ -81,7 +77,8 @@ const char *platform_os_error_text(int os_error, char *buf, size_t size)
     return buf;
 }
 
-static MUST_CHECK error_code os_error_v(error_info *err, int os_error, const char *fmt, va_list ap) OUTPOST_PRINTF(3, 0);
+static MUST_CHECK error_code os_error_v(error_info *err, int os_error, const char *fmt, va_list ap)
+    OUTPOST_PRINTF(3, 0);
 static MUST_CHECK error_code os_error_v(error_info *err, int os_error, const char *fmt, va_list ap)
 {
     error_code code = platform_os_error_code(os_error);

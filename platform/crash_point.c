@@ -17,7 +17,7 @@
 
 #include "platform/platform.h"
 
-static atomic_ulong reached;        /* points counted so far in this process */
+static atomic_ulong reached; /* points counted so far in this process */
 
 /* OUTPOST_CRASH_AFTER as a number; 0 (never) when unset or not a number. */
 static unsigned long crash_at(void)

@@ -184,10 +184,10 @@ MUST_CHECK error_code platform_mkdirs_private(const char *path, error_info *err)
 MUST_CHECK error_code platform_check_private_dir(const char *path, error_info *err);
 
 typedef enum {
-    PLATFORM_PATH_NONE = 0,    /* does not exist */
+    PLATFORM_PATH_NONE = 0, /* does not exist */
     PLATFORM_PATH_FILE,
     PLATFORM_PATH_DIR,
-    PLATFORM_PATH_OTHER        /* link, device, fifo, socket... */
+    PLATFORM_PATH_OTHER /* link, device, fifo, socket... */
 } platform_path_kind;
 
 /* What path is, without following a final symbolic link (lstat). Never fails:
@@ -221,7 +221,8 @@ MUST_CHECK error_code platform_check_secret_file(const char *path, error_info *e
  * DACL), as files a web server or file share serves must be. Flushed to
  * disk before it returns; a partly written file is removed on failure.
  */
-MUST_CHECK error_code platform_write_new_file(const char *path, const void *data, size_t len, bool owner_only, error_info *err);
+MUST_CHECK error_code platform_write_new_file(const char *path, const void *data, size_t len, bool owner_only,
+                                              error_info *err);
 
 /*
  * This machine's stable identifier as the OS keeps it (/etc/machine-id,
@@ -262,9 +263,9 @@ MUST_CHECK error_code platform_random_bytes(void *buf, size_t len, error_info *e
 /* ---- Processes ----------------------------------------------------------- */
 
 typedef struct platform_spawn_result {
-    int exit_code;       /* the child's exit status (0-255 on POSIX, a DWORD on Windows);
-                            128+signal when killed by a signal on POSIX */
-    bool timed_out;      /* true when the child (and its children) were killed at the timeout */
+    int exit_code;  /* the child's exit status (0-255 on POSIX, a DWORD on Windows);
+                       128+signal when killed by a signal on POSIX */
+    bool timed_out; /* true when the child (and its children) were killed at the timeout */
 } platform_spawn_result;
 
 /*
@@ -275,7 +276,8 @@ typedef struct platform_spawn_result {
  * stderr are inherited. Fails (ERR_SPAWN) only when the program could not be
  * started; a non-zero exit or a timeout is reported through *result.
  */
-MUST_CHECK error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result, error_info *err);
+MUST_CHECK error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result,
+                                     error_info *err);
 
 /*
  * As platform_spawn, but the child's stdout and stderr are both appended to
@@ -283,7 +285,7 @@ MUST_CHECK error_code platform_spawn(const char *const argv[], int64_t timeout_m
  * platform_spawn. Fails (ERR_SPAWN) when that file cannot be opened.
  */
 MUST_CHECK error_code platform_spawn_to_file(const char *const argv[], const char *output_path, int64_t timeout_ms,
-                                  platform_spawn_result *result, error_info *err);
+                                             platform_spawn_result *result, error_info *err);
 
 /*
  * As platform_spawn_to_file, with the child's environment exactly envp: a
@@ -295,7 +297,7 @@ MUST_CHECK error_code platform_spawn_to_file(const char *const argv[], const cha
  * up in outpost's own PATH.
  */
 MUST_CHECK error_code platform_spawn_env(const char *const argv[], const char *const envp[], const char *output_path,
-                              int64_t timeout_ms, platform_spawn_result *result, error_info *err);
+                                         int64_t timeout_ms, platform_spawn_result *result, error_info *err);
 
 /*
  * The process's environment as "NAME=value" UTF-8 strings, in the order the
@@ -311,7 +313,8 @@ typedef struct platform_mutex platform_mutex;
 typedef struct platform_cond platform_cond;
 
 /* Starts fn(arg) on a new thread. *thread is set on success. */
-MUST_CHECK error_code platform_thread_start(platform_thread **thread, void (*fn)(void *arg), void *arg, error_info *err);
+MUST_CHECK error_code platform_thread_start(platform_thread **thread, void (*fn)(void *arg), void *arg,
+                                            error_info *err);
 /* Waits for the thread to finish and frees it. */
 void platform_thread_join(platform_thread *thread);
 
@@ -400,7 +403,8 @@ typedef struct platform_append_file platform_append_file;
  * rotation). *size (may be NULL) is its size once opened. The handle is
  * not inherited by spawned processes.
  */
-MUST_CHECK error_code platform_append_open(const char *path, platform_append_file **file, uint64_t *size, error_info *err);
+MUST_CHECK error_code platform_append_open(const char *path, platform_append_file **file, uint64_t *size,
+                                           error_info *err);
 
 /* Appends len bytes in one write (retried only for what a short write left). */
 MUST_CHECK error_code platform_append_write(platform_append_file *file, const void *data, size_t len, error_info *err);
@@ -411,11 +415,7 @@ void platform_append_close(platform_append_file *file);
 /* This process's id, for log lines. */
 long platform_process_id(void);
 
-typedef enum {
-    PLATFORM_EVENT_ERROR,
-    PLATFORM_EVENT_WARNING,
-    PLATFORM_EVENT_INFORMATION
-} platform_event_level;
+typedef enum { PLATFORM_EVENT_ERROR, PLATFORM_EVENT_WARNING, PLATFORM_EVENT_INFORMATION } platform_event_level;
 
 /*
  * Writes one entry to the system log an administrator reads when stderr
@@ -424,7 +424,8 @@ typedef enum {
  * registered for the source shows it as "%1"). On POSIX this does nothing
  * and returns ERR_OK: journald and cron already keep stderr.
  */
-MUST_CHECK error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text, error_info *err);
+MUST_CHECK error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text,
+                                         error_info *err);
 
 /* ---- The scheduled task (outpost service install|uninstall) -------------- */
 

@@ -273,8 +273,8 @@ static MUST_CHECK error_code open_temp(const char *path, int *fd_out, char **tmp
             uint64_t v = ((uint64_t)getpid() << 32) ^ (uint64_t)platform_monotonic_ms() ^ (uint64_t)attempt;
             memcpy(rnd, &v, sizeof rnd);
         }
-        snprintf(tmp, size, "%s.%02x%02x%02x%02x%02x%02x%02x%02x.tmp", path, rnd[0], rnd[1], rnd[2], rnd[3],
-                 rnd[4], rnd[5], rnd[6], rnd[7]);
+        snprintf(tmp, size, "%s.%02x%02x%02x%02x%02x%02x%02x%02x.tmp", path, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+                 rnd[5], rnd[6], rnd[7]);
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd >= 0) {
             *fd_out = fd;
@@ -355,8 +355,10 @@ error_code platform_write_new_file(const char *path, const void *data, size_t le
     if (fd < 0) {
         int e = errno;
         if (e == EEXIST)
-            return error_set_os(err, ERR_IO, e, "%s already exists; it is not replaced (remove it first, or choose "
-                                "another name)", path);
+            return error_set_os(err, ERR_IO, e,
+                                "%s already exists; it is not replaced (remove it first, or choose "
+                                "another name)",
+                                path);
         return fail_path(err, e, "cannot create", path);
     }
     const char *what = NULL;
@@ -443,8 +445,8 @@ static ssize_t read_probe(int fd, char *byte)
  * (possibly moved) buffer, which the caller frees; *used_io is set on
  * success.
  */
-static MUST_CHECK error_code read_capped(int fd, const char *path, size_t limit, char **buf_io, size_t cap, size_t *used_io,
-                              error_info *err)
+static MUST_CHECK error_code read_capped(int fd, const char *path, size_t limit, char **buf_io, size_t cap,
+                                         size_t *used_io, error_info *err)
 {
     char *buf = *buf_io;
     size_t used = 0;
@@ -634,8 +636,8 @@ static MUST_CHECK error_code mkdir_one(const char *dir, const char *full, error_
     if (stat(dir, &st) == 0) {
         if (S_ISDIR(st.st_mode))
             return ERR_OK;
-        return error_set_os(err, ERR_IO, EEXIST, "cannot create directory %s: %s exists and is not a directory",
-                            full, dir);
+        return error_set_os(err, ERR_IO, EEXIST, "cannot create directory %s: %s exists and is not a directory", full,
+                            dir);
     }
     /* Parents are made first: a missing one here is a race, not "not found". */
     error_code code = errno_code(e) == ERR_NOT_FOUND ? ERR_IO : errno_code(e);
@@ -673,8 +675,7 @@ error_code platform_mkdirs_private(const char *path, error_info *err)
     return platform_mkdirs(path, err);
 }
 
-bool platform_posix_dir_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, char *why,
-                                size_t size)
+bool platform_posix_dir_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, char *why, size_t size)
 {
     if (owner_uid != euid && owner_uid != 0) {
         snprintf(why, size, "owned by uid %lu", owner_uid);
@@ -1005,10 +1006,9 @@ static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *a
     int rc = posix_spawn_file_actions_addopen(actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     if (rc != 0)
         return rc;
-    if (output_path &&
-        ((rc = posix_spawn_file_actions_addopen(actions, STDOUT_FILENO, output_path,
-                                                O_WRONLY | O_CREAT | O_APPEND, 0600)) != 0 ||
-         (rc = posix_spawn_file_actions_adddup2(actions, STDOUT_FILENO, STDERR_FILENO)) != 0))
+    if (output_path && ((rc = posix_spawn_file_actions_addopen(actions, STDOUT_FILENO, output_path,
+                                                               O_WRONLY | O_CREAT | O_APPEND, 0600)) != 0 ||
+                        (rc = posix_spawn_file_actions_adddup2(actions, STDOUT_FILENO, STDERR_FILENO)) != 0))
         return rc;
     sigset_t none, defaults;
     sigemptyset(&none);
@@ -1019,8 +1019,8 @@ static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *a
     if ((rc = close_inherited(actions)) != 0)
         return rc;
     short flags = (short)(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    if ((rc = posix_spawnattr_setflags(attr, flags)) != 0 ||
-        (rc = posix_spawnattr_setpgroup(attr, 0)) != 0 || (rc = posix_spawnattr_setsigmask(attr, &none)) != 0 ||
+    if ((rc = posix_spawnattr_setflags(attr, flags)) != 0 || (rc = posix_spawnattr_setpgroup(attr, 0)) != 0 ||
+        (rc = posix_spawnattr_setsigmask(attr, &none)) != 0 ||
         (rc = posix_spawnattr_setsigdefault(attr, &defaults)) != 0)
         return rc;
     return 0;
@@ -1059,8 +1059,7 @@ static pid_t spawn_start(const char *const argv[], char *const envp[], const cha
     return pid;
 }
 
-error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result,
-                          error_info *err)
+error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result, error_info *err)
 {
     return platform_spawn_env(argv, NULL, NULL, timeout_ms, result, err);
 }
@@ -1144,9 +1143,9 @@ error_code platform_spawn_env(const char *const argv[], const char *const envp[]
 /* ---- Threads ------------------------------------------------------------- */
 
 struct platform_thread {
-    pthread_t id;           /* the running thread */
-    void (*fn)(void *arg);  /* what it runs */
-    void *arg;              /* fn's argument */
+    pthread_t id;          /* the running thread */
+    void (*fn)(void *arg); /* what it runs */
+    void *arg;             /* fn's argument */
 };
 
 struct platform_mutex {
@@ -1274,9 +1273,9 @@ static char host_arch[sizeof(((struct utsname *)0)->machine)];
 
 static const char *const arch_names[][2] = {
     /* uname().machine   status.json agent.arch */
-    {"x86_64", "x86_64"}, {"amd64", "x86_64"}, {"i386", "x86"},     {"i486", "x86"},       {"i586", "x86"},
-    {"i686", "x86"},      {"i86pc", "x86"},    {"aarch64", "aarch64"}, {"arm64", "aarch64"}, {"armv6l", "arm"},
-    {"armv7l", "arm"},    {"armv8l", "arm"},
+    {"x86_64", "x86_64"}, {"amd64", "x86_64"}, {"i386", "x86"},   {"i486", "x86"},
+    {"i586", "x86"},      {"i686", "x86"},     {"i86pc", "x86"},  {"aarch64", "aarch64"},
+    {"arm64", "aarch64"}, {"armv6l", "arm"},   {"armv7l", "arm"}, {"armv8l", "arm"},
 };
 
 static void host_read(void)
@@ -1355,8 +1354,7 @@ char *platform_default_state_dir(void)
 error_code platform_installed_version(const char *display_name, char **version, error_info *err)
 {
     return error_set(err, ERR_NOT_FOUND,
-                     "cannot read the installed version of %s: no software inventory on this platform",
-                     display_name);
+                     "cannot read the installed version of %s: no software inventory on this platform", display_name);
 }
 
 error_code platform_system_ca_bundle(char **pem, size_t *len, error_info *err)

@@ -131,19 +131,14 @@ error_code platform_win32_error_code(unsigned long e)
     case ERROR_PATH_NOT_FOUND:
     case ERROR_INVALID_DRIVE:
     case ERROR_BAD_NETPATH:
-    case ERROR_BAD_NET_NAME:
-        return ERR_NOT_FOUND;
+    case ERROR_BAD_NET_NAME: return ERR_NOT_FOUND;
     case ERROR_DISK_FULL:
-    case ERROR_HANDLE_DISK_FULL:
-        return ERR_DISK_FULL;
+    case ERROR_HANDLE_DISK_FULL: return ERR_DISK_FULL;
     case ERROR_ACCESS_DENIED:
-    case ERROR_PRIVILEGE_NOT_HELD:
-        return ERR_PERMISSION;
+    case ERROR_PRIVILEGE_NOT_HELD: return ERR_PERMISSION;
     case ERROR_NOT_ENOUGH_MEMORY:
-    case ERROR_OUTOFMEMORY:
-        return ERR_NOMEM;
-    default:
-        return ERR_IO;
+    case ERROR_OUTOFMEMORY: return ERR_NOMEM;
+    default: return ERR_IO;
     }
 }
 
@@ -156,9 +151,9 @@ static MUST_CHECK error_code win_code(DWORD e)
 static const char *win_message(DWORD e, char *buf, size_t size)
 {
     wchar_t text[256];
-    DWORD n = FormatMessageW(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL, e,
-                             MAKELANGID(LANG_NEUTRAL, SUBLANG_DEFAULT), text, (DWORD)(sizeof text / sizeof text[0]),
-                             NULL);
+    DWORD n =
+        FormatMessageW(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL, e,
+                       MAKELANGID(LANG_NEUTRAL, SUBLANG_DEFAULT), text, (DWORD)(sizeof text / sizeof text[0]), NULL);
     while (n > 0 && (text[n - 1] == L'\r' || text[n - 1] == L'\n' || text[n - 1] == L' ' || text[n - 1] == L'.'))
         n--;
     char *utf8 = n > 0 ? narrow_n(text, (int)n) : NULL;
@@ -412,7 +407,7 @@ static BOOL write_all(HANDLE h, const void *data, size_t len)
 /* Creates "<path>.<16 hex digits>.tmp" exclusively; sets *handle and the
  * malloc'd *tmp_path on success. */
 static MUST_CHECK error_code open_temp(const wchar_t *wpath, const char *path, HANDLE *handle, wchar_t **tmp_path,
-                            error_info *err)
+                                       error_info *err)
 {
     size_t size = wcslen(wpath) + 1 + 16 + 4 + 1;
     wchar_t *tmp = malloc(size * sizeof *tmp);
@@ -425,8 +420,8 @@ static MUST_CHECK error_code open_temp(const wchar_t *wpath, const char *path, H
             uint64_t v = ((uint64_t)GetCurrentProcessId() << 32) ^ GetTickCount64() ^ (uint64_t)attempt;
             memcpy(rnd, &v, sizeof rnd);
         }
-        swprintf(tmp, size, L"%ls.%02x%02x%02x%02x%02x%02x%02x%02x.tmp", wpath, rnd[0], rnd[1], rnd[2], rnd[3],
-                 rnd[4], rnd[5], rnd[6], rnd[7]);
+        swprintf(tmp, size, L"%ls.%02x%02x%02x%02x%02x%02x%02x%02x.tmp", wpath, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+                 rnd[5], rnd[6], rnd[7]);
         HANDLE h = CreateFileW(tmp, GENERIC_WRITE | DELETE, 0, NULL, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
         if (h != INVALID_HANDLE_VALUE) {
             *handle = h;
@@ -504,8 +499,10 @@ error_code platform_write_new_file(const char *path, const void *data, size_t le
         DWORD e = GetLastError();
         free(wpath);
         if (e == ERROR_FILE_EXISTS || e == ERROR_ALREADY_EXISTS)
-            return error_set_os(err, ERR_IO, (int)e, "%s already exists; it is not replaced (remove it first, or "
-                                "choose another name)", path);
+            return error_set_os(err, ERR_IO, (int)e,
+                                "%s already exists; it is not replaced (remove it first, or "
+                                "choose another name)",
+                                path);
         return fail_win(err, e, "cannot create", path);
     }
     const char *what = NULL;
@@ -534,8 +531,7 @@ error_code platform_rename(const char *from, const char *to, error_info *err)
         DWORD e = GetLastError();
         char text[256];
         if (e == ERROR_NOT_SAME_DEVICE)
-            rc = error_set_os(err, ERR_IO, (int)e, "cannot rename %s to %s: they are on different volumes", from,
-                              to);
+            rc = error_set_os(err, ERR_IO, (int)e, "cannot rename %s to %s: they are on different volumes", from, to);
         else
             rc = error_set_os(err, win_code(e), (int)e, "cannot rename %s to %s: %s", from, to,
                               win_message(e, text, sizeof text));
@@ -547,8 +543,8 @@ error_code platform_rename(const char *from, const char *to, error_info *err)
 
 /* Reads from h until end of file into a buffer of at most limit bytes (+NUL);
  * one byte past limit proves the file too large. */
-static MUST_CHECK error_code read_handle(HANDLE h, const char *path, size_t limit, size_t hint, char **data, size_t *len,
-                              error_info *err)
+static MUST_CHECK error_code read_handle(HANDLE h, const char *path, size_t limit, size_t hint, char **data,
+                                         size_t *len, error_info *err)
 {
     size_t cap = (hint < limit ? hint : limit) + 1;
     char *buf = malloc(cap);
@@ -781,9 +777,9 @@ static MUST_CHECK error_code mkdir_one(const wchar_t *dir, const char *full, SEC
         if (attrs & FILE_ATTRIBUTE_DIRECTORY)
             return ERR_OK;
         char *name = narrow(dir);
-        error_code rc = error_set_os(err, ERR_IO, ERROR_ALREADY_EXISTS,
-                                     "cannot create directory %s: %s exists and is not a directory", full,
-                                     name ? name : full);
+        error_code rc =
+            error_set_os(err, ERR_IO, ERROR_ALREADY_EXISTS,
+                         "cannot create directory %s: %s exists and is not a directory", full, name ? name : full);
         free(name);
         return rc;
     }
@@ -855,7 +851,8 @@ static PSID current_user_sid(void)
 
 /* The private directory's security descriptor (platform_mkdirs_private):
  * *sd is LocalFree'd by the caller. what names the operation for errors. */
-static MUST_CHECK error_code private_dir_sd(const char *path, const char *what, PSECURITY_DESCRIPTOR *sd, error_info *err)
+static MUST_CHECK error_code private_dir_sd(const char *path, const char *what, PSECURITY_DESCRIPTOR *sd,
+                                            error_info *err)
 {
     /* P: protected, nothing inherited from the parent; OICI: what is created
      * below inherits the same three entries. The user running outpost is
@@ -863,8 +860,8 @@ static MUST_CHECK error_code private_dir_sd(const char *path, const char *what, 
      * that entry is the SYSTEM one again and is left out. */
     PSID user = current_user_sid();
     if (!user)
-        return error_set_os(err, ERR_IO, (int)GetLastError(), "%s %s: cannot read the user this process runs as",
-                            what, path);
+        return error_set_os(err, ERR_IO, (int)GetLastError(), "%s %s: cannot read the user this process runs as", what,
+                            path);
     wchar_t *user_text = NULL;
     BOOL ok = ConvertSidToStringSidW(user, &user_text);
     free(user);
@@ -1056,11 +1053,8 @@ static const struct {
     const char *sid;  /* string SID: language-independent */
     const char *name; /* what an administrator sees in the Security tab */
 } broad_groups[] = {
-    {"S-1-1-0", "Everyone"},
-    {"S-1-5-11", "Authenticated Users"},
-    {"S-1-5-32-545", "Users"},
-    {"S-1-5-32-546", "Guests"},
-    {"S-1-5-7", "ANONYMOUS LOGON"},
+    {"S-1-1-0", "Everyone"},    {"S-1-5-11", "Authenticated Users"}, {"S-1-5-32-545", "Users"},
+    {"S-1-5-32-546", "Guests"}, {"S-1-5-7", "ANONYMOUS LOGON"},
 };
 #define BROAD_GROUPS (sizeof broad_groups / sizeof broad_groups[0])
 
@@ -1173,14 +1167,14 @@ cleanup:
 
 /* Rights that let a holder put, replace or remove something in a directory,
  * or give itself those rights. */
-#define DIR_WRITE_RIGHTS                                                                                       \
-    (FILE_ADD_FILE | FILE_ADD_SUBDIRECTORY | FILE_DELETE_CHILD | DELETE | WRITE_DAC | WRITE_OWNER |             \
-     GENERIC_WRITE | GENERIC_ALL | MAXIMUM_ALLOWED)
+#define DIR_WRITE_RIGHTS                                                                                               \
+    (FILE_ADD_FILE | FILE_ADD_SUBDIRECTORY | FILE_DELETE_CHILD | DELETE | WRITE_DAC | WRITE_OWNER | GENERIC_WRITE |    \
+     GENERIC_ALL | MAXIMUM_ALLOWED)
 
 /* Principals at least as privileged as outpost's service account. */
 static const char *const trusted_sids[] = {
-    "S-1-5-18",     /* SYSTEM */
-    "S-1-5-32-544", /* Administrators */
+    "S-1-5-18",                                                       /* SYSTEM */
+    "S-1-5-32-544",                                                   /* Administrators */
     "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464", /* TrustedInstaller */
 };
 #define TRUSTED_SIDS (sizeof trusted_sids / sizeof trusted_sids[0])
@@ -1417,8 +1411,8 @@ error_code platform_random_bytes(void *buf, size_t len, error_info *err)
         ULONG chunk = len > 0x40000000u ? 0x40000000u : (ULONG)len;
         NTSTATUS status = BCryptGenRandom(NULL, p, chunk, BCRYPT_USE_SYSTEM_PREFERRED_RNG);
         if (status < 0)
-            return error_set_os(err, ERR_INTERNAL, (int)status, "cannot read random bytes: BCryptGenRandom failed (0x%08lx)",
-                                (unsigned long)status);
+            return error_set_os(err, ERR_INTERNAL, (int)status,
+                                "cannot read random bytes: BCryptGenRandom failed (0x%08lx)", (unsigned long)status);
         p += chunk;
         len -= chunk;
     }
@@ -1765,8 +1759,7 @@ static HANDLE append_handle(const char *path)
     return h == INVALID_HANDLE_VALUE ? NULL : h;
 }
 
-error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result,
-                          error_info *err)
+error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result, error_info *err)
 {
     return platform_spawn_env(argv, NULL, NULL, timeout_ms, result, err);
 }
@@ -1869,9 +1862,9 @@ cleanup:
 /* ---- Threads ------------------------------------------------------------- */
 
 struct platform_thread {
-    HANDLE handle;          /* the running thread */
-    void (*fn)(void *arg);  /* what it runs */
-    void *arg;              /* fn's argument */
+    HANDLE handle;         /* the running thread */
+    void (*fn)(void *arg); /* what it runs */
+    void *arg;             /* fn's argument */
 };
 
 struct platform_mutex {
@@ -1995,23 +1988,19 @@ typedef BOOL(WINAPI *is_wow64_process2_fn)(HANDLE, USHORT *, USHORT *);
 static const char *machine_name(USHORT machine)
 {
     switch (machine) {
-    case IMAGE_FILE_MACHINE_AMD64:
-        return "x86_64";
-    case IMAGE_FILE_MACHINE_ARM64:
-        return "aarch64";
-    case IMAGE_FILE_MACHINE_I386:
-        return "x86";
-    case IMAGE_FILE_MACHINE_ARMNT:
-        return "arm";
-    default:
-        return NULL;
+    case IMAGE_FILE_MACHINE_AMD64: return "x86_64";
+    case IMAGE_FILE_MACHINE_ARM64: return "aarch64";
+    case IMAGE_FILE_MACHINE_I386: return "x86";
+    case IMAGE_FILE_MACHINE_ARMNT: return "arm";
+    default: return NULL;
     }
 }
 
 const char *platform_arch(void)
 {
     HMODULE kernel = GetModuleHandleW(L"kernel32.dll");
-    is_wow64_process2_fn fn = kernel ? (is_wow64_process2_fn)(void (*)(void))GetProcAddress(kernel, "IsWow64Process2") : NULL;
+    is_wow64_process2_fn fn =
+        kernel ? (is_wow64_process2_fn)(void (*)(void))GetProcAddress(kernel, "IsWow64Process2") : NULL;
     USHORT process_machine = 0, native_machine = 0;
     if (fn && fn(GetCurrentProcess(), &process_machine, &native_machine)) {
         const char *name = machine_name(native_machine);
@@ -2021,16 +2010,11 @@ const char *platform_arch(void)
     SYSTEM_INFO info;
     GetNativeSystemInfo(&info);
     switch (info.wProcessorArchitecture) {
-    case PROCESSOR_ARCHITECTURE_AMD64:
-        return "x86_64";
-    case PROCESSOR_ARCHITECTURE_ARM64:
-        return "aarch64";
-    case PROCESSOR_ARCHITECTURE_INTEL:
-        return "x86";
-    case PROCESSOR_ARCHITECTURE_ARM:
-        return "arm";
-    default:
-        return "unknown";
+    case PROCESSOR_ARCHITECTURE_AMD64: return "x86_64";
+    case PROCESSOR_ARCHITECTURE_ARM64: return "aarch64";
+    case PROCESSOR_ARCHITECTURE_INTEL: return "x86";
+    case PROCESSOR_ARCHITECTURE_ARM: return "arm";
+    default: return "unknown";
     }
 }
 
@@ -2185,15 +2169,16 @@ error_code platform_machine_id(char *buf, size_t size, error_info *err)
 {
     HKEY key;
     char *value = NULL;
-    if (RegOpenKeyExW(HKEY_LOCAL_MACHINE, L"SOFTWARE\\Microsoft\\Cryptography", 0, KEY_READ | KEY_WOW64_64KEY,
-                      &key) == ERROR_SUCCESS) {
+    if (RegOpenKeyExW(HKEY_LOCAL_MACHINE, L"SOFTWARE\\Microsoft\\Cryptography", 0, KEY_READ | KEY_WOW64_64KEY, &key) ==
+        ERROR_SUCCESS) {
         value = registry_string(key, L"MachineGuid");
         RegCloseKey(key);
     }
     size_t n = value ? strlen(value) : 0;
     if (n == 0 || n >= size) {
         free(value);
-        return error_set(err, ERR_NOT_FOUND, "this machine has no MachineGuid in HKLM\\SOFTWARE\\Microsoft\\Cryptography");
+        return error_set(err, ERR_NOT_FOUND,
+                         "this machine has no MachineGuid in HKLM\\SOFTWARE\\Microsoft\\Cryptography");
     }
     memcpy(buf, value, n + 1);
     free(value);
@@ -2346,8 +2331,9 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
         return fail_win(err, GetLastError(), "cannot prepare the permissions of", path);
     }
     sa.lpSecurityDescriptor = sd;
-    HANDLE h = CreateFileW(wpath, FILE_APPEND_DATA | SYNCHRONIZE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                           &sa, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+    HANDLE h =
+        CreateFileW(wpath, FILE_APPEND_DATA | SYNCHRONIZE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, &sa,
+                    OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
     DWORD e = GetLastError();
     LocalFree(sd);
     free(wpath);
@@ -2501,7 +2487,8 @@ static MUST_CHECK error_code run_schtasks(const char *const args[], int *exit_co
     if (rc != ERR_OK)
         return rc;
     if (result.timed_out)
-        return error_set(err, ERR_SPAWN, "schtasks.exe did not finish within a minute; the task may be half registered");
+        return error_set(err, ERR_SPAWN,
+                         "schtasks.exe did not finish within a minute; the task may be half registered");
     *exit_code = result.exit_code;
     return ERR_OK;
 }

@@ -48,7 +48,7 @@
 #include "base/text.h"
 #include "platform/platform.h"
 
-#define MAX_CARRIED_CERTIFICATES 64     /* certificates we parse from one SignedData */
+#define MAX_CARRIED_CERTIFICATES 64      /* certificates we parse from one SignedData */
 #define MAX_CA_FILE (4u * 1024u * 1024u) /* trusted CA file size cap */
 #define TIMESTAMP_FUTURE_SLACK 300       /* a timestamp may be this far after `now` (clock skew) */
 
@@ -128,7 +128,10 @@ typedef struct oid_bytes {
     size_t len;
 } oid_bytes;
 
-#define OID(s) {s, sizeof(s) - 1}
+#define OID(s)                                                                                                         \
+    {                                                                                                                  \
+        s, sizeof(s) - 1                                                                                               \
+    }
 static const oid_bytes OID_SIGNED_DATA = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x07\x02");
 static const oid_bytes OID_CONTENT_TYPE = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x03");
 static const oid_bytes OID_MESSAGE_DIGEST = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x04");
@@ -475,8 +478,8 @@ static bool certs_has_eku(const mbedtls_x509_crt *crt, oid_bytes eku)
  * attributes (DER, re-tagged as SET) verifies with cert's key. Returns
  * AUTHENTICODE_VALID or the verdict with *why set.
  */
-static authenticode_verdict signer_check(const cms_signer *s, const oid_bytes *content_type, const unsigned char *content,
-                                         size_t content_len, const mbedtls_x509_crt *cert,
+static authenticode_verdict signer_check(const cms_signer *s, const oid_bytes *content_type,
+                                         const unsigned char *content, size_t content_len, const mbedtls_x509_crt *cert,
                                          const authenticode_policy *policy, const char **why)
 {
     mbedtls_md_type_t md = MBEDTLS_MD_NONE;
@@ -677,9 +680,9 @@ static bool timestamp_rfc3161(verify_ctx *v, const cms_signer *primary, span val
     if (!der_read(&t, TAG_SEQUENCE, &info_seq, NULL) || !der_done(&t))
         goto malformed;
     info = der_of(info_seq);
-    if (!der_read(&info, MBEDTLS_ASN1_INTEGER, &version, NULL) || !der_read(&info, MBEDTLS_ASN1_OID, &policy_oid, NULL) ||
-        !der_read(&info, TAG_SEQUENCE, &imprint_seq, NULL) || !der_read(&info, MBEDTLS_ASN1_INTEGER, NULL, NULL) ||
-        !parse_asn1_time(&info, &gen_time))
+    if (!der_read(&info, MBEDTLS_ASN1_INTEGER, &version, NULL) ||
+        !der_read(&info, MBEDTLS_ASN1_OID, &policy_oid, NULL) || !der_read(&info, TAG_SEQUENCE, &imprint_seq, NULL) ||
+        !der_read(&info, MBEDTLS_ASN1_INTEGER, NULL, NULL) || !parse_asn1_time(&info, &gen_time))
         goto malformed;
     imprint = der_of(imprint_seq);
     if (!der_read_algorithm(&imprint, &imprint_alg) || !der_read(&imprint, MBEDTLS_ASN1_OCTET_STRING, &hashed, NULL))
@@ -702,8 +705,7 @@ static bool timestamp_rfc3161(verify_ctx *v, const cms_signer *primary, span val
     const mbedtls_x509_crt *tsa = certs_find(&pool, &sd.signer);
     if (!tsa) {
         snprintf(why, why_size, "RFC 3161 token does not carry its signer's certificate");
-    } else if (signer_check(&sd.signer, &OID_TST_INFO, tst.p, tst.len, tsa, v->policy, &reason) !=
-               AUTHENTICODE_VALID) {
+    } else if (signer_check(&sd.signer, &OID_TST_INFO, tst.p, tst.len, tsa, v->policy, &reason) != AUTHENTICODE_VALID) {
         snprintf(why, why_size, "RFC 3161 token: %.100s", reason);
     } else if (!certs_has_eku(tsa, OID_EKU_TIME_STAMPING)) {
         snprintf(why, why_size, "RFC 3161 token signer is not a timestamping certificate");
@@ -754,7 +756,8 @@ static bool timestamp_legacy(verify_ctx *v, const cms_signer *primary, span valu
     }
     der_reader tv;
     if (cms_find_attribute(cms_attrs_contents(cs.attrs), OID_SIGNING_TIME, &time_values) != 1 ||
-        !cms_single_value(time_values, &time_value) || (tv = der_of(time_value), !parse_asn1_time(&tv, &signing_time))) {
+        !cms_single_value(time_values, &time_value) ||
+        (tv = der_of(time_value), !parse_asn1_time(&tv, &signing_time))) {
         snprintf(why, why_size, "countersignature has no valid signingTime");
         return false;
     }
@@ -819,7 +822,7 @@ typedef error_code (*image_digest_fn)(void *format, mbedtls_md_type_t md, unsign
 
 /* Checks everything from the SignedData on (steps 2-7 of authenticode.h). */
 static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der_len, oid_bytes data_type,
-                                   image_digest_fn digest_fn, void *format, error_info *err)
+                                              image_digest_fn digest_fn, void *format, error_info *err)
 {
     authenticode_result *r = v->result;
     const char *why;
@@ -852,8 +855,8 @@ static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der,
         return authenticode_reject(r, AUTHENTICODE_UNSUPPORTED, "unknown image digest algorithm");
     snprintf(r->digest_algorithm, sizeof r->digest_algorithm, "%s", md_name(md));
     if (!md_allowed(md, v->policy))
-        return authenticode_reject(r, AUTHENTICODE_UNSUPPORTED, "image digest algorithm %s is not allowed by the policy",
-                                   md_name(md));
+        return authenticode_reject(r, AUTHENTICODE_UNSUPPORTED,
+                                   "image digest algorithm %s is not allowed by the policy", md_name(md));
 
     unsigned char computed[MBEDTLS_MD_MAX_SIZE];
     error_code rc = v->trust_digest ? ERR_OK : digest_fn(format, md, computed, r, err);
@@ -940,8 +943,8 @@ typedef struct pe_format {
     pe_layout layout;
 } pe_format;
 
-static MUST_CHECK error_code pe_digest(void *format, mbedtls_md_type_t md, unsigned char *out, authenticode_result *result,
-                            error_info *err)
+static MUST_CHECK error_code pe_digest(void *format, mbedtls_md_type_t md, unsigned char *out,
+                                       authenticode_result *result, error_info *err)
 {
     pe_format *pe = format;
     mbedtls_md_context_t ctx;
@@ -974,8 +977,8 @@ static MUST_CHECK error_code verify_pe(verify_ctx *v, FILE *f, uint64_t size, er
     return rc;
 }
 
-static MUST_CHECK error_code msi_digest(void *format, mbedtls_md_type_t md, unsigned char *out, authenticode_result *result,
-                             error_info *err)
+static MUST_CHECK error_code msi_digest(void *format, mbedtls_md_type_t md, unsigned char *out,
+                                        authenticode_result *result, error_info *err)
 {
     return msi_hash(format, md, out, result, err);
 }
@@ -1058,7 +1061,7 @@ static void result_init(authenticode_result *result)
 
 /* Sets up *v for policy: CA files loaded, judging time fixed. */
 static MUST_CHECK error_code verify_begin(verify_ctx *v, const authenticode_policy *policy, authenticode_result *result,
-                               error_info *err)
+                                          error_info *err)
 {
     memset(v, 0, sizeof *v);
     v->policy = policy;

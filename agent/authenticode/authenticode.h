@@ -42,15 +42,15 @@
 #include "base/error.h"
 
 typedef enum {
-    AUTHENTICODE_VALID = 0,        /* every check above passed */
-    AUTHENTICODE_UNSIGNED,         /* a well-formed PE/MSI without a signature */
-    AUTHENTICODE_DIGEST_MISMATCH,  /* the file's bytes are not the ones signed */
-    AUTHENTICODE_BAD_SIGNATURE,    /* signer, signed attributes or signature value wrong */
-    AUTHENTICODE_UNTRUSTED_CHAIN,  /* no valid chain to the trusted CA at the judging time,
-                                      or the signer is not a code-signing certificate */
-    AUTHENTICODE_WRONG_SIGNER,     /* trusted, but not the configured signer_subject */
-    AUTHENTICODE_MALFORMED,        /* structure broken, truncated, or data after the signature */
-    AUTHENTICODE_UNSUPPORTED       /* not PE/MSI, or an algorithm the policy does not accept */
+    AUTHENTICODE_VALID = 0,       /* every check above passed */
+    AUTHENTICODE_UNSIGNED,        /* a well-formed PE/MSI without a signature */
+    AUTHENTICODE_DIGEST_MISMATCH, /* the file's bytes are not the ones signed */
+    AUTHENTICODE_BAD_SIGNATURE,   /* signer, signed attributes or signature value wrong */
+    AUTHENTICODE_UNTRUSTED_CHAIN, /* no valid chain to the trusted CA at the judging time,
+                                     or the signer is not a code-signing certificate */
+    AUTHENTICODE_WRONG_SIGNER,    /* trusted, but not the configured signer_subject */
+    AUTHENTICODE_MALFORMED,       /* structure broken, truncated, or data after the signature */
+    AUTHENTICODE_UNSUPPORTED      /* not PE/MSI, or an algorithm the policy does not accept */
 } authenticode_verdict;
 
 typedef struct authenticode_policy {
@@ -66,16 +66,16 @@ typedef struct authenticode_policy {
 
 typedef struct authenticode_result {
     authenticode_verdict verdict;
-    char reason[256];              /* one human line; "" only for unsigned/valid */
-    char signer_subject[256];      /* subject of the signer certificate as UTF-8
-                                      (subject_format), when found */
-    char signer_cert_sha256[65];   /* lower-case hex SHA-256 of that certificate's DER, "" when none */
-    char digest_algorithm[16];     /* "sha256", ... when a signature was read */
-    bool timestamped;              /* a timestamp verified and set the judging time */
-    int64_t timestamp;             /* that time, Unix seconds (0 when !timestamped) */
-    char file_format[8];           /* "pe", "msi" or "" when not recognised */
-    bool signature_found;          /* the format reader found a signature to judge */
-    bool chain_checked;            /* step 5 ran: false without a trusted_ca_file */
+    char reason[256];            /* one human line; "" only for unsigned/valid */
+    char signer_subject[256];    /* subject of the signer certificate as UTF-8
+                                    (subject_format), when found */
+    char signer_cert_sha256[65]; /* lower-case hex SHA-256 of that certificate's DER, "" when none */
+    char digest_algorithm[16];   /* "sha256", ... when a signature was read */
+    bool timestamped;            /* a timestamp verified and set the judging time */
+    int64_t timestamp;           /* that time, Unix seconds (0 when !timestamped) */
+    char file_format[8];         /* "pe", "msi" or "" when not recognised */
+    bool signature_found;        /* the format reader found a signature to judge */
+    bool chain_checked;          /* step 5 ran: false without a trusted_ca_file */
 } authenticode_result;
 
 /*
@@ -88,12 +88,12 @@ typedef struct authenticode_result {
  * value still fails closed.
  */
 MUST_CHECK error_code authenticode_verify_file(const char *path, const authenticode_policy *policy,
-                                    authenticode_result *result, error_info *err);
+                                               authenticode_result *result, error_info *err);
 
 /* As authenticode_verify_file, on an open, seekable binary stream (read from
  * its start; the position afterwards is unspecified; the caller closes it). */
 MUST_CHECK error_code authenticode_verify_stream(FILE *f, const authenticode_policy *policy,
-                                      authenticode_result *result, error_info *err);
+                                                 authenticode_result *result, error_info *err);
 
 /* "valid", "unsigned", "digest-mismatch", "bad-signature", "untrusted-chain",
  * "wrong-signer", "malformed", "unsupported"; never NULL. */

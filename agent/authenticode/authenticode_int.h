@@ -21,10 +21,8 @@
  * ERR_REJECTED, so a format reader can write `return authenticode_reject(...)`.
  * authenticode_verify_* turn ERR_REJECTED back into ERR_OK plus the verdict.
  */
-MUST_CHECK error_code authenticode_reject(authenticode_result *result, authenticode_verdict verdict,
-                               const char *fmt, ...)
-    OUTPOST_PRINTF(3, 4)
-    ;
+MUST_CHECK error_code authenticode_reject(authenticode_result *result, authenticode_verdict verdict, const char *fmt,
+                                          ...) OUTPOST_PRINTF(3, 4);
 
 /*
  * Reads exactly len bytes at offset of f into buf (platform_read_at: 64-bit
@@ -41,6 +39,6 @@ MUST_CHECK error_code authenticode_read_at(FILE *f, uint64_t offset, void *buf, 
  * authenticode_verify_stream.
  */
 MUST_CHECK error_code authenticode_check_blob(const uint8_t *der, size_t der_len, const authenticode_policy *policy,
-                                   authenticode_result *result, error_info *err);
+                                              authenticode_result *result, error_info *err);
 
 #endif

@@ -21,7 +21,8 @@ static const uint8_t name_signature_ex[] = {0x05, 0, 'M', 0, 's', 0, 'i', 0, 'D'
 
 /* Turns a compound-file rejection (ERR_REJECTED in local) into a MALFORMED
  * verdict; copies any other error to err. */
-static MUST_CHECK error_code from_olecf(error_code rc, const error_info *local, authenticode_result *result, error_info *err)
+static MUST_CHECK error_code from_olecf(error_code rc, const error_info *local, authenticode_result *result,
+                                        error_info *err)
 {
     if (rc == ERR_OK)
         return ERR_OK;
@@ -103,7 +104,7 @@ static bool to_buffer(void *ctx, const uint8_t *data, size_t len)
 
 /* Reads a whole (small) stream into a malloc'd buffer. */
 static MUST_CHECK error_code read_small_stream(msi_package *msi, uint32_t id, size_t cap, uint8_t **data, size_t *len,
-                                    authenticode_result *result, error_info *err)
+                                               authenticode_result *result, error_info *err)
 {
     const olecf_entry *e = &msi->cf.entries[id];
     if (e->size == 0 || e->size > cap)
@@ -137,7 +138,6 @@ error_code msi_read_signature(msi_package *msi, uint8_t **der, size_t *der_len, 
 
 /* ---- The digest ---------------------------------------------------------- */
 
-
 /* osslsigncode's dirent_cmp_hash: raw bytes over the shorter name length
  * (terminator included), the longer name first on a tie. */
 static int compare_names(const olecf_entry *a, const olecf_entry *b)
@@ -159,7 +159,8 @@ static int compare_entry_pointers(const void *a, const void *b)
 }
 
 /* Children of storage id in hashing order; *ids malloc'd (may be NULL). */
-static MUST_CHECK error_code sorted_children(const olecf_file *cf, uint32_t id, uint32_t **ids, size_t *count, error_info *err)
+static MUST_CHECK error_code sorted_children(const olecf_file *cf, uint32_t id, uint32_t **ids, size_t *count,
+                                             error_info *err)
 {
     error_code rc = olecf_children(cf, id, ids, count, err);
     if (rc != ERR_OK || *count < 2)
@@ -186,7 +187,8 @@ static bool to_md(void *ctx, const uint8_t *data, size_t len)
 
 /* Hashes storage id's content: sorted children (streams' bytes, storages
  * recursively, at most MSI_MAX_DEPTH deep), then its CLSID. */
-static MUST_CHECK error_code hash_storage(msi_package *msi, uint32_t id, int depth, mbedtls_md_context_t *md, error_info *err)
+static MUST_CHECK error_code hash_storage(msi_package *msi, uint32_t id, int depth, mbedtls_md_context_t *md,
+                                          error_info *err)
 {
     if (depth > MSI_MAX_DEPTH)
         return error_set(err, ERR_REJECTED, "malformed compound file: storages nested too deeply");
@@ -226,7 +228,8 @@ static int prehash_entry(const olecf_entry *e, mbedtls_md_context_t *md)
     return ret;
 }
 
-static MUST_CHECK error_code prehash_storage(msi_package *msi, uint32_t id, int depth, mbedtls_md_context_t *md, error_info *err)
+static MUST_CHECK error_code prehash_storage(msi_package *msi, uint32_t id, int depth, mbedtls_md_context_t *md,
+                                             error_info *err)
 {
     if (depth > MSI_MAX_DEPTH)
         return error_set(err, ERR_REJECTED, "malformed compound file: storages nested too deeply");
@@ -251,8 +254,8 @@ static MUST_CHECK error_code prehash_storage(msi_package *msi, uint32_t id, int 
 typedef error_code (*hash_walk)(msi_package *msi, uint32_t id, int depth, mbedtls_md_context_t *md, error_info *err);
 
 /* Runs walk over the root into a fresh md context; digest into out. */
-static MUST_CHECK error_code run_digest(msi_package *msi, mbedtls_md_type_t type, const unsigned char *prefix, size_t prefix_len,
-                             hash_walk walk, unsigned char *out, error_info *err)
+static MUST_CHECK error_code run_digest(msi_package *msi, mbedtls_md_type_t type, const unsigned char *prefix,
+                                        size_t prefix_len, hash_walk walk, unsigned char *out, error_info *err)
 {
     mbedtls_md_context_t md;
     mbedtls_md_init(&md);
@@ -371,15 +374,15 @@ static uint32_t find_root_stream(const olecf_file *cf, const char *name)
 }
 
 /* Stream id's whole content, at most cap bytes, into *data (malloc'd). */
-static MUST_CHECK error_code read_whole_stream(olecf_file *cf, uint32_t id, size_t cap, const char *what, uint8_t **data,
-                                    size_t *len, error_info *err)
+static MUST_CHECK error_code read_whole_stream(olecf_file *cf, uint32_t id, size_t cap, const char *what,
+                                               uint8_t **data, size_t *len, error_info *err)
 {
     uint64_t size = cf->entries[id].size;
     *data = NULL;
     *len = 0;
     if (size > cap)
-        return error_set(err, ERR_REJECTED, "malformed MSI: the %s stream is %llu bytes, more than the %zu read",
-                         what, (unsigned long long)size, cap);
+        return error_set(err, ERR_REJECTED, "malformed MSI: the %s stream is %llu bytes, more than the %zu read", what,
+                         (unsigned long long)size, cap);
     buffer_sink b = {malloc(size ? (size_t)size : 1), (size_t)size, 0};
     if (!b.data)
         return error_set(err, ERR_NOMEM, "out of memory reading the MSI %s", what);
@@ -406,8 +409,8 @@ typedef struct string_pool {
 /* Walks the pool to the string with id want_id, or (want_id 0) to the
  * first one equal to want_text. ERR_OK with *found false when there is
  * none; ERR_REJECTED when the pool does not fit the data. */
-static MUST_CHECK error_code pool_find(const string_pool *sp, uint32_t want_id, const char *want_text, bool *found, uint32_t *id,
-                            size_t *offset, size_t *len, error_info *err)
+static MUST_CHECK error_code pool_find(const string_pool *sp, uint32_t want_id, const char *want_text, bool *found,
+                                       uint32_t *id, size_t *offset, size_t *len, error_info *err)
 {
     size_t at = 0, text_len = want_text ? strlen(want_text) : 0;
     uint32_t n = 1;
@@ -425,8 +428,7 @@ static MUST_CHECK error_code pool_find(const string_pool *sp, uint32_t want_id, 
         }
         if (length > sp->data_len - at)
             return error_set(err, ERR_REJECTED, "malformed MSI: the string pool runs past _StringData");
-        if (want_id ? n == want_id
-                    : length == text_len && memcmp(sp->data + at, want_text, text_len) == 0) {
+        if (want_id ? n == want_id : length == text_len && memcmp(sp->data + at, want_text, text_len) == 0) {
             *found = true;
             *id = n;
             *offset = at;
@@ -445,13 +447,15 @@ static uint32_t table_ref(const uint8_t *p, unsigned bytes)
 
 /* The Value string id of the Property row whose key is key_id (0: none). */
 static MUST_CHECK error_code property_value(const uint8_t *table, size_t len, unsigned ref_bytes, uint32_t key_id,
-                                 uint32_t *value_id, error_info *err)
+                                            uint32_t *value_id, error_info *err)
 {
     size_t row = 2u * ref_bytes;
     *value_id = 0;
     if (len % row != 0)
-        return error_set(err, ERR_REJECTED, "malformed MSI: the Property table's size (%zu bytes) is not a whole number "
-                         "of rows", len);
+        return error_set(err, ERR_REJECTED,
+                         "malformed MSI: the Property table's size (%zu bytes) is not a whole number "
+                         "of rows",
+                         len);
     size_t rows = len / row;
     for (size_t r = 0; r < rows; r++) {
         if (table_ref(table + r * ref_bytes, ref_bytes) == key_id) {
@@ -477,8 +481,8 @@ static void copy_printable(const uint8_t *text, size_t len, char *out, size_t si
 }
 
 /* The lookup itself, on the three streams read into memory. */
-static MUST_CHECK error_code product_version_of(const string_pool *sp, const uint8_t *table, size_t table_len, char *version,
-                                     size_t size, error_info *err)
+static MUST_CHECK error_code product_version_of(const string_pool *sp, const uint8_t *table, size_t table_len,
+                                                char *version, size_t size, error_info *err)
 {
     bool found = false;
     uint32_t key_id = 0, value_id = 0, id;

@@ -30,8 +30,8 @@
 #include "authenticode/olecf.h"
 
 typedef struct msi_package {
-    olecf_file cf;       /* the compound file */
-    uint32_t signature;  /* entry id of \005DigitalSignature, OLECF_NOSTREAM if none */
+    olecf_file cf;         /* the compound file */
+    uint32_t signature;    /* entry id of \005DigitalSignature, OLECF_NOSTREAM if none */
     uint32_t signature_ex; /* entry id of \005MsiDigitalSignatureEx, OLECF_NOSTREAM if none */
 } msi_package;
 
@@ -40,25 +40,26 @@ bool msi_is_msi(const uint8_t *head, size_t len);
 
 /* Opens the package's structure; structural problems are MALFORMED
  * verdicts (ERR_REJECTED). Release with msi_close, also after a failure. */
-MUST_CHECK error_code msi_open(msi_package *msi, FILE *f, uint64_t file_size, authenticode_result *result, error_info *err);
+MUST_CHECK error_code msi_open(msi_package *msi, FILE *f, uint64_t file_size, authenticode_result *result,
+                               error_info *err);
 
 void msi_close(msi_package *msi);
 
 /* The signature stream's DER in *der (malloc'd, the caller frees it), or
  * *der = NULL when the package is unsigned. */
 MUST_CHECK error_code msi_read_signature(msi_package *msi, uint8_t **der, size_t *der_len, authenticode_result *result,
-                              error_info *err);
+                                         error_info *err);
 
 /* The MSI Authenticode digest with md into out (MBEDTLS_MD_MAX_SIZE bytes). */
 MUST_CHECK error_code msi_hash(msi_package *msi, mbedtls_md_type_t md, unsigned char *out, authenticode_result *result,
-                    error_info *err);
+                               error_info *err);
 
 /* ---- ProductVersion (PRODUCT.md 4.3, version binding) ------------------------ */
 
-#define MSI_VERSION_TEXT 128         /* bytes of the version text, NUL included */
-#define MSI_MAX_STRING_POOL (8u << 20) /* _StringPool bytes read into memory */
+#define MSI_VERSION_TEXT 128            /* bytes of the version text, NUL included */
+#define MSI_MAX_STRING_POOL (8u << 20)  /* _StringPool bytes read into memory */
 #define MSI_MAX_STRING_DATA (16u << 20) /* _StringData bytes read into memory */
-#define MSI_MAX_PROPERTY (4u << 20)  /* Property table bytes read into memory */
+#define MSI_MAX_PROPERTY (4u << 20)     /* Property table bytes read into memory */
 
 /*
  * Decodes an MSI stream name (UTF-16LE as stored in the compound file, len
@@ -79,6 +80,7 @@ void msi_decode_stream_name(const uint8_t *name, size_t len, char *out, size_t s
  * compound file, the string pool or the table is broken or a stream
  * exceeds its cap above; ERR_IO when f cannot be read; ERR_NOMEM.
  */
-MUST_CHECK error_code msi_read_product_version(FILE *f, uint64_t file_size, char *version, size_t size, error_info *err);
+MUST_CHECK error_code msi_read_product_version(FILE *f, uint64_t file_size, char *version, size_t size,
+                                               error_info *err);
 
 #endif

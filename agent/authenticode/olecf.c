@@ -72,7 +72,7 @@ static MUST_CHECK error_code read_at(const olecf_file *cf, uint64_t offset, void
 }
 
 static MUST_CHECK error_code read_sector(const olecf_file *cf, uint32_t sector, uint32_t offset, void *buf, size_t len,
-                              error_info *err)
+                                         error_info *err)
 {
     if (sector >= cf->sector_count)
         return malformed(err, "sector number out of range");
@@ -111,8 +111,8 @@ static MUST_CHECK error_code claim(olecf_file *cf, uint32_t s, error_info *err)
  * ENDOFCHAIN when the chain ended. Each sector may appear once in the pass
  * (loops and chains sharing a sector are refused).
  */
-static MUST_CHECK error_code fat_chain(olecf_file *cf, uint32_t first, size_t max, uint32_t **out, size_t *count, uint32_t *rest,
-                            error_info *err)
+static MUST_CHECK error_code fat_chain(olecf_file *cf, uint32_t first, size_t max, uint32_t **out, size_t *count,
+                                       uint32_t *rest, error_info *err)
 {
     *out = NULL;
     *count = 0;
@@ -193,8 +193,8 @@ out:
 
 /* Reads the whole chain from first (at most max sectors) into *data; *rest
  * as for fat_chain. */
-static MUST_CHECK error_code read_chain(olecf_file *cf, uint32_t first, size_t max, uint8_t **data, size_t *len, uint32_t *rest,
-                             error_info *err)
+static MUST_CHECK error_code read_chain(olecf_file *cf, uint32_t first, size_t max, uint8_t **data, size_t *len,
+                                        uint32_t *rest, error_info *err)
 {
     uint32_t *chain;
     size_t count;
@@ -244,7 +244,8 @@ static MUST_CHECK error_code load_minifat(olecf_file *cf, const uint8_t *header,
     return ERR_OK;
 }
 
-static MUST_CHECK error_code parse_entry(const olecf_file *cf, const uint8_t *p, bool version3, olecf_entry *e, error_info *err)
+static MUST_CHECK error_code parse_entry(const olecf_file *cf, const uint8_t *p, bool version3, olecf_entry *e,
+                                         error_info *err)
 {
     memset(e, 0, sizeof *e);
     e->type = p[0x42];
@@ -421,7 +422,8 @@ static MUST_CHECK error_code claim_chain(olecf_file *cf, uint32_t first, uint64_
 
 /* Marks the count mini sectors of the mini chain from first; extent is the
  * number of mini sectors in the mini stream. */
-static MUST_CHECK error_code claim_mini_chain(olecf_file *cf, uint32_t first, uint64_t count, uint64_t extent, error_info *err)
+static MUST_CHECK error_code claim_mini_chain(olecf_file *cf, uint32_t first, uint64_t count, uint64_t extent,
+                                              error_info *err)
 {
     uint32_t s = first;
     for (uint64_t n = 0; n < count; n++) {
@@ -597,8 +599,8 @@ error_code olecf_children(const olecf_file *cf, uint32_t id, uint32_t **ids, siz
     return ERR_OK;
 }
 
-static MUST_CHECK error_code read_regular(olecf_file *cf, const olecf_entry *e, olecf_sink sink, void *ctx, uint8_t *buf,
-                               error_info *err)
+static MUST_CHECK error_code read_regular(olecf_file *cf, const olecf_entry *e, olecf_sink sink, void *ctx,
+                                          uint8_t *buf, error_info *err)
 {
     uint64_t left = e->size;
     uint32_t s = e->start_sector;
@@ -619,7 +621,7 @@ static MUST_CHECK error_code read_regular(olecf_file *cf, const olecf_entry *e, 
 }
 
 static MUST_CHECK error_code read_mini(olecf_file *cf, const olecf_entry *e, olecf_sink sink, void *ctx, uint8_t *buf,
-                            error_info *err)
+                                       error_info *err)
 {
     uint64_t left = e->size;
     uint32_t s = e->start_sector;
@@ -651,8 +653,8 @@ error_code olecf_read_stream(olecf_file *cf, uint32_t id, olecf_sink sink, void 
     uint8_t *buf = malloc(READ_BUFFER);
     if (!buf)
         return error_set(err, ERR_NOMEM, "out of memory reading a compound file");
-    error_code rc = e->size < MINI_STREAM_CUTOFF ? read_mini(cf, e, sink, ctx, buf, err)
-                                                 : read_regular(cf, e, sink, ctx, buf, err);
+    error_code rc =
+        e->size < MINI_STREAM_CUTOFF ? read_mini(cf, e, sink, ctx, buf, err) : read_regular(cf, e, sink, ctx, buf, err);
     free(buf);
     return rc;
 }

@@ -42,7 +42,7 @@
 
 #define OLECF_NOSTREAM 0xFFFFFFFFu
 #define OLECF_FREESECT 0xFFFFFFFFu /* FAT value of an unallocated sector */
-#define OLECF_MAX_ENTRIES 65536u /* directory entries we accept */
+#define OLECF_MAX_ENTRIES 65536u   /* directory entries we accept */
 
 typedef enum {
     OLECF_UNUSED = 0,  /* unallocated entry */
@@ -52,41 +52,41 @@ typedef enum {
 } olecf_type;
 
 typedef struct olecf_entry {
-    uint8_t name[64];        /* UTF-16LE, as stored */
-    uint16_t name_len;       /* bytes, terminating NUL included (2..64, even) */
-    uint8_t type;            /* olecf_type */
-    uint32_t left, right;    /* sibling entry ids, OLECF_NOSTREAM for none */
-    uint32_t child;          /* root of the children's tree, OLECF_NOSTREAM for none */
-    uint8_t clsid[16];       /* class id (storages) */
-    uint8_t state_bits[4];   /* user flags */
-    uint8_t created[8];      /* FILETIME, as stored */
-    uint8_t modified[8];     /* FILETIME, as stored */
-    uint32_t start_sector;   /* first sector (or mini sector) of a stream */
-    uint64_t size;           /* stream size in bytes (low 32 bits on version 3 files) */
-    uint8_t raw_size[8];     /* the size field as stored */
-    uint32_t parent;         /* storage holding this entry; OLECF_NOSTREAM if unreachable */
+    uint8_t name[64];      /* UTF-16LE, as stored */
+    uint16_t name_len;     /* bytes, terminating NUL included (2..64, even) */
+    uint8_t type;          /* olecf_type */
+    uint32_t left, right;  /* sibling entry ids, OLECF_NOSTREAM for none */
+    uint32_t child;        /* root of the children's tree, OLECF_NOSTREAM for none */
+    uint8_t clsid[16];     /* class id (storages) */
+    uint8_t state_bits[4]; /* user flags */
+    uint8_t created[8];    /* FILETIME, as stored */
+    uint8_t modified[8];   /* FILETIME, as stored */
+    uint32_t start_sector; /* first sector (or mini sector) of a stream */
+    uint64_t size;         /* stream size in bytes (low 32 bits on version 3 files) */
+    uint8_t raw_size[8];   /* the size field as stored */
+    uint32_t parent;       /* storage holding this entry; OLECF_NOSTREAM if unreachable */
 } olecf_entry;
 
 /* What olecf.c keeps beside the public fields (child index, work count). */
 typedef struct olecf_private olecf_private;
 
 typedef struct olecf_file {
-    FILE *f;                      /* not owned */
-    uint64_t file_size;           /* bytes */
-    uint32_t sector_size;         /* 512 (version 3) or 4096 (version 4) */
-    uint32_t sector_count;        /* sectors after the header */
-    uint32_t *fat;                /* next-sector table */
-    size_t fat_len;               /* entries in fat */
-    uint32_t *minifat;            /* next-mini-sector table */
-    size_t minifat_len;           /* entries in minifat */
-    uint32_t *mini_sectors;       /* the mini stream's sectors, in order */
-    size_t mini_sector_count;     /* entries in mini_sectors */
-    uint64_t mini_stream_size;    /* bytes in the mini stream */
-    olecf_entry *entries;         /* the directory */
-    size_t entry_count;           /* entries in the directory */
-    uint8_t *used;                /* one bit per sector read in this pass */
-    uint8_t *mini_used;           /* one bit per mini sector read in this pass */
-    olecf_private *priv;          /* owned; see olecf.c */
+    FILE *f;                   /* not owned */
+    uint64_t file_size;        /* bytes */
+    uint32_t sector_size;      /* 512 (version 3) or 4096 (version 4) */
+    uint32_t sector_count;     /* sectors after the header */
+    uint32_t *fat;             /* next-sector table */
+    size_t fat_len;            /* entries in fat */
+    uint32_t *minifat;         /* next-mini-sector table */
+    size_t minifat_len;        /* entries in minifat */
+    uint32_t *mini_sectors;    /* the mini stream's sectors, in order */
+    size_t mini_sector_count;  /* entries in mini_sectors */
+    uint64_t mini_stream_size; /* bytes in the mini stream */
+    olecf_entry *entries;      /* the directory */
+    size_t entry_count;        /* entries in the directory */
+    uint8_t *used;             /* one bit per sector read in this pass */
+    uint8_t *mini_used;        /* one bit per mini sector read in this pass */
+    olecf_private *priv;       /* owned; see olecf.c */
 } olecf_file;
 
 /* Whether the first bytes of a file (at least 8) are the CFB signature. */

@@ -55,15 +55,14 @@ bool pe_is_pe(const uint8_t *head, size_t len)
 /* Reads len bytes at offset, rejecting (MALFORMED, naming what) a range
  * that does not lie inside the file. */
 static MUST_CHECK error_code read_field(FILE *f, uint64_t file_size, uint64_t offset, void *buf, size_t len,
-                             const char *what, authenticode_result *result, error_info *err)
+                                        const char *what, authenticode_result *result, error_info *err)
 {
     if (offset > file_size || len > file_size - offset)
         return authenticode_reject(result, AUTHENTICODE_MALFORMED, "PE %s lies past the end of the file", what);
     return authenticode_read_at(f, offset, buf, len, err);
 }
 
-error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout, authenticode_result *result,
-                    error_info *err)
+error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout, authenticode_result *result, error_info *err)
 {
     uint8_t dos[64], coff[24], opt[4];
     memset(layout, 0, sizeof *layout);
@@ -120,8 +119,8 @@ error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout, authenticode
     layout->security_entry_offset = opt_off + dirs_field + 8u * PE_SECURITY_DIRECTORY;
 
     uint8_t entry[8];
-    rc = read_field(f, file_size, layout->security_entry_offset, entry, sizeof entry, "security directory",
-                    result, err);
+    rc =
+        read_field(f, file_size, layout->security_entry_offset, entry, sizeof entry, "security directory", result, err);
     if (rc != ERR_OK)
         return rc;
     uint64_t table = get_le32(entry), size = get_le32(entry + 4);
@@ -132,10 +131,10 @@ error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout, authenticode
                                    "security directory is half empty (offset %llu, size %llu)",
                                    (unsigned long long)table, (unsigned long long)size);
     if (table + size > file_size)
-        return authenticode_reject(result, AUTHENTICODE_MALFORMED,
-                                   "certificate table (offset %llu, %llu bytes) points past the end of the file (%llu bytes)",
-                                   (unsigned long long)table, (unsigned long long)size,
-                                   (unsigned long long)file_size);
+        return authenticode_reject(
+            result, AUTHENTICODE_MALFORMED,
+            "certificate table (offset %llu, %llu bytes) points past the end of the file (%llu bytes)",
+            (unsigned long long)table, (unsigned long long)size, (unsigned long long)file_size);
     if (table + size < file_size)
         return authenticode_reject(result, AUTHENTICODE_MALFORMED,
                                    "%llu bytes of data follow the certificate table (refused since MS12-024)",
@@ -151,7 +150,7 @@ error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout, authenticode
 
 /* Feeds [from, to) of f to md through buf. */
 static MUST_CHECK error_code hash_range(FILE *f, uint64_t from, uint64_t to, uint8_t *buf, mbedtls_md_context_t *md,
-                             error_info *err)
+                                        error_info *err)
 {
     while (from < to) {
         size_t n = (to - from) < PE_HASH_BUFFER ? (size_t)(to - from) : PE_HASH_BUFFER;
@@ -237,8 +236,8 @@ error_code pe_read_signature(FILE *f, const pe_layout *layout, uint8_t **der, si
     }
     if (revision != WIN_CERT_REVISION_2_0 || type != WIN_CERT_TYPE_PKCS_SIGNED_DATA) {
         rc = authenticode_reject(result, AUTHENTICODE_UNSUPPORTED,
-                                 "certificate entry revision 0x%04x type 0x%04x is not PKCS#7 signed data",
-                                 revision, type);
+                                 "certificate entry revision 0x%04x type 0x%04x is not PKCS#7 signed data", revision,
+                                 type);
         goto fail;
     }
     size_t blob_len = (size_t)size - 8;
@@ -249,8 +248,8 @@ error_code pe_read_signature(FILE *f, const pe_layout *layout, uint8_t **der, si
     }
     /* What follows the DER is alignment padding: fewer than 8 zero bytes. */
     if (blob_len - signature_len >= 8) {
-        rc = authenticode_reject(result, AUTHENTICODE_MALFORMED, "%zu bytes follow the PKCS#7 blob in the certificate table",
-                                 blob_len - signature_len);
+        rc = authenticode_reject(result, AUTHENTICODE_MALFORMED,
+                                 "%zu bytes follow the PKCS#7 blob in the certificate table", blob_len - signature_len);
         goto fail;
     }
     for (size_t i = 8 + signature_len; i < (size_t)size; i++) {
@@ -294,11 +293,11 @@ fail:
 #define VS_FIXEDFILEINFO_SIZE 52u
 
 typedef struct resource_walk {
-    FILE *f;                                              /* the image */
-    uint64_t file_size;                                   /* its size */
+    FILE *f;                                               /* the image */
+    uint64_t file_size;                                    /* its size */
     uint8_t sections[PE_MAX_SECTIONS * PE_SECTION_HEADER]; /* the section table */
-    uint16_t section_count;                               /* headers in sections */
-    uint32_t rva, size;                                   /* the resource directory */
+    uint16_t section_count;                                /* headers in sections */
+    uint32_t rva, size;                                    /* the resource directory */
 } resource_walk;
 
 static MUST_CHECK error_code version_malformed(error_info *err, const char *what)
@@ -306,8 +305,8 @@ static MUST_CHECK error_code version_malformed(error_info *err, const char *what
     return error_set(err, ERR_REJECTED, "malformed version resource: %s", what);
 }
 
-static MUST_CHECK error_code version_read(const resource_walk *w, uint64_t offset, void *buf, size_t len, const char *what,
-                               error_info *err)
+static MUST_CHECK error_code version_read(const resource_walk *w, uint64_t offset, void *buf, size_t len,
+                                          const char *what, error_info *err)
 {
     if (offset > w->file_size || len > w->file_size - offset)
         return error_set(err, ERR_REJECTED, "malformed version resource: the %s lies past the end of the file", what);
@@ -367,8 +366,8 @@ static MUST_CHECK error_code version_headers(resource_walk *w, error_info *err)
         return rc;
     if (get_le32(count) <= PE_RESOURCE_DIRECTORY)
         return ERR_OK;
-    rc = version_read(w, opt_off + dirs_field + 8u * PE_RESOURCE_DIRECTORY, entry, sizeof entry, "optional header",
-                      err);
+    rc =
+        version_read(w, opt_off + dirs_field + 8u * PE_RESOURCE_DIRECTORY, entry, sizeof entry, "optional header", err);
     if (rc != ERR_OK)
         return rc;
     w->rva = get_le32(entry);
@@ -378,7 +377,8 @@ static MUST_CHECK error_code version_headers(resource_walk *w, error_info *err)
 
 /* Reads len bytes at offset (from the resource directory's start), which
  * must lie inside the directory and inside one section. */
-static MUST_CHECK error_code resource_read(const resource_walk *w, uint32_t offset, void *buf, uint32_t len, error_info *err)
+static MUST_CHECK error_code resource_read(const resource_walk *w, uint32_t offset, void *buf, uint32_t len,
+                                           error_info *err)
 {
     uint64_t file_offset;
     uint32_t available;
@@ -390,8 +390,8 @@ static MUST_CHECK error_code resource_read(const resource_walk *w, uint32_t offs
 
 /* In the directory at dir: the target (second word) of the entry with ID
  * want, or of the first entry when want is 0. *found false when none. */
-static MUST_CHECK error_code resource_entry(const resource_walk *w, uint32_t dir, uint32_t want, bool *found, uint32_t *target,
-                                 error_info *err)
+static MUST_CHECK error_code resource_entry(const resource_walk *w, uint32_t dir, uint32_t want, bool *found,
+                                            uint32_t *target, error_info *err)
 {
     uint8_t head[16], entry[8];
     *found = false;

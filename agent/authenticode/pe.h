@@ -42,8 +42,8 @@ bool pe_is_pe(const uint8_t *head, size_t len);
  * cert_table_size 0. A table that does not end the file, or lies outside
  * it, is rejected (MALFORMED).
  */
-MUST_CHECK error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout,
-                    authenticode_result *result, error_info *err);
+MUST_CHECK error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout, authenticode_result *result,
+                               error_info *err);
 
 /*
  * Feeds the Authenticode image digest input to md (already set up and
@@ -59,7 +59,7 @@ MUST_CHECK error_code pe_hash(FILE *f, const pe_layout *layout, mbedtls_md_conte
  * else in the table (another entry, non-zero padding) is rejected.
  */
 MUST_CHECK error_code pe_read_signature(FILE *f, const pe_layout *layout, uint8_t **der, size_t *der_len,
-                             authenticode_result *result, error_info *err);
+                                        authenticode_result *result, error_info *err);
 
 /* ---- The version resource (PRODUCT.md 4.3, version binding) ---------------- */
 

@@ -84,7 +84,11 @@ static void put_code_point(text_writer *w, uint32_t cp)
 static size_t utf8_next(const unsigned char *p, size_t n, uint32_t *cp)
 {
     static const uint32_t min[4] = {0, 0x80, 0x800, 0x10000};
-    size_t len = p[0] < 0x80 ? 1 : (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
+    size_t len = p[0] < 0x80             ? 1
+                 : (p[0] & 0xE0) == 0xC0 ? 2
+                 : (p[0] & 0xF0) == 0xE0 ? 3
+                 : (p[0] & 0xF8) == 0xF0 ? 4
+                                         : 0;
     if (len == 0 || len > n)
         return 0;
     uint32_t v = len == 1 ? p[0] : p[0] & (0x7Fu >> len);

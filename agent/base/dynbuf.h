@@ -27,17 +27,17 @@
 
 typedef enum dynbuf_status {
     DYNBUF_OK = 0,
-    DYNBUF_TOO_LARGE,      /* an append would have passed max */
-    DYNBUF_NOMEM,          /* an allocation failed */
+    DYNBUF_TOO_LARGE, /* an append would have passed max */
+    DYNBUF_NOMEM,     /* an allocation failed */
 } dynbuf_status;
 
 typedef struct dynbuf {
-    char *data;         /* NUL-terminated when non-NULL; NULL before the first byte */
-    size_t len;         /* bytes held, the NUL not counted */
-    size_t cap;         /* bytes allocated */
-    size_t max;         /* most bytes it may hold */
-    bool secret;        /* wipe on growth, reset and free (keys, tokens, Authorization) */
-    dynbuf_status status;  /* first failure; sticky until dynbuf_reset or dynbuf_free */
+    char *data;           /* NUL-terminated when non-NULL; NULL before the first byte */
+    size_t len;           /* bytes held, the NUL not counted */
+    size_t cap;           /* bytes allocated */
+    size_t max;           /* most bytes it may hold */
+    bool secret;          /* wipe on growth, reset and free (keys, tokens, Authorization) */
+    dynbuf_status status; /* first failure; sticky until dynbuf_reset or dynbuf_free */
 } dynbuf;
 
 /* An empty buffer that holds at most max bytes (0: no cap but SIZE_MAX / 2);

@@ -26,34 +26,34 @@
 #endif
 
 /* X(name, exit code, short meaning). Exit codes are PRODUCT.md section 1. */
-#define ERROR_TABLE(X)                                                         \
-    X(OK, 0, "success")                                                        \
-    X(USAGE, 2, "usage error")                                                 \
-    X(CONFIG, 2, "configuration error")                                        \
-    X(AUTH, 3, "authentication failed")                                        \
-    X(FORBIDDEN, 3, "permission denied by the platform")                       \
-    X(REJECTED, 4, "installer rejected by verification")                      \
-    X(LOCKED, 5, "another instance holds the lock")                           \
-    X(TEMPORARY, 75, "temporary failure")                                      \
-    X(IO, 1, "file system error")                                              \
-    X(DISK_FULL, 1, "not enough disk space")                                   \
-    X(NOMEM, 1, "out of memory")                                               \
-    X(TLS, 1, "TLS failure")                                                   \
-    X(NETWORK, 1, "network error")                                             \
-    X(HTTP, 1, "unexpected HTTP answer")                                       \
-    X(PROTOCOL, 1, "malformed answer from the platform")                       \
-    X(NOT_FOUND, 1, "not found")                                               \
-    X(PERMISSION, 1, "unsafe ownership or permissions")                        \
-    X(TIMEOUT, 1, "timed out")                                                 \
-    X(SPAWN, 1, "could not run a program")                                     \
-    X(NOT_IMPLEMENTED, 1, "not implemented")                                   \
+#define ERROR_TABLE(X)                                                                                                 \
+    X(OK, 0, "success")                                                                                                \
+    X(USAGE, 2, "usage error")                                                                                         \
+    X(CONFIG, 2, "configuration error")                                                                                \
+    X(AUTH, 3, "authentication failed")                                                                                \
+    X(FORBIDDEN, 3, "permission denied by the platform")                                                               \
+    X(REJECTED, 4, "installer rejected by verification")                                                               \
+    X(LOCKED, 5, "another instance holds the lock")                                                                    \
+    X(TEMPORARY, 75, "temporary failure")                                                                              \
+    X(IO, 1, "file system error")                                                                                      \
+    X(DISK_FULL, 1, "not enough disk space")                                                                           \
+    X(NOMEM, 1, "out of memory")                                                                                       \
+    X(TLS, 1, "TLS failure")                                                                                           \
+    X(NETWORK, 1, "network error")                                                                                     \
+    X(HTTP, 1, "unexpected HTTP answer")                                                                               \
+    X(PROTOCOL, 1, "malformed answer from the platform")                                                               \
+    X(NOT_FOUND, 1, "not found")                                                                                       \
+    X(PERMISSION, 1, "unsafe ownership or permissions")                                                                \
+    X(TIMEOUT, 1, "timed out")                                                                                         \
+    X(SPAWN, 1, "could not run a program")                                                                             \
+    X(NOT_IMPLEMENTED, 1, "not implemented")                                                                           \
     X(INTERNAL, 1, "internal error")
 
 typedef enum {
 #define ERROR_ENUM(name, exit_code, meaning) ERR_##name,
     ERROR_TABLE(ERROR_ENUM)
 #undef ERROR_ENUM
-    ERR__COUNT
+        ERR__COUNT
 } error_code;
 
 /* Marks every function that returns an error_code: a caller that drops the
@@ -75,9 +75,9 @@ typedef enum {
 #define ERROR_MESSAGE_MAX 512
 
 typedef struct error_info {
-    error_code code;                   /* ERR_OK when nothing failed */
-    int os_error;                      /* raw errno / GetLastError(), 0 if none */
-    char message[ERROR_MESSAGE_MAX];   /* one line: what failed, why, what to do */
+    error_code code;                 /* ERR_OK when nothing failed */
+    int os_error;                    /* raw errno / GetLastError(), 0 if none */
+    char message[ERROR_MESSAGE_MAX]; /* one line: what failed, why, what to do */
 } error_info;
 
 /* Resets *err to ERR_OK with an empty message. err may be NULL. */
@@ -88,20 +88,17 @@ void error_clear(error_info *err);
  * Returns code so callers can write `return error_set(err, ERR_IO, ...)`.
  * err may be NULL, in which case only the code is returned.
  */
-error_code error_set(error_info *err, error_code code, const char *fmt, ...)
-    OUTPOST_PRINTF(3, 4);
+error_code error_set(error_info *err, error_code code, const char *fmt, ...) OUTPOST_PRINTF(3, 4);
 
 /* As error_set, and records os_error (errno or GetLastError()). */
-error_code error_set_os(error_info *err, error_code code, int os_error, const char *fmt, ...)
-    OUTPOST_PRINTF(4, 5);
+error_code error_set_os(error_info *err, error_code code, int os_error, const char *fmt, ...) OUTPOST_PRINTF(4, 5);
 
 /*
  * Puts "context: " in front of the existing message, keeping the code.
  * Used as an error travels up ("event-details: " + "field `resources` ...").
  * Returns err->code (ERR_OK if err is NULL).
  */
-error_code error_prefix(error_info *err, const char *fmt, ...)
-    OUTPOST_PRINTF(2, 3);
+error_code error_prefix(error_info *err, const char *fmt, ...) OUTPOST_PRINTF(2, 3);
 
 /* Process exit code for code (PRODUCT.md section 1). */
 int error_exit_code(error_code code);

@@ -10,22 +10,25 @@
 typedef struct command_spec {
     const char *name;
     cli_command command;
-    const char *usage;    /* after "outpost [global options] " */
-    const char *summary;  /* one line for the overview */
-    const char *details;  /* the command's --help body */
+    const char *usage;   /* after "outpost [global options] " */
+    const char *summary; /* one line for the overview */
+    const char *details; /* the command's --help body */
 } command_spec;
 
 static const command_spec commands[] = {
-    {"check", CLI_CHECK, "check", "ask the platform for the latest installer version and compare it with the installed one",
+    {"check", CLI_CHECK, "check",
+     "ask the platform for the latest installer version and compare it with the installed one",
      "Reads X-Installer-Version from the installer route without downloading the installer\n"
      "(at most 64 KiB of body) and compares it with the installed version.\n"
      "Exit status: 0 up to date, 10 an update is available.\n"},
-    {"update", CLI_UPDATE, "update [--force] [--allow-downgrade]", "check, then download, verify and stage a newer installer",
+    {"update", CLI_UPDATE, "update [--force] [--allow-downgrade]",
+     "check, then download, verify and stage a newer installer",
      "Downloads the latest installer when it is newer than the installed one (resuming an\n"
      "interrupted download), verifies it (length, format, SHA-256, Authenticode) and stages it.\n"
      "  --force            download and stage again even when up to date or already staged\n"
      "  --allow-downgrade  accept a version older than the installed one\n"},
-    {"stage", CLI_STAGE, "stage FILE [--version V] [--force] [--allow-downgrade]", "verify and stage a local installer or bundle",
+    {"stage", CLI_STAGE, "stage FILE [--version V] [--force] [--allow-downgrade]",
+     "verify and stage a local installer or bundle",
      "Verifies FILE exactly as a download is verified and stages it. The version comes from\n"
      "--version, or from the manifest inside a bundle made by `outpost bundle`.\n"
      "  --version V        version of the installer in FILE\n"
@@ -40,7 +43,8 @@ static const command_spec commands[] = {
      "  --dry-run  print the Windows command line that would run, and run nothing\n"},
     {"rollback", CLI_ROLLBACK, "rollback", "make the previously staged version current again",
      "Switches staging/current back to the version staged before the current one.\n"},
-    {"bundle", CLI_BUNDLE, "bundle [--format zip|tar.gz] [-o FILE]", "pack the current staged version into a reproducible archive",
+    {"bundle", CLI_BUNDLE, "bundle [--format zip|tar.gz] [-o FILE]",
+     "pack the current staged version into a reproducible archive",
      "Packs the current staged installer and its manifest; the same input always gives the\n"
      "same bytes, so a pipeline can hash and sign the bundle.\n"
      "  --format zip|tar.gz  archive format (default zip)\n"
@@ -54,7 +58,8 @@ static const command_spec commands[] = {
      "one failing part does not stop the other, a part that is off is not run. Writes\n"
      "last_run in status.json. Exits with the most serious outcome: 4, 3, 1, 75, then 3010\n"
      "(a reboot is needed, with deploy.pass_reboot_code), then 0.\n"},
-    {"status", CLI_STATUS, "status [--max-age DURATION] [--json]", "is this machine OK? the verdict and the status file",
+    {"status", CLI_STATUS, "status [--max-age DURATION] [--json]",
+     "is this machine OK? the verdict and the status file",
      "Prints a one-line verdict first (OK ..., or ATTENTION: ... naming what needs a person:\n"
      "a failed run, a failed deploy, a reboot required, a stale status), then a readable\n"
      "summary of status.json; or the file itself with --json.\n"
@@ -66,14 +71,16 @@ static const command_spec commands[] = {
      "not exist yet, and prints the public key (PEM) and its key id; with --json as JSON. Put the\n"
      "public key in every endpoint's mirror.public_keys and FILE in publish.signing_key_file.\n"
      "  -o, --output FILE  where to write the private key\n"},
-    {"publish", CLI_PUBLISH, "publish [--dir DIR] [--rollout PERCENT]", "update through the API, then write the signed fleet mirror",
+    {"publish", CLI_PUBLISH, "publish [--dir DIR] [--rollout PERCENT]",
+     "update through the API, then write the signed fleet mirror",
      "Runs update through the API, then writes the current staged installer into the mirror\n"
      "directory (installers/<sha256>.exe|.msi, then manifest.json signed with\n"
      "publish.signing_key_file, replaced atomically). Re-running it with nothing new re-signs\n"
      "with the next seq and a new expiry.\n"
      "  --dir DIR            mirror directory (default: publish.dir)\n"
      "  --rollout PERCENT    share of the fleet offered this version, 0-100 (default: publish.rollout_percent)\n"},
-    {"service", CLI_SERVICE, "service install|uninstall", "register or remove the Windows scheduled task (the MSI calls it)",
+    {"service", CLI_SERVICE, "service install|uninstall",
+     "register or remove the Windows scheduled task (the MSI calls it)",
      "install: makes %ProgramData%\\outpost and the state directory private (SYSTEM and\n"
      "Administrators only) and registers the Task Scheduler task \\outpost\\run, which runs\n"
      "`outpost run` as SYSTEM hourly (random delay up to 10 minutes, a missed run starts when the\n"
@@ -129,10 +136,12 @@ void cli_print_help(FILE *out, cli_command command)
                  "Keeps the platform's sensor installer current and reports the tenant's incidents.\n\nCommands:\n");
     for (size_t i = 0; i < COMMAND_COUNT; i++)
         fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n%s\nExit status: 0 ok, 1 failure, 2 usage or configuration error, 3 authentication or\n"
-                 "permission, 4 installer rejected, 5 another instance running, 10 update available (check),\n"
-                 "75 temporary failure (try again later).\n"
-                 "`outpost help COMMAND` shows a command's options.\n", global_help);
+    fprintf(out,
+            "\n%s\nExit status: 0 ok, 1 failure, 2 usage or configuration error, 3 authentication or\n"
+            "permission, 4 installer rejected, 5 another instance running, 10 update available (check),\n"
+            "75 temporary failure (try again later).\n"
+            "`outpost help COMMAND` shows a command's options.\n",
+            global_help);
 }
 
 /* Which options take a value, and which commands accept them. */
@@ -140,24 +149,17 @@ typedef struct option_spec {
     const char *long_name;
     char short_name;
     bool takes_value;
-    cli_command only_for;   /* CLI_NONE: global */
+    cli_command only_for; /* CLI_NONE: global */
 } option_spec;
 
 static const option_spec options[] = {
-    {"--config", 'c', true, CLI_NONE},
-    {"--state-dir", 0, true, CLI_NONE},
-    {"--json", 0, false, CLI_NONE},
-    {"--quiet", 'q', false, CLI_NONE},
-    {"--verbose", 'v', false, CLI_NONE},
-    {"--help", 'h', false, CLI_NONE},
-    {"--force", 0, false, CLI_UPDATE},
-    {"--allow-downgrade", 0, false, CLI_UPDATE},
-    {"--dry-run", 0, false, CLI_DEPLOY},
-    {"--version", 0, true, CLI_STAGE},
-    {"--format", 0, true, CLI_BUNDLE},
-    {"--output", 'o', true, CLI_BUNDLE},
-    {"--max-age", 0, true, CLI_STATUS},
-    {"--dir", 0, true, CLI_PUBLISH},
+    {"--config", 'c', true, CLI_NONE},   {"--state-dir", 0, true, CLI_NONE},
+    {"--json", 0, false, CLI_NONE},      {"--quiet", 'q', false, CLI_NONE},
+    {"--verbose", 'v', false, CLI_NONE}, {"--help", 'h', false, CLI_NONE},
+    {"--force", 0, false, CLI_UPDATE},   {"--allow-downgrade", 0, false, CLI_UPDATE},
+    {"--dry-run", 0, false, CLI_DEPLOY}, {"--version", 0, true, CLI_STAGE},
+    {"--format", 0, true, CLI_BUNDLE},   {"--output", 'o', true, CLI_BUNDLE},
+    {"--max-age", 0, true, CLI_STATUS},  {"--dir", 0, true, CLI_PUBLISH},
     {"--rollout", 0, true, CLI_PUBLISH},
 };
 
@@ -216,21 +218,36 @@ static const command_spec *locate_command(int argc, char **argv, int *index)
 static void apply_option(const option_spec *o, const char *value, cli_options *opts)
 {
     const char *name = o->long_name;
-    if (strcmp(name, "--config") == 0) opts->config_path = value;
-    else if (strcmp(name, "--state-dir") == 0) opts->state_dir = value;
-    else if (strcmp(name, "--json") == 0) opts->json = true;
-    else if (strcmp(name, "--quiet") == 0) opts->verbosity = -1;
-    else if (strcmp(name, "--verbose") == 0) opts->verbosity = opts->verbosity < 0 ? 1 : opts->verbosity + 1;
-    else if (strcmp(name, "--help") == 0) opts->help = true;
-    else if (strcmp(name, "--force") == 0) opts->force = true;
-    else if (strcmp(name, "--allow-downgrade") == 0) opts->allow_downgrade = true;
-    else if (strcmp(name, "--dry-run") == 0) opts->dry_run = true;
-    else if (strcmp(name, "--version") == 0) opts->version = value;
-    else if (strcmp(name, "--format") == 0) opts->format = value;
-    else if (strcmp(name, "--output") == 0) opts->output = value;
-    else if (strcmp(name, "--max-age") == 0) opts->max_age = value;
-    else if (strcmp(name, "--dir") == 0) opts->dir = value;
-    else if (strcmp(name, "--rollout") == 0) opts->rollout = value;
+    if (strcmp(name, "--config") == 0)
+        opts->config_path = value;
+    else if (strcmp(name, "--state-dir") == 0)
+        opts->state_dir = value;
+    else if (strcmp(name, "--json") == 0)
+        opts->json = true;
+    else if (strcmp(name, "--quiet") == 0)
+        opts->verbosity = -1;
+    else if (strcmp(name, "--verbose") == 0)
+        opts->verbosity = opts->verbosity < 0 ? 1 : opts->verbosity + 1;
+    else if (strcmp(name, "--help") == 0)
+        opts->help = true;
+    else if (strcmp(name, "--force") == 0)
+        opts->force = true;
+    else if (strcmp(name, "--allow-downgrade") == 0)
+        opts->allow_downgrade = true;
+    else if (strcmp(name, "--dry-run") == 0)
+        opts->dry_run = true;
+    else if (strcmp(name, "--version") == 0)
+        opts->version = value;
+    else if (strcmp(name, "--format") == 0)
+        opts->format = value;
+    else if (strcmp(name, "--output") == 0)
+        opts->output = value;
+    else if (strcmp(name, "--max-age") == 0)
+        opts->max_age = value;
+    else if (strcmp(name, "--dir") == 0)
+        opts->dir = value;
+    else if (strcmp(name, "--rollout") == 0)
+        opts->rollout = value;
 }
 
 error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
@@ -239,7 +256,8 @@ error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
     int command_index;
     const command_spec *spec = locate_command(argc, argv, &command_index);
     if (command_index > 0 && !spec)
-        return error_set(err, ERR_USAGE, "unknown command \"%s\"; `outpost help` lists the commands", argv[command_index]);
+        return error_set(err, ERR_USAGE, "unknown command \"%s\"; `outpost help` lists the commands",
+                         argv[command_index]);
     opts->command = spec ? spec->command : CLI_NONE;
 
     bool only_operands = false;
@@ -251,7 +269,8 @@ error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
             only_operands = true;
             continue;
         }
-        if (!only_operands && arg[0] == '-' && arg[1] == 'v' && arg[2] == 'v' && arg[strspn(arg + 1, "v") + 1] == '\0') {
+        if (!only_operands && arg[0] == '-' && arg[1] == 'v' && arg[2] == 'v' &&
+            arg[strspn(arg + 1, "v") + 1] == '\0') {
             /* -vv, -vvv: -v given that many times. */
             for (const char *v = arg + 1; *v; v++)
                 opts->verbosity = opts->verbosity < 0 ? 1 : opts->verbosity + 1;
@@ -262,7 +281,8 @@ error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
             const option_spec *o = find_option(arg, &value);
             if (o && strcmp(o->long_name, "--version") == 0 && opts->command != CLI_STAGE && !value) {
                 if (opts->command != CLI_NONE)
-                    return error_set(err, ERR_USAGE, "%s does not take --version; `outpost version` prints outpost's version",
+                    return error_set(err, ERR_USAGE,
+                                     "%s does not take --version; `outpost version` prints outpost's version",
                                      cli_command_name(opts->command));
                 opts->command = CLI_VERSION;
                 continue;

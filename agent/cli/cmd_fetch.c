@@ -54,9 +54,9 @@ typedef struct fetch_session {
     http_client *http;
     state *s;
     char checked_at[TIMEFMT_ISO8601_SIZE];
-    char *installed;             /* installed version, NULL when unknown */
+    char *installed; /* installed version, NULL when unknown */
     const char *installed_source;
-    char *latest;                /* X-Installer-Version, NULL before an answer */
+    char *latest; /* X-Installer-Version, NULL before an answer */
     bool update_available;
 } fetch_session;
 
@@ -165,7 +165,8 @@ static cJSON *summary_object(const fetch_session *fs)
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    cJSON_AddItemToObject(o, "installed_version", fs->installed ? cJSON_CreateString(fs->installed) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "installed_version",
+                          fs->installed ? cJSON_CreateString(fs->installed) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "latest_version", fs->latest ? cJSON_CreateString(fs->latest) : cJSON_CreateNull());
     cJSON_AddBoolToObject(o, "update_available", fs->update_available);
     cJSON_AddStringToObject(o, "checked_at", fs->checked_at);
@@ -184,8 +185,8 @@ static void print_json(cJSON *o)
 /* ---- check ------------------------------------------------------------------------------ */
 
 typedef struct check_answer {
-    char *version;               /* X-Installer-Version, malloc'd; NULL when absent */
-    char content_type[64];       /* for the error message when it is absent */
+    char *version;         /* X-Installer-Version, malloc'd; NULL when absent */
+    char content_type[64]; /* for the error message when it is absent */
 } check_answer;
 
 static http_stream_action check_on_headers(void *user, const http_stream_headers *h)
@@ -242,9 +243,9 @@ static MUST_CHECK error_code mirror_offer_get(fetch_session *fs, mirror_offer *o
     error_code rc = source_mirror_fetch(fs->ctx->cfg, fs->s, platform_time_utc_ms() / 1000, offer, err);
     if (rc == ERR_OK) {
         record_latest(fs, offer->m.version);
-        log_trace("mirror %s: seq %lld, version %s, rollout %g%% (%s)%s", offer->manifest_url,
-                  (long long)offer->m.seq, offer->m.version, offer->m.rollout_percent,
-                  offer->eligible ? "eligible" : "not eligible", offer->not_modified ? ", not modified" : "");
+        log_trace("mirror %s: seq %lld, version %s, rollout %g%% (%s)%s", offer->manifest_url, (long long)offer->m.seq,
+                  offer->m.version, offer->m.rollout_percent, offer->eligible ? "eligible" : "not eligible",
+                  offer->not_modified ? ", not modified" : "");
     }
     return rc;
 }
@@ -328,7 +329,7 @@ typedef enum {
     UPDATE_STAGED,
     UPDATE_UP_TO_DATE,
     UPDATE_ALREADY_STAGED,
-    UPDATE_NOT_ELIGIBLE          /* mirror: this machine is outside the version's rollout */
+    UPDATE_NOT_ELIGIBLE /* mirror: this machine is outside the version's rollout */
 } update_outcome;
 
 typedef struct update_job {
@@ -362,7 +363,8 @@ static MUST_CHECK error_code update_accept(void *user, const download_offer *off
     return ERR_OK;
 }
 
-static MUST_CHECK error_code stage_download(update_job *job, const download_result *dl, intake_result *staged, error_info *err)
+static MUST_CHECK error_code stage_download(update_job *job, const download_result *dl, intake_result *staged,
+                                            error_info *err)
 {
     fetch_session *fs = job->fs;
     intake_candidate candidate = {

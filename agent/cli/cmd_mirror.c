@@ -66,8 +66,9 @@ error_code command_keygen(command_context *ctx, error_info *err)
             printf("%s", public_pem);
             printf("key id: %s\n", signkey_id(key));
             if (!quiet_output(ctx))
-                fprintf(stderr, "wrote the private key to %s (owner only); put it in publish.signing_key_file on the "
-                                "publishing host, and the public key above in every endpoint's mirror.public_keys\n",
+                fprintf(stderr,
+                        "wrote the private key to %s (owner only); put it in publish.signing_key_file on the "
+                        "publishing host, and the public key above in every endpoint's mirror.public_keys\n",
                         path);
         }
     }
@@ -81,8 +82,10 @@ error_code command_keygen(command_context *ctx, error_info *err)
 static MUST_CHECK error_code load_signing_key(const config *cfg, signkey **key, error_info *err)
 {
     if (!cfg->publish.signing_key_file)
-        return error_set(err, ERR_CONFIG, "%s: `publish.signing_key_file` is not set; make a key with `outpost keygen -o "
-                         "FILE` and name FILE there", cfg->path ? cfg->path : "configuration");
+        return error_set(err, ERR_CONFIG,
+                         "%s: `publish.signing_key_file` is not set; make a key with `outpost keygen -o "
+                         "FILE` and name FILE there",
+                         cfg->path ? cfg->path : "configuration");
     error_code rc = signkey_load_private_file(cfg->publish.signing_key_file, key, err);
     if (rc != ERR_OK && err) {
         char *at = strstr(err->message, "API key file");

@@ -40,11 +40,11 @@
 
 typedef struct run_outcome {
     char finished_at[TIMEFMT_ISO8601_SIZE]; /* set once the parts are done */
-    cJSON *errors;       /* last_run.errors */
-    int exit_code;       /* most serious so far */
-    int parts;           /* parts attempted */
-    int failed;          /* parts that failed */
-    bool reboot_exit;    /* a deploy asked for a reboot, with deploy.pass_reboot_code */
+    cJSON *errors;                          /* last_run.errors */
+    int exit_code;                          /* most serious so far */
+    int parts;                              /* parts attempted */
+    int failed;                             /* parts that failed */
+    bool reboot_exit;                       /* a deploy asked for a reboot, with deploy.pass_reboot_code */
 } run_outcome;
 
 static void record(run_outcome *o, const char *stage, error_code code, const char *message)
@@ -64,7 +64,10 @@ static void run_part(command_context *ctx, run_outcome *o, const char *stage,
                      error_code (*part)(command_context *, error_info *))
 {
     /* The parts share the run's API client (one token per run). */
-    command_context sub = {.opts = ctx->opts, .cfg = ctx->cfg, .exit_code = 0, .http = ctx->http,
+    command_context sub = {.opts = ctx->opts,
+                           .cfg = ctx->cfg,
+                           .exit_code = 0,
+                           .http = ctx->http,
                            .no_stdout = ctx->opts && ctx->opts->json};
     error_info err;
     error_clear(&err);
@@ -129,7 +132,9 @@ static MUST_CHECK error_code last_run_object(const char *started_at, const run_o
 {
     status_run run = {.started_at = started_at,
                       .finished_at = o->finished_at,
-                      .result = o->failed == 0 ? "ok" : o->failed >= o->parts ? "failed" : "partial",
+                      .result = o->failed == 0          ? "ok"
+                                : o->failed >= o->parts ? "failed"
+                                                        : "partial",
                       .exit_code = o->exit_code,
                       .errors = o->errors};
     return status_last_run(&run, out, err);
@@ -269,9 +274,9 @@ static void print_installer(FILE *out, const cJSON *inst)
     if (cJSON_IsObject(deployed))
         fprintf(out, "            deployed %s at %s, exit code %.0f%s\n", OR_NONE(str(deployed, "version")),
                 OR_NONE(str(deployed, "at")), num(deployed, "exit_code"),
-                reboot_pending(deployed)                                                          ? ", REBOOT REQUIRED"
+                reboot_pending(deployed)                                                      ? ", REBOOT REQUIRED"
                 : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(deployed, "reboot_required")) ? ", rebooted since"
-                                                                                                  : "");
+                                                                                              : "");
     if (cJSON_IsObject(failure)) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(failure, "exit_code");
         fprintf(out, "            DEPLOY FAILED: %s at %s, ", OR_NONE(str(failure, "version")),
@@ -301,7 +306,8 @@ static void print_last_run(FILE *out, const cJSON *run)
     fprintf(out, "Last run:   %s, %s to %s, exit code %.0f\n", OR_NONE(str(run, "result")),
             OR_NONE(str(run, "started_at")), OR_NONE(str(run, "finished_at")), num(run, "exit_code"));
     const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(run, "errors")) {
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(run, "errors"))
+    {
         fprintf(out, "            error in %s: %s\n", OR_NONE(str(e, "stage")), OR_NONE(str(e, "message")));
     }
 }
@@ -320,7 +326,8 @@ static void print_incidents(FILE *out, const cJSON *inc)
     const cJSON *hosts = cJSON_GetObjectItemCaseSensitive(inc, "hosts");
     int shown = 0;
     const cJSON *h;
-    cJSON_ArrayForEach(h, hosts) {
+    cJSON_ArrayForEach(h, hosts)
+    {
         if (shown++ == 0)
             fprintf(out, "Top hosts:\n");
         if (shown > 10)
@@ -333,9 +340,9 @@ static void print_incidents(FILE *out, const cJSON *inc)
 /* ---- The verdict ------------------------------------------------------------ */
 
 typedef struct verdict {
-    char text[2048];      /* "OK ..." or "ATTENTION: a; b" */
+    char text[2048]; /* "OK ..." or "ATTENTION: a; b" */
     bool attention;
-    int exit_code;        /* what `status` exits with */
+    int exit_code; /* what `status` exits with */
 } verdict;
 
 static void attention(verdict *v, const char *fmt, ...) OUTPOST_PRINTF(2, 3);
@@ -380,7 +387,8 @@ static void judge(const cJSON *doc, int64_t max_age_s, int64_t now_s, verdict *v
     const cJSON *failure = cJSON_GetObjectItemCaseSensitive(inst, "deploy_failure");
     const cJSON *deployed = cJSON_GetObjectItemCaseSensitive(inst, "deployed");
     int64_t finished = 0;
-    bool have_run = cJSON_IsObject(run) && str(run, "finished_at") && timefmt_parse_iso8601(str(run, "finished_at"), &finished);
+    bool have_run =
+        cJSON_IsObject(run) && str(run, "finished_at") && timefmt_parse_iso8601(str(run, "finished_at"), &finished);
     int run_exit = have_run ? (int)num(run, "exit_code") : 0;
     v->exit_code = have_run ? run_exit : 75;
     if (!have_run) {
@@ -388,11 +396,12 @@ static void judge(const cJSON *doc, int64_t max_age_s, int64_t now_s, verdict *v
     } else if (run_exit != 0 && run_exit != COMMAND_EXIT_REBOOT) {
         const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(run, "errors"), 0);
         attention(v, "the last run failed (exit code %d)%s%s%s%s", run_exit, first ? ": " : "",
-                  first ? OR_NONE(str(first, "stage")) : "", first ? ": " : "", first ? OR_NONE(str(first, "message")) : "");
+                  first ? OR_NONE(str(first, "stage")) : "", first ? ": " : "",
+                  first ? OR_NONE(str(first, "message")) : "");
     }
     if (cJSON_IsObject(failure))
-        attention(v, "the deploy of %s failed%s%s", OR_NONE(str(failure, "version")), str(failure, "log") ? ", see " : "",
-                  str(failure, "log") ? str(failure, "log") : "");
+        attention(v, "the deploy of %s failed%s%s", OR_NONE(str(failure, "version")),
+                  str(failure, "log") ? ", see " : "", str(failure, "log") ? str(failure, "log") : "");
     if (cJSON_IsObject(deployed) && reboot_pending(deployed))
         attention(v, "reboot required to finish the deploy of %s", OR_NONE(str(deployed, "version")));
     if (have_run && max_age_s >= 0 && now_s - finished > max_age_s) {
@@ -410,7 +419,8 @@ static void judge(const cJSON *doc, int64_t max_age_s, int64_t now_s, verdict *v
     const cJSON *incidents = cJSON_GetObjectItemCaseSensitive(doc, "incidents");
     char age[32];
     age_text(now_s - finished > 0 ? now_s - finished : 0, age, sizeof age);
-    int n = snprintf(v->text, sizeof v->text, "OK: the last run succeeded %s ago (%s)", age, OR_NONE(str(run, "finished_at")));
+    int n = snprintf(v->text, sizeof v->text, "OK: the last run succeeded %s ago (%s)", age,
+                     OR_NONE(str(run, "finished_at")));
     if (installed && n > 0 && (size_t)n < sizeof v->text)
         n += snprintf(v->text + n, sizeof v->text - (size_t)n, "; installer %s installed", installed);
     if (cJSON_IsObject(incidents) && n > 0 && (size_t)n < sizeof v->text)

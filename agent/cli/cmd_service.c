@@ -54,7 +54,8 @@ static MUST_CHECK error_code protect_directories(const config *cfg, error_info *
 }
 
 /* One line (or, with --json, one document) saying what was done. */
-static MUST_CHECK error_code report_done(const command_context *ctx, const char *action, const char *exe, error_info *err)
+static MUST_CHECK error_code report_done(const command_context *ctx, const char *action, const char *exe,
+                                         error_info *err)
 {
     if (!ctx->opts->json) {
         if (exe)
@@ -65,7 +66,8 @@ static MUST_CHECK error_code report_done(const command_context *ctx, const char 
         return ERR_OK;
     }
     cJSON *doc = cJSON_CreateObject();
-    if (!doc || !cJSON_AddStringToObject(doc, "action", action) || !cJSON_AddStringToObject(doc, "task", SCHEDTASK_NAME) ||
+    if (!doc || !cJSON_AddStringToObject(doc, "action", action) ||
+        !cJSON_AddStringToObject(doc, "task", SCHEDTASK_NAME) ||
         !(exe ? cJSON_AddStringToObject(doc, "program", exe) : cJSON_AddNullToObject(doc, "program"))) {
         cJSON_Delete(doc);
         return error_set(err, ERR_NOMEM, "out of memory");

@@ -23,12 +23,12 @@
 #include "core/state.h"
 
 typedef struct command_context {
-    const cli_options *opts;   /* parsed command line */
-    config *cfg;               /* validated configuration; state_dir already overridden */
-    int exit_code;             /* exit status when the command returns ERR_OK (default 0) */
-    http_client *http;         /* the run's API client, made by command_http on first use;
-                                  freed (http_client_free) by whoever made the context */
-    bool no_stdout;            /* print nothing on stdout: `run --json` prints one document */
+    const cli_options *opts; /* parsed command line */
+    config *cfg;             /* validated configuration; state_dir already overridden */
+    int exit_code;           /* exit status when the command returns ERR_OK (default 0) */
+    http_client *http;       /* the run's API client, made by command_http on first use;
+                                freed (http_client_free) by whoever made the context */
+    bool no_stdout;          /* print nothing on stdout: `run --json` prints one document */
 } command_context;
 
 /*
@@ -47,8 +47,7 @@ MUST_CHECK error_code command_http(command_context *ctx, http_client **http, err
  * overwrites the scheduled run's verdict. Does nothing when `run` drives
  * the command. s is not saved here.
  */
-void command_record_outcome(const command_context *ctx, state *s, error_code rc, int exit_code,
-                            const error_info *err);
+void command_record_outcome(const command_context *ctx, state *s, error_code rc, int exit_code, const error_info *err);
 
 /* Whether `run` drives this command (it then leaves the status to `run`). */
 bool command_from_run(const command_context *ctx);
@@ -69,9 +68,9 @@ MUST_CHECK error_code command_bundle(command_context *ctx, error_info *err);
 MUST_CHECK error_code command_report(command_context *ctx, error_info *err);
 MUST_CHECK error_code command_run(command_context *ctx, error_info *err);
 MUST_CHECK error_code command_status(command_context *ctx, error_info *err);
-MUST_CHECK error_code command_keygen(command_context *ctx, error_info *err);   /* cli/cmd_mirror.c */
-MUST_CHECK error_code command_publish(command_context *ctx, error_info *err);  /* cli/cmd_mirror.c */
-MUST_CHECK error_code command_service(command_context *ctx, error_info *err);  /* cli/cmd_service.c */
+MUST_CHECK error_code command_keygen(command_context *ctx, error_info *err);  /* cli/cmd_mirror.c */
+MUST_CHECK error_code command_publish(command_context *ctx, error_info *err); /* cli/cmd_mirror.c */
+MUST_CHECK error_code command_service(command_context *ctx, error_info *err); /* cli/cmd_service.c */
 
 /*
  * `update` through the API for `publish` (cli/cmd_fetch.c): the publishing

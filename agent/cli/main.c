@@ -21,20 +21,12 @@ typedef error_code (*command_fn)(command_context *ctx, error_info *err);
 static const struct {
     cli_command command;
     command_fn run;
-    bool takes_lock;    /* writes under state_dir */
+    bool takes_lock; /* writes under state_dir */
 } dispatch[] = {
-    {CLI_CHECK, command_check, true},
-    {CLI_UPDATE, command_update, true},
-    {CLI_STAGE, command_stage, true},
-    {CLI_DEPLOY, command_deploy, true},
-    {CLI_ROLLBACK, command_rollback, true},
-    {CLI_BUNDLE, command_bundle, true},
-    {CLI_REPORT, command_report, true},
-    {CLI_RUN, command_run, true},
-    {CLI_STATUS, command_status, false},
-    {CLI_KEYGEN, command_keygen, false},
-    {CLI_PUBLISH, command_publish, true},
-    {CLI_SERVICE, command_service, false},
+    {CLI_CHECK, command_check, true},    {CLI_UPDATE, command_update, true},     {CLI_STAGE, command_stage, true},
+    {CLI_DEPLOY, command_deploy, true},  {CLI_ROLLBACK, command_rollback, true}, {CLI_BUNDLE, command_bundle, true},
+    {CLI_REPORT, command_report, true},  {CLI_RUN, command_run, true},           {CLI_STATUS, command_status, false},
+    {CLI_KEYGEN, command_keygen, false}, {CLI_PUBLISH, command_publish, true},   {CLI_SERVICE, command_service, false},
 };
 
 static int fail(const char *command, const error_info *err)

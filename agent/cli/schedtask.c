@@ -47,7 +47,10 @@ static void put_escaped(xml_out *out, const char *s)
         case '>': put(out, "&gt;"); break;
         case '"': put(out, "&quot;"); break;
         case '\'': put(out, "&apos;"); break;
-        default: one[0] = *s; put(out, one); break;
+        default:
+            one[0] = *s;
+            put(out, one);
+            break;
         }
     }
 }
@@ -136,11 +139,10 @@ error_code schedtask_xml(const char *exe_path, const char *config_path, char **x
         put_escaped(&out, config_path);
         put(&out, "&quot; ");
     }
-    put(&out,
-        "run</Arguments>\r\n"
-        "    </Exec>\r\n"
-        "  </Actions>\r\n"
-        "</Task>\r\n");
+    put(&out, "run</Arguments>\r\n"
+              "    </Exec>\r\n"
+              "  </Actions>\r\n"
+              "</Task>\r\n");
     if (!out.text)
         return error_set(err, ERR_NOMEM, "out of memory");
     *xml = out.text;

@@ -64,7 +64,8 @@ void clock_sleep_ms(const clock_source *c, int64_t ms)
 static uint64_t fallback_random(const clock_source *c)
 {
     static uint64_t counter;
-    uint64_t x = (uint64_t)c->monotonic_ms(c->ctx) ^ ((uint64_t)c->utc_ms(c->ctx) << 17) ^ ++counter * 0x9E3779B97F4A7C15ULL;
+    uint64_t x =
+        (uint64_t)c->monotonic_ms(c->ctx) ^ ((uint64_t)c->utc_ms(c->ctx) << 17) ^ ++counter * 0x9E3779B97F4A7C15ULL;
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdULL;
     x ^= x >> 33;

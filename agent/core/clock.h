@@ -18,11 +18,11 @@
 #include "base/error.h"
 
 typedef struct clock_source {
-    int64_t (*monotonic_ms)(void *ctx);           /* never goes back; arbitrary origin */
-    int64_t (*utc_ms)(void *ctx);                 /* wall clock, ms since the Unix epoch */
-    void (*sleep_ms)(void *ctx, int64_t ms);      /* waits at least ms (0 yields) */
+    int64_t (*monotonic_ms)(void *ctx);      /* never goes back; arbitrary origin */
+    int64_t (*utc_ms)(void *ctx);            /* wall clock, ms since the Unix epoch */
+    void (*sleep_ms)(void *ctx, int64_t ms); /* waits at least ms (0 yields) */
     error_code (*random_bytes)(void *ctx, void *buf, size_t len, error_info *err);
-    void *ctx;                                    /* passed to every function */
+    void *ctx; /* passed to every function */
 } clock_source;
 
 /* The platform's clocks and secure random source. Static; never NULL. */

@@ -24,31 +24,34 @@
 #define CONFIG_MAX_DEPTH 32
 
 typedef enum {
-    FIELD_STRING,        /* char *, null not allowed */
-    FIELD_STRING_OR_NULL,/* char *, null leaves NULL */
-    FIELD_BOOL,          /* bool */
-    FIELD_INT,           /* int in [min, max] */
-    FIELD_INT64,         /* int64_t in [min, max] */
-    FIELD_DURATION,      /* int64_t seconds from "30s"/"15m"/"24h", in [min, max] */
-    FIELD_SHA256,        /* char *, 64 hex digits or null; stored lower-case */
-    FIELD_ARGV,          /* char ** + size_t count: array of at least min strings, or null */
-    FIELD_JSON_OBJECT,   /* cJSON * (duplicated), object only */
-    FIELD_STRING_LIST,   /* char ** + size_t count (its offset in min): array of non-empty strings, may be empty */
-    FIELD_PERCENT,       /* double in [min, max], decimals allowed */
-    FIELD_SECTION        /* nested object described by children */
+    FIELD_STRING,         /* char *, null not allowed */
+    FIELD_STRING_OR_NULL, /* char *, null leaves NULL */
+    FIELD_BOOL,           /* bool */
+    FIELD_INT,            /* int in [min, max] */
+    FIELD_INT64,          /* int64_t in [min, max] */
+    FIELD_DURATION,       /* int64_t seconds from "30s"/"15m"/"24h", in [min, max] */
+    FIELD_SHA256,         /* char *, 64 hex digits or null; stored lower-case */
+    FIELD_ARGV,           /* char ** + size_t count: array of at least min strings, or null */
+    FIELD_JSON_OBJECT,    /* cJSON * (duplicated), object only */
+    FIELD_STRING_LIST,    /* char ** + size_t count (its offset in min): array of non-empty strings, may be empty */
+    FIELD_PERCENT,        /* double in [min, max], decimals allowed */
+    FIELD_SECTION         /* nested object described by children */
 } field_type;
 
 typedef struct field {
     const char *key;
     field_type type;
-    size_t offset;             /* into config */
-    int64_t min, max;          /* numeric types: the range; FIELD_ARGV: min = fewest
-                                  entries, max = offset of the size_t count */
+    size_t offset;                /* into config */
+    int64_t min, max;             /* numeric types: the range; FIELD_ARGV: min = fewest
+                                     entries, max = offset of the size_t count */
     const struct field *children; /* FIELD_SECTION only; ends with key NULL */
 } field;
 
 #define AT(member) offsetof(config, member)
-#define END {NULL, 0, 0, 0, 0, NULL}
+#define END                                                                                                            \
+    {                                                                                                                  \
+        NULL, 0, 0, 0, 0, NULL                                                                                         \
+    }
 
 static const field tls_fields[] = {
     {"ca_file", FIELD_STRING_OR_NULL, AT(tls_ca_file), 0, 0, NULL},
@@ -217,9 +220,9 @@ error_code config_init_defaults(config *cfg, error_info *err)
     cfg->log.max_bytes = 1024 * 1024;
     cfg->log.keep = 3;
 
-    bool ok = cfg->mirror.channel && cfg->publish.channel && cfg->state_dir && cfg->installer.platform && cfg->installer.product_name &&
-              cfg->installer.verify.trusted_ca_file && cfg->deploy.pe_args && cfg->report.filter &&
-              cfg->report.status_file && cfg->report.jsonl_file;
+    bool ok = cfg->mirror.channel && cfg->publish.channel && cfg->state_dir && cfg->installer.platform &&
+              cfg->installer.product_name && cfg->installer.verify.trusted_ca_file && cfg->deploy.pe_args &&
+              cfg->report.filter && cfg->report.status_file && cfg->report.jsonl_file;
     if (ok) {
         for (size_t i = 0; i < default_count && ok; i++) {
             cfg->deploy.pe_args[i] = text_dup(default_pe_args[i]);
@@ -271,7 +274,8 @@ error_code config_parse_duration(const char *text, int64_t *seconds, error_info 
     const char *p = text;
     int64_t value = 0;
     if (!isdigit((unsigned char)*p))
-        return error_set(err, ERR_CONFIG, "\"%s\" is not a duration (a number and s, m, h or d, such as 30s, 15m, 24h, 14d)", text);
+        return error_set(err, ERR_CONFIG,
+                         "\"%s\" is not a duration (a number and s, m, h or d, such as 30s, 15m, 24h, 14d)", text);
     while (isdigit((unsigned char)*p)) {
         if (value > (INT64_MAX - 9) / 10 / (24 * 3600))
             return error_set(err, ERR_CONFIG, "duration \"%s\" is too large", text);
@@ -284,7 +288,8 @@ error_code config_parse_duration(const char *text, int64_t *seconds, error_info 
     case 'h': unit = 3600; break;
     case 'd': unit = 24 * 3600; break;
     default:
-        return error_set(err, ERR_CONFIG, "\"%s\" is not a duration (a number and s, m, h or d, such as 30s, 15m, 24h, 14d)", text);
+        return error_set(err, ERR_CONFIG,
+                         "\"%s\" is not a duration (a number and s, m, h or d, such as 30s, 15m, 24h, 14d)", text);
     }
     if (p[1] != '\0')
         return error_set(err, ERR_CONFIG, "\"%s\" is not a duration (a number and one unit: s, m, h or d)", text);
@@ -294,21 +299,29 @@ error_code config_parse_duration(const char *text, int64_t *seconds, error_info 
 
 static const char *json_type_name(const cJSON *item)
 {
-    if (cJSON_IsNull(item)) return "null";
-    if (cJSON_IsBool(item)) return "a boolean";
-    if (cJSON_IsNumber(item)) return "a number";
-    if (cJSON_IsString(item)) return "a string";
-    if (cJSON_IsArray(item)) return "an array";
-    if (cJSON_IsObject(item)) return "an object";
+    if (cJSON_IsNull(item))
+        return "null";
+    if (cJSON_IsBool(item))
+        return "a boolean";
+    if (cJSON_IsNumber(item))
+        return "a number";
+    if (cJSON_IsString(item))
+        return "a string";
+    if (cJSON_IsArray(item))
+        return "an array";
+    if (cJSON_IsObject(item))
+        return "an object";
     return "invalid";
 }
 
-static MUST_CHECK error_code wrong_type(error_info *err, const char *source, const char *key, const char *want, const cJSON *got)
+static MUST_CHECK error_code wrong_type(error_info *err, const char *source, const char *key, const char *want,
+                                        const cJSON *got)
 {
     return error_set(err, ERR_CONFIG, "%s: `%s` must be %s, not %s", source, key, want, json_type_name(got));
 }
 
-static MUST_CHECK error_code apply_number(const field *f, const cJSON *item, char *base, const char *source, const char *key, error_info *err)
+static MUST_CHECK error_code apply_number(const field *f, const cJSON *item, char *base, const char *source,
+                                          const char *key, error_info *err)
 {
     if (!cJSON_IsNumber(item))
         return wrong_type(err, source, key, "a whole number", item);
@@ -316,7 +329,8 @@ static MUST_CHECK error_code apply_number(const field *f, const cJSON *item, cha
     /* The range first: converting a double beyond int64_t (1e300) is undefined. */
     if (!(d >= (double)f->min && d <= (double)f->max && d < 9223372036854775808.0) || d != (double)(int64_t)d) {
         if (f->max == INT64_MAX)
-            return error_set(err, ERR_CONFIG, "%s: `%s` must be a whole number of at least %lld", source, key, (long long)f->min);
+            return error_set(err, ERR_CONFIG, "%s: `%s` must be a whole number of at least %lld", source, key,
+                             (long long)f->min);
         return error_set(err, ERR_CONFIG, "%s: `%s` must be a whole number from %lld to %lld", source, key,
                          (long long)f->min, (long long)f->max);
     }
@@ -327,7 +341,8 @@ static MUST_CHECK error_code apply_number(const field *f, const cJSON *item, cha
     return ERR_OK;
 }
 
-static MUST_CHECK error_code apply_string(const field *f, const cJSON *item, char *base, const char *source, const char *key, error_info *err)
+static MUST_CHECK error_code apply_string(const field *f, const cJSON *item, char *base, const char *source,
+                                          const char *key, error_info *err)
 {
     char **slot = (char **)(base + f->offset);
     if (cJSON_IsNull(item) && f->type != FIELD_STRING) {
@@ -359,7 +374,8 @@ static MUST_CHECK error_code apply_string(const field *f, const cJSON *item, cha
     return ERR_OK;
 }
 
-static MUST_CHECK error_code apply_argv(const field *f, const cJSON *item, char *base, const char *source, const char *key, error_info *err)
+static MUST_CHECK error_code apply_argv(const field *f, const cJSON *item, char *base, const char *source,
+                                        const char *key, error_info *err)
 {
     char ***slot = (char ***)(base + f->offset);
     size_t *count = (size_t *)(base + f->max);
@@ -382,11 +398,13 @@ static MUST_CHECK error_code apply_argv(const field *f, const cJSON *item, char 
         return error_set(err, ERR_NOMEM, "out of memory reading %s", key);
     int i = 0;
     const cJSON *arg;
-    cJSON_ArrayForEach(arg, item) {
+    cJSON_ArrayForEach(arg, item)
+    {
         bool program = i == 0 && f->min > 0;
         if (!cJSON_IsString(arg) || (program && arg->valuestring[0] == '\0')) {
             free_argv(argv, (size_t)i);
-            return error_set(err, ERR_CONFIG, "%s: `%s[%d]` must be a%s string", source, key, i, program ? " non-empty" : "");
+            return error_set(err, ERR_CONFIG, "%s: `%s[%d]` must be a%s string", source, key, i,
+                             program ? " non-empty" : "");
         }
         if (!(argv[i++] = text_dup(arg->valuestring))) {
             free_argv(argv, (size_t)i);
@@ -400,12 +418,12 @@ static MUST_CHECK error_code apply_argv(const field *f, const cJSON *item, char 
 }
 
 static MUST_CHECK error_code apply_fields(const field *fields, const cJSON *object, config *cfg, const char *prefix,
-                               const char *source, error_info *err);
+                                          const char *source, error_info *err);
 
 /* An array of non-empty strings (mirror.urls, mirror.public_keys); the
  * count lives at offset f->min. Empty is allowed: it means "none". */
-static MUST_CHECK error_code apply_string_list(const field *f, const cJSON *item, char *base, const char *source, const char *key,
-                                    error_info *err)
+static MUST_CHECK error_code apply_string_list(const field *f, const cJSON *item, char *base, const char *source,
+                                               const char *key, error_info *err)
 {
     if (!cJSON_IsArray(item))
         return wrong_type(err, source, key, "an array of strings", item);
@@ -415,7 +433,8 @@ static MUST_CHECK error_code apply_string_list(const field *f, const cJSON *item
         return error_set(err, ERR_NOMEM, "out of memory reading %s", key);
     int i = 0;
     const cJSON *entry;
-    cJSON_ArrayForEach(entry, item) {
+    cJSON_ArrayForEach(entry, item)
+    {
         if (!cJSON_IsString(entry) || !entry->valuestring[0]) {
             free_argv(list, (size_t)i);
             return error_set(err, ERR_CONFIG, "%s: `%s[%d]` must be a non-empty string", source, key, i);
@@ -433,23 +452,21 @@ static MUST_CHECK error_code apply_string_list(const field *f, const cJSON *item
     return ERR_OK;
 }
 
-static MUST_CHECK error_code apply_field(const field *f, const cJSON *item, config *cfg, const char *key, const char *source,
-                              error_info *err)
+static MUST_CHECK error_code apply_field(const field *f, const cJSON *item, config *cfg, const char *key,
+                                         const char *source, error_info *err)
 {
     char *base = (char *)cfg;
     switch (f->type) {
     case FIELD_STRING:
     case FIELD_STRING_OR_NULL:
-    case FIELD_SHA256:
-        return apply_string(f, item, base, source, key, err);
+    case FIELD_SHA256: return apply_string(f, item, base, source, key, err);
     case FIELD_BOOL:
         if (!cJSON_IsBool(item))
             return wrong_type(err, source, key, "true or false", item);
         *(bool *)(base + f->offset) = cJSON_IsTrue(item);
         return ERR_OK;
     case FIELD_INT:
-    case FIELD_INT64:
-        return apply_number(f, item, base, source, key, err);
+    case FIELD_INT64: return apply_number(f, item, base, source, key, err);
     case FIELD_DURATION: {
         if (!cJSON_IsString(item))
             return wrong_type(err, source, key, "a duration string such as \"30s\", \"15m\" or \"24h\"", item);
@@ -462,10 +479,8 @@ static MUST_CHECK error_code apply_field(const field *f, const cJSON *item, conf
         *(int64_t *)(base + f->offset) = seconds;
         return ERR_OK;
     }
-    case FIELD_ARGV:
-        return apply_argv(f, item, base, source, key, err);
-    case FIELD_STRING_LIST:
-        return apply_string_list(f, item, base, source, key, err);
+    case FIELD_ARGV: return apply_argv(f, item, base, source, key, err);
+    case FIELD_STRING_LIST: return apply_string_list(f, item, base, source, key, err);
     case FIELD_PERCENT:
         if (!cJSON_IsNumber(item) || !(item->valuedouble >= (double)f->min && item->valuedouble <= (double)f->max))
             return error_set(err, ERR_CONFIG, "%s: `%s` must be a number from %lld to %lld (decimals allowed)", source,
@@ -492,17 +507,19 @@ static MUST_CHECK error_code apply_field(const field *f, const cJSON *item, conf
 }
 
 static MUST_CHECK error_code apply_fields(const field *fields, const cJSON *object, config *cfg, const char *prefix,
-                               const char *source, error_info *err)
+                                          const char *source, error_info *err)
 {
     const cJSON *item;
-    cJSON_ArrayForEach(item, object) {
+    cJSON_ArrayForEach(item, object)
+    {
         char key[256];
         snprintf(key, sizeof key, "%s%s%s", prefix, prefix[0] ? "." : "", item->string);
         const field *f = fields;
         while (f->key && strcmp(f->key, item->string) != 0)
             f++;
         if (!f->key)
-            return error_set(err, ERR_CONFIG, "%s: unknown key `%s` (check its spelling against the README)", source, key);
+            return error_set(err, ERR_CONFIG, "%s: unknown key `%s` (check its spelling against the README)", source,
+                             key);
         error_code rc = apply_field(f, item, cfg, key, source, err);
         if (rc != ERR_OK)
             return rc;
@@ -555,9 +572,11 @@ static MUST_CHECK error_code check_base_url(config *cfg, const char *source, err
     if (text_equal_nocase_n(url, "http://", 7) && n > 7) {
         if (url_host_is_loopback(url))
             return ERR_OK;
-        return error_set(err, ERR_CONFIG,
-                         "%s: `base_url` %s uses http:// to a host that is not loopback; use https:// (plain HTTP is only for "
-                         "127.0.0.1, ::1 and localhost)", source, url);
+        return error_set(
+            err, ERR_CONFIG,
+            "%s: `base_url` %s uses http:// to a host that is not loopback; use https:// (plain HTTP is only for "
+            "127.0.0.1, ::1 and localhost)",
+            source, url);
     }
     return error_set(err, ERR_CONFIG, "%s: `base_url` must be an https:// URL, got \"%s\"", source, url);
 }
@@ -592,8 +611,9 @@ static MUST_CHECK error_code check_mirror_urls(const config *cfg, const char *so
         if ((text_equal_nocase_n(url, "https://", 8) && url[8]) || (text_equal_nocase_n(url, "http://", 7) && url[7]) ||
             (text_equal_nocase_n(url, "file://", 7) && url[7]))
             continue;
-        return error_set(err, ERR_CONFIG, "%s: `mirror.urls[%zu]` must be an https://, http:// or file:// URL, got \"%s\"",
-                         source, i, url);
+        return error_set(err, ERR_CONFIG,
+                         "%s: `mirror.urls[%zu]` must be an https://, http:// or file:// URL, got \"%s\"", source, i,
+                         url);
     }
     return ERR_OK;
 }
@@ -602,19 +622,23 @@ static MUST_CHECK error_code check_mirror_urls(const config *cfg, const char *so
 static MUST_CHECK error_code check_log(const config *cfg, const char *source, error_info *err)
 {
     if (cfg->log.file && !cfg->log.file[0])
-        return error_set(err, ERR_CONFIG, "%s: `log.file` must be a file name (relative to state_dir, or absolute) or "
-                         "null, not \"\"", source);
+        return error_set(err, ERR_CONFIG,
+                         "%s: `log.file` must be a file name (relative to state_dir, or absolute) or "
+                         "null, not \"\"",
+                         source);
     return ERR_OK;
 }
 
 error_code config_load_text(config *cfg, const char *text, size_t len, const char *source, error_info *err)
 {
     if (len > CONFIG_MAX_BYTES)
-        return error_set(err, ERR_CONFIG, "%s: larger than %d bytes; is this the right file?", source, CONFIG_MAX_BYTES);
+        return error_set(err, ERR_CONFIG, "%s: larger than %d bytes; is this the right file?", source,
+                         CONFIG_MAX_BYTES);
     if (text_looks_utf16(text, len))
         return error_set(err, ERR_CONFIG,
                          "%s: the file is UTF-16 text; save it as UTF-8 (Notepad: Save As, Encoding UTF-8; "
-                         "PowerShell: Set-Content -Encoding UTF8)", source);
+                         "PowerShell: Set-Content -Encoding UTF8)",
+                         source);
     size_t bom = text_utf8_bom_length(text, len);
     text += bom;
     len -= bom;
@@ -623,10 +647,11 @@ error_code config_load_text(config *cfg, const char *text, size_t len, const cha
     if (!root) {
         size_t escape_line = bad_escape_line(text, len);
         if (escape_line)
-            return error_set(err, ERR_CONFIG,
-                             "%s: not valid JSON: line %zu has a single backslash, which starts an escape in JSON; "
-                             "in a Windows path write `\\\\` or `/` (C:\\\\ProgramData\\\\outpost or C:/ProgramData/outpost)",
-                             source, escape_line);
+            return error_set(
+                err, ERR_CONFIG,
+                "%s: not valid JSON: line %zu has a single backslash, which starts an escape in JSON; "
+                "in a Windows path write `\\\\` or `/` (C:\\\\ProgramData\\\\outpost or C:/ProgramData/outpost)",
+                source, escape_line);
         size_t offset = end && end >= text ? (size_t)(end - text) : 0;
         size_t line = 1;
         for (size_t i = 0; i < offset && i < len; i++)
@@ -702,9 +727,11 @@ error_code config_check_api(const config *cfg, error_info *err)
     if (!cfg->base_url && cfg->path_missing)
         return error_set(err, ERR_CONFIG,
                          "no configuration file: %s does not exist, so `base_url` is not set; create that file (the "
-                         "README gives examples) or pass -c FILE", cfg->path);
+                         "README gives examples) or pass -c FILE",
+                         cfg->path);
     if (!cfg->base_url)
-        return error_set(err, ERR_CONFIG, "%s: `base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com",
+        return error_set(err, ERR_CONFIG,
+                         "%s: `base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com",
                          cfg->path ? cfg->path : "configuration");
     error_code rc = config_check_file("tls.ca_file", cfg->tls_ca_file, err);
     /* libcurl's pin is either sha256//<base64>[;sha256//...] or a key file. */

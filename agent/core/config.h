@@ -20,91 +20,91 @@
 struct cJSON;
 
 typedef struct config_verify {
-    bool require_signature;      /* reject unsigned installers */
-    char *trusted_ca_file;       /* publisher CA (PEM); NULL when not set */
-    char *timestamp_ca_file;     /* CA of timestamp countersignatures; NULL: trusted_ca_file */
-    char *signer_subject;        /* required signer subject or CN; NULL: any */
-    char *expected_sha256;       /* lower-case hex; NULL: not checked */
-    bool allow_sha1;             /* accept SHA-1 Authenticode digests */
-    bool require_version_match;  /* reject an installer without a version resource
-                                    (PRODUCT.md 4.3, version binding) */
+    bool require_signature;     /* reject unsigned installers */
+    char *trusted_ca_file;      /* publisher CA (PEM); NULL when not set */
+    char *timestamp_ca_file;    /* CA of timestamp countersignatures; NULL: trusted_ca_file */
+    char *signer_subject;       /* required signer subject or CN; NULL: any */
+    char *expected_sha256;      /* lower-case hex; NULL: not checked */
+    bool allow_sha1;            /* accept SHA-1 Authenticode digests */
+    bool require_version_match; /* reject an installer without a version resource
+                                   (PRODUCT.md 4.3, version binding) */
 } config_verify;
 
 typedef struct config_installer {
-    bool enabled;                /* `run` updates (and deploys) the installer */
-    char *platform;              /* installer route's platform: "windows" */
-    char *installed_version;     /* fixed installed version; NULL: look it up */
-    char *installed_version_file;/* file holding the installed version; NULL: none */
-    char *product_name;          /* display name in the OS inventory (Windows Uninstall keys) */
-    int keep_versions;           /* staged versions kept, >= 1 */
-    int64_t max_bytes_per_second;/* download bandwidth cap; 0: none */
+    bool enabled;                 /* `run` updates (and deploys) the installer */
+    char *platform;               /* installer route's platform: "windows" */
+    char *installed_version;      /* fixed installed version; NULL: look it up */
+    char *installed_version_file; /* file holding the installed version; NULL: none */
+    char *product_name;           /* display name in the OS inventory (Windows Uninstall keys) */
+    int keep_versions;            /* staged versions kept, >= 1 */
+    int64_t max_bytes_per_second; /* download bandwidth cap; 0: none */
     config_verify verify;
 } config_installer;
 
 typedef struct config_deploy {
-    bool enabled;                /* run deploys from `run` */
-    char **command;              /* argv, NULL-terminated; "{installer}" and "{log}" are
-                                    replaced; NULL: the default for the staged format */
-    size_t command_count;        /* entries in command, not counting the NULL */
-    char **pe_args;              /* arguments of a PE installer run by the default command */
-    size_t pe_args_count;        /* entries in pe_args, not counting the NULL */
-    int64_t timeout_s;           /* kill the installer after this long */
-    bool pass_reboot_code;       /* a deploy asking for a reboot exits 3010 */
+    bool enabled;          /* run deploys from `run` */
+    char **command;        /* argv, NULL-terminated; "{installer}" and "{log}" are
+                              replaced; NULL: the default for the staged format */
+    size_t command_count;  /* entries in command, not counting the NULL */
+    char **pe_args;        /* arguments of a PE installer run by the default command */
+    size_t pe_args_count;  /* entries in pe_args, not counting the NULL */
+    int64_t timeout_s;     /* kill the installer after this long */
+    bool pass_reboot_code; /* a deploy asking for a reboot exits 3010 */
 } config_deploy;
 
 typedef struct config_report {
-    bool enabled;                /* run the report from `run` */
-    int64_t initial_lookback_s;  /* first poll starts this far back */
-    struct cJSON *filter;        /* incident list filter, passed through (owned) */
-    int page_size;               /* 1..1000 */
-    int details_batch;           /* event ids per event-details call, 1..1000 */
-    int keep_incidents;          /* items kept in status.json */
-    char *status_file;           /* relative to state_dir unless absolute */
-    char *jsonl_file;            /* relative to state_dir unless absolute */
-    int64_t jsonl_max_bytes;     /* rotate incidents.jsonl past this size */
-    int jsonl_keep;              /* rotated files kept */
-    char *metrics_file;          /* Prometheus textfile; NULL: none */
+    bool enabled;               /* run the report from `run` */
+    int64_t initial_lookback_s; /* first poll starts this far back */
+    struct cJSON *filter;       /* incident list filter, passed through (owned) */
+    int page_size;              /* 1..1000 */
+    int details_batch;          /* event ids per event-details call, 1..1000 */
+    int keep_incidents;         /* items kept in status.json */
+    char *status_file;          /* relative to state_dir unless absolute */
+    char *jsonl_file;           /* relative to state_dir unless absolute */
+    int64_t jsonl_max_bytes;    /* rotate incidents.jsonl past this size */
+    int jsonl_keep;             /* rotated files kept */
+    char *metrics_file;         /* Prometheus textfile; NULL: none */
 } config_report;
 
 typedef struct config_http {
-    int64_t connect_timeout_s;   /* TCP + TLS connect */
-    int64_t low_speed_time_s;    /* abort a transfer slower than 1 byte/s for this long */
-    int64_t max_response_bytes;  /* cap on JSON response bodies */
-    int max_attempts;            /* attempts per request, retries included */
-    int64_t max_retry_wait_s;    /* longest total wait spent retrying one request */
-    int rate_limit_per_minute;   /* pacing before the server's headers say otherwise */
-    int max_in_flight;           /* concurrent requests per endpoint */
+    int64_t connect_timeout_s;  /* TCP + TLS connect */
+    int64_t low_speed_time_s;   /* abort a transfer slower than 1 byte/s for this long */
+    int64_t max_response_bytes; /* cap on JSON response bodies */
+    int max_attempts;           /* attempts per request, retries included */
+    int64_t max_retry_wait_s;   /* longest total wait spent retrying one request */
+    int rate_limit_per_minute;  /* pacing before the server's headers say otherwise */
+    int max_in_flight;          /* concurrent requests per endpoint */
 } config_http;
 
 typedef struct config_mirror {
-    char **urls;                 /* mirror directories (or manifest .json URLs): https, http, file */
-    size_t url_count;            /* 0: no mirror; check/update talk to the API */
-    char **public_keys;          /* PEM public keys, or paths of files holding one */
+    char **urls;        /* mirror directories (or manifest .json URLs): https, http, file */
+    size_t url_count;   /* 0: no mirror; check/update talk to the API */
+    char **public_keys; /* PEM public keys, or paths of files holding one */
     size_t public_key_count;
-    char *channel;               /* must equal the manifest's channel */
-    char *machine_id;            /* rollout identity; NULL: the OS's machine id */
+    char *channel;    /* must equal the manifest's channel */
+    char *machine_id; /* rollout identity; NULL: the OS's machine id */
 } config_mirror;
 
 typedef struct config_publish {
-    char *dir;                   /* mirror directory publish writes; NULL: --dir needed */
-    char *signing_key_file;      /* PEM private key (keygen); NULL: publish refuses */
-    char *channel;               /* written into the manifest */
-    int64_t expires_s;           /* manifest lifetime */
-    double rollout_percent;      /* 0..100, decimals allowed */
-    int keep_installers;         /* installer files kept in the mirror, >= 1 */
+    char *dir;              /* mirror directory publish writes; NULL: --dir needed */
+    char *signing_key_file; /* PEM private key (keygen); NULL: publish refuses */
+    char *channel;          /* written into the manifest */
+    int64_t expires_s;      /* manifest lifetime */
+    double rollout_percent; /* 0..100, decimals allowed */
+    int keep_installers;    /* installer files kept in the mirror, >= 1 */
 } config_publish;
 
 typedef struct config_log {
-    char *file;                  /* log file, relative to state_dir unless absolute; NULL: none */
-    int64_t max_bytes;           /* rotate past this size */
-    int keep;                    /* rotated files kept: file.1 ... file.keep */
+    char *file;        /* log file, relative to state_dir unless absolute; NULL: none */
+    int64_t max_bytes; /* rotate past this size */
+    int keep;          /* rotated files kept: file.1 ... file.keep */
 } config_log;
 
 typedef struct config {
-    char *path;                  /* file it was loaded from (or looked for, see path_missing) */
-    bool path_missing;           /* no file at the default path: all defaults */
-    char *base_url;              /* without trailing slash */
-    char *api_key_file;          /* NULL when not set */
+    char *path;         /* file it was loaded from (or looked for, see path_missing) */
+    bool path_missing;  /* no file at the default path: all defaults */
+    char *base_url;     /* without trailing slash */
+    char *api_key_file; /* NULL when not set */
     char *state_dir;
     char *tls_ca_file;           /* NULL: system store */
     char *tls_pinned_public_key; /* libcurl form (sha256//base64 or a PEM/DER path); NULL: none */
@@ -116,7 +116,7 @@ typedef struct config {
     config_mirror mirror;
     config_publish publish;
     config_log log;
-    int64_t jitter_s;            /* schedule.jitter: random start delay of `run` */
+    int64_t jitter_s; /* schedule.jitter: random start delay of `run` */
 } config;
 
 /* Fills cfg with every default of PRODUCT.md section 2 (base_url NULL). */

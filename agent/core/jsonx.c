@@ -176,8 +176,9 @@ bool jsonx_set(cJSON *obj, const char *name, cJSON *value)
 {
     if (!value)
         return false;
-    bool ok = obj && (cJSON_GetObjectItemCaseSensitive(obj, name) ? cJSON_ReplaceItemInObjectCaseSensitive(obj, name, value)
-                                                                   : cJSON_AddItemToObject(obj, name, value));
+    bool ok =
+        obj && (cJSON_GetObjectItemCaseSensitive(obj, name) ? cJSON_ReplaceItemInObjectCaseSensitive(obj, name, value)
+                                                            : cJSON_AddItemToObject(obj, name, value));
     if (!ok)
         cJSON_Delete(value);
     return ok;

@@ -23,11 +23,11 @@
 
 /* Where a field lives, for error messages: "incidents/list: resources[3].user". */
 typedef struct jsonx_reader {
-    const char *where;       /* names the document: "incidents/list", "token exchange" */
-    const char *prefix;      /* the object's place in it, "resources[3]", or "" */
-    error_code code;         /* what a failure is (ERR_PROTOCOL for the platform's answers) */
-    error_info *err;         /* gets the first failure; may be NULL */
-    error_code rc;           /* the first failure; ERR_OK while none */
+    const char *where;  /* names the document: "incidents/list", "token exchange" */
+    const char *prefix; /* the object's place in it, "resources[3]", or "" */
+    error_code code;    /* what a failure is (ERR_PROTOCOL for the platform's answers) */
+    error_info *err;    /* gets the first failure; may be NULL */
+    error_code rc;      /* the first failure; ERR_OK while none */
 } jsonx_reader;
 
 /* A reader with no failure yet; prefix may be NULL for "". */

@@ -29,7 +29,7 @@ static struct {
     int64_t max_bytes;
     int keep;
     platform_append_file *file;
-    uint64_t size;           /* as far as this process knows */
+    uint64_t size; /* as far as this process knows */
     bool broken;
     bool rotate_warned;
     platform_mutex *mutex;

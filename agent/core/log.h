@@ -19,27 +19,22 @@
 #include "platform/platform.h"
 
 typedef enum {
-    LOG_QUIET = -1,   /* errors only (printed by main.c) */
-    LOG_NORMAL = 0,   /* warnings */
-    LOG_VERBOSE = 1,  /* what outpost is doing */
-    LOG_TRACE = 2     /* every request */
+    LOG_QUIET = -1,  /* errors only (printed by main.c) */
+    LOG_NORMAL = 0,  /* warnings */
+    LOG_VERBOSE = 1, /* what outpost is doing */
+    LOG_TRACE = 2    /* every request */
 } log_level;
 
 void log_set_level(int level);
 int log_get_level(void);
 
 /* An error line: printed whatever the level, -q included. */
-void log_error(const char *fmt, ...)
-    OUTPOST_PRINTF(1, 2);
-void log_warn(const char *fmt, ...)
-    OUTPOST_PRINTF(1, 2);
-void log_info(const char *fmt, ...)
-    OUTPOST_PRINTF(1, 2);
-void log_trace(const char *fmt, ...)
-    OUTPOST_PRINTF(1, 2);
+void log_error(const char *fmt, ...) OUTPOST_PRINTF(1, 2);
+void log_warn(const char *fmt, ...) OUTPOST_PRINTF(1, 2);
+void log_info(const char *fmt, ...) OUTPOST_PRINTF(1, 2);
+void log_trace(const char *fmt, ...) OUTPOST_PRINTF(1, 2);
 /* A line whatever the level: its caller has decided (the http trace). */
-void log_always(const char *fmt, ...)
-    OUTPOST_PRINTF(1, 2);
+void log_always(const char *fmt, ...) OUTPOST_PRINTF(1, 2);
 
 /*
  * The log file (log.file, PRODUCT.md section 2), started by main.c once the

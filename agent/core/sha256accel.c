@@ -86,8 +86,8 @@ __attribute__((target("sha,sse4.1"))) static void blocks_x86(uint32_t state[8], 
     const __m128i byteswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
     __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&state[0]), 0xB1); /* CDAB */
     __m128i s1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&state[4]), 0x1B);  /* EFGH */
-    __m128i s0 = _mm_alignr_epi8(tmp, s1, 8);                                              /* ABEF */
-    s1 = _mm_blend_epi16(s1, tmp, 0xF0);                                                   /* CDGH */
+    __m128i s0 = _mm_alignr_epi8(tmp, s1, 8);                                           /* ABEF */
+    s1 = _mm_blend_epi16(s1, tmp, 0xF0);                                                /* CDGH */
 
     for (; nblocks > 0; nblocks--, data += 64) {
         __m128i abef = s0, cdgh = s1, m[4];
@@ -126,7 +126,7 @@ __attribute__((target("sha,sse4.1"))) static void blocks_x86(uint32_t state[8], 
 /* SHA256H/SHA256H2 run four rounds on ABCD and EFGH; SHA256SU0/SU1 extend
  * the schedule four words at a time. */
 __attribute__((target("arch=armv8-a+crypto"))) static void blocks_armv8(uint32_t state[8], const unsigned char *data,
-                                                                       size_t nblocks)
+                                                                        size_t nblocks)
 {
     uint32x4_t s0 = vld1q_u32(&state[0]), s1 = vld1q_u32(&state[4]);
     for (; nblocks > 0; nblocks--, data += 64) {
@@ -195,12 +195,9 @@ sha256accel_impl sha256accel_active(void)
 const char *sha256accel_name(sha256accel_impl impl)
 {
     switch (impl) {
-    case SHA256ACCEL_X86_SHA:
-        return "x86-sha";
-    case SHA256ACCEL_ARMV8:
-        return "armv8-sha2";
-    case SHA256ACCEL_PORTABLE:
-        break;
+    case SHA256ACCEL_X86_SHA: return "x86-sha";
+    case SHA256ACCEL_ARMV8: return "armv8-sha2";
+    case SHA256ACCEL_PORTABLE: break;
     }
     return "portable";
 }
@@ -209,18 +206,12 @@ void sha256accel_blocks(sha256accel_impl impl, uint32_t state[8], const unsigned
 {
     switch (impl) {
 #ifdef HAVE_X86_SHA
-    case SHA256ACCEL_X86_SHA:
-        blocks_x86(state, data, nblocks);
-        return;
+    case SHA256ACCEL_X86_SHA: blocks_x86(state, data, nblocks); return;
 #endif
 #ifdef HAVE_ARMV8_SHA
-    case SHA256ACCEL_ARMV8:
-        blocks_armv8(state, data, nblocks);
-        return;
+    case SHA256ACCEL_ARMV8: blocks_armv8(state, data, nblocks); return;
 #endif
-    default:
-        blocks_portable(state, data, nblocks);
-        return;
+    default: blocks_portable(state, data, nblocks); return;
     }
 }
 

@@ -10,8 +10,8 @@
 #include "platform/platform.h"
 
 struct state {
-    char *path;      /* state_dir/state.json */
-    cJSON *root;     /* the document; always an object */
+    char *path;  /* state_dir/state.json */
+    cJSON *root; /* the document; always an object */
 };
 
 static MUST_CHECK error_code move_aside(const char *path, const char *why, error_info *err)

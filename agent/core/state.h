@@ -9,9 +9,9 @@
  *   "installer"  installer/installer_state.c
  *   "report"     report/report.c
  *   "run"        net/retry_after.c (the platform's Retry-After)
- *   "publish"    installer/publish.c;  "mirror"  installer/source_mirror.c Changes are transactions: modify the sections in memory, then
- * state_save() replaces the file atomically; a crash before that leaves the
- * previous state, intact.
+ *   "publish"    installer/publish.c;  "mirror"  installer/source_mirror.c Changes are transactions: modify the
+ * sections in memory, then state_save() replaces the file atomically; a crash before that leaves the previous state,
+ * intact.
  */
 #ifndef OUTPOST_STATE_H
 #define OUTPOST_STATE_H

@@ -34,8 +34,8 @@ error_code bundle_parse_format(const char *text, bundle_format *format, error_in
 }
 
 typedef struct bundle_member {
-    const char *name;      /* name in the archive */
-    const char *path;      /* file on disk */
+    const char *name; /* name in the archive */
+    const char *path; /* file on disk */
 } bundle_member;
 
 static MUST_CHECK error_code archive_failed(struct archive *a, const char *output, error_info *err)
@@ -47,7 +47,7 @@ static MUST_CHECK error_code archive_failed(struct archive *a, const char *outpu
 }
 
 static MUST_CHECK error_code add_member(struct archive *a, const bundle_member *m, int64_t mtime, const char *output,
-                             unsigned char *buf, error_info *err)
+                                        unsigned char *buf, error_info *err)
 {
     uint64_t size = 0;
     if (platform_path_stat(m->path, &size) != PLATFORM_PATH_FILE)
@@ -119,7 +119,7 @@ static struct archive *open_writer(bundle_format format, const char *tmp, const 
 }
 
 static MUST_CHECK error_code write_archive(bundle_format format, bundle_member *members, size_t count, int64_t mtime,
-                                const char *tmp, const char *output, error_info *err)
+                                           const char *tmp, const char *output, error_info *err)
 {
     unsigned char *buf = malloc(COPY_BUFFER);
     if (!buf)
@@ -159,8 +159,7 @@ static char *temp_name(const char *output)
     return tmp;
 }
 
-error_code bundle_write(const config *cfg, bundle_format format, const char *output, char **written,
-                        error_info *err)
+error_code bundle_write(const config *cfg, bundle_format format, const char *output, char **written, error_info *err)
 {
     char *version = NULL, *installer = NULL, *manifest_path = NULL, *out = NULL, *tmp = NULL, *staging = NULL;
     cJSON *manifest = NULL;

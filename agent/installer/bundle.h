@@ -15,10 +15,7 @@
 #include "core/config.h"
 #include "base/error.h"
 
-typedef enum {
-    BUNDLE_ZIP = 0,
-    BUNDLE_TAR_GZ
-} bundle_format;
+typedef enum { BUNDLE_ZIP = 0, BUNDLE_TAR_GZ } bundle_format;
 
 /*
  * Parses "zip" / "tar.gz" (NULL: zip). ERR_USAGE on anything else.
@@ -33,6 +30,6 @@ MUST_CHECK error_code bundle_parse_format(const char *text, bundle_format *forma
  * the path written, malloc'd. ERR_NOT_FOUND when nothing is staged.
  */
 MUST_CHECK error_code bundle_write(const config *cfg, bundle_format format, const char *output, char **written,
-                        error_info *err);
+                                   error_info *err);
 
 #endif

@@ -68,11 +68,11 @@ static char *expand(const char *arg, const deploy_target *target)
     return second;
 }
 
-error_code deploy_build_argv(const config_deploy *deploy, const deploy_target *target, char ***argv,
-                             bool *uses_log, error_info *err)
+error_code deploy_build_argv(const config_deploy *deploy, const deploy_target *target, char ***argv, bool *uses_log,
+                             error_info *err)
 {
-    static const char *const msi_command[] = {"msiexec", "/i", PLACEHOLDER, "/qn", "/norestart", "/l*v",
-                                              LOG_PLACEHOLDER};
+    static const char *const msi_command[] = {"msiexec",    "/i",   PLACEHOLDER,    "/qn",
+                                              "/norestart", "/l*v", LOG_PLACEHOLDER};
     *argv = NULL;
     const char *const *command;
     size_t count;
@@ -306,7 +306,7 @@ static const char *see_log(const deploy_outcome *out, char *buf, size_t size)
 }
 
 static MUST_CHECK error_code spawn_installer(const config *cfg, const char *installer, bool msi, deploy_outcome *out,
-                                  error_info *err)
+                                             error_info *err)
 {
     error_code rc = name_log(cfg, out, err);
     if (rc != ERR_OK)

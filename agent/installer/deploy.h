@@ -49,21 +49,21 @@
 struct cJSON;
 
 typedef struct deploy_outcome {
-    char version[65];          /* the staged version that ran */
-    int exit_code;             /* the installer's exit code (-1: did not finish) */
-    bool timed_out;            /* killed at deploy.timeout_s */
-    bool reboot_required;      /* exit code 3010 or 1641 */
-    char verified[16];         /* "yes" | "unverified" | "no" */
-    char installed_after[65];  /* installed version read afterwards, "" when unknown */
-    char log[1024];            /* the deploy's log file ({log}), "" before it was named */
-    char output[1024];         /* where the child's stdout/stderr went ("" as log) */
+    char version[65];         /* the staged version that ran */
+    int exit_code;            /* the installer's exit code (-1: did not finish) */
+    bool timed_out;           /* killed at deploy.timeout_s */
+    bool reboot_required;     /* exit code 3010 or 1641 */
+    char verified[16];        /* "yes" | "unverified" | "no" */
+    char installed_after[65]; /* installed version read afterwards, "" when unknown */
+    char log[1024];           /* the deploy's log file ({log}), "" before it was named */
+    char output[1024];        /* where the child's stdout/stderr went ("" as log) */
 } deploy_outcome;
 
 /* What the command line is built for. */
 typedef struct deploy_target {
-    const char *installer;     /* the staged file: "{installer}" */
-    const char *log;           /* the deploy's log file: "{log}" */
-    bool msi;                  /* the staged file is an MSI (else a PE) */
+    const char *installer; /* the staged file: "{installer}" */
+    const char *log;       /* the deploy's log file: "{log}" */
+    bool msi;              /* the staged file is an MSI (else a PE) */
 } deploy_target;
 
 /*
@@ -73,7 +73,7 @@ typedef struct deploy_target {
  * (may be NULL) tells whether the command names {log}.
  */
 MUST_CHECK error_code deploy_build_argv(const config_deploy *deploy, const deploy_target *target, char ***argv,
-                             bool *uses_log, error_info *err);
+                                        bool *uses_log, error_info *err);
 void deploy_free_argv(char **argv);
 
 /*

@@ -173,7 +173,11 @@ nomem:
 /* Length of the valid UTF-8 sequence at s, 0 when malformed. */
 static size_t utf8_sequence(const unsigned char *s)
 {
-    size_t len = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    size_t len = s[0] < 0x80             ? 1
+                 : (s[0] & 0xE0) == 0xC0 ? 2
+                 : (s[0] & 0xF0) == 0xE0 ? 3
+                 : (s[0] & 0xF8) == 0xF0 ? 4
+                                         : 0;
     if (len == 0 || (len == 2 && s[0] < 0xC2))
         return 0;
     for (size_t i = 1; i < len; i++)
@@ -228,8 +232,9 @@ bool disposition_name_is_safe(const char *name, error_info *err)
             return false;
         }
         if (strchr("/\\:<>\"|?*", (char)c)) {
-            error_set(err, ERR_REJECTED, "the installer file name \"%.128s\" holds '%c', which is not allowed in a file name",
-                      name, (char)c);
+            error_set(err, ERR_REJECTED,
+                      "the installer file name \"%.128s\" holds '%c', which is not allowed in a file name", name,
+                      (char)c);
             return false;
         }
         size_t step = utf8_sequence((const unsigned char *)name + i);

@@ -29,14 +29,14 @@
 /* ---- Sidecar -------------------------------------------------------------------- */
 
 typedef struct sidecar {
-    char *version;               /* NULL: no partial */
+    char *version; /* NULL: no partial */
     char *url;
     char *etag;
     char *last_modified;
     char *file_name;
-    int64_t total;               /* -1 unknown */
-    int64_t bytes;               /* known good (flushed) */
-    char *boot_id;               /* boot the partial was written in (platform_boot_id) */
+    int64_t total; /* -1 unknown */
+    int64_t bytes; /* known good (flushed) */
+    char *boot_id; /* boot the partial was written in (platform_boot_id) */
 } sidecar;
 
 static void sidecar_clear(sidecar *sc)
@@ -55,7 +55,7 @@ static int64_t json_int(const cJSON *obj, const char *name)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
     return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9007199254740992.0 ? (int64_t)v->valuedouble
-                                                                                            : -1;
+                                                                                           : -1;
 }
 
 /* Reads a sidecar; false (and *sc cleared) when it is missing or unusable. */
@@ -119,25 +119,25 @@ typedef struct pipeline pipeline;
 typedef struct download_job {
     const download_request *request;
     download_result *result;
-    char *dir;                   /* state_dir/downloads */
-    char *part_path;             /* downloads/<partial.version>.part, when partial.version */
+    char *dir;       /* state_dir/downloads */
+    char *part_path; /* downloads/<partial.version>.part, when partial.version */
     char *sidecar_path;
-    sidecar partial;             /* what is on disk (bytes: known good) */
-    FILE *out;                   /* the part file while a pipeline runs */
-    mbedtls_md_context_t md;     /* SHA-256 of the part file's first `hashed` bytes */
-    int64_t hashed;              /* bytes covered by md */
-    int64_t written;             /* bytes in the part file */
-    int64_t total;               /* announced length of the whole file, -1 unknown */
-    char *accepted_version;      /* version the accept hook already agreed to */
+    sidecar partial;         /* what is on disk (bytes: known good) */
+    FILE *out;               /* the part file while a pipeline runs */
+    mbedtls_md_context_t md; /* SHA-256 of the part file's first `hashed` bytes */
+    int64_t hashed;          /* bytes covered by md */
+    int64_t written;         /* bytes in the part file */
+    int64_t total;           /* announced length of the whole file, -1 unknown */
+    char *accepted_version;  /* version the accept hook already agreed to */
     /* per attempt */
-    int64_t range_start;         /* Range sent (0: none) */
-    bool restart;                /* answer unusable: ask again without Range */
-    bool skip;                   /* accept hook said no */
-    bool headers_seen;           /* on_headers ran for this request */
-    error_code failure;          /* decided in a callback; ERR_OK if none */
+    int64_t range_start; /* Range sent (0: none) */
+    bool restart;        /* answer unusable: ask again without Range */
+    bool skip;           /* accept hook said no */
+    bool headers_seen;   /* on_headers ran for this request */
+    error_code failure;  /* decided in a callback; ERR_OK if none */
     error_info failure_info;
-    pipeline *pipe;              /* running pipeline, or NULL */
-    int64_t attempt_bytes;       /* body bytes received in this attempt */
+    pipeline *pipe;        /* running pipeline, or NULL */
+    int64_t attempt_bytes; /* body bytes received in this attempt */
     /* progress bar */
     int64_t progress_last_ms;
     int64_t progress_start_ms;
@@ -182,20 +182,20 @@ static void job_discard_partial(download_job *job)
 struct pipeline {
     download_job *job;
     platform_mutex *mutex;
-    platform_cond *cond;                       /* any change below; broadcast */
+    platform_cond *cond; /* any change below; broadcast */
     unsigned char *slots[DOWNLOAD_RING_SLOTS];
     size_t lengths[DOWNLOAD_RING_SLOTS];
-    uint64_t filled;                           /* slots published by the receiver */
-    uint64_t hashed;                           /* slots consumed by the hasher */
-    uint64_t written;                          /* slots consumed by the writer */
-    size_t fill;                               /* bytes in the slot being filled */
-    bool done;                                 /* no more slots will be published */
-    bool failed;                               /* the writer failed; stop receiving */
-    error_info failure;                        /* why */
-    int64_t hash_from;                         /* catch-up: re-read [hash_from, hash_to) */
+    uint64_t filled;    /* slots published by the receiver */
+    uint64_t hashed;    /* slots consumed by the hasher */
+    uint64_t written;   /* slots consumed by the writer */
+    size_t fill;        /* bytes in the slot being filled */
+    bool done;          /* no more slots will be published */
+    bool failed;        /* the writer failed; stop receiving */
+    error_info failure; /* why */
+    int64_t hash_from;  /* catch-up: re-read [hash_from, hash_to) */
     int64_t hash_to;
-    int64_t base;                              /* file offset of the first slot */
-    int64_t last_sync;                         /* file length at the last flush */
+    int64_t base;      /* file offset of the first slot */
+    int64_t last_sync; /* file length at the last flush */
     platform_thread *hasher;
     platform_thread *writer;
 };
@@ -451,8 +451,7 @@ static void progress_draw(download_job *job, bool final)
         fprintf(stderr, "\rdownloading %s: %3d%% (%.1f of %.1f MiB, %.1f MiB/s)   ", job->partial.version,
                 (int)(have * 100 / job->total), (double)have / mib, (double)job->total / mib, rate);
     else
-        fprintf(stderr, "\rdownloading %s: %.1f MiB (%.1f MiB/s)   ", job->partial.version, (double)have / mib,
-                rate);
+        fprintf(stderr, "\rdownloading %s: %.1f MiB (%.1f MiB/s)   ", job->partial.version, (double)have / mib, rate);
     job->progress_drawn = true;
     if (final)
         fputc('\n', stderr);
@@ -500,7 +499,7 @@ static MUST_CHECK error_code check_space(download_job *job, int64_t still_to_com
 
 /* Opens the part file for this answer: fresh, or at the kept length. */
 static MUST_CHECK error_code open_part(download_job *job, const http_stream_headers *h, const char *version,
-                            const char *file_name, bool resuming, error_info *err)
+                                       const char *file_name, bool resuming, error_info *err)
 {
     if (!resuming) {
         job_discard_partial(job);
@@ -619,8 +618,7 @@ static http_stream_action on_headers(void *user, const http_stream_headers *h)
     int64_t kept = resuming ? job->written : 0;
     if (check_space(job, job->total < 0 ? -1 : job->total - kept, &why) != ERR_OK)
         return fail_with(job, why.code, &why);
-    if (open_part(job, h, version, file_name, resuming, &why) != ERR_OK ||
-        pipeline_start(job, &why) != ERR_OK)
+    if (open_part(job, h, version, file_name, resuming, &why) != ERR_OK || pipeline_start(job, &why) != ERR_OK)
         return fail_with(job, why.code, &why);
     job->progress_start_ms = platform_monotonic_ms();
     job->progress_start_bytes = kept;
@@ -671,8 +669,8 @@ static void load_partial(download_job *job)
     /* Everything else in downloads/ is a leftover: remove it. */
     for (size_t i = 0; i < count; i++) {
         char *path = platform_path_join(job->dir, names[i]);
-        bool mine = path && job->partial.version &&
-                    (strcmp(path, job->part_path) == 0 || strcmp(path, job->sidecar_path) == 0);
+        bool mine =
+            path && job->partial.version && (strcmp(path, job->part_path) == 0 || strcmp(path, job->sidecar_path) == 0);
         if (path && !mine && platform_path_stat(path, NULL) == PLATFORM_PATH_FILE)
             ERROR_IGNORE(platform_remove_file(path, NULL));
         free(path);
@@ -758,7 +756,9 @@ static MUST_CHECK error_code attempt(download_job *job, http_client *http, error
     if (prc != ERR_OK) {
         if (prc == ERR_DISK_FULL) {
             job_discard_partial(job);
-            error_prefix(&pipe_err, "the disk filled up during the download (the partial file was removed); free some space and run again");
+            error_prefix(
+                &pipe_err,
+                "the disk filled up during the download (the partial file was removed); free some space and run again");
         }
         if (err)
             *err = pipe_err;
@@ -772,8 +772,7 @@ static MUST_CHECK error_code attempt(download_job *job, http_client *http, error
     return ERR_OK;
 }
 
-error_code download_run(http_client *http, const download_request *request, download_result *result,
-                        error_info *err)
+error_code download_run(http_client *http, const download_request *request, download_result *result, error_info *err)
 {
     memset(result, 0, sizeof *result);
     result->total_length = -1;
@@ -813,15 +812,18 @@ error_code download_run(http_client *http, const download_request *request, down
             job_discard_partial(&job);
             if (restarts++ < 2)
                 continue;
-            rc = error_set(err, ERR_PROTOCOL, "installer: the platform keeps refusing to resume or restart the download; run again later");
+            rc = error_set(err, ERR_PROTOCOL,
+                           "installer: the platform keeps refusing to resume or restart the download; run again later");
             break;
         }
         if (rc == ERR_OK && job.total >= 0 && job.written < job.total)
-            rc = error_set(err, ERR_TEMPORARY, "the installer download ended early, at %" PRId64 " of %" PRId64 " bytes",
-                           job.written, job.total);
+            rc =
+                error_set(err, ERR_TEMPORARY, "the installer download ended early, at %" PRId64 " of %" PRId64 " bytes",
+                          job.written, job.total);
         if (rc == ERR_OK && job.total >= 0 && job.written > job.total) {
             job_discard_partial(&job);
-            rc = error_set(err, ERR_PROTOCOL, "the platform sent more bytes than its Content-Length announced; run again");
+            rc = error_set(err, ERR_PROTOCOL,
+                           "the platform sent more bytes than its Content-Length announced; run again");
         }
         /* The first interruption is always retried here, even one that cut the
          * connection before any body byte (a single reset must not cost a whole

@@ -57,10 +57,10 @@
 /* What the server offers, shown to the caller's accept hook before any
  * body byte is kept. Strings borrowed for the duration of the call. */
 typedef struct download_offer {
-    const char *version;         /* X-Installer-Version, already validated */
-    const char *file_name;       /* safe base name from Content-Disposition, or NULL */
-    int64_t total_length;        /* whole file's length, -1 when unknown */
-    const char *url;             /* final URL (after redirects) */
+    const char *version;   /* X-Installer-Version, already validated */
+    const char *file_name; /* safe base name from Content-Disposition, or NULL */
+    int64_t total_length;  /* whole file's length, -1 when unknown */
+    const char *url;       /* final URL (after redirects) */
 } download_offer;
 
 /*
@@ -70,31 +70,30 @@ typedef struct download_offer {
  * result->skipped), or return an error (e.g. ERR_REJECTED for a refused
  * downgrade) to stop with it.
  */
-typedef error_code (*download_accept_fn)(void *user, const download_offer *offer, bool *skip,
-                                         error_info *err);
+typedef error_code (*download_accept_fn)(void *user, const download_offer *offer, bool *skip, error_info *err);
 
 typedef struct download_request {
-    const char *state_dir;       /* downloads/ is created under it */
-    const char *platform;        /* installer route's platform ("windows") */
-    int64_t max_bytes_per_second;/* bandwidth cap; 0: none */
-    bool progress;               /* draw a progress bar on stderr */
-    download_accept_fn accept;   /* may be NULL: always download */
+    const char *state_dir;        /* downloads/ is created under it */
+    const char *platform;         /* installer route's platform ("windows") */
+    int64_t max_bytes_per_second; /* bandwidth cap; 0: none */
+    bool progress;                /* draw a progress bar on stderr */
+    download_accept_fn accept;    /* may be NULL: always download */
     void *accept_user;
 } download_request;
 
 typedef struct download_result {
-    bool skipped;                /* the accept hook said no; nothing was downloaded */
-    char *version;               /* X-Installer-Version (malloc'd), NULL if no answer */
-    char *file_name;             /* safe name from Content-Disposition (malloc'd) or NULL */
-    char *path;                  /* malloc'd path of the complete downloads/<version>.part */
-    char *url;                   /* malloc'd final URL */
-    char *etag;                  /* malloc'd validator or NULL */
-    char sha256[65];             /* lower-case hex of the whole file */
-    int64_t size;                /* bytes in the file */
-    int64_t total_length;        /* length the server announced, -1 when unknown */
-    int64_t resumed_from;        /* bytes kept from an earlier run's partial */
-    int64_t bytes_received;      /* body bytes received in this run (all attempts) */
-    int requests;                /* installer requests made */
+    bool skipped;           /* the accept hook said no; nothing was downloaded */
+    char *version;          /* X-Installer-Version (malloc'd), NULL if no answer */
+    char *file_name;        /* safe name from Content-Disposition (malloc'd) or NULL */
+    char *path;             /* malloc'd path of the complete downloads/<version>.part */
+    char *url;              /* malloc'd final URL */
+    char *etag;             /* malloc'd validator or NULL */
+    char sha256[65];        /* lower-case hex of the whole file */
+    int64_t size;           /* bytes in the file */
+    int64_t total_length;   /* length the server announced, -1 when unknown */
+    int64_t resumed_from;   /* bytes kept from an earlier run's partial */
+    int64_t bytes_received; /* body bytes received in this run (all attempts) */
+    int requests;           /* installer requests made */
 } download_result;
 
 /*
@@ -110,7 +109,7 @@ typedef struct download_result {
  * free the result with download_result_free in every case.
  */
 MUST_CHECK error_code download_run(http_client *http, const download_request *request, download_result *result,
-                        error_info *err);
+                                   error_info *err);
 
 void download_result_free(download_result *result);
 

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "core/log.h"
 #include "installer/installer_state.h"
 #include "platform/platform.h"
@@ -56,7 +55,8 @@ static MUST_CHECK error_code from_file(const char *path, char **version, error_i
         free(data);
         return error_set(err, ERR_CONFIG,
                          "installer.installed_version_file %s is UTF-16 text; save it as UTF-8 (PowerShell: "
-                         "Set-Content -Encoding UTF8)", path);
+                         "Set-Content -Encoding UTF8)",
+                         path);
     }
     char *line = first_line_trimmed(data);
     if (!version_is_valid(line, &why)) {
@@ -100,8 +100,7 @@ static char *from_state(state *s)
     return text_dup(v);
 }
 
-error_code installed_version_get(const config *cfg, state *s, char **version, const char **source,
-                                 error_info *err)
+error_code installed_version_get(const config *cfg, state *s, char **version, const char **source, error_info *err)
 {
     *version = NULL;
     if (source)

@@ -24,6 +24,6 @@
  * ERR_CONFIG naming the file. s may be NULL (state not consulted).
  */
 MUST_CHECK error_code installed_version_get(const config *cfg, state *s, char **version, const char **source,
-                                 error_info *err);
+                                            error_info *err);
 
 #endif

@@ -112,13 +112,12 @@ error_code installer_state_set_deployed(state *s, const deploy_outcome *out, con
     cJSON *deployed = cJSON_CreateObject();
     cJSON *version = cJSON_CreateString(out->version);
     /* `status` compares boot_id with the running boot: a reboot clears "reboot required". */
-    bool ok = deployed && version && cJSON_AddStringToObject(deployed, "version", out->version) &&
-              cJSON_AddStringToObject(deployed, "at", at) &&
-              cJSON_AddNumberToObject(deployed, "exit_code", out->exit_code) &&
-              cJSON_AddBoolToObject(deployed, "reboot_required", out->reboot_required) &&
-              cJSON_AddStringToObject(deployed, "verified", out->verified) &&
-              cJSON_AddStringToObject(deployed, "log", out->log) &&
-              cJSON_AddStringToObject(deployed, "boot_id", boot_id);
+    bool ok =
+        deployed && version && cJSON_AddStringToObject(deployed, "version", out->version) &&
+        cJSON_AddStringToObject(deployed, "at", at) && cJSON_AddNumberToObject(deployed, "exit_code", out->exit_code) &&
+        cJSON_AddBoolToObject(deployed, "reboot_required", out->reboot_required) &&
+        cJSON_AddStringToObject(deployed, "verified", out->verified) &&
+        cJSON_AddStringToObject(deployed, "log", out->log) && cJSON_AddStringToObject(deployed, "boot_id", boot_id);
     if (!ok) {
         cJSON_Delete(deployed);
         cJSON_Delete(version);
@@ -134,8 +133,8 @@ error_code installer_state_set_deployed(state *s, const deploy_outcome *out, con
     return rc;
 }
 
-error_code installer_state_set_deploy_failure(state *s, const deploy_outcome *out, const char *at,
-                                              const char *message, error_info *err)
+error_code installer_state_set_deploy_failure(state *s, const deploy_outcome *out, const char *at, const char *message,
+                                              error_info *err)
 {
     cJSON *failure = cJSON_CreateObject();
     bool ok = failure && cJSON_AddStringToObject(failure, "version", out->version) &&

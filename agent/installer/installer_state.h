@@ -30,24 +30,24 @@ struct cJSON;
 /* What check and update learned: the platform's latest version, when, and
  * whether it is newer than the installed one. */
 MUST_CHECK error_code installer_state_set_latest(state *s, const char *latest_version, const char *checked_at,
-                                      bool update_available, error_info *err);
+                                                 bool update_available, error_info *err);
 const char *installer_state_latest_version(state *s);
 const char *installer_state_checked_at(state *s);
 
 /* An interactive command's outcome; error NULL is recorded as null. */
 MUST_CHECK error_code installer_state_set_last_command(state *s, const char *command, const char *at, int exit_code,
-                                            const char *error, error_info *err);
+                                                       const char *error, error_info *err);
 const struct cJSON *installer_state_last_command(state *s);
 
 /* A deploy that succeeded: "deployed" (out's version, exit code, reboot,
  * verification and log, at, boot_id), "deployed_version"; any earlier
  * "deploy_failure" is removed. */
-MUST_CHECK error_code installer_state_set_deployed(state *s, const deploy_outcome *out, const char *at, const char *boot_id,
-                                        error_info *err);
+MUST_CHECK error_code installer_state_set_deployed(state *s, const deploy_outcome *out, const char *at,
+                                                   const char *boot_id, error_info *err);
 /* A deploy that failed: "deploy_failure" (exit code null when the installer
  * did not finish, log null before it was named). "deployed" stays. */
 MUST_CHECK error_code installer_state_set_deploy_failure(state *s, const deploy_outcome *out, const char *at,
-                                              const char *message, error_info *err);
+                                                         const char *message, error_info *err);
 const struct cJSON *installer_state_deployed(state *s);
 const struct cJSON *installer_state_deploy_failure(state *s);
 /* The version outpost last deployed successfully (not checked here). */

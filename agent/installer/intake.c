@@ -86,15 +86,15 @@ typedef struct intake_job {
     const config *cfg;
     state *s;
     const intake_candidate *candidate;
-    char *root;               /* staging/ */
-    char *tmp;                /* staging/.tmp-<random>/ */
-    char *received;           /* tmp/.received: the private copy of the candidate */
-    char *installer;          /* tmp/<disk_name>: the installer to stage */
-    char file_name[256];      /* the name it came with (manifest and status only) */
-    char disk_name[16];       /* the name outpost gives it on disk: installer.exe / .msi */
+    char *root;          /* staging/ */
+    char *tmp;           /* staging/.tmp-<random>/ */
+    char *received;      /* tmp/.received: the private copy of the candidate */
+    char *installer;     /* tmp/<disk_name>: the installer to stage */
+    char file_name[256]; /* the name it came with (manifest and status only) */
+    char disk_name[16];  /* the name outpost gives it on disk: installer.exe / .msi */
     char version[VERSION_MAX_LENGTH + 1];
-    char sha256[65];          /* of the installer */
-    int64_t size;             /* of the installer */
+    char sha256[65]; /* of the installer */
+    int64_t size;    /* of the installer */
     verify_report report;
 } intake_job;
 
@@ -153,7 +153,7 @@ static MUST_CHECK error_code set_version(intake_job *job, const char *version, e
 /* A bundle's manifest.json: its version (unless one was given) and the SHA-256
  * the installer beside it must have. */
 static MUST_CHECK error_code read_bundle_manifest(intake_job *job, const char *path, const char *installer_sha,
-                                       error_info *err)
+                                                  error_info *err)
 {
     char *text = NULL;
     size_t len = 0;
@@ -188,7 +188,7 @@ static const char *base_name(const char *name)
 
 /* The one PE/MSI among the extracted files (the rule: exactly one). */
 static MUST_CHECK error_code find_installer(intake_job *job, const unpack_listing *listing, const unpack_file **found,
-                                 verify_format *format, error_info *err)
+                                            verify_format *format, error_info *err)
 {
     size_t installers = 0;
     char names[300] = "";
@@ -208,7 +208,8 @@ static MUST_CHECK error_code find_installer(intake_job *job, const unpack_listin
         snprintf(names + used, sizeof names - used, "%s%.80s", used ? ", " : "", listing->files[i].name);
     }
     if (installers == 0)
-        return error_set(err, ERR_REJECTED, "format check failed: the %s archive holds no Windows installer (PE or MSI)",
+        return error_set(err, ERR_REJECTED,
+                         "format check failed: the %s archive holds no Windows installer (PE or MSI)",
                          job->report.format);
     if (installers > 1)
         return error_set(err, ERR_REJECTED,
@@ -246,8 +247,8 @@ static MUST_CHECK error_code take_from_archive(intake_job *job, error_info *err)
         snprintf(job->report.inner_name, sizeof job->report.inner_name, "%s", found->name);
         snprintf(job->file_name, sizeof job->file_name, "%s", base_name(found->name));
         if (!staging_file_name_is_safe(job->file_name))
-            rc = error_set(err, ERR_REJECTED, "the installer's name in the archive, \"%.100s\", is not a safe file name",
-                           job->file_name);
+            rc = error_set(err, ERR_REJECTED,
+                           "the installer's name in the archive, \"%.100s\", is not a safe file name", job->file_name);
     }
     if (rc == ERR_OK)
         rc = verify_sha256_file(found->path, job->sha256, &job->size, err);
@@ -391,8 +392,8 @@ static MUST_CHECK error_code report_already_staged(intake_job *job, intake_resul
     error_code rc = staging_load(job->cfg, job->version, &m, &path, err);
     if (rc != ERR_OK)
         return rc;
-    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "verification"),
-                                                        "signature");
+    const cJSON *sig =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "verification"), "signature");
     result->already_staged = true;
     snprintf(result->version, sizeof result->version, "%s", job->version);
     snprintf(result->file_name, sizeof result->file_name, "%s", json_string(m, "file_name"));

@@ -72,8 +72,8 @@ static MUST_CHECK error_code copy_stream(const char *from, const char *to, error
 }
 
 /* installers/<sha256>.<ext>: kept when already right, else written, read back, checked, renamed. */
-static MUST_CHECK error_code write_installer(const char *staged_path, const char *final_path, const char *sha256, int64_t length,
-                                  bool *written, error_info *err)
+static MUST_CHECK error_code write_installer(const char *staged_path, const char *final_path, const char *sha256,
+                                             int64_t length, bool *written, error_info *err)
 {
     char hex[65];
     int64_t size = -1;
@@ -89,10 +89,11 @@ static MUST_CHECK error_code write_installer(const char *staged_path, const char
     error_code rc = copy_stream(staged_path, tmp, err);
     if (rc == ERR_OK && (rc = verify_sha256_file(tmp, hex, &size, err)) == ERR_OK &&
         (strcmp(hex, sha256) != 0 || size != length))
-        rc = error_set(err, ERR_IO,
-                       "the installer written to the mirror reads back wrong (SHA-256 %s, %lld bytes; expected %s, %lld "
-                       "bytes); check the disk of the mirror directory",
-                       hex, (long long)size, sha256, (long long)length);
+        rc =
+            error_set(err, ERR_IO,
+                      "the installer written to the mirror reads back wrong (SHA-256 %s, %lld bytes; expected %s, %lld "
+                      "bytes); check the disk of the mirror directory",
+                      hex, (long long)size, sha256, (long long)length);
     if (rc == ERR_OK)
         rc = platform_rename(tmp, final_path, err);
     if (rc != ERR_OK)
@@ -188,7 +189,8 @@ static int prune_installers(const char *installers_dir, cJSON *history, int keep
             continue; /* not ours, or a temporary file: remove_leftovers */
         bool kept = false;
         const cJSON *entry;
-        cJSON_ArrayForEach(entry, history) {
+        cJSON_ArrayForEach(entry, history)
+        {
             if (cJSON_IsString(entry) && strcmp(entry->valuestring, names[i]) == 0)
                 kept = true;
         }
@@ -203,8 +205,7 @@ static int prune_installers(const char *installers_dir, cJSON *history, int keep
     return removed;
 }
 
-error_code publish_mirror(const config *cfg, state *s, const publish_request *req, publish_result *out,
-                          error_info *err)
+error_code publish_mirror(const config *cfg, state *s, const publish_request *req, publish_result *out, error_info *err)
 {
     memset(out, 0, sizeof *out);
     char *version = NULL, *staged_path = NULL, *installers_dir = NULL, *installer_path = NULL, *manifest_path = NULL;
@@ -221,8 +222,10 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     const char *file_name = jsonx_string(NULL, staged, "file_name");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(staged, "size");
     if (!sha256 || strlen(sha256) != 64 || !file_name || !cJSON_IsNumber(size)) {
-        rc = error_set(err, ERR_IO, "publish: the manifest of staged version %s lacks sha256, file_name or size; stage it "
-                       "again with update --force", version);
+        rc = error_set(err, ERR_IO,
+                       "publish: the manifest of staged version %s lacks sha256, file_name or size; stage it "
+                       "again with update --force",
+                       version);
         goto done;
     }
     const char *inner = jsonx_string(NULL, verification, "inner_format");
@@ -314,7 +317,8 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     size_t envelope_len = 0;
     const signkey *keys[1] = {req->key};
     if ((rc = manifest_payload_json(&m, &payload, err)) != ERR_OK ||
-        (rc = manifest_sign(payload, strlen(payload), (signkey *const *)keys, 1, &envelope, &envelope_len, err)) != ERR_OK)
+        (rc = manifest_sign(payload, strlen(payload), (signkey *const *)keys, 1, &envelope, &envelope_len, err)) !=
+            ERR_OK)
         goto done;
     if ((rc = write_manifest(manifest_path, envelope, envelope_len, err)) != ERR_OK) {
         error_prefix(err, "publish: cannot write the manifest");

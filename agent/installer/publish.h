@@ -31,29 +31,29 @@
 #include "mirror/signkey.h"
 
 typedef struct publish_request {
-    const char *dir;             /* the mirror directory (created when missing) */
-    double rollout_percent;      /* 0..100 */
-    const signkey *key;          /* private signing key */
-    int64_t now_s;               /* issue time, Unix seconds (injected for tests) */
+    const char *dir;        /* the mirror directory (created when missing) */
+    double rollout_percent; /* 0..100 */
+    const signkey *key;     /* private signing key */
+    int64_t now_s;          /* issue time, Unix seconds (injected for tests) */
 } publish_request;
 
 typedef struct publish_result {
     int64_t seq;
     char version[65];
-    char installer_path[1024];   /* the mirror's installers/<sha256>.<ext> */
+    char installer_path[1024]; /* the mirror's installers/<sha256>.<ext> */
     char manifest_path[1024];
     char sha256[65];
     int64_t length;
-    int64_t expires_at;          /* Unix seconds */
-    bool new_installer;          /* the installer file was written now (not there already) */
-    int pruned;                  /* installer files removed */
+    int64_t expires_at; /* Unix seconds */
+    bool new_installer; /* the installer file was written now (not there already) */
+    int pruned;         /* installer files removed */
 } publish_result;
 
 /*
  * Publishes the current staged installer (ERR_NOT_FOUND when nothing is
  * staged) into request->dir as described above; state is saved here.
  */
-MUST_CHECK error_code publish_mirror(const config *cfg, state *s, const publish_request *request, publish_result *result,
-                          error_info *err);
+MUST_CHECK error_code publish_mirror(const config *cfg, state *s, const publish_request *request,
+                                     publish_result *result, error_info *err);
 
 #endif

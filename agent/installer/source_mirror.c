@@ -61,8 +61,10 @@ static char *resolve(const char *manifest_url, const char *path)
 static MUST_CHECK error_code load_keys(const config *cfg, signkey ***keys, size_t *count, error_info *err)
 {
     if (cfg->mirror.public_key_count == 0)
-        return error_set(err, ERR_CONFIG, "%s: `mirror.public_keys` is empty; add the publisher's public key (what "
-                         "`outpost keygen` printed on the publishing host)", cfg->path ? cfg->path : "configuration");
+        return error_set(err, ERR_CONFIG,
+                         "%s: `mirror.public_keys` is empty; add the publisher's public key (what "
+                         "`outpost keygen` printed on the publishing host)",
+                         cfg->path ? cfg->path : "configuration");
     signkey **list = calloc(cfg->mirror.public_key_count, sizeof *list);
     if (!list)
         return error_set(err, ERR_NOMEM, "out of memory");
@@ -115,7 +117,8 @@ static void record_status(state *s, const char *url, const manifest *m, bool acc
 
 /* Opens and judges one manifest's bytes. m is filled when it opened. */
 static MUST_CHECK error_code judge(const config *cfg, state *s, const char *bytes, size_t len, signkey *const *keys,
-                        size_t key_count, int64_t now_s, manifest *m, manifest_verdict *verdict, error_info *err)
+                                   size_t key_count, int64_t now_s, manifest *m, manifest_verdict *verdict,
+                                   error_info *err)
 {
     error_code rc = manifest_open(bytes, len, keys, key_count, m, verdict, err);
     if (rc != ERR_OK)
@@ -154,7 +157,8 @@ static void keep_copy(const config *cfg, state *s, const char *url, const fetch_
         platform_write_atomic(path, res->body, res->body_len, NULL) == ERR_OK) {
         jsonx_set(section, "url", cJSON_CreateString(url));
         jsonx_set(section, "etag", res->etag ? cJSON_CreateString(res->etag) : cJSON_CreateNull());
-        jsonx_set(section, "last_modified", res->last_modified ? cJSON_CreateString(res->last_modified) : cJSON_CreateNull());
+        jsonx_set(section, "last_modified",
+                  res->last_modified ? cJSON_CreateString(res->last_modified) : cJSON_CreateNull());
     }
     free(dir);
     free(path);
@@ -258,7 +262,8 @@ error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirro
             log_trace("%s", here.message);
             if (i + 1 < cfg->mirror.url_count)
                 log_warn("%s; trying the next mirror", here.message);
-            if (worst == ERR_OK || error_worse_exit(error_exit_code(worst), error_exit_code(code)) != error_exit_code(worst)) {
+            if (worst == ERR_OK ||
+                error_worse_exit(error_exit_code(worst), error_exit_code(code)) != error_exit_code(worst)) {
                 worst = code;
                 worst_err = here;
             }
@@ -293,7 +298,8 @@ error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirro
     char id[256];
     rc = machine_identity(cfg, id, sizeof id, err);
     if (rc == ERR_OK)
-        rc = rollout_eligible(offer->m.rollout_salt, id, offer->m.rollout_percent, &offer->eligible, &offer->bucket, err);
+        rc = rollout_eligible(offer->m.rollout_salt, id, offer->m.rollout_percent, &offer->eligible, &offer->bucket,
+                              err);
     if (rc != ERR_OK) {
         source_mirror_offer_free(offer);
         return rc;
@@ -309,13 +315,13 @@ typedef struct download_sink {
     const char *path;
     mbedtls_md_context_t md;
     int64_t limit;
-    int64_t from;                /* bytes kept from an earlier attempt, asked for with Range */
-    int64_t written;             /* bytes in the file, kept prefix included */
-    bool restarted;              /* the server sent the whole file: the prefix was dropped */
+    int64_t from;    /* bytes kept from an earlier attempt, asked for with Range */
+    int64_t written; /* bytes in the file, kept prefix included */
+    bool restarted;  /* the server sent the whole file: the prefix was dropped */
     bool too_long;
     bool write_failed;
     bool open_failed;
-    bool range_refused;          /* a range request answered with an error (416, a wrong range) */
+    bool range_refused; /* a range request answered with an error (416, a wrong range) */
 } download_sink;
 
 static bool sink_restart(download_sink *k)
@@ -404,7 +410,8 @@ static void drop_other_partials(const char *dir, const char *keep)
 }
 
 /* One GET of the installer into k (from k->from on). */
-static MUST_CHECK error_code download_attempt(const config *cfg, const mirror_offer *offer, download_sink *k, error_info *err)
+static MUST_CHECK error_code download_attempt(const config *cfg, const mirror_offer *offer, download_sink *k,
+                                              error_info *err)
 {
     const manifest *m = &offer->m;
     error_code rc = ERR_OK;
@@ -422,8 +429,8 @@ static MUST_CHECK error_code download_attempt(const config *cfg, const mirror_of
     if (k->from > 0)
         log_info("resuming the mirror download at %lld of %lld bytes", (long long)k->from, (long long)m->length);
     fetch_result res;
-    fetch_request req = {.url = offer->installer_url, .on_data = sink_data, .on_start = sink_start, .user = k,
-                         .range_from = k->from};
+    fetch_request req = {
+        .url = offer->installer_url, .on_data = sink_data, .on_start = sink_start, .user = k, .range_from = k->from};
     rc = fetch_get(cfg, &req, &res, err);
     if (rc == ERR_OK && res.status != 200 && res.status != 206)
         rc = error_set(err, ERR_HTTP, "%s: HTTP %ld", offer->installer_url, res.status);
@@ -503,8 +510,7 @@ error_code source_mirror_download(const config *cfg, const mirror_offer *offer, 
      * named by its SHA-256, so the bytes it must hold never change, and the
      * hash over the whole file catches a prefix that does not belong. */
     uint64_t have = 0;
-    if (rc == ERR_OK && platform_path_stat(path, &have) == PLATFORM_PATH_FILE && have > 0 &&
-        have < (uint64_t)m->length)
+    if (rc == ERR_OK && platform_path_stat(path, &have) == PLATFORM_PATH_FILE && have > 0 && have < (uint64_t)m->length)
         sink.from = (int64_t)have;
     bool retried_whole = false;
     for (int attempt = 1; rc == ERR_OK; attempt++) {

@@ -34,12 +34,12 @@
 struct cJSON;
 
 typedef struct mirror_offer {
-    manifest m;                  /* the accepted manifest */
-    char *manifest_url;          /* malloc'd */
-    char *installer_url;         /* manifest_url's directory + m.path; malloc'd */
-    bool not_modified;           /* answered 304: the kept copy was used */
-    bool eligible;               /* inside the rollout */
-    uint32_t bucket;             /* the rollout bucket of this machine */
+    manifest m;          /* the accepted manifest */
+    char *manifest_url;  /* malloc'd */
+    char *installer_url; /* manifest_url's directory + m.path; malloc'd */
+    bool not_modified;   /* answered 304: the kept copy was used */
+    bool eligible;       /* inside the rollout */
+    uint32_t bucket;     /* the rollout bucket of this machine */
 } mirror_offer;
 
 /*
@@ -47,7 +47,8 @@ typedef struct mirror_offer {
  * records what it learned in state (the caller saves it). On failure *offer
  * is empty and the state's mirror status says why.
  */
-MUST_CHECK error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirror_offer *offer, error_info *err);
+MUST_CHECK error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirror_offer *offer,
+                                          error_info *err);
 
 void source_mirror_offer_free(mirror_offer *offer);
 
@@ -67,7 +68,8 @@ void source_mirror_offer_free(mirror_offer *offer);
  * wrong range cost one whole download, not a refusal; a server that ignores
  * Range restarts the file. Only the offered installer's partial is kept.
  */
-MUST_CHECK error_code source_mirror_download(const config *cfg, const mirror_offer *offer, char **path, error_info *err);
+MUST_CHECK error_code source_mirror_download(const config *cfg, const mirror_offer *offer, char **path,
+                                             error_info *err);
 
 /*
  * Records in the state's mirror status that the offered installer was

@@ -169,7 +169,7 @@ error_code staging_current_version(const config *cfg, char **version, error_info
 /* The staged version's manifest and installer path, checked against each other
  * when verify_hash (size always; SHA-256 too when verify_hash). */
 static MUST_CHECK error_code load_staged(const char *root, const char *version, bool verify_hash, cJSON **manifest,
-                              char **installer_path, error_info *err)
+                                         char **installer_path, error_info *err)
 {
     *manifest = NULL;
     *installer_path = NULL;
@@ -272,8 +272,7 @@ bool staging_has_verified(const config *cfg, const char *version)
     return rc == ERR_OK;
 }
 
-error_code staging_current(const config *cfg, char **version, cJSON **manifest, char **installer_path,
-                           error_info *err)
+error_code staging_current(const config *cfg, char **version, cJSON **manifest, char **installer_path, error_info *err)
 {
     char *root = staging_root(cfg);
     if (!root)
@@ -287,9 +286,18 @@ error_code staging_current(const config *cfg, char **version, cJSON **manifest, 
     if (rc == ERR_OK)
         rc = load_staged(root, current, false, &m, &path, err);
     if (rc == ERR_OK) {
-        if (version) { *version = current; current = NULL; }
-        if (manifest) { *manifest = m; m = NULL; }
-        if (installer_path) { *installer_path = path; path = NULL; }
+        if (version) {
+            *version = current;
+            current = NULL;
+        }
+        if (manifest) {
+            *manifest = m;
+            m = NULL;
+        }
+        if (installer_path) {
+            *installer_path = path;
+            path = NULL;
+        }
     }
     free(current);
     cJSON_Delete(m);
@@ -438,8 +446,8 @@ error_code staging_rollback(const config *cfg, state *s, char **from, char **to,
     if (rc == ERR_OK)
         rc = staging_check_private(cfg, target, err);
     if (rc == ERR_OK && !staging_has_verified(cfg, target))
-        rc = error_set(err, ERR_REJECTED,
-                       "staged version %s no longer matches its manifest; it was not made current", target);
+        rc = error_set(err, ERR_REJECTED, "staged version %s no longer matches its manifest; it was not made current",
+                       target);
     /* Recorded before the switch, so that staging_finish_commit never takes
      * the version rolled back from (still last in the history) for a commit a
      * kill interrupted, and undoes the rollback. */
@@ -450,8 +458,14 @@ error_code staging_rollback(const config *cfg, state *s, char **from, char **to,
     if (rc == ERR_OK)
         rc = write_current(root, target, err);
     if (rc == ERR_OK) {
-        if (from) { *from = current; current = NULL; }
-        if (to) { *to = target; target = NULL; }
+        if (from) {
+            *from = current;
+            current = NULL;
+        }
+        if (to) {
+            *to = target;
+            target = NULL;
+        }
     }
     platform_free_names(names, count);
     free(current);
@@ -607,8 +621,8 @@ static cJSON *staged_object(const config *cfg)
         cJSON_AddNullToObject(staged, "staged_at");
     const char *result = json_string(sig, "result");
     cJSON_AddStringToObject(staged, "signature", result ? result : "skipped");
-    const cJSON *binding = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "verification"),
-                                                            "version_binding");
+    const cJSON *binding =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "verification"), "version_binding");
     const char *binding_status = json_string(binding, "status");
     if (binding_status)
         cJSON_AddStringToObject(staged, "version_binding", binding_status);

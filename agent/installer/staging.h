@@ -62,7 +62,7 @@ MUST_CHECK error_code staging_status_section(const config *cfg, state *s, struct
  * staging/current is absent or names a version whose directory is gone.
  */
 MUST_CHECK error_code staging_current(const config *cfg, char **version, struct cJSON **manifest, char **installer_path,
-                           error_info *err);
+                                      error_info *err);
 
 /*
  * Rollback: makes the previously staged version current (the newest staged
@@ -131,8 +131,8 @@ MUST_CHECK error_code staging_work_dir(const config *cfg, char **tmp, error_info
  * The manifest and installer path of staged version (checked against each
  * other by size, not hashed), as staging_current does for the current one.
  */
-MUST_CHECK error_code staging_load(const config *cfg, const char *version, struct cJSON **manifest, char **installer_path,
-                        error_info *err);
+MUST_CHECK error_code staging_load(const config *cfg, const char *version, struct cJSON **manifest,
+                                   char **installer_path, error_info *err);
 
 /*
  * Makes the work directory tmp (from staging_work_dir, holding the verified

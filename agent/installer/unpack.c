@@ -78,14 +78,13 @@ typedef struct extraction {
     struct archive *reader;
     const char *archive_path;
     const char *dest_dir;
-    uint64_t budget;          /* expanded bytes still allowed */
-    uint64_t total_budget;    /* the whole budget, for messages */
+    uint64_t budget;       /* expanded bytes still allowed */
+    uint64_t total_budget; /* the whole budget, for messages */
     unsigned char *buffer;
 } extraction;
 
 static MUST_CHECK error_code reject(error_info *err, const char *archive_path, const char *fmt, ...)
-    OUTPOST_PRINTF(3, 4)
-    ;
+    OUTPOST_PRINTF(3, 4);
 static MUST_CHECK error_code reject(error_info *err, const char *archive_path, const char *fmt, ...)
 {
     char reason[300];
@@ -98,7 +97,8 @@ static MUST_CHECK error_code reject(error_info *err, const char *archive_path, c
 
 /* Refuses entries that are not plain files or directories, or whose names
  * could reach outside the extraction directory. */
-static MUST_CHECK error_code check_entry(const extraction *x, struct archive_entry *entry, const char *name, error_info *err)
+static MUST_CHECK error_code check_entry(const extraction *x, struct archive_entry *entry, const char *name,
+                                         error_info *err)
 {
     if (!unpack_name_is_safe(name))
         return reject(err, x->archive_path, "entry \"%.200s\" has an absolute path, a \"..\" or a control character",
@@ -125,7 +125,7 @@ static MUST_CHECK error_code over_budget(const extraction *x, const char *name, 
 
 /* Copies the current entry's data to path, counting against the budget. */
 static MUST_CHECK error_code write_entry(extraction *x, const char *name, const char *path, uint64_t *written,
-                              error_info *err)
+                                         error_info *err)
 {
     FILE *out = platform_fopen(path, "wb");
     if (!out)
@@ -171,7 +171,7 @@ static MUST_CHECK error_code add_file(unpack_listing *listing, char *name, char 
 }
 
 static MUST_CHECK error_code extract_regular(extraction *x, struct archive_entry *entry, const char *name, size_t index,
-                                  unpack_listing *listing, error_info *err)
+                                             unpack_listing *listing, error_info *err)
 {
     if (archive_entry_size_is_set(entry) && archive_entry_size(entry) >= 0 &&
         (uint64_t)archive_entry_size(entry) > x->budget)
@@ -213,8 +213,8 @@ static MUST_CHECK error_code open_reader(extraction *x, error_info *err)
     return ERR_OK;
 }
 
-error_code unpack_extract(const char *path, const char *dest_dir, const unpack_limits *limits,
-                          unpack_listing *listing, error_info *err)
+error_code unpack_extract(const char *path, const char *dest_dir, const unpack_limits *limits, unpack_listing *listing,
+                          error_info *err)
 {
     listing->files = NULL;
     listing->count = 0;
@@ -234,8 +234,8 @@ error_code unpack_extract(const char *path, const char *dest_dir, const unpack_l
         if (r == ARCHIVE_EOF)
             break;
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-            rc = error_set(err, ERR_REJECTED, "archive %s cannot be read: %.200s", path,
-                           archive_error_string(x.reader));
+            rc =
+                error_set(err, ERR_REJECTED, "archive %s cannot be read: %.200s", path, archive_error_string(x.reader));
             break;
         }
         if (++entries > limits->max_entries) {

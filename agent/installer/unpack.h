@@ -25,23 +25,23 @@
 #include "base/error.h"
 
 typedef struct unpack_limits {
-    size_t max_entries;          /* entries of any kind (directories included) */
-    uint64_t max_total_bytes;    /* expanded bytes of all regular files */
-    uint64_t max_ratio;          /* expanded bytes at most this many times the archive's size... */
-    uint64_t ratio_floor_bytes;  /* ...but always allow this many (small archives) */
+    size_t max_entries;         /* entries of any kind (directories included) */
+    uint64_t max_total_bytes;   /* expanded bytes of all regular files */
+    uint64_t max_ratio;         /* expanded bytes at most this many times the archive's size... */
+    uint64_t ratio_floor_bytes; /* ...but always allow this many (small archives) */
 } unpack_limits;
 
 /* 10,000 entries; 4 GiB; 100 times the archive's size, at least 64 MiB. */
 void unpack_limits_default(unpack_limits *limits);
 
 typedef struct unpack_file {
-    char *name;                  /* path inside the archive, '/'-separated (malloc'd) */
-    char *path;                  /* where it was extracted (malloc'd) */
-    uint64_t size;               /* bytes */
+    char *name;    /* path inside the archive, '/'-separated (malloc'd) */
+    char *path;    /* where it was extracted (malloc'd) */
+    uint64_t size; /* bytes */
 } unpack_file;
 
 typedef struct unpack_listing {
-    unpack_file *files;         /* regular files, in archive order (malloc'd) */
+    unpack_file *files; /* regular files, in archive order (malloc'd) */
     size_t count;
 } unpack_listing;
 
@@ -53,7 +53,7 @@ typedef struct unpack_listing {
  * with unpack_listing_free; on failure it is empty.
  */
 MUST_CHECK error_code unpack_extract(const char *path, const char *dest_dir, const unpack_limits *limits,
-                           unpack_listing *listing, error_info *err);
+                                     unpack_listing *listing, error_info *err);
 
 void unpack_listing_free(unpack_listing *listing);
 

@@ -46,14 +46,14 @@
 struct cJSON;
 
 typedef enum {
-    VERIFY_FORMAT_UNKNOWN = 0,  /* none of the below: rejected */
-    VERIFY_FORMAT_PE,           /* MZ header whose e_lfanew points at "PE\0\0" */
-    VERIFY_FORMAT_MSI,          /* OLE compound file (D0 CF 11 E0 A1 B1 1A E1) */
-    VERIFY_FORMAT_ZIP,          /* archives: extracted, the installer found inside */
+    VERIFY_FORMAT_UNKNOWN = 0, /* none of the below: rejected */
+    VERIFY_FORMAT_PE,          /* MZ header whose e_lfanew points at "PE\0\0" */
+    VERIFY_FORMAT_MSI,         /* OLE compound file (D0 CF 11 E0 A1 B1 1A E1) */
+    VERIFY_FORMAT_ZIP,         /* archives: extracted, the installer found inside */
     VERIFY_FORMAT_7Z,
     VERIFY_FORMAT_CAB,
     VERIFY_FORMAT_TAR,
-    VERIFY_FORMAT_TAR_GZ        /* any gzip stream; libarchive decides what is inside */
+    VERIFY_FORMAT_TAR_GZ /* any gzip stream; libarchive decides what is inside */
 } verify_format;
 
 /* Bytes verify_detect_format wants to see to recognise every format. */
@@ -113,7 +113,8 @@ void verify_report_init(verify_report *report);
  * Length layer: ERR_REJECTED when expected_length >= 0 and differs from the
  * file's size. Records both in report.
  */
-MUST_CHECK error_code verify_length(verify_report *report, int64_t expected_length, int64_t actual_length, error_info *err);
+MUST_CHECK error_code verify_length(verify_report *report, int64_t expected_length, int64_t actual_length,
+                                    error_info *err);
 
 /*
  * SHA-256 layer: ERR_REJECTED when policy->expected_sha256 is set and differs
@@ -127,7 +128,8 @@ MUST_CHECK error_code verify_expected_sha256(verify_report *report, const config
  * message; ERR_CONFIG for an unusable CA configuration; ERR_IO when the file
  * cannot be read.
  */
-MUST_CHECK error_code verify_signature(verify_report *report, const config_verify *policy, const char *path, error_info *err);
+MUST_CHECK error_code verify_signature(verify_report *report, const config_verify *policy, const char *path,
+                                       error_info *err);
 
 /*
  * Version-binding layer on the installer at path (a PE or MSI) that was
@@ -137,7 +139,7 @@ MUST_CHECK error_code verify_signature(verify_report *report, const config_verif
  * file cannot be read. Records binding, file_version and source.
  */
 MUST_CHECK error_code verify_version_binding(verify_report *report, const config_verify *policy, const char *path,
-                                  const char *version, error_info *err);
+                                             const char *version, error_info *err);
 
 /* The manifest's "verification" object. Caller owns it (cJSON_Delete); NULL
  * on out of memory. */

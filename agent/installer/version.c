@@ -19,23 +19,14 @@
 #include "base/text.h"
 
 /* Rank of a release: pre-releases sort before the plain release. */
-enum {
-    RANK_ALPHA = 1,
-    RANK_BETA,
-    RANK_PRE,
-    RANK_RC,
-    RANK_RELEASE
-};
+enum { RANK_ALPHA = 1, RANK_BETA, RANK_PRE, RANK_RC, RANK_RELEASE };
 
 static const struct {
     const char *word;
     int rank;
 } prerelease_words[] = {
     {"preview", RANK_PRE}, /* before "pre", which is its prefix */
-    {"alpha", RANK_ALPHA},
-    {"beta", RANK_BETA},
-    {"pre", RANK_PRE},
-    {"rc", RANK_RC},
+    {"alpha", RANK_ALPHA}, {"beta", RANK_BETA}, {"pre", RANK_PRE}, {"rc", RANK_RC},
 };
 
 static bool is_digit(char c)
@@ -61,14 +52,14 @@ bool version_is_valid(const char *text, error_info *err)
     }
     size_t len = strlen(text);
     if (len > VERSION_MAX_LENGTH) {
-        error_set(err, ERR_REJECTED, "the installer version is %zu characters long, more than the %d allowed",
-                  len, VERSION_MAX_LENGTH);
+        error_set(err, ERR_REJECTED, "the installer version is %zu characters long, more than the %d allowed", len,
+                  VERSION_MAX_LENGTH);
         return false;
     }
     for (size_t i = 0; i < len; i++) {
         if (!is_allowed(text[i])) {
-            error_set(err, ERR_REJECTED,
-                      "the installer version \"%.64s\" holds a character outside [0-9A-Za-z.+-]", text);
+            error_set(err, ERR_REJECTED, "the installer version \"%.64s\" holds a character outside [0-9A-Za-z.+-]",
+                      text);
             return false;
         }
     }

@@ -25,8 +25,8 @@
 #define MAX_SIGNATURES 16
 
 static const char *const verdict_names[] = {
-    "ok", "too-large", "malformed", "unknown-key", "bad-signature", "bad-payload", "schema",
-    "expired", "future", "old-seq", "seq-conflict", "wrong-channel", "wrong-platform",
+    "ok",      "too-large", "malformed", "unknown-key",  "bad-signature", "bad-payload",    "schema",
+    "expired", "future",    "old-seq",   "seq-conflict", "wrong-channel", "wrong-platform",
 };
 
 const char *manifest_verdict_name(manifest_verdict verdict)
@@ -38,14 +38,11 @@ const char *manifest_verdict_name(manifest_verdict verdict)
 error_code manifest_verdict_code(manifest_verdict verdict)
 {
     switch (verdict) {
-    case MANIFEST_OK:
-        return ERR_OK;
+    case MANIFEST_OK: return ERR_OK;
     case MANIFEST_EXPIRED:
     case MANIFEST_FUTURE:
-    case MANIFEST_OLD_SEQ:
-        return ERR_TEMPORARY;
-    default:
-        return ERR_REJECTED;
+    case MANIFEST_OLD_SEQ: return ERR_TEMPORARY;
+    default: return ERR_REJECTED;
     }
 }
 
@@ -63,10 +60,11 @@ void manifest_free(manifest *m)
     memset(m, 0, sizeof *m);
 }
 
-static MUST_CHECK error_code refuse(manifest_verdict *verdict, manifest_verdict v, error_info *err, const char *fmt, ...)
-    OUTPOST_PRINTF(4, 5);
+static MUST_CHECK error_code refuse(manifest_verdict *verdict, manifest_verdict v, error_info *err, const char *fmt,
+                                    ...) OUTPOST_PRINTF(4, 5);
 
-static MUST_CHECK error_code refuse(manifest_verdict *verdict, manifest_verdict v, error_info *err, const char *fmt, ...)
+static MUST_CHECK error_code refuse(manifest_verdict *verdict, manifest_verdict v, error_info *err, const char *fmt,
+                                    ...)
 {
     char message[ERROR_MESSAGE_MAX];
     va_list ap;
@@ -168,7 +166,8 @@ static bool verify_signatures(const cJSON *signatures, const uint8_t *covered, s
     *known = false;
     const cJSON *sig;
     int seen = 0;
-    cJSON_ArrayForEach(sig, signatures) {
+    cJSON_ArrayForEach(sig, signatures)
+    {
         if (++seen > MAX_SIGNATURES)
             break;
         const char *keyid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sig, "keyid"));
@@ -215,7 +214,13 @@ static bool payload_time(const cJSON *o, const char *name, int64_t *out)
 /* Fills m from the payload JSON; *bad names the first field that is wrong. */
 static bool parse_payload(const cJSON *p, manifest *m, const char **bad)
 {
-#define NEED(cond, field) do { if (!(cond)) { *bad = field; return false; } } while (0)
+#define NEED(cond, field)                                                                                              \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            *bad = field;                                                                                              \
+            return false;                                                                                              \
+        }                                                                                                              \
+    } while (0)
     NEED(cJSON_IsObject(p), "payload");
     const char *s;
     NEED(payload_integer(p, "seq", 0, &m->seq), "seq");
@@ -269,7 +274,8 @@ error_code manifest_open(const void *data, size_t len, signkey *const *keys, siz
         return refuse(verdict, MANIFEST_TOO_LARGE, err,
                       "manifest is larger than 64 KiB (%s bytes); it is not one outpost publish wrote", size_text);
     if (key_count == 0)
-        return error_set(err, ERR_CONFIG, "no public key is configured to verify the mirror with; add the publisher's "
+        return error_set(err, ERR_CONFIG,
+                         "no public key is configured to verify the mirror with; add the publisher's "
                          "key (what `outpost keygen` printed) to `mirror.public_keys`");
 
     cJSON *envelope = cJSON_ParseWithLength(data, len);
@@ -352,30 +358,35 @@ error_code manifest_check(const manifest *m, const manifest_expect *e, manifest_
         timefmt_iso8601(e->now_s, b);
         return refuse(verdict, MANIFEST_FUTURE, err,
                       "the manifest was issued at %s, in the future (this machine's clock says %s); check the clock of "
-                      "this machine and of the publishing host", a, b);
+                      "this machine and of the publishing host",
+                      a, b);
     }
     if (e->highest_seq >= 0 && m->seq < e->highest_seq) {
         snprintf(a, sizeof a, "%lld", (long long)m->seq);
         snprintf(b, sizeof b, "%lld", (long long)e->highest_seq);
         return refuse(verdict, MANIFEST_OLD_SEQ, err,
                       "mirror serving an old copy: seq %s is older than seq %s seen before; wait for the mirror to "
-                      "catch up, or check how it is copied", a, b);
+                      "catch up, or check how it is copied",
+                      a, b);
     }
     if (e->highest_seq >= 0 && m->seq == e->highest_seq && e->highest_payload_sha256 &&
         strcmp(e->highest_payload_sha256, m->payload_sha256) != 0) {
         snprintf(a, sizeof a, "%lld", (long long)m->seq);
         return refuse(verdict, MANIFEST_SEQ_CONFLICT, err,
                       "the manifest's seq %s was seen before with other contents; two different manifests carry one "
-                      "seq, so the signing key may be misused: ask the publisher", a);
+                      "seq, so the signing key may be misused: ask the publisher",
+                      a);
     }
     if (strcmp(m->channel, e->channel) != 0)
         return refuse(verdict, MANIFEST_WRONG_CHANNEL, err,
                       "the manifest is for channel \"%s\", this endpoint follows \"%s\" (`mirror.channel`); point "
-                      "`mirror.urls` at that channel's mirror", m->channel, e->channel);
+                      "`mirror.urls` at that channel's mirror",
+                      m->channel, e->channel);
     if (strcmp(m->platform, e->platform) != 0)
         return refuse(verdict, MANIFEST_WRONG_PLATFORM, err,
                       "the manifest is for platform \"%s\", this endpoint wants \"%s\" (`installer.platform`); point "
-                      "`mirror.urls` at that platform's mirror", m->platform, e->platform);
+                      "`mirror.urls` at that platform's mirror",
+                      m->platform, e->platform);
     return ERR_OK;
 }
 
@@ -391,10 +402,11 @@ error_code manifest_payload_json(const manifest *m, char **json, error_info *err
     bool ok = o && cJSON_AddNumberToObject(o, "schema", MANIFEST_SCHEMA) &&
               cJSON_AddNumberToObject(o, "seq", (double)m->seq) && cJSON_AddStringToObject(o, "issued_at", issued) &&
               cJSON_AddStringToObject(o, "expires_at", expires) && cJSON_AddStringToObject(o, "channel", m->channel) &&
-              cJSON_AddStringToObject(o, "platform", m->platform) && cJSON_AddStringToObject(o, "version", m->version) &&
+              cJSON_AddStringToObject(o, "platform", m->platform) &&
+              cJSON_AddStringToObject(o, "version", m->version) &&
               cJSON_AddStringToObject(o, "file_name", m->file_name) &&
-              cJSON_AddNumberToObject(o, "length", (double)m->length) && cJSON_AddStringToObject(o, "sha256", m->sha256) &&
-              cJSON_AddStringToObject(o, "path", m->path);
+              cJSON_AddNumberToObject(o, "length", (double)m->length) &&
+              cJSON_AddStringToObject(o, "sha256", m->sha256) && cJSON_AddStringToObject(o, "path", m->path);
     if (ok && m->signed_installer)
         ok = (signer = cJSON_AddObjectToObject(o, "signer")) &&
              cJSON_AddStringToObject(signer, "subject", m->signer_subject ? m->signer_subject : "") &&

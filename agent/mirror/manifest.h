@@ -32,16 +32,16 @@
 
 typedef enum {
     MANIFEST_OK = 0,
-    MANIFEST_TOO_LARGE,        /* over MANIFEST_MAX_BYTES */
-    MANIFEST_MALFORMED,        /* not an envelope (HTML, truncated, wrong types) */
-    MANIFEST_UNKNOWN_KEY,      /* no signature by a pinned key */
-    MANIFEST_BAD_SIGNATURE,    /* a pinned key's signature does not verify */
-    MANIFEST_BAD_PAYLOAD,      /* signed, but the payload is not what schema 1 says */
-    MANIFEST_UNKNOWN_SCHEMA,   /* an unknown major schema */
-    MANIFEST_EXPIRED,          /* expires_at is past */
-    MANIFEST_FUTURE,           /* issued_at more than 5 minutes ahead of the clock */
-    MANIFEST_OLD_SEQ,          /* seq below the highest seen */
-    MANIFEST_SEQ_CONFLICT,     /* the highest seq seen, with other payload bytes */
+    MANIFEST_TOO_LARGE,      /* over MANIFEST_MAX_BYTES */
+    MANIFEST_MALFORMED,      /* not an envelope (HTML, truncated, wrong types) */
+    MANIFEST_UNKNOWN_KEY,    /* no signature by a pinned key */
+    MANIFEST_BAD_SIGNATURE,  /* a pinned key's signature does not verify */
+    MANIFEST_BAD_PAYLOAD,    /* signed, but the payload is not what schema 1 says */
+    MANIFEST_UNKNOWN_SCHEMA, /* an unknown major schema */
+    MANIFEST_EXPIRED,        /* expires_at is past */
+    MANIFEST_FUTURE,         /* issued_at more than 5 minutes ahead of the clock */
+    MANIFEST_OLD_SEQ,        /* seq below the highest seen */
+    MANIFEST_SEQ_CONFLICT,   /* the highest seq seen, with other payload bytes */
     MANIFEST_WRONG_CHANNEL,
     MANIFEST_WRONG_PLATFORM
 } manifest_verdict;
@@ -56,7 +56,7 @@ MUST_CHECK error_code manifest_verdict_code(manifest_verdict verdict);
 typedef struct manifest {
     int64_t schema;
     int64_t seq;
-    int64_t issued_at;           /* Unix seconds */
+    int64_t issued_at; /* Unix seconds */
     int64_t expires_at;
     char *channel;
     char *platform;
@@ -87,14 +87,14 @@ void manifest_free(manifest *m);
  * ERR_OK *m is filled (free it with manifest_free); otherwise it is zeroed.
  */
 MUST_CHECK error_code manifest_open(const void *data, size_t len, signkey *const *keys, size_t key_count, manifest *m,
-                         manifest_verdict *verdict, error_info *err);
+                                    manifest_verdict *verdict, error_info *err);
 
 /* What the endpoint holds the manifest to. */
 typedef struct manifest_expect {
-    int64_t now_s;                   /* the clock (Unix seconds), injected */
-    const char *channel;             /* mirror.channel */
-    const char *platform;            /* installer.platform */
-    int64_t highest_seq;             /* highest seq seen before; -1 when none */
+    int64_t now_s;                      /* the clock (Unix seconds), injected */
+    const char *channel;                /* mirror.channel */
+    const char *platform;               /* installer.platform */
+    int64_t highest_seq;                /* highest seq seen before; -1 when none */
     const char *highest_payload_sha256; /* payload SHA-256 of that seq; NULL when unknown */
 } manifest_expect;
 
@@ -104,7 +104,7 @@ typedef struct manifest_expect {
  * conflict), channel, platform.
  */
 MUST_CHECK error_code manifest_check(const manifest *m, const manifest_expect *expect, manifest_verdict *verdict,
-                          error_info *err);
+                                     error_info *err);
 
 /* The payload of m as JSON text (the publisher's side). malloc'd. */
 MUST_CHECK error_code manifest_payload_json(const manifest *m, char **json, error_info *err);
@@ -114,6 +114,6 @@ MUST_CHECK error_code manifest_payload_json(const manifest *m, char **json, erro
  * must hold a private key). *envelope is malloc'd JSON text, *len its size.
  */
 MUST_CHECK error_code manifest_sign(const void *payload, size_t payload_len, signkey *const *keys, size_t key_count,
-                         char **envelope, size_t *len, error_info *err);
+                                    char **envelope, size_t *len, error_info *err);
 
 #endif

@@ -38,7 +38,8 @@ bool rollout_hex_is_valid(const char *s, size_t max_bytes)
 error_code rollout_bucket(const char *salt_hex, const char *machine_id, uint32_t *bucket, error_info *err)
 {
     if (!rollout_hex_is_valid(salt_hex, ROLLOUT_MAX_SALT))
-        return error_set(err, ERR_REJECTED, "rollout salt is not hexadecimal (an even number of digits, at most %d bytes)",
+        return error_set(err, ERR_REJECTED,
+                         "rollout salt is not hexadecimal (an even number of digits, at most %d bytes)",
                          ROLLOUT_MAX_SALT);
     const char *id = machine_id ? machine_id : "";
     size_t len = strlen(id);

@@ -29,7 +29,7 @@ bool rollout_bucket_eligible(uint32_t bucket, double percent);
 
 /* rollout_bucket + rollout_bucket_eligible; *bucket may be NULL. */
 MUST_CHECK error_code rollout_eligible(const char *salt_hex, const char *machine_id, double percent, bool *eligible,
-                            uint32_t *bucket, error_info *err);
+                                       uint32_t *bucket, error_info *err);
 
 /* Whether s is an even-length, non-empty string of hex digits of at most
  * max_bytes bytes once decoded. */

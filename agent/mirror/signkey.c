@@ -80,7 +80,8 @@ static MUST_CHECK error_code key_finish(signkey *key, const char *source, error_
 {
     if (mbedtls_pk_get_type(&key->pk) != MBEDTLS_PK_ECKEY ||
         SIGNKEY_GROUP_ID(mbedtls_pk_ec(key->pk)) != MBEDTLS_ECP_DP_SECP256R1)
-        return error_set(err, ERR_CONFIG, "%s is not an ECDSA P-256 key (make one with `outpost keygen -o FILE`)", source);
+        return error_set(err, ERR_CONFIG, "%s is not an ECDSA P-256 key (make one with `outpost keygen -o FILE`)",
+                         source);
     unsigned char der[512];
     int n = mbedtls_pk_write_pubkey_der(&key->pk, der, sizeof der);
     if (n <= 0)
@@ -100,8 +101,10 @@ error_code signkey_generate(signkey **out, error_info *err)
         rc = mbedtls_ecp_gen_key(MBEDTLS_ECP_DP_SECP256R1, mbedtls_pk_ec(key->pk), random_source, NULL);
     if (rc != 0) {
         signkey_free(key);
-        return error_set(err, ERR_INTERNAL, "cannot generate an ECDSA P-256 key (mbedtls -0x%04x); is the system's random "
-                         "source available?", (unsigned)-rc);
+        return error_set(err, ERR_INTERNAL,
+                         "cannot generate an ECDSA P-256 key (mbedtls -0x%04x); is the system's random "
+                         "source available?",
+                         (unsigned)-rc);
     }
     key->private_key = true;
     error_code code = key_finish(key, "the new key", err);
@@ -133,8 +136,10 @@ error_code signkey_parse_private(const char *pem, size_t len, const char *source
     free(copy);
     if (rc != 0) {
         signkey_free(key);
-        return error_set(err, ERR_CONFIG, "%s is not an unencrypted PEM private key (mbedtls -0x%04x); make one with "
-                         "`outpost keygen -o FILE`", source, (unsigned)-rc);
+        return error_set(err, ERR_CONFIG,
+                         "%s is not an unencrypted PEM private key (mbedtls -0x%04x); make one with "
+                         "`outpost keygen -o FILE`",
+                         source, (unsigned)-rc);
     }
     key->private_key = true;
     error_code code = key_finish(key, source, err);
@@ -150,8 +155,8 @@ error_code signkey_load_private_file(const char *path, signkey **out, error_info
 {
     error_code rc = platform_check_secret_file(path, err);
     if (rc == ERR_NOT_FOUND)
-        return error_set(err, ERR_CONFIG, "signing key file %s does not exist; make one with `outpost keygen -o %s`", path,
-                         path);
+        return error_set(err, ERR_CONFIG, "signing key file %s does not exist; make one with `outpost keygen -o %s`",
+                         path, path);
     if (rc != ERR_OK) {
         err->code = ERR_CONFIG;
         return error_prefix(err, "signing key file (`publish.signing_key_file`)");
@@ -201,8 +206,10 @@ error_code signkey_parse_public(const char *pem_or_path, signkey **out, error_in
     free(copy);
     if (rc != 0) {
         signkey_free(key);
-        return error_set(err, ERR_CONFIG, "%s is not a PEM public key (mbedtls -0x%04x); paste what `outpost keygen` "
-                         "printed", source, (unsigned)-rc);
+        return error_set(err, ERR_CONFIG,
+                         "%s is not a PEM public key (mbedtls -0x%04x); paste what `outpost keygen` "
+                         "printed",
+                         source, (unsigned)-rc);
     }
     error_code code = key_finish(key, source, err);
     if (code != ERR_OK) {
@@ -229,7 +236,8 @@ static MUST_CHECK error_code write_pem(const signkey *key, bool private_part, ch
     if (!buf)
         return error_set(err, ERR_NOMEM, "out of memory writing a key");
     mbedtls_pk_context *pk = (mbedtls_pk_context *)&key->pk;
-    int rc = private_part ? mbedtls_pk_write_key_pem(pk, buf, PEM_BUFFER) : mbedtls_pk_write_pubkey_pem(pk, buf, PEM_BUFFER);
+    int rc =
+        private_part ? mbedtls_pk_write_key_pem(pk, buf, PEM_BUFFER) : mbedtls_pk_write_pubkey_pem(pk, buf, PEM_BUFFER);
     if (rc != 0) {
         signkey_pem_free((char *)buf);
         return error_set(err, ERR_INTERNAL, "cannot write the key as PEM (mbedtls -0x%04x)", (unsigned)-rc);
@@ -266,7 +274,8 @@ error_code signkey_sign(const signkey *key, const void *data, size_t len, uint8_
         return error_set(err, ERR_INTERNAL, "SHA-256 failed while signing");
     mbedtls_pk_context *pk = (mbedtls_pk_context *)&key->pk;
 #if MBEDTLS_VERSION_MAJOR >= 3
-    int rc = mbedtls_pk_sign(pk, MBEDTLS_MD_SHA256, hash, sizeof hash, sig, SIGNKEY_SIG_MAX, sig_len, random_source, NULL);
+    int rc =
+        mbedtls_pk_sign(pk, MBEDTLS_MD_SHA256, hash, sizeof hash, sig, SIGNKEY_SIG_MAX, sig_len, random_source, NULL);
 #else
     int rc = mbedtls_pk_sign(pk, MBEDTLS_MD_SHA256, hash, sizeof hash, sig, sig_len, random_source, NULL);
 #endif

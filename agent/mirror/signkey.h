@@ -19,8 +19,8 @@
 
 typedef struct signkey signkey;
 
-#define SIGNKEY_ID_SIZE 65          /* 64 hex digits and the NUL */
-#define SIGNKEY_SIG_MAX 160         /* a DER ECDSA P-256 signature is at most 72 bytes */
+#define SIGNKEY_ID_SIZE 65  /* 64 hex digits and the NUL */
+#define SIGNKEY_SIG_MAX 160 /* a DER ECDSA P-256 signature is at most 72 bytes */
 
 /* A fresh P-256 key from the platform's secure random source. Free with signkey_free. */
 MUST_CHECK error_code signkey_generate(signkey **out, error_info *err);
@@ -29,7 +29,8 @@ MUST_CHECK error_code signkey_generate(signkey **out, error_info *err);
  * A private key from PEM text (SEC1 or PKCS#8, unencrypted). source names it
  * in errors. ERR_CONFIG when it is not an ECDSA P-256 private key.
  */
-MUST_CHECK error_code signkey_parse_private(const char *pem, size_t len, const char *source, signkey **out, error_info *err);
+MUST_CHECK error_code signkey_parse_private(const char *pem, size_t len, const char *source, signkey **out,
+                                            error_info *err);
 
 /*
  * The private key in file path (publish.signing_key_file): refused
@@ -63,7 +64,7 @@ void signkey_pem_free(char *pem);
  * deterministic: the same key and data always give the same bytes.
  */
 MUST_CHECK error_code signkey_sign(const signkey *key, const void *data, size_t len, uint8_t *sig, size_t *sig_len,
-                        error_info *err);
+                                   error_info *err);
 
 /* Whether sig is key's valid DER ECDSA/SHA-256 signature of data. */
 bool signkey_verify(const signkey *key, const void *data, size_t len, const uint8_t *sig, size_t sig_len);

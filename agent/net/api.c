@@ -22,7 +22,7 @@
 #define NAME_LINEAGE "event-lineage"
 #define NAME_DETAILS "event-details"
 #define NAME_INSTALLER "installer"
-#define MAX_EMPTY_PAGES 10   /* consecutive empty pages that still name a next page */
+#define MAX_EMPTY_PAGES 10 /* consecutive empty pages that still name a next page */
 
 /* ---- Field readers (core/jsonx names the path in errors) ---------------------- */
 
@@ -325,9 +325,10 @@ static bool token_list_add(token_list *l, const char *s)
 
 /* One page: fetched, parsed, validated and handed to on_page. *next_id is a
  * malloc'd copy of the next page's token (NULL on the last page). */
-static MUST_CHECK error_code incidents_page(http_client *http, const api_incident_query *q, const char *page_id, int page_no,
-                                 api_incident_page_fn on_page, void *user, api_list_summary *summary, char **next_id,
-                                 size_t *count_out, error_info *err)
+static MUST_CHECK error_code incidents_page(http_client *http, const api_incident_query *q, const char *page_id,
+                                            int page_no, api_incident_page_fn on_page, void *user,
+                                            api_list_summary *summary, char **next_id, size_t *count_out,
+                                            error_info *err)
 {
     *next_id = NULL;
     *count_out = 0;
@@ -453,8 +454,8 @@ typedef struct lineage_ctx {
 
 /* Reads event-lineage's answer: resources must be non-empty strings.
  * *ids (malloc'd array of borrowed pointers) and *env are the caller's. */
-static MUST_CHECK error_code lineage_parse(const char *body, size_t len, api_envelope *env, const char ***ids, size_t *count,
-                                error_info *err)
+static MUST_CHECK error_code lineage_parse(const char *body, size_t len, api_envelope *env, const char ***ids,
+                                           size_t *count, error_info *err)
 {
     *ids = NULL;
     *count = 0;
@@ -472,8 +473,9 @@ static MUST_CHECK error_code lineage_parse(const char *body, size_t len, api_env
     cJSON_ArrayForEach(item, env->resources)
     {
         if (!cJSON_IsString(item) || !item->valuestring || !item->valuestring[0]) {
-            rc = error_set(err, ERR_PROTOCOL, "%s: resources[%" PRIu64 "] is not a non-empty string (an event identifier)",
-                           NAME_LINEAGE, (uint64_t)i);
+            rc = error_set(err, ERR_PROTOCOL,
+                           "%s: resources[%" PRIu64 "] is not a non-empty string (an event identifier)", NAME_LINEAGE,
+                           (uint64_t)i);
             break;
         }
         list[i++] = item->valuestring;
@@ -604,8 +606,7 @@ static bool unreserved(unsigned char c)
 
 /* The request of one event-details call: route (GET: with the query) and
  * body (POST). Both malloc'd; false on out of memory. */
-static bool details_request(const char *const *ids, size_t count, api_details_method method, char **route,
-                            char **body)
+static bool details_request(const char *const *ids, size_t count, api_details_method method, char **route, char **body)
 {
     *route = NULL;
     *body = NULL;
@@ -729,8 +730,8 @@ static MUST_CHECK error_code details_check(const char *const *ids, size_t count,
     return ERR_OK;
 }
 
-error_code api_event_details_submit(http_client *http, const char *const *ids, size_t count,
-                                    api_details_method method, api_details_fn done, void *user, error_info *err)
+error_code api_event_details_submit(http_client *http, const char *const *ids, size_t count, api_details_method method,
+                                    api_details_fn done, void *user, error_info *err)
 {
     error_code rc = details_check(ids, count, err);
     if (rc != ERR_OK)

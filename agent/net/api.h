@@ -42,14 +42,14 @@ struct cJSON;
 /* ---- Envelope ------------------------------------------------------------- */
 
 typedef struct api_envelope {
-    struct cJSON *root;                /* the parsed answer; owned (api_envelope_free) */
-    const struct cJSON *resources;     /* array; NULL when null (read as empty) or absent
-                                          (an error when required) */
-    const struct cJSON *errors;        /* array of Error objects, or NULL when absent */
-    int64_t size;                      /* `size`, -1 when absent */
-    bool has_page_response;            /* page_response present (and an object) */
-    const char *next_id;               /* page_response.next_id; NULL when absent, null or "" */
-    int64_t total;                     /* page_response.total, -1 when absent */
+    struct cJSON *root;            /* the parsed answer; owned (api_envelope_free) */
+    const struct cJSON *resources; /* array; NULL when null (read as empty) or absent
+                                      (an error when required) */
+    const struct cJSON *errors;    /* array of Error objects, or NULL when absent */
+    int64_t size;                  /* `size`, -1 when absent */
+    bool has_page_response;        /* page_response present (and an object) */
+    const char *next_id;           /* page_response.next_id; NULL when absent, null or "" */
+    int64_t total;                 /* page_response.total, -1 when absent */
 } api_envelope;
 
 /*
@@ -62,8 +62,8 @@ typedef struct api_envelope {
  * integer. On success *env owns the tree (api_envelope_free); on failure
  * *env is zeroed and nothing needs freeing.
  */
-MUST_CHECK error_code api_envelope_parse(const char *endpoint, const char *body, size_t len,
-                              bool require_resources, api_envelope *env, error_info *err);
+MUST_CHECK error_code api_envelope_parse(const char *endpoint, const char *body, size_t len, bool require_resources,
+                                         api_envelope *env, error_info *err);
 
 /* Frees the tree; *env is zeroed. NULL and zeroed envelopes are ignored. */
 void api_envelope_free(api_envelope *env);
@@ -79,45 +79,45 @@ void api_envelope_first_error(const char *body, size_t len, char *buf, size_t si
 
 /* One incident of the incident list (API document 2.4). Strings borrowed. */
 typedef struct api_incident {
-    const char *id;                    /* never NULL or empty */
-    const char *user;                  /* user.local_username, or NULL */
-    const char *policy;                /* policy.name, or NULL */
-    const char *dataset;               /* dataset.name, or NULL */
-    const char *trigger_time;          /* ISO 8601, or NULL */
-    double risk_score;                 /* 0 when absent */
-    bool has_risk_score;               /* risk_score was present */
-    bool blocked;                      /* false when absent */
-    const char *ai_severity;           /* NULL when absent or "...unspecified" */
-    const char *created_by;            /* NULL when absent or "...unspecified" */
-    const char *start_event_id;        /* event_lineage_id.start_event_id; NULL when absent, null or "" */
-    const char *end_event_id;          /* event_lineage_id.end_event_id; same */
-    const struct cJSON *json;          /* the whole incident object */
+    const char *id;             /* never NULL or empty */
+    const char *user;           /* user.local_username, or NULL */
+    const char *policy;         /* policy.name, or NULL */
+    const char *dataset;        /* dataset.name, or NULL */
+    const char *trigger_time;   /* ISO 8601, or NULL */
+    double risk_score;          /* 0 when absent */
+    bool has_risk_score;        /* risk_score was present */
+    bool blocked;               /* false when absent */
+    const char *ai_severity;    /* NULL when absent or "...unspecified" */
+    const char *created_by;     /* NULL when absent or "...unspecified" */
+    const char *start_event_id; /* event_lineage_id.start_event_id; NULL when absent, null or "" */
+    const char *end_event_id;   /* event_lineage_id.end_event_id; same */
+    const struct cJSON *json;   /* the whole incident object */
 } api_incident;
 
 /* One event detail record (API document 2.5). Strings borrowed. */
 typedef struct api_event {
-    const char *id;                    /* never NULL or empty */
-    const char *timestamp;             /* ISO 8601, or NULL */
-    const char *kind;                  /* action.kind; NULL when absent or "...unspecified" */
-    bool blocked;                      /* action.blocked; false when absent */
-    int64_t data_size;                 /* action.data_size; 0 when absent (a decimal string
-                                          is accepted too: protobuf's int64 JSON form) */
-    const char *hostname;              /* action.hostname */
-    const char *sensor_kind;           /* action.sensor_kind; NULL when absent or "...unspecified" */
-    const char *user;                  /* user.local_username */
-    const char *user_id;               /* user.id */
-    bool has_source;                   /* `source` present (an object) */
-    const char *source_file;           /* source.file.name */
-    const char *source_path;           /* source.local_file.path */
-    const struct cJSON *source_tags;   /* source.content.tags: array of strings, or NULL when absent */
-    bool has_destination;              /* `destination` present (an object) */
-    const char *destination_file;      /* destination.file.name */
-    const char *destination_path;      /* destination.local_file.path */
-    const char *destination_domain;    /* destination.web.domain */
-    const char *destination_url;       /* destination.web.url */
-    const struct cJSON *email_to;      /* destination.email.to: array of strings, or NULL when absent */
-    const char *email_subject;         /* destination.email.subject */
-    const struct cJSON *json;          /* the whole event object */
+    const char *id;                  /* never NULL or empty */
+    const char *timestamp;           /* ISO 8601, or NULL */
+    const char *kind;                /* action.kind; NULL when absent or "...unspecified" */
+    bool blocked;                    /* action.blocked; false when absent */
+    int64_t data_size;               /* action.data_size; 0 when absent (a decimal string
+                                        is accepted too: protobuf's int64 JSON form) */
+    const char *hostname;            /* action.hostname */
+    const char *sensor_kind;         /* action.sensor_kind; NULL when absent or "...unspecified" */
+    const char *user;                /* user.local_username */
+    const char *user_id;             /* user.id */
+    bool has_source;                 /* `source` present (an object) */
+    const char *source_file;         /* source.file.name */
+    const char *source_path;         /* source.local_file.path */
+    const struct cJSON *source_tags; /* source.content.tags: array of strings, or NULL when absent */
+    bool has_destination;            /* `destination` present (an object) */
+    const char *destination_file;    /* destination.file.name */
+    const char *destination_path;    /* destination.local_file.path */
+    const char *destination_domain;  /* destination.web.domain */
+    const char *destination_url;     /* destination.web.url */
+    const struct cJSON *email_to;    /* destination.email.to: array of strings, or NULL when absent */
+    const char *email_subject;       /* destination.email.subject */
+    const struct cJSON *json;        /* the whole event object */
 } api_event;
 
 /*
@@ -128,11 +128,11 @@ typedef struct api_event {
  * `id` is ERR_PROTOCOL.
  */
 MUST_CHECK error_code api_incident_view(const char *endpoint, size_t index, const struct cJSON *object,
-                             api_incident *incident, error_info *err);
+                                        api_incident *incident, error_info *err);
 
 /* Same for one element of event-details' `resources`. */
-MUST_CHECK error_code api_event_view(const char *endpoint, size_t index, const struct cJSON *object,
-                          api_event *event, error_info *err);
+MUST_CHECK error_code api_event_view(const char *endpoint, size_t index, const struct cJSON *object, api_event *event,
+                                     error_info *err);
 
 /* Whether an enumeration value means "no value" (ends in "unspecified", any case). */
 bool api_enum_unspecified(const char *value);
@@ -140,11 +140,11 @@ bool api_enum_unspecified(const char *value);
 /* ---- Incident list (paged) --------------------------------------------------- */
 
 typedef struct api_incident_query {
-    const struct cJSON *filter;        /* report.filter, passed through; borrowed; may be NULL */
-    const char *start_time;            /* set as filter.start_time (overrides the filter's); NULL: not set */
-    int page_size;                     /* page_request.size, 1..1000; 0: not sent (server default 50) */
-    const char *sort_by;               /* page_request.sort_by ("trigger_time asc"); NULL: not sent */
-    bool include_ai_summaries;         /* sent only when true */
+    const struct cJSON *filter; /* report.filter, passed through; borrowed; may be NULL */
+    const char *start_time;     /* set as filter.start_time (overrides the filter's); NULL: not set */
+    int page_size;              /* page_request.size, 1..1000; 0: not sent (server default 50) */
+    const char *sort_by;        /* page_request.sort_by ("trigger_time asc"); NULL: not sent */
+    bool include_ai_summaries;  /* sent only when true */
     /* Called with on_page's user after every page but the last, once the
      * page's answer is freed and before the next one is requested, so that
      * the caller can do its work with the least memory held; NULL: none.
@@ -153,9 +153,9 @@ typedef struct api_incident_query {
 } api_incident_query;
 
 typedef struct api_page_info {
-    int page;                          /* 1 for the first page */
-    int64_t total;                     /* page_response.total, -1 when absent */
-    const char *next_id;               /* token of the next page, NULL on the last page */
+    int page;            /* 1 for the first page */
+    int64_t total;       /* page_response.total, -1 when absent */
+    const char *next_id; /* token of the next page, NULL on the last page */
 } api_page_info;
 
 /*
@@ -167,9 +167,9 @@ typedef error_code (*api_incident_page_fn)(void *user, const api_incident *incid
                                            const api_page_info *page, error_info *err);
 
 typedef struct api_list_summary {
-    int pages;                         /* pages fetched */
-    int64_t incidents;                 /* incidents handed to on_page */
-    int64_t total;                     /* last page_response.total seen, -1 if none */
+    int pages;         /* pages fetched */
+    int64_t incidents; /* incidents handed to on_page */
+    int64_t total;     /* last page_response.total seen, -1 if none */
 } api_list_summary;
 
 /*
@@ -183,8 +183,8 @@ typedef struct api_list_summary {
  * before on_page sees any of them. summary may be NULL.
  */
 MUST_CHECK error_code api_incidents_list(http_client *http, const api_incident_query *query,
-                              api_incident_page_fn on_page, void *user, api_list_summary *summary,
-                              error_info *err);
+                                         api_incident_page_fn on_page, void *user, api_list_summary *summary,
+                                         error_info *err);
 
 /* ---- Event lineage --------------------------------------------------------- */
 
@@ -193,8 +193,8 @@ MUST_CHECK error_code api_incidents_list(http_client *http, const api_incident_q
  * identifiers in chronological order (borrowed: valid during the call);
  * otherwise err says why (never NULL) and ids is NULL.
  */
-typedef void (*api_lineage_fn)(void *user, error_code code, const error_info *err,
-                               const char *const *ids, size_t count);
+typedef void (*api_lineage_fn)(void *user, error_code code, const error_info *err, const char *const *ids,
+                               size_t count);
 
 /*
  * Queues POST /v2/event-lineage {start_event_id, end_event_id}; done runs
@@ -202,17 +202,15 @@ typedef void (*api_lineage_fn)(void *user, error_code code, const error_info *er
  * non-empty (ERR_INTERNAL otherwise, and done is not called). `resources`
  * must be an array of non-empty strings.
  */
-MUST_CHECK error_code api_event_lineage_submit(http_client *http, const char *start_event_id,
-                                    const char *end_event_id, api_lineage_fn done, void *user,
-                                    error_info *err);
+MUST_CHECK error_code api_event_lineage_submit(http_client *http, const char *start_event_id, const char *end_event_id,
+                                               api_lineage_fn done, void *user, error_info *err);
 
 /*
  * The same, synchronous. On success *ids is a malloc'd array of *count
  * malloc'd strings: free it with api_strings_free.
  */
-MUST_CHECK error_code api_event_lineage(http_client *http, const char *start_event_id,
-                             const char *end_event_id, char ***ids, size_t *count,
-                             error_info *err);
+MUST_CHECK error_code api_event_lineage(http_client *http, const char *start_event_id, const char *end_event_id,
+                                        char ***ids, size_t *count, error_info *err);
 
 void api_strings_free(char **strings, size_t count);
 
@@ -224,12 +222,12 @@ void api_strings_free(char **strings, size_t count);
  * server's order; ids it did not return are simply absent); otherwise err
  * says why and events is NULL.
  */
-typedef void (*api_details_fn)(void *user, error_code code, const error_info *err,
-                               const api_event *events, size_t count);
+typedef void (*api_details_fn)(void *user, error_code code, const error_info *err, const api_event *events,
+                               size_t count);
 
 typedef enum {
-    API_DETAILS_POST = 0,              /* POST /v2/event-details {"ids": [...]} (default) */
-    API_DETAILS_GET                    /* GET /v2/event-details?ids=a,b&include_content=false */
+    API_DETAILS_POST = 0, /* POST /v2/event-details {"ids": [...]} (default) */
+    API_DETAILS_GET       /* GET /v2/event-details?ids=a,b&include_content=false */
 } api_details_method;
 
 /*
@@ -237,26 +235,26 @@ typedef enum {
  * batches: the document's example uses 50 per call). ids are copied.
  */
 MUST_CHECK error_code api_event_details_submit(http_client *http, const char *const *ids, size_t count,
-                                    api_details_method method, api_details_fn done, void *user,
-                                    error_info *err);
+                                               api_details_method method, api_details_fn done, void *user,
+                                               error_info *err);
 
 /* A synchronous event-details call's result: events borrow from env. */
 typedef struct api_details {
-    api_envelope env;                  /* owns the JSON */
-    api_event *events;                 /* malloc'd array of count views */
+    api_envelope env;  /* owns the JSON */
+    api_event *events; /* malloc'd array of count views */
     size_t count;
 } api_details;
 
 /* The same, synchronous; free *details with api_details_free (also on failure). */
 MUST_CHECK error_code api_event_details(http_client *http, const char *const *ids, size_t count,
-                             api_details_method method, api_details *details, error_info *err);
+                                        api_details_method method, api_details *details, error_info *err);
 void api_details_free(api_details *details);
 
 /* ---- Installer ---------------------------------------------------------------- */
 
 typedef struct api_installer_request {
-    const char *platform;              /* "windows" (config installer.platform) */
-    const char *range;                 /* as http_stream_request */
+    const char *platform; /* "windows" (config installer.platform) */
+    const char *range;    /* as http_stream_request */
     const char *if_range;
     int64_t max_bytes_per_second;
 } api_installer_request;
@@ -270,7 +268,7 @@ typedef struct api_installer_request {
  * [A-Za-z0-9_-]+ (ERR_CONFIG otherwise).
  */
 MUST_CHECK error_code api_installer_get(http_client *http, const api_installer_request *request,
-                             const http_stream_callbacks *callbacks, http_stream_result *result,
-                             error_info *err);
+                                        const http_stream_callbacks *callbacks, http_stream_result *result,
+                                        error_info *err);
 
 #endif

@@ -15,8 +15,8 @@
 
 #include "core/clock.h"
 
-#define BACKOFF_BASE_MS 500     /* ceiling of the first retry's delay */
-#define BACKOFF_CAP_MS 30000    /* ceiling of any computed delay */
+#define BACKOFF_BASE_MS 500  /* ceiling of the first retry's delay */
+#define BACKOFF_CAP_MS 30000 /* ceiling of any computed delay */
 
 /* The exponential ceiling for retry number retry (1 for the first retry):
  * min(cap_ms, base_ms * 2^(retry-1)); base_ms for retry < 1. */
@@ -30,8 +30,8 @@ int64_t backoff_delay_ms(int retry, int64_t base_ms, int64_t cap_ms, const clock
  * of the three forms RFC 9110 makes recipients accept (IMF-fixdate
  * "Sun, 06 Nov 1994 08:49:37 GMT", RFC 850, asctime). now_utc_ms is the
  * current wall-clock time; a date in the past gives 0. Surrounding spaces
- * are ignored. The date forms are timefmt_parse_http_date's. Returns false (and leaves *delay_ms alone) when the value is
- * neither form.
+ * are ignored. The date forms are timefmt_parse_http_date's. Returns false (and leaves *delay_ms alone) when the value
+ * is neither form.
  */
 bool backoff_parse_retry_after(const char *value, int64_t now_utc_ms, int64_t *delay_ms);
 

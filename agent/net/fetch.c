@@ -22,10 +22,10 @@ typedef struct transfer {
     const fetch_request *req;
     fetch_result *res;
     int64_t max;
-    dynbuf body;                 /* the kept body, handed to res->body at the end */
-    bool started;                /* on_start was called */
-    bool bad_range;              /* a 206 for a range we did not ask for */
-    int64_t range_first;         /* first byte of a 206's Content-Range, -1 when none */
+    dynbuf body;         /* the kept body, handed to res->body at the end */
+    bool started;        /* on_start was called */
+    bool bad_range;      /* a 206 for a range we did not ask for */
+    int64_t range_first; /* first byte of a 206's Content-Range, -1 when none */
 } transfer;
 
 void fetch_result_free(fetch_result *r)
@@ -80,9 +80,12 @@ static bool take(transfer *t, const char *data, size_t len)
 
 static int hex_digit(char c)
 {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
     return -1;
 }
 
@@ -139,8 +142,10 @@ static MUST_CHECK error_code fetch_file(transfer *t, error_info *err)
     const char *url = t->req->url;
     char *path = fetch_file_url_path(url);
     if (!path)
-        return error_set(err, ERR_HTTP, "%s is not a usable file:// URL (file:///path, file:///C:/path or "
-                         "file://server/share/path)", url);
+        return error_set(err, ERR_HTTP,
+                         "%s is not a usable file:// URL (file:///path, file:///C:/path or "
+                         "file://server/share/path)",
+                         url);
     uint64_t size = 0;
     if (platform_path_stat(path, &size) != PLATFORM_PATH_FILE) {
         free(path);
@@ -285,7 +290,8 @@ static MUST_CHECK error_code fetch_http(const config *cfg, transfer *t, error_in
     curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
 #else
     curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, https ? (long)CURLPROTO_HTTPS : (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS,
+                     https ? (long)CURLPROTO_HTTPS : (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)cfg->http.connect_timeout_s);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -329,8 +335,7 @@ static MUST_CHECK error_code fetch_http(const config *cfg, transfer *t, error_in
         return error_set(err, ERR_HTTP, "%s: answered a range request with another range", req->url);
     const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cc);
     switch (cc) {
-    case CURLE_OK:
-        break;
+    case CURLE_OK: break;
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_SSL_CERTPROBLEM:
@@ -341,10 +346,9 @@ static MUST_CHECK error_code fetch_http(const config *cfg, transfer *t, error_in
         return error_set(err, ERR_TLS, "%s: TLS failure: %s; check tls.ca_file", req->url, why);
     case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_TOO_MANY_REDIRECTS:
-        return error_set(err, ERR_HTTP, "%s: %s (redirects go at most 5 hops and never from https to http)",
-                         req->url, why);
-    default:
-        return error_set(err, ERR_TEMPORARY, "%s: %s", req->url, why);
+        return error_set(err, ERR_HTTP, "%s: %s (redirects go at most 5 hops and never from https to http)", req->url,
+                         why);
+    default: return error_set(err, ERR_TEMPORARY, "%s: %s", req->url, why);
     }
     if (status == 200 || (status == 206 && req->range_from > 0)) {
         if (status == 206)
@@ -364,7 +368,9 @@ error_code fetch_get(const config *cfg, const fetch_request *request, fetch_resu
 {
     memset(result, 0, sizeof *result);
     result->content_length = -1;
-    transfer t = {.req = request, .res = result, .max = request->max_bytes > 0 ? request->max_bytes : DEFAULT_MAX,
+    transfer t = {.req = request,
+                  .res = result,
+                  .max = request->max_bytes > 0 ? request->max_bytes : DEFAULT_MAX,
                   .range_first = -1};
     dynbuf_init(&t.body, (size_t)t.max, false);
     error_code rc = text_equal_nocase_n(request->url, "file://", 7) ? fetch_file(&t, err) : fetch_http(cfg, &t, err);

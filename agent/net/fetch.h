@@ -51,27 +51,27 @@ typedef bool (*fetch_start_fn)(void *user, const struct fetch_result *result);
 
 typedef struct fetch_request {
     const char *url;
-    const char *if_none_match;      /* an ETag from an earlier answer, or NULL */
-    const char *if_modified_since;  /* a Last-Modified from an earlier answer, or NULL */
-    int64_t max_bytes;              /* with on_data NULL: keep at most this many body bytes and
-                                       stop (result->too_large) when more come; <= 0: 64 KiB */
-    fetch_data_fn on_data;          /* NULL: the body is kept in result->body */
-    fetch_start_fn on_start;        /* may be NULL */
-    void *user;                     /* passed to on_data and on_start */
-    int64_t range_from;             /* > 0: ask for the bytes from this offset on (see above) */
+    const char *if_none_match;     /* an ETag from an earlier answer, or NULL */
+    const char *if_modified_since; /* a Last-Modified from an earlier answer, or NULL */
+    int64_t max_bytes;             /* with on_data NULL: keep at most this many body bytes and
+                                      stop (result->too_large) when more come; <= 0: 64 KiB */
+    fetch_data_fn on_data;         /* NULL: the body is kept in result->body */
+    fetch_start_fn on_start;       /* may be NULL */
+    void *user;                    /* passed to on_data and on_start */
+    int64_t range_from;            /* > 0: ask for the bytes from this offset on (see above) */
 } fetch_request;
 
 typedef struct fetch_result {
-    long status;                    /* 200, 206 (a range was asked for), 304 */
-    char *etag;                     /* malloc'd, or NULL */
-    char *last_modified;            /* malloc'd, or NULL */
-    int64_t content_length;         /* of this response's body; -1 when not announced */
-    int64_t range_start;            /* offset of the first body byte in the file: 0 unless a 206 */
-    char *body;                     /* kept body (on_data NULL), NUL-terminated; NULL for 304 */
+    long status;            /* 200, 206 (a range was asked for), 304 */
+    char *etag;             /* malloc'd, or NULL */
+    char *last_modified;    /* malloc'd, or NULL */
+    int64_t content_length; /* of this response's body; -1 when not announced */
+    int64_t range_start;    /* offset of the first body byte in the file: 0 unless a 206 */
+    char *body;             /* kept body (on_data NULL), NUL-terminated; NULL for 304 */
     size_t body_len;
-    int64_t body_bytes;             /* body bytes received (all of them, kept or handed on) */
-    bool too_large;                 /* more than max_bytes came; body holds max_bytes */
-    bool stopped;                   /* on_data asked to stop */
+    int64_t body_bytes; /* body bytes received (all of them, kept or handed on) */
+    bool too_large;     /* more than max_bytes came; body holds max_bytes */
+    bool stopped;       /* on_data asked to stop */
 } fetch_result;
 
 /* GETs request->url as described above. Free result with fetch_result_free

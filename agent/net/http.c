@@ -33,7 +33,7 @@
 #include "net/token.h"
 
 #define MAX_REDIRECTS 5
-#define ERROR_BODY_KEEP (64 * 1024)          /* body kept from a failed answer, for its message */
+#define ERROR_BODY_KEEP (64 * 1024) /* body kept from a failed answer, for its message */
 #define RETRY_AFTER_RECORD_CAP_MS (24LL * 3600 * 1000)
 #define POLL_MAX_MS 1000
 #define MAX_CLOCK_OFFSET_MS (3600LL * 1000) /* a Date further off is not believed */
@@ -61,66 +61,66 @@ enum {
 };
 
 static const char *const header_names[H__COUNT] = {
-    "retry-after",  "x-ratelimit-remaining", "x-ratelimit-reset", "location",
-    "content-length", "content-range",       "content-type",      "etag",
-    "last-modified", "content-disposition",  "x-installer-version", "date",
+    "retry-after",    "x-ratelimit-remaining", "x-ratelimit-reset",   "location",
+    "content-length", "content-range",         "content-type",        "etag",
+    "last-modified",  "content-disposition",   "x-installer-version", "date",
 };
 
 /* ---- Xfers ---------------------------------------------------------------------- */
 
 typedef enum {
-    XFER_JSON,                  /* submitted JSON request */
-    XFER_TOKEN,                 /* the client's own token exchange */
-    XFER_STREAM                 /* http_stream_get */
+    XFER_JSON,  /* submitted JSON request */
+    XFER_TOKEN, /* the client's own token exchange */
+    XFER_STREAM /* http_stream_get */
 } xfer_kind;
 
 typedef struct stream_ctx stream_ctx;
 
 typedef struct xfer {
-    struct xfer *next;          /* waiting list link */
-    struct xfer *run_next;      /* running list link */
+    struct xfer *next;     /* waiting list link */
+    struct xfer *run_next; /* running list link */
     struct xfer *run_prev;
     http_client *client;
     xfer_kind kind;
     http_method method;
-    char *route;                /* as submitted, query included */
-    char *endpoint;             /* route without the query: the pacing key */
-    char *label;                /* name in errors and the trace */
-    char *body;                 /* POST body (the token exchange's holds the key) */
+    char *route;    /* as submitted, query included */
+    char *endpoint; /* route without the query: the pacing key */
+    char *label;    /* name in errors and the trace */
+    char *body;     /* POST body (the token exchange's holds the key) */
     size_t body_len;
     http_done_fn done;
     void *user;
-    stream_ctx *stream;         /* XFER_STREAM only */
+    stream_ctx *stream; /* XFER_STREAM only */
 
-    int attempts;               /* attempts started, redirect hops excluded */
-    int auth_renewals;          /* 401s answered by a renewal */
-    int64_t waited_ms;          /* time spent waiting to retry */
-    int64_t not_before;         /* monotonic ms before which it must not start */
-    int64_t retry_after_ms;     /* last Retry-After seen, -1 none */
+    int attempts;           /* attempts started, redirect hops excluded */
+    int auth_renewals;      /* 401s answered by a renewal */
+    int64_t waited_ms;      /* time spent waiting to retry */
+    int64_t not_before;     /* monotonic ms before which it must not start */
+    int64_t retry_after_ms; /* last Retry-After seen, -1 none */
 
     /* The current attempt. */
     CURL *easy;
     struct curl_slist *request_headers;
-    bool running;               /* in the multi handle / being faked */
+    bool running; /* in the multi handle / being faked */
     ratelimit_ticket ticket;
     int64_t started_ms;
-    uint64_t token_generation;  /* token sent, 0 if none */
-    char *url;                  /* this attempt's URL (redirects change it) */
-    bool same_origin;           /* url is on base_url's scheme, host and port */
+    uint64_t token_generation; /* token sent, 0 if none */
+    char *url;                 /* this attempt's URL (redirects change it) */
+    bool same_origin;          /* url is on base_url's scheme, host and port */
     int redirects;
-    bool hop_pending;           /* the next start follows a redirect (not a retry) */
-    long status;                /* status of the response being read */
-    bool headers_done;          /* blank line after a final status seen */
-    bool final_ended;           /* the final response's headers ended: later header
-                                   lines are trailers, a later status line a second
-                                   response */
-    bool second_response;       /* a second final response came on this attempt */
-    char *headers[H__COUNT];    /* values of this response's headers */
-    char *hop_installer_version;/* X-Installer-Version from a redirect hop */
-    dynbuf response;              /* JSON body, or a failed answer's start; secret for the token exchange */
-    bool too_large;             /* body went over the cap */
-    bool stopped;               /* a stream callback said stop */
-    bool delivering;            /* stream body goes to on_data */
+    bool hop_pending;            /* the next start follows a redirect (not a retry) */
+    long status;                 /* status of the response being read */
+    bool headers_done;           /* blank line after a final status seen */
+    bool final_ended;            /* the final response's headers ended: later header
+                                    lines are trailers, a later status line a second
+                                    response */
+    bool second_response;        /* a second final response came on this attempt */
+    char *headers[H__COUNT];     /* values of this response's headers */
+    char *hop_installer_version; /* X-Installer-Version from a redirect hop */
+    dynbuf response;             /* JSON body, or a failed answer's start; secret for the token exchange */
+    bool too_large;              /* body went over the cap */
+    bool stopped;                /* a stream callback said stop */
+    bool delivering;             /* stream body goes to on_data */
     bool out_of_memory;
     char errbuf[CURL_ERROR_SIZE];
 } xfer;
@@ -135,17 +135,17 @@ struct stream_ctx {
 };
 
 struct http_client {
-    char *base_url;             /* without trailing slash */
-    char *origin;               /* "https://host:443" of base_url */
+    char *base_url; /* without trailing slash */
+    char *origin;   /* "https://host:443" of base_url */
     config_http cfg;
     char *ca_file;
-    char *ca_bundle;             /* OS root store as PEM when the TLS library has none (Windows); NULL otherwise */
+    char *ca_bundle; /* OS root store as PEM when the TLS library has none (Windows); NULL otherwise */
     size_t ca_bundle_len;
     char *pinned_key;
     char *proxy;
-    char *api_key;              /* wiped on free */
+    char *api_key; /* wiped on free */
     token_state token;
-    xfer *token_xfer;           /* exchange queued or running, NULL if none */
+    xfer *token_xfer; /* exchange queued or running, NULL if none */
 
     const clock_source *clock;
     int verbosity;
@@ -153,28 +153,26 @@ struct http_client {
     http_fake_fn fake;
     void *fake_ctx;
 
-    bool curl_initialised;      /* curl_global_init done: undone on free */
+    bool curl_initialised; /* curl_global_init done: undone on free */
     CURLM *multi;
     CURLSH *share;
-    CURL *idle[8];              /* easy handles kept for reuse */
+    CURL *idle[8]; /* easy handles kept for reuse */
     int idle_count;
     ratelimit *rl;
-    bool have_offset;           /* server_offset_ms is known */
-    int64_t server_offset_ms;   /* lower bound of (server clock - our clock), from Date */
+    bool have_offset;         /* server_offset_ms is known */
+    int64_t server_offset_ms; /* lower bound of (server clock - our clock), from Date */
 
     xfer *waiting_head, *waiting_tail;
-    xfer *running_head;         /* attempts in flight */
-    size_t running;             /* how many */
-    size_t pending;             /* submitted JSON xfers not yet completed */
-    bool driving;               /* inside drive(): no nested drive */
+    xfer *running_head; /* attempts in flight */
+    size_t running;     /* how many */
+    size_t pending;     /* submitted JSON xfers not yet completed */
+    bool driving;       /* inside drive(): no nested drive */
     http_stats stats;
 };
 
 /* ---- Small helpers ---------------------------------------------------------------- */
 
-static void trace(http_client *c, int level, const char *fmt, ...)
-    OUTPOST_PRINTF(3, 4)
-    ;
+static void trace(http_client *c, int level, const char *fmt, ...) OUTPOST_PRINTF(3, 4);
 
 static void trace(http_client *c, int level, const char *fmt, ...)
 {
@@ -690,7 +688,8 @@ error_code http_client_new(const config *cfg, const char *api_key, const http_op
                            error_info *err)
 {
     if (!cfg || !cfg->base_url || !cfg->base_url[0])
-        return error_set(err, ERR_CONFIG, "`base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com");
+        return error_set(err, ERR_CONFIG,
+                         "`base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com");
     error_code rc = http_check_url(cfg->base_url, err);
     if (rc != ERR_OK)
         return error_prefix(err, "base_url");
@@ -851,9 +850,7 @@ static void xfer_complete(http_client *c, xfer *x, error_code code, const error_
         err = &ok;
     }
     switch (x->kind) {
-    case XFER_TOKEN:
-        token_complete(c, x, code, err);
-        return;
+    case XFER_TOKEN: token_complete(c, x, code, err); return;
     case XFER_STREAM: {
         stream_ctx *s = x->stream;
         s->finished = true;
@@ -878,9 +875,7 @@ static void xfer_complete(http_client *c, xfer *x, error_code code, const error_
     }
 }
 
-static void xfer_fail(http_client *c, xfer *x, error_code code, const char *fmt, ...)
-    OUTPOST_PRINTF(4, 5)
-    ;
+static void xfer_fail(http_client *c, xfer *x, error_code code, const char *fmt, ...) OUTPOST_PRINTF(4, 5);
 
 static void xfer_fail(http_client *c, xfer *x, error_code code, const char *fmt, ...)
 {
@@ -947,7 +942,8 @@ static void xfer_retry(http_client *c, xfer *x, int64_t now, const char *reason)
                       reason, (x->retry_after_ms + 999) / 1000, c->cfg.max_retry_wait_s, until);
         } else {
             xfer_fail(c, x, ERR_TEMPORARY,
-                      "%s; gave up after %d attempts and %" PRId64 " s of waiting (http.max_retry_wait); try again later",
+                      "%s; gave up after %d attempts and %" PRId64
+                      " s of waiting (http.max_retry_wait); try again later",
                       reason, x->attempts, spent_s);
         }
         return;
@@ -976,7 +972,8 @@ static void xfer_redirect(http_client *c, xfer *x, int64_t now)
     error_info check;
     if (!target || http_check_url(target, &check) != ERR_OK) {
         char *shown = target ? url_without_query(target) : NULL;
-        xfer_fail(c, x, ERR_PROTOCOL, "refused a redirect to %.200s: only https:// (or http:// to loopback) is followed",
+        xfer_fail(c, x, ERR_PROTOCOL,
+                  "refused a redirect to %.200s: only https:// (or http:// to loopback) is followed",
                   shown ? shown : location);
         free(shown);
         free(target);
@@ -1008,12 +1005,12 @@ static void xfer_redirect(http_client *c, xfer *x, int64_t now)
 }
 
 typedef enum {
-    OUTCOME_RESPONSE,           /* an HTTP answer came (maybe cut short by us) */
-    OUTCOME_NETWORK,            /* connect failure, reset, timeout, partial body: retryable */
-    OUTCOME_TLS,                /* certificate, host name or pin: final */
-    OUTCOME_CONFIG,             /* unusable URL or protocol */
-    OUTCOME_PROXY_AUTH,         /* the proxy refused the CONNECT with 407: final */
-    OUTCOME_OTHER,              /* anything else libcurl reports: final */
+    OUTCOME_RESPONSE,   /* an HTTP answer came (maybe cut short by us) */
+    OUTCOME_NETWORK,    /* connect failure, reset, timeout, partial body: retryable */
+    OUTCOME_TLS,        /* certificate, host name or pin: final */
+    OUTCOME_CONFIG,     /* unusable URL or protocol */
+    OUTCOME_PROXY_AUTH, /* the proxy refused the CONNECT with 407: final */
+    OUTCOME_OTHER,      /* anything else libcurl reports: final */
     OUTCOME_NOMEM
 } attempt_outcome;
 
@@ -1085,7 +1082,8 @@ static void trace_attempt(http_client *c, xfer *x, attempt_outcome outcome, cons
     if (x->headers[H_RL_REMAINING] || x->headers[H_RL_RESET] || x->headers[H_RETRY_AFTER])
         snprintf(rate, sizeof rate, ", remaining %.20s, reset %.20s%s%.20s",
                  x->headers[H_RL_REMAINING] ? x->headers[H_RL_REMAINING] : "-",
-                 x->headers[H_RL_RESET] ? x->headers[H_RL_RESET] : "-", x->headers[H_RETRY_AFTER] ? ", retry-after " : "",
+                 x->headers[H_RL_RESET] ? x->headers[H_RL_RESET] : "-",
+                 x->headers[H_RETRY_AFTER] ? ", retry-after " : "",
                  x->headers[H_RETRY_AFTER] ? x->headers[H_RETRY_AFTER] : "");
     trace(c, 1, "http: %s %s -> %s in %" PRId64 " ms (attempt %d%s, %" PRIu64 " in flight%s)", method_name(x), where,
           result, ms, x->attempts, x->redirects ? ", after redirect" : "", (uint64_t)c->running, rate);
@@ -1126,8 +1124,8 @@ static void handle_response(http_client *c, xfer *x, int64_t now)
         return;
     }
     if (x->kind == XFER_TOKEN && (status == 400 || status == 401)) {
-        xfer_fail(c, x, ERR_AUTH,
-                  "the platform refused the API key (HTTP %ld); check OUTPOST_API_KEY or api_key_file", status);
+        xfer_fail(c, x, ERR_AUTH, "the platform refused the API key (HTTP %ld); check OUTPOST_API_KEY or api_key_file",
+                  status);
         return;
     }
     if (status == 401) {
@@ -1175,8 +1173,7 @@ static void attempt_done(http_client *c, xfer *x, attempt_outcome outcome, const
     /* An answer without rate headers says "this server sends none" only
      * when it comes from the API itself: 401s and gateway 5xx never carry
      * them, whatever the server does otherwise. */
-    bool informative = answered && (answer.has_remaining || answer.too_many ||
-                                    (x->status != 401 && x->status < 500));
+    bool informative = answered && (answer.has_remaining || answer.too_many || (x->status != 401 && x->status < 500));
     ratelimit_release(c->rl, &x->ticket, now, informative ? &answer : NULL);
     x->retry_after_ms = answered && is_retryable_status(x->status) ? answer.retry_after_ms : -1;
     if (answered && x->status == 429)
@@ -1215,23 +1212,16 @@ static void attempt_done(http_client *c, xfer *x, attempt_outcome outcome, const
                   "retrying will not help",
                   message ? message : "");
         return;
-    case OUTCOME_CONFIG:
-        xfer_fail(c, x, ERR_CONFIG, "%.300s", message ? message : "unusable URL");
-        return;
-    case OUTCOME_PROXY_AUTH:
-        xfer_fail(c, x, ERR_AUTH, "%s", PROXY_AUTH_ADVICE);
-        return;
-    default:
-        xfer_fail(c, x, ERR_NETWORK, "%.300s", message ? message : "transfer failed");
-        return;
+    case OUTCOME_CONFIG: xfer_fail(c, x, ERR_CONFIG, "%.300s", message ? message : "unusable URL"); return;
+    case OUTCOME_PROXY_AUTH: xfer_fail(c, x, ERR_AUTH, "%s", PROXY_AUTH_ADVICE); return;
+    default: xfer_fail(c, x, ERR_NETWORK, "%.300s", message ? message : "transfer failed"); return;
     }
 }
 
 static attempt_outcome classify_curl(CURLcode cc, const char *errbuf)
 {
     switch (cc) {
-    case CURLE_OK:
-        return OUTCOME_RESPONSE;
+    case CURLE_OK: return OUTCOME_RESPONSE;
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_COULDNT_CONNECT:
@@ -1243,12 +1233,11 @@ static attempt_outcome classify_curl(CURLcode cc, const char *errbuf)
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
     case CURLE_WEIRD_SERVER_REPLY:
-    case CURLE_WRITE_ERROR:
-        return OUTCOME_NETWORK;
+    case CURLE_WRITE_ERROR: return OUTCOME_NETWORK;
     case CURLE_SSL_CONNECT_ERROR:
         /* A handshake cut by the network (reset, EOF) is not a TLS verdict. */
-        if (errbuf && (strstr(errbuf, "reset") || strstr(errbuf, "SYSCALL") || strstr(errbuf, "EOF") ||
-                       strstr(errbuf, "eof")))
+        if (errbuf &&
+            (strstr(errbuf, "reset") || strstr(errbuf, "SYSCALL") || strstr(errbuf, "EOF") || strstr(errbuf, "eof")))
             return OUTCOME_NETWORK;
         return OUTCOME_TLS;
     case CURLE_PEER_FAILED_VERIFICATION:
@@ -1263,15 +1252,11 @@ static attempt_outcome classify_curl(CURLcode cc, const char *errbuf)
     case CURLE_SSL_ENGINE_SETFAILED:
     case CURLE_SSL_ENGINE_INITFAILED:
     case CURLE_SSL_SHUTDOWN_FAILED:
-    case CURLE_USE_SSL_FAILED:
-        return OUTCOME_TLS;
+    case CURLE_USE_SSL_FAILED: return OUTCOME_TLS;
     case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_URL_MALFORMAT:
-        return OUTCOME_CONFIG;
-    case CURLE_OUT_OF_MEMORY:
-        return OUTCOME_NOMEM;
-    default:
-        return OUTCOME_OTHER;
+    case CURLE_URL_MALFORMAT: return OUTCOME_CONFIG;
+    case CURLE_OUT_OF_MEMORY: return OUTCOME_NOMEM;
+    default: return OUTCOME_OTHER;
     }
 }
 
@@ -1360,7 +1345,8 @@ static void fake_attempt(http_client *c, xfer *x)
         free(r.headers);
         free(r.body);
         free(r.trailers);
-        attempt_done(c, x, rc == ERR_TLS ? OUTCOME_TLS : OUTCOME_NETWORK, fe.message[0] ? fe.message : error_meaning(rc));
+        attempt_done(c, x, rc == ERR_TLS ? OUTCOME_TLS : OUTCOME_NETWORK,
+                     fe.message[0] ? fe.message : error_meaning(rc));
         return;
     }
     char status_line[64];
@@ -1599,8 +1585,8 @@ static void token_complete(http_client *c, xfer *x, error_code code, const error
         error_clear(&e);
         code = token_accept(&c->token, x->response.data ? x->response.data : "", x->response.len, x->started_ms, &e);
         if (code == ERR_OK)
-            trace(c, 2, "token: obtained; valid %" PRId64 " s, renewed after %" PRId64 " s", c->token.lifetime_ms / 1000,
-                  (c->token.renew_at_ms - c->token.obtained_ms) / 1000);
+            trace(c, 2, "token: obtained; valid %" PRId64 " s, renewed after %" PRId64 " s",
+                  c->token.lifetime_ms / 1000, (c->token.renew_at_ms - c->token.obtained_ms) / 1000);
     } else {
         e = *err;
     }

@@ -82,17 +82,17 @@ typedef struct http_client http_client;
  * client takes ownership of body and headers and frees them with free().
  */
 typedef struct http_fake_response {
-    long status;            /* HTTP status, e.g. 200 */
-    char *headers;          /* malloc'd "Name: value\r\n" lines, or NULL. An empty
-                               line ends a response's headers early, and what
-                               follows (from an "HTTP/1.1 200 OK" status line on)
-                               is a further response on the same transfer, as
-                               libcurl shows interim answers: a 1xx, a proxy's
-                               407 it answers itself, a CONNECT answer */
-    char *body;             /* malloc'd body (need not be NUL-terminated), or NULL */
-    size_t body_len;        /* bytes in body */
-    char *trailers;         /* malloc'd trailer lines after the body (chunked
-                               encoding), or NULL */
+    long status;     /* HTTP status, e.g. 200 */
+    char *headers;   /* malloc'd "Name: value\r\n" lines, or NULL. An empty
+                        line ends a response's headers early, and what
+                        follows (from an "HTTP/1.1 200 OK" status line on)
+                        is a further response on the same transfer, as
+                        libcurl shows interim answers: a 1xx, a proxy's
+                        407 it answers itself, a CONNECT answer */
+    char *body;      /* malloc'd body (need not be NUL-terminated), or NULL */
+    size_t body_len; /* bytes in body */
+    char *trailers;  /* malloc'd trailer lines after the body (chunked
+                        encoding), or NULL */
 } http_fake_response;
 
 /*
@@ -105,20 +105,19 @@ typedef struct http_fake_response {
  * options' clock. body is NUL-terminated for convenience (body_len excludes
  * the NUL); for the token exchange it holds the API key.
  */
-typedef error_code (*http_fake_fn)(void *ctx, const char *method, const char *url,
-                                   const char *body, size_t body_len,
+typedef error_code (*http_fake_fn)(void *ctx, const char *method, const char *url, const char *body, size_t body_len,
                                    const char *extra_headers, /* "Range: ...\r\n" lines or "" */
                                    http_fake_response *response, error_info *err);
 
 /* ---- Client -------------------------------------------------------------- */
 
 typedef struct http_options {
-    const clock_source *clock;   /* NULL: clock_default() */
-    int verbosity;               /* 0: silent; 1: one trace line per attempt;
-                                    2: also pacing and token decisions */
-    FILE *trace;                 /* where the trace goes; NULL: stderr */
-    http_fake_fn fake;           /* NULL: libcurl (the normal case) */
-    void *fake_ctx;              /* passed to fake */
+    const clock_source *clock; /* NULL: clock_default() */
+    int verbosity;             /* 0: silent; 1: one trace line per attempt;
+                                  2: also pacing and token decisions */
+    FILE *trace;               /* where the trace goes; NULL: stderr */
+    http_fake_fn fake;         /* NULL: libcurl (the normal case) */
+    void *fake_ctx;            /* passed to fake */
 } http_options;
 
 /*
@@ -132,7 +131,7 @@ typedef struct http_options {
  * *client is set on success only; free it with http_client_free.
  */
 MUST_CHECK error_code http_client_new(const config *cfg, const char *api_key, const http_options *opts,
-                           http_client **client, error_info *err);
+                                      http_client **client, error_info *err);
 
 /* Wipes the secrets, closes the connections, frees everything. Submitted
  * requests still pending are dropped without their callbacks. NULL is ignored. */
@@ -144,18 +143,18 @@ void http_client_set_verbosity(http_client *client, int verbosity);
 /* ---- Counters -------------------------------------------------------------- */
 
 typedef struct http_stats {
-    int64_t api_calls;           /* every HTTP request sent: token exchanges, retries
-                                    and redirect hops included (status.json api_calls) */
-    int64_t token_exchanges;     /* POST /v2/auth/token/access requests */
-    int64_t retries;             /* attempts beyond the first, all causes */
-    int64_t responses_429;       /* 429 answers seen */
-    int64_t max_in_flight;       /* most requests ever in flight at once, all endpoints */
-    int64_t retry_after_until_ms;/* UTC ms before which the platform asked not to be
-                                    called again, when a Retry-After longer than this
-                                    run could wait made a request fail; 0 if none.
-                                    The caller records it in state so that the next
-                                    scheduled run does not call before it (capped at
-                                    24 h from now). */
+    int64_t api_calls;            /* every HTTP request sent: token exchanges, retries
+                                     and redirect hops included (status.json api_calls) */
+    int64_t token_exchanges;      /* POST /v2/auth/token/access requests */
+    int64_t retries;              /* attempts beyond the first, all causes */
+    int64_t responses_429;        /* 429 answers seen */
+    int64_t max_in_flight;        /* most requests ever in flight at once, all endpoints */
+    int64_t retry_after_until_ms; /* UTC ms before which the platform asked not to be
+                                     called again, when a Retry-After longer than this
+                                     run could wait made a request fail; 0 if none.
+                                     The caller records it in state so that the next
+                                     scheduled run does not call before it (capped at
+                                     24 h from now). */
 } http_stats;
 
 /* Copies the counters. */
@@ -163,29 +162,26 @@ void http_client_stats(const http_client *client, http_stats *stats);
 
 /* ---- JSON requests ----------------------------------------------------------- */
 
-typedef enum {
-    HTTP_GET,
-    HTTP_POST
-} http_method;
+typedef enum { HTTP_GET, HTTP_POST } http_method;
 
 typedef struct http_request {
-    http_method method;          /* HTTP_GET or HTTP_POST */
-    const char *route;           /* appended to base_url: "/v2/incidents/list"; may
-                                    carry a query ("?ids=a,b"), already escaped. Copied. */
-    const char *body;            /* POST body (JSON, sent as application/json); copied.
-                                    NULL for GET. */
-    size_t body_len;             /* bytes in body; 0 with a non-NULL body: strlen(body) */
-    const char *label;           /* name used in errors and the trace, e.g. "event-details";
-                                    NULL: the route without its query. Copied. */
+    http_method method; /* HTTP_GET or HTTP_POST */
+    const char *route;  /* appended to base_url: "/v2/incidents/list"; may
+                           carry a query ("?ids=a,b"), already escaped. Copied. */
+    const char *body;   /* POST body (JSON, sent as application/json); copied.
+                           NULL for GET. */
+    size_t body_len;    /* bytes in body; 0 with a non-NULL body: strlen(body) */
+    const char *label;  /* name used in errors and the trace, e.g. "event-details";
+                           NULL: the route without its query. Copied. */
 } http_request;
 
 /* The answer handed to a completion callback. Everything is borrowed: valid
  * during the callback only (copy what you keep). */
 typedef struct http_response {
-    long status;                 /* final HTTP status (2xx when code is ERR_OK), 0 if none */
-    const char *body;            /* NUL-terminated body (may be ""), never NULL */
-    size_t body_len;             /* bytes in body, without the NUL */
-    int attempts;                /* attempts made, >= 1 */
+    long status;      /* final HTTP status (2xx when code is ERR_OK), 0 if none */
+    const char *body; /* NUL-terminated body (may be ""), never NULL */
+    size_t body_len;  /* bytes in body, without the NUL */
+    int attempts;     /* attempts made, >= 1 */
 } http_response;
 
 /*
@@ -194,8 +190,7 @@ typedef struct http_response {
  * holds the last status seen (0 for network/TLS failures). The callback may
  * submit further requests (e.g. event-details after event-lineage).
  */
-typedef void (*http_done_fn)(void *user, error_code code, const error_info *err,
-                             const http_response *response);
+typedef void (*http_done_fn)(void *user, error_code code, const error_info *err, const http_response *response);
 
 /*
  * Queues a request; it is sent from http_run (or any other call that drives
@@ -206,8 +201,8 @@ typedef void (*http_done_fn)(void *user, error_code code, const error_info *err,
  * endpoint (the route without its query) and within the rate budget;
  * completions come in any order.
  */
-MUST_CHECK error_code http_submit(http_client *client, const http_request *request, http_done_fn done,
-                       void *user, error_info *err);
+MUST_CHECK error_code http_submit(http_client *client, const http_request *request, http_done_fn done, void *user,
+                                  error_info *err);
 
 /*
  * Drives the client until at most max_pending submitted requests are still
@@ -230,34 +225,34 @@ size_t http_pending(const http_client *client);
  * *status (may be NULL) the status; the caller frees *body with free().
  * On failure *body is NULL and *status holds the last status seen (0 if none).
  */
-MUST_CHECK error_code http_call(http_client *client, const http_request *request, char **body,
-                     size_t *body_len, long *status, error_info *err);
+MUST_CHECK error_code http_call(http_client *client, const http_request *request, char **body, size_t *body_len,
+                                long *status, error_info *err);
 
 /* ---- Streaming GET (the installer route) ------------------------------------- */
 
 /* The final response's status and headers (after redirects), borrowed: valid
  * during the on_headers callback only. Absent headers are NULL / -1. */
 typedef struct http_stream_headers {
-    long status;                 /* 200, 206, or 416 (Range not satisfiable) */
-    int64_t content_length;      /* Content-Length, -1 when absent */
-    const char *content_range;   /* raw Content-Range ("bytes 100-199/200") */
-    int64_t range_start;         /* parsed Content-Range, -1 when absent/unparsable */
-    int64_t range_end;           /* inclusive */
-    int64_t range_total;         /* -1 when absent or "*" */
+    long status;               /* 200, 206, or 416 (Range not satisfiable) */
+    int64_t content_length;    /* Content-Length, -1 when absent */
+    const char *content_range; /* raw Content-Range ("bytes 100-199/200") */
+    int64_t range_start;       /* parsed Content-Range, -1 when absent/unparsable */
+    int64_t range_end;         /* inclusive */
+    int64_t range_total;       /* -1 when absent or "*" */
     const char *content_type;
     const char *etag;
     const char *last_modified;
     const char *content_disposition;
-    const char *installer_version;/* X-Installer-Version of the final response, or of the
-                                    last redirect hop that carried one */
-    const char *url;             /* URL of the final response, without user info, query or
-                                    fragment (signed storage URLs carry secrets there) */
-    int redirects;               /* redirect hops followed */
+    const char *installer_version; /* X-Installer-Version of the final response, or of the
+                                     last redirect hop that carried one */
+    const char *url;               /* URL of the final response, without user info, query or
+                                      fragment (signed storage URLs carry secrets there) */
+    int redirects;                 /* redirect hops followed */
 } http_stream_headers;
 
 typedef enum {
-    HTTP_STREAM_CONTINUE = 0,    /* keep reading */
-    HTTP_STREAM_STOP = 1         /* abort the transfer now; http_stream_get returns ERR_OK */
+    HTTP_STREAM_CONTINUE = 0, /* keep reading */
+    HTTP_STREAM_STOP = 1      /* abort the transfer now; http_stream_get returns ERR_OK */
 } http_stream_action;
 
 typedef struct http_stream_callbacks {
@@ -275,19 +270,19 @@ typedef struct http_stream_callbacks {
 } http_stream_callbacks;
 
 typedef struct http_stream_request {
-    const char *route;           /* appended to base_url: "/v2/installer/windows/latest" */
-    const char *range;           /* Range header value ("bytes=1048576-"), or NULL */
-    const char *if_range;        /* If-Range value (an ETag or an HTTP date), or NULL;
-                                    only sent with range */
-    int64_t max_bytes_per_second;/* receive cap; 0: none */
-    const char *label;           /* name in errors and trace; NULL: the route */
+    const char *route;            /* appended to base_url: "/v2/installer/windows/latest" */
+    const char *range;            /* Range header value ("bytes=1048576-"), or NULL */
+    const char *if_range;         /* If-Range value (an ETag or an HTTP date), or NULL;
+                                     only sent with range */
+    int64_t max_bytes_per_second; /* receive cap; 0: none */
+    const char *label;            /* name in errors and trace; NULL: the route */
 } http_stream_request;
 
 typedef struct http_stream_result {
-    long status;                 /* final status, 0 if none */
-    int64_t body_bytes;          /* body bytes handed to on_data */
-    bool stopped;                /* a callback returned HTTP_STREAM_STOP */
-    bool headers_delivered;      /* on_headers was called */
+    long status;            /* final status, 0 if none */
+    int64_t body_bytes;     /* body bytes handed to on_data */
+    bool stopped;           /* a callback returned HTTP_STREAM_STOP */
+    bool headers_delivered; /* on_headers was called */
 } http_stream_result;
 
 /*
@@ -315,8 +310,8 @@ typedef struct http_stream_result {
  * callback stopped the transfer.
  */
 MUST_CHECK error_code http_stream_get(http_client *client, const http_stream_request *request,
-                           const http_stream_callbacks *callbacks, http_stream_result *result,
-                           error_info *err);
+                                      const http_stream_callbacks *callbacks, http_stream_result *result,
+                                      error_info *err);
 
 /* ---- Helpers for other modules -------------------------------------------- */
 

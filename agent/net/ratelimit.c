@@ -17,29 +17,29 @@
 #define SAME_WINDOW_MS 500
 
 struct ratelimit {
-    int max_in_flight;                /* per endpoint */
-    char *endpoints[MAX_ENDPOINTS];   /* names seen so far */
-    int in_flight[MAX_ENDPOINTS];     /* requests in flight per endpoint */
+    int max_in_flight;              /* per endpoint */
+    char *endpoints[MAX_ENDPOINTS]; /* names seen so far */
+    int in_flight[MAX_ENDPOINTS];   /* requests in flight per endpoint */
     int endpoint_count;
-    int untracked_in_flight;          /* requests with no endpoint slot */
+    int untracked_in_flight; /* requests with no endpoint slot */
 
-    int per_window;                   /* contract: starts allowed per window */
-    int64_t window_ms;                /* contract window */
-    int64_t *log;                     /* ring of recent start times */
+    int per_window;    /* contract: starts allowed per window */
+    int64_t window_ms; /* contract window */
+    int64_t *log;      /* ring of recent start times */
     int log_head, log_count;
 
-    uint64_t *flying;                 /* seqs of counted requests in flight */
+    uint64_t *flying; /* seqs of counted requests in flight */
     size_t flying_count, flying_cap;
-    uint64_t seq;                     /* last seq handed out */
+    uint64_t seq; /* last seq handed out */
 
     ratelimit_mode mode;
-    bool ever_headers;                /* some answer carried the headers */
-    bool probe_out;                   /* a probe is in flight */
-    int64_t budget;                   /* headers mode: starts left in this window */
-    int64_t window_remaining;         /* headers mode: lowest Remaining seen in this window */
-    int64_t reset_at;                 /* headers mode: when the window resets */
-    int64_t last_reset_at;            /* latest reset announced, any mode */
-    int64_t pause_until;              /* 429: nothing starts before this */
+    bool ever_headers;        /* some answer carried the headers */
+    bool probe_out;           /* a probe is in flight */
+    int64_t budget;           /* headers mode: starts left in this window */
+    int64_t window_remaining; /* headers mode: lowest Remaining seen in this window */
+    int64_t reset_at;         /* headers mode: when the window resets */
+    int64_t last_reset_at;    /* latest reset announced, any mode */
+    int64_t pause_until;      /* 429: nothing starts before this */
     int64_t guard_ms;
 };
 
@@ -195,8 +195,7 @@ static int64_t budget_wait(ratelimit *rl, int64_t now)
         if (rl->budget > 0)
             return 0;
         return rl->reset_at + rl->guard_ms - now;
-    case RATELIMIT_CONTRACT:
-        return log_wait(rl, now);
+    case RATELIMIT_CONTRACT: return log_wait(rl, now);
     }
     return 0;
 }
@@ -358,11 +357,11 @@ bool ratelimit_parse_reset(const char *value, int64_t now_utc_ms, int64_t *reset
         return false;
     int64_t in;
     if (v < 1e9)
-        in = (int64_t)(v * 1000.0);                 /* seconds from now */
+        in = (int64_t)(v * 1000.0); /* seconds from now */
     else if (v > 1e12)
-        in = (int64_t)v - now_utc_ms;               /* epoch milliseconds */
+        in = (int64_t)v - now_utc_ms; /* epoch milliseconds */
     else
-        in = (int64_t)(v * 1000.0) - now_utc_ms;    /* epoch seconds, as documented */
+        in = (int64_t)(v * 1000.0) - now_utc_ms; /* epoch seconds, as documented */
     *reset_in_ms = in > 0 ? in : 0;
     return true;
 }

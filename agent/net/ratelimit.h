@@ -52,27 +52,23 @@ typedef struct ratelimit ratelimit;
 #define RATELIMIT_GUARD_MAX_MS 2000
 
 typedef struct ratelimit_ticket {
-    uint64_t seq;                /* start order among counted requests; 0: not counted */
-    int endpoint;                /* index of its endpoint, -1 when not tracked */
-    bool probe;                  /* it was sent alone to learn the window */
-    bool learn;                  /* its answer's headers are used */
+    uint64_t seq; /* start order among counted requests; 0: not counted */
+    int endpoint; /* index of its endpoint, -1 when not tracked */
+    bool probe;   /* it was sent alone to learn the window */
+    bool learn;   /* its answer's headers are used */
 } ratelimit_ticket;
 
 /* What one answer said about the limit. */
 typedef struct ratelimit_answer {
-    bool has_remaining;          /* X-RateLimit-Remaining present and numeric */
+    bool has_remaining; /* X-RateLimit-Remaining present and numeric */
     int64_t remaining;
-    bool has_reset;              /* X-RateLimit-Reset present and numeric */
-    int64_t reset_in_ms;         /* time from the answer until the reset, >= 0 */
-    bool too_many;               /* the answer was 429 */
-    int64_t retry_after_ms;      /* Retry-After, -1 when absent */
+    bool has_reset;         /* X-RateLimit-Reset present and numeric */
+    int64_t reset_in_ms;    /* time from the answer until the reset, >= 0 */
+    bool too_many;          /* the answer was 429 */
+    int64_t retry_after_ms; /* Retry-After, -1 when absent */
 } ratelimit_answer;
 
-typedef enum {
-    RATELIMIT_PROBE,
-    RATELIMIT_HEADERS,
-    RATELIMIT_CONTRACT
-} ratelimit_mode;
+typedef enum { RATELIMIT_PROBE, RATELIMIT_HEADERS, RATELIMIT_CONTRACT } ratelimit_mode;
 
 /*
  * A limiter for per_minute requests per 60 s (the contract, used until the
@@ -96,8 +92,7 @@ int64_t ratelimit_acquire(ratelimit *rl, const char *endpoint, bool counted, boo
 
 /* A started request completed at now_ms. answer is NULL when no HTTP answer
  * came (network failure). */
-void ratelimit_release(ratelimit *rl, const ratelimit_ticket *ticket, int64_t now_ms,
-                       const ratelimit_answer *answer);
+void ratelimit_release(ratelimit *rl, const ratelimit_ticket *ticket, int64_t now_ms, const ratelimit_answer *answer);
 
 /* Parses X-RateLimit-Remaining (a non-negative integer). */
 bool ratelimit_parse_remaining(const char *value, int64_t *remaining);
@@ -112,7 +107,7 @@ bool ratelimit_parse_reset(const char *value, int64_t now_utc_ms, int64_t *reset
 
 /* Introspection for traces and tests. */
 ratelimit_mode ratelimit_get_mode(const ratelimit *rl);
-int64_t ratelimit_budget(const ratelimit *rl);          /* headers mode: starts left */
+int64_t ratelimit_budget(const ratelimit *rl);                      /* headers mode: starts left */
 int ratelimit_in_flight(const ratelimit *rl, const char *endpoint); /* NULL: all endpoints */
 int64_t ratelimit_guard_ms(const ratelimit *rl);
 

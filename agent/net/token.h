@@ -24,12 +24,12 @@
 #define TOKEN_DEFAULT_LIFETIME_MS (15 * 60 * 1000)
 
 typedef struct token_state {
-    char *access_token;          /* malloc'd, wiped when replaced or cleared; NULL: none */
-    uint64_t generation;         /* 1 for the first token, +1 on each renewal; 0: none yet */
-    bool invalid;                /* the server refused it (401): renew before the next use */
-    int64_t obtained_ms;         /* monotonic time the exchange was sent */
-    int64_t lifetime_ms;         /* expires_in, or TOKEN_DEFAULT_LIFETIME_MS */
-    int64_t renew_at_ms;         /* monotonic time from which it is renewed before use */
+    char *access_token;  /* malloc'd, wiped when replaced or cleared; NULL: none */
+    uint64_t generation; /* 1 for the first token, +1 on each renewal; 0: none yet */
+    bool invalid;        /* the server refused it (401): renew before the next use */
+    int64_t obtained_ms; /* monotonic time the exchange was sent */
+    int64_t lifetime_ms; /* expires_in, or TOKEN_DEFAULT_LIFETIME_MS */
+    int64_t renew_at_ms; /* monotonic time from which it is renewed before use */
 } token_state;
 
 /* An empty state (no token). */
@@ -69,6 +69,7 @@ char *token_request_body(const char *api_key, size_t *len);
  * obtained_ms = sent_at_ms. ERR_PROTOCOL when the answer is not JSON or has
  * no non-empty string token; the message never quotes the body.
  */
-MUST_CHECK error_code token_accept(token_state *state, const char *body, size_t len, int64_t sent_at_ms, error_info *err);
+MUST_CHECK error_code token_accept(token_state *state, const char *body, size_t len, int64_t sent_at_ms,
+                                   error_info *err);
 
 #endif

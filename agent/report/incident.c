@@ -31,7 +31,8 @@ static bool add_strings_if(cJSON *obj, const char *name, const cJSON *list)
     if (!copy)
         return false;
     const cJSON *entry;
-    cJSON_ArrayForEach(entry, list) {
+    cJSON_ArrayForEach(entry, list)
+    {
         if (!cJSON_IsString(entry))
             continue;
         cJSON *s = cJSON_CreateString(entry->valuestring);
@@ -99,14 +100,12 @@ cJSON *incident_event_new(const api_event *e)
     cJSON *event = cJSON_CreateObject();
     if (!event)
         return NULL;
-    bool ok = cJSON_AddStringToObject(event, "id", e->id) &&
-              jsonx_add_string_or_null(event, "timestamp", e->timestamp) &&
-              jsonx_add_string_or_null(event, "kind", e->kind) &&
-              jsonx_add_string_or_null(event, "hostname", e->hostname) &&
-              jsonx_add_string_or_null(event, "sensor_kind", e->sensor_kind) &&
-              jsonx_add_string_or_null(event, "user", e->user) &&
-              cJSON_AddBoolToObject(event, "blocked", e->blocked) && add_int64(event, "data_size", e->data_size) &&
-              add_source(event, e) && add_destination(event, e);
+    bool ok =
+        cJSON_AddStringToObject(event, "id", e->id) && jsonx_add_string_or_null(event, "timestamp", e->timestamp) &&
+        jsonx_add_string_or_null(event, "kind", e->kind) && jsonx_add_string_or_null(event, "hostname", e->hostname) &&
+        jsonx_add_string_or_null(event, "sensor_kind", e->sensor_kind) &&
+        jsonx_add_string_or_null(event, "user", e->user) && cJSON_AddBoolToObject(event, "blocked", e->blocked) &&
+        add_int64(event, "data_size", e->data_size) && add_source(event, e) && add_destination(event, e);
     if (!ok) {
         cJSON_Delete(event);
         return NULL;
@@ -189,12 +188,14 @@ error_code incident_merge_items(const cJSON *current, const cJSON *previous, int
         goto nomem;
     size_t n = 0;
     const cJSON *item;
-    cJSON_ArrayForEach(item, current) {
+    cJSON_ArrayForEach(item, current)
+    {
         if (cJSON_IsObject(item))
             all[n++] = item;
     }
     size_t from_current = n;
-    cJSON_ArrayForEach(item, previous) {
+    cJSON_ArrayForEach(item, previous)
+    {
         if (cJSON_IsObject(item) && !contains_id(all, from_current, incident_item_id(item)))
             all[n++] = item;
     }
@@ -218,12 +219,12 @@ nomem:
 /* ---- Hosts --------------------------------------------------------------- */
 
 typedef struct host_row {
-    const char *hostname;     /* borrowed from the items */
-    int incidents;            /* items touching the host */
-    const char *last_at;      /* latest trigger_time, NULL when none */
-    double max_risk;          /* highest risk_score */
-    bool has_risk;            /* any item had a risk_score */
-    const cJSON *last_item;   /* last item counted, so one item counts once */
+    const char *hostname;   /* borrowed from the items */
+    int incidents;          /* items touching the host */
+    const char *last_at;    /* latest trigger_time, NULL when none */
+    double max_risk;        /* highest risk_score */
+    bool has_risk;          /* any item had a risk_score */
+    const cJSON *last_item; /* last item counted, so one item counts once */
 } host_row;
 
 static host_row *find_host(host_row *rows, size_t count, const char *hostname)
@@ -279,10 +280,13 @@ static bool collect_hosts(const cJSON *items, host_row **rows, size_t *count)
 {
     size_t cap = 0;
     const cJSON *item;
-    cJSON_ArrayForEach(item, items) {
-        const cJSON *events = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(item, "lineage"), "events");
+    cJSON_ArrayForEach(item, items)
+    {
+        const cJSON *events =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(item, "lineage"), "events");
         const cJSON *event;
-        cJSON_ArrayForEach(event, events) {
+        cJSON_ArrayForEach(event, events)
+        {
             const cJSON *host = cJSON_GetObjectItemCaseSensitive(event, "hostname");
             if (!cJSON_IsString(host) || !host->valuestring[0])
                 continue;

@@ -47,8 +47,8 @@ struct cJSON *incident_event_new(const api_event *event);
  * failure they are freed too. Returns ERR_OK or ERR_NOMEM.
  */
 MUST_CHECK error_code incident_set_lineage(struct cJSON *item, const char *status, const char *start_event_id,
-                                const char *end_event_id, struct cJSON *events, struct cJSON *missing,
-                                error_info *err);
+                                           const char *end_event_id, struct cJSON *events, struct cJSON *missing,
+                                           error_info *err);
 
 /*
  * Orders two items newest first: by trigger_time descending (null last),
@@ -63,7 +63,7 @@ int incident_compare_newest(const struct cJSON *a, const struct cJSON *b);
  * *out is a new array the caller owns.
  */
 MUST_CHECK error_code incident_merge_items(const struct cJSON *current, const struct cJSON *previous, int keep,
-                                struct cJSON **out, error_info *err);
+                                           struct cJSON **out, error_info *err);
 
 /*
  * The "hosts" array aggregated over items by the hostnames of their events:

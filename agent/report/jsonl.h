@@ -53,6 +53,6 @@ int jsonl_rotations(const jsonl_writer *w);
  * to recover after a crash which lines of a batch were written.
  */
 MUST_CHECK error_code jsonl_scan(const char *path, int keep, size_t max_line,
-                      void (*fn)(void *user, const char *line, size_t len), void *user, error_info *err);
+                                 void (*fn)(void *user, const char *line, size_t len), void *user, error_info *err);
 
 #endif

@@ -75,7 +75,8 @@ static void render_installer(dynbuf *b, const cJSON *installer)
     dynbuf_printf(b, "} %d\n", cJSON_IsTrue(member(installer, "update_available")) ? 1 : 0);
     int64_t t;
     if (time_member(installer, "checked_at", &t))
-        gauge(b, "outpost_installer_checked_timestamp_seconds", "When the installer version was last checked.", (double)t);
+        gauge(b, "outpost_installer_checked_timestamp_seconds", "When the installer version was last checked.",
+              (double)t);
 }
 
 static void render_last_run(dynbuf *b, const cJSON *last_run)
@@ -109,7 +110,8 @@ static void render_incidents(dynbuf *b, const cJSON *incidents, int64_t response
         {"traced", "outpost_report_incidents_traced", "Incidents traced by the last report."},
         {"untraceable", "outpost_report_incidents_untraceable", "Incidents without lineage ids in the last report."},
         {"failed", "outpost_report_incidents_failed", "Incidents whose lineage or details could not be fetched."},
-        {"api_calls", "outpost_report_api_calls", "HTTP requests made by the last report, token exchanges and retries included."},
+        {"api_calls", "outpost_report_api_calls",
+         "HTTP requests made by the last report, token exchanges and retries included."},
     };
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         const cJSON *v = member(incidents, counts[i].member);

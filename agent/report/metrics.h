@@ -25,6 +25,7 @@ struct cJSON;
 MUST_CHECK error_code metrics_render(const struct cJSON *status, int64_t responses_429, char **text, error_info *err);
 
 /* Renders and writes path atomically (temporary file, then rename). */
-MUST_CHECK error_code metrics_write(const char *path, const struct cJSON *status, int64_t responses_429, error_info *err);
+MUST_CHECK error_code metrics_write(const char *path, const struct cJSON *status, int64_t responses_429,
+                                    error_info *err);
 
 #endif

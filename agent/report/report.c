@@ -95,11 +95,11 @@ bool report_line_id(const char *line, size_t len, char **id)
 }
 
 typedef struct recovery {
-    char **ids;          /* pending ids, sorted */
+    char **ids; /* pending ids, sorted */
     size_t count;
-    cJSON *seen;         /* section.seen */
-    cJSON *failed;       /* section.failed */
-    cJSON *items;        /* recovered items, for status.json; may be NULL */
+    cJSON *seen;   /* section.seen */
+    cJSON *failed; /* section.failed */
+    cJSON *items;  /* recovered items, for status.json; may be NULL */
     int64_t found;
 } recovery;
 
@@ -138,7 +138,8 @@ error_code report_recover(cJSON *section, const char *jsonl_path, int jsonl_keep
 {
     if (found)
         *found = 0;
-    const cJSON *pending = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(section, "pending"), "ids");
+    const cJSON *pending =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(section, "pending"), "ids");
     int n = cJSON_GetArraySize(pending);
     if (n <= 0) {
         cJSON_DeleteItemFromObjectCaseSensitive(section, "pending");
@@ -151,7 +152,8 @@ error_code report_recover(cJSON *section, const char *jsonl_path, int jsonl_keep
         return error_set(err, ERR_NOMEM, "out of memory");
     }
     const cJSON *id;
-    cJSON_ArrayForEach(id, pending) {
+    cJSON_ArrayForEach(id, pending)
+    {
         if (cJSON_IsString(id))
             r.ids[r.count++] = id->valuestring;
     }
@@ -170,25 +172,25 @@ error_code report_recover(cJSON *section, const char *jsonl_path, int jsonl_keep
 /* ---- The working set: listed incidents not yet written ------------------------------ */
 
 typedef enum {
-    OUTCOME_APPEND,      /* new: append and mark seen */
-    OUTCOME_STATUS_ONLY  /* failed, not yet for 24 h: status.json only */
+    OUTCOME_APPEND,     /* new: append and mark seen */
+    OUTCOME_STATUS_ONLY /* failed, not yet for 24 h: status.json only */
 } outcome_kind;
 
 typedef struct listed {
-    cJSON *item;         /* the item without lineage; owned */
-    char *start_id;      /* lineage ends, NULL when absent */
+    cJSON *item;    /* the item without lineage; owned */
+    char *start_id; /* lineage ends, NULL when absent */
     char *end_id;
     bool traceable;
-    bool tracing;        /* holds trace_index (released once written) */
-    size_t trace_index;  /* for trace_result */
-    bool ready;          /* its lineage and events are in: written by this batch */
-    const char *status;  /* lineage status once decided */
+    bool tracing;       /* holds trace_index (released once written) */
+    size_t trace_index; /* for trace_result */
+    bool ready;         /* its lineage and events are in: written by this batch */
+    const char *status; /* lineage status once decided */
     outcome_kind outcome;
 } listed;
 
 /* The newest keep_incidents items of this run, for status.json. */
 typedef struct newest {
-    cJSON **items;       /* owned */
+    cJSON **items; /* owned */
     size_t count, cap;
     int keep;
 } newest;
@@ -199,11 +201,11 @@ typedef struct report_ctx {
     state *s;
     const report_options *opts;
     const char *start_time; /* this poll's start_time */
-    cJSON *section;      /* state "report" */
+    cJSON *section;         /* state "report" */
     cJSON *seen, *failed;
     trace_run *trace;
-    listed *list;        /* the working set: this page, and earlier incidents
-                            still waiting for the open details batch */
+    listed *list; /* the working set: this page, and earlier incidents
+                     still waiting for the open details batch */
     size_t count, cap;
     newest keep;         /* this run's newest items */
     cJSON *previous;     /* status.json's items before this run; may be NULL */
@@ -211,11 +213,11 @@ typedef struct report_ctx {
     bool hold;           /* some incident was left failed: the cursor stays before it */
     int64_t hold_s;      /* the earliest trigger time of those */
     int64_t now_s;
-    int64_t oldest_s;    /* incidents older than this are past the seen window */
+    int64_t oldest_s; /* incidents older than this are past the seen window */
     report_summary sum;
-    error_info first_failure;   /* first incident that failed */
-    bool stopped;        /* a batch could not be written: stop, commit nothing more */
-    bool progress;       /* a person watches: a progress line on stderr */
+    error_info first_failure; /* first incident that failed */
+    bool stopped;             /* a batch could not be written: stop, commit nothing more */
+    bool progress;            /* a person watches: a progress line on stderr */
 } report_ctx;
 
 static bool listed_already(const report_ctx *ctx, const char *id)
@@ -478,8 +480,8 @@ static MUST_CHECK error_code append_ready(report_ctx *ctx, error_info *err)
 /* ---- Step 3: status.json ---------------------------------------------------------- */
 
 /* `report` alone: its outcome as status.json's last_run. */
-static MUST_CHECK error_code last_run_object(const report_options *opts, const error_info *outcome, bool partial, cJSON **out,
-                                  error_info *err)
+static MUST_CHECK error_code last_run_object(const report_options *opts, const error_info *outcome, bool partial,
+                                             cJSON **out, error_info *err)
 {
     char now[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(platform_time_utc_ms() / 1000, now);
@@ -489,7 +491,9 @@ static MUST_CHECK error_code last_run_object(const report_options *opts, const e
         rc = status_run_error(errors, "report", outcome->message, err);
     status_run run = {.started_at = opts->started_at ? opts->started_at : now,
                       .finished_at = now,
-                      .result = outcome->code == ERR_OK ? "ok" : partial ? "partial" : "failed",
+                      .result = outcome->code == ERR_OK ? "ok"
+                                : partial               ? "partial"
+                                                        : "failed",
                       .exit_code = error_exit_code(outcome->code),
                       .errors = errors};
     if (rc == ERR_OK)
@@ -550,7 +554,7 @@ static MUST_CHECK error_code merged_items(report_ctx *ctx, cJSON **items, error_
 
 /* Writes status.json's "incidents" (and "last_run" when last_run). */
 static MUST_CHECK error_code write_status(report_ctx *ctx, const char *cursor, bool last_run, const error_info *outcome,
-                               error_info *err)
+                                          error_info *err)
 {
     char polled_at[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(ctx->now_s, polled_at);
@@ -753,7 +757,7 @@ static MUST_CHECK error_code process_batch(report_ctx *ctx, bool last, error_inf
 /* ---- Listing ---------------------------------------------------------------- */
 
 static MUST_CHECK error_code on_page(void *user, const api_incident *incidents, size_t count, const api_page_info *page,
-                          error_info *err)
+                                     error_info *err)
 {
     report_ctx *ctx = user;
     ctx->sum.pages = page->page;
@@ -830,8 +834,8 @@ static void outcome_of(const report_ctx *ctx, const error_info *listing, error_i
         error_prefix(outcome, "listing incidents");
     } else if (ctx->sum.failed > 0) {
         error_set(outcome, ctx->first_failure.code,
-                  "%" PRId64 " incidents could not be traced (first: %s); the next run retries them",
-                  ctx->sum.failed, ctx->first_failure.message);
+                  "%" PRId64 " incidents could not be traced (first: %s); the next run retries them", ctx->sum.failed,
+                  ctx->first_failure.message);
     }
 }
 
@@ -862,10 +866,9 @@ static MUST_CHECK error_code recover(report_ctx *ctx, error_info *err)
 {
     cJSON *recovered = cJSON_CreateArray();
     char *jsonl_path = config_state_path(ctx->cfg, ctx->cfg->report.jsonl_file);
-    error_code rc = recovered && jsonl_path
-                        ? report_recover(ctx->section, jsonl_path, ctx->cfg->report.jsonl_keep, recovered,
-                                         &ctx->sum.recovered, err)
-                        : error_set(err, ERR_NOMEM, "out of memory");
+    error_code rc = recovered && jsonl_path ? report_recover(ctx->section, jsonl_path, ctx->cfg->report.jsonl_keep,
+                                                             recovered, &ctx->sum.recovered, err)
+                                            : error_set(err, ERR_NOMEM, "out of memory");
     free(jsonl_path);
     while (rc == ERR_OK && recovered->child) {
         cJSON *item = cJSON_DetachItemViaPointer(recovered, recovered->child);
@@ -879,9 +882,13 @@ static MUST_CHECK error_code recover(report_ctx *ctx, error_info *err)
 error_code report_run(const config *cfg, http_client *http, state *s, const report_options *opts,
                       report_summary *summary, error_info *err)
 {
-    report_ctx ctx = {.cfg = cfg, .http = http, .s = s, .opts = opts,
+    report_ctx ctx = {.cfg = cfg,
+                      .http = http,
+                      .s = s,
+                      .opts = opts,
                       .now_s = opts->now_s ? opts->now_s : platform_time_utc_ms() / 1000,
-                      .keep = {.keep = cfg->report.keep_incidents}, .progress = opts->progress};
+                      .keep = {.keep = cfg->report.keep_incidents},
+                      .progress = opts->progress};
     error_clear(&ctx.first_failure);
     ctx.section = state_section(s, "report");
     ctx.seen = ctx.section ? object_member(ctx.section, "seen") : NULL;
@@ -919,9 +926,10 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
         if (listing.code != ERR_OK)
             log_info("report: listing incidents stopped: %s", listing.message);
         if (ctx.progress)
-            fprintf(stderr, "\routpost: report: %d page%s, %" PRId64 " incidents listed, tracing %zu (paced by the "
-                            "API's rate limit)...\n", ctx.sum.pages, ctx.sum.pages == 1 ? "" : "s", ctx.sum.listed,
-                    ctx.count);
+            fprintf(stderr,
+                    "\routpost: report: %d page%s, %" PRId64 " incidents listed, tracing %zu (paced by the "
+                    "API's rate limit)...\n",
+                    ctx.sum.pages, ctx.sum.pages == 1 ? "" : "s", ctx.sum.listed, ctx.count);
         rc = finish(&ctx, &listing, err);
     }
 
@@ -932,8 +940,8 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
     ctx.sum.distinct_events = counts.distinct_events;
     http_client_stats(http, &ctx.sum.stats);
     log_info("report: %" PRId64 " listed, %" PRId64 " new (%" PRId64 " traced, %" PRId64 " untraceable), %" PRId64
-             " failed; %" PRIu64 " lineage and %" PRIu64 " event-details calls for %" PRIu64
-             " events (%" PRIu64 " dropped from the cache); %" PRId64 " API calls",
+             " failed; %" PRIu64 " lineage and %" PRIu64 " event-details calls for %" PRIu64 " events (%" PRIu64
+             " dropped from the cache); %" PRId64 " API calls",
              ctx.sum.listed, ctx.sum.new_count, ctx.sum.traced, ctx.sum.untraceable, ctx.sum.failed,
              (uint64_t)counts.lineage_calls, (uint64_t)counts.details_calls, (uint64_t)counts.distinct_events,
              (uint64_t)counts.evicted_events, ctx.sum.stats.api_calls);

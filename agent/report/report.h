@@ -61,33 +61,33 @@
 
 struct cJSON;
 
-#define REPORT_OVERLAP_S 300              /* re-poll this far behind the cursor */
-#define REPORT_SEEN_MARGIN_S 3600         /* keep seen ids this much longer */
+#define REPORT_OVERLAP_S 300                /* re-poll this far behind the cursor */
+#define REPORT_SEEN_MARGIN_S 3600           /* keep seen ids this much longer */
 #define REPORT_FAILED_GIVE_UP_S (24 * 3600) /* append failed incidents after this long */
 #define REPORT_SORT "trigger_time asc"
-#define REPORT_EVENT_CACHE 4096           /* finished events kept for later pages */
-#define REPORT_CARRY_MAX 1000             /* incidents waiting for the open details batch */
+#define REPORT_EVENT_CACHE 4096 /* finished events kept for later pages */
+#define REPORT_CARRY_MAX 1000   /* incidents waiting for the open details batch */
 
 typedef struct report_options {
-    int64_t now_s;                 /* poll start (UTC seconds); 0: the clock */
-    const char *started_at;        /* ISO time the command started, for last_run */
-    bool write_last_run;           /* `report` alone: write last_run too */
-    bool progress;                 /* a progress line on stderr (a terminal) */
+    int64_t now_s;          /* poll start (UTC seconds); 0: the clock */
+    const char *started_at; /* ISO time the command started, for last_run */
+    bool write_last_run;    /* `report` alone: write last_run too */
+    bool progress;          /* a progress line on stderr (a terminal) */
 } report_options;
 
 typedef struct report_summary {
-    int pages;                     /* incident list pages fetched */
-    int64_t listed;                /* incidents listed */
-    int64_t already_seen;          /* listed but appended by an earlier run (or older
-                                      than the seen window: start_time - margin) */
-    int64_t new_count;             /* appended to incidents.jsonl this run */
-    int64_t traced;                /* of those, traced */
-    int64_t untraceable;           /* of those, without lineage ids */
-    int64_t failed;                /* lineage/details failed (appended or not) */
-    int64_t recovered;             /* pending ids found written after a crash */
-    bool listing_complete;         /* every page was read */
+    int pages;             /* incident list pages fetched */
+    int64_t listed;        /* incidents listed */
+    int64_t already_seen;  /* listed but appended by an earlier run (or older
+                              than the seen window: start_time - margin) */
+    int64_t new_count;     /* appended to incidents.jsonl this run */
+    int64_t traced;        /* of those, traced */
+    int64_t untraceable;   /* of those, without lineage ids */
+    int64_t failed;        /* lineage/details failed (appended or not) */
+    int64_t recovered;     /* pending ids found written after a crash */
+    bool listing_complete; /* every page was read */
     size_t lineage_calls, details_calls, distinct_events;
-    http_stats stats;              /* the client's counters at the end */
+    http_stats stats; /* the client's counters at the end */
 } report_summary;
 
 /*
@@ -99,13 +99,12 @@ typedef struct report_summary {
  * failed), else a write failure. summary may be NULL.
  */
 MUST_CHECK error_code report_run(const config *cfg, http_client *http, state *s, const report_options *opts,
-                      report_summary *summary, error_info *err);
+                                 report_summary *summary, error_info *err);
 
 /* ---- Bookkeeping, exposed for tests ------------------------------------------ */
 
 /* The start_time of the next poll for section at now_s (ISO, into buf). */
-void report_start_time(const struct cJSON *section, int64_t now_s, int64_t initial_lookback_s,
-                       char buf[21]);
+void report_start_time(const struct cJSON *section, int64_t now_s, int64_t initial_lookback_s, char buf[21]);
 
 /*
  * Resolves a `pending` batch left by a crash: ids found in the JSON-lines
@@ -115,7 +114,7 @@ void report_start_time(const struct cJSON *section, int64_t now_s, int64_t initi
  * be NULL).
  */
 MUST_CHECK error_code report_recover(struct cJSON *section, const char *jsonl_path, int jsonl_keep, struct cJSON *items,
-                          int64_t *found, error_info *err);
+                                     int64_t *found, error_info *err);
 
 /* Drops seen ids whose time is older than cursor - overlap - margin. */
 void report_prune_seen(struct cJSON *section, int64_t cursor_s);

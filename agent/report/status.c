@@ -17,7 +17,8 @@ cJSON *status_agent_object(void)
     cJSON *agent = cJSON_CreateObject();
     if (!agent)
         return NULL;
-    if (!cJSON_AddStringToObject(agent, "version", OUTPOST_VERSION) || !cJSON_AddStringToObject(agent, "hostname", host) ||
+    if (!cJSON_AddStringToObject(agent, "version", OUTPOST_VERSION) ||
+        !cJSON_AddStringToObject(agent, "hostname", host) ||
         !cJSON_AddStringToObject(agent, "os", platform_os_name()) ||
         !cJSON_AddStringToObject(agent, "arch", platform_arch())) {
         cJSON_Delete(agent);
@@ -103,7 +104,8 @@ error_code status_write(const config *cfg, const status_parts *parts, error_info
         return error_set(err, ERR_NOMEM, "out of memory while writing the status file");
 
     char *path = config_state_path(cfg, cfg->report.status_file);
-    error_code rc = path ? platform_write_atomic(path, text, strlen(text), err) : error_set(err, ERR_NOMEM, "out of memory");
+    error_code rc =
+        path ? platform_write_atomic(path, text, strlen(text), err) : error_set(err, ERR_NOMEM, "out of memory");
     free(path);
     free(text);
     return rc == ERR_OK ? ERR_OK : error_prefix(err, "cannot write the status file");

@@ -21,9 +21,9 @@ struct cJSON;
 #define STATUS_MAX_BYTES (64 * 1024 * 1024)
 
 typedef struct status_parts {
-    struct cJSON *last_run;   /* replaces "last_run" when not NULL */
-    struct cJSON *installer;  /* replaces "installer" when not NULL */
-    struct cJSON *incidents;  /* replaces "incidents" when not NULL */
+    struct cJSON *last_run;  /* replaces "last_run" when not NULL */
+    struct cJSON *installer; /* replaces "installer" when not NULL */
+    struct cJSON *incidents; /* replaces "incidents" when not NULL */
 } status_parts;
 
 /*
@@ -41,12 +41,12 @@ MUST_CHECK error_code status_read(const config *cfg, struct cJSON **doc, error_i
 
 /* What a run (`run`, or `report` alone) did, for status.json's "last_run". */
 typedef struct status_run {
-    const char *started_at;           /* ISO 8601 UTC */
-    const char *finished_at;          /* ISO 8601 UTC */
-    const char *result;               /* "ok" | "partial" | "failed" */
-    int exit_code;                    /* the run's exit code */
-    const struct cJSON *errors;       /* array of {stage, message} (status_run_error);
-                                         copied; NULL: [] */
+    const char *started_at;     /* ISO 8601 UTC */
+    const char *finished_at;    /* ISO 8601 UTC */
+    const char *result;         /* "ok" | "partial" | "failed" */
+    int exit_code;              /* the run's exit code */
+    const struct cJSON *errors; /* array of {stage, message} (status_run_error);
+                                   copied; NULL: [] */
 } status_run;
 
 /*

@@ -23,30 +23,30 @@
 #include "base/text.h"
 
 typedef enum {
-    EVENT_QUEUED,        /* waiting in the open batch */
-    EVENT_REQUESTED,     /* in an event-details call */
-    EVENT_FETCHED,       /* json holds the mapped event */
-    EVENT_NOT_RETURNED,  /* the call succeeded without it */
-    EVENT_FAILED         /* its call failed after retries */
+    EVENT_QUEUED,       /* waiting in the open batch */
+    EVENT_REQUESTED,    /* in an event-details call */
+    EVENT_FETCHED,      /* json holds the mapped event */
+    EVENT_NOT_RETURNED, /* the call succeeded without it */
+    EVENT_FAILED        /* its call failed after retries */
 } event_state;
 
 typedef struct event_entry {
-    char *id;            /* event id */
-    char *json;          /* mapped event, printed; NULL until fetched */
+    char *id;   /* event id */
+    char *json; /* mapped event, printed; NULL until fetched */
     event_state state;
-    size_t error_index;  /* into run->errors when failed */
-    size_t refs;         /* occurrences in the lineages of live targets */
+    size_t error_index;                /* into run->errors when failed */
+    size_t refs;                       /* occurrences in the lineages of live targets */
     struct event_entry *older, *newer; /* in the cache list while refs == 0 */
-    bool cached;         /* on the cache list */
+    bool cached;                       /* on the cache list */
 } event_entry;
 
 typedef struct target {
-    bool live;           /* submitted and not yet released */
+    bool live;               /* submitted and not yet released */
     char *start_id, *end_id; /* lineage ends */
-    bool done;           /* lineage call finished */
-    bool failed;         /* lineage call failed */
-    error_info error;    /* why */
-    char **ids;          /* lineage, chronological */
+    bool done;               /* lineage call finished */
+    bool failed;             /* lineage call failed */
+    error_info error;        /* why */
+    char **ids;              /* lineage, chronological */
     size_t id_count;
 } target;
 
@@ -61,17 +61,17 @@ struct trace_run {
     int batch_size;
     event_entry **table; /* open addressing; NULL slots are free */
     size_t table_cap, table_used;
-    target *targets;     /* slots; released ones are reused */
+    target *targets; /* slots; released ones are reused */
     size_t target_count, target_cap;
-    size_t *free_slots;  /* released slots, reused first */
+    size_t *free_slots; /* released slots, reused first */
     size_t free_count;
     event_entry *cache_oldest, *cache_newest; /* unreferenced, finished events */
     size_t cache_count, cache_max;
-    event_entry **open;  /* ids waiting for a details call */
+    event_entry **open; /* ids waiting for a details call */
     size_t open_count;
-    error_info *errors;  /* details failures, referenced by entries */
+    error_info *errors; /* details failures, referenced by entries */
     size_t error_count;
-    error_info fatal;    /* set when the run cannot go on (out of memory) */
+    error_info fatal; /* set when the run cannot go on (out of memory) */
     trace_counts counts;
 };
 

@@ -53,7 +53,7 @@ void trace_run_free(trace_run *run);
  * ERR_INTERNAL, in which case nothing was queued.
  */
 MUST_CHECK error_code trace_submit(trace_run *run, const char *start_event_id, const char *end_event_id, size_t *index,
-                        error_info *err);
+                                   error_info *err);
 
 /*
  * Runs every queued call to its end, sending the last partial details
@@ -84,10 +84,10 @@ size_t trace_open_events(const trace_run *run);
 void trace_release(trace_run *run, size_t index);
 
 typedef struct trace_outcome {
-    const char *status;            /* INCIDENT_TRACED or INCIDENT_FAILED */
-    struct cJSON *events;          /* array of mapped events in lineage order (caller owns) */
-    struct cJSON *missing;         /* array of ids details did not return (caller owns) */
-    error_info error;              /* why it failed (status failed) */
+    const char *status;    /* INCIDENT_TRACED or INCIDENT_FAILED */
+    struct cJSON *events;  /* array of mapped events in lineage order (caller owns) */
+    struct cJSON *missing; /* array of ids details did not return (caller owns) */
+    error_info error;      /* why it failed (status failed) */
 } trace_outcome;
 
 /*
@@ -98,11 +98,11 @@ MUST_CHECK error_code trace_result(trace_run *run, size_t index, trace_outcome *
 
 /* Requests by kind, for the trace and tests. */
 typedef struct trace_counts {
-    size_t lineage_calls;          /* event-lineage calls queued */
-    size_t details_calls;          /* event-details calls queued */
-    size_t distinct_events;        /* event ids queued for event-details (an id dropped
-                                      from the cache and needed again counts again) */
-    size_t evicted_events;         /* events dropped from the cache */
+    size_t lineage_calls;   /* event-lineage calls queued */
+    size_t details_calls;   /* event-details calls queued */
+    size_t distinct_events; /* event ids queued for event-details (an id dropped
+                               from the cache and needed again counts again) */
+    size_t evicted_events;  /* events dropped from the cache */
 } trace_counts;
 
 void trace_get_counts(const trace_run *run, trace_counts *counts);

@@ -31,11 +31,11 @@
 #include "platform/private_dir.h"
 #include "platform/win32_error.h"
 
-#define assert_ok(rc, err)                                                                                     \
-    do {                                                                                                       \
-        error_code rc_ = (rc);                                                                                 \
-        if (rc_ != ERR_OK)                                                                                     \
-            fail_msg("%s: %s", error_name(rc_), (err).message);                                               \
+#define assert_ok(rc, err)                                                                                             \
+    do {                                                                                                               \
+        error_code rc_ = (rc);                                                                                         \
+        if (rc_ != ERR_OK)                                                                                             \
+            fail_msg("%s: %s", error_name(rc_), (err).message);                                                        \
     } while (0)
 
 static char self_path[MAX_PATH * 4]; /* this program, UTF-8 */
@@ -272,11 +272,16 @@ static void test_os_error_tables(void **state)
         unsigned long win_error;
         error_code code;
     } win[] = {
-        {ERROR_DISK_FULL, ERR_DISK_FULL},       {ERROR_HANDLE_DISK_FULL, ERR_DISK_FULL},
-        {ERROR_ACCESS_DENIED, ERR_PERMISSION},  {ERROR_PRIVILEGE_NOT_HELD, ERR_PERMISSION},
-        {ERROR_FILE_NOT_FOUND, ERR_NOT_FOUND},  {ERROR_PATH_NOT_FOUND, ERR_NOT_FOUND},
-        {ERROR_BAD_NETPATH, ERR_NOT_FOUND},     {ERROR_NOT_ENOUGH_MEMORY, ERR_NOMEM},
-        {ERROR_WRITE_PROTECT, ERR_IO},          {ERROR_SHARING_VIOLATION, ERR_IO},
+        {ERROR_DISK_FULL, ERR_DISK_FULL},
+        {ERROR_HANDLE_DISK_FULL, ERR_DISK_FULL},
+        {ERROR_ACCESS_DENIED, ERR_PERMISSION},
+        {ERROR_PRIVILEGE_NOT_HELD, ERR_PERMISSION},
+        {ERROR_FILE_NOT_FOUND, ERR_NOT_FOUND},
+        {ERROR_PATH_NOT_FOUND, ERR_NOT_FOUND},
+        {ERROR_BAD_NETPATH, ERR_NOT_FOUND},
+        {ERROR_NOT_ENOUGH_MEMORY, ERR_NOMEM},
+        {ERROR_WRITE_PROTECT, ERR_IO},
+        {ERROR_SHARING_VIOLATION, ERR_IO},
         {ERROR_SUCCESS, ERR_IO},
     };
     for (size_t i = 0; i < sizeof win / sizeof win[0]; i++)
@@ -289,9 +294,9 @@ static void test_spawn_argument_quoting(void **state)
 {
     (void)state;
     char *out = join(scratch, "echo-\xc3\xa9.txt");
-    const char *args[] = {"--echo",     out,        "plain",         "two words",  "",
-                          "q\"uote",    "trail\\",  "back\\\\\"q",   "a\\b c\\",   "\xc3\xbc\xe6\x97\xa5",
-                          "tab\there",  NULL};
+    const char *args[] = {"--echo",    out,       "plain",       "two words", "",
+                          "q\"uote",   "trail\\", "back\\\\\"q", "a\\b c\\",  "\xc3\xbc\xe6\x97\xa5",
+                          "tab\there", NULL};
     platform_spawn_result r = run_self(args, 60000);
     assert_int_equal(r.exit_code, 0);
     assert_false(r.timed_out);
@@ -429,7 +434,7 @@ static void test_dir_trust_rules(void **state)
     } cases[] = {
         {L"O:SYD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)", true, NULL},
         {L"O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)", true, NULL}, /* Users read */
-        {L"O:S-1-5-21-1-2-3-1001D:P(A;OICI;FA;;;S-1-5-21-1-2-3-1001)", true, NULL},      /* the running user */
+        {L"O:S-1-5-21-1-2-3-1001D:P(A;OICI;FA;;;S-1-5-21-1-2-3-1001)", true, NULL},     /* the running user */
         {L"O:S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464D:P(A;;FA;;;SY)", true, NULL},
         {L"O:SYD:P(A;OICI;FA;;;SY)(A;OICIIO;GA;;;CO)(A;;FA;;;OW)", true, NULL}, /* CREATOR OWNER, OWNER RIGHTS */
         {L"O:SYD:P(A;;FR;;;WD)(A;;FX;;;AU)", true, NULL},
@@ -437,12 +442,12 @@ static void test_dir_trust_rules(void **state)
         {L"O:SYD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;OICIIOID;GA;;;CO)(A;OICIID;0x1200a9;;;BU)"
          L"(A;CIID;DCLCRPCR;;;BU)",
          false, "writable by Users (S-1-5-32-545)"},
-        {L"O:SYD:P(A;;0x2;;;BU)", false, "writable by Users"},      /* FILE_ADD_FILE */
-        {L"O:SYD:P(A;;0x4;;;AU)", false, "Authenticated Users"},    /* FILE_ADD_SUBDIRECTORY */
-        {L"O:SYD:P(A;;0x40;;;BU)", false, "writable by Users"},     /* FILE_DELETE_CHILD */
-        {L"O:SYD:P(A;;SD;;;BU)", false, "writable by Users"},       /* DELETE */
-        {L"O:SYD:P(A;;WD;;;BU)", false, "writable by Users"},       /* WRITE_DAC */
-        {L"O:SYD:P(A;;WO;;;BU)", false, "writable by Users"},       /* WRITE_OWNER */
+        {L"O:SYD:P(A;;0x2;;;BU)", false, "writable by Users"},   /* FILE_ADD_FILE */
+        {L"O:SYD:P(A;;0x4;;;AU)", false, "Authenticated Users"}, /* FILE_ADD_SUBDIRECTORY */
+        {L"O:SYD:P(A;;0x40;;;BU)", false, "writable by Users"},  /* FILE_DELETE_CHILD */
+        {L"O:SYD:P(A;;SD;;;BU)", false, "writable by Users"},    /* DELETE */
+        {L"O:SYD:P(A;;WD;;;BU)", false, "writable by Users"},    /* WRITE_DAC */
+        {L"O:SYD:P(A;;WO;;;BU)", false, "writable by Users"},    /* WRITE_OWNER */
         {L"O:SYD:P(A;;FW;;;WD)", false, "writable by Everyone (S-1-1-0)"},
         {L"O:SYD:P(A;OICIIO;GW;;;AU)", false, "Authenticated Users"}, /* what new files would grant */
         {L"O:SYD:P(A;;GA;;;S-1-5-21-9-9-9-1002)", false, "writable by S-1-5-21-9-9-9-1002"},
@@ -495,9 +500,9 @@ static void test_private_dir_created_and_checked(void **state)
     MultiByteToWideChar(CP_UTF8, 0, dir, -1, wdir, MAX_PATH * 2);
     PSECURITY_DESCRIPTOR sd = NULL;
     ACL *dacl = NULL;
-    assert_int_equal(GetNamedSecurityInfoW(wdir, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &dacl, NULL,
-                                           &sd),
-                     ERROR_SUCCESS);
+    assert_int_equal(
+        GetNamedSecurityInfoW(wdir, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &dacl, NULL, &sd),
+        ERROR_SUCCESS);
     SECURITY_DESCRIPTOR_CONTROL control = 0;
     DWORD revision = 0;
     assert_true(GetSecurityDescriptorControl(sd, &control, &revision));
@@ -533,8 +538,9 @@ static void test_private_dir_created_and_checked(void **state)
     BOOL present = FALSE, defaulted = FALSE;
     ACL *loose_dacl = NULL;
     assert_true(GetSecurityDescriptorDacl(loose, &present, &loose_dacl, &defaulted));
-    DWORD e = SetNamedSecurityInfoW(wsub, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION,
-                                    NULL, NULL, loose_dacl, NULL);
+    DWORD e =
+        SetNamedSecurityInfoW(wsub, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION,
+                              NULL, NULL, loose_dacl, NULL);
     LocalFree(loose);
     assert_int_equal(e, ERROR_SUCCESS);
     assert_int_equal(platform_check_private_dir(sub, &err), ERR_PERMISSION);
@@ -664,8 +670,7 @@ int main(int argc, char **argv)
 
     wchar_t wself[MAX_PATH];
     DWORD n = GetModuleFileNameW(NULL, wself, MAX_PATH);
-    if (n == 0 || n >= MAX_PATH ||
-        !WideCharToMultiByte(CP_UTF8, 0, wself, -1, self_path, sizeof self_path, NULL, NULL))
+    if (n == 0 || n >= MAX_PATH || !WideCharToMultiByte(CP_UTF8, 0, wself, -1, self_path, sizeof self_path, NULL, NULL))
         return 1;
     const char *base = getenv("OUTPOST_TEST_TMP");
     char *dir_base = NULL;

@@ -26,7 +26,8 @@ static void map_events(const api_envelope *env, cJSON *item)
     cJSON *missing = cJSON_CreateArray();
     size_t i = 0;
     const cJSON *object;
-    cJSON_ArrayForEach(object, env->resources) {
+    cJSON_ArrayForEach(object, env->resources)
+    {
         api_event event;
         error_info err;
         if (api_event_view("event-details", i++, object, &event, &err) != ERR_OK) {
@@ -48,7 +49,8 @@ static void map_incidents(const api_envelope *env)
     cJSON *items = cJSON_CreateArray();
     size_t i = 0;
     const cJSON *object;
-    cJSON_ArrayForEach(object, env->resources) {
+    cJSON_ArrayForEach(object, env->resources)
+    {
         api_incident incident;
         error_info err;
         if (api_incident_view("incidents/list", i++, object, &incident, &err) != ERR_OK) {

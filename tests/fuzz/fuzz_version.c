@@ -23,8 +23,9 @@ static void check_valid(const char *v)
         return;
     }
     size_t len = strlen(v);
-    if (len == 0 || len > VERSION_MAX_LENGTH || strspn(v, "0123456789abcdefghijklmnopqrstuvwxyz"
-                                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ.+-") != len)
+    if (len == 0 || len > VERSION_MAX_LENGTH ||
+        strspn(v, "0123456789abcdefghijklmnopqrstuvwxyz"
+                  "ABCDEFGHIJKLMNOPQRSTUVWXYZ.+-") != len)
         abort();
     if (v[0] == '.' || strcmp(v, "..") == 0)
         abort();

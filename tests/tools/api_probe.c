@@ -134,7 +134,8 @@ static error_code cmd_burst(probe *p, int argc, char **argv, error_info *err)
         http_request req;
         memset(&req, 0, sizeof req);
         if (strcmp(which, "incidents") == 0) {
-            req = (http_request){HTTP_POST, API_ROUTE_INCIDENTS, "{\"page_request\":{\"size\":1}}", 0, "incidents/list"};
+            req =
+                (http_request){HTTP_POST, API_ROUTE_INCIDENTS, "{\"page_request\":{\"size\":1}}", 0, "incidents/list"};
         } else if (strcmp(which, "details-get") == 0) {
             snprintf(path, sizeof path, "%s?ids=probe-%d&include_content=false", API_ROUTE_DETAILS, i);
             req = (http_request){HTTP_GET, path, NULL, 0, "event-details"};
@@ -322,7 +323,7 @@ typedef struct bench {
     http_client *http;
     int batch;
     id_set unique;
-    char **pending;             /* ids waiting for a full batch */
+    char **pending; /* ids waiting for a full batch */
     int pending_count;
     int pairs_cap, pairs_count;
     char **starts, **ends;
@@ -377,8 +378,7 @@ static void bench_flush(bench *b)
     b->pending_count = 0;
 }
 
-static void bench_lineage_done(void *user, error_code code, const error_info *err, const char *const *ids,
-                               size_t count)
+static void bench_lineage_done(void *user, error_code code, const error_info *err, const char *const *ids, size_t count)
 {
     bench *b = user;
     if (code != ERR_OK) {

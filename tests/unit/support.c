@@ -16,7 +16,6 @@
 
 #include "platform/platform.h"
 
-
 char *support_tempdir(const char *tag)
 {
     const char *base = getenv("OUTPOST_TEST_TMP");

@@ -242,7 +242,8 @@ static void test_event_view_wrong_types(void **state)
         const char *text;
         const char *message;
     } cases[] = {
-        {"{\"id\":\"e\",\"action\":{\"blocked\":\"no\"}}", "event-details: resources[2].action.blocked is not a boolean"},
+        {"{\"id\":\"e\",\"action\":{\"blocked\":\"no\"}}",
+         "event-details: resources[2].action.blocked is not a boolean"},
         {"{\"id\":\"e\",\"action\":{\"data_size\":1.5}}", "resources[2].action.data_size is not an integer"},
         {"{\"id\":\"e\",\"action\":{\"data_size\":\"12kb\"}}", "action.data_size is not an integer"},
         {"{\"id\":\"e\",\"action\":[]}", "resources[2].action is not an object"},
@@ -279,13 +280,13 @@ static void test_unspecified(void **state)
 /* ---- routes over the fake transport ------------------------------------------------- */
 
 typedef struct server {
-    int pages;                  /* pages served so far */
-    int page_count;             /* pages to serve */
-    const char *end_style;      /* "empty", "null", "absent", "repeat" */
+    int pages;             /* pages served so far */
+    int page_count;        /* pages to serve */
+    const char *end_style; /* "empty", "null", "absent", "repeat" */
     char last_url[512];
     char last_body[1024];
     char first_incidents_body[1024];
-    const char *override;       /* answer every API call with this body */
+    const char *override; /* answer every API call with this body */
 } server;
 
 static error_code fake(void *ctx, const char *method, const char *url, const char *body, size_t body_len,
@@ -379,7 +380,7 @@ typedef struct pages_seen {
     int pages;
     int incidents;
     int traceable;
-    int stop_at;                /* return an error on this page (0: never) */
+    int stop_at; /* return an error on this page (0: never) */
 } pages_seen;
 
 static error_code on_page(void *user, const api_incident *items, size_t count, const api_page_info *page,

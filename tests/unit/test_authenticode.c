@@ -20,18 +20,17 @@
 #include "platform/platform.h"
 
 /* A throwaway EC root: the trust configuration every test needs. */
-static const char test_root[] =
-    "-----BEGIN CERTIFICATE-----\n"
-    "MIIBjzCCATWgAwIBAgIUEOvN2e4wP4FowjdJ3PbAqXrKQ9EwCgYIKoZIzj0EAwIw\n"
-    "HDEaMBgGA1UEAwwRT3V0cG9zdCBGdXp6IFJvb3QwIBcNMjYxMTIxMTkyMDA5WhgP\n"
-    "MjEyNjEwMjgxOTIwMDlaMBwxGjAYBgNVBAMMEU91dHBvc3QgRnV6eiBSb290MFkw\n"
-    "EwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE2PT871+5Zbds8fq4rfe1lkaKCn++blSY\n"
-    "5LQrg2MLbyCl0vZMoN6fhTaHLaIf2vtvLIBGivIjsUEyMzzi5tMr86NTMFEwHQYD\n"
-    "VR0OBBYEFJlRrm2B9SItGGZ+FOEpnJB0G0Y4MB8GA1UdIwQYMBaAFJlRrm2B9SIt\n"
-    "GGZ+FOEpnJB0G0Y4MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIh\n"
-    "AJqjPqfb7tNJEYd6jMrAU8HeUGAoCI3iXtpHJ9NcV2o1AiACD6oKU3fVr/Dsdz+z\n"
-    "zkPDdthC+SzIRlXZENJ9cHGyew==\n"
-    "-----END CERTIFICATE-----\n";
+static const char test_root[] = "-----BEGIN CERTIFICATE-----\n"
+                                "MIIBjzCCATWgAwIBAgIUEOvN2e4wP4FowjdJ3PbAqXrKQ9EwCgYIKoZIzj0EAwIw\n"
+                                "HDEaMBgGA1UEAwwRT3V0cG9zdCBGdXp6IFJvb3QwIBcNMjYxMTIxMTkyMDA5WhgP\n"
+                                "MjEyNjEwMjgxOTIwMDlaMBwxGjAYBgNVBAMMEU91dHBvc3QgRnV6eiBSb290MFkw\n"
+                                "EwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE2PT871+5Zbds8fq4rfe1lkaKCn++blSY\n"
+                                "5LQrg2MLbyCl0vZMoN6fhTaHLaIf2vtvLIBGivIjsUEyMzzi5tMr86NTMFEwHQYD\n"
+                                "VR0OBBYEFJlRrm2B9SItGGZ+FOEpnJB0G0Y4MB8GA1UdIwQYMBaAFJlRrm2B9SIt\n"
+                                "GGZ+FOEpnJB0G0Y4MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIh\n"
+                                "AJqjPqfb7tNJEYd6jMrAU8HeUGAoCI3iXtpHJ9NcV2o1AiACD6oKU3fVr/Dsdz+z\n"
+                                "zkPDdthC+SzIRlXZENJ9cHGyew==\n"
+                                "-----END CERTIFICATE-----\n";
 
 static char ca_path[1024];
 
@@ -187,15 +186,50 @@ typedef struct pe_case {
     authenticode_verdict verdict;
 } pe_case;
 
-static void no_mz(uint8_t *b, size_t *len) { (void)len; b[0] = 'X'; }
-static void lfanew_past_end(uint8_t *b, size_t *len) { (void)len; put32(b + 0x3c, 0xFFFFFFF0u); }
-static void lfanew_at_end(uint8_t *b, size_t *len) { put32(b + 0x3c, (uint32_t)(*len - 4)); }
-static void no_pe_signature(uint8_t *b, size_t *len) { (void)len; b[PE_NT] = 'X'; }
-static void bad_magic(uint8_t *b, size_t *len) { (void)len; put16(b + PE_OPT, 0x107); }
-static void tiny_optional_header(uint8_t *b, size_t *len) { (void)len; put16(b + PE_NT + 20, 16); }
-static void huge_optional_header(uint8_t *b, size_t *len) { (void)len; put16(b + PE_NT + 20, 0xFFFF); }
-static void few_directories(uint8_t *b, size_t *len) { (void)len; put32(b + PE_OPT + 108, 4); }
-static void half_empty_directory(uint8_t *b, size_t *len) { (void)len; put32(b + security_entry(true), 512); }
+static void no_mz(uint8_t *b, size_t *len)
+{
+    (void)len;
+    b[0] = 'X';
+}
+static void lfanew_past_end(uint8_t *b, size_t *len)
+{
+    (void)len;
+    put32(b + 0x3c, 0xFFFFFFF0u);
+}
+static void lfanew_at_end(uint8_t *b, size_t *len)
+{
+    put32(b + 0x3c, (uint32_t)(*len - 4));
+}
+static void no_pe_signature(uint8_t *b, size_t *len)
+{
+    (void)len;
+    b[PE_NT] = 'X';
+}
+static void bad_magic(uint8_t *b, size_t *len)
+{
+    (void)len;
+    put16(b + PE_OPT, 0x107);
+}
+static void tiny_optional_header(uint8_t *b, size_t *len)
+{
+    (void)len;
+    put16(b + PE_NT + 20, 16);
+}
+static void huge_optional_header(uint8_t *b, size_t *len)
+{
+    (void)len;
+    put16(b + PE_NT + 20, 0xFFFF);
+}
+static void few_directories(uint8_t *b, size_t *len)
+{
+    (void)len;
+    put32(b + PE_OPT + 108, 4);
+}
+static void half_empty_directory(uint8_t *b, size_t *len)
+{
+    (void)len;
+    put32(b + security_entry(true), 512);
+}
 static void table_past_end(uint8_t *b, size_t *len)
 {
     put32(b + security_entry(true), 512);
@@ -264,8 +298,8 @@ static void test_pe_header_cases(void **state)
 }
 
 /* A DER SEQUENCE that is not a SignedData. */
-static const uint8_t not_signed_data[] = {0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7,
-                                          0x0d, 0x01, 0x07, 0x01, 0xa0, 0x00};
+static const uint8_t not_signed_data[] = {0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86,
+                                          0xf7, 0x0d, 0x01, 0x07, 0x01, 0xa0, 0x00};
 
 static void test_certificate_table_entries(void **state)
 {
@@ -370,19 +404,43 @@ static const uint8_t der_huge_length[] = {0x30, 0x84, 0xff, 0xff, 0xff, 0xff, SI
 static const uint8_t der_no_content[] = {0x30, 0x0b, SIGNED_DATA_OID};
 static const uint8_t der_trailing[] = {0x30, 0x0b, SIGNED_DATA_OID, 0x00};
 /* SignedData with an empty SET of signers. */
-static const uint8_t der_no_signer[] = {0x30, 0x1e, SIGNED_DATA_OID, 0xa0, 0x11, 0x30, 0x0f, 0x02, 0x01, 0x01, 0x31,
-                                        0x00, 0x30, 0x06, 0x06, 0x04, 0x2b, 0x06, 0x01, 0x04, 0x31, 0x00};
+static const uint8_t der_no_signer[] = {0x30, 0x1e, SIGNED_DATA_OID,
+                                        0xa0, 0x11, 0x30,
+                                        0x0f, 0x02, 0x01,
+                                        0x01, 0x31, 0x00,
+                                        0x30, 0x06, 0x06,
+                                        0x04, 0x2b, 0x06,
+                                        0x01, 0x04, 0x31,
+                                        0x00};
 /* Same, with an OID-less encapsulated content and a non-SET signers field. */
-static const uint8_t der_bad_signers[] = {0x30, 0x1e, SIGNED_DATA_OID, 0xa0, 0x11, 0x30, 0x0f, 0x02, 0x01, 0x01, 0x31,
-                                          0x00, 0x30, 0x06, 0x06, 0x04, 0x2b, 0x06, 0x01, 0x04, 0x30, 0x00};
+static const uint8_t der_bad_signers[] = {0x30, 0x1e, SIGNED_DATA_OID,
+                                          0xa0, 0x11, 0x30,
+                                          0x0f, 0x02, 0x01,
+                                          0x01, 0x31, 0x00,
+                                          0x30, 0x06, 0x06,
+                                          0x04, 0x2b, 0x06,
+                                          0x01, 0x04, 0x30,
+                                          0x00};
 /* One signer whose SignerInfo is an empty SEQUENCE. */
-static const uint8_t der_empty_signer[] = {0x30, 0x20, SIGNED_DATA_OID, 0xa0, 0x13, 0x30, 0x11, 0x02, 0x01, 0x01,
-                                           0x31, 0x00, 0x30, 0x06, 0x06, 0x04, 0x2b, 0x06, 0x01, 0x04, 0x31, 0x02,
-                                           0x30, 0x00};
+static const uint8_t der_empty_signer[] = {0x30, 0x20, SIGNED_DATA_OID,
+                                           0xa0, 0x13, 0x30,
+                                           0x11, 0x02, 0x01,
+                                           0x01, 0x31, 0x00,
+                                           0x30, 0x06, 0x06,
+                                           0x04, 0x2b, 0x06,
+                                           0x01, 0x04, 0x31,
+                                           0x02, 0x30, 0x00};
 /* One signer identified by subjectKeyIdentifier ([0]): unsupported, so malformed. */
-static const uint8_t der_ski_signer[] = {0x30, 0x25, SIGNED_DATA_OID, 0xa0, 0x18, 0x30, 0x16, 0x02, 0x01, 0x01,
-                                         0x31, 0x00, 0x30, 0x06, 0x06, 0x04, 0x2b, 0x06, 0x01, 0x04, 0x31, 0x07,
-                                         0x30, 0x05, 0x02, 0x01, 0x03, 0x80, 0x00};
+static const uint8_t der_ski_signer[] = {0x30, 0x25, SIGNED_DATA_OID,
+                                         0xa0, 0x18, 0x30,
+                                         0x16, 0x02, 0x01,
+                                         0x01, 0x31, 0x00,
+                                         0x30, 0x06, 0x06,
+                                         0x04, 0x2b, 0x06,
+                                         0x01, 0x04, 0x31,
+                                         0x07, 0x30, 0x05,
+                                         0x02, 0x01, 0x03,
+                                         0x80, 0x00};
 
 static const der_case der_cases[] = {
     {"empty", der_empty_seq, 0},
@@ -467,17 +525,17 @@ static void make_cfb(uint8_t *b)
     put16(b + 0x1c, 0xfffe);
     put16(b + 0x1e, 9);
     put16(b + 0x20, 6);
-    put32(b + 0x2c, 1);           /* one FAT sector */
-    put32(b + 0x30, 1);           /* directory at sector 1 */
-    put32(b + 0x38, 4096);        /* mini stream cutoff */
-    put32(b + 0x3c, 0xfffffffe);  /* no mini FAT */
-    put32(b + 0x44, 0xfffffffe);  /* no DIFAT sectors */
+    put32(b + 0x2c, 1);          /* one FAT sector */
+    put32(b + 0x30, 1);          /* directory at sector 1 */
+    put32(b + 0x38, 4096);       /* mini stream cutoff */
+    put32(b + 0x3c, 0xfffffffe); /* no mini FAT */
+    put32(b + 0x44, 0xfffffffe); /* no DIFAT sectors */
     memset(b + 0x4c, 0xff, 109 * 4);
-    put32(b + 0x4c, 0);           /* FAT in sector 0 */
+    put32(b + 0x4c, 0); /* FAT in sector 0 */
     uint8_t *fat = b + 512;
     memset(fat, 0xff, 512);
-    put32(fat, 0xfffffffd);       /* sector 0: FAT */
-    put32(fat + 4, 0xfffffffe);   /* sector 1: end of the directory chain */
+    put32(fat, 0xfffffffd);     /* sector 0: FAT */
+    put32(fat + 4, 0xfffffffe); /* sector 1: end of the directory chain */
     uint8_t *dir = b + 1024;
     const char *root = "Root Entry";
     for (size_t i = 0; root[i]; i++)
@@ -516,15 +574,42 @@ static void test_cfb_unsigned(void **state)
     assert_int_equal(judge(b, sizeof b, &r), AUTHENTICODE_UNSIGNED);
 }
 
-static void cfb_bad_version(uint8_t *b) { put16(b + 0x1a, 5); }
-static void cfb_bad_sector_shift(uint8_t *b) { put16(b + 0x1e, 12); }
-static void cfb_directory_loop(uint8_t *b) { put32(b + 512 + 4, 1); }
-static void cfb_directory_past_end(uint8_t *b) { put32(b + 0x30, 1000); }
-static void cfb_fat_past_end(uint8_t *b) { put32(b + 0x4c, 77); }
-static void cfb_too_many_fat_sectors(uint8_t *b) { put32(b + 0x2c, 0x40000000); }
-static void cfb_root_is_its_own_child(uint8_t *b) { put32(b + 1024 + 0x4c, 0); }
-static void cfb_child_out_of_range(uint8_t *b) { put32(b + 1024 + 0x4c, 99999); }
-static void cfb_child_unused(uint8_t *b) { put32(b + 1024 + 0x4c, 2); }
+static void cfb_bad_version(uint8_t *b)
+{
+    put16(b + 0x1a, 5);
+}
+static void cfb_bad_sector_shift(uint8_t *b)
+{
+    put16(b + 0x1e, 12);
+}
+static void cfb_directory_loop(uint8_t *b)
+{
+    put32(b + 512 + 4, 1);
+}
+static void cfb_directory_past_end(uint8_t *b)
+{
+    put32(b + 0x30, 1000);
+}
+static void cfb_fat_past_end(uint8_t *b)
+{
+    put32(b + 0x4c, 77);
+}
+static void cfb_too_many_fat_sectors(uint8_t *b)
+{
+    put32(b + 0x2c, 0x40000000);
+}
+static void cfb_root_is_its_own_child(uint8_t *b)
+{
+    put32(b + 1024 + 0x4c, 0);
+}
+static void cfb_child_out_of_range(uint8_t *b)
+{
+    put32(b + 1024 + 0x4c, 99999);
+}
+static void cfb_child_unused(uint8_t *b)
+{
+    put32(b + 1024 + 0x4c, 2);
+}
 static void cfb_sibling_loop(uint8_t *b)
 {
     add_stream(b);
@@ -545,7 +630,10 @@ static void cfb_unterminated_name(uint8_t *b)
     add_stream(b);
     b[1024 + 128 + 2] = 'B';
 }
-static void cfb_first_entry_not_root(uint8_t *b) { b[1024 + 0x42] = 1; }
+static void cfb_first_entry_not_root(uint8_t *b)
+{
+    b[1024 + 0x42] = 1;
+}
 static void cfb_huge_stream(uint8_t *b)
 {
     add_stream(b);
@@ -561,7 +649,10 @@ static void cfb_unknown_type(uint8_t *b)
     add_stream(b);
     b[1024 + 128 + 0x42] = 7;
 }
-static void cfb_last_sector_free(uint8_t *b) { put32(b + 512 + 4, 0xffffffff); }
+static void cfb_last_sector_free(uint8_t *b)
+{
+    put32(b + 512 + 4, 0xffffffff);
+}
 
 typedef struct cfb_case {
     const char *name;

@@ -19,7 +19,7 @@
 /* ---- an injected random source --------------------------------------------------- */
 
 typedef struct fixed_random {
-    uint64_t value;     /* what every draw returns */
+    uint64_t value; /* what every draw returns */
 } fixed_random;
 
 static int64_t zero_clock(void *ctx)
@@ -52,17 +52,17 @@ static void test_ceiling(void **state)
         int retry;
         int64_t base, cap, want;
     } cases[] = {
-        {1, 500, 30000, 500},        /* the first retry: base */
+        {1, 500, 30000, 500}, /* the first retry: base */
         {2, 500, 30000, 1000},
         {3, 500, 30000, 2000},
         {6, 500, 30000, 16000},
-        {7, 500, 30000, 30000},      /* 32000 capped */
-        {60, 500, 30000, 30000},     /* no overflow however many retries */
+        {7, 500, 30000, 30000},  /* 32000 capped */
+        {60, 500, 30000, 30000}, /* no overflow however many retries */
         {1000000, 500, 30000, 30000},
-        {0, 500, 30000, 500},        /* retry < 1 counts as the first */
+        {0, 500, 30000, 500}, /* retry < 1 counts as the first */
         {-5, 500, 30000, 500},
-        {3, -100, 30000, 0},         /* a negative base is 0 */
-        {3, 500, 100, 500},          /* a cap below the base is the base */
+        {3, -100, 30000, 0}, /* a negative base is 0 */
+        {3, 500, 100, 500},  /* a cap below the base is the base */
         {1, BACKOFF_BASE_MS, BACKOFF_CAP_MS, BACKOFF_BASE_MS},
         {40, BACKOFF_BASE_MS, BACKOFF_CAP_MS, BACKOFF_CAP_MS},
     };
@@ -86,12 +86,11 @@ static void test_delay_is_uniform_up_to_the_ceiling(void **state)
         int retry;
         int64_t want;
     } cases[] = {
-        {0, 3, 0},          /* the low end is reachable */
-        {2000, 3, 2000},    /* ... and the ceiling itself: [0, 2000] has 2001 values */
-        {2001, 3, 0},       /* draws wrap modulo 2001 */
-        {1234, 3, 1234},
-        {700, 1, 199},      /* ceiling 500: 700 % 501 */
-        {12345, 0, 321},    /* retry 0 as retry 1: 12345 % 501 */
+        {0, 3, 0},                      /* the low end is reachable */
+        {2000, 3, 2000},                /* ... and the ceiling itself: [0, 2000] has 2001 values */
+        {2001, 3, 0},                   /* draws wrap modulo 2001 */
+        {1234, 3, 1234}, {700, 1, 199}, /* ceiling 500: 700 % 501 */
+        {12345, 0, 321},                /* retry 0 as retry 1: 12345 % 501 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         f.value = cases[i].draw;
@@ -130,14 +129,14 @@ static void test_retry_after_accepted(void **state)
         {"120", 120000},
         {"0", 0},
         {" 0 ", 0},
-        {"\t7\r\n", 7000},                               /* header folding leftovers */
+        {"\t7\r\n", 7000}, /* header folding leftovers */
         {"007", 7000},
         {"99999999999999999999999", INT64_MAX / 1000 / 10 * 1000}, /* saturates, never wraps */
-        {"Sun, 06 Nov 1994 08:49:37 GMT", 37000},        /* IMF-fixdate */
-        {"Sunday, 06-Nov-94 08:49:37 GMT", 37000},       /* RFC 850 */
-        {"Sun Nov  6 08:49:37 1994", 37000},             /* asctime */
+        {"Sun, 06 Nov 1994 08:49:37 GMT", 37000},                  /* IMF-fixdate */
+        {"Sunday, 06-Nov-94 08:49:37 GMT", 37000},                 /* RFC 850 */
+        {"Sun Nov  6 08:49:37 1994", 37000},                       /* asctime */
         {"  Sun, 06 Nov 1994 08:50:00 GMT  ", 60000},
-        {"Sun, 06 Nov 1994 08:00:00 GMT", 0},            /* in the past: now */
+        {"Sun, 06 Nov 1994 08:00:00 GMT", 0}, /* in the past: now */
         {"Thu, 01 Jan 1970 00:00:00 GMT", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -153,11 +152,18 @@ static void test_retry_after_refused_leaves_the_delay_alone(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "", "   ", "soon", "-1", "+5", "1.5", "12s", "1 2",
-        "Sun, 06 Nov 1994 08:49:37 PST",     /* only GMT */
-        "Sun, 32 Nov 1994 08:49:37 GMT",     /* no 32nd */
-        "Sun, 06 Foo 1994 08:49:37 GMT",     /* no such month */
-        "Sun, 06 Nov 1994 24:00:00 GMT",     /* no hour 24 */
+        "",
+        "   ",
+        "soon",
+        "-1",
+        "+5",
+        "1.5",
+        "12s",
+        "1 2",
+        "Sun, 06 Nov 1994 08:49:37 PST", /* only GMT */
+        "Sun, 32 Nov 1994 08:49:37 GMT", /* no 32nd */
+        "Sun, 06 Foo 1994 08:49:37 GMT", /* no such month */
+        "Sun, 06 Nov 1994 24:00:00 GMT", /* no hour 24 */
         "Sun, 06 Nov 1994 08:49:37 GMT trailing",
         "Sun, 06 Nov 1994 08:49:37 GMT, 07 Nov 1994 08:49:37 GMT",
         "Sun, 06 Nov 1994 08:49:37 GMT 000000000000000000000000000000000000000000000000", /* longer than any */

@@ -72,7 +72,9 @@ static int teardown(void **ctx)
 static void stage_pe(fixture *f, const char *version)
 {
     unsigned char pe[4096] = {0};
-    pe[0] = 'M'; pe[1] = 'Z'; pe[0x3C] = 0x80;
+    pe[0] = 'M';
+    pe[1] = 'Z';
+    pe[0x3C] = 0x80;
     memcpy(pe + 0x80, "PE\0\0", 4);
     for (size_t i = 0x100; i < sizeof pe; i++)
         pe[i] = (unsigned char)(i * 7);
@@ -126,7 +128,7 @@ static void check_reproducible(fixture *f, bundle_format format, const char *ext
     assert_memory_equal(a, b, len1);
     if (format == BUNDLE_TAR_GZ) {
         assert_int_equal((unsigned char)a[0], 0x1f);
-        assert_int_equal(a[3] & 0x08, 0); /* FNAME flag: no file name */
+        assert_int_equal(a[3] & 0x08, 0);               /* FNAME flag: no file name */
         assert_int_equal(a[4] | a[5] | a[6] | a[7], 0); /* MTIME: none */
     } else {
         assert_memory_equal(a, "PK\3\4", 4);

@@ -65,9 +65,11 @@ static void test_full_example(void **state)
         "{\"base_url\": \"https://tenant.example.com/public/\", \"api_key_file\": \"/etc/outpost/api_key\","
         " \"state_dir\": \"/tmp/x\", \"tls\": {\"ca_file\": null, \"pinned_public_key\": \"sha256//abc=\"},"
         " \"proxy\": \"http://proxy:3128\","
-        " \"installer\": {\"platform\": \"windows\", \"installed_version\": \"24.3.0\", \"installed_version_file\": null,"
+        " \"installer\": {\"platform\": \"windows\", \"installed_version\": \"24.3.0\", \"installed_version_file\": "
+        "null,"
         "   \"keep_versions\": 3, \"verify\": {\"require_signature\": false, \"trusted_ca_file\": \"/ca.pem\","
-        "   \"signer_subject\": \"Example\", \"require_version_match\": true, \"expected_sha256\": \"ABCDEF0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789\"}},"
+        "   \"signer_subject\": \"Example\", \"require_version_match\": true, \"expected_sha256\": "
+        "\"ABCDEF0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789\"}},"
         " \"deploy\": {\"enabled\": true, \"command\": [\"/bin/true\", \"{installer}\"], \"timeout_s\": 60},"
         " \"report\": {\"enabled\": true, \"initial_lookback\": \"15m\", \"filter\": {\"created_by\": [\"policy\"]},"
         "   \"page_size\": 500, \"keep_incidents\": 10, \"status_file\": \"s.json\", \"jsonl_file\": \"i.jsonl\"},"
@@ -165,8 +167,8 @@ static void test_errors_name_the_key(void **state)
 static void test_loopback_http_allowed(void **state)
 {
     (void)state;
-    static const char *const ok[] = {"http://127.0.0.1:8080", "http://localhost", "http://[::1]:9/x",
-                                     "http://127.1.2.3/", "HTTPS://t.example.com", "http://LOCALHOST:1"};
+    static const char *const ok[] = {"http://127.0.0.1:8080", "http://localhost",      "http://[::1]:9/x",
+                                     "http://127.1.2.3/",     "HTTPS://t.example.com", "http://LOCALHOST:1"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         char json[256];
         snprintf(json, sizeof json, "{\"base_url\": \"%s\"}", ok[i]);
@@ -184,8 +186,19 @@ static void test_durations(void **state)
     static const struct {
         const char *text;
         int64_t seconds; /* -1: invalid */
-    } cases[] = {{"0s", 0}, {"30s", 30}, {"15m", 900}, {"24h", 86400}, {"14d", 14 * 86400}, {"", -1}, {"1w", -1}, {"s", -1},
-                 {"10", -1}, {"1.5h", -1}, {"10ms", -1}, {"+5s", -1}, {"99999999999999999999h", -1}};
+    } cases[] = {{"0s", 0},
+                 {"30s", 30},
+                 {"15m", 900},
+                 {"24h", 86400},
+                 {"14d", 14 * 86400},
+                 {"", -1},
+                 {"1w", -1},
+                 {"s", -1},
+                 {"10", -1},
+                 {"1.5h", -1},
+                 {"10ms", -1},
+                 {"+5s", -1},
+                 {"99999999999999999999h", -1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int64_t s = -1;
         error_info err;
@@ -218,12 +231,14 @@ static void test_mirror_and_publish(void **state)
     assert_int_equal(cfg.publish.keep_installers, 3);
     config_free(&cfg);
 
-    assert_int_equal(load("{\"mirror\": {\"urls\": [\"https://m.example/outpost/\", \"http://10.0.0.5/m\", "
-                          "\"file:///mnt/share/outpost\"], \"public_keys\": [\"/etc/outpost/mirror.pub\"], "
-                          "\"channel\": \"beta\", \"machine_id\": \"host-17\"}, "
-                          "\"publish\": {\"dir\": \"/srv/mirror\", \"signing_key_file\": \"/etc/outpost/mirror.key\", "
-                          "\"channel\": \"beta\", \"expires\": \"7d\", \"rollout_percent\": 12.5, \"keep_installers\": 5}}",
-                          &cfg, &err), ERR_OK);
+    assert_int_equal(
+        load("{\"mirror\": {\"urls\": [\"https://m.example/outpost/\", \"http://10.0.0.5/m\", "
+             "\"file:///mnt/share/outpost\"], \"public_keys\": [\"/etc/outpost/mirror.pub\"], "
+             "\"channel\": \"beta\", \"machine_id\": \"host-17\"}, "
+             "\"publish\": {\"dir\": \"/srv/mirror\", \"signing_key_file\": \"/etc/outpost/mirror.key\", "
+             "\"channel\": \"beta\", \"expires\": \"7d\", \"rollout_percent\": 12.5, \"keep_installers\": 5}}",
+             &cfg, &err),
+        ERR_OK);
     assert_int_equal(cfg.mirror.url_count, 3);
     assert_string_equal(cfg.mirror.urls[2], "file:///mnt/share/outpost");
     assert_int_equal(cfg.mirror.public_key_count, 1);
@@ -455,7 +470,9 @@ static void test_argv_keys(void **state)
     config cfg;
     error_info err;
     assert_int_equal(load("{\"deploy\": {\"command\": [\"a\", \"{installer}\"], \"pe_args\": []},"
-                          " \"installer\": {\"enabled\": false}}", &cfg, &err), ERR_OK);
+                          " \"installer\": {\"enabled\": false}}",
+                          &cfg, &err),
+                     ERR_OK);
     assert_int_equal(cfg.deploy.command_count, 2);
     assert_int_equal(cfg.deploy.pe_args_count, 0);
     assert_non_null(cfg.deploy.pe_args);

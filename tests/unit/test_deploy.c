@@ -86,7 +86,9 @@ static void set_command(config *cfg, const char *const *argv)
 static void prepare(fixture *f, const char *version, const char *script)
 {
     unsigned char pe[512] = {0};
-    pe[0] = 'M'; pe[1] = 'Z'; pe[0x3C] = 0x80;
+    pe[0] = 'M';
+    pe[1] = 'Z';
+    pe[0x3C] = 0x80;
     memcpy(pe + 0x80, "PE\0\0", 4);
     char *path = platform_path_join(f->dir, "Setup.exe");
     assert_int_equal(platform_write_atomic(path, pe, sizeof pe, NULL), ERR_OK);
@@ -178,17 +180,17 @@ static void test_quote_windows_arg(void **unused)
         const char *arg, *quoted;
     } cases[] = {
         {"/qn", "/qn"},
-        {"C:\\dir\\file.msi", "C:\\dir\\file.msi"},          /* backslashes alone are literal */
-        {"", "\"\""},                                         /* an empty argument stays one */
+        {"C:\\dir\\file.msi", "C:\\dir\\file.msi"}, /* backslashes alone are literal */
+        {"", "\"\""},                               /* an empty argument stays one */
         {"My Setup.msi", "\"My Setup.msi\""},
         {"tab\there", "\"tab\there\""},
-        {"say \"hi\"", "\"say \\\"hi\\\"\""},                 /* inner quotes escaped */
+        {"say \"hi\"", "\"say \\\"hi\\\"\""}, /* inner quotes escaped */
         {"a\"b", "\"a\\\"b\""},
         {"C:\\Program Files\\", "\"C:\\Program Files\\\\\""}, /* a trailing backslash doubled before the quote */
         {"C:\\a dir\\\\", "\"C:\\a dir\\\\\\\\\""},           /* two become four */
         {"x\\\"y z", "\"x\\\\\\\"y z\""},                     /* backslash then quote: 2n+1 */
         {"INSTALLDIR=C:\\Program Files\\Sensor", "\"INSTALLDIR=C:\\Program Files\\Sensor\""},
-        {"a\\b c", "\"a\\b c\""},                             /* backslashes not before a quote stay single */
+        {"a\\b c", "\"a\\b c\""}, /* backslashes not before a quote stay single */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *q = deploy_quote_windows_arg(cases[i].arg);
@@ -201,12 +203,17 @@ static void test_quote_windows_arg(void **unused)
 static void test_format_argv(void **unused)
 {
     (void)unused;
-    char *argv[] = {"C:\\Windows\\System32\\msiexec.exe", "/i", "C:\\ProgramData\\outpost\\staging\\1.0\\My Setup.msi",
-                    "it's", "", "/qn", NULL};
+    char *argv[] = {"C:\\Windows\\System32\\msiexec.exe",
+                    "/i",
+                    "C:\\ProgramData\\outpost\\staging\\1.0\\My Setup.msi",
+                    "it's",
+                    "",
+                    "/qn",
+                    NULL};
     char *line = deploy_format_argv(argv);
-    assert_string_equal(line,
-                        "C:\\Windows\\System32\\msiexec.exe /i \"C:\\ProgramData\\outpost\\staging\\1.0\\My Setup.msi\" "
-                        "it's \"\" /qn");
+    assert_string_equal(
+        line, "C:\\Windows\\System32\\msiexec.exe /i \"C:\\ProgramData\\outpost\\staging\\1.0\\My Setup.msi\" "
+              "it's \"\" /qn");
     free(line);
     char *spaced[] = {"C:\\Program Files\\x.exe", NULL};
     line = deploy_format_argv(spaced);

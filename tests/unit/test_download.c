@@ -32,14 +32,14 @@ typedef struct fake_server {
     unsigned char *body;
     const char *version;
     const char *disposition;
-    bool validators;            /* send ETag */
-    bool ranges;                /* honour Range */
-    bool answer_416;            /* answer 416 to any Range */
-    int64_t total_override;     /* Content-Range total to announce (0: real) */
-    bool second_answer;         /* a second 200's headers follow the first's on the same transfer */
-    int64_t big_total;          /* non-zero: a 206 continues an installer of this many bytes (zeros) */
+    bool validators;        /* send ETag */
+    bool ranges;            /* honour Range */
+    bool answer_416;        /* answer 416 to any Range */
+    int64_t total_override; /* Content-Range total to announce (0: real) */
+    bool second_answer;     /* a second 200's headers follow the first's on the same transfer */
+    int64_t big_total;      /* non-zero: a 206 continues an installer of this many bytes (zeros) */
     int installer_requests;
-    char last_range[128];       /* "Range: ..." line of the last installer request, "" if none */
+    char last_range[128]; /* "Range: ..." line of the last installer request, "" if none */
     char last_if_range[128];
 } fake_server;
 
@@ -63,17 +63,18 @@ static error_code fake(void *ctx, const char *method, const char *url, const cha
     if (partial && s->big_total) {
         r->status = 206;
         r->body_len = (size_t)(s->big_total - start);
-        snprintf(headers + n, sizeof headers - (size_t)n, "Content-Range: bytes %lld-%lld/%lld\r\nContent-Length: %zu\r\n",
-                 start, (long long)s->big_total - 1, (long long)s->big_total, r->body_len);
+        snprintf(headers + n, sizeof headers - (size_t)n,
+                 "Content-Range: bytes %lld-%lld/%lld\r\nContent-Length: %zu\r\n", start, (long long)s->big_total - 1,
+                 (long long)s->big_total, r->body_len);
         r->body = calloc(1, r->body_len);
     } else if (range && s->answer_416) {
         r->status = 416;
         snprintf(headers + n, sizeof headers - (size_t)n, "Content-Range: bytes */%d\r\n", BODY_LEN);
     } else if (partial) {
         r->status = 206;
-        snprintf(headers + n, sizeof headers - (size_t)n, "Content-Range: bytes %lld-%d/%lld\r\nContent-Length: %lld\r\n",
-                 start, BODY_LEN - 1, (long long)(s->total_override ? s->total_override : BODY_LEN),
-                 BODY_LEN - start);
+        snprintf(headers + n, sizeof headers - (size_t)n,
+                 "Content-Range: bytes %lld-%d/%lld\r\nContent-Length: %lld\r\n", start, BODY_LEN - 1,
+                 (long long)(s->total_override ? s->total_override : BODY_LEN), BODY_LEN - start);
         r->body_len = (size_t)(BODY_LEN - start);
         r->body = malloc(r->body_len);
         memcpy(r->body, s->body + start, r->body_len);
@@ -94,7 +95,7 @@ static error_code fake(void *ctx, const char *method, const char *url, const cha
 }
 
 typedef struct fixture {
-    char *dir;                  /* support_tempdir */
+    char *dir; /* support_tempdir */
     char path[128];
     fake_server server;
     config cfg;
@@ -159,8 +160,9 @@ static void seed_partial(fixture *f, size_t bytes, const char *etag)
     fclose(fp);
     snprintf(path, sizeof path, "%s.json", f->path);
     fp = fopen(path, "wb");
-    fprintf(fp, "{\"version\":\"24.3.1\",\"url\":\"x\",\"etag\":%s,\"last_modified\":null,\"file_name\":\"setup.exe\","
-                "\"total_length\":%d,\"bytes\":%zu}",
+    fprintf(fp,
+            "{\"version\":\"24.3.1\",\"url\":\"x\",\"etag\":%s,\"last_modified\":null,\"file_name\":\"setup.exe\","
+            "\"total_length\":%d,\"bytes\":%zu}",
             etag ? etag : "null", BODY_LEN, bytes);
     fclose(fp);
 }
@@ -316,8 +318,9 @@ static void test_resume_past_2gib(void **ctx)
     assert_int_equal(fclose(fp), 0);
     snprintf(path, sizeof path, "%s.json", f->path);
     fp = fopen(path, "wb");
-    fprintf(fp, "{\"version\":\"24.3.1\",\"url\":\"x\",\"etag\":\"\\\"v1\\\"\",\"last_modified\":null,"
-                "\"file_name\":\"setup.exe\",\"total_length\":%lld,\"bytes\":%lld}",
+    fprintf(fp,
+            "{\"version\":\"24.3.1\",\"url\":\"x\",\"etag\":\"\\\"v1\\\"\",\"last_modified\":null,"
+            "\"file_name\":\"setup.exe\",\"total_length\":%lld,\"bytes\":%lld}",
             (long long)total, (long long)kept);
     fclose(fp);
 

@@ -26,12 +26,20 @@ static void test_cap_and_sticky_failure(void **state)
         {"fits", 8, {"abc", "def"}, {true, true}, "abcdef", DYNBUF_OK},
         {"exactly the cap", 6, {"abc", "def"}, {true, true}, "abcdef", DYNBUF_OK},
         {"one past the cap", 5, {"abc", "def"}, {true, false}, "abc", DYNBUF_TOO_LARGE},
-        {"sticky: a later piece that fits is refused too", 5, {"abc", "def", "g"}, {true, false, false}, "abc",
+        {"sticky: a later piece that fits is refused too",
+         5,
+         {"abc", "def", "g"},
+         {true, false, false},
+         "abc",
          DYNBUF_TOO_LARGE},
         {"first piece too large", 2, {"abc", "d"}, {false, false}, "", DYNBUF_TOO_LARGE},
         {"empty pieces", 0, {"", "", "x"}, {true, true, true}, "x", DYNBUF_OK},
-        {"no cap: grows past the first block", 0, {"0123456789012345678901234567890123456789"}, {true},
-         "0123456789012345678901234567890123456789", DYNBUF_OK},
+        {"no cap: grows past the first block",
+         0,
+         {"0123456789012345678901234567890123456789"},
+         {true},
+         "0123456789012345678901234567890123456789",
+         DYNBUF_OK},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dynbuf b;

@@ -112,8 +112,8 @@ static void test_file_reads_with_cap(void **unused)
 
     /* A range: on_start sees a 206 that starts there, the body is the rest of the file. */
     start_seen seen_start = {0, -1, 0};
-    fetch_request ranged = {.url = url, .max_bytes = 20000, .range_from = 9995, .on_start = record_start,
-                            .user = &seen_start};
+    fetch_request ranged = {
+        .url = url, .max_bytes = 20000, .range_from = 9995, .on_start = record_start, .user = &seen_start};
     assert_int_equal(fetch_get(&cfg, &ranged, &res, &err), ERR_OK);
     assert_int_equal(seen_start.calls, 1);
     assert_int_equal(seen_start.status, 206);

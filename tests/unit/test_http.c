@@ -25,12 +25,12 @@
 /* ---- the fake world: a clock and a scriptable server ------------------------- */
 
 typedef struct scripted {
-    const char *route;          /* substring of the URL it answers */
+    const char *route; /* substring of the URL it answers */
     long status;
     const char *headers;
     const char *body;
-    const char *trailers;       /* trailer lines after the body, or NULL */
-    error_code failure;         /* non-OK: transport failure instead */
+    const char *trailers; /* trailer lines after the body, or NULL */
+    error_code failure;   /* non-OK: transport failure instead */
 } scripted;
 
 typedef struct seen_request {
@@ -41,10 +41,10 @@ typedef struct seen_request {
 } seen_request;
 
 typedef struct world {
-    int64_t now;                /* monotonic ms */
-    int64_t slept;              /* total ms slept */
+    int64_t now;   /* monotonic ms */
+    int64_t slept; /* total ms slept */
     uint64_t random_state;
-    int64_t latency_ms;         /* each request advances the clock by this */
+    int64_t latency_ms; /* each request advances the clock by this */
     scripted script[32];
     bool used[32];
     int script_count;
@@ -52,7 +52,7 @@ typedef struct world {
     int seen_count;
     int tokens_issued;
     char current_token[64];
-    int64_t token_expires_in;   /* 0: not sent */
+    int64_t token_expires_in; /* 0: not sent */
     char last_token_body[256];
     /* optional rate limiter: fixed windows opened by the first request */
     int rate_limit;
@@ -60,7 +60,7 @@ typedef struct world {
     int64_t window_open;
     int window_used;
     int answers_429;
-    int64_t server_skew_ms;     /* server clock minus ours, shown in Date and Reset */
+    int64_t server_skew_ms; /* server clock minus ours, shown in Date and Reset */
 } world;
 
 static int64_t w_monotonic(void *ctx)
@@ -752,8 +752,7 @@ static void test_stream_content_range_parsing(void **state)
         http_stream_request req = {"/v2/installer/windows/latest", "bytes=10-", NULL, 0, NULL};
         error_info err;
         assert_int_equal(http_stream_get(f->http, &req, &cb, NULL, &err), ERR_OK);
-        if (s.range_start != cases[i].start || s.range_total != cases[i].total ||
-            s.content_length != cases[i].length)
+        if (s.range_start != cases[i].start || s.range_total != cases[i].total || s.content_length != cases[i].length)
             fail_msg("case %zu (%s / %s): start %lld total %lld length %lld", i, cases[i].content_range,
                      cases[i].content_length, (long long)s.range_start, (long long)s.range_total,
                      (long long)s.content_length);

@@ -42,9 +42,16 @@ static void test_incident_defaults_are_null(void **unused)
 static void test_incident_fields(void **unused)
 {
     (void)unused;
-    api_incident inc = {.id = "i2", .trigger_time = "2026-01-02T03:04:05Z", .policy = "P", .dataset = "D",
-                        .user = "zoë", .risk_score = 87.5, .has_risk_score = true, .ai_severity = "high",
-                        .blocked = true, .created_by = "policy"};
+    api_incident inc = {.id = "i2",
+                        .trigger_time = "2026-01-02T03:04:05Z",
+                        .policy = "P",
+                        .dataset = "D",
+                        .user = "zoë",
+                        .risk_score = 87.5,
+                        .has_risk_score = true,
+                        .ai_severity = "high",
+                        .blocked = true,
+                        .created_by = "policy"};
     cJSON *item = incident_item_new(&inc);
     assert_json(item, "{\"id\":\"i2\",\"trigger_time\":\"2026-01-02T03:04:05Z\",\"policy\":\"P\",\"dataset\":\"D\","
                       "\"user\":\"zoë\",\"risk_score\":87.5,\"ai_severity\":\"high\",\"blocked\":true,"
@@ -67,9 +74,16 @@ static void test_event_members_present_absent_and_empty(void **unused)
     (void)unused;
     cJSON *tags = cJSON_Parse("[]");
     cJSON *to = cJSON_Parse("[\"a@example.com\",\"b@example.com\"]");
-    api_event e = {.id = "e2", .blocked = true, .data_size = INT64_C(9007199254740993), .has_source = true,
-                   .source_path = "C:\\Users\\zoë\\文档\\a.docx", .source_tags = tags, .has_destination = true,
-                   .destination_domain = "mail.example.com", .email_to = to, .email_subject = "Q3"};
+    api_event e = {.id = "e2",
+                   .blocked = true,
+                   .data_size = INT64_C(9007199254740993),
+                   .has_source = true,
+                   .source_path = "C:\\Users\\zoë\\文档\\a.docx",
+                   .source_tags = tags,
+                   .has_destination = true,
+                   .destination_domain = "mail.example.com",
+                   .email_to = to,
+                   .email_subject = "Q3"};
     cJSON *event = incident_event_new(&e);
     /* 2^53 + 1 stays exact: written as an integer, not a double. */
     assert_json(event, "{\"id\":\"e2\",\"timestamp\":null,\"kind\":null,\"hostname\":null,\"sensor_kind\":null,"

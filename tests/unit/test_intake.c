@@ -27,7 +27,7 @@
 #include "base/text.h"
 
 typedef struct fixture {
-    char *dir;      /* scratch: state_dir is dir/state */
+    char *dir; /* scratch: state_dir is dir/state */
     config cfg;
     state *s;
 } fixture;
@@ -66,7 +66,9 @@ static int teardown(void **ctx)
 static char *write_pe(fixture *f, const char *name, unsigned char tag)
 {
     unsigned char buf[512] = {0};
-    buf[0] = 'M'; buf[1] = 'Z'; buf[0x3C] = 0x80;
+    buf[0] = 'M';
+    buf[1] = 'Z';
+    buf[0x3C] = 0x80;
     memcpy(buf + 0x80, "PE\0\0", 4);
     buf[511] = tag;
     char *path = platform_path_join(f->dir, name);
@@ -74,12 +76,17 @@ static char *write_pe(fixture *f, const char *name, unsigned char tag)
     return path;
 }
 
-static error_code stage(fixture *f, const char *path, const char *version, bool downgrade, bool force,
-                        intake_result *r, error_info *err)
+static error_code stage(fixture *f, const char *path, const char *version, bool downgrade, bool force, intake_result *r,
+                        error_info *err)
 {
     const char *name = strrchr(path, platform_path_separator()) + 1;
-    intake_candidate c = {.path = path, .version = version, .file_name = name, .source_url = path,
-                           .expected_length = -1, .allow_downgrade = downgrade, .force = force};
+    intake_candidate c = {.path = path,
+                          .version = version,
+                          .file_name = name,
+                          .source_url = path,
+                          .expected_length = -1,
+                          .allow_downgrade = downgrade,
+                          .force = force};
     error_code rc = intake_stage(&f->cfg, f->s, &c, r, err);
     return rc;
 }
@@ -212,7 +219,8 @@ static void test_rejections_leave_staging_alone(void **ctx)
     assert_int_equal(stage(f, p, "../2.0", false, false, &r, &err), ERR_REJECTED);
     assert_int_equal(stage(f, p, "", false, false, &r, &err), ERR_REJECTED);
 
-    f->cfg.installer.verify.expected_sha256 = text_dup("00000000000000000000000000000000000000000000000000000000000000ff");
+    f->cfg.installer.verify.expected_sha256 =
+        text_dup("00000000000000000000000000000000000000000000000000000000000000ff");
     char *q = write_pe(f, "b.exe", 2);
     assert_int_equal(stage(f, q, "2.0", false, false, &r, &err), ERR_REJECTED);
     intake_candidate c = {.path = q, .version = "2.0", .file_name = "b.exe", .expected_length = 100};

@@ -16,7 +16,15 @@ static const char DOC[] = "{\"id\":\"e1\",\"empty\":\"\",\"nothing\":null,\"n\":
                           "\"frac\":1.5,\"flag\":true,\"action\":{\"kind\":\"copy\",\"size\":7,\"tags\":[\"a\",\"b\"],"
                           "\"mixed\":[\"a\",1]},\"user\":\"bob\"}";
 
-typedef enum { READ_STRING, READ_NONEMPTY, READ_BOOL, READ_NUMBER, READ_INT64, READ_INT64_STRING, READ_ARRAY } read_kind;
+typedef enum {
+    READ_STRING,
+    READ_NONEMPTY,
+    READ_BOOL,
+    READ_NUMBER,
+    READ_INT64,
+    READ_INT64_STRING,
+    READ_ARRAY
+} read_kind;
 
 /* Reads one path with a reader at "incidents/list" (prefix as given) and
  * checks the value or the message. */
@@ -34,13 +42,14 @@ static void test_readers(void **state)
         {READ_STRING, "", "id", "e1", 0, NULL},
         {READ_STRING, "", "action.kind", "copy", 0, NULL},
         {READ_STRING, "", "absent", NULL, 0, NULL},
-        {READ_STRING, "", "nothing", NULL, 0, NULL},                  /* null reads as absent */
+        {READ_STRING, "", "nothing", NULL, 0, NULL}, /* null reads as absent */
         {READ_STRING, "", "action.absent.deeper", NULL, 0, NULL},
         {READ_STRING, "", "n", NULL, 0, "incidents/list: field `n` is not a string"},
         {READ_STRING, "resources[3]", "n", NULL, 0, "incidents/list: resources[3].n is not a string"},
-        {READ_STRING, "resources[3]", "action.size", NULL, 0, "incidents/list: resources[3].action.size is not a string"},
+        {READ_STRING, "resources[3]", "action.size", NULL, 0,
+         "incidents/list: resources[3].action.size is not a string"},
         {READ_STRING, "resources[0]", "user.local_username", NULL, 0,
-         "incidents/list: resources[0].user is not an object"},     /* the step that is wrong is named */
+         "incidents/list: resources[0].user is not an object"}, /* the step that is wrong is named */
         {READ_STRING, "", "action.kind.x", NULL, 0, "incidents/list: field `action.kind` is not an object"},
         {READ_NONEMPTY, "", "empty", NULL, 0, NULL},
         {READ_NONEMPTY, "", "id", "e1", 0, NULL},
@@ -50,7 +59,7 @@ static void test_readers(void **state)
         {READ_NUMBER, "", "n", NULL, 42, NULL},
         {READ_NUMBER, "", "user", NULL, 0, "incidents/list: field `user` is not a number"},
         {READ_INT64, "", "action.size", NULL, 7, NULL},
-        {READ_INT64, "", "absent", NULL, -1, NULL},                   /* the fallback */
+        {READ_INT64, "", "absent", NULL, -1, NULL}, /* the fallback */
         {READ_INT64, "", "frac", NULL, -1, "incidents/list: field `frac` is not an integer"},
         {READ_INT64, "", "big", NULL, -1, "incidents/list: field `big` is not an integer"},
         {READ_INT64_STRING, "", "big", NULL, 9007199254740993, NULL}, /* all 64 bits from a string */

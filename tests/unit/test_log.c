@@ -199,13 +199,13 @@ static const struct {
     platform_event_level level;
 } decisions[] = {
     {0, 2, 0, LOG_EVENT_NONE, 0},
-    {3010, 2, 0, LOG_EVENT_NONE, 0},                         /* deployed, reboot pending */
+    {3010, 2, 0, LOG_EVENT_NONE, 0}, /* deployed, reboot pending */
     {1, 2, 2, LOG_EVENT_RUN_FAILED, PLATFORM_EVENT_ERROR},
-    {4, 1, 1, LOG_EVENT_RUN_FAILED, PLATFORM_EVENT_ERROR},   /* installer rejected */
+    {4, 1, 1, LOG_EVENT_RUN_FAILED, PLATFORM_EVENT_ERROR}, /* installer rejected */
     {3, 2, 2, LOG_EVENT_RUN_FAILED, PLATFORM_EVENT_ERROR},
-    {2, 0, 0, LOG_EVENT_RUN_FAILED, PLATFORM_EVENT_ERROR},   /* configuration error: never started */
-    {1, 0, 0, LOG_EVENT_RUN_FAILED, PLATFORM_EVENT_ERROR},   /* state directory refused */
-    {4, 2, 1, LOG_EVENT_RUN_PARTIAL, PLATFORM_EVENT_ERROR},  /* update rejected, report fine */
+    {2, 0, 0, LOG_EVENT_RUN_FAILED, PLATFORM_EVENT_ERROR},  /* configuration error: never started */
+    {1, 0, 0, LOG_EVENT_RUN_FAILED, PLATFORM_EVENT_ERROR},  /* state directory refused */
+    {4, 2, 1, LOG_EVENT_RUN_PARTIAL, PLATFORM_EVENT_ERROR}, /* update rejected, report fine */
     {1, 3, 1, LOG_EVENT_RUN_PARTIAL, PLATFORM_EVENT_ERROR},
     {75, 2, 2, LOG_EVENT_RUN_TEMPORARY, PLATFORM_EVENT_WARNING},
     {75, 2, 1, LOG_EVENT_RUN_TEMPORARY, PLATFORM_EVENT_WARNING},

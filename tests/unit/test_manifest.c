@@ -21,17 +21,15 @@
 
 /* Made with: openssl ecparam -name prime256v1 -genkey -noout; openssl ec -pubout;
  * key id: openssl pkey -pubin -outform DER | sha256sum. */
-static const char openssl_public_pem[] =
-    "-----BEGIN PUBLIC KEY-----\n"
-    "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEV/RuUt8RDupNJw3sFM2BuLcaZlNr\n"
-    "OQOtcER/lbnPcJt8NLu6SuztJCyR/H5caajB54wItc3Dixyi61cPnx5Lpw==\n"
-    "-----END PUBLIC KEY-----\n";
-static const char openssl_private_pem[] =
-    "-----BEGIN EC PRIVATE KEY-----\n"
-    "MHcCAQEEIOiXL/pExJCb6Aqtk31T3SQD5OhWIcVEcrp6UpJ+p31FoAoGCCqGSM49\n"
-    "AwEHoUQDQgAEV/RuUt8RDupNJw3sFM2BuLcaZlNrOQOtcER/lbnPcJt8NLu6Suzt\n"
-    "JCyR/H5caajB54wItc3Dixyi61cPnx5Lpw==\n"
-    "-----END EC PRIVATE KEY-----\n";
+static const char openssl_public_pem[] = "-----BEGIN PUBLIC KEY-----\n"
+                                         "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEV/RuUt8RDupNJw3sFM2BuLcaZlNr\n"
+                                         "OQOtcER/lbnPcJt8NLu6SuztJCyR/H5caajB54wItc3Dixyi61cPnx5Lpw==\n"
+                                         "-----END PUBLIC KEY-----\n";
+static const char openssl_private_pem[] = "-----BEGIN EC PRIVATE KEY-----\n"
+                                          "MHcCAQEEIOiXL/pExJCb6Aqtk31T3SQD5OhWIcVEcrp6UpJ+p31FoAoGCCqGSM49\n"
+                                          "AwEHoUQDQgAEV/RuUt8RDupNJw3sFM2BuLcaZlNrOQOtcER/lbnPcJt8NLu6Suzt\n"
+                                          "JCyR/H5caajB54wItc3Dixyi61cPnx5Lpw==\n"
+                                          "-----END EC PRIVATE KEY-----\n";
 static const char openssl_keyid[] = "fe17703153c864638b3fdb599b020efb3d9f8097e80cb85901ab86dcebe42378";
 
 /* A payload (seq 7, issued 2026-01-10, expires 2026-01-24, an unknown field
@@ -322,12 +320,12 @@ static void test_payload_refusals(void **unused)
     signkey *pub = public_of(key);
     static const struct {
         const char *field;
-        const char *raw;          /* NULL: removed */
+        const char *raw; /* NULL: removed */
         manifest_verdict verdict;
     } cases[] = {
         {"schema", "2", MANIFEST_UNKNOWN_SCHEMA},
         {"schema", "\"1\"", MANIFEST_BAD_PAYLOAD},
-        {"schema", "1.5", MANIFEST_OK},  /* a minor revision of major schema 1 */
+        {"schema", "1.5", MANIFEST_OK}, /* a minor revision of major schema 1 */
         {"seq", NULL, MANIFEST_BAD_PAYLOAD},
         {"seq", "-1", MANIFEST_BAD_PAYLOAD},
         {"seq", "1.5", MANIFEST_BAD_PAYLOAD},
@@ -377,7 +375,7 @@ static void test_rules(void **unused)
         int64_t now;
         const char *channel, *platform;
         int64_t highest;
-        int which_sha;            /* 0: none, 1: same bytes, 2: other bytes */
+        int which_sha; /* 0: none, 1: same bytes, 2: other bytes */
         manifest_verdict verdict;
         error_code code;
         const char *says;
@@ -386,10 +384,10 @@ static void test_rules(void **unused)
         {NOW + 14 * DAY - 1, "stable", "windows", -1, 0, MANIFEST_OK, ERR_OK, NULL},
         {NOW + 14 * DAY, "stable", "windows", -1, 0, MANIFEST_EXPIRED, ERR_TEMPORARY, "re-run publish"},
         {NOW + 30 * DAY, "stable", "windows", -1, 0, MANIFEST_EXPIRED, ERR_TEMPORARY, "expired at"},
-        {NOW - 300, "stable", "windows", -1, 0, MANIFEST_OK, ERR_OK, NULL},        /* 5 minutes of skew allowed */
+        {NOW - 300, "stable", "windows", -1, 0, MANIFEST_OK, ERR_OK, NULL}, /* 5 minutes of skew allowed */
         {NOW - 301, "stable", "windows", -1, 0, MANIFEST_FUTURE, ERR_TEMPORARY, "in the future"},
         {NOW, "stable", "windows", 9, 0, MANIFEST_OK, ERR_OK, NULL},
-        {NOW, "stable", "windows", 10, 1, MANIFEST_OK, ERR_OK, NULL},              /* the same manifest again */
+        {NOW, "stable", "windows", 10, 1, MANIFEST_OK, ERR_OK, NULL}, /* the same manifest again */
         {NOW, "stable", "windows", 10, 0, MANIFEST_OK, ERR_OK, NULL},
         {NOW, "stable", "windows", 11, 0, MANIFEST_OLD_SEQ, ERR_TEMPORARY, "mirror serving an old copy"},
         {NOW, "stable", "windows", 10, 2, MANIFEST_SEQ_CONFLICT, ERR_REJECTED, "other contents"},
@@ -402,7 +400,9 @@ static void test_rules(void **unused)
             .channel = cases[i].channel,
             .platform = cases[i].platform,
             .highest_seq = cases[i].highest,
-            .highest_payload_sha256 = cases[i].which_sha == 1 ? same : cases[i].which_sha == 2 ? other : NULL,
+            .highest_payload_sha256 = cases[i].which_sha == 1   ? same
+                                      : cases[i].which_sha == 2 ? other
+                                                                : NULL,
         };
         manifest_verdict v;
         error_info err;
@@ -437,12 +437,9 @@ static void test_bad_keys(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_openssl_interop),
-        cmocka_unit_test(test_roundtrip_and_determinism),
-        cmocka_unit_test(test_rotation),
-        cmocka_unit_test(test_envelope_refusals),
-        cmocka_unit_test(test_payload_refusals),
-        cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_openssl_interop),  cmocka_unit_test(test_roundtrip_and_determinism),
+        cmocka_unit_test(test_rotation),         cmocka_unit_test(test_envelope_refusals),
+        cmocka_unit_test(test_payload_refusals), cmocka_unit_test(test_rules),
         cmocka_unit_test(test_bad_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

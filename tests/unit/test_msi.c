@@ -22,8 +22,8 @@
 #define SECTOR 512u
 #define MINI 64u
 #define CUTOFF 4096u
-#define FAT_SECTORS 2u   /* 256 sectors: enough for every file built here */
-#define DIR_SECTORS 2u   /* 8 entries */
+#define FAT_SECTORS 2u /* 256 sectors: enough for every file built here */
+#define DIR_SECTORS 2u /* 8 entries */
 #define MAX_FILE (260u * SECTOR)
 #define ENDOFCHAIN 0xfffffffeu
 #define FREESECT 0xffffffffu
@@ -119,8 +119,8 @@ static void test_decode_stream_names(void **state)
 /* ---- A compound file holding root streams ---- */
 
 typedef struct stream_spec {
-    const char *name;   /* decoded name */
-    bool table;         /* encoded with the table marker */
+    const char *name; /* decoded name */
+    bool table;       /* encoded with the table marker */
     const uint8_t *data;
     size_t len;
 } stream_spec;
@@ -241,7 +241,7 @@ static size_t build_file(uint8_t *b, const stream_spec *streams, size_t count)
 typedef struct database {
     uint8_t pool[4096];
     size_t pool_len;
-    uint8_t *data;        /* malloc'd */
+    uint8_t *data; /* malloc'd */
     size_t data_len;
     uint8_t table[512];
     size_t table_len;
@@ -318,8 +318,8 @@ static error_code version_of(const database *db, bool with_pool, bool with_table
     return read_version(file, len, out, size, err);
 }
 
-static const char *const strings_plain[] = {"Manufacturer", "Example", "ProductCode", "{8C5B0AB3}",
-                                            "ProductVersion", " 26.1.3.24329 "};
+static const char *const strings_plain[] = {"Manufacturer", "Example",        "ProductCode",
+                                            "{8C5B0AB3}",   "ProductVersion", " 26.1.3.24329 "};
 static const uint32_t rows_plain[][2] = {{1, 2}, {3, 4}, {5, 6}};
 static const char *const strings_empty_id[] = {"ProductVersion", "", "Manufacturer", "Example", "1.2\x01\xe9"};
 static const uint32_t rows_empty_id[][2] = {{3, 4}, {1, 5}};

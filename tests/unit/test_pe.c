@@ -154,10 +154,10 @@ static void test_read_signature_strips_padding(void **state)
 
 /* ---- The version resource ------------------------------------------------------ */
 
-#define RSRC_FILE 0x400  /* file offset of the .rsrc section */
-#define RSRC_RVA 0x1000  /* its RVA */
-#define RSRC_SIZE 0x800  /* its raw size */
-#define VS_AT 0x60       /* VS_VERSIONINFO, from the section's start */
+#define RSRC_FILE 0x400 /* file offset of the .rsrc section */
+#define RSRC_RVA 0x1000 /* its RVA */
+#define RSRC_SIZE 0x800 /* its raw size */
+#define VS_AT 0x60      /* VS_VERSIONINFO, from the section's start */
 #define IMAGE (RSRC_FILE + RSRC_SIZE)
 
 typedef struct vs_out {
@@ -364,19 +364,43 @@ static void test_version_absent(void **state)
     assert_null(v.source);
 }
 
-static void break_data_rva(uint8_t *b) { put32(b + RSRC_FILE + 0x48, 0x9000); }
-static void break_root_key(uint8_t *b) { b[RSRC_FILE + VS_AT + 6] = 'X'; }
-static void break_tree_depth(uint8_t *b) { put32(b + RSRC_FILE + 0x18 + 20, 0x30); }
-static void break_directory_offset(uint8_t *b) { put32(b + RSRC_FILE + 20, 0x80000000u | 0x7ff0); }
-static void break_sections(uint8_t *b) { put16(b + NT + 4 + 2, 97); }
-static void break_raw_pointer(uint8_t *b) { put32(b + OPT + 240 + 20, 0x10000); }
+static void break_data_rva(uint8_t *b)
+{
+    put32(b + RSRC_FILE + 0x48, 0x9000);
+}
+static void break_root_key(uint8_t *b)
+{
+    b[RSRC_FILE + VS_AT + 6] = 'X';
+}
+static void break_tree_depth(uint8_t *b)
+{
+    put32(b + RSRC_FILE + 0x18 + 20, 0x30);
+}
+static void break_directory_offset(uint8_t *b)
+{
+    put32(b + RSRC_FILE + 20, 0x80000000u | 0x7ff0);
+}
+static void break_sections(uint8_t *b)
+{
+    put16(b + NT + 4 + 2, 97);
+}
+static void break_raw_pointer(uint8_t *b)
+{
+    put32(b + OPT + 240 + 20, 0x10000);
+}
 static void break_entry_count(uint8_t *b) /* the search for RT_VERSION runs off the section */
 {
     put16(b + RSRC_FILE + 14, 0xffff);
     put32(b + RSRC_FILE + 16, 3);
 }
-static void break_root_length(uint8_t *b) { put16(b + RSRC_FILE + VS_AT, 0xffff); } /* clamped, still read */
-static void break_child_length(uint8_t *b) { put16(b + RSRC_FILE + VS_AT + 92, 0); } /* StringFileInfo: stop */
+static void break_root_length(uint8_t *b)
+{
+    put16(b + RSRC_FILE + VS_AT, 0xffff);
+} /* clamped, still read */
+static void break_child_length(uint8_t *b)
+{
+    put16(b + RSRC_FILE + VS_AT + 92, 0);
+} /* StringFileInfo: stop */
 
 /* Hostile resources: every offset is checked; a broken tree is ERR_REJECTED
  * with "malformed version resource", never a crash or a read outside. */
@@ -388,14 +412,10 @@ static void test_version_hostile(void **state)
         error_code expect;
         const char *text; /* for ERR_OK */
     } cases[] = {
-        {break_data_rva, ERR_REJECTED, NULL},
-        {break_root_key, ERR_REJECTED, NULL},
-        {break_tree_depth, ERR_REJECTED, NULL},
-        {break_directory_offset, ERR_REJECTED, NULL},
-        {break_sections, ERR_REJECTED, NULL},
-        {break_raw_pointer, ERR_REJECTED, NULL},
-        {break_entry_count, ERR_REJECTED, NULL},
-        {break_root_length, ERR_OK, "26.01.03.24329-0de7ab"},
+        {break_data_rva, ERR_REJECTED, NULL},         {break_root_key, ERR_REJECTED, NULL},
+        {break_tree_depth, ERR_REJECTED, NULL},       {break_directory_offset, ERR_REJECTED, NULL},
+        {break_sections, ERR_REJECTED, NULL},         {break_raw_pointer, ERR_REJECTED, NULL},
+        {break_entry_count, ERR_REJECTED, NULL},      {break_root_length, ERR_OK, "26.01.03.24329-0de7ab"},
         {break_child_length, ERR_OK, "26.1.3.24329"}, /* the strings are lost: the fixed part remains */
     };
     static uint8_t b[IMAGE];

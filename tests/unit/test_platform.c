@@ -55,17 +55,17 @@ typedef struct path_buf {
 } path_buf;
 
 /* Fails the test with the error's name and message unless rc is ERR_OK. */
-#define assert_ok(rc, err)                                                                                     \
-    do {                                                                                                       \
-        error_code rc_ = (rc);                                                                                 \
-        if (rc_ != ERR_OK)                                                                                     \
-            fail_msg("%s: %s", error_name(rc_), (err).message);                                               \
+#define assert_ok(rc, err)                                                                                             \
+    do {                                                                                                               \
+        error_code rc_ = (rc);                                                                                         \
+        if (rc_ != ERR_OK)                                                                                             \
+            fail_msg("%s: %s", error_name(rc_), (err).message);                                                        \
     } while (0)
 
-#define assert_contains(haystack, needle)                                                                      \
-    do {                                                                                                       \
-        if (!strstr((haystack), (needle)))                                                                     \
-            fail_msg("\"%s\" does not contain \"%s\"", (haystack), (needle));                                  \
+#define assert_contains(haystack, needle)                                                                              \
+    do {                                                                                                               \
+        if (!strstr((haystack), (needle)))                                                                             \
+            fail_msg("\"%s\" does not contain \"%s\"", (haystack), (needle));                                          \
     } while (0)
 
 static int fixture_setup(void **state)
@@ -188,12 +188,9 @@ static void test_path_join(void **state)
     static const struct {
         const char *dir, *name, *want;
     } cases[] = {
-        {"a", "b", "a/b"},
-        {"a/", "b", "a/b"},
-        {"/", "etc", "/etc"},
-        {"/var/lib/outpost", "state.json", "/var/lib/outpost/state.json"},
-        {"", "x", "x"},
-        {"dir", "", "dir/"},
+        {"a", "b", "a/b"},    {"a/", "b", "a/b"},
+        {"/", "etc", "/etc"}, {"/var/lib/outpost", "state.json", "/var/lib/outpost/state.json"},
+        {"", "x", "x"},       {"dir", "", "dir/"},
     };
     assert_int_equal(platform_path_separator(), '/');
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -397,8 +394,7 @@ static void test_write_atomic_survives_kill(void **state)
         else if (len == CRASH_NEW_SIZE && memcmp(data, new_data, len) == 0)
             saw_new++;
         else
-            fail_msg("kill %d: the file holds %zu bytes that are neither the old nor the new content", iterations,
-                     len);
+            fail_msg("kill %d: the file holds %zu bytes that are neither the old nor the new content", iterations, len);
         free(data);
 
         /* Only the target and well-named temporaries may exist; clear the latter. */
@@ -458,9 +454,8 @@ static void test_read_file(void **state)
         size_t cap;
         error_code want;
     } cases[] = {
-        {0, 0, ERR_OK},        {0, 10, ERR_OK},          {1, 0, ERR_IO},
-        {10, 10, ERR_OK},      {11, 10, ERR_IO},         {9, 10, ERR_OK},
-        {100000, 100000, ERR_OK}, {100001, 100000, ERR_IO}, {70000, 1 << 20, ERR_OK},
+        {0, 0, ERR_OK},  {0, 10, ERR_OK},          {1, 0, ERR_IO},           {10, 10, ERR_OK},         {11, 10, ERR_IO},
+        {9, 10, ERR_OK}, {100000, 100000, ERR_OK}, {100001, 100000, ERR_IO}, {70000, 1 << 20, ERR_OK},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         path_buf p = at(f, "data");
@@ -583,13 +578,8 @@ static void test_mkdirs(void **state)
         const char *name;
         error_code want;
     } cases[] = {
-        {"a", ERR_OK},
-        {"a", ERR_OK}, /* existing */
-        {"b/c/d/e", ERR_OK},
-        {"b/c", ERR_OK},
-        {"x//y///z/", ERR_OK},
-        {"file", ERR_IO},
-        {"file/sub", ERR_IO},
+        {"a", ERR_OK},       {"a", ERR_OK}, /* existing */
+        {"b/c/d/e", ERR_OK}, {"b/c", ERR_OK}, {"x//y///z/", ERR_OK}, {"file", ERR_IO}, {"file/sub", ERR_IO},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         path_buf p = at(f, cases[i].name);
@@ -712,9 +702,8 @@ static void test_secret_file(void **state)
         error_code want;
         const char *mode_text;
     } cases[] = {
-        {0600, ERR_OK, NULL},        {0400, ERR_OK, NULL},         {0640, ERR_CONFIG, "0640"},
-        {0604, ERR_CONFIG, "0604"},  {0644, ERR_CONFIG, "0644"},   {0660, ERR_CONFIG, "0660"},
-        {0610, ERR_CONFIG, "0610"},  {0601, ERR_CONFIG, "0601"},
+        {0600, ERR_OK, NULL},       {0400, ERR_OK, NULL},       {0640, ERR_CONFIG, "0640"}, {0604, ERR_CONFIG, "0604"},
+        {0644, ERR_CONFIG, "0644"}, {0660, ERR_CONFIG, "0660"}, {0610, ERR_CONFIG, "0610"}, {0601, ERR_CONFIG, "0601"},
     };
     path_buf key = at(f, "api_key");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -888,8 +877,10 @@ static void test_os_error_table(void **state)
 #ifdef EDQUOT
         {EDQUOT, ERR_DISK_FULL},
 #endif
-        {EACCES, ERR_PERMISSION}, {EPERM, ERR_PERMISSION}, {ENOENT, ERR_NOT_FOUND}, {ENOMEM, ERR_NOMEM},
-        {EROFS, ERR_IO},          {EIO, ERR_IO},           {ENOTDIR, ERR_IO},       {EISDIR, ERR_IO},
+        {EACCES, ERR_PERMISSION}, {EPERM, ERR_PERMISSION},
+        {ENOENT, ERR_NOT_FOUND},  {ENOMEM, ERR_NOMEM},
+        {EROFS, ERR_IO},          {EIO, ERR_IO},
+        {ENOTDIR, ERR_IO},        {EISDIR, ERR_IO},
         {EINVAL, ERR_IO},         {0, ERR_IO},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1061,13 +1052,17 @@ static void test_spawn_exit_codes(void **state)
     static const char *const path_false[] = {"false", NULL};
     static const char *const term[] = {"/bin/sh", "-c", "kill -TERM $$", NULL};
     static const char *const pipe_sig[] = {"/bin/sh", "-c", "kill -PIPE $$", NULL};
-    static const char *const args[] = {"/bin/sh", "-c", "[ \"$1\" = 'two words' ] && [ \"$2\" = '$HOME;*' ]", "sh",
-                                       "two words", "$HOME;*", NULL};
+    static const char *const args[] = {
+        "/bin/sh", "-c", "[ \"$1\" = 'two words' ] && [ \"$2\" = '$HOME;*' ]", "sh", "two words", "$HOME;*", NULL};
     static const struct {
         const char *const *argv;
         int want;
     } cases[] = {
-        {exit7, 7}, {exit255, 255}, {path_true, 0}, {path_false, 1}, {term, 128 + SIGTERM},
+        {exit7, 7},
+        {exit255, 255},
+        {path_true, 0},
+        {path_false, 1},
+        {term, 128 + SIGTERM},
         {pipe_sig, 128 + SIGPIPE}, /* SIGPIPE ignored here is reset for the child */
         {args, 0},                 /* arguments pass verbatim, no shell in between */
     };
@@ -1077,8 +1072,8 @@ static void test_spawn_exit_codes(void **state)
         platform_spawn_result result = {.exit_code = -99, .timed_out = true};
         assert_ok(platform_spawn(cases[i].argv, i % 2 ? 10000 : 0, &result, &err), err);
         if (result.exit_code != cases[i].want)
-            fail_msg("case %zu (%s): exit %d, want %d", i, cases[i].argv[cases[i].argv[1] ? 2 : 0],
-                     result.exit_code, cases[i].want);
+            fail_msg("case %zu (%s): exit %d, want %d", i, cases[i].argv[cases[i].argv[1] ? 2 : 0], result.exit_code,
+                     cases[i].want);
         assert_false(result.timed_out);
     }
     signal(SIGPIPE, old_pipe);
@@ -1116,8 +1111,8 @@ static void test_spawn_timeout_kills_tree(void **state)
 {
     fixture *f = *state;
     path_buf leader = at(f, "leader.pid"), background = at(f, "background.pid");
-    const char *const argv[] = {"/bin/sh", "-c", "echo $$ > \"$1\"; sleep 30 & echo $! > \"$2\"; sleep 30", "sh",
-                                leader.s, background.s, NULL};
+    const char *const argv[] = {
+        "/bin/sh", "-c", "echo $$ > \"$1\"; sleep 30 & echo $! > \"$2\"; sleep 30", "sh", leader.s, background.s, NULL};
 #ifdef __linux__
     /* The killed grandchild is orphaned: have it reparented to us so we can
      * reap it (PID 1 of a container may never reap zombies). */
@@ -1160,8 +1155,11 @@ static void test_spawn_errors(void **state)
         const char *const *argv;
         const char *in_message;
     } cases[] = {
-        {not_in_path, "outpost-no-such-program-7f3a"}, {absent, missing.s}, {no_x, not_executable.s},
-        {empty_name, "empty"}, {no_args, "empty"},
+        {not_in_path, "outpost-no-such-program-7f3a"},
+        {absent, missing.s},
+        {no_x, not_executable.s},
+        {empty_name, "empty"},
+        {no_args, "empty"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         error_info err;
@@ -1271,9 +1269,9 @@ static void test_dir_trust_rules(void **state)
         const char *why;
     } cases[] = {
         {0, 040700, 0, true, NULL},
-        {0, 040755, 0, true, NULL},          /* readable by the SIEM shipper: fine */
-        {1000, 040700, 1000, true, NULL},    /* a user's own run */
-        {0, 040700, 1000, true, NULL},       /* root's directory, a user's run */
+        {0, 040755, 0, true, NULL},       /* readable by the SIEM shipper: fine */
+        {1000, 040700, 1000, true, NULL}, /* a user's own run */
+        {0, 040700, 1000, true, NULL},    /* root's directory, a user's run */
         {1000, 040700, 0, false, "owned by uid 1000"},
         {1000, 040755, 1001, false, "owned by uid 1000"},
         {0, 040770, 0, false, "writable by its group (mode 0770)"},

@@ -229,7 +229,7 @@ typedef enum { SERVER_FIXED_LAZY, SERVER_FIXED_ALIGNED, SERVER_SLIDING } server_
 typedef struct sim_request {
     ratelimit_ticket ticket;
     int endpoint;
-    int64_t arrive, answer;       /* ms */
+    int64_t arrive, answer; /* ms */
     bool counted_at_server;
     ratelimit_answer result;
 } sim_request;
@@ -238,9 +238,9 @@ typedef struct sim_server {
     server_model model;
     int limit;
     int64_t window;
-    int64_t open;                 /* fixed: window start, -1 none */
+    int64_t open; /* fixed: window start, -1 none */
     int used;
-    int64_t *log;                 /* sliding: arrival times counted */
+    int64_t *log; /* sliding: arrival times counted */
     int log_count;
     int too_many;
     int in_flight[3];

@@ -24,9 +24,21 @@
 /* ---- Fake clock: sleeping advances time, nothing waits ---------------------- */
 
 static int64_t fake_now_ms = 1795255200000;
-static int64_t fake_mono(void *ctx) { (void)ctx; return fake_now_ms; }
-static int64_t fake_utc(void *ctx) { (void)ctx; return fake_now_ms; }
-static void fake_sleep(void *ctx, int64_t ms) { (void)ctx; fake_now_ms += ms > 0 ? ms : 0; }
+static int64_t fake_mono(void *ctx)
+{
+    (void)ctx;
+    return fake_now_ms;
+}
+static int64_t fake_utc(void *ctx)
+{
+    (void)ctx;
+    return fake_now_ms;
+}
+static void fake_sleep(void *ctx, int64_t ms)
+{
+    (void)ctx;
+    fake_now_ms += ms > 0 ? ms : 0;
+}
 static error_code fake_random(void *ctx, void *buf, size_t len, error_info *err)
 {
     (void)ctx;
@@ -39,22 +51,23 @@ static const clock_source fake_clock = {fake_mono, fake_utc, fake_sleep, fake_ra
 /* ---- Fake platform ---------------------------------------------------------- */
 
 typedef struct server {
-    int token, list, lineage, details;  /* requests per route */
-    int details_ids;                     /* ids asked for in all details calls */
-    bool fail_lineage;                   /* answer 400 to event-lineage */
+    int token, list, lineage, details; /* requests per route */
+    int details_ids;                   /* ids asked for in all details calls */
+    bool fail_lineage;                 /* answer 400 to event-lineage */
 } server;
 
 static const char *const chains[][4] = {
-    {"e1", "e2", "e3", NULL},   /* incident a: e1 → e3 */
-    {"e2", "e3", "e4", NULL},   /* incident b: e2 → e4 (shares e2, e3) */
+    {"e1", "e2", "e3", NULL}, /* incident a: e1 → e3 */
+    {"e2", "e3", "e4", NULL}, /* incident b: e2 → e4 (shares e2, e3) */
 };
 
 static char *event_json(const char *id)
 {
     char buf[256];
-    snprintf(buf, sizeof buf,
-             "{\"id\":\"%s\",\"timestamp\":\"2026-11-21T09:00:00Z\",\"action\":{\"kind\":\"print\",\"hostname\":\"H-%s\"}}",
-             id, id);
+    snprintf(
+        buf, sizeof buf,
+        "{\"id\":\"%s\",\"timestamp\":\"2026-11-21T09:00:00Z\",\"action\":{\"kind\":\"print\",\"hostname\":\"H-%s\"}}",
+        id, id);
     return support_dup(buf);
 }
 
@@ -72,8 +85,10 @@ static error_code fake(void *ctx, const char *method, const char *url, const cha
         s->list++;
         response->body = support_dup(
             "{\"type\":\"x\",\"resources\":["
-            "{\"id\":\"a\",\"trigger_time\":\"2026-11-21T08:00:00Z\",\"event_lineage_id\":{\"start_event_id\":\"e1\",\"end_event_id\":\"e3\"}},"
-            "{\"id\":\"b\",\"trigger_time\":\"2026-11-21T08:30:00Z\",\"event_lineage_id\":{\"start_event_id\":\"e2\",\"end_event_id\":\"e4\"}},"
+            "{\"id\":\"a\",\"trigger_time\":\"2026-11-21T08:00:00Z\",\"event_lineage_id\":{\"start_event_id\":\"e1\","
+            "\"end_event_id\":\"e3\"}},"
+            "{\"id\":\"b\",\"trigger_time\":\"2026-11-21T08:30:00Z\",\"event_lineage_id\":{\"start_event_id\":\"e2\","
+            "\"end_event_id\":\"e4\"}},"
             "{\"id\":\"c\",\"trigger_time\":\"2026-11-21T08:45:00Z\",\"event_lineage_id\":{\"start_event_id\":\"\"}}],"
             "\"page_response\":{\"next_id\":\"\",\"total\":3}}");
     } else if (strstr(url, "/v2/event-lineage")) {
@@ -95,7 +110,8 @@ static error_code fake(void *ctx, const char *method, const char *url, const cha
         char out[2048] = "{\"resources\":[";
         const cJSON *id;
         bool first = true;
-        cJSON_ArrayForEach(id, ids) {
+        cJSON_ArrayForEach(id, ids)
+        {
             s->details_ids++;
             if (strcmp(id->valuestring, "e4") == 0)
                 continue; /* details never returns e4 */
@@ -239,7 +255,8 @@ static void test_recovery_after_a_crash_between_append_and_commit(void **unused)
     char path[128];
     snprintf(path, sizeof path, "%s/incidents.jsonl", dir);
     FILE *file = fopen(path, "wb");
-    fputs("{\"id\":\"x1\",\"trigger_time\":\"2026-11-21T08:00:00Z\"}\n{\"id\":\"x\\\"2\",\"trigger_time\":null}\n", file);
+    fputs("{\"id\":\"x1\",\"trigger_time\":\"2026-11-21T08:00:00Z\"}\n{\"id\":\"x\\\"2\",\"trigger_time\":null}\n",
+          file);
     fclose(file);
     cJSON *section = cJSON_Parse("{\"seen\":{},\"pending\":{\"ids\":[\"x1\",\"x\\\"2\",\"x3\"]}}");
     cJSON *items = cJSON_CreateArray();
@@ -269,7 +286,7 @@ static void test_cursor_start_and_pruning(void **unused)
     cJSON_AddStringToObject(section, "cursor", "2026-11-21T10:00:00Z");
     report_start_time(section, now, 24 * 3600, buf);
     assert_string_equal(buf, "2026-11-21T09:55:00Z"); /* cursor - 5 min overlap */
-    report_prune_seen(section, now);                   /* keeps >= 08:55 */
+    report_prune_seen(section, now);                  /* keeps >= 08:55 */
     cJSON *seen = cJSON_GetObjectItem(section, "seen");
     assert_null(cJSON_GetObjectItem(seen, "old"));
     assert_null(cJSON_GetObjectItem(seen, "bad"));

@@ -18,14 +18,14 @@
 static const struct {
     const char *salt;
     const char *machine_id;
-    uint32_t bucket;             /* from hashlib, see above */
+    uint32_t bucket; /* from hashlib, see above */
 } vectors[] = {
-    {"00", "machine-a", 0x4aa6cd1eu},                                    /* 29.16% */
-    {"deadbeef", "  4c4c4544-0042-3510-8052-b4c04f4b4d32\n", 0x0b2d56eau}, /* trimmed; 4.37% */
+    {"00", "machine-a", 0x4aa6cd1eu},                                                      /* 29.16% */
+    {"deadbeef", "  4c4c4544-0042-3510-8052-b4c04f4b4d32\n", 0x0b2d56eau},                 /* trimmed; 4.37% */
     {"0123456789abcdef0123456789abcdef", "ec2a1b7e9f0d4c6e8a5b3d2f1e0c9b8a", 0x39568b16u}, /* 22.40% */
-    {"ff", "\xc3\xa9-machine", 0xfb275f14u},                            /* UTF-8 "é-machine"; 98.11% */
-    {"a1b2c3d4e5f60718", "host-17", 0xc119f66au},                        /* 75.43% */
-    {"DEADBEEF", "machine-a", 0x9be169dcu},                              /* upper-case hex salt; 60.89% */
+    {"ff", "\xc3\xa9-machine", 0xfb275f14u},      /* UTF-8 "é-machine"; 98.11% */
+    {"a1b2c3d4e5f60718", "host-17", 0xc119f66au}, /* 75.43% */
+    {"DEADBEEF", "machine-a", 0x9be169dcu},       /* upper-case hex salt; 60.89% */
 };
 
 static void test_vectors(void **unused)
@@ -50,7 +50,7 @@ static void test_threshold(void **unused)
     assert_true(eligible);
     assert_int_equal(rollout_eligible("00", "machine-a", 29.16, &eligible, NULL, &err), ERR_OK);
     assert_false(eligible);
-    assert_false(rollout_bucket_eligible(0, 0.0));          /* 0% reaches nobody */
+    assert_false(rollout_bucket_eligible(0, 0.0));            /* 0% reaches nobody */
     assert_true(rollout_bucket_eligible(0xffffffffu, 100.0)); /* 100% reaches everybody */
     assert_true(rollout_bucket_eligible(0x7fffffffu, 50.0));
     assert_false(rollout_bucket_eligible(0x80000000u, 50.0));

@@ -39,16 +39,16 @@ static void test_settings(void **state)
     static const char *const expected[] = {
         "<?xml version=\"1.0\" encoding=\"UTF-16\"?>",
         "<URI>\\outpost\\run</URI>",
-        "<Interval>PT1H</Interval>",                              /* hourly */
-        "<RandomDelay>PT10M</RandomDelay>",                        /* spread over the fleet */
-        "<UserId>S-1-5-18</UserId>",                               /* SYSTEM */
+        "<Interval>PT1H</Interval>",        /* hourly */
+        "<RandomDelay>PT10M</RandomDelay>", /* spread over the fleet */
+        "<UserId>S-1-5-18</UserId>",        /* SYSTEM */
         "<RunLevel>HighestAvailable</RunLevel>",
         "<MultipleInstancesPolicy>IgnoreNew</MultipleInstancesPolicy>",
-        "<StartWhenAvailable>true</StartWhenAvailable>",           /* a missed run starts later */
+        "<StartWhenAvailable>true</StartWhenAvailable>", /* a missed run starts later */
         "<DisallowStartIfOnBatteries>false</DisallowStartIfOnBatteries>",
         "<StopIfGoingOnBatteries>false</StopIfGoingOnBatteries>",
         "<ExecutionTimeLimit>PT2H</ExecutionTimeLimit>",
-        "<StartBoundary>2020-01-01T00:00:00</StartBoundary>",      /* fixed: no install-date dependency */
+        "<StartBoundary>2020-01-01T00:00:00</StartBoundary>", /* fixed: no install-date dependency */
         "<Command>\"C:\\Program Files\\outpost\\outpost.exe\"</Command>",
         "<Arguments>run</Arguments>",
     };
@@ -89,11 +89,8 @@ static void test_unusable_paths(void **state)
     static const struct {
         const char *exe, *config;
     } cases[] = {
-        {"C:\\a\"b\\outpost.exe", NULL},      /* a quote would end the quoted path */
-        {"C:\\x\\outpost.exe", "C:\\a\"b.json"},
-        {"C:\\x\\out\npost.exe", NULL},
-        {"", NULL},
-        {NULL, NULL},
+        {"C:\\a\"b\\outpost.exe", NULL}, /* a quote would end the quoted path */
+        {"C:\\x\\outpost.exe", "C:\\a\"b.json"}, {"C:\\x\\out\npost.exe", NULL}, {"", NULL}, {NULL, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *xml = NULL;

@@ -64,8 +64,7 @@ static void tohex(const unsigned char md[32], char out[65])
 
 /* A whole SHA-256 over impl's block function: full blocks handed over
  * several at a time (chunk blocks per call), then FIPS 180-4 padding. */
-static void sha256_with(sha256accel_impl impl, const unsigned char *msg, size_t len, size_t chunk,
-                        unsigned char md[32])
+static void sha256_with(sha256accel_impl impl, const unsigned char *msg, size_t len, size_t chunk, unsigned char md[32])
 {
     uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     size_t full = len / 64, done = 0;
@@ -184,8 +183,8 @@ static void test_choose(void **state)
         const char *env;
         bool want_portable;
     } cases[] = {
-        {true, NULL, false}, {true, "", false},      {true, "0", false}, {true, "1", true},
-        {false, NULL, true}, {false, "1", true},     {true, "yes", false},
+        {true, NULL, false}, {true, "", false},  {true, "0", false},   {true, "1", true},
+        {false, NULL, true}, {false, "1", true}, {true, "yes", false},
     };
     for (size_t i = 0; i < COUNT(cases); i++) {
         sha256accel_impl got = sha256accel_choose(cases[i].cpu_has, cases[i].env);

@@ -28,7 +28,7 @@
 #include "support.h"
 
 typedef struct fixture {
-    char *dir;      /* scratch: state_dir is dir/state */
+    char *dir; /* scratch: state_dir is dir/state */
     config cfg;
     state *s;
 } fixture;
@@ -66,7 +66,9 @@ static int teardown(void **ctx)
 static char *write_pe(fixture *f, const char *name, unsigned char tag)
 {
     unsigned char buf[512] = {0};
-    buf[0] = 'M'; buf[1] = 'Z'; buf[0x3C] = 0x80;
+    buf[0] = 'M';
+    buf[1] = 'Z';
+    buf[0x3C] = 0x80;
     memcpy(buf + 0x80, "PE\0\0", 4);
     buf[511] = tag;
     char *path = platform_path_join(f->dir, name);
@@ -74,12 +76,17 @@ static char *write_pe(fixture *f, const char *name, unsigned char tag)
     return path;
 }
 
-static error_code stage(fixture *f, const char *path, const char *version, bool downgrade, bool force,
-                        intake_result *r, error_info *err)
+static error_code stage(fixture *f, const char *path, const char *version, bool downgrade, bool force, intake_result *r,
+                        error_info *err)
 {
     const char *name = strrchr(path, platform_path_separator()) + 1;
-    intake_candidate c = {.path = path, .version = version, .file_name = name, .source_url = path,
-                           .expected_length = -1, .allow_downgrade = downgrade, .force = force};
+    intake_candidate c = {.path = path,
+                          .version = version,
+                          .file_name = name,
+                          .source_url = path,
+                          .expected_length = -1,
+                          .allow_downgrade = downgrade,
+                          .force = force};
     error_code rc = intake_stage(&f->cfg, f->s, &c, r, err);
     return rc;
 }
@@ -134,7 +141,7 @@ static void test_prune_keeps_rollback_target(void **ctx)
     }
     assert_false(staged_dir_exists(f, "1.0"));
     assert_false(staged_dir_exists(f, "2.0"));
-    assert_true(staged_dir_exists(f, "3.0"));  /* what rollback would use */
+    assert_true(staged_dir_exists(f, "3.0")); /* what rollback would use */
     assert_true(staged_dir_exists(f, "4.0"));
 
     f->cfg.installer.keep_versions = 3;
@@ -164,10 +171,37 @@ static void test_file_names(void **unused)
     assert_true(staging_file_name_is_safe("Sensor_26.01.msi"));
     assert_true(staging_file_name_is_safe("console.exe"));
     assert_true(staging_file_name_is_safe("COM10.exe"));
-    const char *bad[] = {"", ".", "..", "a/b.exe", "a\\b.exe", "c:x.exe", "NUL", "nul.exe", "COM1.msi", "lpt9",
-                         "con.tar.gz", "x.exe.", "x.exe ", ".hidden", "manifest.json", "a\x01.exe", "a|b", "a?b",
-                         "a*b", "a<b", "a\"b", "CONIN$", "conout$.exe", "CON .exe", "CON..exe", "nul  ",
-                         "COM0.exe", "COM\xc2\xb9.exe", "lpt\xc2\xb3", "Manifest.json", "MANIFEST.JSON"};
+    const char *bad[] = {"",
+                         ".",
+                         "..",
+                         "a/b.exe",
+                         "a\\b.exe",
+                         "c:x.exe",
+                         "NUL",
+                         "nul.exe",
+                         "COM1.msi",
+                         "lpt9",
+                         "con.tar.gz",
+                         "x.exe.",
+                         "x.exe ",
+                         ".hidden",
+                         "manifest.json",
+                         "a\x01.exe",
+                         "a|b",
+                         "a?b",
+                         "a*b",
+                         "a<b",
+                         "a\"b",
+                         "CONIN$",
+                         "conout$.exe",
+                         "CON .exe",
+                         "CON..exe",
+                         "nul  ",
+                         "COM0.exe",
+                         "COM\xc2\xb9.exe",
+                         "lpt\xc2\xb3",
+                         "Manifest.json",
+                         "MANIFEST.JSON"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (staging_file_name_is_safe(bad[i]))
             fail_msg("\"%s\" accepted", bad[i]);

@@ -46,7 +46,8 @@ static void test_merge(void **unused)
     assert_string_equal(cJSON_GetObjectItem(agent, "version")->valuestring, OUTPOST_VERSION);
     assert_true(cJSON_IsString(cJSON_GetObjectItem(agent, "hostname")));
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "incidents"), "new")->valueint, 3);
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "installer"), "latest_version")->valuestring, "2.0");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "installer"), "latest_version")->valuestring,
+                        "2.0");
     cJSON_Delete(doc);
     config_free(&cfg);
 }
@@ -83,8 +84,11 @@ static void test_last_run_members_in_schema_order(void **unused)
     cJSON *errors = cJSON_CreateArray();
     error_info err;
     assert_int_equal(status_run_error(errors, "update", "the platform answered 503", &err), ERR_OK);
-    status_run run = {.started_at = "2026-11-21T10:00:00Z", .finished_at = "2026-11-21T10:00:07Z",
-                      .result = "partial", .exit_code = 75, .errors = errors};
+    status_run run = {.started_at = "2026-11-21T10:00:00Z",
+                      .finished_at = "2026-11-21T10:00:07Z",
+                      .result = "partial",
+                      .exit_code = 75,
+                      .errors = errors};
     cJSON *o = NULL;
     assert_int_equal(status_last_run(&run, &o, &err), ERR_OK);
     char *text = printed(o);

@@ -20,13 +20,15 @@ static void test_escape_controls(void **state)
     } cases[] = {
         {"plain text", "plain text"},
         {"", ""},
-        {"\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"},           /* ANSI colour */
-        {"\x1b]0;owned\x07", "\\x1b]0;owned\\x07"},               /* window title */
+        {"\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"}, /* ANSI colour */
+        {"\x1b]0;owned\x07", "\\x1b]0;owned\\x07"},     /* window title */
         {"line one\r\noutpost: forged", "line one\\x0d\\x0aoutpost: forged"},
         {"tab\tkept", "tab\tkept"},
         {"del\x7f", "del\\x7f"},
-        {"c1 \xc2\x9b" "2J", "c1 \\x9b2J"},                        /* U+009B CSI */
-        {"C:\\ProgramData\\outpost", "C:\\ProgramData\\outpost"}, /* paths stay readable */
+        {"c1 \xc2\x9b"
+         "2J",
+         "c1 \\x9b2J"},                                                                     /* U+009B CSI */
+        {"C:\\ProgramData\\outpost", "C:\\ProgramData\\outpost"},                           /* paths stay readable */
         {"M\xc3\xbcller \xe2\x80\x94 \xc2\xa0ok", "M\xc3\xbcller \xe2\x80\x94 \xc2\xa0ok"}, /* UTF-8 kept */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -63,7 +65,7 @@ static void test_hex(void **state)
         {"", 0, ""},
         {"\x00", 1, "00"},
         {"\x0f\xf0", 2, "0ff0"},
-        {"\xde\xad\xbe\xef", 4, "deadbeef"},        /* lower case, as digests are compared */
+        {"\xde\xad\xbe\xef", 4, "deadbeef"}, /* lower case, as digests are compared */
         {"abc", 3, "616263"},
         {"\x01\x23\x45\x67\x89\xab\xcd\xef\xff", 9, "0123456789abcdefff"},
     };

@@ -45,9 +45,16 @@ static void test_parse_forms(void **state)
     assert_int_equal(t, 1795255200);
     assert_true(timefmt_parse_iso8601("2026-11-21T05:00:00-05:00", &t));
     assert_int_equal(t, 1795255200);
-    static const char *const bad[] = {"", "2026-11-21", "2026-11-21T10:00:00", "2026-13-01T00:00:00Z",
-                                      "2026-02-29T00:00:00Z", "2026-11-21T24:00:00Z", "2026-11-21T10:00:00Zjunk",
-                                      "2026-11-21T10:00:00.Z", "26-11-21T10:00:00Z", "2026-11-21T10:00:00+1:00"};
+    static const char *const bad[] = {"",
+                                      "2026-11-21",
+                                      "2026-11-21T10:00:00",
+                                      "2026-13-01T00:00:00Z",
+                                      "2026-02-29T00:00:00Z",
+                                      "2026-11-21T24:00:00Z",
+                                      "2026-11-21T10:00:00Zjunk",
+                                      "2026-11-21T10:00:00.Z",
+                                      "26-11-21T10:00:00Z",
+                                      "2026-11-21T10:00:00+1:00"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (timefmt_parse_iso8601(bad[i], &t))
             fail_msg("accepted \"%s\"", bad[i]);
@@ -69,7 +76,7 @@ static void test_http_date(void **state)
         {" \tSun, 06 Nov 1994 08:49:37 GMT\r\n", true, 784111777}, /* a header's blanks */
         {"Thu, 01 Jan 1970 00:00:00 GMT", true, 0},
         {"Tue, 29 Feb 2000 00:00:00 GMT", true, 951782400},
-        {"Tuesday, 01-Jan-69 00:00:00 GMT", true, 3124224000},       /* two-digit years: 1970..2069 */
+        {"Tuesday, 01-Jan-69 00:00:00 GMT", true, 3124224000}, /* two-digit years: 1970..2069 */
         {"Thursday, 01-Jan-70 00:00:00 GMT", true, 0},
         {"Sun, 06 Nov 1994 08:49:37 PST", false, 0},
         {"Sun, 32 Nov 1994 08:49:37 GMT", false, 0},

@@ -25,10 +25,10 @@
 
 typedef struct spec {
     const char *name;
-    unsigned int type;       /* AE_IFREG, AE_IFDIR, AE_IFLNK, AE_IFCHR; 0: hard link */
-    const char *content;     /* regular files */
-    size_t zeros;            /* or this many zero bytes */
-    const char *target;      /* links */
+    unsigned int type;   /* AE_IFREG, AE_IFDIR, AE_IFLNK, AE_IFCHR; 0: hard link */
+    const char *content; /* regular files */
+    size_t zeros;        /* or this many zero bytes */
+    const char *target;  /* links */
 } spec;
 
 static char *make_dir(void)
@@ -91,8 +91,8 @@ static size_t count_dir(const char *dir)
 }
 
 /* Extracts entries (as zip or tar.gz) into a fresh dir/out; returns the code. */
-static error_code extract(bool zip, const spec *entries, size_t count, const unpack_limits *limits,
-                          char **root_out, unpack_listing *listing, error_info *err)
+static error_code extract(bool zip, const spec *entries, size_t count, const unpack_limits *limits, char **root_out,
+                          unpack_listing *listing, error_info *err)
 {
     char *root = make_dir();
     char archive[600], out[600];
@@ -144,8 +144,7 @@ static void test_good_archive(void **unused)
     }
 }
 
-static void expect_refused(bool zip, const spec *entries, size_t count, const unpack_limits *limits,
-                           const char *why)
+static void expect_refused(bool zip, const spec *entries, size_t count, const unpack_limits *limits, const char *why)
 {
     char *root;
     unpack_listing listing;
@@ -281,16 +280,11 @@ static void test_name_rules(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_archive),
-        cmocka_unit_test(test_zip_slip),
-        cmocka_unit_test(test_absolute_path),
-        cmocka_unit_test(test_symlink),
-        cmocka_unit_test(test_hardlink),
-        cmocka_unit_test(test_device),
-        cmocka_unit_test(test_too_many_entries),
-        cmocka_unit_test(test_expansion_bomb),
-        cmocka_unit_test(test_not_an_archive),
-        cmocka_unit_test(test_name_rules),
+        cmocka_unit_test(test_good_archive),     cmocka_unit_test(test_zip_slip),
+        cmocka_unit_test(test_absolute_path),    cmocka_unit_test(test_symlink),
+        cmocka_unit_test(test_hardlink),         cmocka_unit_test(test_device),
+        cmocka_unit_test(test_too_many_entries), cmocka_unit_test(test_expansion_bomb),
+        cmocka_unit_test(test_not_an_archive),   cmocka_unit_test(test_name_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,14 +20,18 @@
 
 static void put32(uint8_t *p, uint32_t v)
 {
-    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
 }
 
 /* An MZ header whose e_lfanew is pe_offset, with "PE\0\0" there when it fits. */
 static size_t make_pe(uint8_t *buf, size_t size, uint32_t pe_offset)
 {
     memset(buf, 0, size);
-    buf[0] = 'M'; buf[1] = 'Z';
+    buf[0] = 'M';
+    buf[1] = 'Z';
     put32(buf + 0x3C, pe_offset);
     if ((uint64_t)pe_offset + 4 <= size)
         memcpy(buf + pe_offset, "PE\0\0", 4);
@@ -289,8 +293,7 @@ static void test_version_binding_unbound(void **unused)
     verify_report_init(&r);
     error_info err;
     config_verify policy = {.require_version_match = false};
-    assert_int_equal(verify_version_binding(&r, &policy, "/nonexistent/installer.exe", "1.2.3", &err),
-                     ERR_NOT_FOUND);
+    assert_int_equal(verify_version_binding(&r, &policy, "/nonexistent/installer.exe", "1.2.3", &err), ERR_NOT_FOUND);
     unlink(pe);
     unlink(text);
     free(pe);

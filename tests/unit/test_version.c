@@ -15,8 +15,18 @@ static void test_valid(void **unused)
 {
     (void)unused;
     static const char *const valid[] = {
-        "1", "0", "24.3.1", "26.01.03.24329", "26.01.03.24329-0de7ab+", "3.2.0-rc1", "3.2.0rc1",
-        "1.0+build.5", "007.0", "1..2", "1-", "1.2.3-BETA.2",
+        "1",
+        "0",
+        "24.3.1",
+        "26.01.03.24329",
+        "26.01.03.24329-0de7ab+",
+        "3.2.0-rc1",
+        "3.2.0rc1",
+        "1.0+build.5",
+        "007.0",
+        "1..2",
+        "1-",
+        "1.2.3-BETA.2",
         /* exactly 64 characters */
         "1234567890123456789012345678901234567890123456789012345678901234",
     };
@@ -32,8 +42,27 @@ static void test_invalid(void **unused)
 {
     (void)unused;
     static const char *const invalid[] = {
-        "", ".", "..", "../../etc", "..\\x", ".1", "-1", "+1", "a1.0", "v1.2.3", "1.2/3", "1.2\\3",
-        "1.2 3", "1.2:3", "1.2_3", "1.2\n", "1.2\t", "1.2%2f", "1.2\xc3\xa9", "~1", "1;rm",
+        "",
+        ".",
+        "..",
+        "../../etc",
+        "..\\x",
+        ".1",
+        "-1",
+        "+1",
+        "a1.0",
+        "v1.2.3",
+        "1.2/3",
+        "1.2\\3",
+        "1.2 3",
+        "1.2:3",
+        "1.2_3",
+        "1.2\n",
+        "1.2\t",
+        "1.2%2f",
+        "1.2\xc3\xa9",
+        "~1",
+        "1;rm",
         "12345678901234567890123456789012345678901234567890123456789012345", /* 65 */
     };
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
@@ -68,7 +97,7 @@ static void test_compare(void **unused)
         {"1.0.0.0", "1", 0},
         {"24.3.1", "24.3.1", 0},
         {"1.0+build.5", "1.0", 0},
-        {"1.0+rc1", "1.0", 0},          /* '+' always starts build metadata */
+        {"1.0+rc1", "1.0", 0},           /* '+' always starts build metadata */
         {"1.0-0de7ab", "1.0-ffffff", 0}, /* build metadata never orders */
         {"1.2.3-BETA", "1.2.3-beta", 0},
         {"1.2.3-pre", "1.2.3-preview", 0},
@@ -95,10 +124,10 @@ static void test_compare(void **unused)
         {"3.2.0-beta", "3.2.0-pre", -1},
         {"3.2.0-preview", "3.2.0-rc", -1},
         {"3.2.0-alpha9", "3.2.0-beta1", -1},
-        {"3.2.0-rc9", "3.1.9", 1},      /* numbers first */
+        {"3.2.0-rc9", "3.1.9", 1},         /* numbers first */
         {"3.2.0-rc1", "3.2.0-0de7ab", -1}, /* a hash is metadata: a release */
-        {"3.2.0-beef", "3.2.0", 0},     /* hex that starts like "beta" is not */
-        {"3.2.0-rcx", "3.2.0", 0},      /* not a pre-release word */
+        {"3.2.0-beef", "3.2.0", 0},        /* hex that starts like "beta" is not */
+        {"3.2.0-rcx", "3.2.0", 0},         /* not a pre-release word */
         /* invalid sorts before anything valid */
         {"../../etc", "0", -1},
         {"0", "", 1},
@@ -170,11 +199,8 @@ static void test_numbers_of(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid),
-        cmocka_unit_test(test_invalid),
-        cmocka_unit_test(test_compare),
-        cmocka_unit_test(test_compare_numbers),
-        cmocka_unit_test(test_numbers_of),
+        cmocka_unit_test(test_valid),           cmocka_unit_test(test_invalid),    cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_compare_numbers), cmocka_unit_test(test_numbers_of),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
