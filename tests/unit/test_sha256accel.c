@@ -194,8 +194,10 @@ static void test_choose(void **state)
             assert_int_not_equal(got, 0);
     }
     /* This process: portable when forced, else the CPU's when it has one. */
-    const char *forced = platform_getenv("OUTPOST_SHA256_PORTABLE");
+    /* active() reads the variable too, and platform_getenv's pointer lasts
+     * only until the next read of the same variable: ask in this order. */
     sha256accel_impl active = sha256accel_active();
+    const char *forced = platform_getenv("OUTPOST_SHA256_PORTABLE");
     print_message("active: %s (OUTPOST_SHA256_PORTABLE=%s, CPU SHA instructions: %s)\n", sha256accel_name(active),
                   forced ? forced : "unset", platform_cpu_has_sha256() ? "yes" : "no");
     if (forced && strcmp(forced, "1") == 0)
