@@ -34,6 +34,9 @@ Benchmarks (everything on 127.0.0.1, every process under a timeout):
   footprint binary sizes (Debian build stripped, static release builds,
            Windows exe), and RSS/CPU of a no-op `run` (installer up to date,
            report finds no new incident).
+  mirror   the fleet mirror (mirror_bench.py): 1,000 endpoints check a
+           published mirror on nginx with the API stopped, then revalidate
+           (304s); beside what the same fleet costs through the API.
 
 Runs alternate the tools (the order rotates every repetition); the table
 shows medians. Results go to stdout (a Markdown table) and to --json.
@@ -61,6 +64,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "sim"))
+from mirror_bench import bench_mirror  # noqa: E402
 from nginx_bench import Nginx  # noqa: E402
 from sim import make_certificates, write_fake_installer  # noqa: E402
 from simctl import Sim  # noqa: E402
@@ -119,7 +123,7 @@ TIME_OVERHEAD = {"cpu": 0.0}
 
 # The benchmarks, in the order a full run makes them: each is Bench.bench_<name>
 # (a new one: add its name here and the method).
-BENCHES = ["update", "check", "resume", "report", "footprint"]
+BENCHES = ["update", "check", "resume", "report", "footprint", "mirror"]
 
 
 def calibrate() -> float:
@@ -564,6 +568,24 @@ class Bench:
         self.results["raw"]["report_memory"] = raw
 
     # -- 5. footprint -------------------------------------------------------------------
+
+    def bench_mirror(self) -> None:
+        """1,000 endpoints (200 with --quick) check a published mirror served by nginx, with
+        the API stopped; see mirror_bench.py. The peer is the same fleet through the API."""
+        fleet = 200 if self.quick else 1000
+        label, binary = self.binaries[0]
+        m = bench_mirror(binary, os.path.join(self.work, "mirror"), fleet, log=self.log)
+        self.results["raw"]["mirror"] = m
+        through_api_s = m["api_minutes_through_api"] * 60
+        self.row(f"fleet mirror: {fleet} endpoint checks", "wall time, 8 at a time", "s",
+                 m["passes"]["check"]["wall_s"], {"the same checks through the API (60 requests/min)": through_api_s},
+                 binary=label)
+        self.row(f"fleet mirror: {fleet} endpoint checks", "wall time, second pass (304s)", "s",
+                 m["passes"]["revalidate"]["wall_s"], {}, binary=label)
+        self.row(f"fleet mirror: {fleet} endpoint checks", "requests to nginx / to the API", "",
+                 f"{m['passes']['check']['requests']} / {m['api_requests_mirror']}",
+                 {"through the API": m["api_requests_through_api"]}, "API requests = 0",
+                 m["api_requests_mirror"] == 0, binary=label)
 
     def bench_footprint(self) -> None:
         stripped = os.path.join(self.work, "outpost.stripped")
