@@ -872,7 +872,7 @@ static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der,
     const mbedtls_x509_crt *leaf = certs_find(&carried, &sd.signer);
     if (!leaf) {
         rc = authenticode_reject(r, AUTHENTICODE_BAD_SIGNATURE, "the signer's certificate is not in the signature");
-        goto out;
+        goto cleanup;
     }
     /* Decoded from the DER, not mbedtls_x509_dn_gets (which prints every
      * non-ASCII byte as '?'): what is shown is what the pin is compared with. */
@@ -890,7 +890,7 @@ static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der,
         signer_check(&sd.signer, &OID_SPC_INDIRECT_DATA, idc_seq.p, idc_seq.len, leaf, v->policy, &why);
     if (verdict != AUTHENTICODE_VALID) {
         rc = authenticode_reject(r, verdict, "%s", why);
-        goto out;
+        goto cleanup;
     }
 
     /* Without a trust anchor the chain cannot be judged, nor the time it is
@@ -906,24 +906,24 @@ static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der,
         if (!chain_verify(leaf, &carried, &v->trusted, when, v->policy, chain_why, sizeof chain_why)) {
             rc = authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer chain rejected: %s%s%s", chain_why,
                                      note[0] ? "; timestamp ignored: " : "", note);
-            goto out;
+            goto cleanup;
         }
         r->chain_checked = true;
     }
     if (!certs_has_eku(leaf, OID_EKU_CODE_SIGNING) ||
         mbedtls_x509_crt_check_key_usage(leaf, MBEDTLS_X509_KU_DIGITAL_SIGNATURE) != 0) {
         rc = authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer certificate is not valid for code signing");
-        goto out;
+        goto cleanup;
     }
     if (v->policy->signer_subject && !subject_matches(&leaf->subject, v->policy->signer_subject)) {
         rc = authenticode_reject(r, AUTHENTICODE_WRONG_SIGNER, "signed by \"%s\", not \"%s\"", r->signer_subject,
                                  v->policy->signer_subject);
-        goto out;
+        goto cleanup;
     }
     r->verdict = AUTHENTICODE_VALID;
     r->reason[0] = '\0';
     rc = ERR_OK;
-out:
+cleanup:
     mbedtls_x509_crt_free(&carried);
     return rc;
 }

@@ -519,10 +519,10 @@ error_code msi_read_product_version(FILE *f, uint64_t file_size, char *version, 
     uint8_t *pool = NULL, *data = NULL, *table = NULL;
     size_t pool_len = 0, data_len = 0, table_len = 0;
     if (table_id == OLECF_NOSTREAM)
-        goto done; /* no Property table: no ProductVersion */
+        goto cleanup; /* no Property table: no ProductVersion */
     if (pool_id == OLECF_NOSTREAM || data_id == OLECF_NOSTREAM) {
         rc = error_set(err, ERR_REJECTED, "malformed MSI: a Property table but no string pool");
-        goto done;
+        goto cleanup;
     }
     olecf_begin_pass(&cf);
     rc = read_whole_stream(&cf, pool_id, MSI_MAX_STRING_POOL, "_StringPool", &pool, &pool_len, err);
@@ -536,7 +536,7 @@ error_code msi_read_product_version(FILE *f, uint64_t file_size, char *version, 
             sp.ref_bytes = 3;
         rc = product_version_of(&sp, table, table_len, version, size, err);
     }
-done:
+cleanup:
     free(pool);
     free(data);
     free(table);

@@ -156,7 +156,7 @@ static MUST_CHECK error_code load_fat(olecf_file *cf, const uint8_t *header, err
     error_code rc = ERR_OK;
     if (!locations || !cf->fat || !buf) {
         rc = error_set(err, ERR_NOMEM, "out of memory reading a compound file");
-        goto out;
+        goto cleanup;
     }
     uint32_t n = 0;
     for (; n < fat_sectors && n < HEADER_DIFAT_COUNT; n++)
@@ -165,13 +165,13 @@ static MUST_CHECK error_code load_fat(olecf_file *cf, const uint8_t *header, err
     while (n < fat_sectors) {
         if (seen++ >= difat_count || difat >= cf->sector_count) {
             rc = malformed(err, "DIFAT chain too short");
-            goto out;
+            goto cleanup;
         }
         rc = claim(cf, difat, err);
         if (rc == ERR_OK)
             rc = read_sector(cf, difat, 0, buf, cf->sector_size, err);
         if (rc != ERR_OK)
-            goto out;
+            goto cleanup;
         for (uint32_t i = 0; i < per_sector - 1 && n < fat_sectors; i++)
             locations[n++] = get_le32(buf + 4 * i);
         difat = get_le32(buf + cf->sector_size - 4);
@@ -181,11 +181,11 @@ static MUST_CHECK error_code load_fat(olecf_file *cf, const uint8_t *header, err
         if (rc == ERR_OK)
             rc = read_sector(cf, locations[i], 0, buf, cf->sector_size, err);
         if (rc != ERR_OK)
-            goto out;
+            goto cleanup;
         for (uint32_t j = 0; j < per_sector; j++)
             cf->fat[(size_t)i * per_sector + j] = get_le32(buf + 4 * j);
     }
-out:
+cleanup:
     free(locations);
     free(buf);
     return rc;
@@ -325,7 +325,7 @@ static MUST_CHECK error_code link_tree(olecf_file *cf, error_info *err)
     if (cf->entries[0].child != OLECF_NOSTREAM) {
         if (cf->entries[0].child >= cf->entry_count || cf->entries[0].child == 0) {
             rc = malformed(err, "bad child id");
-            goto out;
+            goto cleanup;
         }
         cf->entries[cf->entries[0].child].parent = 0;
         stack[top++] = cf->entries[0].child;
@@ -356,7 +356,7 @@ static MUST_CHECK error_code link_tree(olecf_file *cf, error_info *err)
             stack[top++] = next;
         }
     }
-out:
+cleanup:
     free(stack);
     return rc;
 }

@@ -214,7 +214,7 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     error_code rc = staging_current(cfg, &version, &staged, &staged_path, err);
     if (rc != ERR_OK) {
         error_prefix(err, "publish: nothing to publish");
-        goto done;
+        goto cleanup;
     }
     const cJSON *verification = cJSON_GetObjectItemCaseSensitive(staged, "verification");
     const cJSON *sig = cJSON_GetObjectItemCaseSensitive(verification, "signature");
@@ -226,7 +226,7 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
                        "publish: the manifest of staged version %s lacks sha256, file_name or size; stage it "
                        "again with update --force",
                        version);
-        goto done;
+        goto cleanup;
     }
     const char *inner = jsonx_string(NULL, verification, "inner_format");
     const char *format = inner && inner[0] ? inner : jsonx_string(NULL, verification, "format");
@@ -244,21 +244,21 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     manifest_path = platform_path_join(req->dir, "manifest.json");
     if (!installer_path || !manifest_path) {
         rc = error_set(err, ERR_NOMEM, "out of memory");
-        goto done;
+        goto cleanup;
     }
     if ((rc = platform_mkdirs(installers_dir, err)) != ERR_OK) {
         error_prefix(err, "publish: cannot create the mirror directory");
-        goto done;
+        goto cleanup;
     }
     int64_t length = (int64_t)size->valuedouble;
     if ((rc = write_installer(staged_path, installer_path, sha256, length, &out->new_installer, err)) != ERR_OK)
-        goto done;
+        goto cleanup;
 
     /* 2. seq and salt, saved before the manifest that uses them */
     cJSON *section = state_section(s, "publish");
     if (!section) {
         rc = error_set(err, ERR_NOMEM, "out of memory");
-        goto done;
+        goto cleanup;
     }
     const cJSON *last_seq = cJSON_GetObjectItemCaseSensitive(section, "seq");
     int64_t seq = cJSON_IsNumber(last_seq) ? (int64_t)last_seq->valuedouble + 1 : 1;
@@ -270,7 +270,7 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     } else {
         uint8_t rnd[SALT_BYTES];
         if ((rc = platform_random_bytes(rnd, sizeof rnd, err)) != ERR_OK)
-            goto done;
+            goto cleanup;
         text_hex(rnd, sizeof rnd, salt);
     }
     cJSON *history = cJSON_GetObjectItemCaseSensitive(section, "installers");
@@ -290,7 +290,7 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     jsonx_set(section, "salt", cJSON_CreateString(salt));
     jsonx_set(section, "version", cJSON_CreateString(version));
     if ((rc = state_save(s, err)) != ERR_OK)
-        goto done;
+        goto cleanup;
 
     /* 3. the signed manifest, last */
     char path_in_mirror[96];
@@ -319,10 +319,10 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     if ((rc = manifest_payload_json(&m, &payload, err)) != ERR_OK ||
         (rc = manifest_sign(payload, strlen(payload), (signkey *const *)keys, 1, &envelope, &envelope_len, err)) !=
             ERR_OK)
-        goto done;
+        goto cleanup;
     if ((rc = write_manifest(manifest_path, envelope, envelope_len, err)) != ERR_OK) {
         error_prefix(err, "publish: cannot write the manifest");
-        goto done;
+        goto cleanup;
     }
 
     /* 4. prune */
@@ -341,7 +341,7 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     snprintf(out->sha256, sizeof out->sha256, "%s", sha256);
     out->length = length;
     out->expires_at = m.expires_at;
-done:
+cleanup:
     free(version);
     free(staged_path);
     free(installers_dir);

@@ -269,7 +269,7 @@ static void flush_open(trace_run *run)
     error_info err;
     if (!b || !ids) {
         error_set(&err, ERR_NOMEM, "out of memory");
-        goto failed;
+        goto fail;
     }
     b->run = run;
     b->entries = run->open;
@@ -291,7 +291,7 @@ static void flush_open(trace_run *run)
     run->counts.details_calls++;
     free(ids);
     return;
-failed:
+fail:
     free(b);
     free(ids);
     set_fatal(run, &err);
