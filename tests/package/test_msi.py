@@ -144,6 +144,7 @@ def test_install_reinstall_uninstall_under_wine(wine):
     # The event source, pointing at the installed exe (its message table).
     source = r"HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application\outpost"
     r = run(["wine", "reg", "query", source, "/v", "EventMessageFile"], env=env, timeout=300)
+    run(["wineserver", "-w"], env=env, timeout=900)  # as after msiexec: the next wine start must not race its exit
     assert r.returncode == 0 and "outpost\\outpost.exe" in r.stdout, r.stdout + r.stderr
 
     # The task as wine stored it: the definition's settings survive.
