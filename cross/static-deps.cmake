@@ -64,6 +64,23 @@ else()
     "SHA-256 runs on mbedTLS's portable code (rebuild the dependencies with cross/build-deps)")
 endif()
 
+# Likewise MBEDTLS_CHACHA20_ALT: mbedTLS's ChaCha20 functions are
+# agent/core/chacha20accel.c's (four blocks at a time in vector registers).
+file(STRINGS "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h" _outpost_chacha20_alt
+  REGEX "^#define MBEDTLS_CHACHA20_ALT")
+if(_outpost_chacha20_alt)
+  target_compile_definitions(outpost_agent PUBLIC OUTPOST_CHACHA20_ALT)
+  target_link_options(outpost_core INTERFACE "LINKER:--undefined=mbedtls_chacha20_update")
+else()
+  message(WARNING "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h has no MBEDTLS_CHACHA20_ALT: "
+    "ChaCha20 runs on mbedTLS's portable code (rebuild the dependencies with cross/build-deps)")
+endif()
+
+# libcurl in the prefix runs over this mbedTLS (cross/build-deps): outpost
+# may hand it mbedTLS settings (agent/net/tlsprefs.c, the order of the
+# key-exchange groups).
+target_compile_definitions(outpost_agent PUBLIC OUTPOST_CURL_MBEDTLS)
+
 # Link-time optimisation of outpost itself (scripts/release). Fat LTO
 # objects: the unit tests and test drivers link the same objects' ordinary
 # code, as an LTO link of each of them would cost minutes; the integration

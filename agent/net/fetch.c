@@ -13,6 +13,7 @@
 
 #include "base/dynbuf.h"
 #include "base/text.h"
+#include "net/tlsprefs.h"
 #include "platform/platform.h"
 
 #define DEFAULT_MAX (64 * 1024)
@@ -297,6 +298,7 @@ static MUST_CHECK error_code fetch_http(const config *cfg, transfer *t, error_in
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)cfg->http.low_speed_time_s);
     curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    tlsprefs_apply(e);
     if (cfg->tls_ca_file) {
         curl_easy_setopt(e, CURLOPT_CAINFO, cfg->tls_ca_file);
     } else if (platform_system_ca_bundle(&ca_bundle, &ca_len, NULL) == ERR_OK) {

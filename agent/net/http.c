@@ -31,6 +31,7 @@
 #include "base/text.h"
 #include "core/timefmt.h"
 #include "net/token.h"
+#include "net/tlsprefs.h"
 
 #define MAX_REDIRECTS 5
 #define ERROR_BODY_KEEP (64 * 1024) /* body kept from a failed answer, for its message */
@@ -1431,6 +1432,7 @@ static bool curl_attempt(http_client *c, xfer *x)
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)c->cfg.low_speed_time_s);
     curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    tlsprefs_apply(e);
     /* Servers close idle keep-alive connections after about a minute
      * (nginx 75 s, load balancers 60 s); a run that waited for its rate
      * window must not trip over a connection the server already dropped. */

@@ -269,7 +269,8 @@ def test_publish_without_key_or_dir_is_a_configuration_error(tmp_path, sim):
 # The http block's body (nginx_helper.HEAD opens it).
 MIRROR_NGINX = """
     log_format mirror escape=json '{{"path":"$uri","status":$status,"bytes":$body_bytes_sent,'
-                                  '"inm":"$http_if_none_match","ims":"$http_if_modified_since"}}';
+                                  '"inm":"$http_if_none_match","ims":"$http_if_modified_since",'
+                                  '"curve":"$ssl_curve"}}';
     access_log {dir}/access.log mirror;
     types {{ application/json json; application/octet-stream exe msi; }}
     server {{
@@ -586,6 +587,9 @@ def test_https_mirror_is_verified_against_tls_ca_file(tmp_path, sim, published):
         assert r.returncode == 0, r.stderr
         assert staged(state) == [V2]
         assert [e["path"] for e in server.log()] == ["/fleet/manifest.json", "/fleet/" + payload(mirror)["path"]]
+        # The key exchange is X25519, the fastest group both sides have (mbedTLS offers the
+        # largest curve first unless told otherwise, and nginx takes the client's order).
+        assert {e["curve"] for e in server.log()} == {"X25519"}
 
         # A CA that did not issue the server's certificate: nothing is read, nothing staged.
         other = make_certificates(str(tmp_path / "other-ca"))

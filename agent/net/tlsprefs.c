@@ -1,0 +1,102 @@
+/*
+ * tlsprefs.c — the order of key-exchange groups in outpost's TLS
+ * handshakes (see tlsprefs.h for why), set through libcurl's
+ * CURLOPT_SSL_CTX_FUNCTION, which hands mbedTLS's configuration to us
+ * before the handshake starts.
+ */
+#include "net/tlsprefs.h"
+
+#include <string.h>
+
+#include <mbedtls/ecp.h>
+#include <mbedtls/version.h>
+
+#ifdef OUTPOST_CURL_MBEDTLS
+#include <mbedtls/ssl.h>
+#endif
+
+/* Fastest first; all four are what a TLS 1.2 server is likely to have. */
+static const int PREFERRED[] = {MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_SECP256R1, MBEDTLS_ECP_DP_SECP384R1,
+                                MBEDTLS_ECP_DP_SECP521R1};
+
+static int contains(const int *list, size_t n, int id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i] == id)
+            return 1;
+    return 0;
+}
+
+size_t tlsprefs_order_groups(const int *supported, int *out, size_t cap)
+{
+    size_t n = 0, count = 0;
+    if (cap == 0)
+        return 0;
+    while (supported[count] != 0)
+        count++;
+    for (size_t i = 0; i < sizeof PREFERRED / sizeof PREFERRED[0] && n + 1 < cap; i++)
+        if (contains(supported, count, PREFERRED[i]))
+            out[n++] = PREFERRED[i];
+    for (size_t i = 0; i < count && n + 1 < cap; i++)
+        if (!contains(out, n, supported[i]))
+            out[n++] = supported[i];
+    out[n] = 0;
+    return n;
+}
+
+#ifdef OUTPOST_CURL_MBEDTLS
+/* mbedtls_ssl_conf_curves keeps the pointer: the list lives as long as
+ * the process. Built once, before any transfer (curl_global_init time is
+ * single-threaded; this is filled on first use under the same rule). */
+static mbedtls_ecp_group_id groups[32];
+static int groups_ready;
+
+static int libcurl_uses_this_mbedtls(void)
+{
+    /* The callback receives mbedTLS's own configuration structure: only
+     * safe when libcurl was built against exactly these headers. */
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    static const char want[] = "mbedTLS/" MBEDTLS_VERSION_STRING;
+    return v && v->ssl_version && strcmp(v->ssl_version, want) == 0;
+}
+
+static CURLcode on_ssl_ctx(CURL *e, void *ssl_config, void *user)
+{
+    (void)e;
+    (void)user;
+    mbedtls_ssl_conf_curves((mbedtls_ssl_config *)ssl_config, groups);
+    return CURLE_OK;
+}
+
+int tlsprefs_active(void)
+{
+    if (!groups_ready) {
+        int supported[32], ordered[32];
+        size_t n = 0;
+        for (const mbedtls_ecp_group_id *g = mbedtls_ecp_grp_id_list(); *g != MBEDTLS_ECP_DP_NONE && n + 1 < 32; g++)
+            supported[n++] = (int)*g;
+        supported[n] = 0;
+        size_t m = tlsprefs_order_groups(supported, ordered, 32);
+        for (size_t i = 0; i <= m; i++)
+            groups[i] = (mbedtls_ecp_group_id)ordered[i];
+        groups_ready = libcurl_uses_this_mbedtls() ? 1 : -1;
+    }
+    return groups_ready == 1;
+}
+
+void tlsprefs_apply(CURL *e)
+{
+    if (tlsprefs_active())
+        curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
+}
+#else
+int tlsprefs_active(void)
+{
+    return 0;
+}
+
+void tlsprefs_apply(CURL *e)
+{
+    (void)e;
+}
+#endif

@@ -1,0 +1,83 @@
+/* test_tlsprefs.c — the order of TLS key-exchange groups (agent/net/tlsprefs.c):
+ * X25519, P-256, P-384, P-521 first when the library has them, every other
+ * supported group kept after them, none twice, none invented; and whether
+ * this build hands the order to libcurl (the release builds, where libcurl
+ * runs over the same mbedTLS) or not (the Debian build). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include <mbedtls/ecp.h>
+
+#include "net/tlsprefs.h"
+
+static void test_preferred_first_then_the_rest_in_order(void **unused)
+{
+    (void)unused;
+    /* mbedTLS 2.28's own order: largest first, X25519 near the end. */
+    const int supported[] = {MBEDTLS_ECP_DP_SECP521R1, MBEDTLS_ECP_DP_BP512R1,   MBEDTLS_ECP_DP_SECP384R1,
+                             MBEDTLS_ECP_DP_BP384R1,   MBEDTLS_ECP_DP_SECP256R1, MBEDTLS_ECP_DP_SECP256K1,
+                             MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_CURVE448, 0};
+    const int want[] = {MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_SECP256R1, MBEDTLS_ECP_DP_SECP384R1,
+                        MBEDTLS_ECP_DP_SECP521R1,  MBEDTLS_ECP_DP_BP512R1,   MBEDTLS_ECP_DP_BP384R1,
+                        MBEDTLS_ECP_DP_SECP256K1,  MBEDTLS_ECP_DP_CURVE448,  0};
+    int out[16];
+    assert_int_equal(tlsprefs_order_groups(supported, out, 16), 8);
+    assert_memory_equal(out, want, sizeof want);
+}
+
+static void test_only_groups_the_library_has(void **unused)
+{
+    (void)unused;
+    const int supported[] = {MBEDTLS_ECP_DP_SECP384R1, MBEDTLS_ECP_DP_SECP256R1, 0};
+    const int want[] = {MBEDTLS_ECP_DP_SECP256R1, MBEDTLS_ECP_DP_SECP384R1, 0};
+    int out[16];
+    assert_int_equal(tlsprefs_order_groups(supported, out, 16), 2);
+    assert_memory_equal(out, want, sizeof want);
+
+    const int none[] = {0};
+    assert_int_equal(tlsprefs_order_groups(none, out, 16), 0);
+    assert_int_equal(out[0], 0);
+}
+
+static void test_capacity_is_respected_and_terminated(void **unused)
+{
+    (void)unused;
+    const int supported[] = {MBEDTLS_ECP_DP_SECP521R1, MBEDTLS_ECP_DP_SECP384R1, MBEDTLS_ECP_DP_SECP256R1,
+                             MBEDTLS_ECP_DP_CURVE25519, 0};
+    int out[3] = {-1, -1, -1};
+    assert_int_equal(tlsprefs_order_groups(supported, out, 3), 2);
+    assert_int_equal(out[0], MBEDTLS_ECP_DP_CURVE25519);
+    assert_int_equal(out[1], MBEDTLS_ECP_DP_SECP256R1);
+    assert_int_equal(out[2], 0);
+}
+
+/* The release builds set OUTPOST_CURL_MBEDTLS, and their libcurl reports
+ * the same mbedTLS: the order is applied. Elsewhere it must not be (the
+ * callback would receive another library's structure). */
+static void test_applied_only_over_the_same_mbedtls(void **unused)
+{
+    (void)unused;
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    print_message("libcurl TLS: %s\n", v->ssl_version ? v->ssl_version : "(none)");
+#ifdef OUTPOST_CURL_MBEDTLS
+    assert_true(tlsprefs_active());
+#else
+    assert_false(tlsprefs_active());
+#endif
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_preferred_first_then_the_rest_in_order),
+        cmocka_unit_test(test_only_groups_the_library_has),
+        cmocka_unit_test(test_capacity_is_respected_and_terminated),
+        cmocka_unit_test(test_applied_only_over_the_same_mbedtls),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
