@@ -52,12 +52,12 @@ void chacha20accel_init_state(uint32_t state[16], const unsigned char key[32], u
 /* ---- portable (RFC 8439 section 2.3) --------------------------------------- */
 
 #define ROTL(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
-#define QR(a, b, c, d)                                                                                             \
-    do {                                                                                                           \
-        a += b, d ^= a, d = ROTL(d, 16);                                                                           \
-        c += d, b ^= c, b = ROTL(b, 12);                                                                           \
-        a += b, d ^= a, d = ROTL(d, 8);                                                                            \
-        c += d, b ^= c, b = ROTL(b, 7);                                                                            \
+#define QR(a, b, c, d)                                                                                                 \
+    do {                                                                                                               \
+        a += b, d ^= a, d = ROTL(d, 16);                                                                               \
+        c += d, b ^= c, b = ROTL(b, 12);                                                                               \
+        a += b, d ^= a, d = ROTL(d, 8);                                                                                \
+        c += d, b ^= c, b = ROTL(b, 7);                                                                                \
     } while (0)
 
 static void block_portable(const uint32_t state[16], uint32_t counter, unsigned char keystream[64])
@@ -100,12 +100,12 @@ static void xor_portable(const uint32_t state[16], uint32_t counter, const unsig
 
 #ifdef HAVE_SSE2
 #define ROTL4(x, n) _mm_or_si128(_mm_slli_epi32(x, n), _mm_srli_epi32(x, 32 - (n)))
-#define QR4(a, b, c, d)                                                                                            \
-    do {                                                                                                           \
-        a = _mm_add_epi32(a, b), d = _mm_xor_si128(d, a), d = ROTL4(d, 16);                                        \
-        c = _mm_add_epi32(c, d), b = _mm_xor_si128(b, c), b = ROTL4(b, 12);                                        \
-        a = _mm_add_epi32(a, b), d = _mm_xor_si128(d, a), d = ROTL4(d, 8);                                         \
-        c = _mm_add_epi32(c, d), b = _mm_xor_si128(b, c), b = ROTL4(b, 7);                                         \
+#define QR4(a, b, c, d)                                                                                                \
+    do {                                                                                                               \
+        a = _mm_add_epi32(a, b), d = _mm_xor_si128(d, a), d = ROTL4(d, 16);                                            \
+        c = _mm_add_epi32(c, d), b = _mm_xor_si128(b, c), b = ROTL4(b, 12);                                            \
+        a = _mm_add_epi32(a, b), d = _mm_xor_si128(d, a), d = ROTL4(d, 8);                                             \
+        c = _mm_add_epi32(c, d), b = _mm_xor_si128(b, c), b = ROTL4(b, 7);                                             \
     } while (0)
 
 /* XORs one 16-byte quarter of each of the four blocks: words w..w+3 of
@@ -154,12 +154,12 @@ static void xor4_sse2(const uint32_t state[16], uint32_t counter, const unsigned
 #ifdef HAVE_NEON
 #define ROTL4N(x, n) vsriq_n_u32(vshlq_n_u32(x, n), x, 32 - (n))
 #define ROTL4N16(x) vreinterpretq_u32_u16(vrev32q_u16(vreinterpretq_u16_u32(x)))
-#define QR4N(a, b, c, d)                                                                                           \
-    do {                                                                                                           \
-        a = vaddq_u32(a, b), d = veorq_u32(d, a), d = ROTL4N16(d);                                                 \
-        c = vaddq_u32(c, d), b = veorq_u32(b, c), b = ROTL4N(b, 12);                                               \
-        a = vaddq_u32(a, b), d = veorq_u32(d, a), d = ROTL4N(d, 8);                                                \
-        c = vaddq_u32(c, d), b = veorq_u32(b, c), b = ROTL4N(b, 7);                                                \
+#define QR4N(a, b, c, d)                                                                                               \
+    do {                                                                                                               \
+        a = vaddq_u32(a, b), d = veorq_u32(d, a), d = ROTL4N16(d);                                                     \
+        c = vaddq_u32(c, d), b = veorq_u32(b, c), b = ROTL4N(b, 12);                                                   \
+        a = vaddq_u32(a, b), d = veorq_u32(d, a), d = ROTL4N(d, 8);                                                    \
+        c = vaddq_u32(c, d), b = veorq_u32(b, c), b = ROTL4N(b, 7);                                                    \
     } while (0)
 
 static void store4_neon(const uint32x4_t x[16], int w, const unsigned char *in, unsigned char *out)
@@ -223,12 +223,9 @@ bool chacha20accel_available(chacha20accel_impl impl)
 const char *chacha20accel_name(chacha20accel_impl impl)
 {
     switch (impl) {
-    case CHACHA20ACCEL_SSE2:
-        return "sse2";
-    case CHACHA20ACCEL_NEON:
-        return "neon";
-    default:
-        return "portable";
+    case CHACHA20ACCEL_SSE2: return "sse2";
+    case CHACHA20ACCEL_NEON: return "neon";
+    default: return "portable";
     }
 }
 
@@ -315,8 +312,8 @@ int mbedtls_chacha20_update(mbedtls_chacha20_context *ctx, size_t size, const un
     return 0;
 }
 
-int mbedtls_chacha20_crypt(const unsigned char key[32], const unsigned char nonce[12], uint32_t counter,
-                           size_t size, const unsigned char *input, unsigned char *output)
+int mbedtls_chacha20_crypt(const unsigned char key[32], const unsigned char nonce[12], uint32_t counter, size_t size,
+                           const unsigned char *input, unsigned char *output)
 {
     mbedtls_chacha20_context ctx;
     mbedtls_chacha20_init(&ctx);

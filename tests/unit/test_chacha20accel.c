@@ -172,7 +172,8 @@ static void test_mbedtls_update_in_any_pieces(void **unused)
             size_t piece = 1 + x % (trial < 100 ? 70 : 200);
             if (piece > len - done)
                 piece = len - done;
-            assert_int_equal(mbedtls_chacha20_update(&ctx, piece, (const unsigned char *)RFC_TEXT + done, got + done), 0);
+            assert_int_equal(mbedtls_chacha20_update(&ctx, piece, (const unsigned char *)RFC_TEXT + done, got + done),
+                             0);
             done += piece;
         }
         mbedtls_chacha20_free(&ctx);

@@ -19,9 +19,9 @@ static void test_preferred_first_then_the_rest_in_order(void **unused)
 {
     (void)unused;
     /* mbedTLS 2.28's own order: largest first, X25519 near the end. */
-    const int supported[] = {MBEDTLS_ECP_DP_SECP521R1, MBEDTLS_ECP_DP_BP512R1,   MBEDTLS_ECP_DP_SECP384R1,
-                             MBEDTLS_ECP_DP_BP384R1,   MBEDTLS_ECP_DP_SECP256R1, MBEDTLS_ECP_DP_SECP256K1,
-                             MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_CURVE448, 0};
+    const int supported[] = {MBEDTLS_ECP_DP_SECP521R1,  MBEDTLS_ECP_DP_BP512R1,   MBEDTLS_ECP_DP_SECP384R1,
+                             MBEDTLS_ECP_DP_BP384R1,    MBEDTLS_ECP_DP_SECP256R1, MBEDTLS_ECP_DP_SECP256K1,
+                             MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_CURVE448,  0};
     const int want[] = {MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_SECP256R1, MBEDTLS_ECP_DP_SECP384R1,
                         MBEDTLS_ECP_DP_SECP521R1,  MBEDTLS_ECP_DP_BP512R1,   MBEDTLS_ECP_DP_BP384R1,
                         MBEDTLS_ECP_DP_SECP256K1,  MBEDTLS_ECP_DP_CURVE448,  0};
