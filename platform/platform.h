@@ -388,6 +388,18 @@ MUST_CHECK error_code platform_installed_version(const char *display_name, char 
  */
 MUST_CHECK error_code platform_system_ca_bundle(char **pem, size_t *len, error_info *err);
 
+/*
+ * The system's CA bundle as a file, for when tls.ca_file is null: libcurl
+ * reads it (CURLOPT_CAINFO). The release builds' libcurl has no default
+ * bundle compiled in (it could not know every distribution's path), so
+ * without this they would trust nothing. SSL_CERT_FILE when set (the
+ * OpenSSL convention), else the first readable of the distributions'
+ * bundles: Debian/Ubuntu/Arch, Fedora/RHEL, openSUSE, Alpine. NULL when
+ * there is none, and on Windows (see platform_system_ca_bundle). The
+ * string is static or the environment's: do not free it.
+ */
+const char *platform_system_ca_file(void);
+
 /* ---- The log file and the system log (log.file, PRODUCT.md section 10) -- */
 
 typedef struct platform_append_file platform_append_file;

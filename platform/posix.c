@@ -1361,8 +1361,26 @@ error_code platform_system_ca_bundle(char **pem, size_t *len, error_info *err)
 {
     (void)pem;
     (void)len;
-    /* libcurl's build knows the system's CA bundle path here. */
-    return error_set(err, ERR_NOT_FOUND, "libcurl's default CA store applies on this platform");
+    /* The store is a file here: platform_system_ca_file. */
+    return error_set(err, ERR_NOT_FOUND, "the system's CA store is a file on this platform");
+}
+
+const char *platform_system_ca_file(void)
+{
+    static const char *const known[] = {
+        "/etc/ssl/certs/ca-certificates.crt",                /* Debian, Ubuntu, Arch, Gentoo */
+        "/etc/pki/tls/certs/ca-bundle.crt",                  /* Fedora, RHEL, CentOS */
+        "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", /* RHEL 7 and later */
+        "/etc/ssl/ca-bundle.pem",                            /* openSUSE, SLES */
+        "/etc/ssl/cert.pem",                                 /* Alpine */
+    };
+    const char *env = getenv("SSL_CERT_FILE");
+    if (env && *env)
+        return env;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (access(known[i], R_OK) == 0)
+            return known[i];
+    return NULL;
 }
 
 void platform_boot_id(char *buf, size_t size)

@@ -2252,6 +2252,11 @@ error_code platform_installed_version(const char *display_name, char **version, 
     return ERR_OK;
 }
 
+const char *platform_system_ca_file(void)
+{
+    return NULL; /* the ROOT store, through platform_system_ca_bundle */
+}
+
 error_code platform_system_ca_bundle(char **pem, size_t *len, error_info *err)
 {
     HCERTSTORE store = CertOpenSystemStoreW(0, L"ROOT");

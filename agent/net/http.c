@@ -731,8 +731,8 @@ error_code http_client_new(const config *cfg, const char *api_key, const http_op
             return error_set(err, ERR_INTERNAL, "libcurl could not be initialised");
         }
         c->curl_initialised = true;
-        /* Without a CA file, trust the OS store; where libcurl has a default
-         * store of its own (POSIX) this finds nothing and changes nothing. */
+        /* Without a CA file, trust the OS store: in memory on Windows, a
+         * file (platform_system_ca_file) elsewhere. */
         error_info ignored;
         if (!c->ca_file && platform_system_ca_bundle(&c->ca_bundle, &c->ca_bundle_len, &ignored) != ERR_OK)
             c->ca_bundle = NULL;
@@ -1446,6 +1446,8 @@ static bool curl_attempt(http_client *c, xfer *x)
         struct curl_blob blob = {c->ca_bundle, c->ca_bundle_len, CURL_BLOB_NOCOPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
 #endif
+    } else if (platform_system_ca_file()) {
+        curl_easy_setopt(e, CURLOPT_CAINFO, platform_system_ca_file());
     }
     if (c->pinned_key && x->same_origin)
         curl_easy_setopt(e, CURLOPT_PINNEDPUBLICKEY, c->pinned_key);

@@ -42,9 +42,14 @@ def write_config(tmp_path: Path, base_url: str, ca_file=None, installed="26.01.0
                                 installer={"installed_version": installed, "verify": {**UNSIGNED, **verify}})
 
 
-def outpost(cfg: Path, *args, timeout=120, key="sim-api-key") -> subprocess.CompletedProcess:
+def outpost(cfg: Path, *args, timeout=120, key="sim-api-key", env_extra=None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
     env["OUTPOST_API_KEY"] = key
+    for name, value in (env_extra or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     return subprocess.run([OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -152,6 +157,22 @@ def test_check_exit_codes_output_state_and_status(sim_tls, tmp_path):
     assert r.stdout.strip() == "up to date: 26.01.03.24329"
     assert json.loads(outpost(cfg, "--json", "check").stdout)["update_available"] is False
     assert staged(state) == [] and downloads(state) == []
+
+
+def test_without_tls_ca_file_the_system_store_is_trusted(sim_tls, tmp_path):
+    """tls.ca_file null means the system's CA store: SSL_CERT_FILE when set, else the
+    distribution's bundle. The release builds' libcurl has no bundle compiled in, and
+    trusted nothing at all before outpost named one."""
+    cfg, state = write_config(tmp_path, sim_tls.url, None, installed="26.01.03.24329")
+    # The simulator's test CA is in no system store: refused.
+    r = outpost(cfg, "check", env_extra={"SSL_CERT_FILE": None})
+    assert r.returncode != 0
+    assert "TLS" in one_line_error(r) and "tls.ca_file" in one_line_error(r), r.stderr
+
+    # The same CA named as the system bundle is trusted.
+    r = outpost(cfg, "check", env_extra={"SSL_CERT_FILE": str(sim_tls.ca_file)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "up to date: 26.01.03.24329"
 
 
 def test_check_reads_at_most_64k_of_body(sim_factory, tmp_path, big_installer):
