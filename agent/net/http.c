@@ -1052,6 +1052,7 @@ static void read_rate_answer(http_client *c, xfer *x, ratelimit_answer *a)
     int64_t utc = server_utc_ms(c, x);
     a->has_remaining = ratelimit_parse_remaining(x->headers[H_RL_REMAINING], &a->remaining);
     a->has_reset = ratelimit_parse_reset(x->headers[H_RL_RESET], utc, &a->reset_in_ms);
+    a->has_reset_utc = ratelimit_parse_reset_utc(x->headers[H_RL_RESET], utc, &a->reset_utc_ms);
     a->too_many = x->status == 429;
     int64_t ra;
     if (backoff_parse_retry_after(x->headers[H_RETRY_AFTER], utc, &ra))
