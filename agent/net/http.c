@@ -1655,8 +1655,10 @@ restart:;
             }
             continue;
         }
-        bool budgeted = x->same_origin && ratelimit_get_mode(c->rl) == RATELIMIT_HEADERS;
-        if (budgeted && claimed > 0 && ratelimit_budget(c->rl) <= claimed)
+        /* In probe mode the one start (the probe) is the budget. */
+        ratelimit_mode mode = ratelimit_get_mode(c->rl);
+        bool budgeted = x->same_origin && mode != RATELIMIT_CONTRACT;
+        if (budgeted && claimed > 0 && (mode == RATELIMIT_PROBE || ratelimit_budget(c->rl) <= claimed))
             continue; /* what is left is claimed by older xfers; a completion frees them */
         int64_t w = ratelimit_acquire(c->rl, x->same_origin ? x->endpoint : NULL, x->same_origin,
                                       x->same_origin && x->kind != XFER_TOKEN, now, &x->ticket);
