@@ -1052,6 +1052,7 @@ static void read_rate_answer(http_client *c, xfer *x, ratelimit_answer *a)
     int64_t utc = server_utc_ms(c, x);
     a->has_remaining = ratelimit_parse_remaining(x->headers[H_RL_REMAINING], &a->remaining);
     a->has_reset = ratelimit_parse_reset(x->headers[H_RL_RESET], utc, &a->reset_in_ms);
+    a->has_reset_utc = ratelimit_parse_reset_utc(x->headers[H_RL_RESET], utc, &a->reset_utc_ms);
     a->too_many = x->status == 429;
     int64_t ra;
     if (backoff_parse_retry_after(x->headers[H_RETRY_AFTER], utc, &ra))
@@ -1624,12 +1625,21 @@ static void token_complete(http_client *c, xfer *x, error_code code, const error
 /* ---- The loop ---------------------------------------------------------------------------- */
 
 /* Starts every waiting xfer that may start now. Returns the ms until the
- * next one may (-1: none is waiting on time). */
+ * next one may (-1: none is waiting on time).
+ *
+ * The window's budget goes to the waiting xfers in their order: one whose
+ * endpoint is at its concurrency cap keeps a claim on a start, and a later
+ * xfer to a free endpoint may only use what the claims leave. Otherwise
+ * each window's budget is spent mostly on whichever endpoint has the most
+ * queued (event-lineage), the later calls (event-details, which the lineages
+ * feed) pile up, and the last window, whose length the run waits for, is
+ * spent at one endpoint's 5-in-flight rate instead of several endpoints'. */
 static int64_t start_ready(http_client *c, bool *out_of_memory)
 {
     int64_t wake = -1;
     int64_t now = clock_now_ms(c->clock);
-restart:
+restart:;
+    int64_t claimed = 0; /* counted xfers before this one held at their endpoint's cap */
     for (xfer *prev = NULL, *x = c->waiting_head, *next; x; prev = x, x = next) {
         next = x->next;
         if (x->not_before > now) {
@@ -1647,10 +1657,18 @@ restart:
             }
             continue;
         }
+        /* In probe mode the one start (the probe) is the budget. */
+        ratelimit_mode mode = ratelimit_get_mode(c->rl);
+        bool budgeted = x->same_origin && mode != RATELIMIT_CONTRACT;
+        if (budgeted && claimed > 0 && (mode == RATELIMIT_PROBE || ratelimit_budget(c->rl) <= claimed))
+            continue; /* what is left is claimed by older xfers; a completion frees them */
         int64_t w = ratelimit_acquire(c->rl, x->same_origin ? x->endpoint : NULL, x->same_origin,
                                       x->same_origin && x->kind != XFER_TOKEN, now, &x->ticket);
-        if (w == RATELIMIT_WAIT_COMPLETION)
+        if (w == RATELIMIT_WAIT_COMPLETION) {
+            if (budgeted)
+                claimed++;
             continue;
+        }
         if (w > 0) {
             wake = wake < 0 || w < wake ? w : wake;
             continue;

@@ -38,7 +38,8 @@ struct ratelimit {
     int64_t budget;           /* headers mode: starts left in this window */
     int64_t window_remaining; /* headers mode: lowest Remaining seen in this window */
     int64_t reset_at;         /* headers mode: when the window resets */
-    int64_t last_reset_at;    /* latest reset announced, any mode */
+    int64_t reset_key;        /* headers mode: the window's reset as announced (see learn_headers) */
+    int64_t last_reset_key;   /* latest reset announced, any mode */
     int64_t pause_until;      /* 429: nothing starts before this */
     int64_t guard_ms;
 };
@@ -65,7 +66,7 @@ ratelimit *ratelimit_new(int per_minute, int64_t window_ms, int max_in_flight)
     rl->max_in_flight = max_in_flight < 1 ? 1 : max_in_flight;
     rl->mode = RATELIMIT_PROBE;
     rl->guard_ms = RATELIMIT_GUARD_MS;
-    rl->last_reset_at = INT64_MIN;
+    rl->last_reset_key = INT64_MIN;
     rl->pause_until = INT64_MIN;
     if (!rl->log) {
         free(rl);
@@ -248,13 +249,21 @@ static void learn_headers(ratelimit *rl, const ratelimit_ticket *ticket, int64_t
          * interval from now at the latest, and re-probe then. */
         reset_at = now + rl->window_ms / rl->per_window;
     }
-    bool known = rl->last_reset_at != INT64_MIN;
-    if (known && reset_at < rl->last_reset_at - SAME_WINDOW_MS)
+    /* Which window the answer belongs to: by the reset the server announced
+     * when it says so on its own clock. Our estimate of when that is
+     * (reset_at) moves as the caller refines its idea of the server's clock
+     * (a Date header has whole seconds: the first answer may put the reset
+     * up to a second late), so two answers of one window could otherwise
+     * look a second apart, the later, better one taken for a late answer
+     * from an older window, and the worse estimate kept. */
+    bool by_server = a->has_reset && a->has_reset_utc;
+    int64_t key = by_server ? a->reset_utc_ms : reset_at;
+    bool known = rl->last_reset_key != INT64_MIN;
+    if (known && key < rl->last_reset_key - SAME_WINDOW_MS)
         return; /* a late answer from a window already over */
-    bool same = rl->mode == RATELIMIT_HEADERS && reset_at <= rl->reset_at + SAME_WINDOW_MS &&
-                reset_at >= rl->reset_at - SAME_WINDOW_MS;
-    if (!same && rl->mode != RATELIMIT_HEADERS && known && reset_at <= rl->last_reset_at + SAME_WINDOW_MS &&
-        !ticket->probe)
+    bool same =
+        rl->mode == RATELIMIT_HEADERS && key <= rl->reset_key + SAME_WINDOW_MS && key >= rl->reset_key - SAME_WINDOW_MS;
+    if (!same && rl->mode != RATELIMIT_HEADERS && known && key <= rl->last_reset_key + SAME_WINDOW_MS && !ticket->probe)
         return; /* a late answer from the window that just ended */
 
     rl->ever_headers = true;
@@ -263,12 +272,22 @@ static void learn_headers(ratelimit *rl, const ratelimit_ticket *ticket, int64_t
          * already counts every request answered with a higher one. */
         if (a->remaining < rl->window_remaining)
             rl->window_remaining = a->remaining;
-        if (reset_at > rl->reset_at)
+        if (by_server) {
+            /* Every estimate of the announced reset errs late (the caller
+             * reads the server's clock from below): the earliest is the
+             * closest. */
+            if (reset_at < rl->reset_at)
+                rl->reset_at = reset_at;
+        } else if (reset_at > rl->reset_at) {
             rl->reset_at = reset_at;
+        }
+        if (key > rl->reset_key)
+            rl->reset_key = key;
     } else {
         rl->mode = RATELIMIT_HEADERS;
         rl->window_remaining = a->remaining;
         rl->reset_at = reset_at;
+        rl->reset_key = key;
     }
     /* Requests still in flight may not have been counted yet. */
     rl->budget = rl->window_remaining - (int64_t)rl->flying_count;
@@ -279,8 +298,8 @@ static void learn_headers(ratelimit *rl, const ratelimit_ticket *ticket, int64_t
         rl->reset_at = now;
         rl->guard_ms = rl->guard_ms * 2 > RATELIMIT_GUARD_MAX_MS ? RATELIMIT_GUARD_MAX_MS : rl->guard_ms * 2;
     }
-    if (reset_at > rl->last_reset_at)
-        rl->last_reset_at = reset_at;
+    if (key > rl->last_reset_key)
+        rl->last_reset_key = key;
 }
 
 void ratelimit_release(ratelimit *rl, const ratelimit_ticket *ticket, int64_t now_ms, const ratelimit_answer *answer)
@@ -350,18 +369,26 @@ bool ratelimit_parse_remaining(const char *value, int64_t *remaining)
     return true;
 }
 
-bool ratelimit_parse_reset(const char *value, int64_t now_utc_ms, int64_t *reset_in_ms)
+bool ratelimit_parse_reset_utc(const char *value, int64_t now_utc_ms, int64_t *reset_utc_ms)
 {
     double v;
     if (!parse_decimal(value, &v))
         return false;
-    int64_t in;
     if (v < 1e9)
-        in = (int64_t)(v * 1000.0); /* seconds from now */
+        *reset_utc_ms = now_utc_ms + (int64_t)(v * 1000.0); /* seconds from now */
     else if (v > 1e12)
-        in = (int64_t)v - now_utc_ms; /* epoch milliseconds */
+        *reset_utc_ms = (int64_t)v; /* epoch milliseconds */
     else
-        in = (int64_t)(v * 1000.0) - now_utc_ms; /* epoch seconds, as documented */
+        *reset_utc_ms = (int64_t)(v * 1000.0); /* epoch seconds, as documented */
+    return true;
+}
+
+bool ratelimit_parse_reset(const char *value, int64_t now_utc_ms, int64_t *reset_in_ms)
+{
+    int64_t at;
+    if (!ratelimit_parse_reset_utc(value, now_utc_ms, &at))
+        return false;
+    int64_t in = at - now_utc_ms;
     *reset_in_ms = in > 0 ? in : 0;
     return true;
 }

@@ -64,6 +64,8 @@ typedef struct ratelimit_answer {
     int64_t remaining;
     bool has_reset;         /* X-RateLimit-Reset present and numeric */
     int64_t reset_in_ms;    /* time from the answer until the reset, >= 0 */
+    bool has_reset_utc;     /* reset_utc_ms is set (X-RateLimit-Reset parsed) */
+    int64_t reset_utc_ms;   /* the reset as announced, on the server's clock (Unix ms) */
     bool too_many;          /* the answer was 429 */
     int64_t retry_after_ms; /* Retry-After, -1 when absent */
 } ratelimit_answer;
@@ -104,6 +106,14 @@ bool ratelimit_parse_remaining(const char *value, int64_t *remaining);
  * (both seen in the wild). A reset in the past gives 0.
  */
 bool ratelimit_parse_reset(const char *value, int64_t now_utc_ms, int64_t *reset_in_ms);
+
+/*
+ * The same header as the reset on the server's clock, in Unix milliseconds
+ * (a relative value is added to now_utc_ms). Answers of one window announce
+ * the same value even while our estimate of the server's clock, and so
+ * reset_in_ms, is still being refined: the pacer tells windows apart by it.
+ */
+bool ratelimit_parse_reset_utc(const char *value, int64_t now_utc_ms, int64_t *reset_utc_ms);
 
 /* Introspection for traces and tests. */
 ratelimit_mode ratelimit_get_mode(const ratelimit *rl);

@@ -1440,6 +1440,10 @@ class SimHandler(http.server.BaseHTTPRequestHandler):
     server_version = "outpost-sim/1.0"
     sys_version = ""
     timeout = 60            # idle keep-alive connections are closed after this
+    # An answer goes out as two writes (headers, then body): with Nagle the
+    # body waited for the client's delayed ACK of the headers, 40 ms on
+    # Linux, on every keep-alive request (real servers send both at once).
+    disable_nagle_algorithm = True
     listener = "api"
 
     def setup(self) -> None:
