@@ -201,7 +201,7 @@ error_code incident_merge_items(const cJSON *current, const cJSON *previous, int
     }
     qsort(all, n, sizeof *all, compare_newest_qsort);
     for (size_t i = 0; i < n && (int)i < keep; i++) {
-        cJSON *copy = cJSON_Duplicate(all[i], 1);
+        cJSON *copy = cJSON_CreateObjectReference(all[i]->child);
         if (!copy || !cJSON_AddItemToArray(merged, copy)) {
             cJSON_Delete(copy);
             goto nomem;

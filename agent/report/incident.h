@@ -60,7 +60,9 @@ int incident_compare_newest(const struct cJSON *a, const struct cJSON *b);
 /*
  * The newest keep items of current and previous together, newest first.
  * An id present in both keeps current's version. Neither input is changed;
- * *out is a new array the caller owns.
+ * *out is a new array the caller owns, of references to the items (not
+ * copies: the items are most of status.json): free it before either input
+ * changes.
  */
 MUST_CHECK error_code incident_merge_items(const struct cJSON *current, const struct cJSON *previous, int keep,
                                            struct cJSON **out, error_info *err);

@@ -27,6 +27,7 @@
 #include "report/metrics.h"
 #include "platform/platform.h"
 #include "report/status.h"
+#include "base/strmap.h"
 #include "base/text.h"
 #include "core/timefmt.h"
 #include "report/trace.h"
@@ -207,8 +208,12 @@ typedef struct report_ctx {
     listed *list; /* the working set: this page, and earlier incidents
                      still waiting for the open details batch */
     size_t count, cap;
-    newest keep;         /* this run's newest items */
-    cJSON *previous;     /* status.json's items before this run; may be NULL */
+    strmap *listed_ids; /* id -> item of the working set */
+    strmap *seen_ids;   /* id -> member of seen (a cJSON object scans) */
+    newest keep;        /* this run's newest items */
+    cJSON *previous;    /* status.json's items before this run; may be NULL */
+    cJSON *status_doc;  /* status.json as it was, without "incidents": the
+                           members this run does not write; may be NULL */
     cJSON *still_failed; /* {id: true} of incidents left failed by this run */
     bool hold;           /* some incident was left failed: the cursor stays before it */
     int64_t hold_s;      /* the earliest trigger time of those */
@@ -222,12 +227,7 @@ typedef struct report_ctx {
 
 static bool listed_already(const report_ctx *ctx, const char *id)
 {
-    if (cJSON_GetObjectItemCaseSensitive(ctx->still_failed, id))
-        return true;
-    for (size_t i = 0; i < ctx->count; i++)
-        if (strcmp(incident_item_id(ctx->list[i].item), id) == 0)
-            return true;
-    return false;
+    return cJSON_GetObjectItemCaseSensitive(ctx->still_failed, id) || strmap_get(ctx->listed_ids, id);
 }
 
 /* Lets the trace forget l's lineage (its events go to the cache). */
@@ -241,6 +241,8 @@ static void listed_untrace(report_ctx *ctx, listed *l)
 static void listed_free(report_ctx *ctx, listed *l)
 {
     listed_untrace(ctx, l);
+    if (l->item && strmap_get(ctx->listed_ids, incident_item_id(l->item)) == l->item)
+        strmap_remove(ctx->listed_ids, incident_item_id(l->item));
     cJSON_Delete(l->item);
     free(l->start_id);
     free(l->end_id);
@@ -266,6 +268,8 @@ static MUST_CHECK error_code add_listed(report_ctx *ctx, const api_incident *inc
         rc = error_set(err, ERR_NOMEM, "out of memory");
     else if (traceable)
         rc = trace_submit(ctx->trace, l->start_id, l->end_id, &l->trace_index, err);
+    if (rc == ERR_OK && !strmap_put(ctx->listed_ids, incident_item_id(l->item), l->item))
+        rc = error_set(err, ERR_NOMEM, "out of memory");
     if (rc != ERR_OK) {
         listed_free(ctx, l);
         return rc;
@@ -411,7 +415,9 @@ static bool newest_add(newest *n, cJSON *item)
     if (n->count == n->cap) {
         newest_trim(n);
         if (n->count == n->cap) {
-            size_t cap = n->cap ? n->cap * 2 : (size_t)n->keep * 2 + 16;
+            /* Trimmed back to keep every 32 items: the items are whole trees
+             * with their events, the largest thing the report holds. */
+            size_t cap = n->cap ? n->cap * 2 : (size_t)n->keep + 32;
             cJSON **grown = realloc(n->items, cap * sizeof *grown);
             if (!grown) {
                 cJSON_Delete(item);
@@ -502,15 +508,21 @@ static MUST_CHECK error_code last_run_object(const report_options *opts, const e
     return rc;
 }
 
-static cJSON *previous_items(const config *cfg)
+/* Reads status.json once, before this run writes it: its items join this
+ * run's newest in every status.json of the run, as a single write at the
+ * end would, and the members this run does not write (installer, and
+ * last_run when the report is part of `run`) are kept from it rather than
+ * read back, items and all, at every write. */
+static void read_previous(report_ctx *ctx)
 {
     cJSON *doc = NULL;
     error_info ignored;
-    if (status_read(cfg, &doc, &ignored) != ERR_OK)
-        return NULL;
-    cJSON *items = cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "incidents"), "items");
-    cJSON_Delete(doc);
-    return items;
+    if (status_read(ctx->cfg, &doc, &ignored) != ERR_OK)
+        doc = cJSON_CreateObject(); /* none (or unreadable): nothing to keep */
+    cJSON *incidents = cJSON_DetachItemFromObjectCaseSensitive(doc, "incidents");
+    ctx->previous = cJSON_DetachItemFromObjectCaseSensitive(incidents, "items");
+    cJSON_Delete(incidents);
+    ctx->status_doc = doc;
 }
 
 static cJSON *incidents_member(report_ctx *ctx, const char *cursor, const char *polled_at, cJSON *items, cJSON *hosts)
@@ -535,8 +547,51 @@ static cJSON *incidents_member(report_ctx *ctx, const char *cursor, const char *
     return NULL;
 }
 
-/* status.json's items: the newest of this run's and the previous ones.
- * The newest window is lent to a temporary array, not given up. */
+static int compare_pointers(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t) * (const void *const *)a, y = (uintptr_t) * (const void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool in_merged(const cJSON **sorted, size_t n, const cJSON *item)
+{
+    const cJSON *members = item->child;
+    return bsearch(&members, sorted, n, sizeof *sorted, compare_pointers) != NULL;
+}
+
+/* An item that is not among the newest keep now never will be (items only
+ * join): the previous and this run's items outside merged are freed. */
+static void drop_unmerged(report_ctx *ctx, const cJSON *merged)
+{
+    size_t n = (size_t)cJSON_GetArraySize(merged);
+    const cJSON **sorted = malloc((n ? n : 1) * sizeof *sorted);
+    if (!sorted)
+        return; /* nothing freed: only memory is lost */
+    size_t k = 0;
+    const cJSON *ref;
+    cJSON_ArrayForEach(ref, merged) sorted[k++] = ref->child; /* the referenced item's members */
+    qsort(sorted, n, sizeof *sorted, compare_pointers);
+    cJSON *item = ctx->previous ? ctx->previous->child : NULL;
+    while (item) {
+        cJSON *next = item->next;
+        if (!in_merged(sorted, n, item))
+            cJSON_Delete(cJSON_DetachItemViaPointer(ctx->previous, item));
+        item = next;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < ctx->keep.count; i++) {
+        if (in_merged(sorted, n, ctx->keep.items[i]))
+            ctx->keep.items[kept++] = ctx->keep.items[i];
+        else
+            cJSON_Delete(ctx->keep.items[i]);
+    }
+    ctx->keep.count = kept;
+    free(sorted);
+}
+
+/* status.json's items: the newest of this run's and the previous ones, as
+ * references to them (valid until either changes). The newest window is
+ * lent to a temporary array, not given up. */
 static MUST_CHECK error_code merged_items(report_ctx *ctx, cJSON **items, error_info *err)
 {
     newest_trim(&ctx->keep);
@@ -549,6 +604,8 @@ static MUST_CHECK error_code merged_items(report_ctx *ctx, cJSON **items, error_
     while (current->child)
         cJSON_DetachItemViaPointer(current, current->child);
     cJSON_Delete(current);
+    if (rc == ERR_OK)
+        drop_unmerged(ctx, *items);
     return rc;
 }
 
@@ -564,7 +621,8 @@ static MUST_CHECK error_code write_status(report_ctx *ctx, const char *cursor, b
         cJSON_Delete(items);
     if (rc != ERR_OK)
         return rc;
-    status_parts parts = {.incidents = incidents_member(ctx, cursor, polled_at, items, hosts)};
+    status_parts parts = {.incidents = incidents_member(ctx, cursor, polled_at, items, hosts),
+                          .previous = ctx->status_doc};
     if (!parts.incidents)
         rc = error_set(err, ERR_NOMEM, "out of memory");
     if (rc == ERR_OK && last_run)
@@ -635,9 +693,12 @@ static MUST_CHECK error_code commit_batch(report_ctx *ctx, error_info *err)
                 return error_set(err, ERR_NOMEM, "out of memory");
             continue;
         }
-        cJSON_DeleteItemFromObjectCaseSensitive(ctx->seen, id);
+        cJSON *old = strmap_remove(ctx->seen_ids, id);
+        if (old)
+            cJSON_Delete(cJSON_DetachItemViaPointer(ctx->seen, old));
         cJSON_DeleteItemFromObjectCaseSensitive(ctx->failed, id);
-        if (!cJSON_AddStringToObject(ctx->seen, id, t ? t : when))
+        cJSON *added = cJSON_AddStringToObject(ctx->seen, id, t ? t : when);
+        if (!added || !strmap_put(ctx->seen_ids, added->string, added))
             return error_set(err, ERR_NOMEM, "out of memory");
     }
     cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "pending");
@@ -667,6 +728,8 @@ static MUST_CHECK error_code commit(report_ctx *ctx, int64_t cursor, error_info 
     forget_failed(ctx);
     cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "pending");
     timefmt_iso8601(cursor, when);
+    strmap_free(ctx->seen_ids); /* the pruning below does not keep it */
+    ctx->seen_ids = NULL;
     cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "cursor");
     if (!cJSON_AddStringToObject(ctx->section, "cursor", when))
         return error_set(err, ERR_NOMEM, "out of memory");
@@ -766,7 +829,7 @@ static MUST_CHECK error_code on_page(void *user, const api_incident *incidents, 
         int64_t t;
         /* Seen, or older than the seen window reaches: a server that ignored
          * start_time would otherwise make us append them again. */
-        if (cJSON_GetObjectItemCaseSensitive(ctx->seen, incidents[i].id) ||
+        if (strmap_get(ctx->seen_ids, incidents[i].id) ||
             (incidents[i].trigger_time && timefmt_parse_iso8601(incidents[i].trigger_time, &t) && t < ctx->oldest_s)) {
             ctx->sum.already_seen++;
             continue;
@@ -821,7 +884,10 @@ static void free_ctx(report_ctx *ctx)
     free(ctx->list);
     newest_free(&ctx->keep);
     trace_run_free(ctx->trace);
+    strmap_free(ctx->listed_ids);
+    strmap_free(ctx->seen_ids);
     cJSON_Delete(ctx->previous);
+    cJSON_Delete(ctx->status_doc);
     cJSON_Delete(ctx->still_failed);
 }
 
@@ -861,6 +927,20 @@ static MUST_CHECK error_code finish(report_ctx *ctx, const error_info *listing, 
     return outcome.code;
 }
 
+/* The seen ids, indexed (a listed incident is looked up in them). The first
+ * of equal keys is the one cJSON_GetObjectItem would find. */
+static MUST_CHECK error_code index_seen(report_ctx *ctx, error_info *err)
+{
+    ctx->seen_ids = strmap_new();
+    if (!ctx->seen_ids)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    for (cJSON *entry = ctx->seen->child; entry; entry = entry->next)
+        if (entry->string && !strmap_get(ctx->seen_ids, entry->string) &&
+            !strmap_put(ctx->seen_ids, entry->string, entry))
+            return error_set(err, ERR_NOMEM, "out of memory");
+    return ERR_OK;
+}
+
 /* Recovers a crashed run's batch; its items join this run's newest. */
 static MUST_CHECK error_code recover(report_ctx *ctx, error_info *err)
 {
@@ -895,14 +975,15 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
     ctx.failed = ctx.section ? object_member(ctx.section, "failed") : NULL;
     ctx.trace = trace_run_new(http, cfg->report.details_batch, REPORT_EVENT_CACHE);
     ctx.still_failed = cJSON_CreateObject();
-    if (!ctx.section || !ctx.seen || !ctx.failed || !ctx.trace || !ctx.still_failed) {
+    ctx.listed_ids = strmap_new();
+    if (!ctx.section || !ctx.seen || !ctx.failed || !ctx.trace || !ctx.still_failed || !ctx.listed_ids) {
         free_ctx(&ctx);
         return error_set(err, ERR_NOMEM, "out of memory");
     }
-    /* Read once, before this run writes: every status.json of the run merges
-     * this run's newest with these, as a single write at the end would. */
-    ctx.previous = previous_items(cfg);
+    read_previous(&ctx);
     error_code rc = recover(&ctx, err);
+    if (rc == ERR_OK)
+        rc = index_seen(&ctx, err);
     if (rc != ERR_OK) {
         free_ctx(&ctx);
         return rc;

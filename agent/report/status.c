@@ -77,12 +77,29 @@ error_code status_read(const config *cfg, cJSON **doc, error_info *err)
     return rc;
 }
 
+/* value itself, lent to the document being printed; a copy for scalars. */
+static cJSON *lent(const cJSON *value)
+{
+    if (cJSON_IsObject(value))
+        return cJSON_CreateObjectReference(value->child);
+    if (cJSON_IsArray(value))
+        return cJSON_CreateArrayReference(value->child);
+    return cJSON_Duplicate(value, 1);
+}
+
 error_code status_write(const config *cfg, const status_parts *parts, error_info *err)
 {
-    cJSON *previous = NULL;
-    error_info ignored;
-    if (status_read(cfg, &previous, &ignored) != ERR_OK)
-        previous = NULL;
+    /* Only what the caller did not supply comes from the previous document:
+     * read the file (all of it, items included) only when that is needed and
+     * the caller has not kept it. */
+    cJSON *read = NULL;
+    const cJSON *previous = parts->previous;
+    if (!previous && (!parts->last_run || !parts->installer || !parts->incidents)) {
+        error_info ignored;
+        if (status_read(cfg, &read, &ignored) != ERR_OK)
+            read = NULL;
+        previous = read;
+    }
 
     /* Rebuild in the schema's order: identity first, then the parts. */
     cJSON *doc = cJSON_CreateObject();
@@ -94,12 +111,14 @@ error_code status_write(const config *cfg, const status_parts *parts, error_info
     const cJSON *given[] = {parts->last_run, parts->installer, parts->incidents};
     for (size_t i = 0; ok && i < 3; i++) {
         const cJSON *value = given[i] ? given[i] : cJSON_GetObjectItemCaseSensitive(previous, members[i]);
+        /* By reference: the parts stay the caller's and are not copied (the
+         * report's items are most of the document). */
         if (value)
-            ok = jsonx_set(doc, members[i], cJSON_Duplicate(value, 1));
+            ok = jsonx_set(doc, members[i], lent(value));
     }
-    cJSON_Delete(previous);
     char *text = ok ? cJSON_Print(doc) : NULL;
-    cJSON_Delete(doc);
+    cJSON_Delete(doc); /* the references only */
+    cJSON_Delete(read);
     if (!text)
         return error_set(err, ERR_NOMEM, "out of memory while writing the status file");
 

@@ -24,12 +24,15 @@ typedef struct status_parts {
     struct cJSON *last_run;  /* replaces "last_run" when not NULL */
     struct cJSON *installer; /* replaces "installer" when not NULL */
     struct cJSON *incidents; /* replaces "incidents" when not NULL */
+    /* The status document the members not supplied are kept from, as the
+     * caller read it (status_read); NULL: status_write reads the file. */
+    const struct cJSON *previous;
 } status_parts;
 
 /*
  * Writes the status file (cfg->report.status_file under state_dir). The
- * parts stay the caller's (they are copied). A previous file that does not
- * parse is replaced.
+ * parts stay the caller's (they are printed where they are, not copied).
+ * A previous file that does not parse is replaced.
  */
 MUST_CHECK error_code status_write(const config *cfg, const status_parts *parts, error_info *err);
 
