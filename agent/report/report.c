@@ -191,8 +191,8 @@ typedef struct listed {
 
 /* The newest keep_incidents items of this run, for status.json. */
 typedef struct newest {
-    cJSON **items; /* owned */
-    size_t count, cap;
+    cJSON **items; /* owned, newest first; room for keep */
+    size_t count;
     int keep;
 } newest;
 
@@ -321,18 +321,15 @@ static MUST_CHECK error_code decide(report_ctx *ctx, error_info *err)
             l->status = INCIDENT_UNTRACEABLE;
             continue;
         }
-        trace_outcome out;
-        error_code rc = trace_result(ctx->trace, l->trace_index, &out, err);
+        error_info why;
+        error_code rc = trace_status(ctx->trace, l->trace_index, &l->status, &why, err);
         if (rc != ERR_OK)
             return rc;
-        cJSON_Delete(out.events);
-        cJSON_Delete(out.missing);
-        l->status = out.status;
-        if (strcmp(out.status, INCIDENT_FAILED) != 0)
+        if (strcmp(l->status, INCIDENT_FAILED) != 0)
             continue;
         ctx->sum.failed++;
         if (ctx->first_failure.code == ERR_OK)
-            ctx->first_failure = out.error;
+            ctx->first_failure = why;
         if (!failed_long_enough(ctx, l))
             l->outcome = OUTCOME_STATUS_ONLY;
     }
@@ -395,39 +392,39 @@ static MUST_CHECK error_code mark_pending(report_ctx *ctx, error_info *err)
 
 /* ---- Step 2: append, and keep the newest items for the status file ---------------- */
 
-static int compare_items(const void *a, const void *b)
-{
-    return incident_compare_newest(*(const cJSON *const *)a, *(const cJSON *const *)b);
-}
-
-static void newest_trim(newest *n)
-{
-    if (n->count == 0)
-        return;
-    qsort(n->items, n->count, sizeof *n->items, compare_items);
-    while (n->count > (size_t)n->keep)
-        cJSON_Delete(n->items[--n->count]);
-}
-
-/* Takes item (freed when not kept); false on out of memory. */
+/*
+ * Takes item (freed when not kept); false on out of memory. The window is
+ * kept sorted, newest first, and never holds more than keep items: they are
+ * whole trees with their events, the largest thing the report holds, so an
+ * item older than a full window's last is freed at once.
+ */
 static bool newest_add(newest *n, cJSON *item)
 {
-    if (n->count == n->cap) {
-        newest_trim(n);
-        if (n->count == n->cap) {
-            /* Trimmed back to keep every 32 items: the items are whole trees
-             * with their events, the largest thing the report holds. */
-            size_t cap = n->cap ? n->cap * 2 : (size_t)n->keep + 32;
-            cJSON **grown = realloc(n->items, cap * sizeof *grown);
-            if (!grown) {
-                cJSON_Delete(item);
-                return false;
-            }
-            n->items = grown;
-            n->cap = cap;
+    size_t keep = n->keep > 0 ? (size_t)n->keep : 0;
+    if (n->count == keep && (keep == 0 || incident_compare_newest(item, n->items[keep - 1]) >= 0)) {
+        cJSON_Delete(item);
+        return true;
+    }
+    if (!n->items) {
+        n->items = malloc(keep * sizeof *n->items);
+        if (!n->items) {
+            cJSON_Delete(item);
+            return false;
         }
     }
-    n->items[n->count++] = item;
+    size_t lo = 0, hi = n->count; /* the first item item comes before */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (incident_compare_newest(item, n->items[mid]) < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (n->count == keep)
+        cJSON_Delete(n->items[--n->count]);
+    memmove(&n->items[lo + 1], &n->items[lo], (n->count - lo) * sizeof *n->items);
+    n->items[lo] = item;
+    n->count++;
     return true;
 }
 
@@ -594,7 +591,6 @@ static void drop_unmerged(report_ctx *ctx, const cJSON *merged)
  * lent to a temporary array, not given up. */
 static MUST_CHECK error_code merged_items(report_ctx *ctx, cJSON **items, error_info *err)
 {
-    newest_trim(&ctx->keep);
     cJSON *current = cJSON_CreateArray();
     if (!current)
         return error_set(err, ERR_NOMEM, "out of memory");

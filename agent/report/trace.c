@@ -543,6 +543,35 @@ static MUST_CHECK error_code build_events(trace_run *run, const target *t, trace
     return ERR_OK;
 }
 
+error_code trace_status(const trace_run *run, size_t index, const char **status, error_info *why, error_info *err)
+{
+    *status = INCIDENT_TRACED;
+    error_clear(why);
+    const target *t = &run->targets[index];
+    if (!t->live)
+        return error_set(err, ERR_INTERNAL, "trace_status on a released incident");
+    if (t->failed || !t->done) {
+        *status = INCIDENT_FAILED;
+        if (t->failed)
+            *why = t->error;
+        else
+            error_set(why, ERR_INTERNAL, "event-lineage never completed");
+        return ERR_OK;
+    }
+    /* As build_events decides it: the first failed event in lineage order. */
+    for (size_t i = 0; i < t->id_count; i++) {
+        const event_entry *e = table_find(run, t->ids[i]);
+        if (!e)
+            return error_set(err, ERR_INTERNAL, "out of memory while building the report");
+        if (e->state == EVENT_FAILED) {
+            *status = INCIDENT_FAILED;
+            *why = run->errors[e->error_index];
+            return ERR_OK;
+        }
+    }
+    return ERR_OK;
+}
+
 error_code trace_result(trace_run *run, size_t index, trace_outcome *out, error_info *err)
 {
     *out = (trace_outcome){.status = INCIDENT_TRACED};

@@ -96,6 +96,14 @@ typedef struct trace_outcome {
  */
 MUST_CHECK error_code trace_result(trace_run *run, size_t index, trace_outcome *out, error_info *err);
 
+/*
+ * The status trace_result would give for index (INCIDENT_TRACED or
+ * INCIDENT_FAILED, with why when failed), without building its events:
+ * deciding an incident needs only that. ERR_INTERNAL otherwise.
+ */
+MUST_CHECK error_code trace_status(const trace_run *run, size_t index, const char **status, error_info *why,
+                                   error_info *err);
+
 /* Requests by kind, for the trace and tests. */
 typedef struct trace_counts {
     size_t lineage_calls;   /* event-lineage calls queued */
