@@ -88,8 +88,9 @@ bool strmap_put(strmap *m, const char *key, void *value)
         m->slots[i] = (slot){key, value};
         return true;
     }
-    /* At most half full: probes stay short. */
-    if ((m->count + 1) * 2 > m->cap) {
+    /* At most three quarters full: probes stay short, and a map of the
+     * report's seen ids stays small beside the ids themselves. */
+    if ((m->count + 1) * 4 > m->cap * 3) {
         if (!grow(m))
             return false;
         i = find(m->slots, m->cap, key);
