@@ -11,8 +11,8 @@
 #include "platform/platform.h"
 
 struct state {
-    char *path;  /* state_dir/state.json */
-    cJSON *root; /* the document; always an object */
+    char *path;       /* state_dir/state.json */
+    cJSON *root;      /* the document; always an object */
     size_t saved_len; /* length of the last text saved, 0 before the first */
 };
 

@@ -208,12 +208,12 @@ typedef struct report_ctx {
     listed *list; /* the working set: this page, and earlier incidents
                      still waiting for the open details batch */
     size_t count, cap;
-    strmap *listed_ids; /* id -> item of the working set */
-    strmap *seen_ids;   /* id -> member of seen (a cJSON object scans) */
-    newest keep;        /* this run's newest items */
-    cJSON *previous;    /* status.json's items before this run; may be NULL */
-    cJSON *status_doc;  /* status.json as it was, without "incidents": the
-                           members this run does not write; may be NULL */
+    strmap *listed_ids;  /* id -> item of the working set */
+    strmap *seen_ids;    /* id -> member of seen (a cJSON object scans) */
+    newest keep;         /* this run's newest items */
+    cJSON *previous;     /* status.json's items before this run; may be NULL */
+    cJSON *status_doc;   /* status.json as it was, without "incidents": the
+                            members this run does not write; may be NULL */
     cJSON *still_failed; /* {id: true} of incidents left failed by this run */
     bool hold;           /* some incident was left failed: the cursor stays before it */
     int64_t hold_s;      /* the earliest trigger time of those */

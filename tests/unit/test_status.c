@@ -52,6 +52,46 @@ static void test_merge(void **unused)
     config_free(&cfg);
 }
 
+/* The members not supplied come from parts.previous when given (the report
+ * reads the file once per run), not from the file; the supplied parts are
+ * printed in place (by reference) and left as they were. */
+static void test_previous_given(void **unused)
+{
+    (void)unused;
+    config cfg;
+    error_info err;
+    assert_int_equal(config_init_defaults(&cfg, &err), ERR_OK);
+    char dir[] = "/tmp/outpost-status-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    free(cfg.state_dir);
+    cfg.state_dir = strdup(dir);
+
+    cJSON *installer = cJSON_Parse("{\"latest_version\": \"2.0\"}");
+    status_parts first = {.installer = installer};
+    assert_int_equal(status_write(&cfg, &first, &err), ERR_OK);
+
+    cJSON *previous = cJSON_Parse("{\"installer\": {\"latest_version\": \"3.0\"}, \"last_run\": {\"result\": \"ok\"}}");
+    cJSON *incidents = cJSON_Parse("{\"new\": 2, \"items\": [{\"id\": \"a\", \"lineage\": {\"events\": []}}], "
+                                   "\"hosts\": []}");
+    cJSON *expected = cJSON_Duplicate(incidents, true);
+    status_parts second = {.incidents = incidents, .previous = previous};
+    assert_int_equal(status_write(&cfg, &second, &err), ERR_OK);
+    assert_true(cJSON_Compare(incidents, expected, true)); /* not taken, not changed */
+
+    cJSON *doc;
+    assert_int_equal(status_read(&cfg, &doc, &err), ERR_OK);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "installer"), "latest_version")->valuestring,
+                        "3.0");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "last_run"), "result")->valuestring, "ok");
+    assert_true(cJSON_Compare(cJSON_GetObjectItem(doc, "incidents"), expected, true));
+    cJSON_Delete(doc);
+    cJSON_Delete(expected);
+    cJSON_Delete(incidents);
+    cJSON_Delete(previous);
+    cJSON_Delete(installer);
+    config_free(&cfg);
+}
+
 /* cJSON's allocator, failing from the Nth allocation on (-1: never). */
 static int allocations_left = -1;
 
@@ -157,6 +197,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_previous_given),
         cmocka_unit_test(test_last_run_members_in_schema_order),
         cmocka_unit_test(test_last_run_out_of_memory_is_reported),
     };
