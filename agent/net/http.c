@@ -952,6 +952,10 @@ static void xfer_retry(http_client *c, xfer *x, int64_t now, const char *reason)
     trace(c, 2, "http: %s %s: %s; retrying in %" PRId64 " ms", x->method == HTTP_POST ? "POST" : "GET", x->endpoint,
           reason, delay);
     x->waited_ms += delay;
+    if (delay > c->stats.retry_wait_longest_ms)
+        c->stats.retry_wait_longest_ms = delay;
+    if (x->waited_ms > c->stats.retry_wait_most_ms)
+        c->stats.retry_wait_most_ms = x->waited_ms;
     x->not_before = now + delay;
     if (x->kind == XFER_STREAM)
         set_initial_url(c, x); /* start again from the platform (signed URLs expire) */

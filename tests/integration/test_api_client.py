@@ -10,7 +10,8 @@ than 5 in flight per endpoint, read from the simulator's log), TLS refusals
 (exit 2), malformed / mistyped / oversized JSON (clean errors naming the
 endpoint and field), repeated page tokens, the installer route with a
 redirect (no Authorization to the storage host) and the /public prefix.
-A final test prints the benchmark line: requests/second against the limit.
+No test asserts how long anything took (only lower bounds on deliberate
+waits); the speed against the limit is scripts/bench-api's figure.
 """
 
 import base64
@@ -130,23 +131,42 @@ def test_5xx_and_resets_are_survived(sim_tls, tmp_path):
     assert statuses(sim_tls, "incidents")[:3] == [503, 502, 200]
 
 
-def test_server_that_keeps_failing_exits_75_in_bounded_time(sim_tls, tmp_path):
+def test_server_that_keeps_failing_exits_75_after_max_attempts(sim_tls, tmp_path):
+    # A wait budget the backoff cannot use up in 3 retries (ceilings 0.5, 1
+    # and 2 s), so that max_attempts alone ends the run.
     sim_tls.fault("incidents", "status", status=503, count=-1)
-    cfg = write_config(tmp_path, sim_tls, http={"max_attempts": 4, "max_retry_wait": "3s"})
-    rc, out, err, elapsed = probe(cfg, "list-incidents")
+    cfg = write_config(tmp_path, sim_tls, http={"max_attempts": 4, "max_retry_wait": "60s"})
+    rc, out, err, _ = probe(cfg, "list-incidents")
     assert rc == 75
     assert out["error"]["code"] == "TEMPORARY"
     assert "503" in out["error"]["message"] and "try again later" in out["error"]["message"]
-    assert elapsed < 6
-    assert 2 <= len(statuses(sim_tls, "incidents")) <= 4
+    assert "gave up after 4 attempts" in out["error"]["message"]
+    assert statuses(sim_tls, "incidents") == [503] * 4
+    assert out["stats"]["retries"] == 3
+    assert out["stats"]["retry_wait_longest_ms"] <= 2000, "a wait longer than the backoff's ceiling was planned"
+
+
+def test_server_that_keeps_failing_exits_75_within_the_wait_budget(sim_tls, tmp_path):
+    # Attempts to spare: http.max_retry_wait (1 s) is what ends the run.
+    sim_tls.fault("incidents", "status", status=503, count=-1)
+    cfg = write_config(tmp_path, sim_tls, http={"max_attempts": 10, "max_retry_wait": "1s"})
+    rc, out, err, _ = probe(cfg, "list-incidents")
+    assert rc == 75
+    assert "(http.max_retry_wait)" in out["error"]["message"]
+    assert out["stats"]["retry_wait_most_ms"] <= 1000, "the client planned more waiting than http.max_retry_wait"
+    attempts = len(statuses(sim_tls, "incidents"))
+    assert 2 <= attempts < 10 and out["stats"]["retries"] == attempts - 1
 
 
 def test_retry_after_longer_than_the_run_can_wait_is_reported(sim_tls, tmp_path):
     sim_tls.fault("incidents", "status", status=503, retry_after=7200)
     cfg = write_config(tmp_path, sim_tls, http={"max_retry_wait": "30s"})
     before = time.time()
-    rc, out, err, elapsed = probe(cfg, "list-incidents")
-    assert rc == 75 and elapsed < 5
+    rc, out, err, _ = probe(cfg, "list-incidents")
+    assert rc == 75
+    # Given up at once: one request, no retry, no wait planned.
+    assert statuses(sim_tls, "incidents") == [503]
+    assert out["stats"]["retries"] == 0 and out["stats"]["retry_wait_longest_ms"] == 0
     until = out["stats"]["retry_after_until_ms"] / 1000
     assert before + 7190 <= until <= time.time() + 7200
     assert "Retry-After" in out["error"]["message"]
@@ -164,11 +184,19 @@ def test_burst_paced_no_429_and_at_most_5_in_flight(sim_tls, tmp_path):
     assert summary["max_concurrency"]["details"] <= 5
     assert summary["max_admitted"]["details"] == 5, "concurrency should be used to reach the rate"
     assert out["ok"] == 100 and out["stats"]["responses_429"] == 0
+    # The simulator counts each key's requests in fixed windows and answers
+    # 429 past the limit: no 429 means no window got more than 20. Each
+    # request was sent once, in order, none retried.
+    details = [e for e in sim_tls.log()["requests"] if e["route"] == "details"]
+    assert [e["status"] for e in details] == [200] * 100
+    assert out["stats"]["retries"] == 0
+    assert out["stats"]["api_calls"] == 100 + out["stats"]["token_exchanges"]
     connections = {e["connection"] for e in sim_tls.log()["requests"]}
     assert len(connections) <= 7, "connections should be kept alive and reused"
-    # 100 requests at 20 per 2 s: the first window is free, four more follow;
-    # the Reset header's whole seconds cost up to 1 s per window.
-    assert 8 <= elapsed <= 4 * 3.3 + 3
+    # 100 requests at 20 per 2 s take at least five windows, four of them
+    # waited for (a lower bound: a slow machine only adds to it). How close
+    # to that the run comes is scripts/bench-api's figure, not a test's.
+    assert elapsed >= 8
 
 
 @pytest.mark.sim_options(rate_limit=30, rate_window=2, latency_ms=50)
@@ -354,23 +382,19 @@ def test_installer_range_and_headers(sim_tls, tmp_path):
 # ---- benchmark figure -------------------------------------------------------------------------------
 
 @pytest.mark.sim_options(incidents=150, rate_limit=40, rate_window=4, latency_ms=100)
-def test_benchmark_report_pattern(sim_tls, tmp_path, capsys):
+def test_report_pattern_paced_without_429(sim_tls, tmp_path):
+    # The benchmark's request pattern (list, lineage, details) under a rate
+    # window: every request sent once, none refused. Its speed against the
+    # limit is scripts/bench-api's figure.
     cfg = write_config(tmp_path, sim_tls, report={"page_size": 100, "details_batch": 50})
-    rc, out, err, elapsed = probe(cfg, "bench-report", verbose=0, timeout=80)
+    rc, out, err, _ = probe(cfg, "bench-report", verbose=0, timeout=80)
     assert rc == 0, err
     summary = sim_tls.log()["summary"]
     served = summary["total"] - summary["by_route"].get("token", 0)
     assert summary["count_429"] == 0
     assert served == out["expected_requests"]
-    allowed = 40 / 4
-    ideal = served / allowed
-    with capsys.disabled():
-        print(f"\n[bench-api] {served} requests (pages {out['pages']} + lineage {out['lineage_calls']} + "
-              f"details {out['details_calls']}) in {elapsed:.1f} s = {served / elapsed:.2f} req/s against "
-              f"a limit of {allowed:.1f} req/s (40 per 4 s, 100 ms latency); requests / limit = {ideal:.1f} s; "
-              f"429s: {summary['count_429']}")
-    # The first window is free; the Reset header's whole seconds cost up to 1 s per 4 s window.
-    assert elapsed <= ideal * 1.35 + 2
+    assert out["stats"]["retries"] == 0
+    assert max(summary["max_concurrency"].values()) <= 5
 
 
 # ---- proxy ---------------------------------------------------------------------------------------

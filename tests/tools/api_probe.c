@@ -56,6 +56,8 @@ static void add_stats(probe *p)
     cJSON_AddNumberToObject(s, "responses_429", (double)st.responses_429);
     cJSON_AddNumberToObject(s, "max_in_flight", (double)st.max_in_flight);
     cJSON_AddNumberToObject(s, "retry_after_until_ms", (double)st.retry_after_until_ms);
+    cJSON_AddNumberToObject(s, "retry_wait_longest_ms", (double)st.retry_wait_longest_ms);
+    cJSON_AddNumberToObject(s, "retry_wait_most_ms", (double)st.retry_wait_most_ms);
     cJSON_AddNumberToObject(s, "elapsed_ms", (double)(clock_now_ms(NULL) - p->started_ms));
 }
 
