@@ -373,7 +373,6 @@ def check_case(sim, dataset_ids, tmp_path, command, faults, expected, sha, proxy
                     f"{elapsed:.1f}", clean.returncode, lines[0] if lines else ""))
 
     assert r.returncode == expected, f"exit {r.returncode}, expected {expected}: {r.stderr}"
-    assert elapsed < 30, "the retry budget should end a faulted run quickly"
     if expected in (0, 10):
         assert lines == [], r.stderr
     else:

@@ -193,12 +193,10 @@ def test_one_mebibyte_header_line(hostile, tmp_path, command):
     huge = b"X-Padding: " + b"a" * (1 << 20) + b"\r\n"
     server = hostile(lambda path: json_response(b'{"resources": [], "errors": []}', huge))
     cfg, state = write_config(tmp_path, server.url)
-    started = time.monotonic()
     r = outpost(cfg, command)
     # libcurl refuses a header line over its 100 KiB limit: a failed
-    # transfer, not a crash, and quickly.
+    # transfer, not a crash.
     assert r.returncode in (1, 75), r.stderr
-    assert time.monotonic() - started < 20
     line = one_line(r)
     assert len(line) < 1000
 

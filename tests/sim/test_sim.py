@@ -1109,11 +1109,10 @@ def test_config_is_validated(sim):
     assert sim.request("GET", "/_sim/nothing", token=False).status == 404
 
 
-def test_stop_is_clean_and_quick(sim_factory):
+def test_stop_is_clean(sim_factory):
+    # 0: it left on SIGTERM; stop() kills it (a negative status) when it does not.
     instance = sim_factory(incidents=5)
-    started = time.monotonic()
     assert instance.stop() == 0
-    assert time.monotonic() - started < 3
 
 
 def test_exits_when_stdin_closes(sim_factory):
