@@ -310,9 +310,7 @@ static void test_timeout(void **ctx)
     f->cfg.deploy.timeout_s = 1;
     deploy_outcome out;
     error_info err;
-    int64_t start = platform_monotonic_ms();
     assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_TIMEOUT);
-    assert_true(platform_monotonic_ms() - start < 10000);
     assert_true(out.timed_out);
     assert_non_null(strstr(err.message, "timeout"));
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(installer_member(f, "deploy_failure"), "timed_out")));

