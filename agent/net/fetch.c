@@ -306,8 +306,10 @@ static MUST_CHECK error_code fetch_http(const config *cfg, transfer *t, error_in
         struct curl_blob blob = {ca_bundle, ca_len, CURL_BLOB_COPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
 #endif
-    } else if (platform_system_ca_file()) {
-        curl_easy_setopt(e, CURLOPT_CAINFO, platform_system_ca_file());
+    } else {
+        const char *system_ca = platform_system_ca_file();
+        if (system_ca)
+            curl_easy_setopt(e, CURLOPT_CAINFO, system_ca);
     }
     if (cfg->proxy)
         curl_easy_setopt(e, CURLOPT_PROXY, cfg->proxy);

@@ -142,6 +142,7 @@ struct http_client {
     char *ca_file;
     char *ca_bundle; /* OS root store as PEM when the TLS library has none (Windows); NULL otherwise */
     size_t ca_bundle_len;
+    const char *ca_system; /* the system bundle file otherwise (platform_system_ca_file); NULL: none */
     char *pinned_key;
     char *proxy;
     char *api_key; /* wiped on free */
@@ -736,6 +737,8 @@ error_code http_client_new(const config *cfg, const char *api_key, const http_op
         error_info ignored;
         if (!c->ca_file && platform_system_ca_bundle(&c->ca_bundle, &c->ca_bundle_len, &ignored) != ERR_OK)
             c->ca_bundle = NULL;
+        if (!c->ca_file && !c->ca_bundle)
+            c->ca_system = platform_system_ca_file();
         c->multi = curl_multi_init();
         c->share = curl_share_init();
         if (!c->multi || !c->share) {
@@ -1451,8 +1454,8 @@ static bool curl_attempt(http_client *c, xfer *x)
         struct curl_blob blob = {c->ca_bundle, c->ca_bundle_len, CURL_BLOB_NOCOPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
 #endif
-    } else if (platform_system_ca_file()) {
-        curl_easy_setopt(e, CURLOPT_CAINFO, platform_system_ca_file());
+    } else if (c->ca_system) {
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_system);
     }
     if (c->pinned_key && x->same_origin)
         curl_easy_setopt(e, CURLOPT_PINNEDPUBLICKEY, c->pinned_key);

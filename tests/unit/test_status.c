@@ -15,16 +15,24 @@
 
 #include "report/status.h"
 
+/* Default configuration whose state directory is a new one made from
+ * template dir (mkdtemp). */
+static void config_in_temp_dir(config *cfg, char *dir)
+{
+    error_info err;
+    assert_int_equal(config_init_defaults(cfg, &err), ERR_OK);
+    assert_non_null(mkdtemp(dir));
+    free(cfg->state_dir);
+    cfg->state_dir = strdup(dir);
+}
+
 static void test_merge(void **unused)
 {
     (void)unused;
     config cfg;
     error_info err;
-    assert_int_equal(config_init_defaults(&cfg, &err), ERR_OK);
     char dir[] = "/tmp/outpost-status-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    free(cfg.state_dir);
-    cfg.state_dir = strdup(dir);
+    config_in_temp_dir(&cfg, dir);
 
     cJSON *doc;
     assert_int_equal(status_read(&cfg, &doc, &err), ERR_NOT_FOUND);
@@ -60,11 +68,8 @@ static void test_previous_given(void **unused)
     (void)unused;
     config cfg;
     error_info err;
-    assert_int_equal(config_init_defaults(&cfg, &err), ERR_OK);
     char dir[] = "/tmp/outpost-status-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    free(cfg.state_dir);
-    cfg.state_dir = strdup(dir);
+    config_in_temp_dir(&cfg, dir);
 
     cJSON *installer = cJSON_Parse("{\"latest_version\": \"2.0\"}");
     status_parts first = {.installer = installer};
