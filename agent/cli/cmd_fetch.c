@@ -227,7 +227,7 @@ static bool use_mirror(const command_context *ctx)
     return ctx->cfg->mirror.url_count > 0;
 }
 
-/* As session_open, for the mirror: no base_url, no API key, no client. */
+/* As session_open, for the mirror: no base_url, no API key. */
 static MUST_CHECK error_code mirror_session_open(fetch_session *fs, command_context *ctx, error_info *err)
 {
     memset(fs, 0, sizeof *fs);
@@ -235,12 +235,14 @@ static MUST_CHECK error_code mirror_session_open(fetch_session *fs, command_cont
     error_code rc = state_load(ctx->cfg->state_dir, &fs->s, err);
     if (rc == ERR_OK)
         rc = installed_version_get(ctx->cfg, fs->s, &fs->installed, &fs->installed_source, err);
+    if (rc == ERR_OK)
+        rc = command_http_urls(ctx, &fs->http, err);
     return rc;
 }
 
 static MUST_CHECK error_code mirror_offer_get(fetch_session *fs, mirror_offer *offer, error_info *err)
 {
-    error_code rc = source_mirror_fetch(fs->ctx->cfg, fs->s, platform_time_utc_ms() / 1000, offer, err);
+    error_code rc = source_mirror_fetch(fs->http, fs->ctx->cfg, fs->s, platform_time_utc_ms() / 1000, offer, err);
     if (rc == ERR_OK) {
         record_latest(fs, offer->m.version);
         log_trace("mirror %s: seq %lld, version %s, rollout %g%% (%s)%s", offer->manifest_url, (long long)offer->m.seq,
@@ -527,7 +529,9 @@ static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info
     }
     if (rc == ERR_OK && fetch) {
         int64_t t0 = platform_monotonic_ms();
-        rc = source_mirror_download(ctx->cfg, &offer, &path, err);
+        rc = source_mirror_download(fs.http, ctx->cfg, &offer, !quiet(&fs) && platform_is_terminal(stderr), &none, err);
+        path = none.path;
+        none.path = NULL;
         if (rc == ERR_OK)
             log_info("downloaded %lld bytes from the mirror in %lld ms", (long long)offer.m.length,
                      (long long)(platform_monotonic_ms() - t0));
@@ -550,7 +554,8 @@ static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info
             error_prefix(err, "mirror installer %s", offer.installer_url);
         else
             job.outcome = staged.already_staged ? UPDATE_ALREADY_STAGED : UPDATE_STAGED;
-        ERROR_IGNORE(platform_remove_file(path, NULL));
+        if (rc != ERR_DISK_FULL)
+            download_discard(ctx->cfg->state_dir, offer.m.version); /* as stage_download */
     }
     if (rc == ERR_REJECTED && fetch && err)
         source_mirror_record_refusal(fs.s, err->message);
@@ -580,6 +585,7 @@ static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info
     }
     free(path);
     free(staged.path);
+    download_result_free(&none);
     source_mirror_offer_free(&offer);
     session_close(&fs);
     return rc;

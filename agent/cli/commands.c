@@ -11,8 +11,20 @@
 #include "core/timefmt.h"
 #include "platform/platform.h"
 
+static http_options command_http_options(const command_context *ctx)
+{
+    int verbosity = ctx->opts ? ctx->opts->verbosity : 0;
+    http_options options = {.verbosity = verbosity >= 3 ? 2 : verbosity >= 2 ? 1 : 0};
+    return options;
+}
+
 error_code command_http(command_context *ctx, http_client **http, error_info *err)
 {
+    if (ctx->http && !http_client_has_key(ctx->http)) {
+        /* A client for URLs only (the mirror) was made first: this one calls the platform. */
+        http_client_free(ctx->http);
+        ctx->http = NULL;
+    }
     if (!ctx->http) {
         error_code rc = config_check_api(ctx->cfg, err);
         if (rc != ERR_OK)
@@ -20,10 +32,21 @@ error_code command_http(command_context *ctx, http_client **http, error_info *er
         char *key = NULL;
         if ((rc = config_load_api_key(ctx->cfg, &key, err)) != ERR_OK)
             return rc;
-        int verbosity = ctx->opts ? ctx->opts->verbosity : 0;
-        http_options options = {.verbosity = verbosity >= 3 ? 2 : verbosity >= 2 ? 1 : 0};
+        http_options options = command_http_options(ctx);
         rc = http_client_new(ctx->cfg, key, &options, &ctx->http, err);
         dynbuf_secret_free(key);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    *http = ctx->http;
+    return ERR_OK;
+}
+
+error_code command_http_urls(command_context *ctx, http_client **http, error_info *err)
+{
+    if (!ctx->http) {
+        http_options options = command_http_options(ctx);
+        error_code rc = http_client_new(ctx->cfg, NULL, &options, &ctx->http, err);
         if (rc != ERR_OK)
             return rc;
     }

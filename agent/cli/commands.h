@@ -40,6 +40,14 @@ typedef struct command_context {
 MUST_CHECK error_code command_http(command_context *ctx, http_client **http, error_info *err);
 
 /*
+ * The client for URL GETs (the fleet mirror): the run's client when one was
+ * made (the same connections and trace), else one without an API key (the
+ * mirror needs neither base_url nor a key), kept in ctx->http; a later
+ * command_http replaces it with the platform's. *http is borrowed from ctx.
+ */
+MUST_CHECK error_code command_http_urls(command_context *ctx, http_client **http, error_info *err);
+
+/*
  * Records an interactive installer command's outcome (check, update, stage,
  * deploy, rollback) in state section "installer" as "last_command"
  * {command, at, exit_code, error}, which status.json's "installer" shows.

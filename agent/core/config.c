@@ -114,6 +114,8 @@ static const field schedule_fields[] = {
 static const field http_fields[] = {
     {"connect_timeout", FIELD_DURATION, AT(http.connect_timeout_s), 1, 3600, NULL},
     {"low_speed_timeout", FIELD_DURATION, AT(http.low_speed_time_s), 1, 3600, NULL},
+    {"min_speed", FIELD_INT64, AT(http.min_speed), 1, 1024LL * 1024 * 1024, NULL},
+    {"transfer_timeout", FIELD_DURATION, AT(http.transfer_timeout_s), 1, 7 * 24 * 3600, NULL},
     {"max_response_bytes", FIELD_INT64, AT(http.max_response_bytes), 1024, 1024LL * 1024 * 1024, NULL},
     {"max_attempts", FIELD_INT, AT(http.max_attempts), 1, 20, NULL},
     {"max_retry_wait", FIELD_DURATION, AT(http.max_retry_wait_s), 0, 24 * 3600, NULL},
@@ -206,6 +208,8 @@ error_code config_init_defaults(config *cfg, error_info *err)
     cfg->report.jsonl_keep = 5;
     cfg->http.connect_timeout_s = 30;
     cfg->http.low_speed_time_s = 60;
+    cfg->http.min_speed = 1024;
+    cfg->http.transfer_timeout_s = 600;
     cfg->http.max_response_bytes = 64LL * 1024 * 1024;
     cfg->http.max_attempts = 5;
     cfg->http.max_retry_wait_s = 300;

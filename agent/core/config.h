@@ -68,7 +68,10 @@ typedef struct config_report {
 
 typedef struct config_http {
     int64_t connect_timeout_s;  /* TCP + TLS connect */
-    int64_t low_speed_time_s;   /* abort a transfer slower than 1 byte/s for this long */
+    int64_t low_speed_time_s;   /* abort a transfer slower than min_speed for this long */
+    int64_t min_speed;          /* bytes/s a transfer must keep up (over low_speed_time_s) */
+    int64_t transfer_timeout_s; /* overall deadline of one transfer; an installer's grows
+                                   by its length at min_speed */
     int64_t max_response_bytes; /* cap on JSON response bodies */
     int max_attempts;           /* attempts per request, retries included */
     int64_t max_retry_wait_s;   /* longest total wait spent retrying one request */

@@ -21,6 +21,7 @@
 #include "core/jsonx.h"
 #include "net/api.h"
 #include "installer/disposition.h"
+#include "installer/source_api.h"
 #include "core/log.h"
 #include "platform/platform.h"
 #include "base/text.h"
@@ -37,6 +38,7 @@ typedef struct sidecar {
     int64_t total; /* -1 unknown */
     int64_t bytes; /* known good (flushed) */
     char *boot_id; /* boot the partial was written in (platform_boot_id) */
+    char *sha256;  /* the offer's SHA-256 when it was known ahead (a mirror's), else NULL */
 } sidecar;
 
 static void sidecar_clear(sidecar *sc)
@@ -47,6 +49,7 @@ static void sidecar_clear(sidecar *sc)
     free(sc->last_modified);
     free(sc->file_name);
     free(sc->boot_id);
+    free(sc->sha256);
     memset(sc, 0, sizeof *sc);
     sc->total = -1;
 }
@@ -80,6 +83,7 @@ static bool sidecar_load(const char *path, sidecar *sc)
     sc->total = json_int(doc, "total_length");
     sc->bytes = json_int(doc, "bytes");
     sc->boot_id = text_dup(jsonx_string(NULL, doc, "boot_id"));
+    sc->sha256 = text_dup(jsonx_string(NULL, doc, "sha256"));
     cJSON_Delete(doc);
     bool ok = sc->version && version_is_valid(sc->version, NULL) && sc->bytes >= 0 &&
               (!sc->file_name || disposition_name_is_safe(sc->file_name, NULL));
@@ -103,6 +107,8 @@ static MUST_CHECK error_code sidecar_save(const char *path, const sidecar *sc, e
     char boot[128];
     platform_boot_id(boot, sizeof boot);
     jsonx_add_string_or_null(doc, "boot_id", boot[0] ? boot : NULL);
+    if (sc->sha256)
+        cJSON_AddStringToObject(doc, "sha256", sc->sha256);
     char *text = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
     if (!text)
@@ -134,6 +140,8 @@ typedef struct download_job {
     bool restart;        /* answer unusable: ask again without Range */
     bool skip;           /* accept hook said no */
     bool headers_seen;   /* on_headers ran for this request */
+    bool discard;        /* the failure condemns the partial (a known offer's bytes were wrong) */
+    bool resumed;        /* some of the file was kept from an earlier attempt or run */
     error_code failure;  /* decided in a callback; ERR_OK if none */
     error_info failure_info;
     pipeline *pipe;        /* running pipeline, or NULL */
@@ -511,6 +519,7 @@ static MUST_CHECK error_code open_part(download_job *job, const http_stream_head
         job->partial.etag = text_dup(h->etag);
         job->partial.last_modified = text_dup(h->last_modified);
         job->partial.file_name = text_dup(file_name);
+        job->partial.sha256 = job->request->offer ? text_dup(job->request->offer->sha256) : NULL;
         job->partial.total = job->total;
         job->partial.bytes = 0;
         if (!job->partial.version)
@@ -561,24 +570,34 @@ static http_stream_action on_headers(void *user, const http_stream_headers *h)
         job->restart = true;
         return HTTP_STREAM_STOP;
     }
-    const char *version = h->installer_version;
-    if (!version) {
-        /* An absent version is an empty one: rejected (PRODUCT.md 4.1). */
-        error_set(&why, ERR_REJECTED,
-                  "installer: the answer (Content-Type %s) carries no X-Installer-Version header, so it cannot be "
-                  "an installer; check the platform URL and any proxy or gateway in between",
-                  h->content_type ? h->content_type : "unknown");
-        return fail_with(job, ERR_REJECTED, &why);
-    }
-    if (!version_is_valid(version, &why)) {
-        error_prefix(&why, "X-Installer-Version");
-        return fail_with(job, ERR_REJECTED, &why);
-    }
+    const download_offer *known = job->request->offer;
+    download_offer offer;
     char *file_name = NULL;
-    if (disposition_file_name(h->content_disposition, &file_name, &why) != ERR_OK) {
-        error_prefix(&why, "Content-Disposition");
+    int64_t announced = h->status == 206 ? h->range_total : h->content_length;
+    if (known) {
+        /* The offer is the signed manifest's: the answer must agree with it. */
+        offer = *known;
+        file_name = known->file_name ? text_dup(known->file_name) : NULL;
+        if (announced > known->total_length)
+            error_set(&why, ERR_REJECTED,
+                      "installer %s is longer than the %" PRId64 " bytes its manifest says (%" PRId64
+                      " announced); it was not kept: the copy is not the one published, ask the publisher to "
+                      "publish again",
+                      known->url, known->total_length, announced);
+        else if (announced >= 0 && announced < known->total_length)
+            error_set(&why, ERR_REJECTED,
+                      "installer %s has %" PRId64 " bytes, its manifest says %" PRId64
+                      "; it was not kept: the copy is truncated or not the one published, copy installers/ again",
+                      known->url, announced, known->total_length);
+        if (announced >= 0 && announced != known->total_length) {
+            free(file_name);
+            job->discard = true;
+            return fail_with(job, ERR_REJECTED, &why);
+        }
+    } else if (source_api_offer(h, announced, &offer, &file_name, &why) != ERR_OK) {
         return fail_with(job, why.code, &why);
     }
+    const char *version = offer.version;
     free(job->result->file_name);
     job->result->file_name = file_name;
 
@@ -591,11 +610,12 @@ static http_stream_action on_headers(void *user, const http_stream_headers *h)
             return HTTP_STREAM_STOP;
         }
         resuming = true;
+        job->resumed = true;
         job->total = h->range_total;
     } else {
         if (job->range_start > 0)
-            log_info("the platform sent the whole installer instead of the rest; starting over");
-        job->total = h->content_length;
+            log_info("the server sent the whole installer instead of the rest; starting over");
+        job->total = known ? known->total_length : h->content_length;
     }
     free(job->result->version);
     job->result->version = text_dup(version);
@@ -603,7 +623,8 @@ static http_stream_action on_headers(void *user, const http_stream_headers *h)
     job->result->url = text_dup(h->url);
 
     if (job->request->accept && (!job->accepted_version || strcmp(job->accepted_version, version) != 0)) {
-        download_offer offer = {version, file_name, job->total, h->url};
+        offer.total_length = job->total;
+        offer.url = h->url;
         bool skip = false;
         error_code rc = job->request->accept(job->request->accept_user, &offer, &skip, &why);
         if (rc != ERR_OK)
@@ -631,6 +652,18 @@ static http_stream_action on_data(void *user, const void *data, size_t len)
     download_job *job = user;
     if (!job->pipe)
         return HTTP_STREAM_STOP;
+    const download_offer *known = job->request->offer;
+    if (known && job->range_start + job->attempt_bytes + (int64_t)len > known->total_length) {
+        /* No byte past the offered length is read: an endless body ends here. */
+        error_info why;
+        error_set(&why, ERR_REJECTED,
+                  "installer %s is longer than the %" PRId64
+                  " bytes its manifest says; it was not kept: the copy is not the one published, ask the publisher to "
+                  "publish again",
+                  known->url, known->total_length);
+        job->discard = true;
+        return fail_with(job, ERR_REJECTED, &why);
+    }
     job->attempt_bytes += (int64_t)len;
     job->result->bytes_received += (int64_t)len;
     if (!pipeline_push(job->pipe, data, len))
@@ -640,6 +673,20 @@ static http_stream_action on_data(void *user, const void *data, size_t len)
 }
 
 /* ---- Driving the attempts ----------------------------------------------------------- */
+
+/* Whether the partial on disk may belong to this download: for an offer
+ * known ahead, the same version and SHA-256 (another mirror offer's bytes
+ * must not be continued); for the API's, one that was not a known offer's
+ * (the answer's version and length decide the rest). */
+static bool partial_is_offered(const download_job *job)
+{
+    const download_offer *known = job->request->offer;
+    const sidecar *sc = &job->partial;
+    if (!known || !known->sha256)
+        return !sc->sha256;
+    return sc->sha256 && strcmp(sc->sha256, known->sha256) == 0 && strcmp(sc->version, known->version) == 0 &&
+           sc->total == known->total_length;
+}
 
 /* Picks up the partial an earlier run left, and removes any other. */
 static void load_partial(download_job *job)
@@ -660,7 +707,7 @@ static void load_partial(download_job *job)
             bool usable = strcmp(expected, names[i]) == 0 && job_set_paths(job, job->partial.version, NULL) == ERR_OK &&
                           platform_path_stat(job->part_path, &size) == PLATFORM_PATH_FILE &&
                           size >= (uint64_t)job->partial.bytes &&
-                          (job->partial.total < 0 || (int64_t)size <= job->partial.total);
+                          (job->partial.total < 0 || (int64_t)size <= job->partial.total) && partial_is_offered(job);
             if (!usable)
                 sidecar_clear(&job->partial);
         }
@@ -703,6 +750,16 @@ static MUST_CHECK error_code finish_result(download_job *job, error_info *err)
     unsigned char digest[32];
     mbedtls_md_finish(&job->md, digest);
     text_hex(digest, sizeof digest, job->result->sha256);
+    const download_offer *known = job->request->offer;
+    if (known && known->sha256 && strcmp(job->result->sha256, known->sha256) != 0) {
+        error_code rc = error_set(err, ERR_REJECTED,
+                                  "installer %s has SHA-256 %s, its signed manifest says %s; it was not kept: the file "
+                                  "was changed or swapped on the server, do not use it and ask the publisher",
+                                  known->url, job->result->sha256, known->sha256);
+        job->result->sha256[0] = '\0';
+        job_discard_partial(job);
+        return rc;
+    }
     job->result->size = job->written;
     job->result->total_length = job->total;
     job->result->path = text_dup(job->part_path);
@@ -724,19 +781,33 @@ static MUST_CHECK error_code attempt(download_job *job, http_client *http, error
     job->headers_seen = false;
     job->failure = ERR_OK;
     job->attempt_bytes = 0;
-    api_installer_request req = {.platform = job->request->platform,
-                                 .max_bytes_per_second = job->request->max_bytes_per_second};
+    job->discard = false;
+    const char *if_range = NULL;
     if (job->range_start > 0) {
         snprintf(range, sizeof range, "bytes=%" PRId64 "-", job->range_start);
-        req.range = range;
-        req.if_range = job->partial.etag ? job->partial.etag : job->partial.last_modified;
+        if_range = job->partial.etag ? job->partial.etag : job->partial.last_modified;
     }
     http_stream_callbacks cb = {on_headers, on_data, job};
     http_stream_result res;
     memset(&res, 0, sizeof res);
     error_info net;
     error_clear(&net);
-    error_code rc = api_installer_get(http, &req, &cb, &res, &net);
+    error_code rc;
+    const download_offer *known = job->request->offer;
+    if (known) {
+        http_url_request req = {.url = known->url,
+                                .range = job->range_start > 0 ? range : NULL,
+                                .if_range = if_range,
+                                .max_bytes_per_second = job->request->max_bytes_per_second,
+                                .expected_bytes = known->total_length - job->range_start};
+        rc = http_url_get(http, &req, &cb, &res, &net);
+    } else {
+        api_installer_request req = {.platform = job->request->platform,
+                                     .max_bytes_per_second = job->request->max_bytes_per_second,
+                                     .range = job->range_start > 0 ? range : NULL,
+                                     .if_range = if_range};
+        rc = api_installer_get(http, &req, &cb, &res, &net);
+    }
     error_info pipe_err;
     error_clear(&pipe_err);
     error_code prc = pipeline_finish(job, &pipe_err);
@@ -835,8 +906,18 @@ error_code download_run(http_client *http, const download_request *request, down
         }
         if (rc == ERR_TEMPORARY && job.partial.version)
             error_prefix(err, "the download stopped at %" PRId64 " bytes and will resume on the next run", job.written);
-        if (rc == ERR_OK && job.partial.version)
+        if (rc == ERR_REJECTED && job.discard)
+            job_discard_partial(&job);
+        if (rc == ERR_OK && job.partial.version) {
             rc = finish_result(&job, err);
+            if (rc == ERR_REJECTED && job.resumed && restarts++ < 2) {
+                /* The kept prefix did not belong (a power cut can leave
+                 * zeros behind a file's length): once more, whole. */
+                log_info("the resumed download does not match its offer; downloading it again whole");
+                job.resumed = false;
+                continue;
+            }
+        }
         break;
     }
 cleanup:

@@ -1,6 +1,10 @@
 /*
  * download.h — the installer download: streamed to disk with bounded
  * memory, hashed while it arrives, resumable (PRODUCT.md section 4.2).
+ * The one download path for every source: the API's installer route
+ * (whose answer makes the offer, source_api.h) and the fleet mirror (whose
+ * signed manifest made it ahead, source_mirror.h) go through the same
+ * resume, sidecar, throttle, progress, caps and hashing.
  *
  * Files, under state_dir/downloads/:
  *   <version>.part        the body received so far
@@ -54,13 +58,16 @@
 #define DOWNLOAD_SPACE_MARGIN (4 * 1024 * 1024)
 #define DOWNLOAD_SIDECAR_MAX (64 * 1024)
 
-/* What the server offers, shown to the caller's accept hook before any
- * body byte is kept. Strings borrowed for the duration of the call. */
+/* What a source offers: made by the API's answer (source_api_offer, shown
+ * to the caller's accept hook before any body byte is kept) or known ahead
+ * (a mirror's signed manifest, download_request.offer). Strings borrowed. */
 typedef struct download_offer {
-    const char *version;   /* X-Installer-Version, already validated */
-    const char *file_name; /* safe base name from Content-Disposition, or NULL */
-    int64_t total_length;  /* whole file's length, -1 when unknown */
-    const char *url;       /* final URL (after redirects) */
+    const char *version;       /* validated version */
+    const char *file_name;     /* safe base name, or NULL */
+    int64_t total_length;      /* whole file's length, -1 when unknown */
+    const char *url;           /* where it comes from (the API's: the final URL, after redirects) */
+    const char *sha256;        /* lower-case hex SHA-256 the file must have, or NULL (unknown) */
+    const char *signer_sha256; /* the expected signer certificate's SHA-256, or NULL */
 } download_offer;
 
 /*
@@ -74,7 +81,12 @@ typedef error_code (*download_accept_fn)(void *user, const download_offer *offer
 
 typedef struct download_request {
     const char *state_dir;        /* downloads/ is created under it */
-    const char *platform;         /* installer route's platform ("windows") */
+    const download_offer *offer;  /* known ahead (the mirror): fetched from offer->url
+                                     with http_url_get, read no further than
+                                     total_length (more: ERR_REJECTED, nothing kept)
+                                     and compared with sha256 (another: ERR_REJECTED);
+                                     NULL: the API's installer route */
+    const char *platform;         /* installer route's platform ("windows"), offer NULL */
     int64_t max_bytes_per_second; /* bandwidth cap; 0: none */
     bool progress;                /* draw a progress bar on stderr */
     download_accept_fn accept;    /* may be NULL: always download */

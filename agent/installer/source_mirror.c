@@ -1,6 +1,6 @@
 /*
  * source_mirror.c — the fleet mirror as the installer's source: manifest
- * fetch and rules, rollout, the capped and hashed installer download.
+ * fetch and rules, rollout, and the offer download.c fetches.
  */
 #include "installer/source_mirror.h"
 
@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <mbedtls/md.h>
 
 #include "base/text.h"
 #include "core/jsonx.h"
@@ -18,7 +17,6 @@
 #include "installer/version.h"
 #include "mirror/rollout.h"
 #include "mirror/signkey.h"
-#include "net/fetch.h"
 #include "platform/platform.h"
 
 #define SECTION "mirror"
@@ -141,7 +139,7 @@ static MUST_CHECK error_code judge(const config *cfg, state *s, const char *byte
 }
 
 /* Keeps the accepted manifest (bytes and validators) for the next conditional GET. */
-static void keep_copy(const config *cfg, state *s, const char *url, const fetch_result *res, const manifest *m)
+static void keep_copy(const config *cfg, state *s, const char *url, const http_url_body *res, const manifest *m)
 {
     cJSON *section = state_section(s, SECTION);
     const cJSON *highest = cJSON_GetObjectItemCaseSensitive(section, "highest_seq");
@@ -195,7 +193,8 @@ static MUST_CHECK error_code machine_identity(const config *cfg, char *buf, size
     return ERR_OK;
 }
 
-error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirror_offer *offer, error_info *err)
+error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, int64_t now_s, mirror_offer *offer,
+                               error_info *err)
 {
     memset(offer, 0, sizeof *offer);
     signkey **keys = NULL;
@@ -216,16 +215,15 @@ error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirro
         const cJSON *section = state_section(s, SECTION);
         size_t kept_len = 0;
         char *kept = kept_copy(cfg, s, url, &kept_len);
-        fetch_request req = {
+        http_url_request req = {
             .url = url,
             .if_none_match = kept ? jsonx_string(NULL, section, "etag") : NULL,
             .if_modified_since = kept ? jsonx_string(NULL, section, "last_modified") : NULL,
-            .max_bytes = MANIFEST_MAX_BYTES,
         };
-        fetch_result res;
+        http_url_body res;
         error_info here;
         error_clear(&here);
-        error_code code = fetch_get(cfg, &req, &res, &here);
+        error_code code = http_url_read(http, &req, MANIFEST_MAX_BYTES, &res, &here);
         manifest m;
         memset(&m, 0, sizeof m);
         manifest_verdict verdict = MANIFEST_OK;
@@ -268,7 +266,7 @@ error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirro
                 worst_err = here;
             }
         }
-        fetch_result_free(&res);
+        http_url_body_free(&res);
         free(kept);
         free(url);
     }
@@ -310,256 +308,34 @@ error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirro
 
 /* ---- The installer ------------------------------------------------------------------- */
 
-typedef struct download_sink {
-    FILE *out;
-    const char *path;
-    mbedtls_md_context_t md;
-    int64_t limit;
-    int64_t from;    /* bytes kept from an earlier attempt, asked for with Range */
-    int64_t written; /* bytes in the file, kept prefix included */
-    bool restarted;  /* the server sent the whole file: the prefix was dropped */
-    bool too_long;
-    bool write_failed;
-    bool open_failed;
-    bool range_refused; /* a range request answered with an error (416, a wrong range) */
-} download_sink;
-
-static bool sink_restart(download_sink *k)
-{
-    /* The whole file comes again: start the part file and the hash over. */
-    if (k->out)
-        fclose(k->out);
-    k->out = platform_fopen(k->path, "wb");
-    if (!k->out) {
-        k->open_failed = true;
-        return false;
-    }
-    k->written = 0;
-    k->restarted = k->from > 0;
-    return mbedtls_md_starts(&k->md) == 0;
-}
-
-static bool sink_start(void *user, const fetch_result *res)
-{
-    download_sink *k = user;
-    if (res->status == 206 && res->range_start == k->from)
-        return true;
-    return sink_restart(k);
-}
-
-static bool sink_data(void *user, const void *data, size_t len)
-{
-    download_sink *k = user;
-    if (k->written + (int64_t)len > k->limit) {
-        k->too_long = true;
-        return false;
-    }
-    if (fwrite(data, 1, len, k->out) != len) {
-        k->write_failed = true;
-        return false;
-    }
-    mbedtls_md_update(&k->md, data, len);
-    k->written += (int64_t)len;
-    return true;
-}
-
-/* Hashes the first k->from bytes of the part file an earlier attempt left,
- * and opens it for appending. False (the partial is dropped and the
- * download starts over) when it cannot be read back. */
-static bool sink_reopen(download_sink *k)
-{
-    FILE *in = platform_fopen(k->path, "rb");
-    unsigned char *buf = in ? malloc(256 * 1024) : NULL;
-    int64_t left = k->from;
-    while (buf && left > 0) {
-        size_t want = left < 256 * 1024 ? (size_t)left : 256 * 1024;
-        size_t n = fread(buf, 1, want, in);
-        if (n != want)
-            break;
-        mbedtls_md_update(&k->md, buf, n);
-        left -= (int64_t)n;
-    }
-    free(buf);
-    if (in)
-        fclose(in);
-    if (left != 0)
-        return false;
-    k->out = platform_fopen(k->path, "ab");
-    k->written = k->from;
-    return k->out != NULL;
-}
-
-/* Removes the part files of other installers: only one partial is kept. */
-static void drop_other_partials(const char *dir, const char *keep)
-{
-    char **names = NULL;
-    size_t count = 0;
-    if (platform_list_dir(dir, &names, &count, NULL) != ERR_OK)
-        return;
-    for (size_t i = 0; i < count; i++) {
-        size_t n = strlen(names[i]);
-        if (strncmp(names[i], "mirror-", 7) != 0 || n < 5 || strcmp(names[i] + n - 5, ".part") != 0 ||
-            strcmp(names[i], keep) == 0)
-            continue;
-        char *path = platform_path_join(dir, names[i]);
-        if (path)
-            ERROR_IGNORE(platform_remove_file(path, NULL));
-        free(path);
-    }
-    platform_free_names(names, count);
-}
-
-/* One GET of the installer into k (from k->from on). */
-static MUST_CHECK error_code download_attempt(const config *cfg, const mirror_offer *offer, download_sink *k,
-                                              error_info *err)
+error_code source_mirror_download(http_client *http, const config *cfg, const mirror_offer *offer, bool progress,
+                                  download_result *result, error_info *err)
 {
     const manifest *m = &offer->m;
-    error_code rc = ERR_OK;
-    k->restarted = k->too_long = k->write_failed = k->open_failed = k->range_refused = false;
-    if (mbedtls_md_starts(&k->md) != 0)
-        return error_set(err, ERR_INTERNAL, "SHA-256 setup failed");
-    if (k->from > 0 && !sink_reopen(k)) {
-        log_info("the partial mirror download %s cannot be read back; starting over", k->path);
-        k->from = 0;
-        if (mbedtls_md_starts(&k->md) != 0)
-            return error_set(err, ERR_INTERNAL, "SHA-256 setup failed");
-    }
-    if (k->from == 0 && !k->out && !sink_restart(k))
-        return error_set(err, ERR_IO, "cannot create %s; check the state directory", k->path);
-    if (k->from > 0)
-        log_info("resuming the mirror download at %lld of %lld bytes", (long long)k->from, (long long)m->length);
-    fetch_result res;
-    fetch_request req = {
-        .url = offer->installer_url, .on_data = sink_data, .on_start = sink_start, .user = k, .range_from = k->from};
-    rc = fetch_get(cfg, &req, &res, err);
-    if (rc == ERR_OK && res.status != 200 && res.status != 206)
-        rc = error_set(err, ERR_HTTP, "%s: HTTP %ld", offer->installer_url, res.status);
-    k->range_refused = rc == ERR_HTTP && k->from > 0;
-    if (rc != ERR_OK && rc != ERR_REJECTED && rc != ERR_NOMEM) {
-        /* The manifest is there but its installer cannot be fetched: try later. */
+    download_offer known = {
+        .version = m->version,
+        .file_name = m->file_name,
+        .total_length = m->length,
+        .url = offer->installer_url,
+        .sha256 = m->sha256,
+        .signer_sha256 = m->signed_installer ? m->signer_cert_sha256 : NULL,
+    };
+    download_request req = {
+        .state_dir = cfg->state_dir,
+        .offer = &known,
+        .max_bytes_per_second = cfg->installer.max_bytes_per_second,
+        .progress = progress,
+    };
+    error_code rc = download_run(http, &req, result, err);
+    if (rc != ERR_OK && rc != ERR_REJECTED && rc != ERR_NOMEM && rc != ERR_DISK_FULL && rc != ERR_IO) {
+        /* The manifest is there but its installer cannot be fetched now: try later. */
         rc = ERR_TEMPORARY;
-        if (err) {
+        if (err)
             err->code = rc;
-            error_prefix(err, "mirror installer");
-        }
     }
-    fetch_result_free(&res);
-    if (k->open_failed)
-        rc = error_set(err, ERR_IO, "cannot create %s; check the state directory", k->path);
-    else if (k->write_failed)
-        rc = error_set(err, ERR_DISK_FULL, "cannot write %s (disk full?)", k->path);
-    else if (rc == ERR_OK && k->too_long)
-        rc = error_set(err, ERR_REJECTED,
-                       "mirror installer %s is longer than the %lld bytes its manifest says; it was not kept: the "
-                       "mirror's copy is not the one published, ask the publisher to re-run publish",
-                       offer->installer_url, (long long)m->length);
-    if (k->out) {
-        /* Flushed whatever the outcome, so that the next attempt or run can
-         * trust the part file's length. */
-        error_code sync = platform_fsync_file(k->out, NULL);
-        if (fclose(k->out) != 0 || sync != ERR_OK) {
-            if (rc == ERR_OK || rc == ERR_TEMPORARY)
-                rc = error_set(err, ERR_IO, "cannot write %s", k->path);
-        }
-        k->out = NULL;
-    }
+    if (rc != ERR_OK)
+        error_prefix(err, "mirror installer");
     return rc;
-}
-
-/* Compares the finished file with the manifest: its length and SHA-256. */
-static MUST_CHECK error_code download_check(const mirror_offer *offer, download_sink *k, error_info *err)
-{
-    const manifest *m = &offer->m;
-    if (k->written != m->length)
-        return error_set(err, ERR_REJECTED,
-                         "mirror installer %s has %lld bytes, its manifest says %lld; it was not kept: the mirror's "
-                         "copy is truncated or not the one published, copy installers/ again",
-                         offer->installer_url, (long long)k->written, (long long)m->length);
-    uint8_t digest[32];
-    char hex[65];
-    mbedtls_md_finish(&k->md, digest);
-    text_hex(digest, sizeof digest, hex);
-    if (strcmp(hex, m->sha256) != 0)
-        return error_set(err, ERR_REJECTED,
-                         "mirror installer %s has SHA-256 %s, its signed manifest says %s; it was not kept: the file "
-                         "was changed or swapped on the mirror, do not use it and ask the publisher",
-                         offer->installer_url, hex, m->sha256);
-    return ERR_OK;
-}
-
-error_code source_mirror_download(const config *cfg, const mirror_offer *offer, char **path_out, error_info *err)
-{
-    const manifest *m = &offer->m;
-    char *dir = platform_path_join(cfg->state_dir, "downloads");
-    char name[96];
-    snprintf(name, sizeof name, "mirror-%s.part", m->sha256);
-    char *path = dir ? platform_path_join(dir, name) : NULL;
-    if (!path) {
-        free(dir);
-        return error_set(err, ERR_NOMEM, "out of memory");
-    }
-    error_code rc = platform_mkdirs(dir, err);
-    if (rc == ERR_OK)
-        drop_other_partials(dir, name);
-    free(dir);
-    download_sink sink = {.limit = m->length, .path = path};
-    mbedtls_md_init(&sink.md);
-    if (rc == ERR_OK && mbedtls_md_setup(&sink.md, mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), 0) != 0)
-        rc = error_set(err, ERR_INTERNAL, "SHA-256 setup failed");
-    /* A partial left by an earlier attempt or run is resumed: the file is
-     * named by its SHA-256, so the bytes it must hold never change, and the
-     * hash over the whole file catches a prefix that does not belong. */
-    uint64_t have = 0;
-    if (rc == ERR_OK && platform_path_stat(path, &have) == PLATFORM_PATH_FILE && have > 0 && have < (uint64_t)m->length)
-        sink.from = (int64_t)have;
-    bool retried_whole = false;
-    for (int attempt = 1; rc == ERR_OK; attempt++) {
-        int64_t before = sink.from;
-        rc = download_attempt(cfg, offer, &sink, err);
-        if (rc == ERR_OK) {
-            bool resumed = sink.from > 0 && !sink.restarted;
-            rc = download_check(offer, &sink, err);
-            if (rc == ERR_REJECTED && resumed && !retried_whole) {
-                /* The kept prefix did not belong (a power cut can leave
-                 * zeros behind a file's length): once more, whole. */
-                log_info("the resumed mirror download does not match its manifest; downloading it again whole");
-                retried_whole = true;
-                sink.from = 0;
-                ERROR_IGNORE(platform_remove_file(path, NULL));
-                rc = ERR_OK;
-                continue;
-            }
-            break;
-        }
-        if (sink.range_refused && !retried_whole) {
-            /* 416 or another range: whatever the server holds now, ask for all of it. */
-            log_info("the mirror refused to resume the download; downloading it again whole");
-            retried_whole = true;
-            sink.from = 0;
-            ERROR_IGNORE(platform_remove_file(path, NULL));
-            rc = ERR_OK;
-            continue;
-        }
-        /* A transfer that broke keeps what arrived; it is resumed at once
-         * while attempts make progress, and by the next run otherwise. */
-        if (rc != ERR_TEMPORARY || sink.written <= 0)
-            break;
-        sink.from = sink.written < m->length ? sink.written : 0;
-        if (attempt >= 3 || sink.written <= before)
-            break;
-        log_info("mirror download interrupted at %lld of %lld bytes; resuming", (long long)sink.written,
-                 (long long)m->length);
-        rc = ERR_OK;
-    }
-    mbedtls_md_free(&sink.md);
-    if (rc != ERR_OK) {
-        if (rc != ERR_TEMPORARY)
-            ERROR_IGNORE(platform_remove_file(path, NULL));
-        free(path);
-        return rc;
-    }
-    *path_out = path;
-    return ERR_OK;
 }
 
 void source_mirror_record_refusal(state *s, const char *message)

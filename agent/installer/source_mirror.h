@@ -29,7 +29,9 @@
 #include "base/error.h"
 #include "core/config.h"
 #include "core/state.h"
+#include "installer/download.h"
 #include "mirror/manifest.h"
+#include "net/http.h"
 
 struct cJSON;
 
@@ -44,32 +46,28 @@ typedef struct mirror_offer {
 
 /*
  * Finds the offer as described above (now_s: the clock, Unix seconds) and
- * records what it learned in state (the caller saves it). On failure *offer
- * is empty and the state's mirror status says why.
+ * records what it learned in state (the caller saves it). The manifests are
+ * fetched with http_url_read (no token, no pacing; the engine's deadline,
+ * minimum speed and error-body cap). On failure *offer is empty and the
+ * state's mirror status says why.
  */
-MUST_CHECK error_code source_mirror_fetch(const config *cfg, state *s, int64_t now_s, mirror_offer *offer,
-                                          error_info *err);
+MUST_CHECK error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, int64_t now_s,
+                                          mirror_offer *offer, error_info *err);
 
 void source_mirror_offer_free(mirror_offer *offer);
 
 /*
- * Streams the offered installer to state_dir/downloads/mirror-<sha256>.part,
- * reading no further than the manifest's length, hashing as it comes.
- * More bytes than length, fewer, or another SHA-256: ERR_REJECTED naming the
- * URL (nothing is kept). *path is malloc'd; the file is complete and flushed
- * on ERR_OK.
- *
- * Resume (as section 4's downloads): a transfer that breaks keeps what
- * arrived, flushed, and is resumed with Range at once while attempts make
- * progress (3 at most), then by the next run (ERR_TEMPORARY). No sidecar is
- * needed: the part file is named by the SHA-256 the signed manifest gives,
- * so the bytes it must hold never change. A resumed file that does not hash
- * right (a power cut can leave zeros behind a file's length), a 416 or a
- * wrong range cost one whole download, not a refusal; a server that ignores
- * Range restarts the file. Only the offered installer's partial is kept.
+ * Downloads the offered installer through download.c, as the API's: the
+ * same resume (Range, the sidecar and its boot-id rules), throttle
+ * (installer.max_bytes_per_second), progress, free-space check and hashing,
+ * with the manifest's length as a hard limit (a byte more: ERR_REJECTED,
+ * nothing kept) and its SHA-256 compared at the end (another: ERR_REJECTED).
+ * A transfer that keeps failing is ERR_TEMPORARY with the partial kept for
+ * the next run. Free result with download_result_free in every case; on
+ * ERR_OK result->path is the complete, flushed file.
  */
-MUST_CHECK error_code source_mirror_download(const config *cfg, const mirror_offer *offer, char **path,
-                                             error_info *err);
+MUST_CHECK error_code source_mirror_download(http_client *http, const config *cfg, const mirror_offer *offer,
+                                             bool progress, download_result *result, error_info *err);
 
 /*
  * Records in the state's mirror status that the offered installer was

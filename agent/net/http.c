@@ -34,7 +34,7 @@
 #include "net/tlsprefs.h"
 
 #define MAX_REDIRECTS 5
-#define ERROR_BODY_KEEP (64 * 1024) /* body kept from a failed answer, for its message */
+#define FILE_CHUNK (256 * 1024)
 #define RETRY_AFTER_RECORD_CAP_MS (24LL * 3600 * 1000)
 #define POLL_MAX_MS 1000
 #define MAX_CLOCK_OFFSET_MS (3600LL * 1000) /* a Date further off is not believed */
@@ -72,7 +72,7 @@ static const char *const header_names[H__COUNT] = {
 typedef enum {
     XFER_JSON,  /* submitted JSON request */
     XFER_TOKEN, /* the client's own token exchange */
-    XFER_STREAM /* http_stream_get */
+    XFER_STREAM /* http_stream_get, http_url_get */
 } xfer_kind;
 
 typedef struct stream_ctx stream_ctx;
@@ -92,6 +92,7 @@ typedef struct xfer {
     http_done_fn done;
     void *user;
     stream_ctx *stream; /* XFER_STREAM only */
+    bool direct;        /* a URL GET: no token, no pacing, one attempt, mirror redirect rules */
 
     int attempts;           /* attempts started, redirect hops excluded */
     int auth_renewals;      /* 401s answered by a renewal */
@@ -123,12 +124,20 @@ typedef struct xfer {
     bool stopped;                /* a stream callback said stop */
     bool delivering;             /* stream body goes to on_data */
     bool out_of_memory;
+    bool body_capped;    /* a body not handed on reached HTTP_ERROR_BODY_KEEP: stopped there */
+    int64_t deadline_ms; /* on the client's clock: past it the attempt is aborted */
+    bool deadline_hit;
     char errbuf[CURL_ERROR_SIZE];
 } xfer;
 
 struct stream_ctx {
     const http_stream_callbacks *callbacks;
-    const http_stream_request *request;
+    const char *range; /* request headers, borrowed from the caller's request */
+    const char *if_range;
+    const char *if_none_match;
+    const char *if_modified_since;
+    int64_t max_bytes_per_second;
+    int64_t expected_bytes;
     http_stream_result result;
     bool finished;
     error_code code;
@@ -195,6 +204,17 @@ static void trace(http_client *c, int level, const char *fmt, ...)
     fputc('\n', c->trace);
     va_end(ap);
     fflush(c->trace);
+}
+
+/* The speed a transfer must keep up: http.min_speed, or half its receive
+ * cap when that is lower (a throttled download is slow on purpose). */
+static int64_t min_speed(const http_client *c, const xfer *x)
+{
+    int64_t v = c->cfg.min_speed > 0 ? c->cfg.min_speed : 1024;
+    int64_t cap = x->stream ? x->stream->max_bytes_per_second : 0;
+    if (cap > 0 && v > cap / 2)
+        v = cap / 2 > 0 ? cap / 2 : 1;
+    return v;
 }
 
 static char *dup_n(const char *s, size_t n)
@@ -571,13 +591,17 @@ static bool on_body(xfer *x, const char *data, size_t len)
     }
     bool success = x->status >= 200 && x->status < 300;
     if (x->kind == XFER_STREAM || !success) {
-        /* A redirect's or failure's body: keep the start for the message. */
-        size_t room = x->response.len < ERROR_BODY_KEEP ? ERROR_BODY_KEEP - x->response.len : 0;
-        if (len > room)
+        /* A redirect's or failure's body: keep the start for the message,
+         * and read no further (an endless error page must not hold the run). */
+        size_t room = x->response.len < HTTP_ERROR_BODY_KEEP ? HTTP_ERROR_BODY_KEEP - x->response.len : 0;
+        bool capped = len > room;
+        if (capped)
             len = room;
         if (len && !dynbuf_append(&x->response, data, len))
             x->out_of_memory = true;
-        return !x->out_of_memory;
+        if (capped)
+            x->body_capped = true;
+        return !x->out_of_memory && !capped;
     }
     if ((int64_t)(x->response.len + len) > x->client->cfg.max_response_bytes) {
         x->too_large = true;
@@ -650,7 +674,7 @@ static void stream_deliver_headers(xfer *x)
         free(x->hop_installer_version);
         x->hop_installer_version = text_dup(x->headers[H_INSTALLER_VERSION]);
     }
-    if (x->status != 200 && x->status != 206 && x->status != 416)
+    if (x->status != 200 && x->status != 206 && x->status != 416 && !(x->direct && x->status == 304))
         return;
     http_stream_headers h;
     memset(&h, 0, sizeof h);
@@ -668,7 +692,9 @@ static void stream_deliver_headers(xfer *x)
     h.redirects = x->redirects;
     s->result.status = x->status;
     s->result.headers_delivered = true;
-    x->delivering = x->status != 416;
+    x->delivering = x->status != 416 && x->status != 304;
+    if (x->delivering && s->expected_bytes <= 0 && h.content_length > 0)
+        x->deadline_ms += h.content_length * 1000 / min_speed(x->client, x);
     if (s->callbacks->on_headers && s->callbacks->on_headers(s->callbacks->user, &h) == HTTP_STREAM_STOP) {
         x->stopped = true;
         s->result.stopped = true;
@@ -689,13 +715,14 @@ static char *trimmed_base_url(const char *url)
 error_code http_client_new(const config *cfg, const char *api_key, const http_options *opts, http_client **client,
                            error_info *err)
 {
-    if (!cfg || !cfg->base_url || !cfg->base_url[0])
+    bool platform = api_key != NULL; /* NULL: URL GETs only (the mirror) */
+    if (!cfg || (platform && (!cfg->base_url || !cfg->base_url[0])))
         return error_set(err, ERR_CONFIG,
                          "`base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com");
-    error_code rc = http_check_url(cfg->base_url, err);
+    error_code rc = platform ? http_check_url(cfg->base_url, err) : ERR_OK;
     if (rc != ERR_OK)
         return error_prefix(err, "base_url");
-    if (!api_key || !api_key[0])
+    if (platform && !api_key[0])
         return error_set(err, ERR_CONFIG, "the API key is empty; set OUTPOST_API_KEY or api_key_file");
 
     http_client *c = calloc(1, sizeof *c);
@@ -709,14 +736,18 @@ error_code http_client_new(const config *cfg, const char *api_key, const http_op
         c->cfg.max_response_bytes = 64LL * 1024 * 1024;
     if (c->cfg.max_in_flight < 1)
         c->cfg.max_in_flight = 1;
+    if (c->cfg.transfer_timeout_s <= 0)
+        c->cfg.transfer_timeout_s = 600;
+    if (c->cfg.min_speed <= 0)
+        c->cfg.min_speed = 1024;
     c->clock = opts && opts->clock ? opts->clock : clock_default();
     c->verbosity = opts ? opts->verbosity : 0;
     c->trace = opts ? opts->trace : NULL;
     c->fake = opts ? opts->fake : NULL;
     c->fake_ctx = opts ? opts->fake_ctx : NULL;
-    c->base_url = trimmed_base_url(cfg->base_url);
-    c->origin = c->base_url ? url_origin(c->base_url, NULL, NULL) : NULL;
-    c->api_key = text_dup(api_key);
+    c->base_url = trimmed_base_url(platform ? cfg->base_url : "");
+    c->origin = platform && c->base_url ? url_origin(c->base_url, NULL, NULL) : text_dup("");
+    c->api_key = text_dup(platform ? api_key : "");
     c->ca_file = cfg->tls_ca_file ? text_dup(cfg->tls_ca_file) : NULL;
     c->pinned_key = cfg->tls_pinned_public_key ? text_dup(cfg->tls_pinned_public_key) : NULL;
     c->proxy = cfg->proxy ? text_dup(cfg->proxy) : NULL;
@@ -796,6 +827,11 @@ void http_client_free(http_client *c)
     free(c);
     if (curl_initialised)
         curl_global_cleanup();
+}
+
+bool http_client_has_key(const http_client *c)
+{
+    return c && c->api_key && c->api_key[0];
 }
 
 void http_client_set_verbosity(http_client *c, int verbosity)
@@ -897,12 +933,12 @@ static void xfer_fail(http_client *c, xfer *x, error_code code, const char *fmt,
 static void set_initial_url(http_client *c, xfer *x)
 {
     size_t n = strlen(c->base_url) + strlen(x->route) + 1;
-    char *url = malloc(n);
-    if (url)
+    char *url = x->direct ? text_dup(x->route) : malloc(n);
+    if (url && !x->direct)
         snprintf(url, n, "%s%s", c->base_url, x->route);
     free(x->url);
     x->url = url;
-    x->same_origin = true;
+    x->same_origin = !x->direct;
     x->redirects = 0;
     free(x->hop_installer_version);
     x->hop_installer_version = NULL;
@@ -923,6 +959,11 @@ static void xfer_retry(http_client *c, xfer *x, int64_t now, const char *reason)
 {
     int64_t budget_ms = c->cfg.max_retry_wait_s * 1000;
     int64_t spent_s = x->waited_ms / 1000;
+    if (x->direct) {
+        /* A URL GET is not retried here: the next mirror, or the next run, is. */
+        xfer_fail(c, x, ERR_TEMPORARY, "%s; try again later", reason);
+        return;
+    }
     if (x->attempts >= c->cfg.max_attempts) {
         if (x->retry_after_ms > 0)
             record_retry_after(c, x->retry_after_ms);
@@ -978,7 +1019,16 @@ static void xfer_redirect(http_client *c, xfer *x, int64_t now)
     }
     char *target = url_resolve(x->url, location);
     error_info check;
-    if (!target || http_check_url(target, &check) != ERR_OK) {
+    bool web = target && (text_equal_nocase_n(target, "https://", 8) || text_equal_nocase_n(target, "http://", 7));
+    if (x->direct && target && !web) {
+        char *shown = url_without_query(target);
+        xfer_fail(c, x, ERR_PROTOCOL, "refused a redirect to %.200s: only https:// and http:// are followed",
+                  shown ? shown : "another scheme");
+        free(shown);
+        free(target);
+        return;
+    }
+    if (!target || (!x->direct && http_check_url(target, &check) != ERR_OK)) {
         char *shown = target ? url_without_query(target) : NULL;
         xfer_fail(c, x, ERR_PROTOCOL,
                   "refused a redirect to %.200s: only https:// (or http:// to loopback) is followed",
@@ -1004,7 +1054,7 @@ static void xfer_redirect(http_client *c, xfer *x, int64_t now)
     char *origin = url_origin(target, NULL, NULL);
     free(x->url);
     x->url = target;
-    x->same_origin = origin && strcmp(origin, c->origin) == 0;
+    x->same_origin = !x->direct && origin && strcmp(origin, c->origin) == 0;
     free(origin);
     x->redirects++;
     x->hop_pending = true;
@@ -1018,6 +1068,9 @@ typedef enum {
     OUTCOME_TLS,        /* certificate, host name or pin: final */
     OUTCOME_CONFIG,     /* unusable URL or protocol */
     OUTCOME_PROXY_AUTH, /* the proxy refused the CONNECT with 407: final */
+    OUTCOME_RESOLVE,    /* the host name does not resolve: final (a wrong URL) */
+    OUTCOME_NOT_FOUND,  /* a file:// path that does not exist: final */
+    OUTCOME_DEADLINE,   /* the overall deadline passed: final */
     OUTCOME_OTHER,      /* anything else libcurl reports: final */
     OUTCOME_NOMEM
 } attempt_outcome;
@@ -1112,7 +1165,8 @@ static void handle_response(http_client *c, xfer *x, int64_t now)
                   c->cfg.max_response_bytes);
         return;
     }
-    if ((status >= 200 && status < 300) || (x->kind == XFER_STREAM && status == 416)) {
+    if ((status >= 200 && status < 300) || (x->kind == XFER_STREAM && status == 416) ||
+        (x->direct && status == 304 && x->stream->result.headers_delivered)) {
         xfer_complete(c, x, ERR_OK, NULL);
         return;
     }
@@ -1130,6 +1184,15 @@ static void handle_response(http_client *c, xfer *x, int64_t now)
     }
     if (status == 407) {
         xfer_fail(c, x, ERR_AUTH, "%s", PROXY_AUTH_ADVICE);
+        return;
+    }
+    if (x->direct) {
+        char reason[120];
+        snprintf(reason, sizeof reason, "the server answered HTTP %ld %s", status, reason_phrase(status));
+        if (is_retryable_status(status) || status >= 500)
+            xfer_retry(c, x, now, reason);
+        else
+            xfer_fail(c, x, ERR_HTTP, "the server answered HTTP %ld %s; check the URL", status, reason_phrase(status));
         return;
     }
     if (x->kind == XFER_TOKEN && (status == 400 || status == 401)) {
@@ -1199,7 +1262,16 @@ static void attempt_done(http_client *c, xfer *x, attempt_outcome outcome, const
                   "refused rather than mixed with the first; run again, and check any proxy or gateway if it recurs");
         return;
     }
-    if (x->stopped || x->too_large || outcome == OUTCOME_RESPONSE) {
+    if (x->deadline_hit || outcome == OUTCOME_DEADLINE) {
+        int64_t limit_s = (x->deadline_ms - x->started_ms + 999) / 1000;
+        xfer_fail(c, x, ERR_TEMPORARY,
+                  "the transfer took longer than its deadline of %" PRId64 " s (http.transfer_timeout, plus the "
+                  "announced length at http.min_speed) and was stopped%s; try again later",
+                  limit_s,
+                  x->kind == XFER_STREAM && x->stream->result.headers_delivered ? " (what arrived is kept)" : "");
+        return;
+    }
+    if (x->stopped || x->too_large || x->body_capped || outcome == OUTCOME_RESPONSE) {
         handle_response(c, x, now);
         return;
     }
@@ -1222,6 +1294,11 @@ static void attempt_done(http_client *c, xfer *x, attempt_outcome outcome, const
                   message ? message : "");
         return;
     case OUTCOME_CONFIG: xfer_fail(c, x, ERR_CONFIG, "%.300s", message ? message : "unusable URL"); return;
+    case OUTCOME_RESOLVE:
+        xfer_fail(c, x, ERR_NETWORK, "%.250s; check the host name in the URL (and `proxy`)",
+                  message ? message : "the host name does not resolve");
+        return;
+    case OUTCOME_NOT_FOUND: xfer_fail(c, x, ERR_NOT_FOUND, "%.300s", message ? message : "no such file"); return;
     case OUTCOME_PROXY_AUTH: xfer_fail(c, x, ERR_AUTH, "%s", PROXY_AUTH_ADVICE); return;
     default: xfer_fail(c, x, ERR_NETWORK, "%.300s", message ? message : "transfer failed"); return;
     }
@@ -1232,7 +1309,7 @@ static attempt_outcome classify_curl(CURLcode cc, const char *errbuf)
     switch (cc) {
     case CURLE_OK: return OUTCOME_RESPONSE;
     case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_RESOLVE_PROXY: return OUTCOME_RESOLVE;
     case CURLE_COULDNT_CONNECT:
     case CURLE_OPERATION_TIMEDOUT:
     case CURLE_SEND_ERROR:
@@ -1283,6 +1360,8 @@ static void attempt_reset(xfer *x)
     x->stopped = false;
     x->delivering = false;
     x->out_of_memory = false;
+    x->body_capped = false;
+    x->deadline_hit = false;
     x->errbuf[0] = '\0';
     x->token_generation = 0;
 }
@@ -1304,7 +1383,7 @@ static struct curl_slist *request_header_list(const xfer *x, bool *ok)
         list = next;                                                                                                   \
     } while (0)
     if (x->kind == XFER_STREAM) {
-        const http_stream_request *r = x->stream->request;
+        const stream_ctx *r = x->stream;
         if (r->range) {
             snprintf(line, sizeof line, "Range: %.1000s", r->range);
             ADD(line);
@@ -1312,6 +1391,14 @@ static struct curl_slist *request_header_list(const xfer *x, bool *ok)
                 snprintf(line, sizeof line, "If-Range: %.1000s", r->if_range);
                 ADD(line);
             }
+        }
+        if (r->if_none_match) {
+            snprintf(line, sizeof line, "If-None-Match: %.1000s", r->if_none_match);
+            ADD(line);
+        }
+        if (r->if_modified_since) {
+            snprintf(line, sizeof line, "If-Modified-Since: %.1000s", r->if_modified_since);
+            ADD(line);
         }
     } else {
         ADD("Accept: application/json");
@@ -1385,13 +1472,178 @@ static void fake_attempt(http_client *c, xfer *x)
     }
     if (go && r.trailers)
         go = on_header_line(x, "\r\n", 2);
-    if (!go && !x->stopped && !x->too_large)
+    if (!go && !x->stopped && !x->too_large && !x->body_capped)
         cut = true;
     free(r.headers);
     free(r.body);
     free(r.trailers);
-    attempt_done(c, x, cut && !x->stopped && !x->too_large && !x->out_of_memory ? OUTCOME_OTHER : OUTCOME_RESPONSE,
+    attempt_done(c, x,
+                 cut && !x->stopped && !x->too_large && !x->body_capped && !x->out_of_memory ? OUTCOME_OTHER
+                                                                                             : OUTCOME_RESPONSE,
                  cut ? "aborted" : NULL);
+}
+
+/* ---- file:// ------------------------------------------------------------------------- */
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+char *http_file_url_path(const char *url)
+{
+    if (!url || !text_equal_nocase_n(url, "file://", 7))
+        return NULL;
+    const char *rest = url + 7;
+    if (!rest[0])
+        return NULL;
+    char *raw;
+    if (rest[0] == '/') {
+        /* file:///C:/x -> C:/x; file:///srv/x -> /srv/x */
+        if (((rest[1] >= 'a' && rest[1] <= 'z') || (rest[1] >= 'A' && rest[1] <= 'Z')) &&
+            (rest[2] == ':' || rest[2] == '|'))
+            rest++;
+        raw = text_dup(rest);
+    } else if (text_equal_nocase_n(rest, "localhost/", 10)) {
+        raw = text_dup(rest + 9);
+    } else {
+        /* file://server/share/x: a UNC path, //server/share/x */
+        size_t n = strlen(rest);
+        raw = malloc(n + 3);
+        if (raw)
+            snprintf(raw, n + 3, "//%s", rest);
+    }
+    if (!raw)
+        return NULL;
+    char *out = raw;
+    for (char *in = raw; *in; in++) {
+        if (*in == '%' && hex_digit(in[1]) >= 0 && hex_digit(in[2]) >= 0) {
+            char c = (char)(hex_digit(in[1]) * 16 + hex_digit(in[2]));
+            if (c == '\0') {
+                free(raw);
+                return NULL;
+            }
+            *out++ = c;
+            in += 2;
+        } else if (*in == '?' || *in == '#') {
+            break;
+        } else {
+            *out++ = *in;
+        }
+    }
+    *out = '\0';
+    if (!raw[0]) {
+        free(raw);
+        return NULL;
+    }
+    return raw;
+}
+
+/* The N of a "bytes=N-" Range value; 0 when there is none. */
+static int64_t range_from(const char *range)
+{
+    int64_t from = 0;
+    const char *p = range;
+    if (!p || !text_starts_with(p, "bytes="))
+        return 0;
+    p += 6;
+    return parse_digits(&p, INT64_MAX, &from) && *p == '-' ? from : 0;
+}
+
+/*
+ * A file:// URL, read through the platform layer (the cross builds' libcurl
+ * has no file: support, and a Windows share is a common distribution
+ * point) and shown to the response readers as an HTTP answer would be: 200,
+ * 206 from a Range's offset, 416 past the end. The receive cap and the
+ * deadline hold here too: a share that drips is stopped like a server.
+ */
+static void file_attempt(http_client *c, xfer *x)
+{
+    char message[400];
+    char *path = http_file_url_path(x->url);
+    if (!path) {
+        attempt_done(c, x, OUTCOME_CONFIG,
+                     "not a usable file:// URL (file:///path, file:///C:/path or file://server/share/path)");
+        return;
+    }
+    uint64_t size = 0;
+    if (platform_path_stat(path, &size) != PLATFORM_PATH_FILE) {
+        free(path);
+        attempt_done(c, x, OUTCOME_NOT_FOUND, "no such file");
+        return;
+    }
+    FILE *f = platform_fopen(path, "rb");
+    free(path);
+    if (!f) {
+        attempt_done(c, x, OUTCOME_NOT_FOUND, "the file cannot be opened");
+        return;
+    }
+    const stream_ctx *s = x->stream;
+    int64_t from = range_from(s->range);
+    long status = from > 0 ? ((uint64_t)from < size ? 206 : 416) : 200;
+    char line[160];
+    snprintf(line, sizeof line, "HTTP/1.1 %ld File", status);
+    bool go = on_header_line(x, line, strlen(line));
+    if (status == 416) {
+        snprintf(line, sizeof line, "Content-Range: bytes */%" PRIu64, size);
+        go = go && on_header_line(x, line, strlen(line));
+    } else {
+        snprintf(line, sizeof line, "Content-Length: %" PRIu64, size - (uint64_t)from);
+        go = go && on_header_line(x, line, strlen(line));
+        if (status == 206) {
+            snprintf(line, sizeof line, "Content-Range: bytes %" PRId64 "-%" PRIu64 "/%" PRIu64, from, size - 1, size);
+            go = go && on_header_line(x, line, strlen(line));
+        }
+    }
+    go = go && on_header_line(x, "", 0);
+    attempt_outcome outcome = OUTCOME_RESPONSE;
+    message[0] = '\0';
+    int64_t cap = s->max_bytes_per_second;
+    size_t chunk = FILE_CHUNK;
+    if (cap > 0 && (int64_t)chunk > cap / 8)
+        chunk = cap / 8 > 4096 ? (size_t)(cap / 8) : 4096;
+    char *buf = go && status != 416 ? malloc(chunk) : NULL;
+    if (go && status != 416 && !buf)
+        outcome = OUTCOME_NOMEM;
+    if (buf && from > 0 && platform_seek(f, (uint64_t)from, NULL) != ERR_OK) {
+        outcome = OUTCOME_NETWORK;
+        snprintf(message, sizeof message, "read error (is the share reachable?)");
+    }
+    int64_t start = clock_now_ms(c->clock), sent = 0;
+    while (buf && outcome == OUTCOME_RESPONSE) {
+        size_t n = fread(buf, 1, chunk, f);
+        if (n > 0 && !on_body(x, buf, n))
+            break;
+        sent += (int64_t)n;
+        if (n < chunk) {
+            if (ferror(f)) {
+                outcome = OUTCOME_NETWORK;
+                snprintf(message, sizeof message, "read error (is the share reachable?)");
+            }
+            break;
+        }
+        int64_t now = clock_now_ms(c->clock);
+        if (cap > 0) {
+            /* The receive cap, as libcurl keeps it for http: never ahead of the rate. */
+            int64_t due = start + sent * 1000 / cap;
+            if (due > now)
+                clock_sleep_ms(c->clock, due - now);
+            now = clock_now_ms(c->clock);
+        }
+        if (now > x->deadline_ms) {
+            outcome = OUTCOME_DEADLINE;
+            break;
+        }
+    }
+    free(buf);
+    fclose(f);
+    attempt_done(c, x, outcome, message[0] ? message : NULL);
 }
 
 static CURL *easy_take(http_client *c)
@@ -1412,6 +1664,22 @@ static void easy_give_back(http_client *c, CURL *e)
         curl_easy_cleanup(e);
 }
 
+/* libcurl's progress callback, at least once a second while a transfer
+ * runs, stalled or not: where the overall deadline is enforced (it grows
+ * when a body's length is announced, which CURLOPT_TIMEOUT cannot do). */
+static int curl_progress_cb(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    xfer *x = user;
+    if (clock_now_ms(x->client->clock) <= x->deadline_ms)
+        return 0;
+    x->deadline_hit = true;
+    return 1;
+}
+
 static bool curl_attempt(http_client *c, xfer *x)
 {
     bool ok = true;
@@ -1427,8 +1695,9 @@ static bool curl_attempt(http_client *c, xfer *x)
     curl_easy_setopt(e, CURLOPT_SHARE, c->share);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* redirects are ours: see xfer_redirect */
-    /* Redirect protocols too, should libcurl ever follow one itself:
-     * https only, as xfer_redirect decides for the ones we follow. */
+    /* Protocols: http and https only (file:// is ours: file_attempt). Redirect
+     * protocols too, should libcurl ever follow one itself: https only, as
+     * xfer_redirect decides for the ones we follow. */
 #if LIBCURL_VERSION_NUM >= 0x075500
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
@@ -1437,8 +1706,13 @@ static bool curl_attempt(http_client *c, xfer *x)
     curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long)CURLPROTO_HTTPS);
 #endif
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)c->cfg.connect_timeout_s);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    /* The minimum speed and the deadline (PRODUCT.md section 8): a server
+     * that drips or stalls ends the transfer, never the run. */
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)min_speed(c, x));
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)c->cfg.low_speed_time_s);
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, curl_progress_cb);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, (void *)x);
     curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
     tlsprefs_apply(e);
     /* Servers close idle keep-alive connections after about a minute
@@ -1478,8 +1752,8 @@ static bool curl_attempt(http_client *c, xfer *x)
          * headers reads little body. */
         if (x->stream->callbacks->on_data)
             curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
-        if (x->stream->request->max_bytes_per_second > 0)
-            curl_easy_setopt(e, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)x->stream->request->max_bytes_per_second);
+        if (x->stream->max_bytes_per_second > 0)
+            curl_easy_setopt(e, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)x->stream->max_bytes_per_second);
     } else {
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* the size cap counts decoded bytes */
     }
@@ -1514,9 +1788,16 @@ static void start_attempt(http_client *c, xfer *x, int64_t now)
     if (x->kind == XFER_TOKEN)
         c->stats.token_exchanges++;
     x->started_ms = now;
+    x->deadline_ms = now + c->cfg.transfer_timeout_s * 1000;
+    if (x->stream && x->stream->expected_bytes > 0)
+        x->deadline_ms += x->stream->expected_bytes * 1000 / min_speed(c, x);
     if (x->kind != XFER_TOKEN && x->same_origin)
         x->token_generation = c->token.generation;
     running_add(c, x);
+    if (x->direct && text_equal_nocase_n(x->url, "file://", 7)) {
+        file_attempt(c, x);
+        return;
+    }
     if (c->fake) {
         fake_attempt(c, x);
         return;
@@ -1890,6 +2171,29 @@ static bool stream_finished(const http_client *c, const void *arg)
     return ((const stream_ctx *)arg)->finished;
 }
 
+/* Runs a stream xfer (set up by its caller) to its end. */
+static MUST_CHECK error_code stream_run(http_client *c, xfer *x, stream_ctx *s, http_stream_result *result,
+                                        error_info *err)
+{
+    x->stream = s;
+    set_initial_url(c, x);
+    if (!x->url) {
+        xfer_free(x);
+        return error_set(err, ERR_NOMEM, "out of memory starting a download");
+    }
+    waiting_push_back(c, x);
+    error_code rc = drive(c, stream_finished, s, err);
+    if (rc != ERR_OK && !s->finished)
+        abandon(c, NULL, s);
+    if (result)
+        *result = s->result;
+    if (rc != ERR_OK)
+        return rc;
+    if (s->code != ERR_OK && err)
+        *err = s->err;
+    return s->code;
+}
+
 error_code http_stream_get(http_client *c, const http_stream_request *request, const http_stream_callbacks *callbacks,
                            http_stream_result *result, error_info *err)
 {
@@ -1897,28 +2201,121 @@ error_code http_stream_get(http_client *c, const http_stream_request *request, c
         memset(result, 0, sizeof *result);
     if (!c || !request || !request->route || request->route[0] != '/' || !callbacks)
         return error_set(err, ERR_INTERNAL, "http_stream_get: invalid request");
+    if (!http_client_has_key(c))
+        return error_set(err, ERR_CONFIG, "`base_url` and an API key are needed to call the platform");
     stream_ctx s;
     memset(&s, 0, sizeof s);
     s.callbacks = callbacks;
-    s.request = request;
+    s.range = request->range;
+    s.if_range = request->if_range;
+    s.max_bytes_per_second = request->max_bytes_per_second;
     xfer *x = xfer_new(c, XFER_STREAM, HTTP_GET, request->route, request->label);
     if (!x)
         return error_set(err, ERR_NOMEM, "out of memory starting a download");
-    x->stream = &s;
-    set_initial_url(c, x);
-    if (!x->url) {
-        xfer_free(x);
-        return error_set(err, ERR_NOMEM, "out of memory starting a download");
-    }
-    waiting_push_back(c, x);
-    error_code rc = drive(c, stream_finished, &s, err);
-    if (rc != ERR_OK && !s.finished)
-        abandon(c, NULL, &s);
+    return stream_run(c, x, &s, result, err);
+}
+
+error_code http_url_get(http_client *c, const http_url_request *request, const http_stream_callbacks *callbacks,
+                        http_stream_result *result, error_info *err)
+{
     if (result)
-        *result = s.result;
-    if (rc != ERR_OK)
-        return rc;
-    if (s.code != ERR_OK && err)
-        *err = s.err;
-    return s.code;
+        memset(result, 0, sizeof *result);
+    if (!c || !request || !request->url || !callbacks)
+        return error_set(err, ERR_INTERNAL, "http_url_get: invalid request");
+    char *shown = url_without_query(request->url);
+    if (!shown)
+        return error_set(err, ERR_NOMEM, "out of memory starting a transfer");
+    const char *u = request->url;
+    if (!text_equal_nocase_n(u, "https://", 8) && !text_equal_nocase_n(u, "http://", 7) &&
+        !text_equal_nocase_n(u, "file://", 7)) {
+        error_set(err, ERR_CONFIG, "%s is not an https://, http:// or file:// URL", shown);
+        free(shown);
+        return ERR_CONFIG;
+    }
+    stream_ctx s;
+    memset(&s, 0, sizeof s);
+    s.callbacks = callbacks;
+    s.range = request->range;
+    s.if_range = request->range ? request->if_range : NULL;
+    s.if_none_match = request->if_none_match;
+    s.if_modified_since = request->if_modified_since;
+    s.max_bytes_per_second = request->max_bytes_per_second;
+    s.expected_bytes = request->expected_bytes;
+    /* The route is the URL itself (set_initial_url), the label what may be shown. */
+    xfer *x = xfer_new(c, XFER_STREAM, HTTP_GET, "/", request->label ? request->label : shown);
+    free(shown);
+    if (!x)
+        return error_set(err, ERR_NOMEM, "out of memory starting a transfer");
+    free(x->route);
+    free(x->endpoint);
+    x->route = text_dup(request->url);
+    x->endpoint = text_dup(x->label);
+    x->direct = true;
+    if (!x->route || !x->endpoint) {
+        xfer_free(x);
+        return error_set(err, ERR_NOMEM, "out of memory starting a transfer");
+    }
+    return stream_run(c, x, &s, result, err);
+}
+
+typedef struct url_body_ctx {
+    http_url_body *out;
+    size_t max;
+    dynbuf body;
+} url_body_ctx;
+
+static http_stream_action url_body_headers(void *user, const http_stream_headers *h)
+{
+    url_body_ctx *b = user;
+    b->out->status = h->status;
+    free(b->out->etag);
+    free(b->out->last_modified);
+    b->out->etag = h->etag ? text_dup(h->etag) : NULL;
+    b->out->last_modified = h->last_modified ? text_dup(h->last_modified) : NULL;
+    return HTTP_STREAM_CONTINUE;
+}
+
+static http_stream_action url_body_data(void *user, const void *data, size_t len)
+{
+    url_body_ctx *b = user;
+    size_t room = b->max - b->body.len;
+    size_t keep = len < room ? len : room; /* the body holds max bytes when more came */
+    if (keep && !dynbuf_append(&b->body, data, keep))
+        return HTTP_STREAM_STOP;
+    if (keep < len) {
+        b->out->too_large = true;
+        return HTTP_STREAM_STOP;
+    }
+    return HTTP_STREAM_CONTINUE;
+}
+
+error_code http_url_read(http_client *c, const http_url_request *request, size_t max_bytes, http_url_body *out,
+                         error_info *err)
+{
+    memset(out, 0, sizeof *out);
+    url_body_ctx b = {.out = out, .max = max_bytes};
+    dynbuf_init(&b.body, max_bytes, false);
+    http_stream_callbacks cb = {url_body_headers, url_body_data, &b};
+    error_code rc = http_url_get(c, request, &cb, NULL, err);
+    if (rc == ERR_OK && b.body.status == DYNBUF_NOMEM)
+        rc = error_set(err, ERR_NOMEM, "out of memory reading %s", request->url);
+    if (rc == ERR_OK && out->status != 304) {
+        out->body = dynbuf_take(&b.body, &out->body_len);
+        if (!out->body)
+            out->body = text_dup(""); /* an empty body */
+    }
+    dynbuf_free(&b.body);
+    if (rc == ERR_OK && out->status != 304 && !out->body)
+        rc = error_set(err, ERR_NOMEM, "out of memory reading a transfer");
+    return rc;
+}
+
+void http_url_body_free(http_url_body *body)
+{
+    if (!body)
+        return;
+    free(body->body);
+    free(body->etag);
+    free(body->last_modified);
+    memset(body, 0, sizeof *body);
 }

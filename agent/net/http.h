@@ -32,6 +32,25 @@
  *  - http_stream_get: a streaming GET (the installer route) that hands the
  *    final response's headers and then body chunks to the caller as they
  *    arrive; nothing is buffered; the caller may stop after the headers.
+ *  - http_url_get / http_url_read: a GET of any URL (the fleet mirror,
+ *    PRODUCT.md section 8): https://, http:// and file:// alike, with no
+ *    token, no pacing and no retry (the next mirror, or the next run, is the
+ *    retry), conditional (If-None-Match / If-Modified-Since, 304) and ranged.
+ *
+ * Every transfer, whatever its kind, has (PRODUCT.md section 8):
+ *  - an overall deadline: http.transfer_timeout from the attempt's start,
+ *    plus, for a body whose length is known (announced, or given as
+ *    expected_bytes), that length at http.min_speed; past it the transfer
+ *    is aborted with ERR_TEMPORARY and not retried;
+ *  - a minimum speed: slower than http.min_speed bytes/s (half the receive
+ *    cap when a cap is lower) for http.low_speed_timeout is a network
+ *    failure (retried for the API, ERR_TEMPORARY for a URL GET);
+ *  - a cap on what is read of a body that is not handed on (an error page,
+ *    a redirect's body): HTTP_ERROR_BODY_KEEP bytes are kept for the
+ *    message and the transfer stops there, so an endless error body costs
+ *    a few KiB, not the run.
+ * TLS trust, proxy, protocols, redirects (never https:// to http://) and
+ * these limits are set up in one place (curl_attempt) for every transfer.
  *
  * Errors (error.h), one line each, naming the method and route:
  *  ERR_AUTH       token exchange refused, or 401 again after one renewal, or
@@ -74,6 +93,10 @@
 #include "base/error.h"
 
 typedef struct http_client http_client;
+
+/* What is kept (and read) of a body that is not handed on: an error page or
+ * a redirect's body, for the message. */
+#define HTTP_ERROR_BODY_KEEP (8 * 1024)
 
 /* ---- Test transport -------------------------------------------------------- */
 
@@ -126,6 +149,9 @@ typedef struct http_options {
  * needed is copied: cfg and api_key may be freed (and the key wiped) as soon
  * as this returns. opts may be NULL (defaults). No request is made here; the
  * first token exchange happens with the first call.
+ * api_key NULL makes a client for URL GETs only (the mirror without the
+ * platform): base_url is then not needed, and the route calls fail with
+ * ERR_CONFIG.
  * Fails with ERR_CONFIG (no base_url, a base_url that is not https:// or
  * http:// to a loopback host, an empty key) or ERR_NOMEM / ERR_INTERNAL.
  * *client is set on success only; free it with http_client_free.
@@ -136,6 +162,9 @@ MUST_CHECK error_code http_client_new(const config *cfg, const char *api_key, co
 /* Wipes the secrets, closes the connections, frees everything. Submitted
  * requests still pending are dropped without their callbacks. NULL is ignored. */
 void http_client_free(http_client *client);
+
+/* Whether the client holds an API key (it can call the platform's routes). */
+bool http_client_has_key(const http_client *client);
 
 /* Changes the trace level (the --verbose flag) after creation. */
 void http_client_set_verbosity(http_client *client, int verbosity);
@@ -318,6 +347,69 @@ typedef struct http_stream_result {
 MUST_CHECK error_code http_stream_get(http_client *client, const http_stream_request *request,
                                       const http_stream_callbacks *callbacks, http_stream_result *result,
                                       error_info *err);
+
+/* ---- GET of a URL (the fleet mirror) -------------------------------------------- */
+
+typedef struct http_url_request {
+    const char *url;               /* https://, http:// (any host) or file:// (file:///path,
+                                      file:///C:/path, file://server/share/path); may carry
+                                      user:password@, which is never shown or recorded */
+    const char *label;             /* name in errors and the trace; NULL: the URL without
+                                      credentials, query or fragment */
+    const char *range;             /* Range value ("bytes=N-"), or NULL */
+    const char *if_range;          /* If-Range value, only sent with range; or NULL */
+    const char *if_none_match;     /* an ETag from an earlier answer, or NULL */
+    const char *if_modified_since; /* a Last-Modified from an earlier answer, or NULL */
+    int64_t max_bytes_per_second;  /* receive cap (file:// too); 0: none */
+    int64_t expected_bytes;        /* body length known ahead (a manifest's installer):
+                                      the deadline grows by it at http.min_speed; 0: unknown */
+} http_url_request;
+
+/*
+ * GETs request->url and streams it as http_stream_get does (on_headers sees
+ * 200, 206, 416 and, for a conditional request, 304 with no body), with no
+ * token, no pacing and one attempt. Redirects: at most 5, to https:// or
+ * http://, never from https:// to http://. file:// is read through the
+ * platform layer with the same callbacks, range (206 from the offset; 416
+ * past the end), receive cap and deadline.
+ * Errors, one line each naming the URL (without credentials):
+ *  ERR_TEMPORARY  network failure, reset, timeout, too slow, deadline passed,
+ *                 429 / 5xx, a redirect loop, a file:// read error
+ *  ERR_NETWORK    the host name does not resolve (exit 1: check the URL)
+ *  ERR_TLS        certificate or host name failure (exit 1)
+ *  ERR_HTTP       any other status (401, 403, 404, ...) (exit 1)
+ *  ERR_PROTOCOL   a refused redirect (https:// to http://, another scheme)
+ *  ERR_NOT_FOUND  a file:// path that does not exist
+ *  ERR_CONFIG     a URL that is not https://, http:// or file://
+ *  ERR_AUTH       the proxy refused its credentials (407)
+ */
+MUST_CHECK error_code http_url_get(http_client *client, const http_url_request *request,
+                                   const http_stream_callbacks *callbacks, http_stream_result *result, error_info *err);
+
+/* A small body read whole (a manifest). */
+typedef struct http_url_body {
+    long status;         /* 200 (206 never: no range is asked), or 304 */
+    char *body;          /* malloc'd, NUL-terminated; NULL for 304 */
+    size_t body_len;     /* bytes in body */
+    bool too_large;      /* more than max_bytes came: the transfer stopped there */
+    char *etag;          /* malloc'd validator, or NULL */
+    char *last_modified; /* malloc'd validator, or NULL */
+} http_url_body;
+
+/*
+ * http_url_get keeping at most max_bytes of the body (more: out->too_large,
+ * and the transfer stops). Free out with http_url_body_free in every case.
+ */
+MUST_CHECK error_code http_url_read(http_client *client, const http_url_request *request, size_t max_bytes,
+                                    http_url_body *out, error_info *err);
+
+void http_url_body_free(http_url_body *body);
+
+/*
+ * The local path a file:// URL names (percent-escapes decoded), malloc'd;
+ * NULL when url is not a usable file:// URL.
+ */
+char *http_file_url_path(const char *url);
 
 /* ---- Helpers for other modules -------------------------------------------- */
 

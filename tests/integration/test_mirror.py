@@ -693,6 +693,19 @@ def cutting(sim, published):
         server.stop()
 
 
+def plant_partial(state: Path, pay: dict, data: bytes) -> Path:
+    """A partial download of the offered installer as download.c leaves it: <version>.part and its
+    sidecar (version, length, the manifest's SHA-256, the bytes known good)."""
+    downloads = state / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    part = downloads / f"{pay['version']}.part"
+    part.write_bytes(data)
+    (downloads / f"{pay['version']}.part.json").write_text(json.dumps({
+        "version": pay["version"], "url": None, "etag": None, "last_modified": None, "file_name": None,
+        "total_length": pay["length"], "bytes": len(data), "sha256": pay["sha256"]}))
+    return part
+
+
 def test_a_broken_installer_transfer_resumes_in_the_same_run(tmp_path, cutting):
     server, mirror, public_pem = cutting(cuts=[70 * 1024])
     length = payload(mirror)["length"]
@@ -703,7 +716,7 @@ def test_a_broken_installer_transfer_resumes_in_the_same_run(tmp_path, cutting):
     got = server.installer_requests()
     assert [(g["range"], g["status"]) for g in got] == [(None, 200), (f"bytes={70 * 1024}-", 206)]
     assert sum(g["bytes"] for g in got) == length, "bytes already received were downloaded again"
-    assert not list((state / "downloads").glob("mirror-*"))
+    assert not list((state / "downloads").glob("*"))
 
 
 def test_a_partial_left_by_a_failed_run_is_resumed_by_the_next(tmp_path, cutting):
@@ -715,7 +728,7 @@ def test_a_partial_left_by_a_failed_run_is_resumed_by_the_next(tmp_path, cutting
     r = run(cfg, "update", key=None)
     assert r.returncode == 75, r.stderr
     assert staged(state) == []
-    part = state / "downloads" / f"mirror-{pay['sha256']}.part"
+    part = state / "downloads" / f"{pay['version']}.part"
     assert part.stat().st_size == 50 * 1024, "the bytes that arrived were not kept"
     assert part.read_bytes() == (mirror / pay["path"]).read_bytes()[:50 * 1024]
     assert [g["range"] for g in server.installer_requests()] == [None, f"bytes={50 * 1024}-"]
@@ -737,9 +750,8 @@ def test_a_partial_that_does_not_belong_is_downloaded_again_whole(tmp_path, cutt
     server, mirror, public_pem = cutting(ignore_range=ignore_range)
     pay = payload(mirror)
     cfg, state = endpoint_config(tmp_path, "zeros", [server.url], [public_pem])
-    (state / "downloads").mkdir(parents=True)
-    (state / "downloads" / f"mirror-{pay['sha256']}.part").write_bytes(b"\0" * (pay["length"] // 2))
-    stale = state / "downloads" / ("mirror-" + "0" * 64 + ".part")
+    plant_partial(state, pay, b"\0" * (pay["length"] // 2))
+    stale = state / "downloads" / "0.9.0.part"
     stale.write_bytes(b"an older installer's partial")
     r = run(cfg, "update", key=None)
     assert r.returncode == 0, r.stderr
@@ -758,13 +770,11 @@ def test_a_partial_is_resumed_from_a_file_share(tmp_path, sim, published):
     sim.stop()
     pay = payload(mirror)
     cfg, state = endpoint_config(tmp_path, "share", [mirror.as_uri()], [public_pem])
-    (state / "downloads").mkdir(parents=True)
-    part = state / "downloads" / f"mirror-{pay['sha256']}.part"
-    part.write_bytes((mirror / pay["path"]).read_bytes()[:4096])
+    plant_partial(state, pay, (mirror / pay["path"]).read_bytes()[:4096])
     r = run(cfg, "-v", "update", key=None)
     assert r.returncode == 0, r.stderr
     assert staged(state) == [V2]
-    assert f"resuming the mirror download at 4096 of {pay['length']} bytes" in r.stderr
+    assert f"resuming the download of {pay['version']} from 4096 bytes" in r.stderr
 
 
 # ---- a fleet in parallel ----------------------------------------------------------------------------

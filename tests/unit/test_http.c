@@ -3,7 +3,10 @@
  * backoff and Retry-After, the retry budget, network and TLS failures, the
  * response size cap, streaming with redirects (no Authorization to another
  * host), parallel submissions, pacing from rate headers, counters, and the
- * trace never showing a secret. Nothing here sleeps or opens a socket. */
+ * trace never showing a secret; the URL GETs of the fleet mirror (no token,
+ * conditional, one attempt, the error-body cap, the redirect rules, file://
+ * paths and reads). Nothing here sleeps or opens a socket; http(s) against
+ * real servers is tests/integration/test_mirror.py and test_hostile_mirror.py. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,6 +41,7 @@ typedef struct seen_request {
     char url[256];
     bool authorization;
     bool range;
+    bool conditional; /* If-None-Match sent */
 } seen_request;
 
 typedef struct world {
@@ -120,6 +124,7 @@ static error_code fake_server(void *ctx, const char *method, const char *url, co
     snprintf(s->url, sizeof s->url, "%s", url);
     s->authorization = strstr(extra_headers, "Authorization: Bearer ") != NULL;
     s->range = strstr(extra_headers, "Range: ") != NULL;
+    s->conditional = strstr(extra_headers, "If-None-Match: \"v1\"") != NULL;
     for (int i = 0; i < w->script_count; i++) {
         if (w->used[i] || !strstr(url, w->script[i].route))
             continue;
@@ -911,6 +916,245 @@ static void test_client_refuses_bad_config(void **state)
     assert_null(c);
 }
 
+/* ---- URL GETs (the fleet mirror) ------------------------------------------------- */
+
+static void open_url_client(fixture *f)
+{
+    http_options opts = {&f->clock, 0, f->trace, fake_server, &f->w};
+    error_info err;
+    f->cfg.base_url = NULL; /* the mirror needs no platform */
+    assert_int_equal(http_client_new(&f->cfg, NULL, &opts, &f->http, &err), ERR_OK);
+    assert_false(http_client_has_key(f->http));
+}
+
+static error_code url_read(fixture *f, const char *url, const char *etag, http_url_body *out, error_info *err)
+{
+    http_url_request req = {.url = url, .if_none_match = etag};
+    return http_url_read(f->http, &req, 4096, out, err);
+}
+
+static void test_url_get_no_token_conditional(void **state)
+{
+    fixture *f = *state;
+    open_url_client(f);
+    script(&f->w, "/m1/manifest.json", 200, "ETag: \"v1\"\r\nLast-Modified: Wed, 01 Jan 2025 00:00:00 GMT\r\n", "{}");
+    script(&f->w, "/m1/manifest.json", 304, "ETag: \"v1\"\r\n", NULL);
+    http_url_body b;
+    error_info err;
+    assert_int_equal(url_read(f, "https://user:secret@mirror.example.com/m1/manifest.json", NULL, &b, &err), ERR_OK);
+    assert_int_equal(b.status, 200);
+    assert_string_equal(b.body, "{}");
+    assert_string_equal(b.etag, "\"v1\"");
+    assert_non_null(b.last_modified);
+    http_url_body_free(&b);
+    assert_int_equal(url_read(f, "https://mirror.example.com/m1/manifest.json", "\"v1\"", &b, &err), ERR_OK);
+    assert_int_equal(b.status, 304);
+    assert_null(b.body);
+    http_url_body_free(&b);
+    /* No token exchange, no Authorization, the condition sent. */
+    assert_int_equal(f->w.tokens_issued, 0);
+    assert_int_equal(f->w.seen_count, 2);
+    assert_false(f->w.seen[0].authorization);
+    assert_false(f->w.seen[0].conditional);
+    assert_true(f->w.seen[1].conditional);
+    /* The platform's routes need the key. */
+    http_stream_request sreq = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    http_stream_callbacks cb = {NULL, NULL, NULL};
+    assert_int_equal(http_stream_get(f->http, &sreq, &cb, NULL, &err), ERR_CONFIG);
+}
+
+static void test_url_get_failures_one_attempt(void **state)
+{
+    fixture *f = *state;
+    open_url_client(f);
+    static char big[200 * 1024];
+    memset(big, 'x', sizeof big - 1);
+    script(&f->w, "/a/", 404, NULL, big);
+    script(&f->w, "/b/", 503, NULL, "busy");
+    script_failure(&f->w, "/c/", ERR_NETWORK);
+    script(&f->w, "/d/", 401, NULL, "no");
+    http_url_body b;
+    error_info err;
+    /* An endless error page is read no further than its cap; the URL is
+     * named without its credentials. */
+    assert_int_equal(url_read(f, "https://u:pw@mirror.example.com/a/manifest.json", NULL, &b, &err), ERR_HTTP);
+    assert_non_null(strstr(err.message, "404"));
+    assert_non_null(strstr(err.message, "https://mirror.example.com/a/manifest.json"));
+    assert_null(strstr(err.message, "pw"));
+    http_url_body_free(&b);
+    assert_int_equal(url_read(f, "https://mirror.example.com/b/manifest.json", NULL, &b, &err), ERR_TEMPORARY);
+    assert_non_null(strstr(err.message, "503"));
+    http_url_body_free(&b);
+    assert_int_equal(url_read(f, "https://mirror.example.com/c/manifest.json", NULL, &b, &err), ERR_TEMPORARY);
+    http_url_body_free(&b);
+    assert_int_equal(url_read(f, "https://mirror.example.com/d/manifest.json", NULL, &b, &err), ERR_HTTP);
+    http_url_body_free(&b);
+    /* One attempt each, no waiting: the next mirror is the retry. */
+    assert_int_equal(f->w.seen_count, 4);
+    assert_int_equal(f->w.slept, 0);
+    assert_int_equal(url_read(f, "ftp://mirror.example.com/x.json", NULL, &b, &err), ERR_CONFIG);
+    http_url_body_free(&b);
+}
+
+static void test_url_get_body_cap_and_redirects(void **state)
+{
+    fixture *f = *state;
+    open_url_client(f);
+    script(&f->w, "/big/", 200, NULL, "0123456789012345678901234567890123456789");
+    script(&f->w, "http://lan-mirror.example.com/r/", 302, "Location: https://mirror.example.com/r2/m.json\r\n", NULL);
+    script(&f->w, "/r2/", 200, NULL, "{}");
+    script(&f->w, "https://mirror.example.com/down/", 302, "Location: http://lan-mirror.example.com/x.json\r\n", NULL);
+    script(&f->w, "/loop/", 302, "Location: /loop/again\r\n", NULL);
+    script(&f->w, "/loop/", 302, "Location: /loop/again\r\n", NULL);
+    script(&f->w, "/loop/", 302, "Location: /loop/again\r\n", NULL);
+    script(&f->w, "/loop/", 302, "Location: /loop/again\r\n", NULL);
+    script(&f->w, "/loop/", 302, "Location: /loop/again\r\n", NULL);
+    script(&f->w, "/loop/", 302, "Location: /loop/again\r\n", NULL);
+    http_url_request req = {.url = "https://mirror.example.com/big/m.json"};
+    http_url_body b;
+    error_info err;
+    assert_int_equal(http_url_read(f->http, &req, 10, &b, &err), ERR_OK);
+    assert_true(b.too_large);
+    assert_int_equal(b.body_len, 10);
+    http_url_body_free(&b);
+    /* A mirror on plain http (the manifest's signature carries the trust) may
+     * move to https; https never moves to http. */
+    assert_int_equal(url_read(f, "http://lan-mirror.example.com/r/m.json", NULL, &b, &err), ERR_OK);
+    assert_string_equal(b.body, "{}");
+    http_url_body_free(&b);
+    assert_int_equal(url_read(f, "https://mirror.example.com/down/m.json", NULL, &b, &err), ERR_PROTOCOL);
+    assert_non_null(strstr(err.message, "never continues without TLS"));
+    http_url_body_free(&b);
+    assert_int_equal(url_read(f, "https://mirror.example.com/loop/m.json", NULL, &b, &err), ERR_PROTOCOL);
+    assert_non_null(strstr(err.message, "redirects"));
+    http_url_body_free(&b);
+}
+
+static void test_file_url_paths(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *url;
+        const char *path; /* NULL: refused */
+    } cases[] = {
+        {"file:///srv/mirror/manifest.json", "/srv/mirror/manifest.json"},
+        {"FILE:///srv/mirror/a%20b.json", "/srv/mirror/a b.json"},
+        {"file:///C:/mirror/manifest.json", "C:/mirror/manifest.json"},
+        {"file:///c|/mirror/manifest.json", "c|/mirror/manifest.json"},
+        {"file://localhost/srv/m.json", "/srv/m.json"},
+        {"file://fileserver/outpost$/manifest.json", "//fileserver/outpost$/manifest.json"},
+        {"file:///srv/m.json?x=1", "/srv/m.json"},
+        {"file:///srv/%00.json", NULL},
+        {"file://", NULL},
+        {"https://example.com/m.json", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *path = http_file_url_path(cases[i].url);
+        if (!cases[i].path) {
+            if (path)
+                fail_msg("%s: should be refused, got %s", cases[i].url, path);
+            continue;
+        }
+        if (!path || strcmp(path, cases[i].path) != 0)
+            fail_msg("%s: got %s, want %s", cases[i].url, path ? path : "(null)", cases[i].path);
+        free(path);
+    }
+}
+
+typedef struct file_seen {
+    long status;
+    int64_t range_start;
+    int calls;
+    size_t bytes;
+    char first[8];
+} file_seen;
+
+static http_stream_action file_headers(void *user, const http_stream_headers *h)
+{
+    file_seen *seen = user;
+    seen->status = h->status;
+    seen->range_start = h->range_start;
+    seen->calls++;
+    return HTTP_STREAM_CONTINUE;
+}
+
+static http_stream_action file_data(void *user, const void *data, size_t len)
+{
+    file_seen *seen = user;
+    if (seen->bytes == 0)
+        memcpy(seen->first, data, len < 5 ? len : 5);
+    seen->bytes += len;
+    return HTTP_STREAM_CONTINUE;
+}
+
+static void test_file_url_reads(void **state)
+{
+    fixture *f = *state;
+    open_url_client(f);
+    char *dir = support_tempdir("fileurl");
+    char path[512], url[600];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    /* file:///tmp/... on POSIX, file:///C:/... where the temporary directory has a drive letter */
+    snprintf(url, sizeof url, "file://%s%s", path[0] == '/' ? "" : "/", path);
+    for (char *c = url; *c; c++)
+        if (*c == '\\')
+            *c = '/';
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    for (int i = 0; i < 1000; i++)
+        fputs("0123456789", fp);
+    fclose(fp);
+
+    http_url_request req = {.url = url};
+    http_url_body b;
+    error_info err;
+    assert_int_equal(http_url_read(f->http, &req, 20000, &b, &err), ERR_OK);
+    assert_int_equal(b.status, 200);
+    assert_int_equal(b.body_len, 10000);
+    assert_false(b.too_large);
+    http_url_body_free(&b);
+    assert_int_equal(http_url_read(f->http, &req, 4096, &b, &err), ERR_OK);
+    assert_true(b.too_large);
+    assert_int_equal(b.body_len, 4096);
+    http_url_body_free(&b);
+
+    /* A range: a 206 that starts there, the body the rest of the file. */
+    file_seen seen;
+    memset(&seen, 0, sizeof seen);
+    http_stream_callbacks cb = {file_headers, file_data, &seen};
+    http_url_request ranged = {.url = url, .range = "bytes=9995-"};
+    assert_int_equal(http_url_get(f->http, &ranged, &cb, NULL, &err), ERR_OK);
+    assert_int_equal(seen.calls, 1);
+    assert_int_equal(seen.status, 206);
+    assert_int_equal(seen.range_start, 9995);
+    assert_int_equal(seen.bytes, 5);
+    assert_memory_equal(seen.first, "56789", 5);
+    /* Past the end: 416, as a server answers. */
+    memset(&seen, 0, sizeof seen);
+    ranged.range = "bytes=10000-";
+    assert_int_equal(http_url_get(f->http, &ranged, &cb, NULL, &err), ERR_OK);
+    assert_int_equal(seen.status, 416);
+    assert_int_equal(seen.bytes, 0);
+
+    /* The receive cap holds for file:// too: 10000 bytes at 4000 bytes/s
+     * take at least two seconds of the (fake) clock. */
+    memset(&seen, 0, sizeof seen);
+    http_url_request capped = {.url = url, .max_bytes_per_second = 4000};
+    int64_t before = f->w.now;
+    assert_int_equal(http_url_get(f->http, &capped, &cb, NULL, &err), ERR_OK);
+    assert_int_equal(seen.bytes, 10000);
+    assert_true(f->w.now - before >= 2000);
+
+    char missing[700];
+    snprintf(missing, sizeof missing, "%.*s/nothing.json", (int)(strlen(url) - strlen("/manifest.json")), url);
+    http_url_request gone = {.url = missing};
+    assert_int_equal(http_url_read(f->http, &gone, 100, &b, &err), ERR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "nothing.json"));
+    http_url_body_free(&b);
+    remove(path);
+    support_tempdir_remove(dir);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -946,6 +1190,11 @@ int main(void)
         T(test_trace_shows_requests_never_secrets),
         T(test_check_url),
         T(test_client_refuses_bad_config),
+        T(test_url_get_no_token_conditional),
+        T(test_url_get_failures_one_attempt),
+        T(test_url_get_body_cap_and_redirects),
+        cmocka_unit_test(test_file_url_paths),
+        T(test_file_url_reads),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,25 @@
+/*
+ * source_api.h — the platform's installer route as the source of the
+ * installer offer (PRODUCT.md section 4.1): the answer's headers are the
+ * offer. The fleet mirror is the other source (source_mirror.h); both are
+ * downloaded by download.c, and everything after (verification, staging,
+ * deploy, status) is shared.
+ */
+#ifndef OUTPOST_SOURCE_API_H
+#define OUTPOST_SOURCE_API_H
+
+#include "base/error.h"
+#include "installer/download.h"
+#include "net/http.h"
+
+/*
+ * Makes the offer of the installer route's answer h: its X-Installer-Version
+ * (absent or invalid: ERR_REJECTED, PRODUCT.md 4.1), the file name reduced
+ * from Content-Disposition (disposition_file_name; *file_name malloc'd or
+ * NULL, the caller frees it), total_length, the final URL. offer's strings
+ * are borrowed from h and *file_name.
+ */
+MUST_CHECK error_code source_api_offer(const http_stream_headers *h, int64_t total_length, download_offer *offer,
+                                       char **file_name, error_info *err);
+
+#endif
