@@ -559,6 +559,9 @@ static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info
     }
     if (rc == ERR_REJECTED && fetch && err)
         source_mirror_record_refusal(fs.s, err->message);
+    /* Staged already (a run stopped after staging it): what its download left is done with. */
+    if (rc == ERR_OK && job.outcome == UPDATE_ALREADY_STAGED)
+        download_discard(ctx->cfg->state_dir, offer.m.version);
     if (rc == ERR_OK && job.outcome == UPDATE_ALREADY_STAGED && fs.latest)
         rc = staging_finish_commit(ctx->cfg, fs.s, fs.latest, err);
     rc = finish_session(&fs, rc, err);

@@ -137,7 +137,8 @@ struct stream_ctx {
     const char *if_none_match;
     const char *if_modified_since;
     int64_t max_bytes_per_second;
-    int64_t expected_bytes;
+    int64_t expected_bytes; /* > 0: the deadline grows by it at min_speed */
+    bool scale_deadline;    /* the deadline grows by the announced length (the API's installer) */
     http_stream_result result;
     bool finished;
     error_code code;
@@ -693,7 +694,7 @@ static void stream_deliver_headers(xfer *x)
     s->result.status = x->status;
     s->result.headers_delivered = true;
     x->delivering = x->status != 416 && x->status != 304;
-    if (x->delivering && s->expected_bytes <= 0 && h.content_length > 0)
+    if (x->delivering && s->scale_deadline && h.content_length > 0)
         x->deadline_ms += h.content_length * 1000 / min_speed(x->client, x);
     if (s->callbacks->on_headers && s->callbacks->on_headers(s->callbacks->user, &h) == HTTP_STREAM_STOP) {
         x->stopped = true;
@@ -2209,6 +2210,7 @@ error_code http_stream_get(http_client *c, const http_stream_request *request, c
     s.range = request->range;
     s.if_range = request->if_range;
     s.max_bytes_per_second = request->max_bytes_per_second;
+    s.scale_deadline = callbacks->on_data != NULL; /* an installer: its length is announced */
     xfer *x = xfer_new(c, XFER_STREAM, HTTP_GET, request->route, request->label);
     if (!x)
         return error_set(err, ERR_NOMEM, "out of memory starting a download");

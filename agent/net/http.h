@@ -39,9 +39,10 @@
  *
  * Every transfer, whatever its kind, has (PRODUCT.md section 8):
  *  - an overall deadline: http.transfer_timeout from the attempt's start,
- *    plus, for a body whose length is known (announced, or given as
- *    expected_bytes), that length at http.min_speed; past it the transfer
- *    is aborted with ERR_TEMPORARY and not retried;
+ *    plus, for an installer, its length at http.min_speed (the API's: the
+ *    announced length; a URL GET's: expected_bytes, what the manifest
+ *    says; a metadata answer's announced length never extends it); past it
+ *    the transfer is aborted with ERR_TEMPORARY and not retried;
  *  - a minimum speed: slower than http.min_speed bytes/s (half the receive
  *    cap when a cap is lower) for http.low_speed_timeout is a network
  *    failure (retried for the API, ERR_TEMPORARY for a URL GET);

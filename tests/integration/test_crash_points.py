@@ -289,6 +289,66 @@ def test_update_stopped_at_every_crash_point(tmp_path):
         sweep.sweep("update", lambda n: run(cfg, "update", crash_after=n, log=sweep.log), crashed, recover)
 
 
+def test_mirror_update_stopped_at_every_crash_point(tmp_path):
+    """The same sweep with the fleet mirror as the source (PRODUCT.md section 8): a
+    file:// mirror publishes a third version; the endpoint's update downloads it through
+    the one download path (sidecar, resume) and stages it. The same invariants hold."""
+    files = []
+    for i in range(3):
+        path = tmp_path / f"m{i}.exe"
+        write_fake_installer(str(path), 90 + i, 150000 + 4096 * i)
+        files.append((f"28.0.{i}", path))
+    sweep = Sweep(tmp_path)
+    state = sweep.work / "state"
+    mirror = tmp_path / "mirror"
+    key_file = tmp_path / "mirror.key"
+    r = run(None, "--json", "keygen", "-o", str(key_file))
+    assert r.returncode == 0, r.stderr
+    public_pem = json.loads(r.stdout)["public_key"]
+    with Sim.start(rate_limit=0, installer=str(files[0][1]), installer_version=files[0][0]) as sim:
+        publisher = write_config(tmp_path / "publisher.json", tmp_path / "publisher-state", sim,
+                                 installer=unsigned(), report={"enabled": False},
+                                 publish={"dir": str(mirror), "signing_key_file": str(key_file)})
+        cfg = write_config(tmp_path / "outpost.json", state, sim, installer=unsigned(keep_versions=1),
+                           report={"enabled": False},
+                           mirror={"urls": [mirror.as_uri()], "public_keys": [public_pem]})
+        sweep.restore()
+        for version, path in files[:2]:
+            sim.config(installer=str(path), installer_version=version)
+            r = run(publisher, "publish")
+            assert r.returncode == 0, r.stderr
+            r = run(cfg, "update")
+            assert r.returncode == 0, r.stderr
+        sweep.save_template()
+        version, path = files[2]
+        sim.config(installer=str(path), installer_version=version)
+        r = run(publisher, "publish")
+        assert r.returncode == 0, r.stderr
+        digest = sha256_file(path)
+
+        def crashed(point):
+            check_documents(state)
+            assert current(state) in check_staging(state)
+
+        def recover(reference):
+            r = run(cfg, "update")
+            assert r.returncode == 0, f"the clean update after the stop failed: {r.stderr}"
+            check_documents(state)
+            ref = reference / "state"
+            assert check_staging(state) == check_staging(ref) == ["28.0.1", "28.0.2"]
+            assert current(state) == version
+            manifest = json.loads((state / "staging" / version / "manifest.json").read_text())
+            assert manifest["sha256"] == digest, "the staged bytes are not the published installer"
+            assert not list((state / "downloads").iterdir()), "downloads/ not emptied"
+            status = json.loads((state / "status.json").read_text())
+            assert status["installer"]["source"] == "mirror"
+            assert status["installer"]["staged"]["version"] == version
+            history = json.loads((state / "state.json").read_text())["installer"]["staged_history"]
+            assert history == json.loads((ref / "state.json").read_text())["installer"]["staged_history"]
+
+        sweep.sweep("mirror update", lambda n: run(cfg, "update", crash_after=n, log=sweep.log), crashed, recover)
+
+
 # ---- rollback ----------------------------------------------------------------------------------
 
 
