@@ -28,6 +28,25 @@ bool platform_posix_dir_trusted(unsigned long owner_uid, unsigned long mode, uns
                                 size_t size);
 
 /*
+ * POSIX: a directory above state_dir (or above a trusted file), as OpenSSH's
+ * secure_path and sudo judge it: as platform_posix_dir_trusted, except that
+ * a root-owned sticky directory (/tmp, mode 1777) passes, since others can
+ * neither rename nor remove what root keeps in it.
+ */
+bool platform_posix_parent_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, char *why,
+                                   size_t size);
+
+/*
+ * POSIX: a file that decides what runs (platform_check_trusted_file) owned
+ * by owner_uid with mode: owner root or euid, not writable by group or
+ * others, and when secret not readable by them either. why as above
+ * ("owned by uid 1000", "writable by others (mode 0666)", "readable by its
+ * group (mode 0640)").
+ */
+bool platform_posix_file_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, bool secret,
+                                 char *why, size_t size);
+
+/*
  * Windows (win32.c): sd is a SECURITY_DESCRIPTOR (absolute or
  * self-relative) holding at least the owner and the DACL; user is the SID
  * of the user running outpost. Trusted when the owner is SYSTEM,

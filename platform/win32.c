@@ -284,6 +284,12 @@ char *platform_path_join(const char *dir, const char *name)
     return joined;
 }
 
+FILE *platform_fopen_private(const char *path, const char *mode)
+{
+    /* Created inside state_dir, the file inherits its private access list. */
+    return platform_fopen(path, mode);
+}
+
 FILE *platform_fopen(const char *path, const char *mode)
 {
     wchar_t wmode[16];

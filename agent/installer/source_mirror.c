@@ -329,7 +329,7 @@ static bool sink_restart(download_sink *k)
     /* The whole file comes again: start the part file and the hash over. */
     if (k->out)
         fclose(k->out);
-    k->out = platform_fopen(k->path, "wb");
+    k->out = platform_fopen_private(k->path, "wb");
     if (!k->out) {
         k->open_failed = true;
         return false;
@@ -384,7 +384,7 @@ static bool sink_reopen(download_sink *k)
         fclose(in);
     if (left != 0)
         return false;
-    k->out = platform_fopen(k->path, "ab");
+    k->out = platform_fopen_private(k->path, "ab");
     k->written = k->from;
     return k->out != NULL;
 }
