@@ -536,8 +536,12 @@ MUST_CHECK error_code platform_executable_path(char **path, error_info *err);
  * mode 0700; Windows the same protected DACL (SYSTEM, Administrators, the
  * running user; inherited by what is below, which gets it too). The MSI
  * creates %ProgramData%\outpost with the inherited DACL that lets every user
- * create files there; `service install` fixes it with this. The owner is
- * left as it is: platform_check_private_dir judges it afterwards.
+ * create files there; `service install` fixes it with this. Windows also
+ * takes ownership (Administrators) of the directory and everything below
+ * it, and resets what is below to inherit the protected list alone
+ * (explicit entries dropped), so a file a user planted there stops being
+ * theirs; without the privilege to take ownership only the access lists
+ * are reset, and platform_check_private_dir judges the owners afterwards.
  */
 MUST_CHECK error_code platform_make_private_dir(const char *path, error_info *err);
 

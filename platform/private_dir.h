@@ -59,4 +59,13 @@ bool platform_posix_file_trusted(unsigned long owner_uid, unsigned long mode, un
  */
 bool platform_win32_dir_trusted(const void *sd, const void *user, char *why, size_t size);
 
+/*
+ * Windows: a file that decides what runs (platform_check_trusted_file):
+ * the owner as above, and no allow ACE grants anyone else write, append,
+ * delete, WRITE_DAC or WRITE_OWNER (or GENERIC_WRITE/ALL); when secret, nor
+ * read (FILE_READ_DATA, GENERIC_READ). why: "writable by Users
+ * (S-1-5-32-545)", "readable by Users (S-1-5-32-545)".
+ */
+bool platform_win32_file_trusted(const void *sd, const void *user, bool secret, char *why, size_t size);
+
 #endif
