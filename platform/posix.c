@@ -715,14 +715,12 @@ bool platform_posix_parent_trusted(unsigned long owner_uid, unsigned long mode, 
 bool platform_posix_file_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, bool secret,
                                  char *why, size_t size)
 {
-    if (!platform_posix_dir_trusted(owner_uid, mode, euid, why, size))
-        return false;
-    if (secret && (mode & 044)) {
-        const char *who = (mode & 040) && (mode & 004) ? "group and others" : (mode & 040) ? "its group" : "others";
-        snprintf(why, size, "readable by %s (mode %04lo)", who, mode & 07777);
+    /* The owner first; for a secret any group or other bit is the finding. */
+    if (secret && (owner_uid == euid || owner_uid == 0) && (mode & 077)) {
+        snprintf(why, size, "readable by group or others (mode %04lo)", mode & 07777);
         return false;
     }
-    return true;
+    return platform_posix_dir_trusted(owner_uid, mode, euid, why, size);
 }
 
 /* "root:root" or the running uid, for the chown in a refusal. */

@@ -39,9 +39,9 @@ bool platform_posix_parent_trusted(unsigned long owner_uid, unsigned long mode, 
 /*
  * POSIX: a file that decides what runs (platform_check_trusted_file) owned
  * by owner_uid with mode: owner root or euid, not writable by group or
- * others, and when secret not readable by them either. why as above
- * ("owned by uid 1000", "writable by others (mode 0666)", "readable by its
- * group (mode 0640)").
+ * others, and when secret no permission for them at all. why as above
+ * ("owned by uid 1000", "writable by others (mode 0666)", "readable by
+ * group or others (mode 0640)").
  */
 bool platform_posix_file_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, bool secret,
                                  char *why, size_t size);
