@@ -740,8 +740,7 @@ static void owner_hint(char *buf, size_t size)
  * directory and why with what is wrong and returns false; an lstat failure
  * fills *os_error.
  */
-static bool parents_trusted(const char *resolved, char *bad, size_t bad_size, char *why, size_t why_size,
-                            int *os_error)
+static bool parents_trusted(const char *resolved, char *bad, size_t bad_size, char *why, size_t why_size, int *os_error)
 {
     unsigned long euid = (unsigned long)geteuid();
     const char *last = strrchr(resolved, '/');
@@ -1218,8 +1217,7 @@ void platform_held_close(platform_held_file *file)
 /* Starts argv with environment envp, stdout and stderr to output_path when
  * not NULL, in cwd when not NULL, running the held program when not NULL;
  * returns the child's pid, or -1 with err filled. */
-static pid_t spawn_start(const char *const argv[], char *const envp[], const platform_spawn_options *o,
-                         error_info *err)
+static pid_t spawn_start(const char *const argv[], char *const envp[], const platform_spawn_options *o, error_info *err)
 {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
