@@ -746,8 +746,6 @@ static bool parents_trusted(const char *resolved, char *bad, size_t bad_size, ch
     const char *last = strrchr(resolved, '/');
     size_t stop = last ? (size_t)(last - resolved) : 0;
     for (size_t i = 0; i <= stop; i++) {
-        if (resolved[i] != '/' && i != stop)
-            continue;
         if (resolved[i] != '/')
             continue;
         /* The directory ending just before this separator ("/" for i == 0). */

@@ -321,9 +321,7 @@ static MUST_CHECK error_code hold_verified(const char *installer, const cJSON *m
         rc = verify_sha256_stream(platform_held_stream(*held), installer, hex, NULL, err);
     if (rc == ERR_OK && (!sha || strcmp(hex, sha) != 0))
         rc = error_set(err, ERR_REJECTED,
-                       "staged installer %s no longer matches the SHA-256 in its manifest and was not run; stage it "
-                       "again",
-                       installer);
+                       "staged installer %s no longer matches its manifest and was not run; stage it again", installer);
     if (rc != ERR_OK) {
         platform_held_close(*held);
         *held = NULL;
@@ -426,12 +424,8 @@ error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_in
     rc = staging_check_private(cfg, version, err);
     if (rc != ERR_OK)
         goto cleanup;
-    if (!staging_has_verified(cfg, version)) {
-        rc = error_set(err, ERR_REJECTED,
-                       "staged installer %s no longer matches its manifest and was not run; stage it again", installer);
-        goto cleanup;
-    }
-    /* Held from this hash until the installer has finished. */
+    /* Hashed from the open file, which stays held until the installer has
+     * finished (staging_current checked the size already). */
     rc = hold_verified(installer, manifest, &held, err);
     if (rc == ERR_OK)
         rc = spawn_installer(cfg, installer, held, deploy_staged_is_msi(manifest, installer), out, err);
