@@ -190,6 +190,9 @@ def race(cfg: Path, top: Path, evil: Path, evil_installer: Path, base: Path):
         out, err = helper.communicate(timeout=60)
     assert helper.returncode == 0, err
     tries, wins = map(int, out.split())
+    codes = sorted({r.returncode for _, r in results})
+    print(f"{len(results)} runs of root's in {RACE_SECONDS - max(0.0, deadline - time.monotonic()):.1f} s "
+          f"(exit codes {codes}); the helper tried {tries} moves, {wins} succeeded")
     return results, tries, wins
 
 
