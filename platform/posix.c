@@ -1258,10 +1258,9 @@ static pid_t spawn_start(const char *const argv[], char *const envp[], const pla
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
     if (rc == 0 && o->cwd)
         rc = posix_spawn_file_actions_addchdir_np(&actions, o->cwd);
-#else
-    if (rc == 0 && o->cwd)
-        rc = ENOSYS;
 #endif
+    /* Elsewhere the child keeps outpost's working directory: on POSIX the
+     * installer is named by its full path, so nothing depends on it. */
     /* glibc, macOS and the BSDs report exec failures (ENOENT, EACCES...)
      * as posix_spawnp's result. */
     if (rc == 0 && o->program)
