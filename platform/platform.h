@@ -83,6 +83,14 @@ char *platform_path_join(const char *dir, const char *name);
 FILE *platform_fopen(const char *path, const char *mode);
 
 /*
+ * As platform_fopen, but a file it creates is readable and writable by its
+ * owner alone (POSIX 0600 whatever the umask; Windows: the private access
+ * list it inherits inside state_dir): partial downloads (PRODUCT.md
+ * section 9). An existing file keeps its permissions.
+ */
+FILE *platform_fopen_private(const char *path, const char *mode);
+
+/*
  * Size in bytes of the file under the stream f, as far as stdio sees it
  * (writes still in f's buffer count), from a 64-bit seek to its end; f's
  * position is left where it was. ERR_IO for a stream that cannot seek (a
@@ -176,12 +184,31 @@ MUST_CHECK error_code platform_mkdirs_private(const char *path, error_info *err)
 /*
  * Checks that the existing directory path can be trusted with what outpost
  * runs as root or SYSTEM: no less privileged principal owns it or may write
- * to it (rules: platform/private_dir.h). A refusal is ERR_PERMISSION
- * (exit 1) with one line naming the path, what is wrong and the command
- * that fixes it; ERR_NOT_FOUND when path does not exist; ERR_IO when it is
- * not a directory or its owner and permissions cannot be read.
+ * to it, nor any directory above it, which could rename it away (rules:
+ * platform/private_dir.h). Symbolic links in path are resolved once and the
+ * resolved path is judged from the root of the file system down; a parent
+ * may be a root-owned sticky directory such as /tmp. Windows: no reparse
+ * point (junction, symbolic link) in path or above it. A refusal is
+ * ERR_PERMISSION (exit 1) with one line naming the directory, what is wrong
+ * and the command that fixes it; ERR_NOT_FOUND when path does not exist;
+ * ERR_IO when it is not a directory or its owner and permissions cannot be
+ * read.
  */
 MUST_CHECK error_code platform_check_private_dir(const char *path, error_info *err);
+
+/*
+ * Checks that a file that decides what outpost runs (the configuration, a
+ * trust anchor, a key; PRODUCT.md section 9) can be trusted: what path
+ * names after symbolic links are resolved is a regular file owned by root
+ * or the running user (Windows: SYSTEM, Administrators, TrustedInstaller
+ * or the running user) that nobody else may write, and secret (the API key,
+ * a signing key) also that nobody else may read; the directories holding it
+ * are judged by the path rule of platform_check_private_dir's parents. A
+ * refusal is ERR_CONFIG (exit 2): one line naming what (e.g. "configuration
+ * file"), the path, what is wrong and the command that fixes it. A missing
+ * file is ERR_NOT_FOUND.
+ */
+MUST_CHECK error_code platform_check_trusted_file(const char *what, const char *path, bool secret, error_info *err);
 
 typedef enum {
     PLATFORM_PATH_NONE = 0, /* does not exist */
@@ -207,8 +234,8 @@ MUST_CHECK error_code platform_free_space(const char *path, uint64_t *bytes, err
 
 /*
  * Checks that a file holding a secret (the API key) is readable by its owner
- * only: on POSIX, group or other permission bits refuse it (ERR_CONFIG,
- * naming the file and the chmod to run). On Windows see win32.c.
+ * only: platform_check_trusted_file("API key file", path, true), a missing
+ * file ERR_CONFIG too.
  */
 MUST_CHECK error_code platform_check_secret_file(const char *path, error_info *err);
 
@@ -298,6 +325,61 @@ MUST_CHECK error_code platform_spawn_to_file(const char *const argv[], const cha
  */
 MUST_CHECK error_code platform_spawn_env(const char *const argv[], const char *const envp[], const char *output_path,
                                          int64_t timeout_ms, platform_spawn_result *result, error_info *err);
+
+/*
+ * A file held open for reading, so that what is hashed is what runs
+ * (PRODUCT.md section 9): opened without following a symbolic link at its
+ * last component, a regular file only; on Windows shared for reading only,
+ * so nobody can write, rename or delete it while it is held.
+ */
+typedef struct platform_held_file platform_held_file;
+
+/* Opens and holds path. ERR_NOT_FOUND when it does not exist; ERR_IO for a
+ * link or anything but a regular file. Close with platform_held_close. */
+MUST_CHECK error_code platform_held_open(const char *path, platform_held_file **file, error_info *err);
+
+/* A stream reading the held file from its start (owned by the held file:
+ * do not fclose it). Valid until platform_held_close. */
+FILE *platform_held_stream(platform_held_file *file);
+
+/* Closes the held file; NULL is ignored. */
+void platform_held_close(platform_held_file *file);
+
+/* How platform_spawn_with starts its child; zeroed fields take the default. */
+typedef struct platform_spawn_options {
+    const char *const *envp;     /* exactly this environment (platform_spawn_env); NULL: outpost's own */
+    const char *output_path;     /* stdout and stderr appended here; NULL: inherited */
+    const char *cwd;             /* the child's working directory; NULL: outpost's */
+    platform_held_file *program; /* not NULL: argv[0] names this held file, and the child runs the file held
+                                    (POSIX: the open descriptor is executed, as fexecve does, so a name swapped
+                                    since cannot run; Windows: the file cannot change while held, and
+                                    argv[0] is run by its full path) */
+} platform_spawn_options;
+
+/*
+ * platform_spawn_env with options: the same guarantees (no inherited
+ * descriptor or handle besides stdin, stdout and stderr, and on POSIX the
+ * held program's descriptor), plus a working directory and a held program.
+ */
+MUST_CHECK error_code platform_spawn_with(const char *const argv[], const platform_spawn_options *options,
+                                          int64_t timeout_ms, platform_spawn_result *result, error_info *err);
+
+/*
+ * The full path of a program of the operating system itself (Windows: in
+ * GetSystemDirectory, e.g. "msiexec.exe" → C:\Windows\System32\msiexec.exe),
+ * so that it is never looked up in PATH or a working directory. POSIX:
+ * NULL (there is no such directory to trust more than PATH). malloc'd.
+ */
+char *platform_system_program(const char *name);
+
+/*
+ * Hardens the process once, at start: no core dump (POSIX RLIMIT_CORE 0 and
+ * PR_SET_DUMPABLE 0 on Linux; Windows no Windows Error Reporting dump where
+ * the API allows, and the DLL search order without the current directory),
+ * since the API key is in memory. Never fails: what the system does not
+ * offer is skipped.
+ */
+void platform_harden_process(void);
 
 /*
  * The process's environment as "NAME=value" UTF-8 strings, in the order the
@@ -454,8 +536,12 @@ MUST_CHECK error_code platform_executable_path(char **path, error_info *err);
  * mode 0700; Windows the same protected DACL (SYSTEM, Administrators, the
  * running user; inherited by what is below, which gets it too). The MSI
  * creates %ProgramData%\outpost with the inherited DACL that lets every user
- * create files there; `service install` fixes it with this. The owner is
- * left as it is: platform_check_private_dir judges it afterwards.
+ * create files there; `service install` fixes it with this. Windows also
+ * takes ownership (Administrators) of the directory and everything below
+ * it, and resets what is below to inherit the protected list alone
+ * (explicit entries dropped), so a file a user planted there stops being
+ * theirs; without the privilege to take ownership only the access lists
+ * are reset, and platform_check_private_dir judges the owners afterwards.
  */
 MUST_CHECK error_code platform_make_private_dir(const char *path, error_info *err);
 

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
@@ -43,6 +44,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #elif defined(__aarch64__) && defined(__linux__)
@@ -214,6 +218,17 @@ FILE *platform_fopen(const char *path, const char *mode)
     if (flags >= 0 && !(flags & FD_CLOEXEC))
         (void)fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
     return f;
+}
+
+FILE *platform_fopen_private(const char *path, const char *mode)
+{
+    /* The file is created 0600 first, then opened as asked: fopen creates
+     * with 0666 less the umask, which is world-readable under the usual 022. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return NULL; /* errno set; a symbolic link at path is refused (ELOOP) */
+    close(fd);
+    return platform_fopen(path, mode);
 }
 
 error_code platform_sync_parent_dir(const char *path, error_info *err)
@@ -689,26 +704,156 @@ bool platform_posix_dir_trusted(unsigned long owner_uid, unsigned long mode, uns
     return true;
 }
 
+bool platform_posix_parent_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, char *why,
+                                   size_t size)
+{
+    if (owner_uid == 0 && (mode & S_ISVTX))
+        return true;
+    return platform_posix_dir_trusted(owner_uid, mode, euid, why, size);
+}
+
+bool platform_posix_file_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, bool secret,
+                                 char *why, size_t size)
+{
+    /* The owner first; for a secret any group or other bit is the finding. */
+    if (secret && (owner_uid == euid || owner_uid == 0) && (mode & 077)) {
+        snprintf(why, size, "readable by group or others (mode %04lo)", mode & 07777);
+        return false;
+    }
+    return platform_posix_dir_trusted(owner_uid, mode, euid, why, size);
+}
+
+/* "root:root" or the running uid, for the chown in a refusal. */
+static void owner_hint(char *buf, size_t size)
+{
+    unsigned long euid = (unsigned long)geteuid();
+    if (euid == 0)
+        snprintf(buf, size, "root:root");
+    else
+        snprintf(buf, size, "%lu", euid);
+}
+
+/*
+ * Judges every directory of resolved (an absolute path without links, as
+ * realpath gives it) from "/" down to and excluding its last component by
+ * platform_posix_parent_trusted. On refusal fills bad (size bytes) with the
+ * directory and why with what is wrong and returns false; an lstat failure
+ * fills *os_error.
+ */
+static bool parents_trusted(const char *resolved, char *bad, size_t bad_size, char *why, size_t why_size, int *os_error)
+{
+    unsigned long euid = (unsigned long)geteuid();
+    const char *last = strrchr(resolved, '/');
+    size_t stop = last ? (size_t)(last - resolved) : 0;
+    for (size_t i = 0; i <= stop; i++) {
+        if (resolved[i] != '/')
+            continue;
+        /* The directory ending just before this separator ("/" for i == 0). */
+        size_t n = i == 0 ? 1 : i;
+        if (n >= bad_size)
+            n = bad_size - 1;
+        memcpy(bad, resolved, n);
+        bad[n] = '\0';
+        struct stat st;
+        if (lstat(bad, &st) != 0) {
+            *os_error = errno;
+            snprintf(why, why_size, "unreadable: %s", strerror(errno));
+            return false;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            /* Swapped for something else since realpath: a race, refused. */
+            snprintf(why, why_size, "no longer a directory");
+            return false;
+        }
+        if (!platform_posix_parent_trusted((unsigned long)st.st_uid, (unsigned long)st.st_mode, euid, why, why_size))
+            return false;
+    }
+    return true;
+}
+
+/* "(the resolved path of X)" when path went through a link, else "". */
+static void resolved_note(const char *path, const char *resolved, char *buf, size_t size)
+{
+    if (strcmp(path, resolved) != 0)
+        snprintf(buf, size, " (%s resolves to %s)", path, resolved);
+    else
+        buf[0] = '\0';
+}
+
 error_code platform_check_private_dir(const char *path, error_info *err)
 {
-    struct stat st;
-    if (stat(path, &st) != 0)
+    /* Links resolved once; the resolved path is what is judged, down from "/". */
+    char *resolved = realpath(path, NULL);
+    if (!resolved)
         return fail_path(err, errno, "cannot read the permissions of", path);
-    if (!S_ISDIR(st.st_mode))
-        return error_set(err, ERR_IO, "%s is not a directory", path);
-    char why[96];
-    unsigned long euid = (unsigned long)geteuid();
-    if (platform_posix_dir_trusted((unsigned long)st.st_uid, (unsigned long)st.st_mode, euid, why, sizeof why))
-        return ERR_OK;
-    char owner[32];
-    if (euid == 0)
-        snprintf(owner, sizeof owner, "root:root");
-    else
-        snprintf(owner, sizeof owner, "%lu", euid);
-    return error_set(err, ERR_PERMISSION,
-                     "%s is %s, so another user could change what outpost runs; refusing it. Run: chown %s %s && "
-                     "chmod go-w %s",
-                     path, why, owner, path, path);
+    char note[PATH_MAX + 64], bad[PATH_MAX], why[128], owner[32];
+    resolved_note(path, resolved, note, sizeof note);
+    owner_hint(owner, sizeof owner);
+    int os_error = 0;
+    error_code rc = ERR_OK;
+    if (!parents_trusted(resolved, bad, sizeof bad, why, sizeof why, &os_error)) {
+        if (os_error)
+            rc = error_set_os(err, ERR_IO, os_error, "cannot read the permissions of %s%s: %s", bad, note,
+                              strerror(os_error));
+        else
+            rc = error_set(err, ERR_PERMISSION,
+                           "%s, a directory above %s%s, is %s, so another user could rename what outpost runs; "
+                           "refusing it. Run: chown %s %s && chmod go-w %s (or choose a state_dir whose every parent "
+                           "directory is owned by root and writable by it alone)",
+                           bad, path, note, why, owner, bad, bad);
+        free(resolved);
+        return rc;
+    }
+    struct stat st;
+    if (lstat(resolved, &st) != 0) {
+        rc = fail_path(err, errno, "cannot read the permissions of", path);
+    } else if (!S_ISDIR(st.st_mode)) {
+        rc = error_set(err, ERR_IO, "%s is not a directory", path);
+    } else if (!platform_posix_dir_trusted((unsigned long)st.st_uid, (unsigned long)st.st_mode,
+                                           (unsigned long)geteuid(), why, sizeof why)) {
+        rc = error_set(err, ERR_PERMISSION,
+                       "%s%s is %s, so another user could change what outpost runs; refusing it. Run: chown %s %s && "
+                       "chmod go-w %s",
+                       path, note, why, owner, resolved, resolved);
+    }
+    free(resolved);
+    return rc;
+}
+
+error_code platform_check_trusted_file(const char *what, const char *path, bool secret, error_info *err)
+{
+    char *resolved = realpath(path, NULL);
+    if (!resolved) {
+        int e = errno;
+        if (errno_code(e) == ERR_NOT_FOUND)
+            return error_set_os(err, ERR_NOT_FOUND, e, "%s %s does not exist", what, path);
+        return error_set_os(err, ERR_CONFIG, e, "cannot read %s %s: %s", what, path, strerror(e));
+    }
+    char note[PATH_MAX + 64], bad[PATH_MAX], why[128], owner[32];
+    resolved_note(path, resolved, note, sizeof note);
+    owner_hint(owner, sizeof owner);
+    int os_error = 0;
+    error_code rc = ERR_OK;
+    struct stat st;
+    if (!parents_trusted(resolved, bad, sizeof bad, why, sizeof why, &os_error)) {
+        rc = error_set_os(err, ERR_CONFIG, os_error,
+                          "%s %s%s is in %s, which is %s, so another user could replace it; refusing it. Run: chown %s "
+                          "%s && chmod go-w %s",
+                          what, path, note, bad, why, owner, bad, bad);
+    } else if (stat(resolved, &st) != 0) {
+        int e = errno;
+        rc = error_set_os(err, ERR_CONFIG, e, "cannot read %s %s: %s", what, path, strerror(e));
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = error_set(err, ERR_CONFIG, "%s %s is not a regular file", what, path);
+    } else if (!platform_posix_file_trusted((unsigned long)st.st_uid, (unsigned long)st.st_mode,
+                                            (unsigned long)geteuid(), secret, why, sizeof why)) {
+        rc = error_set(err, ERR_CONFIG,
+                       "%s %s%s is %s, so another user could %s; refusing it. Run: chown %s %s && chmod %s %s", what,
+                       path, note, why, secret ? "read or replace it" : "change what outpost trusts or runs", owner,
+                       resolved, secret ? "600" : "go-w", resolved);
+    }
+    free(resolved);
+    return rc;
 }
 
 platform_path_kind platform_path_stat(const char *path, uint64_t *size)
@@ -804,20 +949,10 @@ error_code platform_free_space(const char *path, uint64_t *bytes, error_info *er
 
 error_code platform_check_secret_file(const char *path, error_info *err)
 {
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        int e = errno;
-        if (e == ENOENT)
-            return error_set_os(err, ERR_CONFIG, e, "API key file %s does not exist", path);
-        return error_set_os(err, ERR_CONFIG, e, "cannot read API key file %s: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode))
-        return error_set(err, ERR_CONFIG, "API key file %s is not a regular file", path);
-    if (st.st_mode & 077)
-        return error_set(err, ERR_CONFIG,
-                         "API key file %s is readable by group or others (mode %04o); run: chmod 600 %s", path,
-                         (unsigned)(st.st_mode & 07777), path);
-    return ERR_OK;
+    error_code rc = platform_check_trusted_file("API key file", path, true, err);
+    if (rc == ERR_NOT_FOUND && err)
+        err->code = ERR_CONFIG;
+    return rc == ERR_NOT_FOUND ? ERR_CONFIG : rc;
 }
 
 /* ---- Single-instance lock ------------------------------------------------ */
@@ -977,16 +1112,16 @@ static pid_t wait_child(pid_t pid, int *status, int options)
  * (glibc 2.34+); elsewhere every open descriptor above 2 is marked
  * close-on-exec here, before the spawn. Returns 0 or an errno.
  */
-static int close_inherited(posix_spawn_file_actions_t *actions)
+static int close_inherited(posix_spawn_file_actions_t *actions, int first_closed)
 {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-    return posix_spawn_file_actions_addclosefrom_np(actions, STDERR_FILENO + 1);
+    return posix_spawn_file_actions_addclosefrom_np(actions, first_closed);
 #else
     (void)actions;
     long max = sysconf(_SC_OPEN_MAX);
     if (max < 0 || max > 65536)
         max = 65536;
-    for (int fd = STDERR_FILENO + 1; fd < max; fd++) {
+    for (int fd = first_closed; fd < max; fd++) {
         int flags = fcntl(fd, F_GETFD);
         if (flags >= 0 && !(flags & FD_CLOEXEC))
             (void)fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
@@ -1001,7 +1136,8 @@ static int close_inherited(posix_spawn_file_actions_t *actions)
  * no blocked signals and default dispositions for the signals a caller may
  * have ignored (SIGPIPE under libcurl). Returns 0 or an errno.
  */
-static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *attr, const char *output_path)
+static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *attr, const char *output_path,
+                       int first_closed)
 {
     int rc = posix_spawn_file_actions_addopen(actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     if (rc != 0)
@@ -1016,7 +1152,7 @@ static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *a
     const int reset[] = {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
         sigaddset(&defaults, reset[i]);
-    if ((rc = close_inherited(actions)) != 0)
+    if ((rc = close_inherited(actions, first_closed)) != 0)
         return rc;
     short flags = (short)(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     if ((rc = posix_spawnattr_setflags(attr, flags)) != 0 || (rc = posix_spawnattr_setpgroup(attr, 0)) != 0 ||
@@ -1026,9 +1162,60 @@ static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *a
     return 0;
 }
 
+/* ---- Held files (the installer hashed is the installer run) --------------- */
+
+struct platform_held_file {
+    FILE *stream; /* over the open descriptor; closing it closes the file */
+};
+
+error_code platform_held_open(const char *path, platform_held_file **file, error_info *err)
+{
+    /* O_NOFOLLOW: a link planted at the last component is refused, not followed. */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP)
+            return error_set_os(err, ERR_IO, e, "%s is a symbolic link; refusing it", path);
+        return fail_path(err, e, "cannot open", path);
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        close(fd);
+        return error_set_os(err, ERR_IO, e, "%s is not a regular file", path);
+    }
+    platform_held_file *held = calloc(1, sizeof *held);
+    if (held)
+        held->stream = fdopen(fd, "rb");
+    if (!held || !held->stream) {
+        free(held);
+        close(fd);
+        return fail_nomem(err);
+    }
+    *file = held;
+    return ERR_OK;
+}
+
+FILE *platform_held_stream(platform_held_file *file)
+{
+    return file->stream;
+}
+
+void platform_held_close(platform_held_file *file)
+{
+    if (!file)
+        return;
+    fclose(file->stream);
+    free(file);
+}
+
+/* The descriptor number a held program has in the child: the first above stderr. */
+#define HELD_CHILD_FD 3
+
 /* Starts argv with environment envp, stdout and stderr to output_path when
- * not NULL; returns the child's pid, or -1 with err filled. */
-static pid_t spawn_start(const char *const argv[], char *const envp[], const char *output_path, error_info *err)
+ * not NULL, in cwd when not NULL, running the held program when not NULL;
+ * returns the child's pid, or -1 with err filled. */
+static pid_t spawn_start(const char *const argv[], char *const envp[], const platform_spawn_options *o, error_info *err)
 {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
@@ -1044,11 +1231,44 @@ static pid_t spawn_start(const char *const argv[], char *const envp[], const cha
         return -1;
     }
     pid_t pid = -1;
-    rc = spawn_setup(&actions, &attr, output_path);
+    /* The held program is executed by its descriptor, as fexecve does
+     * (Linux: through /proc/self/fd, which is what fexecve uses), so the
+     * file hashed is the file run whatever happened to its name since. Its
+     * descriptor goes to HELD_CHILD_FD before the others are closed and stays
+     * open across the exec: a script's interpreter reads it from there. */
+    char held_path[32];
+    int held_fd = o->program ? fileno(o->program->stream) : -1;
+#ifdef __linux__
+    snprintf(held_path, sizeof held_path, "/proc/self/fd/%d", HELD_CHILD_FD);
+#else
+    snprintf(held_path, sizeof held_path, "/dev/fd/%d", HELD_CHILD_FD);
+#endif
+    int moved = -1;
+    if (held_fd >= 0 && held_fd <= HELD_CHILD_FD) {
+        /* dup2 onto itself would keep close-on-exec: move it above first. */
+        moved = fcntl(held_fd, F_DUPFD_CLOEXEC, HELD_CHILD_FD + 1);
+        held_fd = moved;
+        if (moved < 0)
+            rc = errno;
+    }
+    if (rc == 0 && held_fd >= 0)
+        rc = posix_spawn_file_actions_adddup2(&actions, held_fd, HELD_CHILD_FD);
+    if (rc == 0)
+        rc = spawn_setup(&actions, &attr, o->output_path, o->program ? HELD_CHILD_FD + 1 : STDERR_FILENO + 1);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
+    if (rc == 0 && o->cwd)
+        rc = posix_spawn_file_actions_addchdir_np(&actions, o->cwd);
+#endif
+    /* Elsewhere the child keeps outpost's working directory: on POSIX the
+     * installer is named by its full path, so nothing depends on it. */
     /* glibc, macOS and the BSDs report exec failures (ENOENT, EACCES...)
      * as posix_spawnp's result. */
-    if (rc == 0)
+    if (rc == 0 && o->program)
+        rc = posix_spawn(&pid, held_path, &actions, &attr, (char *const *)argv, envp);
+    else if (rc == 0)
         rc = posix_spawnp(&pid, argv[0], &actions, &attr, (char *const *)argv, envp);
+    if (moved >= 0)
+        close(moved);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) {
@@ -1057,6 +1277,24 @@ static pid_t spawn_start(const char *const argv[], char *const envp[], const cha
         return -1;
     }
     return pid;
+}
+
+char *platform_system_program(const char *name)
+{
+    (void)name;
+    return NULL;
+}
+
+void platform_harden_process(void)
+{
+    /* The API key is in memory: a core file would hold it, readable where
+     * the dump goes. Both: the limit stops the kernel's dump, and a
+     * non-dumpable process also keeps ptrace by non-root users out. */
+    struct rlimit none = {0, 0};
+    (void)setrlimit(RLIMIT_CORE, &none);
+#ifdef __linux__
+    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+#endif
 }
 
 error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result, error_info *err)
@@ -1093,9 +1331,16 @@ error_code platform_environment(char ***vars, size_t *count, error_info *err)
 error_code platform_spawn_env(const char *const argv[], const char *const envp[], const char *output_path,
                               int64_t timeout_ms, platform_spawn_result *result, error_info *err)
 {
+    platform_spawn_options options = {.envp = envp, .output_path = output_path};
+    return platform_spawn_with(argv, &options, timeout_ms, result, err);
+}
+
+error_code platform_spawn_with(const char *const argv[], const platform_spawn_options *options, int64_t timeout_ms,
+                               platform_spawn_result *result, error_info *err)
+{
     if (!argv || !argv[0] || !argv[0][0])
         return error_set(err, ERR_SPAWN, "cannot run a program: the command is empty");
-    pid_t pid = spawn_start(argv, envp ? (char *const *)envp : environ, output_path, err);
+    pid_t pid = spawn_start(argv, options->envp ? (char *const *)options->envp : environ, options, err);
     if (pid < 0)
         return ERR_SPAWN;
 

@@ -28,6 +28,25 @@ bool platform_posix_dir_trusted(unsigned long owner_uid, unsigned long mode, uns
                                 size_t size);
 
 /*
+ * POSIX: a directory above state_dir (or above a trusted file), as OpenSSH's
+ * secure_path and sudo judge it: as platform_posix_dir_trusted, except that
+ * a root-owned sticky directory (/tmp, mode 1777) passes, since others can
+ * neither rename nor remove what root keeps in it.
+ */
+bool platform_posix_parent_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, char *why,
+                                   size_t size);
+
+/*
+ * POSIX: a file that decides what runs (platform_check_trusted_file) owned
+ * by owner_uid with mode: owner root or euid, not writable by group or
+ * others, and when secret no permission for them at all. why as above
+ * ("owned by uid 1000", "writable by others (mode 0666)", "readable by
+ * group or others (mode 0640)").
+ */
+bool platform_posix_file_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, bool secret,
+                                 char *why, size_t size);
+
+/*
  * Windows (win32.c): sd is a SECURITY_DESCRIPTOR (absolute or
  * self-relative) holding at least the owner and the DACL; user is the SID
  * of the user running outpost. Trusted when the owner is SYSTEM,
@@ -39,5 +58,14 @@ bool platform_posix_dir_trusted(unsigned long owner_uid, unsigned long mode, uns
  * what is wrong: "owned by S-1-5-21-...", "Users (S-1-5-32-545) may write".
  */
 bool platform_win32_dir_trusted(const void *sd, const void *user, char *why, size_t size);
+
+/*
+ * Windows: a file that decides what runs (platform_check_trusted_file):
+ * the owner as above, and no allow ACE grants anyone else write, append,
+ * delete, WRITE_DAC or WRITE_OWNER (or GENERIC_WRITE/ALL); when secret, nor
+ * read (FILE_READ_DATA, GENERIC_READ). why: "writable by Users
+ * (S-1-5-32-545)", "readable by Users (S-1-5-32-545)".
+ */
+bool platform_win32_file_trusted(const void *sd, const void *user, bool secret, char *why, size_t size);
 
 #endif

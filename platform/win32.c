@@ -284,6 +284,12 @@ char *platform_path_join(const char *dir, const char *name)
     return joined;
 }
 
+FILE *platform_fopen_private(const char *path, const char *mode)
+{
+    /* Created inside state_dir, the file inherits its private access list. */
+    return platform_fopen(path, mode);
+}
+
 FILE *platform_fopen(const char *path, const char *mode)
 {
     wchar_t wmode[16];
@@ -891,6 +897,22 @@ error_code platform_mkdirs_private(const char *path, error_info *err)
     return rc;
 }
 
+/* Enables the privilege name in this process's token when the token holds
+ * it (an elevated administrator's does, disabled); anything else is ignored. */
+static void enable_privilege(const wchar_t *name)
+{
+    HANDLE token = NULL;
+    if (!OpenProcessToken(GetCurrentProcess(), TOKEN_ADJUST_PRIVILEGES | TOKEN_QUERY, &token))
+        return;
+    TOKEN_PRIVILEGES tp;
+    memset(&tp, 0, sizeof tp);
+    tp.PrivilegeCount = 1;
+    tp.Privileges[0].Attributes = SE_PRIVILEGE_ENABLED;
+    if (LookupPrivilegeValueW(NULL, name, &tp.Privileges[0].Luid))
+        (void)AdjustTokenPrivileges(token, FALSE, &tp, 0, NULL, NULL);
+    CloseHandle(token);
+}
+
 error_code platform_make_private_dir(const char *path, error_info *err)
 {
     wchar_t *wpath = NULL;
@@ -905,15 +927,35 @@ error_code platform_make_private_dir(const char *path, error_info *err)
     }
     BOOL present = FALSE, defaulted = FALSE;
     PACL dacl = NULL;
+    PSID admins = NULL;
     DWORD e = ERROR_SUCCESS;
-    if (!GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted))
+    if (!GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted) ||
+        !ConvertStringSidToSidW(L"S-1-5-32-544", &admins)) {
         e = GetLastError();
-    else
-        /* PROTECTED: the parent's entries stop applying; the new inheritable
-         * entries are propagated to what the directory already holds. */
-        e = SetNamedSecurityInfoW(wpath, SE_FILE_OBJECT,
-                                  DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION, NULL, NULL, dacl,
-                                  NULL);
+    } else {
+        /* Whatever a user planted inside (a file the MSI keeps, say) must
+         * stop being theirs: an owner can always rewrite its access list.
+         * Taking ownership of a file whose list shuts out Administrators
+         * needs these two privileges, which an elevated token holds but
+         * has not enabled. */
+        enable_privilege(L"SeTakeOwnershipPrivilege");
+        enable_privilege(L"SeRestorePrivilege");
+        /* The directory: owned by Administrators, PROTECTED (the parent's
+         * entries stop applying). Everything below: the same owner and
+         * TREE_SEC_INFO_RESET, so explicit entries are dropped and each
+         * child keeps only what it inherits from this protected list. */
+        e = TreeSetNamedSecurityInfoW(wpath, SE_FILE_OBJECT,
+                                      OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION |
+                                          PROTECTED_DACL_SECURITY_INFORMATION,
+                                      admins, NULL, dacl, NULL, TREE_SEC_INFO_RESET, NULL, ProgressInvokeNever, NULL);
+        /* Not elevated enough to take ownership: the access list still
+         * goes on, and platform_check_private_dir judges the owners. */
+        if (e == ERROR_ACCESS_DENIED || e == ERROR_INVALID_OWNER || e == ERROR_PRIVILEGE_NOT_HELD)
+            e = TreeSetNamedSecurityInfoW(wpath, SE_FILE_OBJECT,
+                                          DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION, NULL, NULL,
+                                          dacl, NULL, TREE_SEC_INFO_RESET, NULL, ProgressInvokeNever, NULL);
+    }
+    LocalFree(admins);
     LocalFree(sd);
     free(wpath);
     if (e != ERROR_SUCCESS)
@@ -1154,6 +1196,8 @@ error_code platform_check_secret_file(const char *path, error_info *err)
                        "API key file %s is readable by %s; run: icacls \"%s\" /inheritance:r /grant:r "
                        "*S-1-5-18:F *S-1-5-32-544:F \"%%USERNAME%%:R\"",
                        path, broad_groups[reader].name, path);
+    else /* its owner, writers and path as for every trusted file */
+        rc = platform_check_trusted_file("API key file", path, false, err);
 
 cleanup:
     for (size_t g = 0; g < BROAD_GROUPS; g++)
@@ -1226,7 +1270,30 @@ static void describe_sid(PSID sid, char *out, size_t size)
     LocalFree(text);
 }
 
+/* Rights that let a holder change a file's contents or replace it. */
+#define FILE_WRITE_RIGHTS                                                                                              \
+    (FILE_WRITE_DATA | FILE_APPEND_DATA | DELETE | WRITE_DAC | WRITE_OWNER | GENERIC_WRITE | GENERIC_ALL |             \
+     MAXIMUM_ALLOWED)
+/* Rights that let a holder read a file's contents. */
+#define FILE_READ_RIGHTS (FILE_READ_DATA | GENERIC_READ | GENERIC_ALL | MAXIMUM_ALLOWED)
+
+static bool sd_trusted(const void *sd_in, const void *user_in, DWORD write_mask, DWORD read_mask, char *why,
+                       size_t size);
+
 bool platform_win32_dir_trusted(const void *sd_in, const void *user_in, char *why, size_t size)
+{
+    return sd_trusted(sd_in, user_in, DIR_WRITE_RIGHTS, 0, why, size);
+}
+
+bool platform_win32_file_trusted(const void *sd_in, const void *user_in, bool secret, char *why, size_t size)
+{
+    return sd_trusted(sd_in, user_in, FILE_WRITE_RIGHTS, secret ? FILE_READ_RIGHTS : 0, why, size);
+}
+
+/* The owner is one of trusted_sids or user, and no allow entry grants
+ * write_mask (or read_mask) to anyone else. */
+static bool sd_trusted(const void *sd_in, const void *user_in, DWORD write_mask, DWORD read_mask, char *why,
+                       size_t size)
 {
     PSECURITY_DESCRIPTOR sd = (PSECURITY_DESCRIPTOR)sd_in;
     PSID user = (PSID)user_in;
@@ -1259,14 +1326,93 @@ bool platform_win32_dir_trusted(const void *sd_in, const void *user_in, char *wh
             continue;
         ACCESS_ALLOWED_ACE *allow = (ACCESS_ALLOWED_ACE *)ace;
         PSID sid = &allow->SidStart;
-        if (!(allow->Mask & DIR_WRITE_RIGHTS) || sid_is_trusted(sid, user) || EqualSid(sid, owner) ||
+        if (!(allow->Mask & (write_mask | read_mask)) || sid_is_trusted(sid, user) || EqualSid(sid, owner) ||
             sid_is(sid, "S-1-3-0") /* CREATOR OWNER */ || sid_is(sid, "S-1-3-4") /* OWNER RIGHTS */)
             continue;
         describe_sid(sid, who, sizeof who);
-        snprintf(why, size, "writable by %s", who);
+        snprintf(why, size, "%s by %s", allow->Mask & write_mask ? "writable" : "readable", who);
         return false;
     }
     return true;
+}
+
+/*
+ * Judges every directory of the full path wfull from its drive (or share)
+ * down to and including the last when last_too: none may be a reparse point
+ * (a junction or link would let its owner point it elsewhere later), and
+ * each one above the last must have a trusted owner (an owner can always
+ * rewrite the access list). The drive's root is not judged: Windows keeps
+ * it. what names the checked object in the refusal (ERR_PERMISSION or, for
+ * trusted files, code).
+ */
+static MUST_CHECK error_code judge_parents_w(const wchar_t *wfull, const char *path, bool last_too, error_code code,
+                                             error_info *err)
+{
+    size_t len = wcslen(wfull);
+    wchar_t *prefix = malloc((len + 1) * sizeof *prefix);
+    if (!prefix)
+        return fail_nomem(err);
+    PSID user = current_user_sid();
+    error_code rc = ERR_OK;
+    /* Past "C:\" or "\\server\share\": the first component Windows does not keep. */
+    size_t start = 3;
+    if (len > 2 && is_sep(wfull[0]) && is_sep(wfull[1])) {
+        int seps = 0;
+        for (start = 2; start < len && seps < 2; start++)
+            seps += is_sep(wfull[start]);
+    }
+    for (size_t i = start; i <= len && rc == ERR_OK; i++) {
+        if (i < len && !is_sep(wfull[i]))
+            continue;
+        bool last = i == len || (i == len - 1);
+        memcpy(prefix, wfull, i * sizeof *prefix);
+        prefix[i] = L'\0';
+        char *here = narrow(prefix);
+        DWORD attrs = GetFileAttributesW(prefix);
+        if (attrs == INVALID_FILE_ATTRIBUTES) {
+            rc = fail_win(err, GetLastError(), "cannot read the permissions of", here ? here : path);
+        } else if ((attrs & FILE_ATTRIBUTE_REPARSE_POINT) && (!last || last_too)) {
+            rc = error_set(err, code,
+                           "%s%s%s is a reparse point (a junction or symbolic link), which its owner could point "
+                           "elsewhere; refusing it. Use the real path, or remove the link: rmdir \"%s\"",
+                           here ? here : path, last ? "" : ", above ", last ? "" : path, here ? here : path);
+        } else if (!last) {
+            PSID owner = NULL;
+            PSECURITY_DESCRIPTOR sd = NULL;
+            DWORD e = GetNamedSecurityInfoW(prefix, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION, &owner, NULL, NULL,
+                                            NULL, &sd);
+            char who[128];
+            if (e != ERROR_SUCCESS) {
+                rc = fail_io(err, e, "cannot read the owner of", here ? here : path);
+            } else if (!owner || !sid_is_trusted(owner, user)) {
+                if (owner)
+                    describe_sid(owner, who, sizeof who);
+                rc = error_set(err, code,
+                               "%s, a folder above %s, is owned by %s, so another user could change what outpost "
+                               "runs; refusing it. Run as an administrator: icacls \"%s\" /setowner *S-1-5-32-544",
+                               here ? here : path, path, owner ? who : "nobody", here ? here : path);
+            }
+            LocalFree(sd);
+        }
+        free(here);
+        if (i == len - 1)
+            break; /* a trailing separator: the last was judged */
+    }
+    free(user);
+    free(prefix);
+    return rc;
+}
+
+/* The full path of wpath (GetFullPathNameW), malloc'd; NULL on failure. */
+static wchar_t *full_path_w(const wchar_t *wpath)
+{
+    DWORD n = GetFullPathNameW(wpath, 0, NULL, NULL);
+    wchar_t *full = n ? malloc(n * sizeof *full) : NULL;
+    if (full && GetFullPathNameW(wpath, n, full, NULL) == 0) {
+        free(full);
+        full = NULL;
+    }
+    return full;
 }
 
 error_code platform_check_private_dir(const char *path, error_info *err)
@@ -1282,6 +1428,11 @@ error_code platform_check_private_dir(const char *path, error_info *err)
         rc = fail_win(err, GetLastError(), "cannot read the permissions of", path);
         goto cleanup;
     }
+    wchar_t *full = full_path_w(wpath);
+    rc = full ? judge_parents_w(full, path, true, ERR_PERMISSION, err) : fail_nomem(err);
+    free(full);
+    if (rc != ERR_OK)
+        goto cleanup;
     if (!(attrs & FILE_ATTRIBUTE_DIRECTORY)) {
         rc = error_set(err, ERR_IO, "%s is not a directory", path);
         goto cleanup;
@@ -1299,12 +1450,70 @@ error_code platform_check_private_dir(const char *path, error_info *err)
     if (!platform_win32_dir_trusted(sd, user, why, sizeof why))
         rc = error_set(err, ERR_PERMISSION,
                        "%s is %s, so another user could change what outpost runs; refusing it. Run as an "
-                       "administrator: icacls \"%s\" /setowner *S-1-5-32-544 && icacls \"%s\" /inheritance:r "
-                       "/grant:r *S-1-5-18:(OI)(CI)F *S-1-5-32-544:(OI)(CI)F",
-                       path, why, path, path);
+                       "administrator: icacls \"%s\" /setowner *S-1-5-32-544 /T && icacls \"%s\" /inheritance:r "
+                       "/grant:r *S-1-5-18:(OI)(CI)F *S-1-5-32-544:(OI)(CI)F && icacls \"%s\\*\" /reset /T /C (or "
+                       "`outpost service install`, which does all of it)",
+                       path, why, path, path, path);
 
 cleanup:
     free(user);
+    LocalFree(sd);
+    free(wpath);
+    return rc;
+}
+
+error_code platform_check_trusted_file(const char *what, const char *path, bool secret, error_info *err)
+{
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return error_set(err, ERR_CONFIG, "%s %s: not a valid UTF-8 path", what, path);
+    PSECURITY_DESCRIPTOR sd = NULL;
+    PSID user = NULL;
+    wchar_t *full = NULL;
+    DWORD attrs = GetFileAttributesW(wpath);
+    if (attrs == INVALID_FILE_ATTRIBUTES) {
+        DWORD e = GetLastError();
+        rc = win_code(e) == ERR_NOT_FOUND ? error_set_os(err, ERR_NOT_FOUND, (int)e, "%s %s does not exist", what, path)
+                                          : fail_win(err, e, "cannot read", path);
+        if (rc != ERR_NOT_FOUND)
+            rc = err ? (err->code = ERR_CONFIG) : ERR_CONFIG;
+        goto cleanup;
+    }
+    if (attrs & FILE_ATTRIBUTE_DIRECTORY) {
+        rc = error_set(err, ERR_CONFIG, "%s %s is not a regular file", what, path);
+        goto cleanup;
+    }
+    /* Links anywhere in the path (the file included) are refused: their
+     * owner could point them elsewhere; the folders above need trusted owners. */
+    full = full_path_w(wpath);
+    rc = full ? judge_parents_w(full, path, true, ERR_CONFIG, err) : fail_nomem(err);
+    if (rc != ERR_OK)
+        goto cleanup;
+    PSID owner = NULL;
+    ACL *dacl = NULL;
+    DWORD e = GetNamedSecurityInfoW(wpath, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
+                                    &owner, NULL, &dacl, NULL, &sd);
+    if (e != ERROR_SUCCESS) {
+        rc = fail_io(err, e, "cannot read the permissions of", path);
+        if (err)
+            err->code = ERR_CONFIG;
+        rc = ERR_CONFIG;
+        goto cleanup;
+    }
+    user = current_user_sid();
+    char why[160];
+    if (!platform_win32_file_trusted(sd, user, secret, why, sizeof why))
+        rc = error_set(err, ERR_CONFIG,
+                       "%s %s is %s, so another user could %s; refusing it. Run as an administrator: icacls \"%s\" "
+                       "/setowner *S-1-5-32-544 && icacls \"%s\" /inheritance:r /grant:r *S-1-5-18:F "
+                       "*S-1-5-32-544:F%s",
+                       what, path, why, secret ? "read or replace it" : "change what outpost trusts or runs", path,
+                       path, secret ? "" : " *S-1-5-32-545:R");
+
+cleanup:
+    free(user);
+    free(full);
     LocalFree(sd);
     free(wpath);
     return rc;
@@ -1622,6 +1831,7 @@ typedef struct spawn_ctx {
     wchar_t *program;                  /* resolved program path */
     wchar_t *cmdline;                  /* quoted command line */
     wchar_t *environment;              /* the child's environment block, NULL: ours */
+    wchar_t *cwd;                      /* the child's working directory, NULL: ours */
     HANDLE std[3];                     /* the child's stdin, stdout, stderr */
     LPPROC_THREAD_ATTRIBUTE_LIST list; /* inherit exactly std[] */
     HANDLE job;                        /* kills the tree at the timeout */
@@ -1633,6 +1843,7 @@ static void spawn_ctx_free(spawn_ctx *c)
     free(c->program);
     free(c->cmdline);
     free(c->environment);
+    free(c->cwd);
     for (int i = 0; i < 3; i++)
         if (c->std[i])
             CloseHandle(c->std[i]);
@@ -1729,7 +1940,9 @@ static MUST_CHECK error_code spawn_start(spawn_ctx *c, const char *name, error_i
     DWORD flags = CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT;
     si.lpAttributeList = c->list;
     flags |= EXTENDED_STARTUPINFO_PRESENT;
-    if (!CreateProcessW(c->program, c->cmdline, NULL, NULL, TRUE, flags, c->environment, NULL, &si.StartupInfo,
+    /* The child starts in c->cwd (its staging folder), never in outpost's
+     * working directory, where anyone might have put a DLL. */
+    if (!CreateProcessW(c->program, c->cmdline, NULL, NULL, TRUE, flags, c->environment, c->cwd, &si.StartupInfo,
                         &c->pi)) {
         DWORD e = GetLastError();
         char text[256];
@@ -1759,6 +1972,101 @@ static HANDLE append_handle(const char *path)
     return h == INVALID_HANDLE_VALUE ? NULL : h;
 }
 
+/* ---- Held files (the installer hashed is the installer run) --------------- */
+
+struct platform_held_file {
+    FILE *stream;  /* over the handle (_open_osfhandle); closing it closes the handle */
+    wchar_t *path; /* the name it was opened by */
+};
+
+error_code platform_held_open(const char *path, platform_held_file **file, error_info *err)
+{
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    /* FILE_SHARE_READ only: while held, nobody may write, rename or delete
+     * it, so msiexec (or the installer itself) reads what was hashed. A
+     * reparse point is opened as itself, and refused. */
+    HANDLE h = CreateFileW(wpath, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING,
+                           FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+    if (h == INVALID_HANDLE_VALUE) {
+        rc = fail_win(err, GetLastError(), "cannot open", path);
+        free(wpath);
+        return rc;
+    }
+    BY_HANDLE_FILE_INFORMATION info;
+    if (!GetFileInformationByHandle(h, &info) ||
+        (info.dwFileAttributes & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT))) {
+        CloseHandle(h);
+        free(wpath);
+        return error_set(err, ERR_IO, "%s is not a regular file (or is a link); refusing it", path);
+    }
+    platform_held_file *held = calloc(1, sizeof *held);
+    int fd = held ? _open_osfhandle((intptr_t)h, _O_RDONLY | _O_BINARY) : -1;
+    if (fd < 0) {
+        CloseHandle(h);
+        free(held);
+        free(wpath);
+        return fail_nomem(err);
+    }
+    held->stream = _fdopen(fd, "rb");
+    if (!held->stream) {
+        _close(fd);
+        free(held);
+        free(wpath);
+        return fail_nomem(err);
+    }
+    held->path = wpath;
+    *file = held;
+    return ERR_OK;
+}
+
+FILE *platform_held_stream(platform_held_file *file)
+{
+    return file->stream;
+}
+
+void platform_held_close(platform_held_file *file)
+{
+    if (!file)
+        return;
+    fclose(file->stream);
+    free(file->path);
+    free(file);
+}
+
+char *platform_system_program(const char *name)
+{
+    wchar_t dir[MAX_PATH];
+    UINT n = GetSystemDirectoryW(dir, MAX_PATH);
+    if (n == 0 || n >= MAX_PATH)
+        return NULL;
+    char *dir8 = narrow(dir);
+    char *path = dir8 ? platform_path_join(dir8, name) : NULL;
+    free(dir8);
+    return path;
+}
+
+void platform_harden_process(void)
+{
+    /* DLLs from the system directories and the program's own, never the
+     * current directory or PATH (a DLL planted there must not load). */
+    SetDefaultDllDirectories(LOAD_LIBRARY_SEARCH_DEFAULT_DIRS);
+    SetDllDirectoryW(L"");
+    /* No Windows Error Reporting heap in a crash report (the API key is on
+     * the heap), and no dialog waiting for a click in a service. kernel32
+     * exports WerSetFlags; looked up so that no import library is needed. */
+    SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX);
+    typedef HRESULT(WINAPI * wer_set_flags_fn)(DWORD);
+    FARPROC proc = GetProcAddress(GetModuleHandleW(L"kernel32.dll"), "WerSetFlags");
+    if (proc) {
+        wer_set_flags_fn wer_set_flags;
+        memcpy(&wer_set_flags, &proc, sizeof wer_set_flags);
+        (void)wer_set_flags(0x00000001 /* WER_FAULT_REPORTING_FLAG_NOHEAP */);
+    }
+}
+
 error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result, error_info *err)
 {
     return platform_spawn_env(argv, NULL, NULL, timeout_ms, result, err);
@@ -1773,11 +2081,30 @@ error_code platform_spawn_to_file(const char *const argv[], const char *output_p
 error_code platform_spawn_env(const char *const argv[], const char *const envp[], const char *output_path,
                               int64_t timeout_ms, platform_spawn_result *result, error_info *err)
 {
+    platform_spawn_options options = {.envp = envp, .output_path = output_path};
+    return platform_spawn_with(argv, &options, timeout_ms, result, err);
+}
+
+error_code platform_spawn_with(const char *const argv[], const platform_spawn_options *options, int64_t timeout_ms,
+                               platform_spawn_result *result, error_info *err)
+{
     if (!argv || !argv[0] || !argv[0][0])
         return error_set(err, ERR_SPAWN, "cannot run a program: the command is empty");
+    const char *const *envp = options->envp;
+    const char *output_path = options->output_path;
     spawn_ctx c;
     memset(&c, 0, sizeof c);
     error_code rc = ERR_OK;
+    /* A held program is run by its full name: the handle held denies write
+     * and delete sharing, so the file under that name is the one hashed. */
+    if (options->program && !wcspbrk(options->program->path, L"\\/:")) {
+        rc = error_set(err, ERR_SPAWN, "cannot run %s: a held program needs its full path", argv[0]);
+        goto cleanup;
+    }
+    if (options->cwd && !(c.cwd = widen(options->cwd))) {
+        rc = error_set(err, ERR_SPAWN, "cannot run %s: the working directory is not valid UTF-8", argv[0]);
+        goto cleanup;
+    }
     wchar_t *argv0 = widen(argv[0]);
     if (!argv0) {
         rc = error_set(err, ERR_SPAWN, "cannot run %s: the name is not valid UTF-8", argv[0]);

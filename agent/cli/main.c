@@ -131,6 +131,7 @@ static void start_log_file(const config *cfg, const char *command)
 
 int main(int argc, char **argv)
 {
+    platform_harden_process(); /* no core dump of the API key */
     error_info err;
     error_clear(&err);
     cli_options opts;

@@ -690,7 +690,8 @@ error_code config_load(config *cfg, const char *path, error_info *err)
     }
     free(cfg->path);
     cfg->path = text_dup(path);
-    rc = config_load_text(cfg, text, len, path, err);
+    rc = platform_check_trusted_file("configuration file", path, false, err);
+    rc = rc == ERR_OK ? config_load_text(cfg, text, len, path, err) : rc;
     free(text);
     return rc;
 }
@@ -700,8 +701,10 @@ error_code config_check_file(const char *key, const char *path, error_info *err)
     if (!path)
         return ERR_OK;
     platform_path_kind kind = platform_path_stat(path, NULL);
-    if (kind == PLATFORM_PATH_FILE)
-        return ERR_OK;
+    /* What it names decides what runs or is trusted (PRODUCT.md section 9). */
+    error_code trusted = kind == PLATFORM_PATH_DIR ? ERR_OK : platform_check_trusted_file(key, path, false, err);
+    if (trusted != ERR_NOT_FOUND && kind != PLATFORM_PATH_DIR)
+        return trusted;
     if (kind == PLATFORM_PATH_DIR)
         return error_set(err, ERR_CONFIG, "%s: %s is a directory, not a file; correct the key", key, path);
     /* lstat saw a link (or nothing): what matters is what opening finds. */

@@ -19,6 +19,7 @@
 #include "installer/staging.h"
 #include "base/text.h"
 #include "core/timefmt.h"
+#include "installer/verify.h"
 #include "installer/version.h"
 
 #define PLACEHOLDER "{installer}"
@@ -305,8 +306,41 @@ static const char *see_log(const deploy_outcome *out, char *buf, size_t size)
     return buf;
 }
 
-static MUST_CHECK error_code spawn_installer(const config *cfg, const char *installer, bool msi, deploy_outcome *out,
-                                             error_info *err)
+/*
+ * Holds the staged installer open and hashes what is held against the
+ * manifest: the file hashed here is the file that runs (PRODUCT.md
+ * section 9). A link at its name is refused. *held is the caller's.
+ */
+static MUST_CHECK error_code hold_verified(const char *installer, const cJSON *manifest, platform_held_file **held,
+                                           error_info *err)
+{
+    const char *sha = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(manifest, "sha256"));
+    error_code rc = platform_held_open(installer, held, err);
+    char hex[65];
+    if (rc == ERR_OK)
+        rc = verify_sha256_stream(platform_held_stream(*held), installer, hex, NULL, err);
+    if (rc == ERR_OK && (!sha || strcmp(hex, sha) != 0))
+        rc = error_set(err, ERR_REJECTED,
+                       "staged installer %s no longer matches its manifest and was not run; stage it again", installer);
+    if (rc != ERR_OK) {
+        platform_held_close(*held);
+        *held = NULL;
+    }
+    return rc;
+}
+
+/* The directory holding path (malloc'd); NULL on OOM or when path is not
+ * absolute: a relative {installer} (a relative state_dir) names the file
+ * from outpost's own working directory, so the child must start there. */
+static char *parent_dir(const char *path)
+{
+    bool absolute = path[0] == '/' || path[0] == '\\' || (path[0] && path[1] == ':');
+    const char *slash = strrchr(path, platform_path_separator());
+    return absolute && slash && slash > path ? text_dup_n(path, (size_t)(slash - path)) : NULL;
+}
+
+static MUST_CHECK error_code spawn_installer(const config *cfg, const char *installer, platform_held_file *held,
+                                             bool msi, deploy_outcome *out, error_info *err)
 {
     error_code rc = name_log(cfg, out, err);
     if (rc != ERR_OK)
@@ -330,9 +364,23 @@ static MUST_CHECK error_code spawn_installer(const config *cfg, const char *inst
         deploy_free_argv(argv);
         return rc;
     }
+    /* msiexec by its system path, never PATH's (Windows; NULL elsewhere). */
+    char *system_msiexec = !cfg->deploy.command && msi ? platform_system_program("msiexec.exe") : NULL;
+    if (system_msiexec) {
+        free(argv[0]);
+        argv[0] = system_msiexec;
+    }
+    /* The child starts in its staging folder, which only the privileged
+     * account may write, and when the command is the installer itself it
+     * runs the very file held and hashed. */
+    char *cwd = parent_dir(installer);
+    platform_spawn_options options = {.envp = (const char *const *)envp,
+                                      .output_path = out->output,
+                                      .cwd = cwd,
+                                      .program = strcmp(argv[0], installer) == 0 ? held : NULL};
     platform_spawn_result result = {0};
-    rc = platform_spawn_env((const char *const *)argv, (const char *const *)envp, out->output,
-                            cfg->deploy.timeout_s * 1000, &result, err);
+    rc = platform_spawn_with((const char *const *)argv, &options, cfg->deploy.timeout_s * 1000, &result, err);
+    free(cwd);
     deploy_free_argv(envp);
     if (rc != ERR_OK) {
         error_prefix(err, "deploy of %s failed: cannot run %s", out->version, argv[0]);
@@ -362,6 +410,7 @@ error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_in
     out->exit_code = -1;
     char *version = NULL, *installer = NULL;
     cJSON *manifest = NULL;
+    platform_held_file *held = NULL;
     error_code rc = staging_current(cfg, &version, &manifest, &installer, err);
     if (rc == ERR_NOT_FOUND) {
         rc = error_set(err, ERR_NOT_FOUND, "nothing is staged; run outpost update first");
@@ -375,12 +424,13 @@ error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_in
     rc = staging_check_private(cfg, version, err);
     if (rc != ERR_OK)
         goto cleanup;
-    if (!staging_has_verified(cfg, version)) {
-        rc = error_set(err, ERR_REJECTED,
-                       "staged installer %s no longer matches its manifest and was not run; stage it again", installer);
-        goto cleanup;
-    }
-    rc = spawn_installer(cfg, installer, deploy_staged_is_msi(manifest, installer), out, err);
+    /* Hashed from the open file, which stays held until the installer has
+     * finished (staging_current checked the size already). */
+    rc = hold_verified(installer, manifest, &held, err);
+    if (rc == ERR_OK)
+        rc = spawn_installer(cfg, installer, held, deploy_staged_is_msi(manifest, installer), out, err);
+    platform_held_close(held);
+    held = NULL;
     if (rc == ERR_OK)
         rc = check_installed(cfg, s, out, err);
 

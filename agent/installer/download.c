@@ -527,7 +527,7 @@ static MUST_CHECK error_code open_part(download_job *job, const http_stream_head
         rc = sidecar_save(job->sidecar_path, &job->partial, err);
         if (rc != ERR_OK)
             return rc;
-        job->out = platform_fopen(job->part_path, "wb");
+        job->out = platform_fopen_private(job->part_path, "wb");
     } else {
         job->out = platform_fopen(job->part_path, "r+b");
     }

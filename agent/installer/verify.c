@@ -129,6 +129,13 @@ error_code verify_sha256_file(const char *path, char hex[65], int64_t *size, err
     FILE *f = platform_fopen(path, "rb");
     if (!f)
         return platform_stdio_error(err, "cannot open %s", path);
+    error_code rc = verify_sha256_stream(f, path, hex, size, err);
+    fclose(f);
+    return rc;
+}
+
+error_code verify_sha256_stream(FILE *f, const char *path, char hex[65], int64_t *size, error_info *err)
+{
     error_code rc = ERR_OK;
     unsigned char *buf = malloc(HASH_BUFFER);
     mbedtls_md_context_t md;
@@ -156,7 +163,6 @@ error_code verify_sha256_file(const char *path, char hex[65], int64_t *size, err
 cleanup:
     mbedtls_md_free(&md);
     free(buf);
-    fclose(f);
     return rc;
 }
 

@@ -38,6 +38,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "core/config.h"
@@ -84,6 +85,10 @@ bool verify_format_is_archive(verify_format format);
  * its size (may be NULL). Streams through a fixed buffer.
  */
 MUST_CHECK error_code verify_sha256_file(const char *path, char hex[65], int64_t *size, error_info *err);
+
+/* As verify_sha256_file over the open stream f from where it stands to its
+ * end (f stays open, the caller's); path names it in messages. */
+MUST_CHECK error_code verify_sha256_stream(FILE *f, const char *path, char hex[65], int64_t *size, error_info *err);
 
 /* What the layers found; filled step by step, serialised into the manifest. */
 typedef struct verify_report {

@@ -188,7 +188,8 @@ error_code signkey_parse_public(const char *pem_or_path, signkey **out, error_in
         len = strlen(pem);
     } else {
         snprintf(source, sizeof source, "mirror.public_keys file %s", pem_or_path);
-        error_code rc = platform_read_file(pem_or_path, 64 * 1024, &file_text, &len, err);
+        error_code rc = platform_check_trusted_file("public key file", pem_or_path, false, err);
+        rc = rc == ERR_OK ? platform_read_file(pem_or_path, 64 * 1024, &file_text, &len, err) : rc;
         if (rc != ERR_OK) {
             err->code = ERR_CONFIG;
             return error_prefix(err, "%s (a PEM public key or the path of a file holding one)", source);

@@ -422,6 +422,24 @@ static void test_spawn_environment_and_handles(void **state)
     free(out);
 }
 
+/* The security descriptor for case i's SDDL (LocalFree it). */
+static PSECURITY_DESCRIPTOR sd_from_sddl(int i, const wchar_t *sddl)
+{
+    PSECURITY_DESCRIPTOR sd = NULL;
+    if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(sddl, SDDL_REVISION_1, &sd, NULL))
+        fail_msg("case %d: SDDL not accepted (%lu)", i, (unsigned long)GetLastError());
+    return sd;
+}
+
+/* Fails case i unless the decision got is want and why says needle. */
+static void check_verdict(int i, bool got, bool want, const char *why, const char *needle)
+{
+    if (got != want)
+        fail_msg("case %d: expected %s, got %s", i, want ? "trusted" : "refused", why);
+    if (needle && !strstr(why, needle))
+        fail_msg("case %d: \"%s\" does not say \"%s\"", i, why, needle);
+}
+
 /* The ownership and access decision, on security descriptors built from
  * SDDL: what a less privileged principal may not hold on state_dir. */
 static void test_dir_trust_rules(void **state)
@@ -459,16 +477,11 @@ static void test_dir_trust_rules(void **state)
     PSID user = NULL;
     assert_true(ConvertStringSidToSidW(L"S-1-5-21-1-2-3-1001", &user));
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        PSECURITY_DESCRIPTOR sd = NULL;
-        if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(cases[i].sddl, SDDL_REVISION_1, &sd, NULL))
-            fail_msg("case %d: SDDL not accepted (%lu)", (int)i, (unsigned long)GetLastError());
+        PSECURITY_DESCRIPTOR sd = sd_from_sddl((int)i, cases[i].sddl);
         char why[160] = "";
         bool got = platform_win32_dir_trusted(sd, user, why, sizeof why);
         LocalFree(sd);
-        if (got != cases[i].trusted)
-            fail_msg("case %d: expected %s, got %s", (int)i, cases[i].trusted ? "trusted" : "refused", why);
-        if (cases[i].why && !strstr(why, cases[i].why))
-            fail_msg("case %d: \"%s\" does not say \"%s\"", (int)i, why, cases[i].why);
+        check_verdict((int)i, got, cases[i].trusted, why, cases[i].why);
     }
 
     /* A NULL DACL (built by hand: wine's SDDL parser makes NO_ACCESS_CONTROL
@@ -484,6 +497,83 @@ static void test_dir_trust_rules(void **state)
     assert_non_null(strstr(why, "without an access list"));
     LocalFree(system);
     LocalFree(user);
+}
+
+/* The decision for files that decide what runs (platform_check_trusted_file):
+ * owner as for directories, nobody else may write, and for a secret nobody
+ * else may read. */
+static void test_file_trust_rules(void **state)
+{
+    (void)state;
+    static const struct {
+        const wchar_t *sddl;
+        bool secret, trusted;
+        const char *why;
+    } cases[] = {
+        {L"O:BAD:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FR;;;BU)", false, true, NULL}, /* Users read a config: fine */
+        {L"O:BAD:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FR;;;BU)", true, false, "readable by Users (S-1-5-32-545)"},
+        {L"O:BAD:P(A;;FA;;;SY)(A;;FA;;;BA)", true, true, NULL},
+        {L"O:S-1-5-21-1-2-3-1001D:P(A;;FA;;;S-1-5-21-1-2-3-1001)", true, true, NULL}, /* the running user's */
+        {L"O:BAD:P(A;;0x2;;;BU)", false, false, "writable by Users"},                 /* FILE_WRITE_DATA */
+        {L"O:BAD:P(A;;0x4;;;BU)", false, false, "writable by Users"},                 /* FILE_APPEND_DATA */
+        {L"O:BAD:P(A;;SD;;;AU)", false, false, "writable by Authenticated Users"},    /* DELETE */
+        {L"O:BAD:P(A;;WD;;;WD)", false, false, "writable by Everyone (S-1-1-0)"},     /* WRITE_DAC */
+        {L"O:BAD:P(A;;GW;;;S-1-5-21-9-9-9-1002)", false, false, "writable by S-1-5-21-9-9-9-1002"},
+        {L"O:S-1-5-21-9-9-9-1002D:P(A;;FA;;;SY)", false, false, "owned by S-1-5-21-9-9-9-1002"},
+        /* A file planted in %ProgramData%\outpost before it was made private:
+         * the planter owns it, whatever it inherited. */
+        {L"O:S-1-5-21-9-9-9-1002D:AI(A;ID;FA;;;SY)(A;ID;FA;;;BA)", false, false, "owned by"},
+    };
+    PSID user = NULL;
+    assert_true(ConvertStringSidToSidW(L"S-1-5-21-1-2-3-1001", &user));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        PSECURITY_DESCRIPTOR sd = sd_from_sddl((int)i, cases[i].sddl);
+        char why[160] = "";
+        bool got = platform_win32_file_trusted(sd, user, cases[i].secret, why, sizeof why);
+        LocalFree(sd);
+        check_verdict((int)i, got, cases[i].trusted, why, cases[i].why);
+    }
+    LocalFree(user);
+}
+
+/* The held installer: nobody may write, rename or delete it while held, and
+ * what the stream reads is the file. msiexec comes from the system folder. */
+static void test_held_file_and_system_program(void **state)
+{
+    (void)state;
+    error_info err;
+    char *path = join(scratch, "held-\xc3\xa9.msi");
+    assert_ok(platform_write_atomic(path, "held", 4, &err), err);
+    platform_held_file *held = NULL;
+    assert_ok(platform_held_open(path, &held, &err), err);
+    char buf[8] = "";
+    assert_int_equal(fread(buf, 1, sizeof buf, platform_held_stream(held)), 4);
+    assert_memory_equal(buf, "held", 4);
+    wchar_t wpath[MAX_PATH * 2], wother[MAX_PATH * 2];
+    MultiByteToWideChar(CP_UTF8, 0, path, -1, wpath, MAX_PATH * 2);
+    swprintf(wother, MAX_PATH * 2, L"%ls.moved", wpath);
+    HANDLE w = CreateFileW(wpath, GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           OPEN_EXISTING, 0, NULL);
+    assert_true(w == INVALID_HANDLE_VALUE);
+    assert_int_equal(GetLastError(), ERROR_SHARING_VIOLATION);
+    assert_false(MoveFileExW(wpath, wother, MOVEFILE_REPLACE_EXISTING));
+    assert_false(DeleteFileW(wpath));
+    HANDLE r = CreateFileW(wpath, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, 0, NULL);
+    assert_true(r != INVALID_HANDLE_VALUE); /* msiexec reading it: fine */
+    CloseHandle(r);
+    platform_held_close(held);
+    assert_true(DeleteFileW(wpath));
+    free(path);
+
+    char *msiexec = platform_system_program("msiexec.exe");
+    assert_non_null(msiexec);
+    wchar_t system[MAX_PATH];
+    assert_true(GetSystemDirectoryW(system, MAX_PATH) > 0);
+    char system8[MAX_PATH * 3];
+    WideCharToMultiByte(CP_UTF8, 0, system, -1, system8, sizeof system8, NULL, NULL);
+    assert_int_equal(strncmp(msiexec, system8, strlen(system8)), 0);
+    assert_non_null(strstr(msiexec, "\\msiexec.exe"));
+    free(msiexec);
 }
 
 /* state_dir as outpost creates it: protected, SYSTEM + Administrators (+ the
@@ -699,6 +789,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_secret_file_checks),
         cmocka_unit_test(test_spawn_environment_and_handles),
         cmocka_unit_test(test_dir_trust_rules),
+        cmocka_unit_test(test_file_trust_rules),
+        cmocka_unit_test(test_held_file_and_system_program),
         cmocka_unit_test(test_private_dir_created_and_checked),
         cmocka_unit_test(test_environment_and_host),
         cmocka_unit_test(test_clocks_and_random),

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
@@ -1288,6 +1289,192 @@ static void test_dir_trust_rules(void **state)
     }
 }
 
+static void test_parent_and_file_trust_rules(void **state)
+{
+    (void)state;
+    char why[96] = "";
+    /* /tmp: root's sticky directory passes as a parent, nobody else's. */
+    assert_true(platform_posix_parent_trusted(0, 041777, 0, why, sizeof why));
+    assert_true(platform_posix_parent_trusted(0, 041777, 1000, why, sizeof why));
+    assert_false(platform_posix_parent_trusted(1000, 041777, 0, why, sizeof why));
+    assert_contains(why, "owned by uid 1000");
+    assert_false(platform_posix_parent_trusted(0, 040777, 0, why, sizeof why));
+    assert_contains(why, "writable by group and others (mode 0777)");
+    assert_true(platform_posix_parent_trusted(0, 040755, 0, why, sizeof why));
+    assert_true(platform_posix_parent_trusted(1000, 040700, 1000, why, sizeof why));
+
+    static const struct {
+        unsigned long owner, mode;
+        bool secret, trusted;
+        const char *why;
+    } cases[] = {
+        {0, 0100644, false, true, NULL},
+        {0, 0100444, false, true, NULL},
+        {0, 0100600, true, true, NULL},
+        {0, 0100664, false, false, "writable by its group (mode 0664)"},
+        {0, 0100646, false, false, "writable by others (mode 0646)"},
+        {0, 0100666, false, false, "writable by group and others"},
+        {65534, 0100600, false, false, "owned by uid 65534"},
+        {0, 0100640, true, false, "readable by group or others (mode 0640)"},
+        {0, 0100604, true, false, "readable by group or others (mode 0604)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        why[0] = '\0';
+        bool got = platform_posix_file_trusted(cases[i].owner, cases[i].mode, 0, cases[i].secret, why, sizeof why);
+        if (got != cases[i].trusted)
+            fail_msg("case %zu: expected %s, got \"%s\"", i, cases[i].trusted ? "trusted" : "refused", why);
+        if (cases[i].why)
+            assert_contains(why, cases[i].why);
+    }
+}
+
+/* A directory above state_dir that another user owns or may write lets
+ * that user rename state_dir away and put another in its place: refused,
+ * naming that directory, also when the path reaches it through a link. */
+static void test_private_dir_parents(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    path_buf parent = at(f, "srv");
+    path_buf dir = at(f, "srv/state");
+    assert_ok(platform_mkdirs_private(dir.s, &err), err);
+    assert_ok(platform_check_private_dir(dir.s, &err), err);
+    assert_int_equal(chmod(parent.s, 0777), 0);
+    assert_int_equal(platform_check_private_dir(dir.s, &err), ERR_PERMISSION);
+    assert_int_equal(error_exit_code(err.code), 1);
+    assert_contains(err.message, parent.s);
+    assert_contains(err.message, "a directory above");
+    assert_contains(err.message, "writable by group and others (mode 0777)");
+    assert_contains(err.message, "chmod go-w");
+    /* Through a link, the directory the link leads to is what is judged. */
+    path_buf link = at(f, "link");
+    assert_int_equal(symlink(dir.s, link.s), 0);
+    assert_int_equal(platform_check_private_dir(link.s, &err), ERR_PERMISSION);
+    assert_contains(err.message, parent.s);
+    assert_contains(err.message, "resolves to");
+    assert_int_equal(chmod(parent.s, 01777), 0); /* root's sticky directory: fine */
+    if (geteuid() == 0)
+        assert_ok(platform_check_private_dir(link.s, &err), err);
+    assert_int_equal(chmod(parent.s, 0700), 0);
+    assert_ok(platform_check_private_dir(link.s, &err), err);
+    if (geteuid() != 0)
+        return;
+    assert_int_equal(chown(parent.s, 65534, 65534), 0);
+    assert_int_equal(platform_check_private_dir(dir.s, &err), ERR_PERMISSION);
+    assert_contains(err.message, "owned by uid 65534");
+    assert_contains(err.message, "chown root:root");
+}
+
+static void test_trusted_file(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    path_buf file = at(f, "outpost.json");
+    write_file(file.s, "{}", 2, 0644);
+    assert_ok(platform_check_trusted_file("configuration file", file.s, false, &err), err);
+    assert_int_equal(platform_check_trusted_file("API key file", file.s, true, &err), ERR_CONFIG);
+    assert_contains(err.message, "chmod 600");
+    static const mode_t loose[] = {0664, 0646, 0666, 0620};
+    for (size_t i = 0; i < sizeof loose / sizeof loose[0]; i++) {
+        assert_int_equal(chmod(file.s, loose[i]), 0);
+        assert_int_equal(platform_check_trusted_file("configuration file", file.s, false, &err), ERR_CONFIG);
+        assert_int_equal(error_exit_code(err.code), 2);
+        assert_contains(err.message, "configuration file");
+        assert_contains(err.message, file.s);
+        assert_contains(err.message, "chmod go-w");
+    }
+    assert_int_equal(chmod(file.s, 0644), 0);
+    path_buf missing = at(f, "missing.json");
+    assert_int_equal(platform_check_trusted_file("configuration file", missing.s, false, &err), ERR_NOT_FOUND);
+    assert_int_equal(platform_check_trusted_file("configuration file", f->dir, false, &err), ERR_CONFIG);
+    assert_contains(err.message, "not a regular file");
+    if (geteuid() != 0)
+        return;
+    /* Another user's file, directly and through a link of root's. */
+    path_buf theirs = at(f, "theirs.json");
+    write_file(theirs.s, "{}", 2, 0644);
+    assert_int_equal(chown(theirs.s, 65534, 65534), 0);
+    assert_int_equal(platform_check_trusted_file("configuration file", theirs.s, false, &err), ERR_CONFIG);
+    assert_contains(err.message, "owned by uid 65534");
+    path_buf link = at(f, "link.json");
+    assert_int_equal(symlink(theirs.s, link.s), 0);
+    assert_int_equal(platform_check_trusted_file("configuration file", link.s, false, &err), ERR_CONFIG);
+    assert_contains(err.message, link.s);
+    assert_contains(err.message, "owned by uid 65534");
+    /* A trusted file in a directory another user owns. */
+    path_buf dir = at(f, "userdir");
+    path_buf inside = at(f, "userdir/outpost.json");
+    assert_int_equal(mkdir(dir.s, 0755), 0);
+    write_file(inside.s, "{}", 2, 0644);
+    assert_int_equal(chown(dir.s, 65534, 65534), 0);
+    assert_int_equal(platform_check_trusted_file("configuration file", inside.s, false, &err), ERR_CONFIG);
+    assert_contains(err.message, dir.s);
+}
+
+/* The held file is what runs: its name swapped for another file after it
+ * was opened changes nothing; the child starts in cwd. */
+static void test_spawn_held_program(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    path_buf program = at(f, "installer");
+    path_buf other = at(f, "other");
+    path_buf out = at(f, "out.txt");
+    char text[PATH_MAX + 128];
+    snprintf(text, sizeof text, "#!/bin/sh\necho held \"$(pwd)\" > '%s'\n", out.s);
+    write_file(program.s, text, strlen(text), 0700);
+    snprintf(text, sizeof text, "#!/bin/sh\necho swapped > '%s'\n", out.s);
+    write_file(other.s, text, strlen(text), 0700);
+    platform_held_file *held = NULL;
+    assert_ok(platform_held_open(program.s, &held, &err), err);
+    assert_int_equal(rename(other.s, program.s), 0);
+    const char *const argv[] = {program.s, NULL};
+    platform_spawn_options options = {.cwd = "/", .program = held};
+    platform_spawn_result result = {0};
+    assert_ok(platform_spawn_with(argv, &options, 10000, &result, &err), err);
+    platform_held_close(held);
+    assert_int_equal(result.exit_code, 0);
+    read_text(out.s, text, sizeof text);
+    assert_string_equal(text, "held /\n");
+
+    /* A link at the name is refused, not followed. */
+    path_buf link = at(f, "link");
+    assert_int_equal(symlink(program.s, link.s), 0);
+    assert_int_equal(platform_held_open(link.s, &held, &err), ERR_IO);
+    assert_contains(err.message, "symbolic link");
+}
+
+static void test_fopen_private_and_harden(void **state)
+{
+    fixture *f = *state;
+    path_buf part = at(f, "x.part");
+    mode_t old = umask(022);
+    FILE *out = platform_fopen_private(part.s, "wb");
+    umask(old);
+    assert_non_null(out);
+    fclose(out);
+    assert_int_equal(file_mode(part.s) & 0777, 0600);
+
+    /* In a child: the hardening is for the whole process. */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        platform_harden_process();
+        struct rlimit core;
+        if (getrlimit(RLIMIT_CORE, &core) != 0 || core.rlim_cur != 0 || core.rlim_max != 0)
+            _exit(3);
+#ifdef __linux__
+        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
+            _exit(4);
+#endif
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_private_dir_created_and_checked(void **state)
 {
     fixture *f = *state;
@@ -1483,6 +1670,11 @@ int main(void)
         T(test_spawn_env_and_foreign_descriptors),
         T(test_dir_trust_rules),
         T(test_private_dir_created_and_checked),
+        T(test_parent_and_file_trust_rules),
+        T(test_private_dir_parents),
+        T(test_trusted_file),
+        T(test_spawn_held_program),
+        T(test_fopen_private_and_harden),
         T(test_threads),
         T(test_host_facts),
         T(test_environment),

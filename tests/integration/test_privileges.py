@@ -1,0 +1,333 @@
+"""Privileges (PRODUCT.md section 9, issue 24) through the real binary as
+root: no path, file or race by which a local unprivileged user steers what
+root runs.
+
+- The swap race: an unprivileged helper (uid 65534 through setpriv) swaps
+  state_dir with a directory of its own (renameat2 RENAME_EXCHANGE), puts a
+  symbolic link in its place and tries hard links, in a tight loop, while
+  root runs `deploy` and `update` many times (bounded by count and time).
+  The helper's installer writes a marker file; it must never appear. Once
+  with a parent directory the user owns (every run refused, exit 1), once
+  with state_dir in a root-owned sticky directory such as /tmp (every run
+  succeeds; every move of the helper fails).
+- Each file that decides what runs (the configuration, the API key file,
+  trusted_ca_file, a mirror public key file): owned by another user,
+  group-writable, world-writable, a link to a user's file: exit 2 naming it,
+  before any request.
+
+The helper's polyglot installers are PE files as far as `stage` can tell
+(MZ header, PE signature) and shell scripts as far as /bin/sh can: the
+lines holding the headers fail as unknown commands and the rest runs.
+"""
+import hashlib
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from outpost_config import UNSIGNED
+
+OUTPOST = os.environ.get("OUTPOST_BIN")
+NOBODY = 65534
+RUNS = 200          # root's runs of deploy and update in each race, at most
+RACE_SECONDS = 60   # and at most this long (a loaded 2-core machine)
+VERSION = "2.0.1"
+
+
+def can_drop_to_nobody() -> bool:
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return False
+    r = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "true"])
+    return r.returncode == 0
+
+
+pytestmark = [pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set"),
+              pytest.mark.skipif(not can_drop_to_nobody(),
+                                 reason="needs root and setpriv to run a helper as another user")]
+
+
+def polyglot(script: str) -> bytes:
+    """A minimal PE header that /bin/sh runs as a script."""
+    b = bytearray(b"MZ\n" + b"#" * (0x3C - 4) + b"\n")
+    b += struct.pack("<I", 0x80) + b"\n"
+    b += b"#" * (0x80 - len(b) - 1) + b"\n"
+    b += b"PE\0\0\n"
+    b += script.encode() + b"\n"
+    return bytes(b)
+
+
+@pytest.fixture
+def base():
+    """A directory others may enter (pytest's tmp_path is 0700 all the way),
+    owned by root, under the root-owned sticky /tmp."""
+    path = Path(tempfile.mkdtemp(prefix="outpost-priv-", dir="/tmp"))
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def run(cfg: Path, *args, timeout=120, env_extra=None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
+    env.update(env_extra or {})
+    return subprocess.run([OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd="/")
+
+
+def chown_tree(path: Path, uid: int):
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.lchown(os.path.join(root, name), uid, uid)
+    os.lchown(path, uid, uid)
+
+
+# ---- the swap race -------------------------------------------------------------------------
+
+HELPER = r"""
+import ctypes, os, random, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+
+def exchange(a, b):
+    if libc.renameat2(AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), RENAME_EXCHANGE) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+
+state, evil, evil_installer, stop = sys.argv[1:5]
+away = state + ".away"
+legit_installer = os.path.join(state, "staging", "%(version)s", "installer.exe")
+
+def swap_exchange():
+    exchange(state, evil)
+
+def swap_link():
+    os.rename(state, away)
+    os.symlink(evil, state)
+
+def undo_link():
+    # Counts as a move only when there was one to undo.
+    if not os.path.isdir(away):
+        raise OSError("nothing to undo")
+    if os.path.islink(state):
+        os.unlink(state)
+    os.rename(away, state)
+
+def hard_link():
+    os.link(evil_installer, legit_installer + ".new")
+    os.rename(legit_installer + ".new", legit_installer)
+
+# Pauses of random length between moves: a run that started in one world
+# must meet the other somewhere between its checks and its exec, and a
+# tight loop alone flips so fast that every check sees both.
+tries = wins = 0
+while not os.path.exists(stop):
+    for op in (swap_exchange, swap_exchange, swap_link, undo_link, hard_link):
+        tries += 1
+        try:
+            op()
+            wins += 1
+        except OSError:
+            pass
+        if random.random() < 0.5:
+            time.sleep(random.random() * 0.004)
+print(tries, wins)
+""" % {"version": VERSION}
+
+
+def build_world(top: Path, base: Path, sim_url: str):
+    """state_dir top/state staged (by root) with a good installer, and the
+    helper's own copy top/evil whose installer writes base/marker."""
+    marker = base / "marker"
+    ver = base / "installed-version"
+    ver.write_text("1.0\n")
+    good = base / "good.exe"
+    good.write_bytes(polyglot(f"echo {VERSION} > '{ver}'"))
+    cfg = base / "outpost.json"
+    doc = {"state_dir": str(top / "state"), "base_url": sim_url,
+           "installer": {"installed_version_file": str(ver), "verify": UNSIGNED},
+           "deploy": {"command": ["/bin/sh", "{installer}"], "timeout_s": 30}}
+    cfg.write_text(json.dumps(doc))
+    r = run(cfg, "stage", str(good), "--version", VERSION)
+    assert r.returncode == 0, r.stderr
+    # The helper's tree: the same layout, its installer, a manifest that matches it.
+    evil = top / "evil"
+    shutil.copytree(top / "state" / "staging", evil / "staging", ignore=shutil.ignore_patterns("*.lock"))
+    payload = polyglot(f"touch '{marker}'; echo {VERSION} > '{ver}'")
+    installer = evil / "staging" / VERSION / "installer.exe"
+    installer.write_bytes(payload)
+    manifest_path = evil / "staging" / VERSION / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["sha256"] = hashlib.sha256(payload).hexdigest()
+    manifest["size"] = len(payload)
+    manifest_path.write_text(json.dumps(manifest))
+    chown_tree(evil, NOBODY)
+    return cfg, marker, evil, installer
+
+
+def race(cfg: Path, top: Path, evil: Path, evil_installer: Path, base: Path):
+    """Root runs deploy (and every tenth run update) while the helper
+    swaps; returns (root's results, the helper's tries, its successful moves)."""
+    stop = base / "stop"
+    helper = subprocess.Popen(
+        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable, "-c", HELPER,
+         str(top / "state"), str(evil), str(evil_installer), str(stop)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = []
+    deadline = time.monotonic() + RACE_SECONDS
+    try:
+        for i in range(RUNS):
+            if time.monotonic() > deadline:
+                break
+            command = "update" if i % 10 == 5 else "deploy"
+            results.append((command, run(cfg, command, env_extra={"OUTPOST_API_KEY": "sim-api-key"})))
+    finally:
+        stop.write_text("")
+        out, err = helper.communicate(timeout=60)
+    assert helper.returncode == 0, err
+    tries, wins = map(int, out.split())
+    codes = sorted({r.returncode for _, r in results})
+    print(f"{len(results)} runs of root's in {RACE_SECONDS - max(0.0, deadline - time.monotonic()):.1f} s "
+          f"(exit codes {codes}); the helper tried {tries} moves, {wins} succeeded")
+    return results, tries, wins
+
+
+def test_swap_race_under_a_users_directory_never_runs_their_file(base):
+    """The issue's reproduction: /srv/u belongs to the user, state to root.
+    No simulator: every run is refused before it would make a request."""
+    top = base / "srv"
+    top.mkdir(mode=0o755)
+    cfg, marker, evil, evil_installer = build_world(top, base, "http://127.0.0.1:9")
+    os.chown(top, NOBODY, NOBODY)  # now the user may rename what is in it
+    results, tries, wins = race(cfg, top, evil, evil_installer, base)
+    assert not marker.exists(), "root ran the user's installer"
+    assert len(results) >= 20 and tries > 0
+    assert wins > 0  # the user could move things: the defence is the refusal
+    for command, r in results:
+        assert r.returncode != 0, (command, r.stdout, r.stderr)
+    refused = [r for _, r in results if r.returncode == 1 and f"{top}, a directory above" in r.stderr]
+    assert refused, results[0][1].stderr
+    assert f"is owned by uid {NOBODY}" in refused[0].stderr and f"chown root:root {top}" in refused[0].stderr
+
+
+def test_swap_race_in_a_sticky_directory_changes_nothing(sim_factory, base):
+    """state_dir directly in a root-owned sticky directory (as in /tmp): the
+    user can create beside it but not move it; every run succeeds."""
+    top = base / "shared"
+    top.mkdir()
+    os.chmod(top, 0o1777)
+    good = base / "good.exe"
+    good.write_bytes(polyglot("true"))  # rewritten by build_world; sim reads at start
+    cfg, marker, evil, evil_installer = build_world(top, base, "http://127.0.0.1:9")
+    sim = sim_factory(installer=str(good), installer_version=VERSION)
+    doc = json.loads(cfg.read_text())
+    doc["base_url"] = sim.url
+    cfg.write_text(json.dumps(doc))
+    results, tries, wins = race(cfg, top, evil, evil_installer, base)
+    assert not marker.exists(), "root ran the user's installer"
+    assert len(results) >= 20 and tries > 0
+    assert wins == 0, "the user moved something in root's state_dir"
+    for command, r in results:
+        assert r.returncode == 0, (command, r.stdout, r.stderr)
+    assert any(c == "update" for c, _ in results)
+    manifest = json.loads((top / "state" / "staging" / VERSION / "manifest.json").read_text())
+    assert manifest["sha256"] == hashlib.sha256(good.read_bytes()).hexdigest()
+
+
+def test_parent_directory_owned_by_a_user_is_refused(base):
+    top = base / "home-user"
+    top.mkdir(mode=0o755)
+    os.chown(top, NOBODY, NOBODY)
+    cfg = base / "outpost.json"
+    cfg.write_text(json.dumps({"state_dir": str(top / "state"), "installer": {"verify": UNSIGNED}}))
+    exe = base / "a.exe"
+    exe.write_bytes(polyglot("true"))
+    r = run(cfg, "stage", str(exe), "--version", "1.0")
+    assert r.returncode == 1, r.stderr
+    assert f"{top}, a directory above {top / 'state'}" in r.stderr
+    assert f"owned by uid {NOBODY}" in r.stderr and f"chown root:root {top}" in r.stderr
+    assert not (top / "state" / "staging").exists()
+
+
+# ---- trusted inputs ------------------------------------------------------------------------
+
+KINDS = ["configuration", "api_key_file", "trusted_ca_file", "mirror_public_key"]
+FLAWS = ["owner", "group-writable", "world-writable", "link-to-users-file"]
+
+
+def trusted_input_case(base: Path, sim, kind: str):
+    """(config path, the file under test, its good content and mode, the
+    command, extra environment) for one kind of trusted input."""
+    state = base / "state"
+    doc = {"state_dir": str(state), "base_url": sim.url, "installer": {"installed_version": "1.0",
+                                                                     "verify": dict(UNSIGNED)}}
+    env = {"OUTPOST_API_KEY": "sim-api-key"}
+    cfg = base / "outpost.json"
+    command = ["check"]
+    if kind == "configuration":
+        target, content, mode = cfg, None, 0o644
+    elif kind == "api_key_file":
+        target, content, mode = base / "api_key", "sim-api-key\n", 0o600
+        doc["api_key_file"] = str(target)
+        env = {}
+    elif kind == "trusted_ca_file":
+        target, content, mode = base / "publisher-ca.pem", "not needed to be valid here\n", 0o644
+        doc["installer"]["verify"]["trusted_ca_file"] = str(target)
+        command = ["update"]
+    else:
+        target, content, mode = base / "mirror.pub", "-----BEGIN PUBLIC KEY-----\n", 0o644
+        doc.pop("base_url")
+        doc["mirror"] = {"urls": [sim.url + "/mirror/"], "public_keys": [str(target)]}
+        doc["report"] = {"enabled": False}
+    cfg.write_text(json.dumps(doc))
+    if content is not None:
+        target.write_text(content)
+    os.chmod(target, mode)
+    return cfg, target, mode, command, env
+
+
+@pytest.mark.parametrize("flaw", FLAWS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_untrusted_input_file_is_refused_before_any_request(sim, base, kind, flaw):
+    cfg, target, mode, command, env = trusted_input_case(base, sim, kind)
+    named = target
+    if flaw == "owner":
+        os.chown(target, NOBODY, NOBODY)
+    elif flaw == "group-writable":
+        os.chmod(target, mode | 0o020)
+    elif flaw == "world-writable":
+        os.chmod(target, mode | 0o002)
+    else:
+        # The user's own file, reached through a link root made (or was given).
+        users = base / "users-copy"
+        shutil.copyfile(target, users)
+        os.chown(users, NOBODY, NOBODY)
+        os.chmod(users, mode)
+        link = target.with_name(target.name + ".link")
+        link.symlink_to(users)
+        if kind == "configuration":
+            cfg = link
+        else:
+            text = cfg.read_text().replace(str(target), str(link))
+            cfg.write_text(text)
+        named = link
+    sim.clear_log()
+    r = run(cfg, *command, env_extra=env)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert any(str(named) in line for line in lines), r.stderr
+    assert "chown" in r.stderr and "chmod" in r.stderr
+    assert sim.log()["requests"] == [], "a request was made before the file was judged"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_trusted_input_files_as_an_administrator_keeps_them_pass(sim, base, kind):
+    """The same files, root's and written by root alone, do not stop the run
+    at the trust check (what happens next is other tests' business)."""
+    cfg, target, mode, command, env = trusted_input_case(base, sim, kind)
+    r = run(cfg, *command, env_extra=env)
+    assert "refusing it" not in r.stderr, r.stderr
