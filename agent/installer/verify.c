@@ -19,6 +19,8 @@
 #include "authenticode/pe.h"
 #include "base/text.h"
 #include "core/jsonx.h"
+#include "core/log.h"
+#include "core/timefmt.h"
 #include "installer/version.h"
 #include "platform/platform.h"
 
@@ -212,6 +214,10 @@ error_code verify_signature(verify_report *report, const config_verify *policy, 
         .trusted_ca_file = policy->trusted_ca_file,
         .timestamp_ca_file = policy->timestamp_ca_file,
         .signer_subject = policy->signer_subject,
+        .signer_sha256 = (const char *const *)policy->signer_sha256,
+        .signer_sha256_count = policy->signer_sha256_count,
+        .crl_files = (const char *const *)policy->crl_files,
+        .crl_file_count = policy->crl_file_count,
         .allow_sha1 = policy->allow_sha1,
         .now = platform_time_utc_ms() / 1000,
     };
@@ -223,6 +229,12 @@ error_code verify_signature(verify_report *report, const config_verify *policy, 
     snprintf(report->signer_cert_sha256, sizeof report->signer_cert_sha256, "%s", result.signer_cert_sha256);
     snprintf(report->digest, sizeof report->digest, "%s", result.digest_algorithm);
     report->timestamped = result.timestamped;
+    report->timestamp = result.timestamp;
+    snprintf(report->timestamp_kind, sizeof report->timestamp_kind, "%s", result.timestamp_kind);
+    report->signature_index = result.signature_index;
+    report->signature_count = result.signature_count;
+    if (result.notes[0])
+        log_info("signature check: %s", result.notes);
     if (result.verdict == AUTHENTICODE_VALID) {
         snprintf(report->signature, sizeof report->signature, result.chain_checked ? "valid" : "skipped");
         return ERR_OK;
@@ -360,6 +372,16 @@ cJSON *verify_report_to_json(const verify_report *report)
         cJSON_AddStringToObject(sig, "digest", report->digest);
     else
         cJSON_AddNullToObject(sig, "digest");
+    if (report->signature_index) {
+        cJSON_AddNumberToObject(sig, "signature_index", report->signature_index);
+        cJSON_AddNumberToObject(sig, "signature_count", report->signature_count);
+    }
+    if (report->timestamped) {
+        char when[TIMEFMT_ISO8601_SIZE];
+        timefmt_iso8601(report->timestamp, when);
+        cJSON_AddStringToObject(sig, "timestamp_kind", report->timestamp_kind);
+        cJSON_AddStringToObject(sig, "timestamp", when);
+    }
     if (report->binding[0]) {
         cJSON *binding = cJSON_AddObjectToObject(v, "version_binding");
         if (!binding)

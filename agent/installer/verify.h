@@ -9,7 +9,11 @@
  *  - expected_sha256 is compared with the file as received: the archive when
  *    the download was an archive, the installer itself otherwise (that is
  *    the file a publisher's checksum list names).
- *  - Signature: with a trusted_ca_file configured the signature is always
+ *  - Signature: every signature of the file is judged (authenticode.h);
+ *    the report describes the one that carried the verdict, and what could
+ *    not be read (certificates, CRLs) is logged at -v. trusted_ca_file may
+ *    be "system" (the OS store); signer_sha256 and crl_files are passed on.
+ *    With a trusted_ca_file configured the signature is always
  *    verified; "valid" passes, "unsigned" passes only without
  *    require_signature, and every other verdict (digest mismatch, bad
  *    signature, untrusted chain, wrong signer, malformed, unsupported)
@@ -99,11 +103,17 @@ typedef struct verify_report {
     char signer_cert_sha256[65]; /* SHA-256 of the signer certificate's DER, "" when none */
     bool timestamped;            /* the signature carried a verified timestamp */
     char digest[16];             /* Authenticode digest algorithm, "" when none */
-    char binding[12];            /* "bound" | "unbound" | "mismatch"; "" before the layer ran */
-    char file_version[128];      /* the version the file states, "" when none */
-    char binding_source[24];     /* "ProductVersion" | "FileVersion" | "fixed ProductVersion" |
-                                    "fixed FileVersion" | "msi ProductVersion"; "" when none */
-    char binding_reason[200];    /* why unbound, "" otherwise */
+    /* The signature that carried the verdict (the fields above describe it):
+     * 1 the primary, 2.. nested ones; its timestamp. 0 / "" when none. */
+    unsigned signature_index;
+    unsigned signature_count; /* signatures in the file, nested ones included */
+    char timestamp_kind[8];   /* "rfc3161" | "legacy" | "" */
+    int64_t timestamp;        /* Unix seconds, 0 when not timestamped */
+    char binding[12];         /* "bound" | "unbound" | "mismatch"; "" before the layer ran */
+    char file_version[128];   /* the version the file states, "" when none */
+    char binding_source[24];  /* "ProductVersion" | "FileVersion" | "fixed ProductVersion" |
+                                 "fixed FileVersion" | "msi ProductVersion"; "" when none */
+    char binding_reason[200]; /* why unbound, "" otherwise */
 } verify_report;
 
 /* Sets every member to its "nothing checked yet" value. */
