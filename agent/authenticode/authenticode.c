@@ -1348,6 +1348,15 @@ static MUST_CHECK error_code verify_pe(verify_ctx *v, FILE *f, uint64_t size, er
     if (pe.layout.cert_table_size == 0)
         return authenticode_reject(v->result, AUTHENTICODE_UNSIGNED, "the PE image carries no signature");
     v->result->signature_found = true;
+    /* The SHA-256 digest from the pass that brought the file, when it was
+     * computed over this very layout. */
+    const authenticode_pe_digest *pre = v->policy->precomputed;
+    if (pre && pre->file_size == size && pre->checksum_offset == pe.layout.checksum_offset &&
+        pre->security_entry_offset == pe.layout.security_entry_offset &&
+        pre->cert_table_offset == pe.layout.cert_table_offset && pre->cert_table_size == pe.layout.cert_table_size) {
+        memcpy(v->digests[MBEDTLS_MD_SHA256], pre->sha256, sizeof pre->sha256);
+        v->have_digest[MBEDTLS_MD_SHA256] = true;
+    }
     uint8_t *der = NULL;
     size_t der_len = 0;
     rc = pe_read_signature(f, &pe.layout, &der, &der_len, v->result, err);

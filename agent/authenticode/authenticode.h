@@ -72,6 +72,19 @@ typedef enum {
     AUTHENTICODE_REVOKED          /* a certificate of the chain is revoked (crl_files) */
 } authenticode_verdict;
 
+/* A PE image's Authenticode SHA-256, computed while its bytes streamed by
+ * (pe_stream_*, pe.h), and the layout it was computed for: the verifier
+ * uses it instead of reading the image again when its own parse of the
+ * file finds the same layout. */
+typedef struct authenticode_pe_digest {
+    uint64_t file_size;
+    uint64_t checksum_offset;
+    uint64_t security_entry_offset;
+    uint64_t cert_table_offset;
+    uint64_t cert_table_size;
+    unsigned char sha256[32];
+} authenticode_pe_digest;
+
 typedef struct authenticode_policy {
     const char *trusted_ca_file;      /* PEM or DER CA certificate(s), or "system": the OS
                                          store (platform_system_code_signing_roots); NULL:
@@ -84,9 +97,11 @@ typedef struct authenticode_policy {
     size_t signer_sha256_count;
     const char *const *crl_files; /* CRL files, DER or PEM; none: no revocation check */
     size_t crl_file_count;
-    bool allow_sha1; /* accept SHA-1 digests and certificate signatures */
-    int64_t now;     /* judging time without a timestamp, Unix seconds;
-                        0 means the current wall clock */
+    bool allow_sha1;                           /* accept SHA-1 digests and certificate signatures */
+    const authenticode_pe_digest *precomputed; /* the image's SHA-256 digest from the pass
+                                                  that brought the file; NULL: hashed here */
+    int64_t now;                               /* judging time without a timestamp, Unix seconds;
+                                                  0 means the current wall clock */
 } authenticode_policy;
 
 typedef struct authenticode_result {

@@ -44,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "authenticode/authenticode.h"
 #include "core/config.h"
 #include "base/error.h"
 
@@ -88,6 +89,33 @@ bool verify_format_is_archive(verify_format format);
  * its size (may be NULL). Streams through a fixed buffer.
  */
 MUST_CHECK error_code verify_sha256_file(const char *path, char hex[65], int64_t *size, error_info *err);
+
+/*
+ * The digests the layers need, computed in the one pass that brings the
+ * file (the private copy of `stage FILE`; a download): its SHA-256 and, for
+ * a signed PE, its Authenticode SHA-256 (pe_stream, authenticode/pe.h), so
+ * the signature layer does not read the image again (PRODUCT.md 4.3).
+ */
+typedef struct verify_hasher verify_hasher;
+
+typedef struct verify_digests {
+    char sha256[65]; /* lower-case hex of every byte fed */
+    int64_t size;    /* bytes fed */
+    bool have_pe;    /* pe holds the Authenticode SHA-256 of a signed PE */
+    authenticode_pe_digest pe;
+} verify_digests;
+
+/* A hasher for a file of file_size bytes; NULL when out of memory. */
+verify_hasher *verify_hasher_new(uint64_t file_size);
+
+/* The next len bytes of the file. */
+void verify_hasher_update(verify_hasher *h, const void *data, size_t len);
+
+/* Fills *out after the last byte and frees h. */
+MUST_CHECK error_code verify_hasher_finish(verify_hasher *h, verify_digests *out, error_info *err);
+
+/* Frees h without a result (an abandoned pass); NULL is fine. */
+void verify_hasher_free(verify_hasher *h);
 
 /* What the layers found; filled step by step, serialised into the manifest. */
 typedef struct verify_report {
@@ -136,10 +164,11 @@ MUST_CHECK error_code verify_expected_sha256(verify_report *report, const config
  * Signature layer on the installer at path (a PE or MSI), with the rules at
  * the top of this file. ERR_REJECTED with the verdict and its reason in the
  * message; ERR_CONFIG for an unusable CA configuration; ERR_IO when the file
- * cannot be read.
+ * cannot be read. precomputed (may be NULL): the PE digest from the pass
+ * that brought the file (verify_hasher), used when it fits the file.
  */
 MUST_CHECK error_code verify_signature(verify_report *report, const config_verify *policy, const char *path,
-                                       error_info *err);
+                                       const authenticode_pe_digest *precomputed, error_info *err);
 
 /*
  * Version-binding layer on the installer at path (a PE or MSI) that was
