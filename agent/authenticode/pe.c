@@ -29,16 +29,6 @@
 #define WIN_CERT_TYPE_PKCS_SIGNED_DATA 0x0002
 #define PE_SECURITY_DIRECTORY 4
 
-static uint16_t get_le16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
 error_code authenticode_read_at(FILE *f, uint64_t offset, void *buf, size_t len, error_info *err)
 {
     error_code rc = platform_read_at(f, offset, buf, len, err);
