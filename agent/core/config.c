@@ -64,8 +64,7 @@ static const field verify_fields[] = {
     {"trusted_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.trusted_ca_file), 0, 0, NULL},
     {"timestamp_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.timestamp_ca_file), 0, 0, NULL},
     {"signer_subject", FIELD_STRING_OR_NULL, AT(installer.verify.signer_subject), 0, 0, NULL},
-    {"signer_sha256", FIELD_STRING_LIST, AT(installer.verify.signer_sha256), AT(installer.verify.signer_sha256_count),
-     0, NULL},
+    {"signer_sha256", FIELD_STRING_LIST, AT(installer.verify.signer_sha256), AT(installer.verify.pin_count), 0, NULL},
     {"crl_files", FIELD_STRING_LIST, AT(installer.verify.crl_files), AT(installer.verify.crl_file_count), 0, NULL},
     {"expected_sha256", FIELD_SHA256, AT(installer.verify.expected_sha256), 0, 0, NULL},
     {"allow_sha1", FIELD_BOOL, AT(installer.verify.allow_sha1), 0, 0, NULL},
@@ -259,7 +258,7 @@ void config_free(config *cfg)
     free(cfg->installer.verify.timestamp_ca_file);
     free(cfg->installer.verify.signer_subject);
     free(cfg->installer.verify.expected_sha256);
-    free_argv(cfg->installer.verify.signer_sha256, cfg->installer.verify.signer_sha256_count);
+    free_argv(cfg->installer.verify.signer_sha256, cfg->installer.verify.pin_count);
     free_argv(cfg->installer.verify.crl_files, cfg->installer.verify.crl_file_count);
     free_argv(cfg->deploy.command, cfg->deploy.command_count);
     free_argv(cfg->deploy.pe_args, cfg->deploy.pe_args_count);
@@ -630,7 +629,7 @@ static MUST_CHECK error_code check_mirror_urls(const config *cfg, const char *so
 /* installer.verify.signer_sha256: 64 hex digits each, stored lower-case. */
 static MUST_CHECK error_code check_signer_pins(const config *cfg, const char *source, error_info *err)
 {
-    for (size_t i = 0; i < cfg->installer.verify.signer_sha256_count; i++) {
+    for (size_t i = 0; i < cfg->installer.verify.pin_count; i++) {
         char *pin = cfg->installer.verify.signer_sha256[i];
         size_t n = strspn(pin, "0123456789abcdefABCDEF");
         if (n != 64 || pin[n])

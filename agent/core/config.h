@@ -25,8 +25,8 @@ typedef struct config_verify {
     char *timestamp_ca_file; /* CA of timestamp countersignatures; NULL: trusted_ca_file */
     char *signer_subject;    /* required signer subject or CN; NULL: any */
     char **signer_sha256;    /* pinned signer certificate SHA-256s (lower-case hex); none: any */
-    size_t signer_sha256_count;
-    char **crl_files; /* CRLs (DER or PEM) checked offline; none: no revocation check */
+    size_t pin_count;        /* entries of signer_sha256 */
+    char **crl_files;        /* CRLs (DER or PEM) checked offline; none: no revocation check */
     size_t crl_file_count;
     char *expected_sha256;      /* lower-case hex; NULL: not checked */
     bool allow_sha1;            /* accept SHA-1 Authenticode digests */
