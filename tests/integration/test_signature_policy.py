@@ -485,3 +485,18 @@ def test_stage_reads_a_signed_pe_once(tmp_path, fx):
     # The copy: headers, the certificate table, the version resource; not
     # the 16 MiB image (which an Authenticode digest of the copy would read).
     assert staged < 1 << 20, by_file
+
+
+def test_unreadable_certificates_are_named_at_v_and_in_the_rejection(tmp_path, fx):
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "ca-with-unreadable.pem")}})
+    r = outpost(cfg, "-v", "stage", str(fx / "signed.exe"), "--version", V)
+    assert r.returncode == 0, r.stderr
+    assert "Weird Root CA" in r.stderr and "cannot be read" in r.stderr
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "ca-only-unreadable.pem")}})
+    r = outpost(cfg, "stage", str(fx / "signed.exe"), "--version", V + "-b")
+    assert r.returncode == 2, r.stderr
+    assert "Weird Root CA" in error_line(r) and "ca-only-unreadable.pem" in error_line(r)
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem")}})
+    r = outpost(cfg, "stage", str(fx / "bad.exe"), "--version", V + "-c")
+    assert r.returncode == 4, r.stderr
+    assert "Outpost Test Unreadable CA" in error_line(r) and "cannot be read" in error_line(r)
