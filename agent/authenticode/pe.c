@@ -159,7 +159,7 @@ static error_code parse_from(const pe_source *f, uint64_t file_size, pe_layout *
             result, AUTHENTICODE_MALFORMED,
             "certificate table (offset %llu, %llu bytes) points past the end of the file (%llu bytes)",
             (unsigned long long)table, (unsigned long long)size, (unsigned long long)file_size);
-    if (table + size < file_size)
+    if (table + size < file_size && file_size != PE_SIZE_UNKNOWN)
         return authenticode_reject(result, AUTHENTICODE_MALFORMED,
                                    "%llu bytes of data follow the certificate table (refused since MS12-024)",
                                    (unsigned long long)(file_size - table - size));
@@ -291,13 +291,13 @@ void pe_stream_update(pe_stream *s, const void *data, size_t len)
 
 bool pe_stream_finish(pe_stream *s, authenticode_pe_digest *out)
 {
-    if (!s || s->failed || !s->have_layout || s->pos != s->file_size)
+    if (!s || s->failed || !s->have_layout || (s->file_size != PE_SIZE_UNKNOWN && s->pos != s->file_size))
         return false;
     unsigned char digest[MBEDTLS_MD_MAX_SIZE];
     if (mbedtls_md_finish(&s->md, digest) != 0)
         return false;
     s->failed = true; /* finished: a second call has nothing to give */
-    out->file_size = s->file_size;
+    out->file_size = s->pos;
     out->checksum_offset = s->layout.checksum_offset;
     out->security_entry_offset = s->layout.security_entry_offset;
     out->cert_table_offset = s->layout.cert_table_offset;

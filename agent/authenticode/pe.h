@@ -75,15 +75,21 @@ MUST_CHECK error_code pe_hash(FILE *f, const pe_layout *layout, mbedtls_md_conte
 
 typedef struct pe_stream pe_stream;
 
-/* A stream for a file of file_size bytes; NULL when out of memory. Free
- * with pe_stream_free. */
+/* The length to give pe_stream_new (and pe_parse_head) when it is not
+ * known ahead: the checks against the end of the file are then left to the
+ * verifier, which compares its own layout of the file with the digest's. */
+#define PE_SIZE_UNKNOWN UINT64_MAX
+
+/* A stream for a file of file_size bytes (or PE_SIZE_UNKNOWN); NULL when
+ * out of memory. Free with pe_stream_free. */
 pe_stream *pe_stream_new(uint64_t file_size);
 
 /* The next len bytes of the file. */
 void pe_stream_update(pe_stream *s, const void *data, size_t len);
 
 /* After the last byte: true with *out filled when the file was a signed PE
- * of file_size bytes whose digest was computed. */
+ * of file_size bytes (any length with PE_SIZE_UNKNOWN: out->file_size says
+ * how many were fed) whose digest was computed. */
 bool pe_stream_finish(pe_stream *s, authenticode_pe_digest *out);
 
 void pe_stream_free(pe_stream *s);

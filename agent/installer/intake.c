@@ -472,7 +472,7 @@ error_code intake_stage(const config *cfg, state *s, const intake_candidate *can
     }
     if (rc == ERR_OK)
         rc = verify_signature(&job.report, &cfg->installer.verify, job.installer,
-                              job.copied.have_pe ? &job.copied.pe : NULL, err);
+                              job.copied.have_pe ? &job.copied.pe : candidate->pe_digest, err);
     if (rc == ERR_OK)
         rc = verify_version_binding(&job.report, &cfg->installer.verify, job.installer, job.version, err);
     if (rc == ERR_OK)

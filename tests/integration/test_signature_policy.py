@@ -500,3 +500,37 @@ def test_unreadable_certificates_are_named_at_v_and_in_the_rejection(tmp_path, f
     r = outpost(cfg, "stage", str(fx / "bad.exe"), "--version", V + "-c")
     assert r.returncode == 4, r.stderr
     assert "Outpost Test Unreadable CA" in error_line(r) and "cannot be read" in error_line(r)
+
+
+def big_signed_pe(fx, tmp_path, mib=16):
+    """A signed PE of about mib MiB (the fixture's image with an overlay),
+    stating the simulator's default version."""
+    big = tmp_path / "big-unsigned.exe"
+    big.write_bytes((fx / "app64.exe").read_bytes() + bytes(mib << 20))
+    signed = tmp_path / "big.exe"
+    subprocess.run(["osslsigncode", "sign", "-certs", str(fx / "leaf-chain.pem"), "-key", str(fx / "leaf.key"),
+                    "-h", "sha256", "-in", str(big), "-out", str(signed)], check=True, capture_output=True,
+                   timeout=120)
+    return signed
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed (scripts/setup installs it)")
+def test_update_reads_a_signed_pe_no_more_than_an_unsigned_one(tmp_path, fx, sim_factory):
+    """PRODUCT.md 4.3: the Authenticode digest is computed while the file
+    streams in, so after the download nothing reads the image again: only
+    its headers, signature and version resource."""
+    signed = big_signed_pe(fx, tmp_path)
+    sim = sim_factory(installer=str(signed))
+    cfg = write_config(tmp_path, base_url=sim.url,
+                       installer={"installed_version": "1.0",
+                                  "verify": {"trusted_ca_file": str(fx / "root.pem")}})
+    trace = tmp_path / "strace.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
+    env["OUTPOST_API_KEY"] = API_KEY
+    r = subprocess.run(["strace", "-f", "-y", "-e", "trace=read,pread64", "-o", str(trace), OUTPOST, "-c", str(cfg),
+                        "update"], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert manifest_signature(tmp_path, "26.01.03.24329-0de7ab+")["result"] == "valid"
+    by_file = read_bytes_by_file(trace)
+    state = sum(n for p, n in by_file.items() if str(tmp_path / "state") in p and not p.endswith(".json"))
+    assert state < 1 << 20, by_file
