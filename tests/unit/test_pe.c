@@ -163,6 +163,15 @@ static void test_stream_digest_equals_pe_hash(void **state)
             assert_int_equal(got.security_entry_offset, entry);
             pe_stream_free(s);
         }
+        /* A download of unknown length: the same digest, its length counted. */
+        pe_stream *s = pe_stream_new(PE_SIZE_UNKNOWN);
+        pe_stream_update(s, b, 1000);
+        pe_stream_update(s, b + 1000, SIZE - 1000);
+        authenticode_pe_digest got;
+        assert_true(pe_stream_finish(s, &got));
+        assert_memory_equal(got.sha256, want, 32);
+        assert_int_equal(got.file_size, SIZE);
+        pe_stream_free(s);
     }
     /* A short file, an unsigned image, a file that is not a PE: no digest. */
     pe_stream *s = pe_stream_new(SIZE);
