@@ -482,6 +482,16 @@ MUST_CHECK error_code platform_system_ca_bundle(char **pem, size_t *len, error_i
  */
 const char *platform_system_ca_file(void);
 
+/*
+ * The operating system's trusted roots for code signing, as one PEM bundle
+ * (installer.verify.trusted_ca_file "system"): on Windows the machine's ROOT
+ * store (CERT_SYSTEM_STORE_LOCAL_MACHINE), only the certificates whose
+ * enhanced key usage allows code signing; elsewhere the bundle TLS uses
+ * (platform_system_ca_file). ERR_NOT_FOUND when there is none or it is
+ * empty. *pem is malloc'd, NUL-terminated, *len bytes without the NUL.
+ */
+MUST_CHECK error_code platform_system_code_signing_roots(char **pem, size_t *len, error_info *err);
+
 /* ---- The log file and the system log (log.file, PRODUCT.md section 10) -- */
 
 typedef struct platform_append_file platform_append_file;

@@ -1628,6 +1628,19 @@ const char *platform_system_ca_file(void)
     return NULL;
 }
 
+error_code platform_system_code_signing_roots(char **pem, size_t *len, error_info *err)
+{
+    const char *file = platform_system_ca_file();
+    if (!file)
+        return error_set(err, ERR_NOT_FOUND,
+                         "no system CA bundle found (looked for the distributions' bundles; SSL_CERT_FILE names "
+                         "another)");
+    error_code rc = platform_read_file(file, 64u << 20, pem, len, err);
+    if (rc != ERR_OK)
+        return error_prefix(err, "the system CA bundle");
+    return ERR_OK;
+}
+
 void platform_boot_id(char *buf, size_t size)
 {
     if (size == 0)

@@ -35,10 +35,14 @@
 #include <string.h>
 
 #include <mbedtls/asn1.h>
+#include <mbedtls/error.h>
 #include <mbedtls/md.h>
 #include <mbedtls/oid.h>
+#include <mbedtls/pem.h>
 #include <mbedtls/pk.h>
+#include <mbedtls/platform.h>
 #include <mbedtls/x509.h>
+#include <mbedtls/x509_crl.h>
 #include <mbedtls/x509_crt.h>
 
 #include "authenticode/mbedtls_compat.h"
@@ -50,6 +54,8 @@
 
 #define MAX_CARRIED_CERTIFICATES 64      /* certificates we parse from one SignedData */
 #define MAX_CA_FILE (4u * 1024u * 1024u) /* trusted CA file size cap */
+#define MAX_SYSTEM_STORE (64u << 20)     /* "system": the OS bundle is larger */
+#define MAX_CRL_FILE (64u << 20)         /* one CRL file (a large CA's CRL is tens of MiB) */
 #define TIMESTAMP_FUTURE_SLACK 300       /* a timestamp may be this far after `now` (clock skew) */
 
 /* ---- DER reading --------------------------------------------------------- */
@@ -144,6 +150,8 @@ static const oid_bytes OID_SPC_SIPINFO = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x
 static const oid_bytes OID_RFC3161_TIMESTAMP = OID("\x2b\x06\x01\x04\x01\x82\x37\x03\x03\x01");
 static const oid_bytes OID_EKU_CODE_SIGNING = OID("\x2b\x06\x01\x05\x05\x07\x03\x03");
 static const oid_bytes OID_EKU_TIME_STAMPING = OID("\x2b\x06\x01\x05\x05\x07\x03\x08");
+static const oid_bytes OID_NESTED_SIGNATURE = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x04\x01");
+static const oid_bytes OID_CERTIFICATE_POLICIES = OID("\x55\x1d\x20");
 
 static bool oid_is(span s, oid_bytes oid)
 {
@@ -428,20 +436,110 @@ static bool cms_single_value(span values, span *value)
     return der_done(&d);
 }
 
+/* ---- Notes: what could not be read ------------------------------------- */
+
+/* Appends one printf-style note to notes (size bytes), "; " between notes,
+ * cut to fit. */
+static void OUTPOST_PRINTF(3, 4) notes_add(char *notes, size_t size, const char *fmt, ...)
+{
+    size_t used = strlen(notes);
+    if (used + 3 >= size)
+        return;
+    if (used) {
+        memcpy(notes + used, "; ", 3);
+        used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(notes + used, size - used, fmt, ap);
+    va_end(ap);
+}
+
 /* ---- Certificates -------------------------------------------------------- */
 
-/* Parses every certificate of a [0] certificates set into *pool (appending;
- * unparsable ones are skipped: they can only fail to be found). */
-static void certs_parse(span certificates, mbedtls_x509_crt *pool)
+/* Extensions Mbed TLS does not handle itself. A certificatePolicies
+ * extension with policies it does not know (Microsoft's PCA certificates
+ * mark theirs critical) only states policy: accepted. Any other unknown
+ * critical extension keeps the certificate unreadable. */
+static int certs_ext_cb(void *ctx, mbedtls_x509_crt const *crt, mbedtls_x509_buf const *oid, int critical,
+                        const unsigned char *p, const unsigned char *end)
+{
+    (void)ctx;
+    (void)crt;
+    (void)p;
+    (void)end;
+    if (oid_is_raw(oid->p, oid->len, OID_CERTIFICATE_POLICIES))
+        return 0;
+    return critical ? MBEDTLS_ERR_X509_FEATURE_UNAVAILABLE : 0;
+}
+
+/* Parses one DER certificate into *pool (appending); Mbed TLS's result. */
+static int certs_add(mbedtls_x509_crt *pool, const unsigned char *der, size_t len)
+{
+    return mbedtls_x509_crt_parse_der_with_ext_cb(pool, der, len, 1, certs_ext_cb, NULL);
+}
+
+/* The subject of a certificate Mbed TLS refused, read from its DER
+ * (Certificate { TBSCertificate { [0] version, serial, signature, issuer,
+ * validity, subject ... } }) into out; "" when even that is unreadable. */
+static void certs_raw_subject(const unsigned char *der, size_t len, char *out, size_t size)
+{
+    out[0] = '\0';
+    span whole = {(unsigned char *)der, len}, cert, tbs, subject;
+    der_reader d = der_of(whole), c, t;
+    if (!der_read(&d, TAG_SEQUENCE, &cert, NULL))
+        return;
+    c = der_of(cert);
+    if (!der_read(&c, TAG_SEQUENCE, &tbs, NULL))
+        return;
+    t = der_of(tbs);
+    if (der_peek(&t, TAG_CONTEXT(0)))
+        der_skip(&t);
+    if (!der_read(&t, MBEDTLS_ASN1_INTEGER, NULL, NULL) || !der_read(&t, TAG_SEQUENCE, NULL, NULL) ||
+        !der_read(&t, TAG_SEQUENCE, NULL, NULL) || !der_read(&t, TAG_SEQUENCE, NULL, NULL) ||
+        !der_read(&t, TAG_SEQUENCE, &subject, NULL))
+        return;
+    mbedtls_x509_name name;
+    memset(&name, 0, sizeof name);
+    unsigned char *p = subject.p;
+    if (mbedtls_x509_get_name(&p, subject.p + subject.len, &name) == 0)
+        (void)subject_format(&name, out, size);
+    for (mbedtls_x509_name *n = name.next; n;) {
+        mbedtls_x509_name *next = n->next;
+        mbedtls_free(n);
+        n = next;
+    }
+}
+
+/* Notes that certificate number position (1-based) of where could not be
+ * read: its subject when the DER shows it, and Mbed TLS's error. */
+static void certs_note_unreadable(const unsigned char *der, size_t len, const char *where, unsigned position, int ret,
+                                  char *notes, size_t notes_size)
+{
+    char subject[128], why[96];
+    certs_raw_subject(der, len, subject, sizeof subject);
+    mbedtls_strerror(ret, why, sizeof why);
+    notes_add(notes, notes_size, "certificate %u of %s%s%s%s cannot be read (Mbed TLS -0x%04x: %s)", position, where,
+              subject[0] ? " (\"" : "", subject, subject[0] ? "\")" : "", (unsigned)-ret, why);
+}
+
+/* Parses every certificate of a [0] certificates set into *pool
+ * (appending). One that cannot be read is named in notes: it can only fail
+ * to be found, and the chain's failure then says why. */
+static void certs_parse(span certificates, mbedtls_x509_crt *pool, const char *where, char *notes, size_t notes_size)
 {
     der_reader d = der_of(certificates);
-    int count = 0;
-    while (!der_done(&d) && count < MAX_CARRIED_CERTIFICATES) {
+    unsigned position = 0;
+    while (!der_done(&d) && position < MAX_CARRIED_CERTIFICATES) {
         span cert;
         if (d.p >= d.end || !der_read(&d, *d.p, NULL, &cert))
             return;
-        if (*cert.p == TAG_SEQUENCE && mbedtls_x509_crt_parse_der(pool, cert.p, cert.len) == 0)
-            count++;
+        position++;
+        if (*cert.p != TAG_SEQUENCE)
+            continue; /* an attribute certificate or other choice: not for chains */
+        int ret = certs_add(pool, cert.p, cert.len);
+        if (ret != 0)
+            certs_note_unreadable(cert.p, cert.len, where, position, ret, notes, notes_size);
     }
 }
 
@@ -574,37 +672,102 @@ static authenticode_verdict signer_check(const cms_signer *s, const oid_bytes *c
 
 /* ---- Chains -------------------------------------------------------------- */
 
-/* Verify callback: judge every certificate's dates at *(int64_t *)ctx
- * instead of the wall clock (see the top of the file). */
-static int chain_judge_time(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flags)
+/* What the verify callback needs and finds (see chain_judge). */
+typedef struct chain_judging {
+    int64_t when;                   /* judging time */
+    bool timestamped;               /* when comes from a trusted timestamp */
+    const mbedtls_x509_crl *crls;   /* crl_files; NULL or empty: no revocation check */
+    const mbedtls_x509_crt *parent; /* the certificate judged just before (one level up) */
+    char revoked[256];              /* which certificate is revoked, and since when */
+    char *notes;                    /* CRLs that did not verify (result->notes) */
+    size_t notes_size;
+} chain_judging;
+
+/* Whether crl's signature verifies with issuer's key. */
+static bool crl_signed_by(const mbedtls_x509_crl *crl, const mbedtls_x509_crt *issuer)
 {
-    int64_t when = *(const int64_t *)ctx;
+    unsigned char hash[MBEDTLS_MD_MAX_SIZE];
+    mbedtls_md_type_t md = crl->COMPAT_PRIVATE(sig_md);
+    size_t n = md_hash(md, crl->tbs.p, crl->tbs.len, hash);
+    return n != 0 && mbedtls_pk_verify_ext(crl->COMPAT_PRIVATE(sig_pk), crl->COMPAT_PRIVATE(sig_opts),
+                                           (mbedtls_pk_context *)&issuer->pk, md, hash, n, crl->COMPAT_PRIVATE(sig).p,
+                                           crl->COMPAT_PRIVATE(sig).len) == 0;
+}
+
+/* Revocation of crt (issued by issuer) by the CRLs its issuer signed: fills
+ * j->revoked when a CRL lists it, revoked at or before the judging time, or
+ * at all without a trusted timestamp. A CRL under the issuer's name whose
+ * signature does not verify is noted and ignored. */
+static void chain_check_revocation(chain_judging *j, const mbedtls_x509_crt *crt, const mbedtls_x509_crt *issuer)
+{
+    for (const mbedtls_x509_crl *crl = j->crls; crl && crl->raw.len; crl = crl->next) {
+        if (crl->issuer_raw.len != crt->issuer_raw.len ||
+            memcmp(crl->issuer_raw.p, crt->issuer_raw.p, crt->issuer_raw.len) != 0)
+            continue;
+        if (!crl_signed_by(crl, issuer)) {
+            char name[96];
+            (void)subject_format(&crl->issuer, name, sizeof name);
+            notes_add(j->notes, j->notes_size, "a CRL of \"%s\" does not verify with its issuer's key: ignored", name);
+            continue;
+        }
+        for (const mbedtls_x509_crl_entry *e = &crl->entry; e && e->raw.len; e = e->next) {
+            if (e->serial.len != crt->serial.len || memcmp(e->serial.p, crt->serial.p, crt->serial.len) != 0)
+                continue;
+            int64_t at = x509_time_to_unix(&e->revocation_date);
+            if (j->timestamped && at > j->when)
+                continue; /* revoked after the trusted signing time: the signature stands */
+            char subject[120], date[32];
+            (void)subject_format(&crt->subject, subject, sizeof subject);
+            format_time(at, date, sizeof date);
+            snprintf(j->revoked, sizeof j->revoked, "certificate \"%.120s\" was revoked on %.24s%s", subject, date,
+                     j->timestamped ? ", before the signature's timestamp"
+                                    : " and the signature has no trusted timestamp");
+            return;
+        }
+    }
+}
+
+/* Verify callback: judge every certificate's dates at j->when instead of
+ * the wall clock (see the top of the file), and its revocation. Mbed TLS
+ * calls it from the top of the chain down, so j->parent is the issuer. */
+static int chain_judge(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flags)
+{
+    chain_judging *j = ctx;
     (void)depth;
     *flags &= ~(uint32_t)(MBEDTLS_X509_BADCERT_EXPIRED | MBEDTLS_X509_BADCERT_FUTURE);
-    if (x509_time_to_unix(&crt->valid_to) < when)
+    if (x509_time_to_unix(&crt->valid_to) < j->when)
         *flags |= MBEDTLS_X509_BADCERT_EXPIRED;
-    if (x509_time_to_unix(&crt->valid_from) > when)
+    if (x509_time_to_unix(&crt->valid_from) > j->when)
         *flags |= MBEDTLS_X509_BADCERT_FUTURE;
+    if (j->parent && j->crls && !j->revoked[0]) {
+        chain_check_revocation(j, crt, j->parent);
+        if (j->revoked[0])
+            *flags |= MBEDTLS_X509_BADCERT_REVOKED;
+    }
+    j->parent = crt;
     return 0;
 }
 
 /*
  * Verifies that leaf chains through pool to a certificate of trusted, all
- * valid at when. Fills why with the failure (empty on success).
+ * valid at when and (with crls) none revoked. Fills why with the failure
+ * (empty on success); *revoked is set when revocation was the reason.
  */
 static bool chain_verify(const mbedtls_x509_crt *leaf, const mbedtls_x509_crt *pool, mbedtls_x509_crt *trusted,
-                         int64_t when, const authenticode_policy *policy, char *why, size_t why_size)
+                         chain_judging *judging, const authenticode_policy *policy, char *why, size_t why_size,
+                         bool *revoked)
 {
     mbedtls_x509_crt chain;
     mbedtls_x509_crt_init(&chain);
     why[0] = '\0';
-    if (mbedtls_x509_crt_parse_der(&chain, leaf->raw.p, leaf->raw.len) != 0) {
+    *revoked = false;
+    if (certs_add(&chain, leaf->raw.p, leaf->raw.len) != 0) {
         snprintf(why, why_size, "cannot copy the signer certificate");
         return false;
     }
     for (const mbedtls_x509_crt *c = pool; c && c->raw.len; c = c->next) {
         if (c != leaf)
-            (void)mbedtls_x509_crt_parse_der(&chain, c->raw.p, c->raw.len);
+            (void)certs_add(&chain, c->raw.p, c->raw.len); /* parsed once already */
     }
     mbedtls_x509_crt_profile profile = {
         .allowed_mds = MBEDTLS_X509_ID_FLAG(MBEDTLS_MD_SHA256) | MBEDTLS_X509_ID_FLAG(MBEDTLS_MD_SHA384) |
@@ -615,17 +778,20 @@ static bool chain_verify(const mbedtls_x509_crt *leaf, const mbedtls_x509_crt *p
         .rsa_min_bitlen = 2048,
     };
     uint32_t flags = 0;
-    int64_t judged_at = when;
-    int ret = mbedtls_x509_crt_verify_with_profile(&chain, trusted, NULL, &profile, NULL, &flags, chain_judge_time,
-                                                   &judged_at);
+    judging->parent = NULL;
+    judging->revoked[0] = '\0';
+    int ret = mbedtls_x509_crt_verify_with_profile(&chain, trusted, NULL, &profile, NULL, &flags, chain_judge, judging);
     mbedtls_x509_crt_free(&chain);
     if (ret == 0 && flags == 0)
         return true;
     char at[32];
-    format_time(when, at, sizeof at);
+    format_time(judging->when, at, sizeof at);
     if (flags & MBEDTLS_X509_BADCERT_NOT_TRUSTED)
         snprintf(why, why_size, "does not chain to a trusted CA");
-    else if (flags & MBEDTLS_X509_BADCERT_EXPIRED)
+    else if (flags & MBEDTLS_X509_BADCERT_REVOKED) {
+        *revoked = true;
+        snprintf(why, why_size, "%.*s", (int)why_size - 1, judging->revoked);
+    } else if (flags & MBEDTLS_X509_BADCERT_EXPIRED)
         snprintf(why, why_size, "a certificate of the chain had expired at %s", at);
     else if (flags & MBEDTLS_X509_BADCERT_FUTURE)
         snprintf(why, why_size, "a certificate of the chain was not yet valid at %s", at);
@@ -638,15 +804,30 @@ static bool chain_verify(const mbedtls_x509_crt *leaf, const mbedtls_x509_crt *p
     return false;
 }
 
+/* Judging without revocation (timestamp chains): dates only. */
+static chain_judging chain_at(int64_t when)
+{
+    chain_judging j;
+    memset(&j, 0, sizeof j);
+    j.when = when;
+    return j;
+}
+
 /* ---- Verification context ------------------------------------------------ */
 
 typedef struct verify_ctx {
     const authenticode_policy *policy;
-    authenticode_result *result;
+    authenticode_result *result; /* the signature being judged (see signatures_judge) */
     mbedtls_x509_crt trusted;    /* trusted_ca_file */
     mbedtls_x509_crt ts_trusted; /* timestamp_ca_file; empty (raw.len 0) when not given */
+    mbedtls_x509_crl crls;       /* crl_files; empty (raw.len 0) when none */
+    char ca_notes[512];          /* certificates of the CA files that could not be read */
+    bool ca_file_unreadable;     /* one of them is in a named file (not "system") */
     int64_t now;                 /* judging time without a timestamp */
     bool trust_digest;           /* authenticode_check_blob: skip the image digest */
+    unsigned char digests[MBEDTLS_MD_SHA512 + 1][MBEDTLS_MD_MAX_SIZE]; /* the file's digest per
+                                                                          algorithm, computed once */
+    bool have_digest[MBEDTLS_MD_SHA512 + 1];
 } verify_ctx;
 
 /* ---- Timestamps ---------------------------------------------------------- */
@@ -700,7 +881,7 @@ static bool timestamp_rfc3161(verify_ctx *v, const cms_signer *primary, span val
 
     mbedtls_x509_crt pool;
     mbedtls_x509_crt_init(&pool);
-    certs_parse(sd.certificates, &pool);
+    certs_parse(sd.certificates, &pool, "the RFC 3161 token", v->result->notes, sizeof v->result->notes);
     bool ok = false;
     const mbedtls_x509_crt *tsa = certs_find(&pool, &sd.signer);
     if (!tsa) {
@@ -710,9 +891,11 @@ static bool timestamp_rfc3161(verify_ctx *v, const cms_signer *primary, span val
     } else if (!certs_has_eku(tsa, OID_EKU_TIME_STAMPING)) {
         snprintf(why, why_size, "RFC 3161 token signer is not a timestamping certificate");
     } else {
-        char chain_why[128];
+        char chain_why[200];
+        bool revoked;
         mbedtls_x509_crt *trust = v->ts_trusted.raw.len ? &v->ts_trusted : &v->trusted;
-        if (chain_verify(tsa, &pool, trust, gen_time, v->policy, chain_why, sizeof chain_why)) {
+        chain_judging at = chain_at(gen_time);
+        if (chain_verify(tsa, &pool, trust, &at, v->policy, chain_why, sizeof chain_why, &revoked)) {
             *when = gen_time;
             ok = true;
         } else {
@@ -765,9 +948,11 @@ static bool timestamp_legacy(verify_ctx *v, const cms_signer *primary, span valu
         snprintf(why, why_size, "countersignature signer is not a timestamping certificate");
         return false;
     }
-    char chain_why[128];
+    char chain_why[200];
+    bool revoked;
     mbedtls_x509_crt *trust = v->ts_trusted.raw.len ? &v->ts_trusted : &v->trusted;
-    if (!chain_verify(tsa, carried, trust, signing_time, v->policy, chain_why, sizeof chain_why)) {
+    chain_judging at = chain_at(signing_time);
+    if (!chain_verify(tsa, carried, trust, &at, v->policy, chain_why, sizeof chain_why, &revoked)) {
         snprintf(why, why_size, "countersignature signer chain rejected: %.100s", chain_why);
         return false;
     }
@@ -782,7 +967,7 @@ static bool timestamp_legacy(verify_ctx *v, const cms_signer *primary, span valu
  * does: the signature is then judged at `now`, and note says why.
  */
 static bool timestamp_find(verify_ctx *v, const cms_signer *primary, const mbedtls_x509_crt *carried, int64_t *when,
-                           char *note, size_t note_size)
+                           const char **kind, char *note, size_t note_size)
 {
     note[0] = '\0';
     der_reader d = der_of(primary->unsigned_attrs);
@@ -800,36 +985,69 @@ static bool timestamp_find(verify_ctx *v, const cms_signer *primary, const mbedt
         else if (oid_is(type, OID_COUNTERSIGNATURE))
             ok = timestamp_legacy(v, primary, values, carried, &t, note, note_size);
         else
-            continue; /* nested signatures and anything else: not judged */
+            continue; /* nested signatures (signatures_judge) and anything else */
         if (ok && t > v->now + TIMESTAMP_FUTURE_SLACK) {
             snprintf(note, note_size, "timestamp lies in the future");
             ok = false;
         }
         if (ok) {
             *when = t;
+            *kind = oid_is(type, OID_RFC3161_TIMESTAMP) ? "rfc3161" : "legacy";
             return true;
         }
     }
     return false;
 }
 
-/* ---- The primary signature ----------------------------------------------- */
+/* ---- One signature --------------------------------------------------------- */
 
 /* Computes the format's Authenticode digest of the file with md into out
  * (MBEDTLS_MD_MAX_SIZE bytes). May return ERR_REJECTED with a verdict. */
 typedef error_code (*image_digest_fn)(void *format, mbedtls_md_type_t md, unsigned char *out,
                                       authenticode_result *result, error_info *err);
 
-/* Checks everything from the SignedData on (steps 2-7 of authenticode.h). */
+/* The file's digest with md into out, computed once per algorithm for all
+ * the signatures of the file. */
+static MUST_CHECK error_code file_digest(verify_ctx *v, mbedtls_md_type_t md, image_digest_fn digest_fn, void *format,
+                                         unsigned char *out, error_info *err)
+{
+    bool cacheable = md >= 0 && md <= MBEDTLS_MD_SHA512;
+    if (cacheable && v->have_digest[md]) {
+        memcpy(out, v->digests[md], MBEDTLS_MD_MAX_SIZE);
+        return ERR_OK;
+    }
+    error_code rc = digest_fn(format, md, out, v->result, err);
+    if (rc == ERR_OK && cacheable) {
+        memcpy(v->digests[md], out, MBEDTLS_MD_MAX_SIZE);
+        v->have_digest[md] = true;
+    }
+    return rc;
+}
+
+/* Whether the signer certificate's SHA-256 (hex) is one of the pins. */
+static bool signer_pinned(const authenticode_policy *policy, const char *cert_sha256)
+{
+    for (size_t i = 0; i < policy->signer_sha256_count; i++)
+        if (strcmp(policy->signer_sha256[i], cert_sha256) == 0)
+            return true;
+    return false;
+}
+
+/* Checks one SignedData (steps 2-8 of authenticode.h) into v->result;
+ * *nested is set to its signer's unsigned attributes (where nested
+ * signatures live) as soon as the structure has been read. */
 static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der_len, oid_bytes data_type,
-                                              image_digest_fn digest_fn, void *format, error_info *err)
+                                              image_digest_fn digest_fn, void *format, span *nested, error_info *err)
 {
     authenticode_result *r = v->result;
     const char *why;
     cms_signed_data sd;
     span blob = {der, der_len};
+    nested->p = NULL;
+    nested->len = 0;
     if (!cms_parse_signed_data(blob, &sd, &why))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "%s", why);
+    *nested = sd.signer.unsigned_attrs;
     if (!oid_is(sd.content_type, OID_SPC_INDIRECT_DATA))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "signed content is not SpcIndirectDataContent");
 
@@ -854,12 +1072,11 @@ static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der,
     if (!md_from_oid(image_alg, &md) || mbedtls_md_info_from_type(md) == NULL)
         return authenticode_reject(r, AUTHENTICODE_UNSUPPORTED, "unknown image digest algorithm");
     snprintf(r->digest_algorithm, sizeof r->digest_algorithm, "%s", md_name(md));
-    if (!md_allowed(md, v->policy))
-        return authenticode_reject(r, AUTHENTICODE_UNSUPPORTED,
-                                   "image digest algorithm %s is not allowed by the policy", md_name(md));
 
+    /* The digest first, whatever the policy thinks of the algorithm: a
+     * signature that does not match the file rejects it (a SHA-1 one too). */
     unsigned char computed[MBEDTLS_MD_MAX_SIZE];
-    error_code rc = v->trust_digest ? ERR_OK : digest_fn(format, md, computed, r, err);
+    error_code rc = v->trust_digest ? ERR_OK : file_digest(v, md, digest_fn, format, computed, err);
     if (rc != ERR_OK)
         return rc;
     if (!v->trust_digest && !digest_equals(image_digest, computed, mbedtls_md_get_size(mbedtls_md_info_from_type(md))))
@@ -868,10 +1085,11 @@ static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der,
 
     mbedtls_x509_crt carried;
     mbedtls_x509_crt_init(&carried);
-    certs_parse(sd.certificates, &carried);
+    certs_parse(sd.certificates, &carried, "the signature", r->notes, sizeof r->notes);
     const mbedtls_x509_crt *leaf = certs_find(&carried, &sd.signer);
     if (!leaf) {
-        rc = authenticode_reject(r, AUTHENTICODE_BAD_SIGNATURE, "the signer's certificate is not in the signature");
+        rc = authenticode_reject(r, AUTHENTICODE_BAD_SIGNATURE, "the signer's certificate is not in the signature%s%s",
+                                 r->notes[0] ? ": " : "", r->notes);
         goto cleanup;
     }
     /* Decoded from the DER, not mbedtls_x509_dn_gets (which prints every
@@ -885,9 +1103,23 @@ static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der,
     }
 
     /* messageDigest covers the contents of SpcIndirectDataContent, without
-     * its SEQUENCE tag and length (Authenticode's rule). */
+     * its SEQUENCE tag and length (Authenticode's rule). A signer whose
+     * algorithm the policy refuses still has its signature checked, so a
+     * forged one is told apart from an old one. */
+    authenticode_policy any_md = *v->policy;
+    any_md.allow_sha1 = true;
     authenticode_verdict verdict =
-        signer_check(&sd.signer, &OID_SPC_INDIRECT_DATA, idc_seq.p, idc_seq.len, leaf, v->policy, &why);
+        signer_check(&sd.signer, &OID_SPC_INDIRECT_DATA, idc_seq.p, idc_seq.len, leaf, &any_md, &why);
+    if (verdict != AUTHENTICODE_VALID) {
+        rc = authenticode_reject(r, verdict, "%s", why);
+        goto cleanup;
+    }
+    if (!md_allowed(md, v->policy)) {
+        rc = authenticode_reject(r, AUTHENTICODE_UNSUPPORTED, "image digest algorithm %s is not allowed by the policy",
+                                 md_name(md));
+        goto cleanup;
+    }
+    verdict = signer_check(&sd.signer, &OID_SPC_INDIRECT_DATA, idc_seq.p, idc_seq.len, leaf, v->policy, &why);
     if (verdict != AUTHENTICODE_VALID) {
         rc = authenticode_reject(r, verdict, "%s", why);
         goto cleanup;
@@ -897,15 +1129,27 @@ static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der,
      * judged at: everything else still is (PRODUCT.md 4.3). */
     if (v->policy->trusted_ca_file) {
         int64_t when = v->now;
+        const char *kind = "";
         char note[160];
-        if (timestamp_find(v, &sd.signer, &carried, &when, note, sizeof note)) {
+        if (timestamp_find(v, &sd.signer, &carried, &when, &kind, note, sizeof note)) {
             r->timestamped = true;
             r->timestamp = when;
+            snprintf(r->timestamp_kind, sizeof r->timestamp_kind, "%s", kind);
         }
-        char chain_why[128];
-        if (!chain_verify(leaf, &carried, &v->trusted, when, v->policy, chain_why, sizeof chain_why)) {
-            rc = authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer chain rejected: %s%s%s", chain_why,
-                                     note[0] ? "; timestamp ignored: " : "", note);
+        char chain_why[200];
+        bool revoked;
+        chain_judging judging = chain_at(when);
+        judging.timestamped = r->timestamped;
+        judging.crls = v->crls.raw.len ? &v->crls : NULL;
+        judging.notes = r->notes;
+        judging.notes_size = sizeof r->notes;
+        if (!chain_verify(leaf, &carried, &v->trusted, &judging, v->policy, chain_why, sizeof chain_why, &revoked)) {
+            if (revoked)
+                rc = authenticode_reject(r, AUTHENTICODE_REVOKED, "%s", chain_why);
+            else
+                rc = authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer chain rejected: %s%s%s%s%s",
+                                         chain_why, note[0] ? "; timestamp ignored: " : "", note,
+                                         r->notes[0] ? "; " : "", r->notes);
             goto cleanup;
         }
         r->chain_checked = true;
@@ -920,11 +1164,147 @@ static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der,
                                  v->policy->signer_subject);
         goto cleanup;
     }
+    if (v->policy->signer_sha256_count && !signer_pinned(v->policy, r->signer_cert_sha256)) {
+        rc = authenticode_reject(r, AUTHENTICODE_WRONG_SIGNER,
+                                 "signed by \"%.100s\" (certificate SHA-256 %s), which signer_sha256 does not list",
+                                 r->signer_subject, r->signer_cert_sha256);
+        goto cleanup;
+    }
     r->verdict = AUTHENTICODE_VALID;
     r->reason[0] = '\0';
     rc = ERR_OK;
 cleanup:
     mbedtls_x509_crt_free(&carried);
+    return rc;
+}
+
+/* ---- Every signature ------------------------------------------------------ */
+
+/* A verdict that says the signature itself is broken, not merely outside
+ * the policy: it rejects the file whatever the other signatures say. */
+static bool verdict_is_broken(authenticode_verdict verdict)
+{
+    return verdict == AUTHENTICODE_DIGEST_MISMATCH || verdict == AUTHENTICODE_BAD_SIGNATURE ||
+           verdict == AUTHENTICODE_MALFORMED;
+}
+
+/* How far a signature outside the policy got: the one that got furthest
+ * explains a rejection best. */
+static int verdict_rank(authenticode_verdict verdict)
+{
+    switch (verdict) {
+    case AUTHENTICODE_WRONG_SIGNER: return 4;
+    case AUTHENTICODE_REVOKED: return 3;
+    case AUTHENTICODE_UNTRUSTED_CHAIN: return 2;
+    case AUTHENTICODE_UNSUPPORTED: return 1;
+    default: return 0;
+    }
+}
+
+/* Queues the signatures nested in attrs (a signer's unsigned attributes):
+ * every value of every 1.3.6.1.4.1.311.2.4.1 attribute. false when there
+ * are more than AUTHENTICODE_MAX_SIGNATURES in all. */
+static bool signatures_queue(span attrs, int depth, span *blobs, int *depths, size_t *count)
+{
+    der_reader d = der_of(attrs);
+    while (!der_done(&d)) {
+        span attr, type, values;
+        if (!der_read(&d, TAG_SEQUENCE, &attr, NULL))
+            return true; /* the signer's own parse judged this structure */
+        der_reader a = der_of(attr);
+        if (!der_read(&a, MBEDTLS_ASN1_OID, &type, NULL) || !der_read(&a, TAG_SET, &values, NULL))
+            return true;
+        if (!oid_is(type, OID_NESTED_SIGNATURE))
+            continue;
+        der_reader vals = der_of(values);
+        span blob;
+        while (!der_done(&vals) && der_read(&vals, TAG_SEQUENCE, NULL, &blob)) {
+            if (*count == AUTHENTICODE_MAX_SIGNATURES)
+                return false;
+            blobs[*count] = blob;
+            depths[*count] = depth;
+            (*count)++;
+        }
+    }
+    return true;
+}
+
+/*
+ * Judges the primary signature (der) and every nested one, and fills
+ * *v->result with the outcome: the first signature that passes, else the
+ * first broken one, else the one that got furthest (see authenticode.h).
+ */
+static MUST_CHECK error_code signatures_judge(verify_ctx *v, unsigned char *der, size_t der_len, oid_bytes data_type,
+                                              image_digest_fn digest_fn, void *format, error_info *err)
+{
+    authenticode_result *final = v->result;
+    authenticode_result *one = calloc(AUTHENTICODE_MAX_SIGNATURES, sizeof *one);
+    if (!one)
+        return error_set(err, ERR_NOMEM, "out of memory judging the signatures");
+    span blobs[AUTHENTICODE_MAX_SIGNATURES];
+    int depths[AUTHENTICODE_MAX_SIGNATURES];
+    size_t count = 1;
+    blobs[0].p = der;
+    blobs[0].len = der_len;
+    depths[0] = 0;
+    bool too_many = false;
+    error_code rc = ERR_OK;
+    for (size_t i = 0; i < count; i++) {
+        one[i] = *final; /* file_format, signature_found */
+        one[i].verdict = AUTHENTICODE_MALFORMED;
+        one[i].reason[0] = '\0';
+        v->result = &one[i];
+        span nested;
+        rc = signature_verify(v, blobs[i].p, blobs[i].len, data_type, digest_fn, format, &nested, err);
+        if (rc != ERR_OK && rc != ERR_REJECTED)
+            break;
+        rc = ERR_OK;
+        if (nested.len && depths[i] < AUTHENTICODE_MAX_NESTING &&
+            !signatures_queue(nested, depths[i] + 1, blobs, depths, &count))
+            too_many = true;
+    }
+    v->result = final;
+    if (rc != ERR_OK) {
+        free(one);
+        return rc;
+    }
+    size_t chosen = count, broken = count, best = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (one[i].verdict == AUTHENTICODE_VALID && chosen == count)
+            chosen = i;
+        if (verdict_is_broken(one[i].verdict) && broken == count)
+            broken = i;
+        if (verdict_rank(one[i].verdict) > verdict_rank(one[best].verdict))
+            best = i;
+    }
+    if (broken < count)
+        chosen = broken;
+    else if (chosen == count)
+        chosen = best;
+    char notes[sizeof final->notes];
+    snprintf(notes, sizeof notes, "%s", final->notes); /* the CA files' */
+    for (size_t i = 0; i < count; i++)
+        if (one[i].notes[0] && i != chosen)
+            notes_add(notes, sizeof notes, "signature %zu: %s", i + 1, one[i].notes);
+    *final = one[chosen];
+    if (final->notes[0] && strlen(notes) + strlen(final->notes) + 3 < sizeof notes)
+        notes_add(notes, sizeof notes, "%s", final->notes);
+    snprintf(final->notes, sizeof final->notes, "%s", notes);
+    final->signature_index = (unsigned)chosen + 1;
+    final->signature_count = (unsigned)count;
+    if (too_many && final->verdict == AUTHENTICODE_VALID)
+        rc = authenticode_reject(final, AUTHENTICODE_MALFORMED, "more than %d signatures are nested in the file",
+                                 AUTHENTICODE_MAX_SIGNATURES);
+    else if (final->verdict != AUTHENTICODE_VALID) {
+        if (count > 1) {
+            char reason[sizeof final->reason];
+            snprintf(reason, sizeof reason, "signature %zu of %zu (%.8s): %.200s", chosen + 1, count,
+                     final->digest_algorithm[0] ? final->digest_algorithm : "?", final->reason);
+            snprintf(final->reason, sizeof final->reason, "%s", reason);
+        }
+        rc = ERR_REJECTED;
+    }
+    free(one);
     return rc;
 }
 
@@ -968,11 +1348,20 @@ static MUST_CHECK error_code verify_pe(verify_ctx *v, FILE *f, uint64_t size, er
     if (pe.layout.cert_table_size == 0)
         return authenticode_reject(v->result, AUTHENTICODE_UNSIGNED, "the PE image carries no signature");
     v->result->signature_found = true;
+    /* The SHA-256 digest from the pass that brought the file, when it was
+     * computed over this very layout. */
+    const authenticode_pe_digest *pre = v->policy->precomputed;
+    if (pre && pre->file_size == size && pre->checksum_offset == pe.layout.checksum_offset &&
+        pre->security_entry_offset == pe.layout.security_entry_offset &&
+        pre->cert_table_offset == pe.layout.cert_table_offset && pre->cert_table_size == pe.layout.cert_table_size) {
+        memcpy(v->digests[MBEDTLS_MD_SHA256], pre->sha256, sizeof pre->sha256);
+        v->have_digest[MBEDTLS_MD_SHA256] = true;
+    }
     uint8_t *der = NULL;
     size_t der_len = 0;
     rc = pe_read_signature(f, &pe.layout, &der, &der_len, v->result, err);
     if (rc == ERR_OK)
-        rc = signature_verify(v, der, der_len, OID_SPC_PE_IMAGE_DATA, pe_digest, &pe, err);
+        rc = signatures_judge(v, der, der_len, OID_SPC_PE_IMAGE_DATA, pe_digest, &pe, err);
     free(der);
     return rc;
 }
@@ -1001,7 +1390,7 @@ static MUST_CHECK error_code verify_msi(verify_ctx *v, FILE *f, uint64_t size, e
         rc = authenticode_reject(v->result, AUTHENTICODE_UNSIGNED, "the MSI package carries no signature");
     if (rc == ERR_OK) {
         v->result->signature_found = true;
-        rc = signature_verify(v, der, der_len, OID_SPC_SIPINFO, msi_digest, &msi, err);
+        rc = signatures_judge(v, der, der_len, OID_SPC_SIPINFO, msi_digest, &msi, err);
     }
     free(der);
     msi_close(&msi);
@@ -1031,25 +1420,104 @@ const char *authenticode_verdict_name(authenticode_verdict v)
     case AUTHENTICODE_WRONG_SIGNER: return "wrong-signer";
     case AUTHENTICODE_MALFORMED: return "malformed";
     case AUTHENTICODE_UNSUPPORTED: return "unsupported";
+    case AUTHENTICODE_REVOKED: return "revoked";
     }
     return "malformed";
 }
 
-/* Loads a PEM or DER CA file into *chain; ERR_CONFIG naming the file when it
- * cannot be read or holds no certificate. */
-static MUST_CHECK error_code load_ca_file(const char *path, const char *what, mbedtls_x509_crt *chain, error_info *err)
+/* Parses every certificate of data (PEM blocks, or DER certificates back
+ * to back) into *chain; each one that cannot be read is named in notes
+ * (where names the file) and counted in *unreadable. */
+static void ca_parse(const char *data, size_t len, const char *where, mbedtls_x509_crt *chain, char *notes,
+                     size_t notes_size, unsigned *unreadable)
+{
+    static const char begin[] = "-----BEGIN CERTIFICATE-----", end[] = "-----END CERTIFICATE-----";
+    unsigned position = 0;
+    if (strstr(data, begin)) {
+        for (const char *p = strstr(data, begin); p; p = strstr(p, begin)) {
+            mbedtls_pem_context pem;
+            mbedtls_pem_init(&pem);
+            size_t used = 0;
+            position++;
+            int ret = mbedtls_pem_read_buffer(&pem, begin, end, (const unsigned char *)p, NULL, 0, &used);
+            if (ret == 0)
+                ret = certs_add(chain, pem.COMPAT_PRIVATE(buf), pem.COMPAT_PRIVATE(buflen));
+            if (ret != 0) {
+                (*unreadable)++;
+                const unsigned char *der = pem.COMPAT_PRIVATE(buf);
+                certs_note_unreadable(der, der ? pem.COMPAT_PRIVATE(buflen) : 0, where, position, ret, notes,
+                                      notes_size);
+            }
+            mbedtls_pem_free(&pem);
+            p += used ? used : sizeof begin - 1;
+        }
+        return;
+    }
+    span whole = {(unsigned char *)data, len};
+    der_reader d = der_of(whole);
+    span cert;
+    while (!der_done(&d) && der_read(&d, TAG_SEQUENCE, NULL, &cert)) {
+        position++;
+        int ret = certs_add(chain, cert.p, cert.len);
+        if (ret != 0) {
+            (*unreadable)++;
+            certs_note_unreadable(cert.p, cert.len, where, position, ret, notes, notes_size);
+        }
+    }
+    if (!der_done(&d)) {
+        (*unreadable)++;
+        notes_add(notes, notes_size, "%s holds bytes after certificate %u that are not a certificate", where, position);
+    }
+}
+
+/* Loads a PEM or DER CA file, or "system" (the OS store), into *chain;
+ * ERR_CONFIG naming the file when it cannot be read or holds no readable
+ * certificate. Certificates that cannot be read are named in v->ca_notes. */
+static MUST_CHECK error_code load_ca_file(verify_ctx *v, const char *path, const char *what, mbedtls_x509_crt *chain,
+                                          error_info *err)
 {
     char *data = NULL;
     size_t len = 0;
-    error_code rc = platform_read_file(path, MAX_CA_FILE, &data, &len, err);
+    bool system = strcmp(path, "system") == 0;
+    error_code rc = system ? platform_system_code_signing_roots(&data, &len, err)
+                           : platform_read_file(path, MAX_CA_FILE, &data, &len, err);
     if (rc != ERR_OK)
         return error_set(err, ERR_CONFIG, "%s %s cannot be read: %s", what, path, err ? err->message : "");
-    /* mbedtls_x509_crt_parse wants the terminating NUL counted for PEM. */
-    bool pem = strstr(data, "-----BEGIN CERTIFICATE-----") != NULL;
-    int ret = mbedtls_x509_crt_parse(chain, (const unsigned char *)data, pem ? len + 1 : len);
+    char where[200];
+    snprintf(where, sizeof where, "%s %.160s", what, system ? "\"system\"" : path);
+    unsigned unreadable = 0;
+    ca_parse(data, len, where, chain, v->ca_notes, sizeof v->ca_notes, &unreadable);
     free(data);
-    if (ret < 0 || chain->raw.len == 0)
-        return error_set(err, ERR_CONFIG, "%s %s holds no usable certificate", what, path);
+    if (chain->raw.len == 0)
+        return error_set(err, ERR_CONFIG, "%s %s holds no usable certificate%s%.300s", what, path,
+                         v->ca_notes[0] ? ": " : "", v->ca_notes);
+    if (unreadable && !system)
+        v->ca_file_unreadable = true;
+    return ERR_OK;
+}
+
+/* Loads the CRL files (DER or PEM, one or more CRLs each) into v->crls;
+ * ERR_CONFIG naming a file that cannot be read or parsed. */
+static MUST_CHECK error_code load_crls(verify_ctx *v, error_info *err)
+{
+    for (size_t i = 0; i < v->policy->crl_file_count; i++) {
+        const char *path = v->policy->crl_files[i];
+        char *data = NULL;
+        size_t len = 0;
+        error_code rc = platform_read_file(path, MAX_CRL_FILE, &data, &len, err);
+        if (rc != ERR_OK)
+            return error_set(err, ERR_CONFIG, "CRL file %s cannot be read: %s", path, err ? err->message : "");
+        /* mbedtls_x509_crl_parse wants the terminating NUL counted for PEM. */
+        bool pem = strstr(data, "-----BEGIN X509 CRL-----") != NULL;
+        int ret = mbedtls_x509_crl_parse(&v->crls, (const unsigned char *)data, pem ? len + 1 : len);
+        free(data);
+        if (ret != 0) {
+            char why[96];
+            mbedtls_strerror(ret, why, sizeof why);
+            return error_set(err, ERR_CONFIG, "CRL file %s cannot be read as a CRL (DER or PEM): Mbed TLS -0x%04x: %s",
+                             path, (unsigned)-ret, why);
+        }
+    }
     return ERR_OK;
 }
 
@@ -1068,14 +1536,17 @@ static MUST_CHECK error_code verify_begin(verify_ctx *v, const authenticode_poli
     v->result = result;
     mbedtls_x509_crt_init(&v->trusted);
     mbedtls_x509_crt_init(&v->ts_trusted);
+    mbedtls_x509_crl_init(&v->crls);
     if (!policy)
         return error_set(err, ERR_INTERNAL, "Authenticode verification needs a policy");
     v->now = policy->now ? policy->now : platform_time_utc_ms() / 1000;
     error_code rc = ERR_OK;
     if (policy->trusted_ca_file)
-        rc = load_ca_file(policy->trusted_ca_file, "trusted CA file", &v->trusted, err);
+        rc = load_ca_file(v, policy->trusted_ca_file, "trusted CA file", &v->trusted, err);
     if (rc == ERR_OK && policy->timestamp_ca_file)
-        rc = load_ca_file(policy->timestamp_ca_file, "timestamp CA file", &v->ts_trusted, err);
+        rc = load_ca_file(v, policy->timestamp_ca_file, "timestamp CA file", &v->ts_trusted, err);
+    if (rc == ERR_OK)
+        rc = load_crls(v, err);
     return rc;
 }
 
@@ -1087,12 +1558,30 @@ static MUST_CHECK error_code verify_end(verify_ctx *v, error_code rc, authentico
         rc = ERR_OK; /* a verdict, not an error */
         error_clear(err);
     }
+    /* A CA file certificate that could not be read may have been the anchor
+     * this chain needed: an error naming it, not a verdict. When the file
+     * passes (or fails for another reason) it is only a note. */
+    if (rc == ERR_OK && v->ca_file_unreadable && result->verdict == AUTHENTICODE_UNTRUSTED_CHAIN)
+        rc = error_set(err, ERR_CONFIG, "%.400s; the signature did not chain to the rest (%.200s)", v->ca_notes,
+                       result->reason);
+    if (v->ca_notes[0]) {
+        char notes[sizeof result->notes];
+        snprintf(notes, sizeof notes, "%s", v->ca_notes);
+        if (result->notes[0])
+            notes_add(notes, sizeof notes, "%s", result->notes);
+        snprintf(result->notes, sizeof result->notes, "%s", notes);
+        if (result->verdict == AUTHENTICODE_UNTRUSTED_CHAIN && !strstr(result->reason, v->ca_notes)) {
+            size_t used = strlen(result->reason);
+            snprintf(result->reason + used, sizeof result->reason - used, "; %s", v->ca_notes);
+        }
+    }
     if (rc != ERR_OK) {
         result->verdict = AUTHENTICODE_MALFORMED;
         snprintf(result->reason, sizeof result->reason, "%.200s", err ? err->message : "verification failed");
     }
     mbedtls_x509_crt_free(&v->trusted);
     mbedtls_x509_crt_free(&v->ts_trusted);
+    mbedtls_x509_crl_free(&v->crls);
     return rc;
 }
 
@@ -1142,7 +1631,7 @@ error_code authenticode_check_blob(const uint8_t *der, size_t der_len, const aut
     if (der_len)
         memcpy(copy, der, der_len);
     snprintf(result->file_format, sizeof result->file_format, "pe");
-    rc = signature_verify(&v, copy, der_len, OID_SPC_PE_IMAGE_DATA, NULL, NULL, err);
+    rc = signatures_judge(&v, copy, der_len, OID_SPC_PE_IMAGE_DATA, NULL, NULL, err);
     free(copy);
     return verify_end(&v, rc, result, err);
 }

@@ -16,6 +16,23 @@
 #include "authenticode/authenticode.h"
 #include "base/error.h"
 
+/* Little-endian fields of PE headers and compound files (pe.c, olecf.c,
+ * msi.c); p must hold the field's bytes. */
+static inline uint16_t get_le16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static inline uint64_t get_le64(const uint8_t *p)
+{
+    return (uint64_t)get_le32(p) | ((uint64_t)get_le32(p + 4) << 32);
+}
+
 /*
  * Records a verdict and its reason (printf-style) in *result and returns
  * ERR_REJECTED, so a format reader can write `return authenticode_reject(...)`.

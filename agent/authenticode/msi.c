@@ -316,11 +316,6 @@ error_code msi_hash(msi_package *msi, mbedtls_md_type_t md, unsigned char *out, 
  * msi_decode_stream_name undoes (Wine's msi/table.c, msitools' libmsi).
  */
 
-static uint16_t get_le16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
 static char mime_char(unsigned x)
 {
     if (x < 10)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "authenticode/authenticode_int.h"
 #include "platform/platform.h"
 
 #define MAXREGSECT 0xFFFFFFFAu
@@ -29,21 +30,6 @@ struct olecf_private {
 };
 
 static const uint8_t olecf_magic[8] = {0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1};
-
-static uint16_t get_le16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-    return (uint64_t)get_le32(p) | ((uint64_t)get_le32(p + 4) << 32);
-}
 
 static MUST_CHECK error_code malformed(error_info *err, const char *what)
 {

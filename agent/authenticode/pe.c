@@ -29,16 +29,6 @@
 #define WIN_CERT_TYPE_PKCS_SIGNED_DATA 0x0002
 #define PE_SECURITY_DIRECTORY 4
 
-static uint16_t get_le16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
 error_code authenticode_read_at(FILE *f, uint64_t offset, void *buf, size_t len, error_info *err)
 {
     error_code rc = platform_read_at(f, offset, buf, len, err);
@@ -52,17 +42,51 @@ bool pe_is_pe(const uint8_t *head, size_t len)
     return len >= 2 && head[0] == 'M' && head[1] == 'Z';
 }
 
+/* Where pe_parse reads the headers from: the file, or the first bytes of
+ * it seen so far (pe_parse_head). */
+typedef struct pe_source {
+    FILE *f;             /* the file, or NULL */
+    const uint8_t *head; /* without a file: the bytes from offset 0 */
+    size_t head_len;     /* how many */
+    bool *need_more;     /* set when a field lies past head_len */
+} pe_source;
+
 /* Reads len bytes at offset, rejecting (MALFORMED, naming what) a range
  * that does not lie inside the file. */
-static MUST_CHECK error_code read_field(FILE *f, uint64_t file_size, uint64_t offset, void *buf, size_t len,
-                                        const char *what, authenticode_result *result, error_info *err)
+static MUST_CHECK error_code read_field(const pe_source *src, uint64_t file_size, uint64_t offset, void *buf,
+                                        size_t len, const char *what, authenticode_result *result, error_info *err)
 {
     if (offset > file_size || len > file_size - offset)
         return authenticode_reject(result, AUTHENTICODE_MALFORMED, "PE %s lies past the end of the file", what);
-    return authenticode_read_at(f, offset, buf, len, err);
+    if (src->f)
+        return authenticode_read_at(src->f, offset, buf, len, err);
+    if (offset > src->head_len || len > src->head_len - offset) {
+        *src->need_more = true;
+        return authenticode_reject(result, AUTHENTICODE_MALFORMED, "PE %s lies past the bytes seen so far", what);
+    }
+    memcpy(buf, src->head + offset, len);
+    return ERR_OK;
 }
 
+static MUST_CHECK error_code parse_from(const pe_source *f, uint64_t file_size, pe_layout *layout,
+                                        authenticode_result *result, error_info *err);
+
 error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout, authenticode_result *result, error_info *err)
+{
+    pe_source src = {f, NULL, 0, NULL};
+    return parse_from(&src, file_size, layout, result, err);
+}
+
+error_code pe_parse_head(const uint8_t *head, size_t head_len, uint64_t file_size, pe_layout *layout, bool *need_more,
+                         authenticode_result *result, error_info *err)
+{
+    *need_more = false;
+    pe_source src = {NULL, head, head_len, need_more};
+    return parse_from(&src, file_size, layout, result, err);
+}
+
+static error_code parse_from(const pe_source *f, uint64_t file_size, pe_layout *layout, authenticode_result *result,
+                             error_info *err)
 {
     uint8_t dos[64], coff[24], opt[4];
     memset(layout, 0, sizeof *layout);
@@ -135,7 +159,7 @@ error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout, authenticode
             result, AUTHENTICODE_MALFORMED,
             "certificate table (offset %llu, %llu bytes) points past the end of the file (%llu bytes)",
             (unsigned long long)table, (unsigned long long)size, (unsigned long long)file_size);
-    if (table + size < file_size)
+    if (table + size < file_size && file_size != PE_SIZE_UNKNOWN)
         return authenticode_reject(result, AUTHENTICODE_MALFORMED,
                                    "%llu bytes of data follow the certificate table (refused since MS12-024)",
                                    (unsigned long long)(file_size - table - size));
@@ -178,6 +202,117 @@ error_code pe_hash(FILE *f, const pe_layout *layout, mbedtls_md_context_t *md, e
         rc = hash_range(f, layout->security_entry_offset + 8, end, buf, md, err);
     free(buf);
     return rc;
+}
+
+/* ---- The digest as the bytes go by ------------------------------------------ */
+
+struct pe_stream {
+    uint64_t file_size;
+    uint64_t pos;     /* bytes seen */
+    uint8_t *head;    /* the bytes seen while the layout is not known */
+    bool have_layout; /* layout is known and hashing runs */
+    bool failed;      /* no digest will come of it */
+    pe_layout layout;
+    mbedtls_md_context_t md;
+};
+
+pe_stream *pe_stream_new(uint64_t file_size)
+{
+    pe_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->file_size = file_size;
+    mbedtls_md_init(&s->md);
+    if (mbedtls_md_setup(&s->md, mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), 0) != 0 ||
+        mbedtls_md_starts(&s->md) != 0)
+        s->failed = true;
+    return s;
+}
+
+/* Hashes the parts of [offset, offset + len) that the image digest covers
+ * (pe_hash's three ranges). */
+static void stream_hash(pe_stream *s, uint64_t offset, const uint8_t *data, size_t len)
+{
+    const pe_layout *l = &s->layout;
+    const uint64_t ranges[3][2] = {{0, l->checksum_offset},
+                                   {l->checksum_offset + 4, l->security_entry_offset},
+                                   {l->security_entry_offset + 8, l->cert_table_offset}};
+    uint64_t end = offset + len;
+    for (int i = 0; i < 3; i++) {
+        uint64_t from = ranges[i][0] > offset ? ranges[i][0] : offset;
+        uint64_t to = ranges[i][1] < end ? ranges[i][1] : end;
+        if (from < to && mbedtls_md_update(&s->md, data + (from - offset), (size_t)(to - from)) != 0)
+            s->failed = true;
+    }
+}
+
+void pe_stream_update(pe_stream *s, const void *data, size_t len)
+{
+    if (!s || s->failed || len == 0)
+        return;
+    uint64_t at = s->pos;
+    s->pos += len;
+    if (s->have_layout) {
+        stream_hash(s, at, data, len);
+        return;
+    }
+    size_t held = (size_t)at, take = len;
+    if (held + take > PE_STREAM_HEAD_MAX)
+        take = PE_STREAM_HEAD_MAX - held;
+    uint8_t *grown = take ? realloc(s->head, held + take) : s->head;
+    if (!grown) {
+        s->failed = true;
+        return;
+    }
+    s->head = grown;
+    memcpy(s->head + held, data, take);
+    bool need_more = false;
+    authenticode_result scratch;
+    memset(&scratch, 0, sizeof scratch);
+    error_code rc = pe_parse_head(s->head, held + take, s->file_size, &s->layout, &need_more, &scratch, NULL);
+    if (rc != ERR_OK) {
+        /* Headers past the span held, or not a PE the verifier would
+         * accept: it reads the file and says why. */
+        if (!need_more || held + take == PE_STREAM_HEAD_MAX)
+            s->failed = true;
+        return;
+    }
+    if (s->layout.cert_table_size == 0) {
+        s->failed = true; /* unsigned: nothing to verify */
+        return;
+    }
+    s->have_layout = true;
+    stream_hash(s, 0, s->head, held + take);
+    free(s->head);
+    s->head = NULL;
+    if (take < len)
+        stream_hash(s, at + take, (const uint8_t *)data + take, len - take);
+}
+
+bool pe_stream_finish(pe_stream *s, authenticode_pe_digest *out)
+{
+    if (!s || s->failed || !s->have_layout || (s->file_size != PE_SIZE_UNKNOWN && s->pos != s->file_size))
+        return false;
+    unsigned char digest[MBEDTLS_MD_MAX_SIZE];
+    if (mbedtls_md_finish(&s->md, digest) != 0)
+        return false;
+    s->failed = true; /* finished: a second call has nothing to give */
+    out->file_size = s->pos;
+    out->checksum_offset = s->layout.checksum_offset;
+    out->security_entry_offset = s->layout.security_entry_offset;
+    out->cert_table_offset = s->layout.cert_table_offset;
+    out->cert_table_size = s->layout.cert_table_size;
+    memcpy(out->sha256, digest, sizeof out->sha256);
+    return true;
+}
+
+void pe_stream_free(pe_stream *s)
+{
+    if (!s)
+        return;
+    mbedtls_md_free(&s->md);
+    free(s->head);
+    free(s);
 }
 
 /* Length of the DER element at the start of p (tag + length + contents), or

@@ -46,11 +46,53 @@ MUST_CHECK error_code pe_parse(FILE *f, uint64_t file_size, pe_layout *layout, a
                                error_info *err);
 
 /*
+ * As pe_parse, from the first head_len bytes of a file of file_size bytes
+ * (an incremental digest sees the headers before the rest): when a field
+ * lies past head_len, ERR_REJECTED with *need_more set (feed more bytes and
+ * try again); any other rejection is pe_parse's.
+ */
+MUST_CHECK error_code pe_parse_head(const uint8_t *head, size_t head_len, uint64_t file_size, pe_layout *layout,
+                                    bool *need_more, authenticode_result *result, error_info *err);
+
+/*
  * Feeds the Authenticode image digest input to md (already set up and
  * started): the whole file up to the certificate table, less the CheckSum
  * field and the security directory entry. Streams through a fixed buffer.
  */
 MUST_CHECK error_code pe_hash(FILE *f, const pe_layout *layout, mbedtls_md_context_t *md, error_info *err);
+
+/*
+ * The Authenticode SHA-256 of a PE image computed while its bytes go by in
+ * order (a copy, a download), so that verifying it does not read the image
+ * again. The headers come first: they are held (at most PE_STREAM_HEAD_MAX
+ * bytes) until the CheckSum field, the security directory entry and the
+ * certificate table are known, then every byte is hashed as it arrives.
+ * Anything that is not a signed PE with its headers in that span simply
+ * yields no digest (pe_stream_finish false): the verifier then reads the
+ * file itself and gives the verdict.
+ */
+#define PE_STREAM_HEAD_MAX (64u * 1024u)
+
+typedef struct pe_stream pe_stream;
+
+/* The length to give pe_stream_new (and pe_parse_head) when it is not
+ * known ahead: the checks against the end of the file are then left to the
+ * verifier, which compares its own layout of the file with the digest's. */
+#define PE_SIZE_UNKNOWN UINT64_MAX
+
+/* A stream for a file of file_size bytes (or PE_SIZE_UNKNOWN); NULL when
+ * out of memory. Free with pe_stream_free. */
+pe_stream *pe_stream_new(uint64_t file_size);
+
+/* The next len bytes of the file. */
+void pe_stream_update(pe_stream *s, const void *data, size_t len);
+
+/* After the last byte: true with *out filled when the file was a signed PE
+ * of file_size bytes (any length with PE_SIZE_UNKNOWN: out->file_size says
+ * how many were fed) whose digest was computed. */
+bool pe_stream_finish(pe_stream *s, authenticode_pe_digest *out);
+
+void pe_stream_free(pe_stream *s);
 
 /*
  * Reads the certificate table's single WIN_CERTIFICATE (revision 0x0200,

@@ -378,6 +378,7 @@ static MUST_CHECK error_code stage_download(update_job *job, const download_resu
         .etag = dl->etag,
         .expected_length = dl->total_length,
         .sha256_hex = dl->sha256,
+        .pe_digest = dl->have_pe_digest ? &dl->pe_digest : NULL,
         .allow_downgrade = job->allow_downgrade,
         .force = job->force,
     };
@@ -545,6 +546,7 @@ static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info
             .source_url = offer.installer_url,
             .expected_length = offer.m.length,
             .sha256_hex = offer.m.sha256,
+            .pe_digest = none.have_pe_digest ? &none.pe_digest : NULL,
             .allow_downgrade = job.allow_downgrade,
             .force = force,
             .expected_signer_sha256 = offer.m.signed_installer ? offer.m.signer_cert_sha256 : NULL,

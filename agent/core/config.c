@@ -64,6 +64,8 @@ static const field verify_fields[] = {
     {"trusted_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.trusted_ca_file), 0, 0, NULL},
     {"timestamp_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.timestamp_ca_file), 0, 0, NULL},
     {"signer_subject", FIELD_STRING_OR_NULL, AT(installer.verify.signer_subject), 0, 0, NULL},
+    {"signer_sha256", FIELD_STRING_LIST, AT(installer.verify.signer_sha256), AT(installer.verify.pin_count), 0, NULL},
+    {"crl_files", FIELD_STRING_LIST, AT(installer.verify.crl_files), AT(installer.verify.crl_file_count), 0, NULL},
     {"expected_sha256", FIELD_SHA256, AT(installer.verify.expected_sha256), 0, 0, NULL},
     {"allow_sha1", FIELD_BOOL, AT(installer.verify.allow_sha1), 0, 0, NULL},
     {"require_version_match", FIELD_BOOL, AT(installer.verify.require_version_match), 0, 0, NULL},
@@ -256,6 +258,8 @@ void config_free(config *cfg)
     free(cfg->installer.verify.timestamp_ca_file);
     free(cfg->installer.verify.signer_subject);
     free(cfg->installer.verify.expected_sha256);
+    free_argv(cfg->installer.verify.signer_sha256, cfg->installer.verify.pin_count);
+    free_argv(cfg->installer.verify.crl_files, cfg->installer.verify.crl_file_count);
     free_argv(cfg->deploy.command, cfg->deploy.command_count);
     free_argv(cfg->deploy.pe_args, cfg->deploy.pe_args_count);
     cJSON_Delete(cfg->report.filter);
@@ -622,6 +626,24 @@ static MUST_CHECK error_code check_mirror_urls(const config *cfg, const char *so
     return ERR_OK;
 }
 
+/* installer.verify.signer_sha256: 64 hex digits each, stored lower-case. */
+static MUST_CHECK error_code check_signer_pins(const config *cfg, const char *source, error_info *err)
+{
+    for (size_t i = 0; i < cfg->installer.verify.pin_count; i++) {
+        char *pin = cfg->installer.verify.signer_sha256[i];
+        size_t n = strspn(pin, "0123456789abcdefABCDEF");
+        if (n != 64 || pin[n])
+            return error_set(err, ERR_CONFIG,
+                             "%s: `installer.verify.signer_sha256[%zu]` must be a certificate's SHA-256 (64 hex "
+                             "digits), got \"%.80s\"",
+                             source, i, pin);
+        for (char *p = pin; *p; p++)
+            if (*p >= 'A' && *p <= 'F')
+                *p = (char)(*p - 'A' + 'a');
+    }
+    return ERR_OK;
+}
+
 /* log.file names a file: "" would be state_dir itself. */
 static MUST_CHECK error_code check_log(const config *cfg, const char *source, error_info *err)
 {
@@ -674,6 +696,8 @@ error_code config_load_text(config *cfg, const char *text, size_t len, const cha
         rc = check_mirror_urls(cfg, source, err);
     if (rc == ERR_OK)
         rc = check_log(cfg, source, err);
+    if (rc == ERR_OK)
+        rc = check_signer_pins(cfg, source, err);
     return rc;
 }
 
@@ -723,9 +747,13 @@ error_code config_check_file(const char *key, const char *path, error_info *err)
 
 error_code config_check_verify_files(const config_verify *verify, error_info *err)
 {
-    error_code rc = config_check_file("installer.verify.trusted_ca_file", verify->trusted_ca_file, err);
+    error_code rc = ERR_OK;
+    if (!verify->trusted_ca_file || strcmp(verify->trusted_ca_file, "system") != 0)
+        rc = config_check_file("installer.verify.trusted_ca_file", verify->trusted_ca_file, err);
     if (rc == ERR_OK)
         rc = config_check_file("installer.verify.timestamp_ca_file", verify->timestamp_ca_file, err);
+    for (size_t i = 0; rc == ERR_OK && i < verify->crl_file_count; i++)
+        rc = config_check_file("installer.verify.crl_files", verify->crl_files[i], err);
     return rc;
 }
 

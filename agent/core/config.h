@@ -20,10 +20,14 @@
 struct cJSON;
 
 typedef struct config_verify {
-    bool require_signature;     /* reject unsigned installers */
-    char *trusted_ca_file;      /* publisher CA (PEM); NULL when not set */
-    char *timestamp_ca_file;    /* CA of timestamp countersignatures; NULL: trusted_ca_file */
-    char *signer_subject;       /* required signer subject or CN; NULL: any */
+    bool require_signature;  /* reject unsigned installers */
+    char *trusted_ca_file;   /* publisher CA (PEM); NULL when not set */
+    char *timestamp_ca_file; /* CA of timestamp countersignatures; NULL: trusted_ca_file */
+    char *signer_subject;    /* required signer subject or CN; NULL: any */
+    char **signer_sha256;    /* pinned signer certificate SHA-256s (lower-case hex); none: any */
+    size_t pin_count;        /* entries of signer_sha256 */
+    char **crl_files;        /* CRLs (DER or PEM) checked offline; none: no revocation check */
+    size_t crl_file_count;
     char *expected_sha256;      /* lower-case hex; NULL: not checked */
     bool allow_sha1;            /* accept SHA-1 Authenticode digests */
     bool require_version_match; /* reject an installer without a version resource
@@ -156,7 +160,8 @@ MUST_CHECK error_code config_check_api(const config *cfg, error_info *err);
 MUST_CHECK error_code config_check_file(const char *key, const char *path, error_info *err);
 
 /* config_check_file for what the signature layer reads:
- * installer.verify.trusted_ca_file and timestamp_ca_file. */
+ * installer.verify.trusted_ca_file (unless "system"), timestamp_ca_file
+ * and every crl_files entry. */
 MUST_CHECK error_code config_check_verify_files(const config_verify *verify, error_info *err);
 
 /* Frees everything cfg owns (not cfg itself). */

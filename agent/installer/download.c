@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 #include <mbedtls/md.h>
 
+#include "authenticode/pe.h"
 #include "core/jsonx.h"
 #include "net/api.h"
 #include "installer/disposition.h"
@@ -131,6 +132,7 @@ typedef struct download_job {
     sidecar partial;         /* what is on disk (bytes: known good) */
     FILE *out;               /* the part file while a pipeline runs */
     mbedtls_md_context_t md; /* SHA-256 of the part file's first `hashed` bytes */
+    pe_stream *pe;           /* the same bytes' Authenticode digest, if a signed PE */
     int64_t hashed;          /* bytes covered by md */
     int64_t written;         /* bytes in the part file */
     int64_t total;           /* announced length of the whole file, -1 unknown */
@@ -183,6 +185,8 @@ static void job_discard_partial(download_job *job)
     job->written = 0;
     job->hashed = 0;
     mbedtls_md_starts(&job->md);
+    pe_stream_free(job->pe);
+    job->pe = pe_stream_new(PE_SIZE_UNKNOWN); /* NULL (no memory): verify reads the file */
 }
 
 /* ---- Pipeline: receive, hash and write in parallel ---------------------------------- */
@@ -230,6 +234,7 @@ static void hash_catch_up(pipeline *p)
         if (got == 0)
             break;
         mbedtls_md_update(&job->md, buf, got);
+        pe_stream_update(job->pe, buf, got);
         left -= (int64_t)got;
     }
     free(buf);
@@ -262,6 +267,7 @@ static void hasher_main(void *arg)
         size_t slot = (size_t)(p->hashed % DOWNLOAD_RING_SLOTS);
         platform_mutex_unlock(p->mutex);
         mbedtls_md_update(&p->job->md, p->slots[slot], p->lengths[slot]);
+        pe_stream_update(p->job->pe, p->slots[slot], p->lengths[slot]);
         platform_mutex_lock(p->mutex);
         p->job->hashed += (int64_t)p->lengths[slot];
         p->hashed++;
@@ -760,6 +766,7 @@ static MUST_CHECK error_code finish_result(download_job *job, error_info *err)
         job_discard_partial(job);
         return rc;
     }
+    job->result->have_pe_digest = pe_stream_finish(job->pe, &job->result->pe_digest);
     job->result->size = job->written;
     job->result->total_length = job->total;
     job->result->path = text_dup(job->part_path);
@@ -854,6 +861,7 @@ error_code download_run(http_client *http, const download_request *request, down
     job.total = -1;
     sidecar_clear(&job.partial);
     mbedtls_md_init(&job.md);
+    job.pe = pe_stream_new(PE_SIZE_UNKNOWN);
     error_code rc = ERR_OK;
     job.dir = platform_path_join(request->state_dir, "downloads");
     if (!job.dir) {
@@ -926,6 +934,7 @@ cleanup:
     if (job.out)
         fclose(job.out);
     mbedtls_md_free(&job.md);
+    pe_stream_free(job.pe);
     sidecar_clear(&job.partial);
     free(job.part_path);
     free(job.sidecar_path);

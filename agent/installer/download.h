@@ -46,6 +46,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "authenticode/authenticode.h"
 #include "base/error.h"
 #include "net/http.h"
 
@@ -106,6 +107,9 @@ typedef struct download_result {
     int64_t resumed_from;   /* bytes kept from an earlier run's partial */
     int64_t bytes_received; /* body bytes received in this run (all attempts) */
     int requests;           /* installer requests made */
+    bool have_pe_digest;    /* pe_digest holds the Authenticode SHA-256 of a signed PE,
+                               computed as the bytes arrived (PRODUCT.md 4.3, one pass) */
+    authenticode_pe_digest pe_digest;
 } download_result;
 
 /*

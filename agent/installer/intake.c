@@ -38,7 +38,9 @@ static const char *json_string(const cJSON *obj, const char *name)
     return jsonx_string(NULL, obj, name);
 }
 
-static MUST_CHECK error_code copy_file(const char *from, const char *to, error_info *err)
+/* Copies from to to; the bytes copied go through hasher (may be NULL):
+ * the copy is the one pass over the file (PRODUCT.md 4.3). */
+static MUST_CHECK error_code copy_file(const char *from, const char *to, verify_hasher *hasher, error_info *err)
 {
     FILE *in = platform_fopen(from, "rb");
     if (!in)
@@ -52,6 +54,8 @@ static MUST_CHECK error_code copy_file(const char *from, const char *to, error_i
         goto cleanup;
     size_t n;
     while ((n = fread(buf, 1, COPY_BUFFER, in)) > 0) {
+        if (hasher)
+            verify_hasher_update(hasher, buf, n);
         if (fwrite(buf, 1, n, out) != n) {
             rc = platform_stdio_error(err, "cannot write %s", to);
             goto cleanup;
@@ -96,6 +100,7 @@ typedef struct intake_job {
     char sha256[65]; /* of the installer */
     int64_t size;    /* of the installer */
     verify_report report;
+    verify_digests copied; /* computed while copying; copied.sha256 "" when not */
 } intake_job;
 
 static MUST_CHECK error_code make_private_copy(intake_job *job, error_info *err)
@@ -111,7 +116,14 @@ static MUST_CHECK error_code make_private_copy(intake_job *job, error_info *err)
                          c->path, (unsigned long long)size, job->root, (unsigned long long)free_bytes);
     if (c->take_ownership && platform_rename(c->path, job->received, NULL) == ERR_OK)
         return ERR_OK;
-    return copy_file(c->path, job->received, err);
+    verify_hasher *hasher = verify_hasher_new(size);
+    if (!hasher)
+        return oom(err);
+    error_code rc = copy_file(c->path, job->received, hasher, err);
+    if (rc == ERR_OK)
+        return verify_hasher_finish(hasher, &job->copied, err);
+    verify_hasher_free(hasher);
+    return rc;
 }
 
 /* Layers on the file as received: length, SHA-256, expected_sha256. */
@@ -128,6 +140,9 @@ static MUST_CHECK error_code check_received(intake_job *job, error_info *err)
         platform_path_stat(job->received, &stat_size) == PLATFORM_PATH_FILE) {
         snprintf(hex, sizeof hex, "%s", c->sha256_hex);
         size = (int64_t)stat_size;
+    } else if (job->copied.sha256[0]) {
+        snprintf(hex, sizeof hex, "%s", job->copied.sha256); /* hashed while copying */
+        size = job->copied.size;
     } else {
         rc = verify_sha256_file(job->received, hex, &size, err);
     }
@@ -456,7 +471,8 @@ error_code intake_stage(const config *cfg, state *s, const intake_candidate *can
         goto cleanup;
     }
     if (rc == ERR_OK)
-        rc = verify_signature(&job.report, &cfg->installer.verify, job.installer, err);
+        rc = verify_signature(&job.report, &cfg->installer.verify, job.installer,
+                              job.copied.have_pe ? &job.copied.pe : candidate->pe_digest, err);
     if (rc == ERR_OK)
         rc = verify_version_binding(&job.report, &cfg->installer.verify, job.installer, job.version, err);
     if (rc == ERR_OK)

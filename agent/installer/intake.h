@@ -12,31 +12,35 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "authenticode/authenticode.h"
 #include "core/config.h"
 #include "base/error.h"
 #include "core/state.h"
 
 typedef struct intake_candidate {
-    const char *path;                   /* file to verify and stage */
-    bool take_ownership;                /* true: path may be moved into staging (a finished
-                                           download on the same volume); false: it is copied
-                                           (stage FILE) and left where it is */
-    const char *version;                /* claimed version (X-Installer-Version, --version, or
-                                           NULL for a bundle whose manifest names it);
-                                           validated with version_is_valid: invalid → ERR_REJECTED */
-    const char *file_name;              /* safe base name (from Content-Disposition or the local
-                                           file's name); checked again here: unsafe → ERR_REJECTED;
-                                           NULL: a name made from the version */
-    const char *source_url;             /* URL it came from, or the local path for stage FILE */
-    const char *etag;                   /* validator of the download, or NULL */
-    int64_t expected_length;            /* Content-Length; -1 when unknown (not checked) */
-    const char *sha256_hex;             /* lower-case hex computed while downloading, or NULL
-                                           (computed here) */
-    bool allow_downgrade;               /* accept a version older than the installed one */
-    bool force;                         /* stage again even when this version is already staged */
-    const char *expected_signer_sha256; /* fleet mirror: the manifest's signer.cert_sha256; when
-                                    set and the signature was verified, the signer certificate
-                                    must have this SHA-256 (else ERR_REJECTED). NULL: not checked */
+    const char *path;                        /* file to verify and stage */
+    bool take_ownership;                     /* true: path may be moved into staging (a finished
+                                                download on the same volume); false: it is copied
+                                                (stage FILE) and left where it is */
+    const char *version;                     /* claimed version (X-Installer-Version, --version, or
+                                                NULL for a bundle whose manifest names it);
+                                                validated with version_is_valid: invalid → ERR_REJECTED */
+    const char *file_name;                   /* safe base name (from Content-Disposition or the local
+                                                file's name); checked again here: unsafe → ERR_REJECTED;
+                                                NULL: a name made from the version */
+    const char *source_url;                  /* URL it came from, or the local path for stage FILE */
+    const char *etag;                        /* validator of the download, or NULL */
+    int64_t expected_length;                 /* Content-Length; -1 when unknown (not checked) */
+    const char *sha256_hex;                  /* lower-case hex computed while downloading, or NULL
+                                                (computed here) */
+    const authenticode_pe_digest *pe_digest; /* the PE's Authenticode SHA-256 computed while
+                                           downloading (download_result), or NULL; used when
+                                           it fits the file (authenticode_policy.precomputed) */
+    bool allow_downgrade;                    /* accept a version older than the installed one */
+    bool force;                              /* stage again even when this version is already staged */
+    const char *expected_signer_sha256;      /* fleet mirror: the manifest's signer.cert_sha256; when
+                                         set and the signature was verified, the signer certificate
+                                         must have this SHA-256 (else ERR_REJECTED). NULL: not checked */
 } intake_candidate;
 
 typedef struct intake_result {

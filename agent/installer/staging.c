@@ -632,6 +632,15 @@ static cJSON *staged_object(const config *cfg)
         cJSON_AddStringToObject(staged, "signer", signer);
     else
         cJSON_AddNullToObject(staged, "signer");
+    /* Which signature carried the verdict (issue 23): as the manifest says. */
+    static const char *const carried[] = {"digest",          "signer_cert_sha256", "signature_index",
+                                          "signature_count", "timestamp_kind",     "timestamp"};
+    cJSON *by = cJSON_AddObjectToObject(staged, "verified_signature");
+    for (size_t i = 0; by && sig && i < sizeof carried / sizeof carried[0]; i++) {
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(sig, carried[i]);
+        if (item)
+            cJSON_AddItemToObject(by, carried[i], cJSON_Duplicate(item, true));
+    }
     free(version);
     free(path);
     cJSON_Delete(m);

@@ -19,6 +19,8 @@
 #include "authenticode/pe.h"
 #include "base/text.h"
 #include "core/jsonx.h"
+#include "core/log.h"
+#include "core/timefmt.h"
 #include "installer/version.h"
 #include "platform/platform.h"
 
@@ -124,6 +126,58 @@ bool verify_format_is_archive(verify_format format)
            format == VERIFY_FORMAT_TAR || format == VERIFY_FORMAT_TAR_GZ;
 }
 
+struct verify_hasher {
+    mbedtls_md_context_t sha256;
+    pe_stream *pe;
+    int64_t size;
+};
+
+verify_hasher *verify_hasher_new(uint64_t file_size)
+{
+    verify_hasher *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    mbedtls_md_init(&h->sha256);
+    h->pe = pe_stream_new(file_size);
+    if (!h->pe || mbedtls_md_setup(&h->sha256, mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), 0) != 0 ||
+        mbedtls_md_starts(&h->sha256) != 0) {
+        verify_hasher_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void verify_hasher_update(verify_hasher *h, const void *data, size_t len)
+{
+    (void)mbedtls_md_update(&h->sha256, data, len); /* fails only on a context that was never set up */
+    pe_stream_update(h->pe, data, len);
+    h->size += (int64_t)len;
+}
+
+error_code verify_hasher_finish(verify_hasher *h, verify_digests *out, error_info *err)
+{
+    unsigned char digest[32];
+    memset(out, 0, sizeof *out);
+    error_code rc = ERR_OK;
+    if (mbedtls_md_finish(&h->sha256, digest) != 0)
+        rc = error_set(err, ERR_INTERNAL, "hashing failed");
+    else
+        text_hex(digest, sizeof digest, out->sha256);
+    out->size = h->size;
+    out->have_pe = rc == ERR_OK && pe_stream_finish(h->pe, &out->pe);
+    verify_hasher_free(h);
+    return rc;
+}
+
+void verify_hasher_free(verify_hasher *h)
+{
+    if (!h)
+        return;
+    mbedtls_md_free(&h->sha256);
+    pe_stream_free(h->pe);
+    free(h);
+}
+
 error_code verify_sha256_file(const char *path, char hex[65], int64_t *size, error_info *err)
 {
     FILE *f = platform_fopen(path, "rb");
@@ -203,7 +257,8 @@ error_code verify_expected_sha256(verify_report *report, const config_verify *po
     return ERR_OK;
 }
 
-error_code verify_signature(verify_report *report, const config_verify *policy, const char *path, error_info *err)
+error_code verify_signature(verify_report *report, const config_verify *policy, const char *path,
+                            const authenticode_pe_digest *precomputed, error_info *err)
 {
     /* A CA file that is named but missing is a configuration error, never a
      * reason to skip the check. */
@@ -218,7 +273,12 @@ error_code verify_signature(verify_report *report, const config_verify *policy, 
         .trusted_ca_file = policy->trusted_ca_file,
         .timestamp_ca_file = policy->timestamp_ca_file,
         .signer_subject = policy->signer_subject,
+        .signer_sha256 = (const char *const *)policy->signer_sha256,
+        .signer_sha256_count = policy->pin_count,
+        .crl_files = (const char *const *)policy->crl_files,
+        .crl_file_count = policy->crl_file_count,
         .allow_sha1 = policy->allow_sha1,
+        .precomputed = precomputed,
         .now = platform_time_utc_ms() / 1000,
     };
     authenticode_result result;
@@ -229,6 +289,12 @@ error_code verify_signature(verify_report *report, const config_verify *policy, 
     snprintf(report->signer_cert_sha256, sizeof report->signer_cert_sha256, "%s", result.signer_cert_sha256);
     snprintf(report->digest, sizeof report->digest, "%s", result.digest_algorithm);
     report->timestamped = result.timestamped;
+    report->timestamp = result.timestamp;
+    snprintf(report->timestamp_kind, sizeof report->timestamp_kind, "%s", result.timestamp_kind);
+    report->signature_index = result.signature_index;
+    report->signature_count = result.signature_count;
+    if (result.notes[0])
+        log_info("signature check: %s", result.notes);
     if (result.verdict == AUTHENTICODE_VALID) {
         snprintf(report->signature, sizeof report->signature, result.chain_checked ? "valid" : "skipped");
         return ERR_OK;
@@ -366,6 +432,16 @@ cJSON *verify_report_to_json(const verify_report *report)
         cJSON_AddStringToObject(sig, "digest", report->digest);
     else
         cJSON_AddNullToObject(sig, "digest");
+    if (report->signature_index) {
+        cJSON_AddNumberToObject(sig, "signature_index", report->signature_index);
+        cJSON_AddNumberToObject(sig, "signature_count", report->signature_count);
+    }
+    if (report->timestamped) {
+        char when[TIMEFMT_ISO8601_SIZE];
+        timefmt_iso8601(report->timestamp, when);
+        cJSON_AddStringToObject(sig, "timestamp_kind", report->timestamp_kind);
+        cJSON_AddStringToObject(sig, "timestamp", when);
+    }
     if (report->binding[0]) {
         cJSON *binding = cJSON_AddObjectToObject(v, "version_binding");
         if (!binding)

@@ -9,7 +9,11 @@
  *  - expected_sha256 is compared with the file as received: the archive when
  *    the download was an archive, the installer itself otherwise (that is
  *    the file a publisher's checksum list names).
- *  - Signature: with a trusted_ca_file configured the signature is always
+ *  - Signature: every signature of the file is judged (authenticode.h);
+ *    the report describes the one that carried the verdict, and what could
+ *    not be read (certificates, CRLs) is logged at -v. trusted_ca_file may
+ *    be "system" (the OS store); signer_sha256 and crl_files are passed on.
+ *    With a trusted_ca_file configured the signature is always
  *    verified; "valid" passes, "unsigned" passes only without
  *    require_signature, and every other verdict (digest mismatch, bad
  *    signature, untrusted chain, wrong signer, malformed, unsupported)
@@ -41,6 +45,7 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include "authenticode/authenticode.h"
 #include "core/config.h"
 #include "base/error.h"
 
@@ -90,6 +95,33 @@ MUST_CHECK error_code verify_sha256_file(const char *path, char hex[65], int64_t
  * end (f stays open, the caller's); path names it in messages. */
 MUST_CHECK error_code verify_sha256_stream(FILE *f, const char *path, char hex[65], int64_t *size, error_info *err);
 
+/*
+ * The digests the layers need, computed in the one pass that brings the
+ * file (the private copy of `stage FILE`; a download): its SHA-256 and, for
+ * a signed PE, its Authenticode SHA-256 (pe_stream, authenticode/pe.h), so
+ * the signature layer does not read the image again (PRODUCT.md 4.3).
+ */
+typedef struct verify_hasher verify_hasher;
+
+typedef struct verify_digests {
+    char sha256[65]; /* lower-case hex of every byte fed */
+    int64_t size;    /* bytes fed */
+    bool have_pe;    /* pe holds the Authenticode SHA-256 of a signed PE */
+    authenticode_pe_digest pe;
+} verify_digests;
+
+/* A hasher for a file of file_size bytes; NULL when out of memory. */
+verify_hasher *verify_hasher_new(uint64_t file_size);
+
+/* The next len bytes of the file. */
+void verify_hasher_update(verify_hasher *h, const void *data, size_t len);
+
+/* Fills *out after the last byte and frees h. */
+MUST_CHECK error_code verify_hasher_finish(verify_hasher *h, verify_digests *out, error_info *err);
+
+/* Frees h without a result (an abandoned pass); NULL is fine. */
+void verify_hasher_free(verify_hasher *h);
+
 /* What the layers found; filled step by step, serialised into the manifest. */
 typedef struct verify_report {
     int64_t expected_length;     /* -1: not known, not checked */
@@ -104,11 +136,17 @@ typedef struct verify_report {
     char signer_cert_sha256[65]; /* SHA-256 of the signer certificate's DER, "" when none */
     bool timestamped;            /* the signature carried a verified timestamp */
     char digest[16];             /* Authenticode digest algorithm, "" when none */
-    char binding[12];            /* "bound" | "unbound" | "mismatch"; "" before the layer ran */
-    char file_version[128];      /* the version the file states, "" when none */
-    char binding_source[24];     /* "ProductVersion" | "FileVersion" | "fixed ProductVersion" |
-                                    "fixed FileVersion" | "msi ProductVersion"; "" when none */
-    char binding_reason[200];    /* why unbound, "" otherwise */
+    /* The signature that carried the verdict (the fields above describe it):
+     * 1 the primary, 2.. nested ones; its timestamp. 0 / "" when none. */
+    unsigned signature_index;
+    unsigned signature_count; /* signatures in the file, nested ones included */
+    char timestamp_kind[8];   /* "rfc3161" | "legacy" | "" */
+    int64_t timestamp;        /* Unix seconds, 0 when not timestamped */
+    char binding[12];         /* "bound" | "unbound" | "mismatch"; "" before the layer ran */
+    char file_version[128];   /* the version the file states, "" when none */
+    char binding_source[24];  /* "ProductVersion" | "FileVersion" | "fixed ProductVersion" |
+                                 "fixed FileVersion" | "msi ProductVersion"; "" when none */
+    char binding_reason[200]; /* why unbound, "" otherwise */
 } verify_report;
 
 /* Sets every member to its "nothing checked yet" value. */
@@ -131,10 +169,11 @@ MUST_CHECK error_code verify_expected_sha256(verify_report *report, const config
  * Signature layer on the installer at path (a PE or MSI), with the rules at
  * the top of this file. ERR_REJECTED with the verdict and its reason in the
  * message; ERR_CONFIG for an unusable CA configuration; ERR_IO when the file
- * cannot be read.
+ * cannot be read. precomputed (may be NULL): the PE digest from the pass
+ * that brought the file (verify_hasher), used when it fits the file.
  */
 MUST_CHECK error_code verify_signature(verify_report *report, const config_verify *policy, const char *path,
-                                       error_info *err);
+                                       const authenticode_pe_digest *precomputed, error_info *err);
 
 /*
  * Version-binding layer on the installer at path (a PE or MSI) that was

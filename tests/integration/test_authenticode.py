@@ -11,9 +11,14 @@ Where outpost and osslsigncode legitimately differ, the case says so and
 asserts the documented difference:
   * SHA-1 signatures: osslsigncode accepts them, outpost's policy refuses
     them unless allow_sha1.
-  * nested signatures: outpost judges the primary one only (a second
-    signature from a CA the policy does not trust does not reject the file);
-    osslsigncode 2.9 complains about it but exits 0 as well.
+  * nested signatures: both judge every signature and accept a file one
+    of them carries. A nested signature whose digest does not match the
+    file (dual-broken.exe): osslsigncode 2.9 prints MISMATCH and still
+    exits 0 through the other one; outpost rejects the file (PRODUCT.md
+    4.3: a broken signature rejects whatever the others say).
+  * revocation: osslsigncode is run with the same CRL (-CRLfile); outpost
+    accepts a signature timestamped before the revocation date, as Windows
+    does (osslsigncode judges the CRL at the verification time).
   * signer_subject: osslsigncode has no such policy.
   * MSI with data appended after the compound file: osslsigncode ignores
     the extra bytes, outpost refuses them (not covered by the signature).
@@ -55,8 +60,12 @@ def now_of(fx):
     return int((fx / "now.txt").read_text().strip())
 
 
-def probe(fx, path, now=None, ca="root.pem", ts_ca="ts-root.pem", subject=None, allow_sha1=False):
+def probe(fx, path, now=None, ca="root.pem", ts_ca="ts-root.pem", subject=None, allow_sha1=False, pins=(), crls=()):
     cmd = [PROBE, "--ca", str(fx / ca), "--now", str(now if now is not None else now_of(fx))]
+    for pin in pins:
+        cmd += ["--pin", pin]
+    for crl in crls:
+        cmd += ["--crl", str(fx / crl)]
     if ts_ca:
         cmd += ["--ts-ca", str(fx / ts_ca)]
     if subject is not None:
@@ -222,9 +231,9 @@ def test_sha1_refused_unless_allowed(fx, ext):
 
 
 def test_nested_signature(fx, ext):
-    # outpost judges the primary signature only. osslsigncode 2.9 prints an
-    # error for a nested signature it cannot chain but still exits 0, so
-    # both accept; with both roots trusted both accept too.
+    # The primary signature passes; the nested one (from a CA the policy
+    # does not trust) is outside the policy, which does not reject the file.
+    # osslsigncode 2.9 prints an error for it but exits 0 too.
     agree(fx, fx / f"nested.{ext}", "valid", True)
     bundle = fx / "both-roots.pem"
     bundle.write_bytes((fx / "root.pem").read_bytes() + (fx / "other-root.pem").read_bytes())
@@ -293,10 +302,136 @@ def test_pe_checksum_is_not_signed(fx):
     agree(fx, variant(fx, "signed.exe", "checksum-signed.exe", mutate), "valid", True)
 
 
+# ---- every signature is judged (issue 23) -------------------------------------
+
+def test_dual_sha1_sha256_passes_through_the_sha256_signature(fx, ext):
+    got = agree(fx, fx / f"dual-sha1-sha256.{ext}", "valid", True)
+    assert got["digest"] == "sha256" and got["signature_index"] == 2 and got["signature_count"] == 2
+
+
+def test_dual_untrusted_primary_trusted_nested(fx, ext):
+    got = agree(fx, fx / f"dual-other-leaf.{ext}", "valid", True)
+    assert got["signature_index"] == 2 and got["signer"] == "C=US, O=Example, CN=Example Code Signing"
+
+
+def test_dual_sha1_and_untrusted_sha256_is_refused(fx, ext):
+    # Documented difference: osslsigncode accepts the SHA-1 primary.
+    got = agree(fx, fx / f"dual-sha1-other.{ext}", "untrusted-chain", True)
+    assert got["reason"].startswith("signature 2 of 2 (sha256): ")
+    assert probe(fx, fx / f"dual-sha1-other.{ext}", allow_sha1=True)["verdict"] == "valid"
+
+
+def test_dual_with_broken_nested_signature_is_rejected(fx):
+    # Documented difference: osslsigncode exits 0 through the SHA-1 one.
+    got = agree(fx, fx / "dual-broken.exe", "digest-mismatch", True, allow_sha1=True)
+    assert got["signature_index"] == 2 and "signature 2 of 2" in got["reason"]
+
+
+def test_signer_sha256_pins(fx, ext):
+    cert = probe(fx, fx / f"signed.{ext}")["cert_sha256"]
+    other = "0" * 64
+    assert probe(fx, fx / f"signed.{ext}", pins=[other, cert])["verdict"] == "valid"
+    got = probe(fx, fx / f"signed.{ext}", pins=[other])
+    assert got["verdict"] == "wrong-signer" and cert in got["reason"]
+    # A pin chooses among the signatures of a dual-signed file too.
+    nested = probe(fx, fx / f"dual-other-leaf.{ext}")["cert_sha256"]
+    assert probe(fx, fx / f"dual-other-leaf.{ext}", pins=[nested])["verdict"] == "valid"
+
+
+# ---- certificates Mbed TLS cannot parse -------------------------------------------
+
+def test_critical_certificate_policies_are_read(fx):
+    got = agree(fx, fx / "pol.exe", "valid", True)
+    assert got["notes"] == ""
+
+
+def test_unreadable_certificate_in_the_signature_is_named(fx):
+    got = agree(fx, fx / "bad.exe", "untrusted-chain", False)
+    assert "Outpost Test Unreadable CA" in got["reason"] and "cannot be read" in got["reason"]
+    assert "-0x" in got["reason"]
+
+
+def test_ca_file_with_an_unreadable_certificate(fx):
+    got = probe(fx, fx / "signed.exe", ca="ca-with-unreadable.pem")
+    assert got["verdict"] == "valid"
+    assert "Weird Root CA" in got["notes"] and "certificate 1 of trusted CA file" in got["notes"]
+    r = subprocess.run([PROBE, "--ca", str(fx / "ca-only-unreadable.pem"), "--now", str(now_of(fx)),
+                        str(fx / "signed.exe")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stdout
+    out = json.loads(r.stdout)
+    assert out["code"] == "CONFIG" and "Weird Root CA" in out["error"] and "ca-only-unreadable.pem" in out["error"]
+
+
+# ---- revocation, offline ----------------------------------------------------------
+
+def ossl_crl_ok(fx, path, crl, now):
+    cmd = ["osslsigncode", "verify", "-CAfile", str(fx / "root.pem"), "-TSA-CAfile", str(fx / "ts-root.pem"),
+           "-CRLfile", str(fx / crl), "-time", str(now), "-in", str(path)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60).returncode == 0
+
+
+@pytest.mark.parametrize("crl", ["crl-leaf-before.pem", "crl-leaf-after.pem", "crl-inter.pem"])
+def test_revoked_without_timestamp(fx, ext, crl):
+    later = now_of(fx) + 3 * DAY
+    got = probe(fx, fx / f"signed.{ext}", now=later, crls=[crl])
+    assert got["verdict"] == "revoked", got
+    assert "was revoked on" in got["reason"] and "no trusted timestamp" in got["reason"]
+    assert not ossl_crl_ok(fx, fx / f"signed.{ext}", crl, later)
+
+
+def test_revoked_before_the_timestamp(fx, ext):
+    got = probe(fx, fx / f"signed-ts.{ext}", now=now_of(fx) + 3 * DAY, crls=["crl-leaf-before.pem"])
+    assert got["verdict"] == "revoked" and "Example Code Signing" in got["reason"]
+    assert "before the signature's timestamp" in got["reason"]
+
+
+@pytest.mark.parametrize("crl", ["crl-leaf-after.pem", "crl-inter.pem"])
+def test_revoked_after_the_timestamp_stands(fx, ext, crl):
+    got = probe(fx, fx / f"signed-ts.{ext}", now=now_of(fx) + 3 * DAY, crls=[crl])
+    assert got["verdict"] == "valid" and got["timestamped"] is True
+
+
+def test_crl_in_der_revoking_nothing(fx, ext):
+    assert probe(fx, fx / f"signed.{ext}", crls=["crl-none.der"])["verdict"] == "valid"
+    assert ossl_crl_ok(fx, fx / f"signed.{ext}", "crl-none.pem", now_of(fx))
+
+
+def test_unreadable_crl_file_is_a_config_error(fx):
+    r = subprocess.run([PROBE, "--ca", str(fx / "root.pem"), "--crl", str(fx / "root.pem"), str(fx / "signed.exe")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    out = json.loads(r.stdout)
+    assert out["code"] == "CONFIG" and "root.pem" in out["error"] and "CRL" in out["error"]
+
+
 # ---- MSI-only cases --------------------------------------------------------------
 
 def test_msi_with_msidigitalsignatureex(fx):
     agree(fx, fx / "signed-dse.msi", "valid", True)
+
+
+def dir_entry_changed(fx, name, new_name):
+    """name with the modification time of its first stream entry that is
+    not a signature changed: metadata only MsiDigitalSignatureEx covers."""
+    def mutate(d):
+        cfb = Cfb(d)
+        first = cfb.root_entry()
+        for i in range(1, cfb.ss // 128):
+            e = first + 128 * i
+            name_len = struct.unpack_from("<H", d, e + 64)[0]
+            raw = bytes(d[e:e + name_len])
+            if d[e + 66] == 2 and not raw.startswith(b"\x05\x00"):
+                d[e + 0x6C] ^= 0x01
+                return
+        raise AssertionError("no stream entry to change")
+    return variant(fx, name, new_name, mutate)
+
+
+def test_msi_metadata_changed_after_signing(fx):
+    # With MsiDigitalSignatureEx the metadata is signed: refused by both.
+    agree(fx, dir_entry_changed(fx, "signed-dse.msi", "dse-meta.msi"), "digest-mismatch", False)
+    # Without it, the metadata is not covered: accepted by both.
+    agree(fx, dir_entry_changed(fx, "signed.msi", "nodse-meta.msi"), "valid", True)
 
 
 # ---- MSI: every sector accounted for (GlueBall, CVE-2020-1464) -------------------

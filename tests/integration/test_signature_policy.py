@@ -23,6 +23,7 @@ those tools.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -361,3 +362,175 @@ def test_stage_records_the_faithful_signer(tmp_path, fx, unicode_signed):
     assert r.returncode == 4, r.stderr
     assert 'signed by "C=DE, O=Mäller GmbH, CN=Mäller GmbH", not "Müller GmbH"' in error_line(r)
     assert staged_versions(tmp_path) == [V]
+
+
+# ---- issue 23: every signature, pins, CRLs, "system", one pass -------------------
+
+def stage_json(cfg, path, version=V):
+    r = outpost(cfg, "--json", "stage", str(path), "--version", version)
+    return r, (json.loads(r.stdout) if r.returncode == 0 else None)
+
+
+def manifest_signature(tmp_path, version=V):
+    m = json.loads((tmp_path / "state" / "staging" / version / "manifest.json").read_text(encoding="utf-8"))
+    return m["verification"]["signature"]
+
+
+def test_dual_signed_stages_through_its_sha256_signature(tmp_path, fx):
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem")}})
+    r, _ = stage_json(cfg, fx / "dual-sha1-sha256.exe")
+    assert r.returncode == 0, r.stderr
+    sig = manifest_signature(tmp_path)
+    assert sig["result"] == "valid" and sig["digest"] == "sha256"
+    assert sig["signature_index"] == 2 and sig["signature_count"] == 2
+    status = json.loads((tmp_path / "state" / "status.json").read_text(encoding="utf-8"))
+    carried = status["installer"]["staged"]["verified_signature"]
+    assert carried["signature_index"] == 2 and carried["digest"] == "sha256"
+    assert carried["signer_cert_sha256"] == sig["signer_cert_sha256"]
+
+
+def test_timestamp_is_recorded(tmp_path, fx):
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
+                                                       "timestamp_ca_file": str(fx / "ts-root.pem")}})
+    r, _ = stage_json(cfg, fx / "signed-ts.exe")
+    assert r.returncode == 0, r.stderr
+    sig = manifest_signature(tmp_path)
+    assert sig["timestamp_kind"] == "rfc3161" and sig["timestamp"].endswith("Z")
+
+
+def test_signer_sha256_pin_in_the_configuration(tmp_path, fx):
+    probe_out = subprocess.run([PROBE, "--ca", str(fx / "root.pem"), str(fx / "signed.exe")], capture_output=True,
+                               text=True, timeout=60)
+    cert = json.loads(probe_out.stdout)["cert_sha256"]
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
+                                                       "signer_sha256": ["0" * 64]}})
+    r, _ = stage_json(cfg, fx / "signed.exe")
+    assert r.returncode == 4 and cert in error_line(r) and "signer_sha256" in error_line(r)
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
+                                                       "signer_sha256": ["0" * 64, cert.upper()]}})
+    r, _ = stage_json(cfg, fx / "signed.exe")
+    assert r.returncode == 0, r.stderr
+
+
+def test_signer_sha256_must_be_a_hash(tmp_path, fx):
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
+                                                       "signer_sha256": ["Example Code Signing"]}})
+    r, _ = stage_json(cfg, fx / "signed.exe")
+    assert r.returncode == 2 and "installer.verify.signer_sha256[0]" in error_line(r)
+
+
+def test_crl_files_reject_a_revoked_signer(tmp_path, fx):
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
+                                                       "crl_files": [str(fx / "crl-leaf-before.pem")]}})
+    r, _ = stage_json(cfg, fx / "signed.exe")
+    assert r.returncode == 4, r.stderr
+    assert "(revoked)" in error_line(r) and "Example Code Signing" in error_line(r)
+    missing = tmp_path / "missing.crl"
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
+                                                       "crl_files": [str(missing)]}})
+    r, _ = stage_json(cfg, fx / "signed.exe")
+    assert r.returncode == 2 and f"installer.verify.crl_files: {missing} does not exist" in error_line(r)
+
+
+def test_system_trust_store(tmp_path, fx):
+    # The test PKI's root is not in the system store: an untrusted chain,
+    # not a missing file.
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": "system"}})
+    r, _ = stage_json(cfg, fx / "signed.exe")
+    assert r.returncode == 4, r.stderr
+    assert "untrusted-chain" in error_line(r)
+    # SSL_CERT_FILE names the bundle "system" means on POSIX.
+    env_cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": "system"}})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
+    env.update(OUTPOST_API_KEY=API_KEY, SSL_CERT_FILE=str(fx / "root.pem"))
+    r = subprocess.run([OUTPOST, "-c", str(env_cfg), "stage", str(fx / "signed.exe"), "--version", V],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+
+
+def read_bytes_by_file(trace: Path):
+    """Bytes returned by read/pread64 per file path, from `strace -y`."""
+    out = {}
+    for line in trace.read_text(errors="replace").splitlines():
+        m = re.search(r"\b(?:read|pread64)\(\d+<([^>]*)>,.*\)\s+=\s+(\d+)", line)
+        if m:
+            out[m.group(1)] = out.get(m.group(1), 0) + int(m.group(2))
+    return out
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed (scripts/setup installs it)")
+def test_stage_reads_a_signed_pe_once(tmp_path, fx):
+    """`stage FILE` reads the file once for its SHA-256 and its Authenticode
+    digest: the source is read once (while copying), the staged copy only
+    for its headers, signature and version resource."""
+    big = tmp_path / "big-unsigned.exe"
+    big.write_bytes((fx / "app64.exe").read_bytes() + bytes(16 << 20))
+    signed = tmp_path / "big.exe"
+    subprocess.run(["osslsigncode", "sign", "-certs", str(fx / "leaf-chain.pem"), "-key", str(fx / "leaf.key"),
+                    "-h", "sha256", "-in", str(big), "-out", str(signed)], check=True, capture_output=True,
+                   timeout=120)
+    size = signed.stat().st_size
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem")}})
+    trace = tmp_path / "strace.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
+    env["OUTPOST_API_KEY"] = API_KEY
+    r = subprocess.run(["strace", "-f", "-y", "-e", "trace=read,pread64", "-o", str(trace), OUTPOST, "-c", str(cfg),
+                        "stage", str(signed), "--version", V], capture_output=True, text=True, timeout=300,
+                       env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    by_file = read_bytes_by_file(trace)
+    source = sum(n for p, n in by_file.items() if p.endswith("/big.exe"))
+    staged = sum(n for p, n in by_file.items() if "/staging/" in p)
+    assert source == size, by_file
+    # The copy: headers, the certificate table, the version resource; not
+    # the 16 MiB image (which an Authenticode digest of the copy would read).
+    assert staged < 1 << 20, by_file
+
+
+def test_unreadable_certificates_are_named_at_v_and_in_the_rejection(tmp_path, fx):
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "ca-with-unreadable.pem")}})
+    r = outpost(cfg, "-v", "stage", str(fx / "signed.exe"), "--version", V)
+    assert r.returncode == 0, r.stderr
+    assert "Weird Root CA" in r.stderr and "cannot be read" in r.stderr
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "ca-only-unreadable.pem")}})
+    r = outpost(cfg, "stage", str(fx / "signed.exe"), "--version", V + "-b")
+    assert r.returncode == 2, r.stderr
+    assert "Weird Root CA" in error_line(r) and "ca-only-unreadable.pem" in error_line(r)
+    cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem")}})
+    r = outpost(cfg, "stage", str(fx / "bad.exe"), "--version", V + "-c")
+    assert r.returncode == 4, r.stderr
+    assert "Outpost Test Unreadable CA" in error_line(r) and "cannot be read" in error_line(r)
+
+
+def big_signed_pe(fx, tmp_path, mib=16):
+    """A signed PE of about mib MiB (the fixture's image with an overlay),
+    stating the simulator's default version."""
+    big = tmp_path / "big-unsigned.exe"
+    big.write_bytes((fx / "app64.exe").read_bytes() + bytes(mib << 20))
+    signed = tmp_path / "big.exe"
+    subprocess.run(["osslsigncode", "sign", "-certs", str(fx / "leaf-chain.pem"), "-key", str(fx / "leaf.key"),
+                    "-h", "sha256", "-in", str(big), "-out", str(signed)], check=True, capture_output=True,
+                   timeout=120)
+    return signed
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed (scripts/setup installs it)")
+def test_update_reads_a_signed_pe_no_more_than_an_unsigned_one(tmp_path, fx, sim_factory):
+    """PRODUCT.md 4.3: the Authenticode digest is computed while the file
+    streams in, so after the download nothing reads the image again: only
+    its headers, signature and version resource."""
+    signed = big_signed_pe(fx, tmp_path)
+    sim = sim_factory(installer=str(signed))
+    cfg = write_config(tmp_path, base_url=sim.url,
+                       installer={"installed_version": "1.0",
+                                  "verify": {"trusted_ca_file": str(fx / "root.pem")}})
+    trace = tmp_path / "strace.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
+    env["OUTPOST_API_KEY"] = API_KEY
+    r = subprocess.run(["strace", "-f", "-y", "-e", "trace=read,pread64", "-o", str(trace), OUTPOST, "-c", str(cfg),
+                        "update"], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert manifest_signature(tmp_path, "26.01.03.24329-0de7ab+")["result"] == "valid"
+    by_file = read_bytes_by_file(trace)
+    state = sum(n for p, n in by_file.items() if str(tmp_path / "state") in p and not p.endswith(".json"))
+    assert state < 1 << 20, by_file

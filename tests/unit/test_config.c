@@ -413,6 +413,48 @@ static void test_named_files_must_exist(void **state)
     rmdir(dir);
 }
 
+/* Issue 23: signer_sha256 (hashes, stored lower-case), crl_files (each
+ * must exist when the signature layer runs), trusted_ca_file "system"
+ * (the OS store: no file to check). */
+static void test_verify_pins_crls_system(void **state)
+{
+    (void)state;
+    config cfg;
+    error_info err;
+    const char *upper = "ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789";
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"installer\": {\"verify\": {\"trusted_ca_file\": \"system\", \"signer_sha256\": [\"%s\"], "
+             "\"crl_files\": [\"/nonexistent/outpost-test.crl\"]}}}",
+             upper);
+    assert_int_equal(load(json, &cfg, &err), ERR_OK);
+    assert_int_equal(cfg.installer.verify.pin_count, 1);
+    assert_string_equal(cfg.installer.verify.signer_sha256[0],
+                        "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
+    assert_int_equal(cfg.installer.verify.crl_file_count, 1);
+    assert_int_equal(config_check_verify_files(&cfg.installer.verify, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "installer.verify.crl_files: /nonexistent/outpost-test.crl does not exist"));
+    config_free(&cfg);
+
+    assert_int_equal(load("{\"installer\": {\"verify\": {\"trusted_ca_file\": \"system\"}}}", &cfg, &err), ERR_OK);
+    assert_int_equal(config_check_verify_files(&cfg.installer.verify, &err), ERR_OK);
+    config_free(&cfg);
+
+    static const char *const bad[] = {
+        "{\"installer\": {\"verify\": {\"signer_sha256\": [\"abc\"]}}}",
+        "{\"installer\": {\"verify\": {\"signer_sha256\": \"abcdef\"}}}",
+        "{\"installer\": {\"verify\": {\"crl_files\": [\"\"]}}}",
+    };
+    static const char *const names[] = {"installer.verify.signer_sha256[0]", "installer.verify.signer_sha256",
+                                        "installer.verify.crl_files[0]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(load(bad[i], &cfg, &err), ERR_CONFIG);
+        if (!strstr(err.message, names[i]))
+            fail_msg("\"%s\" does not name %s", err.message, names[i]);
+        config_free(&cfg);
+    }
+}
+
 static void test_state_path(void **state)
 {
     (void)state;
@@ -499,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_check_api_needs_base_url),
         cmocka_unit_test(test_api_key_sources),
         cmocka_unit_test(test_named_files_must_exist),
+        cmocka_unit_test(test_verify_pins_crls_system),
         cmocka_unit_test(test_state_path),
         cmocka_unit_test(test_windows_text),
         cmocka_unit_test(test_argv_keys),

@@ -125,6 +125,72 @@ static void test_digest_ranges(void **state)
     fclose(f);
 }
 
+/* The streamed digest (pe_stream) equals pe_hash's whatever the chunk
+ * sizes, the headers split included; anything else yields none. */
+static void test_stream_digest_equals_pe_hash(void **state)
+{
+    (void)state;
+    uint8_t b[SIZE];
+    for (int plus = 0; plus <= 1; plus++) {
+        make_pe(b, plus);
+        uint32_t entry = OPT + (plus ? 144 : 128);
+        put32(b + entry, SIZE - 64);
+        put32(b + entry + 4, 64);
+        FILE *f = as_file(b, SIZE);
+        pe_layout layout;
+        authenticode_result r;
+        assert_int_equal(pe_parse(f, SIZE, &layout, &r, NULL), ERR_OK);
+        mbedtls_md_context_t md;
+        mbedtls_md_init(&md);
+        assert_int_equal(mbedtls_md_setup(&md, mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), 0), 0);
+        assert_int_equal(mbedtls_md_starts(&md), 0);
+        assert_int_equal(pe_hash(f, &layout, &md, NULL), ERR_OK);
+        uint8_t want[32];
+        assert_int_equal(mbedtls_md_finish(&md, want), 0);
+        mbedtls_md_free(&md);
+        fclose(f);
+
+        static const size_t chunks[] = {1, 3, 64, 100, 511, SIZE};
+        for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+            pe_stream *s = pe_stream_new(SIZE);
+            assert_non_null(s);
+            for (size_t at = 0; at < SIZE; at += chunks[c])
+                pe_stream_update(s, b + at, at + chunks[c] <= SIZE ? chunks[c] : SIZE - at);
+            authenticode_pe_digest got;
+            assert_true(pe_stream_finish(s, &got));
+            assert_memory_equal(got.sha256, want, 32);
+            assert_int_equal(got.cert_table_offset, SIZE - 64);
+            assert_int_equal(got.security_entry_offset, entry);
+            pe_stream_free(s);
+        }
+        /* A download of unknown length: the same digest, its length counted. */
+        pe_stream *s = pe_stream_new(PE_SIZE_UNKNOWN);
+        pe_stream_update(s, b, 1000);
+        pe_stream_update(s, b + 1000, SIZE - 1000);
+        authenticode_pe_digest got;
+        assert_true(pe_stream_finish(s, &got));
+        assert_memory_equal(got.sha256, want, 32);
+        assert_int_equal(got.file_size, SIZE);
+        pe_stream_free(s);
+    }
+    /* A short file, an unsigned image, a file that is not a PE: no digest. */
+    pe_stream *s = pe_stream_new(SIZE);
+    pe_stream_update(s, b, SIZE - 1);
+    authenticode_pe_digest got;
+    assert_false(pe_stream_finish(s, &got));
+    pe_stream_free(s);
+    make_pe(b, false);
+    s = pe_stream_new(SIZE);
+    pe_stream_update(s, b, SIZE);
+    assert_false(pe_stream_finish(s, &got));
+    pe_stream_free(s);
+    b[0] = 'X';
+    s = pe_stream_new(SIZE);
+    pe_stream_update(s, b, SIZE);
+    assert_false(pe_stream_finish(s, &got));
+    pe_stream_free(s);
+}
+
 static void test_read_signature_strips_padding(void **state)
 {
     (void)state;
@@ -447,6 +513,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_pe32_and_pe32_plus),
         cmocka_unit_test(test_digest_ranges),
+        cmocka_unit_test(test_stream_digest_equals_pe_hash),
         cmocka_unit_test(test_read_signature_strips_padding),
         cmocka_unit_test(test_version_sources),
         cmocka_unit_test(test_version_absent),

@@ -197,19 +197,19 @@ static void test_signature_without_ca(void **unused)
     verify_report_init(&r);
     error_info err;
     config_verify policy = {.require_signature = false, .trusted_ca_file = NULL};
-    assert_int_equal(verify_signature(&r, &policy, path, &err), ERR_OK);
+    assert_int_equal(verify_signature(&r, &policy, path, NULL, &err), ERR_OK);
     assert_string_equal(r.signature, "skipped");
 
     policy.require_signature = true;
-    assert_int_equal(verify_signature(&r, &policy, path, &err), ERR_CONFIG);
+    assert_int_equal(verify_signature(&r, &policy, path, NULL, &err), ERR_CONFIG);
     assert_non_null(strstr(err.message, "trusted_ca_file"));
     /* A CA file that is named but missing never turns the check into
      * "skipped", whether or not signatures are required. */
     policy.trusted_ca_file = (char *)"/nonexistent/ca.pem";
-    assert_int_equal(verify_signature(&r, &policy, path, &err), ERR_CONFIG);
+    assert_int_equal(verify_signature(&r, &policy, path, NULL, &err), ERR_CONFIG);
     policy.require_signature = false;
     verify_report_init(&r);
-    assert_int_equal(verify_signature(&r, &policy, path, &err), ERR_CONFIG);
+    assert_int_equal(verify_signature(&r, &policy, path, NULL, &err), ERR_CONFIG);
     assert_string_equal(err.message, "installer.verify.trusted_ca_file: /nonexistent/ca.pem does not exist; create "
                                      "the file or correct the key");
     assert_string_equal(r.signature, "");
@@ -230,7 +230,7 @@ static void test_signature_unsigned_with_ca(void **unused)
     verify_report_init(&r);
     error_info err;
     config_verify policy = {.require_signature = false, .trusted_ca_file = ca};
-    assert_int_equal(verify_signature(&r, &policy, path, &err), ERR_CONFIG);
+    assert_int_equal(verify_signature(&r, &policy, path, NULL, &err), ERR_CONFIG);
     unlink(path);
     unlink(ca);
     free(path);
