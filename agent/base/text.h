@@ -48,4 +48,13 @@ size_t text_utf8_bom_length(const char *data, size_t len);
  * among the first bytes, which text never holds.
  */
 bool text_looks_utf16(const char *data, size_t len);
+/*
+ * url as it may be printed or recorded: without the "user:password@" of
+ * its authority (scheme://user:password@host/... -> scheme://host/...), the
+ * one rule for every place a URL is shown (messages, the trace, the log,
+ * status.json, state.json). malloc'd; NULL only when out of memory. A
+ * string that is not a URL comes back unchanged.
+ */
+char *text_url_redact(const char *url);
+
 #endif

@@ -37,8 +37,10 @@ struct cJSON;
 
 typedef struct mirror_offer {
     manifest m;          /* the accepted manifest */
-    char *manifest_url;  /* malloc'd */
-    char *installer_url; /* manifest_url's directory + m.path; malloc'd */
+    char *manifest_url;  /* as shown and recorded (no user:password@); malloc'd */
+    char *installer_url; /* manifest_url's directory + m.path, as shown; malloc'd */
+    char *fetch_url;     /* installer_url with the configured URL's credentials, for
+                            the transfer only: never shown or recorded; malloc'd */
     bool not_modified;   /* answered 304: the kept copy was used */
     bool eligible;       /* inside the rollout */
     uint32_t bucket;     /* the rollout bucket of this machine */

@@ -382,12 +382,18 @@ def test_file_url_mirror_and_fallback_to_the_next_url(tmp_path, sim, fleet):
     assert staged(state) == [V2]
     assert "trying the next mirror" in r.stderr
 
-    # No mirror readable at all (down, 404, missing share): a temporary failure, exit 75.
-    cfg, state = endpoint_config(tmp_path, "c", [dead, (tmp_path / "no-such-share").as_uri()], [public_pem])
+    # No mirror readable: down is a temporary failure, exit 75 ...
+    cfg, state = endpoint_config(tmp_path, "c", [dead], [public_pem])
     r = run(cfg, "check", key=None)
     assert r.returncode == 75, r.stderr
     line = [l for l in error_lines(r) if "warning:" not in l][0]
-    assert "no-such-share" in line and "no mirror in `mirror.urls` could be read" in line, line
+    assert "no mirror in `mirror.urls` could be read: try again later" in line, line
+    # ... a missing share (as a 404) is a URL to fix, exit 1 naming the key (PRODUCT.md section 1).
+    cfg, state = endpoint_config(tmp_path, "d", [dead, (tmp_path / "no-such-share").as_uri()], [public_pem])
+    r = run(cfg, "check", key=None)
+    assert r.returncode == 1, r.stderr
+    line = [l for l in error_lines(r) if "warning:" not in l][0]
+    assert "no-such-share" in line and "check the URLs in `mirror.urls`" in line, line
 
 
 def test_rollout_follows_the_hash_of_salt_and_machine_id(tmp_path, sim, fleet):
@@ -513,7 +519,7 @@ def attack_html_with_200(ctx):
     html = ctx["server"].url.replace("/fleet/", "/html/")
     cfg, state = endpoint_config(ctx["tmp_path"], "html", [html], [ctx["public_pem"]])
     ctx["cfg"], ctx["state"] = cfg, state
-    return 4, "not a signed manifest"
+    return 75, "not a signed manifest"
 
 
 def attack_older_genuine_installer_under_the_new_name(ctx):
