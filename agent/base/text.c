@@ -128,3 +128,14 @@ char *text_url_redact(const char *url)
     memcpy(out + head, at + 1, tail + 1);
     return out;
 }
+
+int text_hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}

@@ -28,6 +28,10 @@ bool text_starts_with(const char *s, const char *prefix);
  * (digests, random names, key ids, escapes). */
 void text_hex(const void *bytes, size_t n, char *out);
 
+/* The value of one hex digit (0-9, a-f, A-F), -1 for any other character:
+ * the one hex decoder (percent-escapes, salts). */
+int text_hex_value(char c);
+
 /* malloc'd copy of s safe to print on a terminal: C0 control characters
  * (tab excepted), DEL and the C1 controls (U+0080..U+009F, as UTF-8) become
  * "\xHH" escapes, so text that came from the network cannot move the

@@ -1540,17 +1540,6 @@ static void fake_attempt(http_client *c, xfer *x)
 
 /* ---- file:// ------------------------------------------------------------------------- */
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 char *http_file_url_path(const char *url)
 {
     if (!url || !text_equal_nocase_n(url, "file://", 7))
@@ -1578,8 +1567,8 @@ char *http_file_url_path(const char *url)
         return NULL;
     char *out = raw;
     for (char *in = raw; *in; in++) {
-        if (*in == '%' && hex_digit(in[1]) >= 0 && hex_digit(in[2]) >= 0) {
-            char c = (char)(hex_digit(in[1]) * 16 + hex_digit(in[2]));
+        if (*in == '%' && text_hex_value(in[1]) >= 0 && text_hex_value(in[2]) >= 0) {
+            char c = (char)(text_hex_value(in[1]) * 16 + text_hex_value(in[2]));
             if (c == '\0') {
                 free(raw);
                 return NULL;

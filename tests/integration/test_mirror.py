@@ -582,7 +582,8 @@ def test_run_updates_from_the_mirror_without_a_key(tmp_path, sim, fleet):
 
 def test_https_mirror_is_verified_against_tls_ca_file(tmp_path, sim, published):
     """The README's nginx example is an https server: the endpoint reads it through TLS, checked
-    against tls.ca_file, and refuses it (a TLS error, exit 75 after trying every URL) without."""
+    against tls.ca_file, and refuses it without (a TLS error is not fixed by retrying: exit 1
+    after trying every URL, naming `mirror.urls`, PRODUCT.md section 1)."""
     mirror, cfg, key_file, public_pem = published
     sim.stop()
     server = MirrorServer(mirror, tmp_path / "nginx-tls", tls=True)
@@ -601,8 +602,9 @@ def test_https_mirror_is_verified_against_tls_ca_file(tmp_path, sim, published):
         other = make_certificates(str(tmp_path / "other-ca"))
         cfg, state = endpoint_config(tmp_path, "tls-wrong-ca", [server.url], [public_pem], ca_file=other["ca.pem"])
         r = run(cfg, "update", key=None)
-        assert r.returncode == 75, r.stderr
+        assert r.returncode == 1, r.stderr
         assert "TLS" in error_lines(r)[-1] and server.url in error_lines(r)[-1], r.stderr
+        assert "`mirror.urls`" in error_lines(r)[-1], r.stderr
         assert staged(state) == []
     finally:
         server.stop()

@@ -75,7 +75,15 @@ static void test_hex(void **state)
         text_hex(cases[i].bytes, cases[i].n, out);
         assert_string_equal(out, cases[i].hex);
         assert_int_equal(out[2 * cases[i].n + 1], 'x'); /* nothing written past the NUL */
+        /* ... and back, digit by digit, in either case */
+        for (size_t j = 0; j < cases[i].n; j++) {
+            unsigned char b = (unsigned char)cases[i].bytes[j];
+            assert_int_equal(text_hex_value(cases[i].hex[2 * j]) * 16 + text_hex_value(cases[i].hex[2 * j + 1]), b);
+        }
     }
+    assert_int_equal(text_hex_value('F'), 15);
+    assert_int_equal(text_hex_value('g'), -1);
+    assert_int_equal(text_hex_value('%'), -1);
 }
 
 static void test_url_redact(void **unused)
