@@ -1282,7 +1282,8 @@ static void handle_response(http_client *c, xfer *x, int64_t now)
         xfer_fail(c, x, ERR_HTTP, "unexpected redirect (HTTP %ld)", status);
         return;
     }
-    xfer_fail(c, x, ERR_HTTP, "the platform answered HTTP %ld %s%s", status, reason_phrase(status), detail);
+    xfer_fail(c, x, ERR_HTTP, "the platform answered HTTP %ld %s%s%s", status, reason_phrase(status), detail,
+              status == 404 ? "; check `base_url` (a path prefix such as /public belongs in it)" : "");
 }
 
 /* An attempt ended (libcurl or fake). message: libcurl's or the fake's text. */
