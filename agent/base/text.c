@@ -104,3 +104,38 @@ bool text_looks_utf16(const char *data, size_t len)
     /* ASCII text in UTF-16 has a NUL in every other byte. */
     return memchr(data, '\0', len < 64 ? len : 64) != NULL;
 }
+
+char *text_url_redact(const char *url)
+{
+    if (!url)
+        return NULL;
+    const char *scheme_end = strstr(url, "://");
+    if (!scheme_end)
+        return text_dup(url);
+    const char *authority = scheme_end + 3;
+    size_t authority_len = strcspn(authority, "/?#");
+    const char *at = NULL;
+    for (const char *p = authority; p < authority + authority_len; p++)
+        if (*p == '@')
+            at = p; /* the last one: a password may hold an unescaped '@' */
+    if (!at)
+        return text_dup(url);
+    size_t head = (size_t)(authority - url), tail = strlen(at + 1);
+    char *out = malloc(head + tail + 1);
+    if (!out)
+        return NULL;
+    memcpy(out, url, head);
+    memcpy(out + head, at + 1, tail + 1);
+    return out;
+}
+
+int text_hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}

@@ -28,6 +28,10 @@ bool text_starts_with(const char *s, const char *prefix);
  * (digests, random names, key ids, escapes). */
 void text_hex(const void *bytes, size_t n, char *out);
 
+/* The value of one hex digit (0-9, a-f, A-F), -1 for any other character:
+ * the one hex decoder (percent-escapes, salts). */
+int text_hex_value(char c);
+
 /* malloc'd copy of s safe to print on a terminal: C0 control characters
  * (tab excepted), DEL and the C1 controls (U+0080..U+009F, as UTF-8) become
  * "\xHH" escapes, so text that came from the network cannot move the
@@ -48,4 +52,13 @@ size_t text_utf8_bom_length(const char *data, size_t len);
  * among the first bytes, which text never holds.
  */
 bool text_looks_utf16(const char *data, size_t len);
+/*
+ * url as it may be printed or recorded: without the "user:password@" of
+ * its authority (scheme://user:password@host/... -> scheme://host/...), the
+ * one rule for every place a URL is shown (messages, the trace, the log,
+ * status.json, state.json). malloc'd; NULL only when out of memory. A
+ * string that is not a URL comes back unchanged.
+ */
+char *text_url_redact(const char *url);
+
 #endif

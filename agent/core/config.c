@@ -619,9 +619,11 @@ static MUST_CHECK error_code check_mirror_urls(const config *cfg, const char *so
         if ((text_equal_nocase_n(url, "https://", 8) && url[8]) || (text_equal_nocase_n(url, "http://", 7) && url[7]) ||
             (text_equal_nocase_n(url, "file://", 7) && url[7]))
             continue;
-        return error_set(err, ERR_CONFIG,
-                         "%s: `mirror.urls[%zu]` must be an https://, http:// or file:// URL, got \"%s\"", source, i,
-                         url);
+        char *shown = text_url_redact(url); /* the error is printed: never a password */
+        error_set(err, ERR_CONFIG, "%s: `mirror.urls[%zu]` must be an https://, http:// or file:// URL, got \"%s\"",
+                  source, i, shown ? shown : "(out of memory)");
+        free(shown);
+        return ERR_CONFIG;
     }
     return ERR_OK;
 }

@@ -19,17 +19,6 @@ static bool is_space(char c)
     return c == ' ' || c == '\t';
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /*
  * Reads one parameter value at *p (a quoted string or a token) into a
  * malloc'd string and advances *p past it. In a quoted string "\"" and "\\"
@@ -101,8 +90,8 @@ static char *decode_ext_value(const char *value)
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '%') {
-            int hi = hex_value(s[1]);
-            int lo = hi < 0 ? -1 : hex_value(s[2]);
+            int hi = text_hex_value(s[1]);
+            int lo = hi < 0 ? -1 : text_hex_value(s[2]);
             if (lo < 0) {
                 free(out);
                 return NULL;

@@ -137,6 +137,7 @@ typedef struct download_job {
     int64_t written;         /* bytes in the part file */
     int64_t total;           /* announced length of the whole file, -1 unknown */
     char *accepted_version;  /* version the accept hook already agreed to */
+    char *shown_url;         /* a known offer's URL as messages show it (no user:password@) */
     /* per attempt */
     int64_t range_start; /* Range sent (0: none) */
     bool restart;        /* answer unusable: ask again without Range */
@@ -589,12 +590,12 @@ static http_stream_action on_headers(void *user, const http_stream_headers *h)
                       "installer %s is longer than the %" PRId64 " bytes its manifest says (%" PRId64
                       " announced); it was not kept: the copy is not the one published, ask the publisher to "
                       "publish again",
-                      known->url, known->total_length, announced);
+                      job->shown_url, known->total_length, announced);
         else if (announced >= 0 && announced < known->total_length)
             error_set(&why, ERR_REJECTED,
                       "installer %s has %" PRId64 " bytes, its manifest says %" PRId64
                       "; it was not kept: the copy is truncated or not the one published, copy installers/ again",
-                      known->url, announced, known->total_length);
+                      job->shown_url, announced, known->total_length);
         if (announced >= 0 && announced != known->total_length) {
             free(file_name);
             job->discard = true;
@@ -666,7 +667,7 @@ static http_stream_action on_data(void *user, const void *data, size_t len)
                   "installer %s is longer than the %" PRId64
                   " bytes its manifest says; it was not kept: the copy is not the one published, ask the publisher to "
                   "publish again",
-                  known->url, known->total_length);
+                  job->shown_url, known->total_length);
         job->discard = true;
         return fail_with(job, ERR_REJECTED, &why);
     }
@@ -761,7 +762,7 @@ static MUST_CHECK error_code finish_result(download_job *job, error_info *err)
         error_code rc = error_set(err, ERR_REJECTED,
                                   "installer %s has SHA-256 %s, its signed manifest says %s; it was not kept: the file "
                                   "was changed or swapped on the server, do not use it and ask the publisher",
-                                  known->url, job->result->sha256, known->sha256);
+                                  job->shown_url, job->result->sha256, known->sha256);
         job->result->sha256[0] = '\0';
         job_discard_partial(job);
         return rc;
@@ -864,7 +865,8 @@ error_code download_run(http_client *http, const download_request *request, down
     job.pe = pe_stream_new(PE_SIZE_UNKNOWN);
     error_code rc = ERR_OK;
     job.dir = platform_path_join(request->state_dir, "downloads");
-    if (!job.dir) {
+    job.shown_url = request->offer ? text_url_redact(request->offer->url) : NULL;
+    if (!job.dir || (request->offer && !job.shown_url)) {
         rc = error_set(err, ERR_NOMEM, "out of memory");
         goto cleanup;
     }
@@ -939,6 +941,7 @@ cleanup:
     free(job.part_path);
     free(job.sidecar_path);
     free(job.accepted_version);
+    free(job.shown_url);
     free(job.dir);
     return rc;
 }

@@ -28,6 +28,7 @@ void source_mirror_offer_free(mirror_offer *offer)
     manifest_free(&offer->m);
     free(offer->manifest_url);
     free(offer->installer_url);
+    free(offer->fetch_url);
     memset(offer, 0, sizeof *offer);
 }
 
@@ -119,6 +120,23 @@ static MUST_CHECK error_code judge(const config *cfg, state *s, const char *byte
                                    error_info *err)
 {
     error_code rc = manifest_open(bytes, len, keys, key_count, m, verdict, err);
+    if (rc != ERR_OK && (*verdict == MANIFEST_MALFORMED || *verdict == MANIFEST_TOO_LARGE) &&
+        (len == 0 || bytes[0] != '{' || !memchr(bytes, '}', len))) {
+        /* An error page, an empty or a cut answer is not tampering
+         * (PRODUCT.md section 8): say what came back, and try later. */
+        char what[80];
+        size_t n = 0;
+        for (size_t i = 0; i < len && n < 48; i++)
+            what[n++] = bytes[i] >= 0x20 && bytes[i] < 0x7f ? bytes[i] : ' ';
+        what[n] = '\0';
+        if (len == 0)
+            error_prefix(err, "an empty answer");
+        else
+            error_prefix(err, "%zu bytes starting \"%s\"%s", len, what, len > n ? "..." : "");
+        if (err)
+            err->code = ERR_TEMPORARY;
+        return ERR_TEMPORARY;
+    }
     if (rc != ERR_OK)
         return rc;
     const cJSON *section = state_section(s, SECTION);
@@ -208,13 +226,16 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
     bool accepted = false;
     for (size_t i = 0; i < cfg->mirror.url_count && !accepted; i++) {
         char *url = manifest_url_of(cfg->mirror.urls[i]);
-        if (!url) {
+        /* What is shown and recorded: never the URL's user:password@. */
+        char *shown = url ? text_url_redact(url) : NULL;
+        if (!url || !shown) {
+            free(url);
             rc = error_set(err, ERR_NOMEM, "out of memory");
             break;
         }
         const cJSON *section = state_section(s, SECTION);
         size_t kept_len = 0;
-        char *kept = kept_copy(cfg, s, url, &kept_len);
+        char *kept = kept_copy(cfg, s, shown, &kept_len);
         http_url_request req = {
             .url = url,
             .if_none_match = kept ? jsonx_string(NULL, section, "etag") : NULL,
@@ -236,25 +257,26 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
                 len = MANIFEST_MAX_BYTES + 1; /* manifest_open refuses it by size */
             code = judge(cfg, s, bytes ? bytes : "", bytes ? len : 0, keys, key_count, now_s, &m, &verdict, &here);
             if (code != ERR_OK && verdict != MANIFEST_OK) {
-                error_prefix(&here, "mirror %s", url);
+                error_prefix(&here, "mirror %s", shown);
                 char fix[ERROR_MESSAGE_MAX];
                 snprintf(fix, sizeof fix, "%s", here.message);
-                record_status(s, url, &m, false, false, verdict, fix);
+                record_status(s, shown, &m, false, false, verdict, fix);
             } else if (code != ERR_OK) {
-                error_prefix(&here, "mirror %s", url);
+                error_prefix(&here, "mirror %s", shown);
             }
         } else {
             error_prefix(&here, "mirror");
-            record_status(s, url, NULL, false, false, MANIFEST_OK, here.message);
+            record_status(s, shown, NULL, false, false, MANIFEST_OK, here.message);
         }
         if (code == ERR_OK) {
-            keep_copy(cfg, s, url, &res, &m);
+            keep_copy(cfg, s, shown, &res, &m);
             offer->m = m;
-            offer->manifest_url = url;
-            offer->installer_url = resolve(url, m.path);
+            offer->manifest_url = shown;
+            offer->installer_url = resolve(shown, m.path);
+            offer->fetch_url = resolve(url, m.path);
             offer->not_modified = res.status == 304;
             accepted = true;
-            url = NULL;
+            shown = NULL;
         } else {
             manifest_free(&m);
             log_trace("%s", here.message);
@@ -269,6 +291,7 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
         http_url_body_free(&res);
         free(kept);
         free(url);
+        free(shown);
     }
     for (size_t k = 0; k < key_count; k++)
         signkey_free(keys[k]);
@@ -276,20 +299,27 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
     if (rc != ERR_OK)
         return rc;
     if (!accepted) {
-        /* A fetch failure (404, network) means "try later"; refusals keep their own code. */
-        bool transport = worst == ERR_HTTP || worst == ERR_NOT_FOUND || worst == ERR_IO || worst == ERR_TLS ||
-                         worst == ERR_TEMPORARY;
-        if (transport) {
-            worst_err.code = worst = ERR_TEMPORARY;
+        /* PRODUCT.md section 1: what retrying can fix is 75 (a network
+         * failure, a timeout, 429/5xx, a slow, stalled or withheld answer, a
+         * refused redirect); what it cannot is 1 (a host name that does not
+         * resolve, 401/403/404 or a missing file, a TLS name or CA failure):
+         * the URL needs fixing. Refusals keep their own code. */
+        bool fixable = worst == ERR_HTTP || worst == ERR_NOT_FOUND || worst == ERR_TLS || worst == ERR_NETWORK;
+        bool temporary = worst == ERR_TEMPORARY || worst == ERR_PROTOCOL || worst == ERR_IO;
+        if (fixable || temporary) {
+            if (temporary)
+                worst_err.code = worst = ERR_TEMPORARY;
             size_t n = strlen(worst_err.message);
-            snprintf(worst_err.message + n, sizeof worst_err.message - n,
-                     "; no mirror in `mirror.urls` could be read: try again later, or check the URLs and the network");
+            snprintf(worst_err.message + n, sizeof worst_err.message - n, "%s",
+                     fixable ? "; no mirror in `mirror.urls` could be read: check the URLs in `mirror.urls`"
+                             : "; no mirror in `mirror.urls` could be read: try again later, or check the URLs and "
+                               "the network");
         }
         if (err)
             *err = worst_err;
         return worst;
     }
-    if (!offer->installer_url) {
+    if (!offer->installer_url || !offer->fetch_url) {
         source_mirror_offer_free(offer);
         return error_set(err, ERR_NOMEM, "out of memory");
     }
@@ -316,7 +346,7 @@ error_code source_mirror_download(http_client *http, const config *cfg, const mi
         .version = m->version,
         .file_name = m->file_name,
         .total_length = m->length,
-        .url = offer->installer_url,
+        .url = offer->fetch_url,
         .sha256 = m->sha256,
         .signer_sha256 = m->signed_installer ? m->signer_cert_sha256 : NULL,
     };

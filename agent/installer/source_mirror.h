@@ -1,9 +1,10 @@
 /*
  * source_mirror.h — the fleet mirror as the source of the installer offer
  * (PRODUCT.md section 8): where check and update learn the latest version,
- * and where update fetches it, when mirror.urls is set. The API's
- * installer route is the other source (cmd_fetch.c, download.c); everything
- * after the offer (verification, staging, deploy, status) is shared.
+ * and where update fetches it, when mirror.urls is set: "a second source of
+ * the same offer, not a second pipeline". The API's installer route is the
+ * other source (source_api.h); both offers are downloaded by download.c, and
+ * everything after (verification, staging, deploy, status) is shared.
  *
  * source_mirror_fetch tries mirror.urls in order. For each: GET the
  * manifest (conditional when a previous copy from that URL is kept in
@@ -37,8 +38,10 @@ struct cJSON;
 
 typedef struct mirror_offer {
     manifest m;          /* the accepted manifest */
-    char *manifest_url;  /* malloc'd */
-    char *installer_url; /* manifest_url's directory + m.path; malloc'd */
+    char *manifest_url;  /* as shown and recorded (no user:password@); malloc'd */
+    char *installer_url; /* manifest_url's directory + m.path, as shown; malloc'd */
+    char *fetch_url;     /* installer_url with the configured URL's credentials, for
+                            the transfer only: never shown or recorded; malloc'd */
     bool not_modified;   /* answered 304: the kept copy was used */
     bool eligible;       /* inside the rollout */
     uint32_t bucket;     /* the rollout bucket of this machine */

@@ -127,6 +127,10 @@ typedef struct xfer {
     bool body_capped;    /* a body not handed on reached HTTP_ERROR_BODY_KEEP: stopped there */
     int64_t deadline_ms; /* on the client's clock: past it the attempt is aborted */
     bool deadline_hit;
+    int64_t paced_from_ms; /* the receive cap: when the body started, */
+    int64_t paced_bytes;   /* how much of it was taken since, */
+    int64_t resume_at_ms;  /* and, while paused, when to take more */
+    bool paused;
     char errbuf[CURL_ERROR_SIZE];
 } xfer;
 
@@ -621,10 +625,55 @@ static size_t curl_header_cb(char *buffer, size_t size, size_t nitems, void *use
     return on_header_line(userdata, buffer, n) ? n : 0;
 }
 
+/*
+ * The receive cap (installer.max_bytes_per_second): a body is taken no
+ * faster than the cap from its first byte on. libcurl's own limit reads a
+ * whole burst of buffers before it looks at the rate, so a file of a few
+ * MiB came at full speed; pausing the transfer here (drive() resumes it)
+ * holds the rate for any length, as file_attempt does for file://.
+ */
+static bool pace_wait(xfer *x, size_t len)
+{
+    int64_t cap = x->kind == XFER_STREAM && x->delivering ? x->stream->max_bytes_per_second : 0;
+    if (cap <= 0)
+        return false;
+    int64_t now = clock_now_ms(x->client->clock);
+    int64_t due = x->paced_from_ms + x->paced_bytes * 1000 / cap;
+    if (due > now) {
+        x->resume_at_ms = due;
+        x->paused = true;
+        return true;
+    }
+    x->paced_bytes += (int64_t)len;
+    return false;
+}
+
 static size_t curl_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
     size_t n = size * nmemb;
+    if (pace_wait(userdata, n))
+        return CURL_WRITEFUNC_PAUSE; /* libcurl keeps the chunk and hands it again on resume */
     return on_body(userdata, ptr, n) ? n : 0;
+}
+
+/* Resumes the paused transfers whose time came; returns the ms until the
+ * next one is due (-1: none paused). */
+static int64_t pace_resume(http_client *c)
+{
+    int64_t wake = -1;
+    int64_t now = clock_now_ms(c->clock);
+    for (xfer *x = c->running_head; x; x = x->run_next) {
+        if (!x->paused || !x->easy)
+            continue;
+        if (x->resume_at_ms <= now) {
+            x->paused = false;
+            curl_easy_pause(x->easy, CURLPAUSE_CONT);
+            continue;
+        }
+        int64_t w = x->resume_at_ms - now;
+        wake = wake < 0 || w < wake ? w : wake;
+    }
+    return wake;
 }
 
 /* ---- Streams: headers to the caller ------------------------------------------------ */
@@ -694,6 +743,8 @@ static void stream_deliver_headers(xfer *x)
     s->result.status = x->status;
     s->result.headers_delivered = true;
     x->delivering = x->status != 416 && x->status != 304;
+    x->paced_from_ms = clock_now_ms(x->client->clock);
+    x->paced_bytes = 0;
     if (x->delivering && s->scale_deadline && h.content_length > 0)
         x->deadline_ms += h.content_length * 1000 / min_speed(x->client, x);
     if (s->callbacks->on_headers && s->callbacks->on_headers(s->callbacks->user, &h) == HTTP_STREAM_STOP) {
@@ -1231,7 +1282,8 @@ static void handle_response(http_client *c, xfer *x, int64_t now)
         xfer_fail(c, x, ERR_HTTP, "unexpected redirect (HTTP %ld)", status);
         return;
     }
-    xfer_fail(c, x, ERR_HTTP, "the platform answered HTTP %ld %s%s", status, reason_phrase(status), detail);
+    xfer_fail(c, x, ERR_HTTP, "the platform answered HTTP %ld %s%s%s", status, reason_phrase(status), detail,
+              status == 404 ? "; check `base_url` (a path prefix such as /public belongs in it)" : "");
 }
 
 /* An attempt ended (libcurl or fake). message: libcurl's or the fake's text. */
@@ -1290,14 +1342,16 @@ static void attempt_done(http_client *c, xfer *x, attempt_outcome outcome, const
     }
     case OUTCOME_TLS:
         xfer_fail(c, x, ERR_TLS,
-                  "TLS failure (%.250s); check tls.ca_file, tls.pinned_public_key and the server's certificate; "
+                  "TLS failure (%.250s); check %s, tls.ca_file, tls.pinned_public_key and the server's certificate; "
                   "retrying will not help",
-                  message ? message : "");
+                  message ? message : "", x->direct ? "the URL" : "`base_url`");
         return;
     case OUTCOME_CONFIG: xfer_fail(c, x, ERR_CONFIG, "%.300s", message ? message : "unusable URL"); return;
     case OUTCOME_RESOLVE:
-        xfer_fail(c, x, ERR_NETWORK, "%.250s; check the host name in the URL (and `proxy`)",
-                  message ? message : "the host name does not resolve");
+        /* A name that does not resolve is a wrong URL far more often than a
+         * passing DNS failure: retrying will not fix it (PRODUCT.md section 1). */
+        xfer_fail(c, x, ERR_NETWORK, "%.250s; check the host name in %s%s", message ? message : "cannot resolve",
+                  x->direct ? "the URL" : "`base_url`", c->proxy ? " and `proxy`" : "");
         return;
     case OUTCOME_NOT_FOUND: xfer_fail(c, x, ERR_NOT_FOUND, "%.300s", message ? message : "no such file"); return;
     case OUTCOME_PROXY_AUTH: xfer_fail(c, x, ERR_AUTH, "%s", PROXY_AUTH_ADVICE); return;
@@ -1363,6 +1417,7 @@ static void attempt_reset(xfer *x)
     x->out_of_memory = false;
     x->body_capped = false;
     x->deadline_hit = false;
+    x->paused = false;
     x->errbuf[0] = '\0';
     x->token_generation = 0;
 }
@@ -1486,17 +1541,6 @@ static void fake_attempt(http_client *c, xfer *x)
 
 /* ---- file:// ------------------------------------------------------------------------- */
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 char *http_file_url_path(const char *url)
 {
     if (!url || !text_equal_nocase_n(url, "file://", 7))
@@ -1524,8 +1568,8 @@ char *http_file_url_path(const char *url)
         return NULL;
     char *out = raw;
     for (char *in = raw; *in; in++) {
-        if (*in == '%' && hex_digit(in[1]) >= 0 && hex_digit(in[2]) >= 0) {
-            char c = (char)(hex_digit(in[1]) * 16 + hex_digit(in[2]));
+        if (*in == '%' && text_hex_value(in[1]) >= 0 && text_hex_value(in[2]) >= 0) {
+            char c = (char)(text_hex_value(in[1]) * 16 + text_hex_value(in[2]));
             if (c == '\0') {
                 free(raw);
                 return NULL;
@@ -1753,8 +1797,6 @@ static bool curl_attempt(http_client *c, xfer *x)
          * headers reads little body. */
         if (x->stream->callbacks->on_data)
             curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
-        if (x->stream->max_bytes_per_second > 0)
-            curl_easy_setopt(e, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)x->stream->max_bytes_per_second);
     } else {
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* the size cap counts decoded bytes */
     }
@@ -1996,6 +2038,9 @@ static MUST_CHECK error_code drive(http_client *c, drive_done_fn done, const voi
             collect_curl(c);
             if (done(c, arg))
                 break;
+            int64_t paced = pace_resume(c);
+            if (paced >= 0 && paced < timeout)
+                timeout = (long)paced;
             if (curl_multi_poll(c->multi, NULL, 0, (int)timeout, NULL) != CURLM_OK) {
                 rc = error_set(err, ERR_INTERNAL, "http: libcurl's multi interface failed");
                 break;

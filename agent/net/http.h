@@ -61,11 +61,15 @@
  *                 attempt or when the retry budget is spent (exit 75)
  *  ERR_TLS        unknown CA, wrong host name, pinned key mismatch (exit 1),
  *                 never retried
+ *  ERR_NETWORK    a host name (or the proxy's) that does not resolve (exit 1,
+ *                 "check `base_url`"), never retried: a wrong URL, not a
+ *                 passing failure (PRODUCT.md section 1)
  *  ERR_PROTOCOL   response over the size cap, unusable redirect (https:// to
  *                 http:// included), token answer without a token, a second
  *                 response on one transfer
  *  ERR_HTTP       any other non-2xx status (400, 404, 409, ...), never retried;
- *                 the message carries the envelope's first error message
+ *                 the message carries the envelope's first error message (a
+ *                 404 also says to check `base_url`)
  *  ERR_CONFIG     unusable base_url (http:// to a host that is not loopback)
  *
  * Secrets: the API key and the access token never reach a log line, the

@@ -243,6 +243,33 @@ def check_mirror_files(mirror: Path) -> None:
 # ---- update ------------------------------------------------------------------------------------
 
 
+def update_invariants(cfg: Path, state: Path, version: str, digest: str, staged: list[str], source: str):
+    """An update's checks, from either source: after a stop (crashed), and after the clean
+    rerun compared with the uninterrupted run's state (recover)."""
+
+    def crashed(point):
+        check_documents(state)
+        assert current(state) in check_staging(state)
+
+    def recover(reference):
+        r = run(cfg, "update")
+        assert r.returncode == 0, f"the clean update after the stop failed: {r.stderr}"
+        check_documents(state)
+        ref = reference / "state"
+        assert check_staging(state) == check_staging(ref) == staged
+        assert current(state) == version
+        manifest = json.loads((state / "staging" / version / "manifest.json").read_text())
+        assert manifest["sha256"] == digest, "the staged bytes are not the published installer"
+        assert not list((state / "downloads").iterdir()), "downloads/ not emptied"
+        status = json.loads((state / "status.json").read_text())
+        assert status["installer"]["source"] == source
+        assert status["installer"]["staged"]["version"] == version
+        history = json.loads((state / "state.json").read_text())["installer"]["staged_history"]
+        assert history == json.loads((ref / "state.json").read_text())["installer"]["staged_history"]
+
+    return crashed, recover
+
+
 def test_update_stopped_at_every_crash_point(tmp_path):
     """From two staged versions (keep_versions 1 keeps the current and the
     previous one) to a third: download, sidecar, private copy, manifest,
@@ -267,25 +294,7 @@ def test_update_stopped_at_every_crash_point(tmp_path):
         sim.config(installer=str(path), installer_version=version)
         digest = sha256_file(path)
 
-        def crashed(point):
-            check_documents(state)
-            assert current(state) in check_staging(state)
-
-        def recover(reference):
-            r = run(cfg, "update")
-            assert r.returncode == 0, f"the clean update after the stop failed: {r.stderr}"
-            check_documents(state)
-            ref = reference / "state"
-            assert check_staging(state) == check_staging(ref) == ["27.0.1", "27.0.2"]
-            assert current(state) == version
-            manifest = json.loads((state / "staging" / version / "manifest.json").read_text())
-            assert manifest["sha256"] == digest, "the staged bytes are not the published installer"
-            assert not list((state / "downloads").iterdir()), "downloads/ not emptied"
-            status = json.loads((state / "status.json").read_text())
-            assert status["installer"]["staged"]["version"] == version
-            history = json.loads((state / "state.json").read_text())["installer"]["staged_history"]
-            assert history == json.loads((ref / "state.json").read_text())["installer"]["staged_history"]
-
+        crashed, recover = update_invariants(cfg, state, version, digest, ["27.0.1", "27.0.2"], "api")
         sweep.sweep("update", lambda n: run(cfg, "update", crash_after=n, log=sweep.log), crashed, recover)
 
 
@@ -326,26 +335,7 @@ def test_mirror_update_stopped_at_every_crash_point(tmp_path):
         assert r.returncode == 0, r.stderr
         digest = sha256_file(path)
 
-        def crashed(point):
-            check_documents(state)
-            assert current(state) in check_staging(state)
-
-        def recover(reference):
-            r = run(cfg, "update")
-            assert r.returncode == 0, f"the clean update after the stop failed: {r.stderr}"
-            check_documents(state)
-            ref = reference / "state"
-            assert check_staging(state) == check_staging(ref) == ["28.0.1", "28.0.2"]
-            assert current(state) == version
-            manifest = json.loads((state / "staging" / version / "manifest.json").read_text())
-            assert manifest["sha256"] == digest, "the staged bytes are not the published installer"
-            assert not list((state / "downloads").iterdir()), "downloads/ not emptied"
-            status = json.loads((state / "status.json").read_text())
-            assert status["installer"]["source"] == "mirror"
-            assert status["installer"]["staged"]["version"] == version
-            history = json.loads((state / "state.json").read_text())["installer"]["staged_history"]
-            assert history == json.loads((ref / "state.json").read_text())["installer"]["staged_history"]
-
+        crashed, recover = update_invariants(cfg, state, version, digest, ["28.0.1", "28.0.2"], "mirror")
         sweep.sweep("mirror update", lambda n: run(cfg, "update", crash_after=n, log=sweep.log), crashed, recover)
 
 

@@ -382,12 +382,18 @@ def test_file_url_mirror_and_fallback_to_the_next_url(tmp_path, sim, fleet):
     assert staged(state) == [V2]
     assert "trying the next mirror" in r.stderr
 
-    # No mirror readable at all (down, 404, missing share): a temporary failure, exit 75.
-    cfg, state = endpoint_config(tmp_path, "c", [dead, (tmp_path / "no-such-share").as_uri()], [public_pem])
+    # No mirror readable: down is a temporary failure, exit 75 ...
+    cfg, state = endpoint_config(tmp_path, "c", [dead], [public_pem])
     r = run(cfg, "check", key=None)
     assert r.returncode == 75, r.stderr
     line = [l for l in error_lines(r) if "warning:" not in l][0]
-    assert "no-such-share" in line and "no mirror in `mirror.urls` could be read" in line, line
+    assert "no mirror in `mirror.urls` could be read: try again later" in line, line
+    # ... a missing share (as a 404) is a URL to fix, exit 1 naming the key (PRODUCT.md section 1).
+    cfg, state = endpoint_config(tmp_path, "d", [dead, (tmp_path / "no-such-share").as_uri()], [public_pem])
+    r = run(cfg, "check", key=None)
+    assert r.returncode == 1, r.stderr
+    line = [l for l in error_lines(r) if "warning:" not in l][0]
+    assert "no-such-share" in line and "check the URLs in `mirror.urls`" in line, line
 
 
 def test_rollout_follows_the_hash_of_salt_and_machine_id(tmp_path, sim, fleet):
@@ -513,7 +519,7 @@ def attack_html_with_200(ctx):
     html = ctx["server"].url.replace("/fleet/", "/html/")
     cfg, state = endpoint_config(ctx["tmp_path"], "html", [html], [ctx["public_pem"]])
     ctx["cfg"], ctx["state"] = cfg, state
-    return 4, "not a signed manifest"
+    return 75, "not a signed manifest"
 
 
 def attack_older_genuine_installer_under_the_new_name(ctx):
@@ -576,7 +582,8 @@ def test_run_updates_from_the_mirror_without_a_key(tmp_path, sim, fleet):
 
 def test_https_mirror_is_verified_against_tls_ca_file(tmp_path, sim, published):
     """The README's nginx example is an https server: the endpoint reads it through TLS, checked
-    against tls.ca_file, and refuses it (a TLS error, exit 75 after trying every URL) without."""
+    against tls.ca_file, and refuses it without (a TLS error is not fixed by retrying: exit 1
+    after trying every URL, naming `mirror.urls`, PRODUCT.md section 1)."""
     mirror, cfg, key_file, public_pem = published
     sim.stop()
     server = MirrorServer(mirror, tmp_path / "nginx-tls", tls=True)
@@ -595,8 +602,9 @@ def test_https_mirror_is_verified_against_tls_ca_file(tmp_path, sim, published):
         other = make_certificates(str(tmp_path / "other-ca"))
         cfg, state = endpoint_config(tmp_path, "tls-wrong-ca", [server.url], [public_pem], ca_file=other["ca.pem"])
         r = run(cfg, "update", key=None)
-        assert r.returncode == 75, r.stderr
+        assert r.returncode == 1, r.stderr
         assert "TLS" in error_lines(r)[-1] and server.url in error_lines(r)[-1], r.stderr
+        assert "`mirror.urls`" in error_lines(r)[-1], r.stderr
         assert staged(state) == []
     finally:
         server.stop()

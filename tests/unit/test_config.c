@@ -52,6 +52,9 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.report.jsonl_max_bytes, 64 * 1024 * 1024);
     assert_string_equal(cfg.report.status_file, "status.json");
     assert_int_equal(cfg.jitter_s, 0);
+    assert_int_equal(cfg.http.low_speed_time_s, 60);
+    assert_int_equal(cfg.http.min_speed, 1024);
+    assert_int_equal(cfg.http.transfer_timeout_s, 600);
     assert_null(cfg.log.file);
     assert_int_equal(cfg.log.max_bytes, 1048576);
     assert_int_equal(cfg.log.keep, 3);
@@ -115,6 +118,11 @@ static void test_errors_name_the_key(void **state)
         {"{\"report\": {\"initial_lookback\": \"1w\"}}", "`report.initial_lookback`"},
         {"{\"report\": {\"initial_lookback\": 24}}", "`report.initial_lookback`"},
         {"{\"schedule\": {\"jitter\": \"-5s\"}}", "`schedule.jitter`"},
+        {"{\"http\": {\"min_speed\": 0}}", "`http.min_speed`"},
+        {"{\"http\": {\"min_speed\": \"1k\"}}", "`http.min_speed`"},
+        {"{\"http\": {\"transfer_timeout\": \"0s\"}}", "`http.transfer_timeout`"},
+        {"{\"http\": {\"transfer_timeout\": 600}}", "`http.transfer_timeout`"},
+        {"{\"http\": {\"transfer_timout\": \"10m\"}}", "`http.transfer_timout`"},
         {"{\"schedule\": {\"jitter\": \"5 s\"}}", "`schedule.jitter`"},
         {"{\"state_dir\": null}", "`state_dir`"},
         {"{\"state_dir\": \"\"}", "`state_dir`"},

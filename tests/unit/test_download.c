@@ -1,7 +1,9 @@
 /* test_download.c — the resume decisions of download.c, driven through the
  * fake transport of http.h: fresh download, 206 continuing a partial with
  * If-Range, a server that answers 200 to Range, a 206 that does not match
- * (no validator), 416, the accept hook, and rejected headers. */
+ * (no validator), 416, the accept hook, and rejected headers; an offer
+ * known ahead (the mirror's) through the same path: no byte past its
+ * length, its SHA-256 compared, its URL's credentials never shown. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -395,10 +397,82 @@ static void test_second_answer_refused(void **ctx)
     download_result_free(&res);
 }
 
+/* ---- An offer known ahead (the mirror's) through the same path ---------------------- */
+
+static error_code run_offer(fixture *f, const download_offer *offer, download_result *res, error_info *err)
+{
+    download_request req = {.state_dir = f->dir, .offer = offer};
+    return download_run(f->http, &req, res, err);
+}
+
+static bool downloads_empty(const fixture *f)
+{
+    char dir[160];
+    snprintf(dir, sizeof dir, "%s/downloads", f->dir);
+    char **names = NULL;
+    size_t count = 0;
+    if (platform_list_dir(dir, &names, &count, NULL) != ERR_OK)
+        return true;
+    platform_free_names(names, count);
+    return count == 0;
+}
+
+static void test_known_offer(void **ctx)
+{
+    fixture *f = *ctx;
+    download_offer offer = {.version = "24.3.1",
+                            .file_name = "setup.exe",
+                            .total_length = BODY_LEN,
+                            .url = "https://fleet:pw-secret@mirror.test/installers/x.exe",
+                            .sha256 = f->sha};
+    download_result res;
+    error_info err;
+    assert_int_equal(run_offer(f, &offer, &res, &err), ERR_OK);
+    expect_complete(f, &res);
+    assert_int_equal(f->server.installer_requests, 1);
+    assert_null(strstr(res.url, "pw-secret"));
+    download_result_free(&res);
+}
+
+static void test_known_offer_longer_than_offered(void **ctx)
+{
+    fixture *f = *ctx;
+    download_offer offer = {.version = "24.3.1",
+                            .total_length = BODY_LEN - 100,
+                            .url = "https://fleet:pw-secret@mirror.test/installers/x.exe",
+                            .sha256 = f->sha};
+    download_result res;
+    error_info err;
+    assert_int_equal(run_offer(f, &offer, &res, &err), ERR_REJECTED);
+    assert_non_null(strstr(err.message, "longer than"));
+    assert_non_null(strstr(err.message, "https://mirror.test/installers/x.exe"));
+    assert_null(strstr(err.message, "pw-secret"));
+    assert_true(downloads_empty(f));
+    download_result_free(&res);
+}
+
+static void test_known_offer_other_sha256(void **ctx)
+{
+    fixture *f = *ctx;
+    download_offer offer = {.version = "24.3.1",
+                            .total_length = BODY_LEN,
+                            .url = "https://mirror.test/installers/x.exe",
+                            .sha256 = "0000000000000000000000000000000000000000000000000000000000000000"};
+    download_result res;
+    error_info err;
+    assert_int_equal(run_offer(f, &offer, &res, &err), ERR_REJECTED);
+    assert_non_null(strstr(err.message, "SHA-256"));
+    assert_true(downloads_empty(f));
+    download_result_free(&res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_fresh, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_known_offer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_known_offer_longer_than_offered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_known_offer_other_sha256, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resume_with_if_range, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resume_past_2gib, setup, teardown),
         cmocka_unit_test_setup_teardown(test_changed_validator_starts_over, setup, teardown),

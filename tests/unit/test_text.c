@@ -75,7 +75,37 @@ static void test_hex(void **state)
         text_hex(cases[i].bytes, cases[i].n, out);
         assert_string_equal(out, cases[i].hex);
         assert_int_equal(out[2 * cases[i].n + 1], 'x'); /* nothing written past the NUL */
+        /* ... and back, digit by digit, in either case */
+        for (size_t j = 0; j < cases[i].n; j++) {
+            unsigned char b = (unsigned char)cases[i].bytes[j];
+            assert_int_equal(text_hex_value(cases[i].hex[2 * j]) * 16 + text_hex_value(cases[i].hex[2 * j + 1]), b);
+        }
     }
+    assert_int_equal(text_hex_value('F'), 15);
+    assert_int_equal(text_hex_value('g'), -1);
+    assert_int_equal(text_hex_value('%'), -1);
+}
+
+static void test_url_redact(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"http://user:pa55@mirror.example.com/fleet/", "http://mirror.example.com/fleet/"},
+        {"https://user@mirror.example.com:8443/m.json?x=1", "https://mirror.example.com:8443/m.json?x=1"},
+        {"https://u:p@ss@host/x", "https://host/x"}, /* an unescaped '@' in the password */
+        {"https://host/a@b", "https://host/a@b"},    /* '@' in the path is not user info */
+        {"file://server/share/x", "file://server/share/x"},
+        {"not a url", "not a url"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out = text_url_redact(cases[i].in);
+        assert_non_null(out);
+        assert_string_equal(out, cases[i].out);
+        free(out);
+    }
+    assert_null(text_url_redact(NULL));
 }
 
 int main(void)
@@ -84,6 +114,7 @@ int main(void)
         cmocka_unit_test(test_escape_controls),
         cmocka_unit_test(test_case_helpers),
         cmocka_unit_test(test_hex),
+        cmocka_unit_test(test_url_redact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
