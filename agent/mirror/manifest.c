@@ -15,14 +15,12 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <mbedtls/base64.h>
 
 #include "base/text.h"
 #include "core/jsonx.h"
 #include "core/timefmt.h"
+#include "mirror/envelope.h"
 #include "mirror/rollout.h"
-
-#define MAX_SIGNATURES 16
 
 static const char *const verdict_names[] = {
     "ok",      "too-large", "malformed", "unknown-key",  "bad-signature", "bad-payload",    "schema",
@@ -41,7 +39,8 @@ error_code manifest_verdict_code(manifest_verdict verdict)
     case MANIFEST_OK: return ERR_OK;
     case MANIFEST_EXPIRED:
     case MANIFEST_FUTURE:
-    case MANIFEST_OLD_SEQ: return ERR_TEMPORARY;
+    case MANIFEST_OLD_SEQ:
+    case MANIFEST_MALFORMED: return ERR_TEMPORARY;
     default: return ERR_REJECTED;
     }
 }
@@ -73,50 +72,6 @@ static MUST_CHECK error_code refuse(manifest_verdict *verdict, manifest_verdict 
     va_end(ap);
     *verdict = v;
     return error_set(err, manifest_verdict_code(v), "%s", message);
-}
-
-/* Decodes base64 text into a malloc'd buffer. */
-static uint8_t *base64_decode(const char *text, size_t *out_len)
-{
-    size_t len = strlen(text), need = 0;
-    int rc = mbedtls_base64_decode(NULL, 0, &need, (const unsigned char *)text, len);
-    if (rc != 0 && rc != MBEDTLS_ERR_BASE64_BUFFER_TOO_SMALL)
-        return NULL;
-    uint8_t *buf = malloc(need ? need : 1);
-    if (!buf)
-        return NULL;
-    if (mbedtls_base64_decode(buf, need, out_len, (const unsigned char *)text, len) != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
-static char *base64_encode(const uint8_t *data, size_t len)
-{
-    size_t need = 0;
-    mbedtls_base64_encode(NULL, 0, &need, data, len);
-    char *text = malloc(need + 1);
-    size_t written = 0;
-    if (!text || mbedtls_base64_encode((unsigned char *)text, need + 1, &written, data, len) != 0) {
-        free(text);
-        return NULL;
-    }
-    text[written] = '\0';
-    return text;
-}
-
-/* "outpost-manifest-v1\n" + payload, the bytes a signature covers. */
-static uint8_t *signed_bytes(const void *payload, size_t len, size_t *total)
-{
-    size_t prefix = sizeof MANIFEST_CONTEXT - 1;
-    uint8_t *buf = malloc(prefix + len + 1);
-    if (!buf)
-        return NULL;
-    memcpy(buf, MANIFEST_CONTEXT, prefix);
-    memcpy(buf + prefix, payload, len);
-    *total = prefix + len;
-    return buf;
 }
 
 static bool is_hex64(const char *s)
@@ -156,50 +111,18 @@ static bool path_is_safe(const char *p)
     return true;
 }
 
-/* ---- Envelope and signatures --------------------------------------------------- */
-
-/* Finds a signature by one of keys that verifies; *known tells whether any
- * signature named a pinned key at all. */
-static bool verify_signatures(const cJSON *signatures, const uint8_t *covered, size_t covered_len, signkey *const *keys,
-                              size_t key_count, bool *known, char keyid_out[SIGNKEY_ID_SIZE])
-{
-    *known = false;
-    const cJSON *sig;
-    int seen = 0;
-    cJSON_ArrayForEach(sig, signatures)
-    {
-        if (++seen > MAX_SIGNATURES)
-            break;
-        const char *keyid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sig, "keyid"));
-        const char *value = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sig, "sig"));
-        if (!keyid || !value)
-            continue;
-        for (size_t k = 0; k < key_count; k++) {
-            if (!text_equal_nocase(keyid, signkey_id(keys[k])))
-                continue;
-            *known = true;
-            size_t sig_len = 0;
-            uint8_t *der = base64_decode(value, &sig_len);
-            bool ok = der && signkey_verify(keys[k], covered, covered_len, der, sig_len);
-            free(der);
-            if (ok) {
-                snprintf(keyid_out, SIGNKEY_ID_SIZE, "%s", signkey_id(keys[k]));
-                return true;
-            }
-        }
-    }
-    return false;
-}
-
 /* ---- Payload ----------------------------------------------------------------------- */
 
+/* An integer from min to 2^53 - 1: above that a JSON number (a double in
+ * cJSON and in most JSON readers) no longer holds every integer exactly, so
+ * two seqs could read as one. */
 static bool payload_integer(const cJSON *o, const char *name, int64_t min, int64_t *out)
 {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, name);
     if (!cJSON_IsNumber(item))
         return false;
     double d = item->valuedouble;
-    if (!(d >= (double)min && d <= 9007199254740992.0) || d != floor(d))
+    if (!(d >= (double)min && d < 9007199254740992.0) || d != floor(d))
         return false;
     *out = (int64_t)d;
     return true;
@@ -223,7 +146,7 @@ static bool parse_payload(const cJSON *p, manifest *m, const char **bad)
     } while (0)
     NEED(cJSON_IsObject(p), "payload");
     const char *s;
-    NEED(payload_integer(p, "seq", 0, &m->seq), "seq");
+    NEED(payload_integer(p, "seq", 1, &m->seq), "seq");
     NEED(payload_time(p, "issued_at", &m->issued_at), "issued_at");
     NEED(payload_time(p, "expires_at", &m->expires_at), "expires_at");
     NEED((s = jsonx_nonempty(NULL, p, "channel")) && (m->channel = text_dup(s)), "channel");
@@ -266,6 +189,12 @@ static bool parse_payload(const cJSON *p, manifest *m, const char **bad)
 error_code manifest_open(const void *data, size_t len, signkey *const *keys, size_t key_count, manifest *m,
                          manifest_verdict *verdict, error_info *err)
 {
+    return manifest_open_threshold(data, len, keys, key_count, 1, m, verdict, err);
+}
+
+error_code manifest_open_threshold(const void *data, size_t len, signkey *const *keys, size_t key_count,
+                                   size_t threshold, manifest *m, manifest_verdict *verdict, error_info *err)
+{
     memset(m, 0, sizeof *m);
     *verdict = MANIFEST_OK;
     char size_text[32];
@@ -278,36 +207,42 @@ error_code manifest_open(const void *data, size_t len, signkey *const *keys, siz
                          "no public key is configured to verify the mirror with; add the publisher's "
                          "key (what `outpost keygen` printed) to `mirror.public_keys`");
 
-    cJSON *envelope = cJSON_ParseWithLength(data, len);
-    const char *payload_b64 = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(envelope, "payload"));
-    const cJSON *signatures = cJSON_GetObjectItemCaseSensitive(envelope, "signatures");
-    if (!cJSON_IsObject(envelope) || !payload_b64 || !cJSON_IsArray(signatures)) {
-        cJSON_Delete(envelope);
-        return refuse(verdict, MANIFEST_MALFORMED, err,
-                      "not a signed manifest (expected a JSON object with `payload` and `signatures`); the URL may "
-                      "serve an error page or another file");
+    envelope env;
+    error_info why;
+    if (envelope_open(data, len, &env, &why) != ERR_OK) {
+        /* An error page or a cut-off answer: a transport failure, not a forgery. */
+        char start[48];
+        size_t n = 0;
+        for (const char *c = data; c && n < len && n + 1 < sizeof start; c++, n++)
+            start[n] = (*c >= 0x20 && *c < 0x7f) ? *c : ' ';
+        start[n] = '\0';
+        return refuse(verdict, MANIFEST_MALFORMED, err, "not a signed manifest: %s; %s bytes came back%s%s%s",
+                      why.message, size_text, n ? ", starting \"" : "", start, n ? "\"" : "");
     }
-    size_t payload_len = 0;
-    uint8_t *payload = base64_decode(payload_b64, &payload_len);
-    size_t covered_len = 0;
-    uint8_t *covered = payload ? signed_bytes(payload, payload_len, &covered_len) : NULL;
+    if (threshold == 0)
+        threshold = 1;
     bool known = false;
-    bool verified = covered && verify_signatures(signatures, covered, covered_len, keys, key_count, &known, m->keyid);
-    cJSON_Delete(envelope);
-    free(covered);
-    if (!payload) {
-        return refuse(verdict, MANIFEST_MALFORMED, err, "the manifest's `payload` is not base64");
-    }
-    if (!verified) {
-        free(payload);
+    size_t verified = envelope_count(&env, MANIFEST_CONTEXT, keys, key_count, &known, m->keyid);
+    if (verified < threshold) {
+        envelope_free(&env);
+        if (verified > 0)
+            return refuse(verdict, MANIFEST_BAD_SIGNATURE, err,
+                          "the manifest carries valid signatures by %zu of the root's manifest keys, and the root "
+                          "asks for %zu; do not use this mirror until the publisher signs it with enough keys",
+                          verified, threshold);
         if (!known)
             return refuse(verdict, MANIFEST_UNKNOWN_KEY, err,
-                          "the manifest is not signed by any key in `mirror.public_keys`; if the publisher rotated its "
-                          "key, add the new public key to the configuration");
+                          "the manifest is not signed by any key this endpoint trusts (`mirror.public_keys`, or the "
+                          "mirror root's manifest keys); if the publisher rotated its key, publish a new root or add "
+                          "the new public key to the configuration");
         return refuse(verdict, MANIFEST_BAD_SIGNATURE, err,
                       "the manifest's signature does not verify: it was changed after signing; do not use this mirror "
                       "until the publisher re-runs publish");
     }
+    uint8_t *payload = env.payload;
+    size_t payload_len = env.payload_len;
+    env.payload = NULL;
+    envelope_free(&env);
 
     /* Signed by a pinned key: now, and only now, the payload is read. */
     signkey_sha256_hex(payload, payload_len, m->payload_sha256);
@@ -397,15 +332,18 @@ error_code manifest_payload_json(const manifest *m, char **json, error_info *err
     char issued[TIMEFMT_ISO8601_SIZE], expires[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(m->issued_at, issued);
     timefmt_iso8601(m->expires_at, expires);
+    /* Integers written exactly: cJSON prints a number above 10^15 rounded to 15 digits. */
+    char seq_text[24], length_text[24];
+    snprintf(seq_text, sizeof seq_text, "%lld", (long long)m->seq);
+    snprintf(length_text, sizeof length_text, "%lld", (long long)m->length);
     cJSON *o = cJSON_CreateObject();
     cJSON *signer = NULL, *rollout = NULL;
-    bool ok = o && cJSON_AddNumberToObject(o, "schema", MANIFEST_SCHEMA) &&
-              cJSON_AddNumberToObject(o, "seq", (double)m->seq) && cJSON_AddStringToObject(o, "issued_at", issued) &&
-              cJSON_AddStringToObject(o, "expires_at", expires) && cJSON_AddStringToObject(o, "channel", m->channel) &&
+    bool ok = o && cJSON_AddNumberToObject(o, "schema", MANIFEST_SCHEMA) && cJSON_AddRawToObject(o, "seq", seq_text) &&
+              cJSON_AddStringToObject(o, "issued_at", issued) && cJSON_AddStringToObject(o, "expires_at", expires) &&
+              cJSON_AddStringToObject(o, "channel", m->channel) &&
               cJSON_AddStringToObject(o, "platform", m->platform) &&
               cJSON_AddStringToObject(o, "version", m->version) &&
-              cJSON_AddStringToObject(o, "file_name", m->file_name) &&
-              cJSON_AddNumberToObject(o, "length", (double)m->length) &&
+              cJSON_AddStringToObject(o, "file_name", m->file_name) && cJSON_AddRawToObject(o, "length", length_text) &&
               cJSON_AddStringToObject(o, "sha256", m->sha256) && cJSON_AddStringToObject(o, "path", m->path);
     if (ok && m->signed_installer)
         ok = (signer = cJSON_AddObjectToObject(o, "signer")) &&
@@ -426,38 +364,14 @@ error_code manifest_payload_json(const manifest *m, char **json, error_info *err
 }
 
 error_code manifest_sign(const void *payload, size_t payload_len, signkey *const *keys, size_t key_count,
-                         char **envelope, size_t *len, error_info *err)
+                         char **envelope_text, size_t *len, error_info *err)
 {
-    size_t covered_len = 0;
-    uint8_t *covered = signed_bytes(payload, payload_len, &covered_len);
-    char *payload_b64 = base64_encode(payload, payload_len);
-    cJSON *o = cJSON_CreateObject();
-    cJSON *sigs = NULL;
-    error_code rc = ERR_OK;
-    if (!covered || !payload_b64 || !o || !cJSON_AddStringToObject(o, "payload", payload_b64) ||
-        !(sigs = cJSON_AddArrayToObject(o, "signatures")))
-        rc = error_set(err, ERR_NOMEM, "out of memory signing the manifest");
-    for (size_t k = 0; rc == ERR_OK && k < key_count; k++) {
-        uint8_t sig[SIGNKEY_SIG_MAX];
-        size_t sig_len = 0;
-        rc = signkey_sign(keys[k], covered, covered_len, sig, &sig_len, err);
-        char *sig_b64 = rc == ERR_OK ? base64_encode(sig, sig_len) : NULL;
-        cJSON *entry = sig_b64 ? cJSON_CreateObject() : NULL;
-        if (rc == ERR_OK && (!entry || !cJSON_AddItemToArray(sigs, entry) ||
-                             !cJSON_AddStringToObject(entry, "keyid", signkey_id(keys[k])) ||
-                             !cJSON_AddStringToObject(entry, "sig", sig_b64)))
-            rc = error_set(err, ERR_NOMEM, "out of memory signing the manifest");
-        free(sig_b64);
-    }
-    char *text = rc == ERR_OK ? cJSON_PrintUnformatted(o) : NULL;
-    if (rc == ERR_OK && !text)
-        rc = error_set(err, ERR_NOMEM, "out of memory signing the manifest");
-    cJSON_Delete(o);
-    free(covered);
-    free(payload_b64);
-    if (rc == ERR_OK) {
-        *envelope = text;
-        *len = strlen(text);
-    }
+    envelope env;
+    error_code rc = envelope_init(&env, payload, payload_len, err);
+    for (size_t k = 0; rc == ERR_OK && k < key_count; k++)
+        rc = envelope_add_signature(&env, MANIFEST_CONTEXT, keys[k], err);
+    if (rc == ERR_OK)
+        rc = envelope_write(&env, envelope_text, len, err);
+    envelope_free(&env);
     return rc;
 }

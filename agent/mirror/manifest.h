@@ -11,8 +11,9 @@
  *
  * Each refusal has its own verdict and message; manifest_verdict_code maps a
  * verdict to the error (and so the exit code) section 8 gives: expired,
- * issued in the future and an older seq are ERR_TEMPORARY (75: the mirror
- * is stale, try later); everything else is ERR_REJECTED (4: tampering or a
+ * issued in the future, an older seq and a body that is no envelope at all
+ * (an error page) are ERR_TEMPORARY (75: the mirror is stale or broken, try
+ * later); everything else is ERR_REJECTED (4: tampering or a
  * misconfiguration a person must look at).
  */
 #ifndef OUTPOST_MANIFEST_H
@@ -33,7 +34,7 @@
 typedef enum {
     MANIFEST_OK = 0,
     MANIFEST_TOO_LARGE,      /* over MANIFEST_MAX_BYTES */
-    MANIFEST_MALFORMED,      /* not an envelope (HTML, truncated, wrong types) */
+    MANIFEST_MALFORMED,      /* not an envelope (HTML, empty, truncated): a transport failure, 75 */
     MANIFEST_UNKNOWN_KEY,    /* no signature by a pinned key */
     MANIFEST_BAD_SIGNATURE,  /* a pinned key's signature does not verify */
     MANIFEST_BAD_PAYLOAD,    /* signed, but the payload is not what schema 1 says */
@@ -55,7 +56,7 @@ MUST_CHECK error_code manifest_verdict_code(manifest_verdict verdict);
 /* The payload, parsed. Strings are malloc'd; free with manifest_free. */
 typedef struct manifest {
     int64_t schema;
-    int64_t seq;
+    int64_t seq;       /* 1 .. 2^53 - 1 */
     int64_t issued_at; /* Unix seconds */
     int64_t expires_at;
     char *channel;
@@ -88,6 +89,14 @@ void manifest_free(manifest *m);
  */
 MUST_CHECK error_code manifest_open(const void *data, size_t len, signkey *const *keys, size_t key_count, manifest *m,
                                     manifest_verdict *verdict, error_info *err);
+
+/*
+ * As manifest_open, needing valid signatures by at least threshold distinct
+ * keys among keys (a mirror root's manifest_threshold, PRODUCT.md 8.1).
+ */
+MUST_CHECK error_code manifest_open_threshold(const void *data, size_t len, signkey *const *keys, size_t key_count,
+                                              size_t threshold, manifest *m, manifest_verdict *verdict,
+                                              error_info *err);
 
 /* What the endpoint holds the manifest to. */
 typedef struct manifest_expect {

@@ -93,7 +93,7 @@ static char *signed_envelope(const char *field, const char *raw_json, int64_t se
         cJSON *o = cJSON_Parse(json);
         cJSON_DeleteItemFromObjectCaseSensitive(o, field);
         if (raw_json)
-            cJSON_AddItemToObject(o, field, cJSON_Parse(raw_json));
+            cJSON_AddItemToObject(o, field, cJSON_CreateRaw(raw_json)); /* verbatim: cJSON rounds big numbers */
         free(json);
         json = cJSON_PrintUnformatted(o);
         cJSON_Delete(o);
@@ -251,7 +251,8 @@ static void test_rotation(void **unused)
     signkey_free(stranger);
 }
 
-/* Envelope refusals: each its own verdict, each exit 4. */
+/* Envelope refusals: each its own verdict; a body that is no envelope at
+ * all (an error page, empty, truncated) is 75, a signature problem 4. */
 static void test_envelope_refusals(void **unused)
 {
     (void)unused;
@@ -261,7 +262,11 @@ static void test_envelope_refusals(void **unused)
     error_code code;
 
     assert_int_equal(open_verdict("<html><body>Welcome to nginx!</body></html>", &pub, 1, &code), MANIFEST_MALFORMED);
-    assert_int_equal(code, ERR_REJECTED);
+    assert_int_equal(code, ERR_TEMPORARY);
+    assert_int_equal(open_verdict("", &pub, 1, &code), MANIFEST_MALFORMED);
+    assert_int_equal(code, ERR_TEMPORARY);
+    assert_int_equal(open_verdict("{\"payload\": \"e30=\", \"signa", &pub, 1, &code), MANIFEST_MALFORMED);
+    assert_int_equal(code, ERR_TEMPORARY);
     assert_int_equal(open_verdict("{\"payload\": 5, \"signatures\": []}", &pub, 1, &code), MANIFEST_MALFORMED);
     assert_int_equal(open_verdict("{\"payload\": \"e30=\"}", &pub, 1, &code), MANIFEST_MALFORMED);
     assert_int_equal(open_verdict("{\"payload\": \"%%%\", \"signatures\": []}", &pub, 1, &code), MANIFEST_MALFORMED);
@@ -329,6 +334,12 @@ static void test_payload_refusals(void **unused)
         {"seq", NULL, MANIFEST_BAD_PAYLOAD},
         {"seq", "-1", MANIFEST_BAD_PAYLOAD},
         {"seq", "1.5", MANIFEST_BAD_PAYLOAD},
+        {"seq", "0", MANIFEST_BAD_PAYLOAD},
+        {"seq", "\"12\"", MANIFEST_BAD_PAYLOAD},
+        {"seq", "9007199254740991", MANIFEST_OK},          /* 2^53 - 1, the highest */
+        {"seq", "9007199254740992", MANIFEST_BAD_PAYLOAD}, /* 2^53 */
+        {"seq", "9007199254740993", MANIFEST_BAD_PAYLOAD}, /* reads as 2^53 in a double */
+        {"seq", "1e300", MANIFEST_BAD_PAYLOAD},
         {"expires_at", "\"tomorrow\"", MANIFEST_BAD_PAYLOAD},
         {"channel", "\"\"", MANIFEST_BAD_PAYLOAD},
         {"length", "0", MANIFEST_BAD_PAYLOAD},
