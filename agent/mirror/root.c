@@ -56,8 +56,10 @@ static MUST_CHECK error_code parse_keys(const cJSON *p, const char *name, signke
         const char *pem = jsonx_nonempty(NULL, entry, "public_key");
         signkey *key = NULL;
         if (!keyid || !pem || !strstr(pem, "-----BEGIN") || signkey_parse_public(pem, &key, NULL) != ERR_OK)
-            return error_set(err, ERR_REJECTED, "%s: an entry of `%s` is not {\"keyid\", \"public_key\"} with a PEM "
-                             "P-256 public key", source, name);
+            return error_set(err, ERR_REJECTED,
+                             "%s: an entry of `%s` is not {\"keyid\", \"public_key\"} with a PEM "
+                             "P-256 public key",
+                             source, name);
         if (!text_equal_nocase(keyid, signkey_id(key))) {
             signkey_free(key);
             return error_set(err, ERR_REJECTED, "%s: `%s` names key id %.64s for a key whose id is another", source,
@@ -131,9 +133,8 @@ static MUST_CHECK error_code open_envelope(const void *data, size_t len, const c
 }
 
 /* ERR_OK when env carries threshold valid signatures by keys. whose: "version 3's root keys". */
-static MUST_CHECK error_code need_signatures(const envelope *env, signkey *const *keys, size_t count,
-                                             size_t threshold, const char *source, const char *whose,
-                                             error_info *err)
+static MUST_CHECK error_code need_signatures(const envelope *env, signkey *const *keys, size_t count, size_t threshold,
+                                             const char *source, const char *whose, error_info *err)
 {
     size_t valid = envelope_count(env, ROOT_CONTEXT, keys, count, NULL, NULL);
     if (valid >= threshold)
@@ -180,12 +181,11 @@ error_code root_open_next(const root *trusted, const void *data, size_t len, con
     envelope env;
     error_code rc = open_envelope(data, len, source, &env, err);
     char whose[96];
-    snprintf(whose, sizeof whose, "version %lld's %zu root keys", (long long)trusted->version,
-             trusted->root_key_count);
+    snprintf(whose, sizeof whose, "version %lld's %zu root keys", (long long)trusted->version, trusted->root_key_count);
     /* The trusted root's keys first: an unendorsed file is never parsed. */
     if (rc == ERR_OK)
-        rc = need_signatures(&env, trusted->root_keys, trusted->root_key_count, trusted->root_threshold, source,
-                             whose, err);
+        rc = need_signatures(&env, trusted->root_keys, trusted->root_key_count, trusted->root_threshold, source, whose,
+                             err);
     if (rc == ERR_OK)
         rc = parse_payload(env.payload, env.payload_len, source, next, err);
     if (rc == ERR_OK && next->version != trusted->version + 1) {

@@ -34,13 +34,13 @@
 #define ROOT_MAX_BYTES (64 * 1024)
 #define ROOT_CONTEXT "outpost-root-v1\n"
 #define ROOT_SCHEMA 1
-#define ROOT_MAX_KEYS 16          /* per list */
-#define ROOT_WARN_S (14 * 86400)  /* `status` says ATTENTION this long before the root expires */
+#define ROOT_MAX_KEYS 16         /* per list */
+#define ROOT_WARN_S (14 * 86400) /* `status` says ATTENTION this long before the root expires */
 
 typedef struct root {
     int64_t version;
-    int64_t expires_at;                    /* Unix seconds */
-    signkey *root_keys[ROOT_MAX_KEYS];     /* public keys, owned */
+    int64_t expires_at;                /* Unix seconds */
+    signkey *root_keys[ROOT_MAX_KEYS]; /* public keys, owned */
     size_t root_key_count;
     size_t root_threshold;                 /* 1 .. root_key_count */
     signkey *manifest_keys[ROOT_MAX_KEYS]; /* public keys, owned */
@@ -98,7 +98,6 @@ MUST_CHECK error_code root_write_unsigned(const root_spec *spec, char **text, si
  * The payload of a root envelope, parsed without any signature check (for
  * `root sign` and `root next`, which work on files their holder made).
  */
-MUST_CHECK error_code root_read_unverified(const void *data, size_t len, const char *source, root *r,
-                                           error_info *err);
+MUST_CHECK error_code root_read_unverified(const void *data, size_t len, const char *source, root *r, error_info *err);
 
 #endif

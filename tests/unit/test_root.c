@@ -49,8 +49,8 @@ static char *make_root(int64_t version, int64_t expires_at, signkey *const *root
                        size_t root_threshold, signkey *const *manifest_keys, size_t manifest_count,
                        size_t manifest_threshold, signkey *const *signers)
 {
-    root_spec spec = {version,        expires_at,    root_keys,          root_count, root_threshold,
-                      manifest_keys, manifest_count, manifest_threshold};
+    root_spec spec = {version,        expires_at,    root_keys,      root_count,
+                      root_threshold, manifest_keys, manifest_count, manifest_threshold};
     char *text = NULL;
     size_t len = 0;
     assert_int_equal(root_write_unsigned(&spec, &text, &len, NULL), ERR_OK);
@@ -307,7 +307,7 @@ static void test_write_refusals(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_trusted_root), cmocka_unit_test(test_rotation_chain),
+        cmocka_unit_test(test_trusted_root),  cmocka_unit_test(test_rotation_chain),
         cmocka_unit_test(test_next_refusals), cmocka_unit_test(test_expiry),
         cmocka_unit_test(test_manifest_keys), cmocka_unit_test(test_write_refusals),
     };
