@@ -129,6 +129,7 @@ static const field http_fields[] = {
 static const field mirror_fields[] = {
     {"urls", FIELD_STRING_LIST, AT(mirror.urls), AT(mirror.url_count), 0, NULL},
     {"public_keys", FIELD_STRING_LIST, AT(mirror.public_keys), AT(mirror.public_key_count), 0, NULL},
+    {"root_file", FIELD_STRING_OR_NULL, AT(mirror.root_file), 0, 0, NULL},
     {"channel", FIELD_STRING, AT(mirror.channel), 0, 0, NULL},
     {"machine_id", FIELD_STRING_OR_NULL, AT(mirror.machine_id), 0, 0, NULL},
     END,
@@ -137,6 +138,7 @@ static const field mirror_fields[] = {
 static const field publish_fields[] = {
     {"dir", FIELD_STRING_OR_NULL, AT(publish.dir), 0, 0, NULL},
     {"signing_key_file", FIELD_STRING_OR_NULL, AT(publish.signing_key_file), 0, 0, NULL},
+    {"roots_dir", FIELD_STRING_OR_NULL, AT(publish.roots_dir), 0, 0, NULL},
     {"channel", FIELD_STRING, AT(publish.channel), 0, 0, NULL},
     {"expires", FIELD_DURATION, AT(publish.expires_s), 3600, 366LL * 24 * 3600, NULL},
     {"rollout_percent", FIELD_PERCENT, AT(publish.rollout_percent), 0, 100, NULL},
@@ -270,8 +272,10 @@ void config_free(config *cfg)
     free_argv(cfg->mirror.public_keys, cfg->mirror.public_key_count);
     free(cfg->mirror.channel);
     free(cfg->mirror.machine_id);
+    free(cfg->mirror.root_file);
     free(cfg->publish.dir);
     free(cfg->publish.signing_key_file);
+    free(cfg->publish.roots_dir);
     free(cfg->publish.channel);
     free(cfg->log.file);
     memset(cfg, 0, sizeof *cfg);

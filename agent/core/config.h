@@ -88,6 +88,7 @@ typedef struct config_mirror {
     size_t url_count;   /* 0: no mirror; check/update talk to the API */
     char **public_keys; /* PEM public keys, or paths of files holding one */
     size_t public_key_count;
+    char *root_file;  /* the first trusted mirror root (PRODUCT.md 8.1); NULL: public_keys alone */
     char *channel;    /* must equal the manifest's channel */
     char *machine_id; /* rollout identity; NULL: the OS's machine id */
 } config_mirror;
@@ -95,6 +96,7 @@ typedef struct config_mirror {
 typedef struct config_publish {
     char *dir;              /* mirror directory publish writes; NULL: --dir needed */
     char *signing_key_file; /* PEM private key (keygen); NULL: publish refuses */
+    char *roots_dir;        /* the signed roots (1.root.json, ...) publish copies; NULL: none */
     char *channel;          /* written into the manifest */
     int64_t expires_s;      /* manifest lifetime */
     double rollout_percent; /* 0..100, decimals allowed */

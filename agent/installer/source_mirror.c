@@ -10,11 +10,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/dynbuf.h"
 #include "base/text.h"
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "core/timefmt.h"
+#include "installer/mirror_trust.h"
 #include "installer/version.h"
+#include "mirror/root.h"
 #include "mirror/rollout.h"
 #include "mirror/signkey.h"
 #include "platform/platform.h"
@@ -57,29 +60,82 @@ static char *resolve(const char *manifest_url, const char *path)
     return out;
 }
 
-static MUST_CHECK error_code load_keys(const config *cfg, signkey ***keys, size_t *count, error_info *err)
+/* A root file's bytes, kept up to ROOT_MAX_BYTES + 1 (root_open_next refuses it by size). */
+static http_stream_action root_headers(void *user, const http_stream_headers *headers)
 {
-    if (cfg->mirror.public_key_count == 0)
-        return error_set(err, ERR_CONFIG,
-                         "%s: `mirror.public_keys` is empty; add the publisher's public key (what "
-                         "`outpost keygen` printed on the publishing host)",
-                         cfg->path ? cfg->path : "configuration");
-    signkey **list = calloc(cfg->mirror.public_key_count, sizeof *list);
-    if (!list)
-        return error_set(err, ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < cfg->mirror.public_key_count; i++) {
-        error_code rc = signkey_parse_public(cfg->mirror.public_keys[i], &list[i], err);
-        if (rc != ERR_OK) {
-            for (size_t j = 0; j < i; j++)
-                signkey_free(list[j]);
-            free(list);
-            error_prefix(err, "`mirror.public_keys[%zu]`", i);
-            return rc;
-        }
+    (void)user;
+    (void)headers;
+    return HTTP_STREAM_CONTINUE;
+}
+
+static http_stream_action root_data(void *user, const void *data, size_t len)
+{
+    dynbuf *body = user;
+    size_t room = ROOT_MAX_BYTES + 1 - body->len;
+    size_t keep = len < room ? len : room;
+    if (keep && !dynbuf_append(body, data, keep))
+        return HTTP_STREAM_STOP;
+    return keep < len ? HTTP_STREAM_STOP : HTTP_STREAM_CONTINUE;
+}
+
+/* mirror_trust's window on the network: one root file beside the manifest (user: the http_client). */
+static error_code fetch_root(void *user, const char *url, char **data, size_t *len, error_info *err)
+{
+    dynbuf body;
+    dynbuf_init(&body, ROOT_MAX_BYTES + 1, false);
+    http_url_request req = {.url = url};
+    http_stream_callbacks cb = {root_headers, root_data, &body};
+    http_stream_result res;
+    error_code rc = http_url_get(user, &req, &cb, &res, err);
+    /* Absent ends the walk. S3 and its kin answer 403 for an object that is not there when the
+     * bucket cannot be listed; ending the walk there is safe: the manifest must still verify
+     * with the root trusted so far, and a mirror can always withhold a root. */
+    if (rc == ERR_HTTP && (res.status == 404 || res.status == 410 || res.status == 403))
+        rc = ERR_NOT_FOUND;
+    if (rc == ERR_OK && body.status == DYNBUF_NOMEM)
+        rc = error_set(err, ERR_NOMEM, "out of memory reading %s", url);
+    if (rc == ERR_OK) {
+        *len = 0;
+        *data = dynbuf_take(&body, len);
+        if (!*data && !(*data = text_dup(""))) /* an empty body */
+            rc = error_set(err, ERR_NOMEM, "out of memory");
     }
-    *keys = list;
-    *count = cfg->mirror.public_key_count;
-    return ERR_OK;
+    dynbuf_free(&body);
+    return rc;
+}
+
+/* The highest seq seen: a decimal string (exact), or a number an older outpost wrote; -1 when none. */
+static int64_t stored_seq(const cJSON *section)
+{
+    return jsonx_int64(NULL, section, "highest_seq", true, -1);
+}
+
+/*
+ * The stored seq is kept with the manifest key ids it was accepted under;
+ * when the trusted keys differ (a new root, or a rotated public_keys), the
+ * seq and the kept copy's validators are forgotten: a leaked key's
+ * fast-forward must not freeze the fleet once that key is gone (8.1).
+ */
+static void forget_on_key_change(state *s, const mirror_trust *trust)
+{
+    cJSON *section = state_section(s, SECTION);
+    const char *kept = jsonx_string(NULL, section, "seq_keyids");
+    /* An older outpost kept no key ids, and wrote the seq as a JSON number,
+     * which cJSON rounds to 15 digits: such a number from 10^15 up is not
+     * the seq that was seen (the fast-forward of issue 26 left one), so it
+     * is forgotten too; a smaller one is kept under the keys trusted now. */
+    const cJSON *legacy = cJSON_GetObjectItemCaseSensitive(section, "highest_seq");
+    bool rounded = !kept && cJSON_IsNumber(legacy) && legacy->valuedouble >= 1e15;
+    if ((kept && strcmp(kept, trust->keyids) != 0) || rounded) {
+        log_info("the mirror's manifest keys changed; the highest seq seen (%lld) is forgotten",
+                 (long long)stored_seq(section));
+        cJSON_DeleteItemFromObjectCaseSensitive(section, "highest_seq");
+        cJSON_DeleteItemFromObjectCaseSensitive(section, "highest_payload_sha256");
+        cJSON_DeleteItemFromObjectCaseSensitive(section, "etag");
+        cJSON_DeleteItemFromObjectCaseSensitive(section, "last_modified");
+        cJSON_DeleteItemFromObjectCaseSensitive(section, "url");
+    }
+    jsonx_set(section, "seq_keyids", cJSON_CreateString(trust->keyids));
 }
 
 /* What status.json shows under installer.mirror. */
@@ -114,12 +170,32 @@ static void record_status(state *s, const char *url, const manifest *m, bool acc
     jsonx_set(section, "status", st);
 }
 
+/* The trusted root's version and expiry, for status.json (installer.mirror.root) and its verdict. */
+static void record_root(state *s, const mirror_trust *trust)
+{
+    cJSON *section = state_section(s, SECTION);
+    if (!trust->has_root) {
+        cJSON_DeleteItemFromObjectCaseSensitive(section, "root");
+        return;
+    }
+    cJSON *r = cJSON_CreateObject();
+    char at[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(trust->root.expires_at, at);
+    if (r) {
+        cJSON_AddNumberToObject(r, "version", (double)trust->root.version);
+        cJSON_AddStringToObject(r, "expires_at", at);
+    }
+    jsonx_set(section, "root", r);
+}
+
 /* Opens and judges one manifest's bytes. m is filled when it opened. */
-static MUST_CHECK error_code judge(const config *cfg, state *s, const char *bytes, size_t len, signkey *const *keys,
-                                   size_t key_count, int64_t now_s, manifest *m, manifest_verdict *verdict,
+static MUST_CHECK error_code judge(const config *cfg, state *s, const char *bytes, size_t len,
+                                   const mirror_trust *trust, int64_t now_s, manifest *m, manifest_verdict *verdict,
                                    error_info *err)
 {
-    error_code rc = manifest_open(bytes, len, keys, key_count, m, verdict, err);
+    size_t key_count = 0, threshold = 1;
+    signkey *const *keys = mirror_trust_manifest_keys(trust, &key_count, &threshold);
+    error_code rc = manifest_open_threshold(bytes, len, keys, key_count, threshold, m, verdict, err);
     if (rc != ERR_OK && (*verdict == MANIFEST_MALFORMED || *verdict == MANIFEST_TOO_LARGE) &&
         (len == 0 || bytes[0] != '{' || !memchr(bytes, '}', len))) {
         /* An error page, an empty or a cut answer is not tampering
@@ -140,12 +216,11 @@ static MUST_CHECK error_code judge(const config *cfg, state *s, const char *byte
     if (rc != ERR_OK)
         return rc;
     const cJSON *section = state_section(s, SECTION);
-    const cJSON *highest = cJSON_GetObjectItemCaseSensitive(section, "highest_seq");
     manifest_expect e = {
         .now_s = now_s,
         .channel = cfg->mirror.channel,
         .platform = cfg->installer.platform,
-        .highest_seq = cJSON_IsNumber(highest) ? (int64_t)highest->valuedouble : -1,
+        .highest_seq = stored_seq(section),
         .highest_payload_sha256 = jsonx_string(NULL, section, "highest_payload_sha256"),
     };
     rc = manifest_check(m, &e, verdict, err);
@@ -160,9 +235,10 @@ static MUST_CHECK error_code judge(const config *cfg, state *s, const char *byte
 static void keep_copy(const config *cfg, state *s, const char *url, const http_url_body *res, const manifest *m)
 {
     cJSON *section = state_section(s, SECTION);
-    const cJSON *highest = cJSON_GetObjectItemCaseSensitive(section, "highest_seq");
-    if (!cJSON_IsNumber(highest) || m->seq >= (int64_t)highest->valuedouble) {
-        jsonx_set(section, "highest_seq", cJSON_CreateNumber((double)m->seq));
+    if (m->seq >= stored_seq(section)) {
+        char seq[24]; /* a string: exact, where a JSON number in cJSON is a double */
+        snprintf(seq, sizeof seq, "%lld", (long long)m->seq);
+        jsonx_set(section, "highest_seq", cJSON_CreateString(seq));
         jsonx_set(section, "highest_payload_sha256", cJSON_CreateString(m->payload_sha256));
     }
     if (!res || res->status != 200)
@@ -215,11 +291,12 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
                                error_info *err)
 {
     memset(offer, 0, sizeof *offer);
-    signkey **keys = NULL;
-    size_t key_count = 0;
-    error_code rc = load_keys(cfg, &keys, &key_count, err);
-    if (rc != ERR_OK)
+    mirror_trust trust;
+    error_code rc = mirror_trust_load(cfg, &trust, err);
+    if (rc != ERR_OK) {
+        mirror_trust_free(&trust);
         return rc;
+    }
     error_code worst = ERR_OK;
     error_info worst_err;
     error_clear(&worst_err);
@@ -233,6 +310,29 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
             rc = error_set(err, ERR_NOMEM, "out of memory");
             break;
         }
+        /* The root first (8.1): the manifest is judged by the newest root's keys. */
+        error_info here;
+        error_clear(&here);
+        error_code code = mirror_trust_walk(cfg, &trust, url, fetch_root, http, true, &here);
+        if (code == ERR_OK)
+            code = mirror_trust_check_expiry(&trust, now_s, &here);
+        record_root(s, &trust);
+        if (code != ERR_OK) {
+            record_status(s, url, NULL, false, false, MANIFEST_OK, here.message);
+            jsonx_set(cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "status"), "refused",
+                      cJSON_CreateString("root"));
+            log_trace("%s", here.message);
+            if (i + 1 < cfg->mirror.url_count)
+                log_warn("%s; trying the next mirror", here.message);
+            if (worst == ERR_OK ||
+                error_worse_exit(error_exit_code(worst), error_exit_code(code)) != error_exit_code(worst)) {
+                worst = code;
+                worst_err = here;
+            }
+            free(url);
+            continue;
+        }
+        forget_on_key_change(s, &trust);
         const cJSON *section = state_section(s, SECTION);
         size_t kept_len = 0;
         char *kept = kept_copy(cfg, s, shown, &kept_len);
@@ -242,9 +342,7 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
             .if_modified_since = kept ? jsonx_string(NULL, section, "last_modified") : NULL,
         };
         http_url_body res;
-        error_info here;
-        error_clear(&here);
-        error_code code = http_url_read(http, &req, MANIFEST_MAX_BYTES, &res, &here);
+        code = http_url_read(http, &req, MANIFEST_MAX_BYTES, &res, &here);
         manifest m;
         memset(&m, 0, sizeof m);
         manifest_verdict verdict = MANIFEST_OK;
@@ -255,7 +353,7 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
             size_t len = res.status == 304 ? kept_len : res.body_len;
             if (res.too_large)
                 len = MANIFEST_MAX_BYTES + 1; /* manifest_open refuses it by size */
-            code = judge(cfg, s, bytes ? bytes : "", bytes ? len : 0, keys, key_count, now_s, &m, &verdict, &here);
+            code = judge(cfg, s, bytes ? bytes : "", bytes ? len : 0, &trust, now_s, &m, &verdict, &here);
             if (code != ERR_OK && verdict != MANIFEST_OK) {
                 error_prefix(&here, "mirror %s", shown);
                 char fix[ERROR_MESSAGE_MAX];
@@ -293,9 +391,7 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
         free(url);
         free(shown);
     }
-    for (size_t k = 0; k < key_count; k++)
-        signkey_free(keys[k]);
-    free(keys);
+    mirror_trust_free(&trust);
     if (rc != ERR_OK)
         return rc;
     if (!accepted) {
@@ -386,5 +482,9 @@ void source_status_annotate(const config *cfg, state *s, cJSON *installer)
     if (!mirror)
         return;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "status");
-    jsonx_set(installer, "mirror", st ? cJSON_Duplicate(st, 1) : cJSON_CreateNull());
+    cJSON *shown = st ? cJSON_Duplicate(st, 1) : cJSON_CreateNull();
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "root");
+    if (cJSON_IsObject(shown) && cJSON_IsObject(r))
+        jsonx_set(shown, "root", cJSON_Duplicate(r, 1));
+    jsonx_set(installer, "mirror", shown);
 }
