@@ -519,6 +519,7 @@ def attack_html_with_200(ctx):
     html = ctx["server"].url.replace("/fleet/", "/html/")
     cfg, state = endpoint_config(ctx["tmp_path"], "html", [html], [ctx["public_pem"]])
     ctx["cfg"], ctx["state"] = cfg, state
+    # An error page is a transport failure, not tampering (issue 26): 75, naming what came back.
     return 75, "not a signed manifest"
 
 
