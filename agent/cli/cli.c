@@ -88,6 +88,34 @@ static const command_spec commands[] = {
      "configuration. uninstall: removes the task and keeps the configuration and the state.\n"
      "Needs an elevated prompt. Windows only: on Linux the Debian package's outpost.timer\n"
      "schedules outpost.\n"},
+    {"root", CLI_ROOT, "root init|sign|next|verify ...",
+     "the mirror's offline root of trust: write, sign, rotate and check roots",
+     "The ceremony of PRODUCT.md 8.1, run on offline machines (README: \"The mirror's root of trust\").\n"
+     "  root init --root-key FILE... --root-threshold N --manifest-key FILE... [--manifest-threshold N]\n"
+     "            --expires DURATION -o OUT\n"
+     "      write root version 1, unsigned; key FILEs are PEM public keys (or signing keys, whose\n"
+     "      public half is taken); each option may be given several times\n"
+     "  root sign -k KEY FILE\n"
+     "      add KEY's signature to the root in FILE (rewritten atomically); KEY must be readable by\n"
+     "      its owner only; each root key holder runs it on their own machine\n"
+     "  root next FILE -o OUT --expires DURATION [--add-root-key FILE] [--remove-root-key KEYID]\n"
+     "            [--add-manifest-key FILE] [--remove-manifest-key KEYID] [--root-threshold N]\n"
+     "            [--manifest-threshold N]\n"
+     "      write version N+1 of the root in FILE, unsigned; it needs signatures by a threshold of\n"
+     "      version N's root keys and a threshold of its own\n"
+     "  root verify FILE...\n"
+     "      judge a chain of roots given in order as an endpoint would (the first trusted as given):\n"
+     "      exit 0 when the chain holds and the last root has not expired, 4 when a root fails, 75\n"
+     "      when the last root has expired\n"},
+    {"mirror", CLI_MIRROR, "mirror verify URL|DIR [--machine-id ID]",
+     "judge a mirror exactly as an endpoint would, staging nothing",
+     "Reads the mirror at URL (or the directory DIR) with what the configuration trusts\n"
+     "(mirror.root_file, else mirror.public_keys): walks its roots, opens the manifest, applies\n"
+     "its rules, fetches the installer and checks its length, SHA-256 and Authenticode\n"
+     "signature, and says whether the machine (--machine-id, else mirror.machine_id or this\n"
+     "machine's id) is in the rollout. Prints each judgement; writes nothing. Exits as an\n"
+     "endpoint would: 0 when it would install or is up to date, else that exit code (4, 75, ...).\n"
+     "  --machine-id ID  judge the rollout for this machine id\n"},
     {"version", CLI_VERSION, "version", "print outpost's version", "Prints outpost's version.\n"},
     {"help", CLI_HELP, "help [COMMAND]", "show help for a command", "Shows the help of COMMAND, or the overview.\n"},
 };
@@ -276,6 +304,24 @@ error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
                 opts->verbosity = opts->verbosity < 0 ? 1 : opts->verbosity + 1;
             continue;
         }
+        if (opts->command == CLI_ROOT || opts->command == CLI_MIRROR) {
+            /* Global options keep their meaning; every other word is the command's own. */
+            const char *value = NULL;
+            const option_spec *o = !only_operands && arg[0] == '-' && arg[1] ? find_option(arg, &value) : NULL;
+            if (o && o->only_for == CLI_NONE && strcmp(o->long_name, "--version") != 0) {
+                if (o->takes_value && !value) {
+                    if (i + 1 >= argc)
+                        return error_set(err, ERR_USAGE, "%s needs a value", o->long_name);
+                    value = argv[++i];
+                }
+                apply_option(o, value, opts);
+                continue;
+            }
+            if (opts->arg_count == CLI_MAX_ARGS)
+                return error_set(err, ERR_USAGE, "too many arguments (at most %d)", CLI_MAX_ARGS);
+            opts->args[opts->arg_count++] = arg;
+            continue;
+        }
         if (!only_operands && arg[0] == '-' && arg[1]) {
             const char *value;
             const option_spec *o = find_option(arg, &value);
@@ -333,6 +379,10 @@ error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
         return error_set(err, ERR_USAGE, "stage needs the installer FILE: outpost stage FILE [--version V]");
     if (opts->command == CLI_SERVICE && !opts->action)
         return error_set(err, ERR_USAGE, "service needs what to do: outpost service install|uninstall");
+    if (opts->command == CLI_ROOT && opts->arg_count == 0)
+        return error_set(err, ERR_USAGE, "root needs what to do: outpost root init|sign|next|verify ...");
+    if (opts->command == CLI_MIRROR && (opts->arg_count == 0 || strcmp(opts->args[0], "verify") != 0))
+        return error_set(err, ERR_USAGE, "mirror takes verify: outpost mirror verify URL|DIR [--machine-id ID]");
     if (opts->command == CLI_KEYGEN && !opts->output)
         return error_set(err, ERR_USAGE, "keygen needs the key file to write: outpost keygen -o FILE");
     if (opts->rollout) {

@@ -29,28 +29,35 @@ typedef enum {
     CLI_HELP,
     CLI_KEYGEN,
     CLI_PUBLISH,
-    CLI_SERVICE
+    CLI_SERVICE,
+    CLI_ROOT,  /* root init|sign|next|verify: its own words, in args */
+    CLI_MIRROR /* mirror verify: its own words, in args */
 } cli_command;
+
+#define CLI_MAX_ARGS 64
 
 typedef struct cli_options {
     cli_command command;
-    cli_command help_topic;  /* `help COMMAND` / `COMMAND --help`: which command */
-    bool help;               /* print help for help_topic and exit 0 */
-    const char *config_path; /* -c / --config; NULL: OUTPOST_CONFIG or the default */
-    const char *state_dir;   /* --state-dir; NULL: from the configuration */
-    bool json;               /* --json */
-    int verbosity;           /* -1 with -q, 0 by default, +1 per -v */
-    bool force;              /* update --force */
-    bool allow_downgrade;    /* update/stage --allow-downgrade */
-    bool dry_run;            /* deploy --dry-run */
-    const char *file;        /* stage FILE */
-    const char *version;     /* stage --version V */
-    const char *format;      /* bundle --format zip|tar.gz (NULL: zip) */
-    const char *output;      /* bundle / keygen -o FILE */
-    const char *max_age;     /* status --max-age DURATION */
-    const char *dir;         /* publish --dir DIR */
-    const char *rollout;     /* publish --rollout PERCENT (validated: 0..100) */
-    const char *action;      /* service install|uninstall (validated) */
+    cli_command help_topic;         /* `help COMMAND` / `COMMAND --help`: which command */
+    bool help;                      /* print help for help_topic and exit 0 */
+    const char *config_path;        /* -c / --config; NULL: OUTPOST_CONFIG or the default */
+    const char *state_dir;          /* --state-dir; NULL: from the configuration */
+    bool json;                      /* --json */
+    int verbosity;                  /* -1 with -q, 0 by default, +1 per -v */
+    bool force;                     /* update --force */
+    bool allow_downgrade;           /* update/stage --allow-downgrade */
+    bool dry_run;                   /* deploy --dry-run */
+    const char *file;               /* stage FILE */
+    const char *version;            /* stage --version V */
+    const char *format;             /* bundle --format zip|tar.gz (NULL: zip) */
+    const char *output;             /* bundle / keygen -o FILE */
+    const char *max_age;            /* status --max-age DURATION */
+    const char *dir;                /* publish --dir DIR */
+    const char *rollout;            /* publish --rollout PERCENT (validated: 0..100) */
+    const char *action;             /* service install|uninstall (validated) */
+    const char *args[CLI_MAX_ARGS]; /* root, mirror: every argument after the command word that is not a
+                                       global option, in order (cmd_root.c, cmd_mirror.c parse them) */
+    int arg_count;
 } cli_options;
 
 /* Parses argv into *opts. ERR_USAGE with a one-line message on bad input. */

@@ -4,6 +4,11 @@
  */
 #include "cli/commands.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cjson/cJSON.h>
+
 #include "base/dynbuf.h"
 #include "core/log.h"
 #include "core/state.h"
@@ -70,4 +75,13 @@ void command_record_outcome(const command_context *ctx, state *s, error_code rc,
     if (installer_state_set_last_command(s, cli_command_name(ctx->opts ? ctx->opts->command : CLI_NONE), at,
                                          rc == ERR_OK ? exit_code : error_exit_code(rc), error, &why) != ERR_OK)
         log_warn("cannot record the command's outcome in the state: %s", why.message);
+}
+
+void command_print_json(cJSON *o)
+{
+    char *text = o ? cJSON_Print(o) : NULL;
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    cJSON_Delete(o);
 }

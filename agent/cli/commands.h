@@ -12,6 +12,8 @@
  *   report:             agent/cli/cmd_report.c
  *   run, status:        agent/cli/cmd_run.c
  *   service:            agent/cli/cmd_service.c
+ *   keygen, publish, mirror verify: agent/cli/cmd_mirror.c
+ *   root:               agent/cli/cmd_root.c
  */
 #ifndef OUTPOST_COMMANDS_H
 #define OUTPOST_COMMANDS_H
@@ -21,6 +23,8 @@
 #include "base/error.h"
 #include "net/http.h"
 #include "core/state.h"
+
+struct cJSON;
 
 typedef struct command_context {
     const cli_options *opts; /* parsed command line */
@@ -60,6 +64,9 @@ void command_record_outcome(const command_context *ctx, state *s, error_code rc,
 /* Whether `run` drives this command (it then leaves the status to `run`). */
 bool command_from_run(const command_context *ctx);
 
+/* Prints o (taken, then deleted) as one JSON document on stdout; NULL prints nothing. */
+void command_print_json(struct cJSON *o);
+
 /* Exit code of a deploy whose installer asks for a reboot, with
  * deploy.pass_reboot_code: what SCCM and Intune read as "soft reboot". */
 #define COMMAND_EXIT_REBOOT 3010
@@ -79,6 +86,8 @@ MUST_CHECK error_code command_status(command_context *ctx, error_info *err);
 MUST_CHECK error_code command_keygen(command_context *ctx, error_info *err);  /* cli/cmd_mirror.c */
 MUST_CHECK error_code command_publish(command_context *ctx, error_info *err); /* cli/cmd_mirror.c */
 MUST_CHECK error_code command_service(command_context *ctx, error_info *err); /* cli/cmd_service.c */
+MUST_CHECK error_code command_root(command_context *ctx, error_info *err);    /* cli/cmd_root.c */
+MUST_CHECK error_code command_mirror(command_context *ctx, error_info *err);  /* cli/cmd_mirror.c */
 
 /*
  * `update` through the API for `publish` (cli/cmd_fetch.c): the publishing

@@ -27,6 +27,7 @@ static const struct {
     {CLI_DEPLOY, command_deploy, true},  {CLI_ROLLBACK, command_rollback, true}, {CLI_BUNDLE, command_bundle, true},
     {CLI_REPORT, command_report, true},  {CLI_RUN, command_run, true},           {CLI_STATUS, command_status, false},
     {CLI_KEYGEN, command_keygen, false}, {CLI_PUBLISH, command_publish, true},   {CLI_SERVICE, command_service, false},
+    {CLI_ROOT, command_root, false},     {CLI_MIRROR, command_mirror, false},
 };
 
 static int fail(const char *command, const error_info *err)

@@ -213,6 +213,12 @@ static MUST_CHECK error_code judge(const config *cfg, state *s, const char *byte
             err->code = ERR_TEMPORARY;
         return ERR_TEMPORARY;
     }
+    if (rc != ERR_OK && trust->has_root && *verdict == MANIFEST_UNKNOWN_KEY)
+        error_set(err, rc,
+                  "the manifest is not signed by any manifest key of mirror root version %lld; if the publisher "
+                  "rotated its key, the root's key holders must publish a root that lists the new key "
+                  "(`outpost root next`)",
+                  (long long)trust->root.version);
     if (rc != ERR_OK)
         return rc;
     const cJSON *section = state_section(s, SECTION);

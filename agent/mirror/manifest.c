@@ -232,9 +232,8 @@ error_code manifest_open_threshold(const void *data, size_t len, signkey *const 
                           verified, threshold);
         if (!known)
             return refuse(verdict, MANIFEST_UNKNOWN_KEY, err,
-                          "the manifest is not signed by any key this endpoint trusts (`mirror.public_keys`, or the "
-                          "mirror root's manifest keys); if the publisher rotated its key, add the new public key to the "
-                          "configuration, or publish a new root that lists it");
+                          "the manifest is not signed by any key in `mirror.public_keys`; if the publisher rotated its "
+                          "key, add the new public key to the configuration");
         return refuse(verdict, MANIFEST_BAD_SIGNATURE, err,
                       "the manifest's signature does not verify: it was changed after signing; do not use this mirror "
                       "until the publisher re-runs publish");
