@@ -195,9 +195,9 @@ static MUST_CHECK error_code write_root(const command_context *ctx, const char *
 static MUST_CHECK error_code root_init(const command_context *ctx, error_info *err)
 {
     root_args a;
-    error_code rc = parse_args(ctx->opts, "init",
-                               " --root-key --root-threshold --manifest-key --manifest-threshold --expires --output ",
-                               &a, err);
+    error_code rc =
+        parse_args(ctx->opts, "init",
+                   " --root-key --root-threshold --manifest-key --manifest-threshold --expires --output ", &a, err);
     if (rc != ERR_OK)
         return rc;
     if (a.file_count || !a.output || !a.root_key_count || !a.manifest_key_count || !a.root_threshold)

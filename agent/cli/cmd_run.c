@@ -33,6 +33,7 @@
 #include "installer/installer_state.h"
 #include "installer/source_mirror.h"
 #include "installer/staging.h"
+#include "mirror/root.h"
 #include "core/state.h"
 #include "report/status.h"
 #include "core/timefmt.h"
@@ -404,6 +405,18 @@ static void judge(const cJSON *doc, int64_t max_age_s, int64_t now_s, verdict *v
                   str(failure, "log") ? ", see " : "", str(failure, "log") ? str(failure, "log") : "");
     if (cJSON_IsObject(deployed) && reboot_pending(deployed))
         attention(v, "reboot required to finish the deploy of %s", OR_NONE(str(deployed, "version")));
+    /* The mirror root's expiry is a cliff a person must see coming (PRODUCT.md 8.1). */
+    const cJSON *mirror_root =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(inst, "mirror"), "root");
+    int64_t root_expires = 0;
+    if (str(mirror_root, "expires_at") && timefmt_parse_iso8601(str(mirror_root, "expires_at"), &root_expires)) {
+        if (now_s >= root_expires)
+            attention(v, "mirror root expired at %s: no update is installed until a new root is published",
+                      str(mirror_root, "expires_at"));
+        else if (root_expires - now_s <= ROOT_WARN_S)
+            attention(v, "mirror root expires at %s: its key holders must sign and publish the next version",
+                      str(mirror_root, "expires_at"));
+    }
     if (have_run && max_age_s >= 0 && now_s - finished > max_age_s) {
         char age[32], limit[32];
         age_text(now_s - finished, age, sizeof age);
