@@ -1,0 +1,435 @@
+"""The mirror's offline root of trust (issue 26, PRODUCT.md 8.1), end to
+end: roots made with `outpost root init|sign|next` (or, where a test needs
+an expiry in the past, signed here with Python's `cryptography`), a mirror
+directory read through file:// and over HTTP, and endpoints that pin only
+`mirror.root_file`.
+
+Conformance scenarios after TUF's: rotation 1 -> 2 -> 3 with changing
+thresholds and a new manifest key, with no change on the endpoint; a root
+N+1 that fails (nothing installed, 4, the last good root kept); an expired
+intermediate root followed by a valid one; an expired final root (75,
+ATTENTION); a fast-forward by a leaked key, then rotation: recovered; a
+manifest signed by a dropped key; seq at 2^53; an error page, an empty and a
+truncated manifest: 75.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from sim import write_fake_installer  # noqa: E402
+
+from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
+
+OUTPOST = os.environ.get("OUTPOST_BIN")
+pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN is not set (tests/CMakeLists.txt sets it)")
+
+V1 = "26.01.03.24329"
+V2 = "26.02.01.25000"
+MANIFEST_CONTEXT = b"outpost-manifest-v1\n"
+ROOT_CONTEXT = b"outpost-root-v1\n"
+MAX_SEQ = 2**53 - 1
+
+
+def run(cfg: Path | None, *args, timeout=120) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
+    argv = [OUTPOST] + (["-c", str(cfg)] if cfg else []) + [str(a) for a in args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def iso(t: datetime) -> str:
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+NOW = datetime.now(timezone.utc)
+
+
+class Keys:
+    """Signing keys made with `outpost keygen`, by name."""
+
+    def __init__(self, directory: Path):
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.ids: dict[str, str] = {}
+
+    def file(self, name: str) -> Path:
+        path = self.dir / f"{name}.key"
+        if not path.exists():
+            r = run(None, "--json", "keygen", "-o", path)
+            assert r.returncode == 0, r.stderr
+            doc = json.loads(r.stdout)
+            self.ids[name] = doc["key_id"]
+            (self.dir / f"{name}.pub").write_text(doc["public_key"])
+        return path
+
+    def pub(self, name: str) -> Path:
+        self.file(name)
+        return self.dir / f"{name}.pub"
+
+    def private(self, name: str):
+        return serialization.load_pem_private_key(self.file(name).read_bytes(), password=None)
+
+    def entry(self, name: str) -> dict:
+        self.file(name)
+        return {"keyid": self.ids[name], "public_key": self.pub(name).read_text()}
+
+
+def sign(doc: dict | bytes, context: bytes, keys: Keys, signers: list[str]) -> dict:
+    """An envelope made by `cryptography`, not by outpost."""
+    raw = doc if isinstance(doc, bytes) else json.dumps(doc, separators=(",", ":")).encode()
+    sigs = []
+    for name in signers:
+        sig = keys.private(name).sign(context + raw, ec.ECDSA(hashes.SHA256()))
+        sigs.append({"keyid": keys.entry(name)["keyid"], "sig": base64.b64encode(sig).decode()})
+    return {"payload": base64.b64encode(raw).decode(), "signatures": sigs}
+
+
+def root_doc(keys: Keys, version: int, expires: datetime, root_keys: list[str], root_threshold: int,
+             manifest_keys: list[str], manifest_threshold: int = 1) -> dict:
+    return {"schema": 1, "version": version, "expires_at": iso(expires),
+            "root_keys": [keys.entry(k) for k in root_keys], "root_threshold": root_threshold,
+            "manifest_keys": [keys.entry(k) for k in manifest_keys], "manifest_threshold": manifest_threshold}
+
+
+class Mirror:
+    """A mirror directory: installers/, manifest.json, roots/."""
+
+    def __init__(self, directory: Path, keys: Keys, installer: Path):
+        self.dir = directory
+        self.keys = keys
+        (directory / "installers").mkdir(parents=True)
+        (directory / "roots").mkdir()
+        data = installer.read_bytes()
+        self.sha256 = hashlib.sha256(data).hexdigest()
+        self.length = len(data)
+        shutil.copyfile(installer, directory / "installers" / f"{self.sha256}.exe")
+
+    @property
+    def url(self) -> str:
+        return self.dir.as_uri() + "/"
+
+    def manifest(self, seq, signers: list[str], version=V2, raw: bytes | None = None):
+        doc = {"schema": 1, "seq": seq, "issued_at": iso(NOW - timedelta(minutes=1)),
+               "expires_at": iso(NOW + timedelta(days=14)), "channel": "stable", "platform": "windows",
+               "version": version, "file_name": "sensor.exe", "length": self.length, "sha256": self.sha256,
+               "path": f"installers/{self.sha256}.exe", "signer": None,
+               "rollout": {"percent": 100, "salt": "ab" * 32}, "allow_downgrade": False}
+        body = raw if raw is not None else json.dumps(doc, separators=(",", ":")).encode()  # ints exact
+        (self.dir / "manifest.json").write_text(json.dumps(sign(body, MANIFEST_CONTEXT, self.keys, signers)))
+
+    def put_root(self, version: int, text: str):
+        (self.dir / "roots" / f"{version}.root.json").write_text(text)
+        (self.dir / "root.json").write_text(text)
+
+
+def ceremony_root(keys: Keys, out: Path, *, root_keys, root_threshold, manifest_keys, signers, expires="365d"):
+    """Root version 1 with the CLI, as the README's ceremony makes it."""
+    args = ["root", "init", "--root-threshold", root_threshold, "--expires", expires, "-o", out]
+    for k in root_keys:
+        args += ["--root-key", keys.pub(k)]
+    for k in manifest_keys:
+        args += ["--manifest-key", keys.pub(k)]
+    r = run(None, *args)
+    assert r.returncode == 0, r.stderr
+    for k in signers:
+        r = run(None, "root", "sign", "-k", keys.file(k), out)
+        assert r.returncode == 0, r.stderr
+    return out
+
+
+def ceremony_next(keys: Keys, prev: Path, out: Path, *, signers, expires="365d", add_root=(), remove_root=(),
+                  add_manifest=(), remove_manifest=(), root_threshold=None, manifest_threshold=None):
+    args = ["root", "next", prev, "-o", out, "--expires", expires]
+    args += sum((["--add-root-key", keys.pub(k)] for k in add_root), [])
+    args += sum((["--remove-root-key", keys.entry(k)["keyid"]] for k in remove_root), [])
+    args += sum((["--add-manifest-key", keys.pub(k)] for k in add_manifest), [])
+    args += sum((["--remove-manifest-key", keys.entry(k)["keyid"][:16]] for k in remove_manifest), [])
+    if root_threshold:
+        args += ["--root-threshold", root_threshold]
+    if manifest_threshold:
+        args += ["--manifest-threshold", manifest_threshold]
+    r = run(None, *args)
+    assert r.returncode == 0, r.stderr
+    for k in signers:
+        r = run(None, "root", "sign", "-k", keys.file(k), out)
+        assert r.returncode == 0, r.stderr
+    return out
+
+
+def endpoint(tmp_path: Path, name: str, url: str, root_file: Path | None, public_keys=()) -> tuple[Path, Path]:
+    state = tmp_path / "endpoints" / name
+    cfg = {
+        "state_dir": str(state),
+        "installer": {"installed_version": V1, "platform": "windows",
+                      "verify": {"require_signature": False, "trusted_ca_file": None}},
+        "report": {"enabled": False},
+        "mirror": {"urls": [url], "public_keys": list(public_keys), "machine_id": f"machine-{name}",
+                   "root_file": str(root_file) if root_file else None},
+    }
+    path = tmp_path / f"endpoint-{name}.json"
+    path.write_text(json.dumps(cfg))
+    return path, state
+
+
+def kept_root_version(state: Path) -> int | None:
+    path = state / "mirror-root.json"
+    if not path.exists():
+        return None
+    return json.loads(base64.b64decode(json.loads(path.read_text())["payload"]))["version"]
+
+
+def staged(state: Path) -> list[str]:
+    root = state / "staging"
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
+
+
+@pytest.fixture
+def fleet(tmp_path):
+    """Root keys r1..r4, manifest keys m1..m3; root 1 = root keys r1, r2 (threshold 1), manifest key m1."""
+    keys = Keys(tmp_path / "keys")
+    installer = tmp_path / "sensor.exe"
+    write_fake_installer(str(installer), 1, 64 * 1024)
+    mirror = Mirror(tmp_path / "mirror", keys, installer)
+    (tmp_path / "ceremony").mkdir()
+    root1 = ceremony_root(keys, tmp_path / "ceremony" / "1.root.json", root_keys=["r1", "r2"], root_threshold=1,
+                          manifest_keys=["m1"], signers=["r1"])
+    mirror.put_root(1, root1.read_text())
+    pinned = tmp_path / "etc" / "root.json"
+    pinned.parent.mkdir()
+    shutil.copyfile(root1, pinned)
+    return keys, mirror, pinned
+
+
+# ---- rotation ------------------------------------------------------------------------------
+
+
+def test_rotation_one_two_three_without_touching_the_endpoint(tmp_path, fleet):
+    keys, mirror, pinned = fleet
+    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    mirror.manifest(5, ["m1"])
+    r = run(cfg, "check")
+    assert r.returncode == 10, r.stderr  # an update is available: the manifest was trusted
+    assert kept_root_version(state) is None  # no roots/2 yet: the configuration's root is the trusted one
+
+    # Version 2: adds root key r3, root threshold 2, manifest key m2 replaces m1.
+    c = tmp_path / "ceremony"
+    ceremony_next(keys, c / "1.root.json", c / "2.root.json", signers=["r1", "r2", "r3"], add_root=["r3"],
+                  root_threshold=2, add_manifest=["m2"], remove_manifest=["m1"])
+    mirror.put_root(2, (c / "2.root.json").read_text())
+    mirror.manifest(6, ["m2"])
+    r = run(cfg, "check")
+    assert r.returncode == 10, r.stderr
+    assert kept_root_version(state) == 2
+
+    # Version 3: drops r1, adds r4, manifest keys m2 and m3 with threshold 2; signed by
+    # 2 of version 2's {r1, r2, r3} and 2 of its own {r2, r3, r4}.
+    ceremony_next(keys, c / "2.root.json", c / "3.root.json", signers=["r2", "r3"], add_root=["r4"],
+                  remove_root=["r1"], add_manifest=["m3"], manifest_threshold=2)
+    mirror.put_root(3, (c / "3.root.json").read_text())
+    mirror.manifest(7, ["m2"])  # one manifest key of the two now needed
+    r = run(cfg, "check")
+    assert r.returncode == 4, r.stderr
+    assert "2" in r.stderr and "manifest keys" in r.stderr
+    assert kept_root_version(state) == 3
+    mirror.manifest(7, ["m2", "m3"])
+    r = run(cfg, "update")
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [V2]
+    r = run(None, "root", "verify", c / "1.root.json", c / "2.root.json", c / "3.root.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "would trust version 3" in r.stdout
+
+
+@pytest.mark.parametrize("case", ["only_new_keys", "only_old_keys", "one_key_twice", "version_skipped",
+                                  "version_repeated"])
+def test_a_failing_root_installs_nothing_and_keeps_the_last_good(tmp_path, fleet, case):
+    keys, mirror, pinned = fleet
+    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    # Version 2 would swap the root keys for r3, r4 (threshold 2) and the manifest key for m2.
+    version = {"version_skipped": 3, "version_repeated": 1}.get(case, 2)
+    doc = root_doc(keys, version, NOW + timedelta(days=90), ["r3", "r4"], 2, ["m2"])
+    signers = {"only_new_keys": ["r3", "r4"], "only_old_keys": ["r1", "r2"],
+               "one_key_twice": ["r1", "r3", "r3"]}.get(case, ["r1", "r3", "r4"])
+    env = sign(doc, ROOT_CONTEXT, keys, signers)
+    mirror.put_root(2, json.dumps(env))
+    if case == "version_skipped":
+        mirror.put_root(3, json.dumps(env))
+    mirror.manifest(5, ["m2"])
+    r = run(cfg, "update")
+    assert r.returncode == 4, r.stderr
+    assert "mirror root" in r.stderr and "version 1 stays trusted" in r.stderr
+    assert staged(state) == []
+    assert kept_root_version(state) is None
+    # The chain judged offline says the same.
+    (tmp_path / "2.root.json").write_text(json.dumps(env))
+    r = run(None, "root", "verify", pinned, tmp_path / "2.root.json")
+    assert r.returncode == 4, r.stdout
+
+
+def test_expired_intermediate_root_then_valid_one(tmp_path, fleet):
+    keys, mirror, _ = fleet
+    old = root_doc(keys, 1, NOW - timedelta(days=400), ["r1"], 1, ["m1"])
+    pinned = tmp_path / "old-root.json"
+    pinned.write_text(json.dumps(sign(old, ROOT_CONTEXT, keys, ["r1"])))
+    mirror.put_root(2, json.dumps(sign(root_doc(keys, 2, NOW - timedelta(days=30), ["r1"], 1, ["m1"]),
+                                       ROOT_CONTEXT, keys, ["r1"])))
+    mirror.put_root(3, json.dumps(sign(root_doc(keys, 3, NOW + timedelta(days=300), ["r2"], 1, ["m2"]),
+                                       ROOT_CONTEXT, keys, ["r1", "r2"])))
+    mirror.manifest(5, ["m2"])
+    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    r = run(cfg, "update")
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [V2]
+    assert kept_root_version(state) == 3
+
+
+def test_expired_final_root_installs_nothing_and_says_attention(tmp_path, fleet):
+    keys, mirror, _ = fleet
+    pinned = tmp_path / "root.json"
+    pinned.write_text(json.dumps(sign(root_doc(keys, 1, NOW + timedelta(days=300), ["r1"], 1, ["m1"]),
+                                      ROOT_CONTEXT, keys, ["r1"])))
+    mirror.put_root(2, json.dumps(sign(root_doc(keys, 2, NOW - timedelta(days=1), ["r1"], 1, ["m1"]),
+                                       ROOT_CONTEXT, keys, ["r1"])))
+    mirror.manifest(5, ["m1"])
+    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    r = run(cfg, "run")
+    assert r.returncode == 75, r.stderr
+    assert "mirror root expired at" in r.stderr
+    assert staged(state) == []
+    r = run(cfg, "status")
+    assert r.stdout.startswith("ATTENTION"), r.stdout
+    assert "mirror root expired at" in r.stdout.splitlines()[0]
+
+    # Published again, valid for 10 days: installs, and status warns ahead of the cliff.
+    mirror.put_root(3, json.dumps(sign(root_doc(keys, 3, NOW + timedelta(days=10), ["r1"], 1, ["m1"]),
+                                       ROOT_CONTEXT, keys, ["r1"])))
+    r = run(cfg, "run")
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [V2]
+    r = run(cfg, "status")
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("ATTENTION") and "mirror root expires at" in first, r.stdout
+
+
+# ---- seq, recovery -------------------------------------------------------------------------
+
+
+def test_fast_forward_by_a_leaked_key_is_recovered_by_rotation(tmp_path, fleet):
+    keys, mirror, pinned = fleet
+    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    # The attacker holds m1 and signs the highest seq there is.
+    mirror.manifest(MAX_SEQ, ["m1"])
+    assert run(cfg, "check").returncode == 10
+    st = json.loads((state / "state.json").read_text())
+    assert st["mirror"]["highest_seq"] == str(MAX_SEQ)  # exact, not a rounded double
+    # The publisher's next genuine manifest is refused as old...
+    mirror.manifest(11, ["m1"])
+    r = run(cfg, "check")
+    assert r.returncode == 75 and "old copy" in r.stderr, r.stderr
+    # ...until the root's holders rotate the manifest key: the seq is forgotten with m1.
+    c = tmp_path / "ceremony"
+    ceremony_next(keys, c / "1.root.json", c / "2.root.json", signers=["r1"], add_manifest=["m2"],
+                  remove_manifest=["m1"])
+    mirror.put_root(2, (c / "2.root.json").read_text())
+    mirror.manifest(12, ["m2"])
+    r = run(cfg, "update")
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [V2]
+    st = json.loads((state / "state.json").read_text())
+    assert st["mirror"]["highest_seq"] == "12"
+    # The leaked key's manifests stay refused.
+    mirror.manifest(MAX_SEQ, ["m1"])
+    r = run(cfg, "check")
+    assert r.returncode == 4, r.stderr
+
+
+@pytest.mark.parametrize("seq", ["9007199254740992", "9007199254740993", "18446744073709551616", "0", "1.5"])
+def test_seq_out_of_range_is_malformed(tmp_path, fleet, seq):
+    keys, mirror, pinned = fleet
+    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    mirror.manifest(1, ["m1"])
+    doc = json.loads(base64.b64decode(json.loads((mirror.dir / "manifest.json").read_text())["payload"]))
+    raw = json.dumps(doc, separators=(",", ":")).replace('"seq":1,', f'"seq":{seq},').encode()
+    mirror.manifest(1, ["m1"], raw=raw)
+    r = run(cfg, "check")
+    assert r.returncode == 4, r.stderr
+    assert "seq" in r.stderr
+
+
+@pytest.mark.parametrize("body", [b"<html><body>502 Bad Gateway</body></html>", b"", b'{"payload": "eyJzY2hl'])
+def test_error_page_empty_or_truncated_manifest_is_temporary(tmp_path, fleet, body):
+    keys, mirror, pinned = fleet
+    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    (mirror.dir / "manifest.json").write_bytes(body)
+    r = run(cfg, "update")
+    assert r.returncode == 75, r.stderr
+    assert "manifest.json" in r.stderr and "not a signed manifest" in r.stderr
+    assert staged(state) == []
+
+
+def test_root_file_that_does_not_exist_is_a_configuration_error(tmp_path, fleet):
+    keys, mirror, _ = fleet
+    cfg, state = endpoint(tmp_path, "e1", mirror.url, tmp_path / "nowhere" / "root.json")
+    r = run(cfg, "check")
+    assert r.returncode == 2, r.stderr
+    assert "mirror.root_file" in r.stderr
+
+
+def test_public_keys_alone_keep_working_and_root_governs_both(tmp_path, fleet):
+    keys, mirror, pinned = fleet
+    mirror.manifest(5, ["m1"])
+    simple, _ = endpoint(tmp_path, "simple", mirror.url, None, [keys.pub("m1").read_text()])
+    assert run(simple, "check").returncode == 10
+    # Both set: the root governs, so a manifest by a pinned key the root does not list is refused.
+    mirror.manifest(6, ["m2"])
+    both, _ = endpoint(tmp_path, "both", mirror.url, pinned, [keys.pub("m2").read_text()])
+    r = run(both, "check")
+    assert r.returncode == 4, r.stderr
+    assert "mirror root version 1" in r.stderr
+
+
+# ---- over HTTP -----------------------------------------------------------------------------
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # noqa: D401 - silence
+        pass
+
+
+@pytest.fixture
+def http_mirror(fleet):
+    keys, mirror, pinned = fleet
+    handler = lambda *a, **kw: _Quiet(*a, directory=str(mirror.dir), **kw)  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield keys, mirror, pinned, f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def test_rotation_over_http_where_404_ends_the_walk(tmp_path, http_mirror):
+    keys, mirror, pinned, url = http_mirror
+    c = tmp_path / "ceremony"
+    ceremony_next(keys, c / "1.root.json", c / "2.root.json", signers=["r1"], add_manifest=["m2"],
+                  remove_manifest=["m1"])
+    mirror.put_root(2, (c / "2.root.json").read_text())
+    mirror.manifest(3, ["m2"])
+    cfg, state = endpoint(tmp_path, "e1", url, pinned)
+    r = run(cfg, "update")
+    assert r.returncode == 0, r.stderr
+    assert kept_root_version(state) == 2 and staged(state) == [V2]
