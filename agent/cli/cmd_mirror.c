@@ -6,6 +6,8 @@
  * existing file (overwriting a signing key would strand every endpoint that
  * pins it), and prints the public half for mirror.public_keys.
  * publish runs `update` through the API and then installer/publish.c.
+ * mirror verify prints installer/mirror_verify.c's judgements and exits as
+ * an endpoint would.
  */
 #include "cli/commands.h"
 
@@ -20,6 +22,8 @@
 #include "core/log.h"
 #include "core/state.h"
 #include "core/timefmt.h"
+#include "core/jsonx.h"
+#include "installer/mirror_verify.h"
 #include "installer/publish.h"
 #include "mirror/signkey.h"
 #include "platform/platform.h"
@@ -147,6 +151,56 @@ error_code command_publish(command_context *ctx, error_info *err)
 
 error_code command_mirror(command_context *ctx, error_info *err)
 {
-    (void)ctx;
-    return error_set(err, ERR_NOT_IMPLEMENTED, "mirror verify is not built yet");
+    const cli_options *opts = ctx->opts;
+    const char *target = NULL, *machine_id = NULL;
+    for (int i = 1; i < opts->arg_count; i++) {
+        const char *arg = opts->args[i];
+        if (strcmp(arg, "--machine-id") == 0 && i + 1 < opts->arg_count)
+            machine_id = opts->args[++i];
+        else if (strncmp(arg, "--machine-id=", 13) == 0 && arg[13])
+            machine_id = arg + 13;
+        else if (arg[0] != '-' && !target)
+            target = arg;
+        else
+            return error_set(err, ERR_USAGE, "usage: outpost mirror verify URL|DIR [--machine-id ID] (not \"%s\")",
+                             arg);
+    }
+    if (!target)
+        return error_set(err, ERR_USAGE, "usage: outpost mirror verify URL|DIR [--machine-id ID]");
+    char *url = mirror_verify_url_of(target, err);
+    if (!url)
+        return err && err->code != ERR_OK ? err->code : error_set(err, ERR_NOMEM, "out of memory");
+    mirror_verify_result r;
+    http_client *http = NULL;
+    error_code rc = command_http_urls(ctx, &http, err);
+    if (rc == ERR_OK)
+        rc = mirror_verify_run(http, ctx->cfg, url, machine_id, &r, err);
+    if (rc == ERR_OK) {
+        int exit_code = error_exit_code(r.code);
+        if (json_output(ctx)) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "url", url);
+            cJSON *steps = cJSON_AddArrayToObject(o, "judgements");
+            for (int i = 0; steps && i < r.step_count; i++) {
+                cJSON *s = cJSON_CreateObject();
+                cJSON_AddStringToObject(s, "step", r.steps[i].name);
+                cJSON_AddBoolToObject(s, "ok", r.steps[i].ok);
+                cJSON_AddStringToObject(s, "message", r.steps[i].message);
+                cJSON_AddItemToArray(steps, s);
+            }
+            cJSON_AddStringToObject(o, "action", r.action ? r.action : "refuse");
+            jsonx_add_string_or_null(o, "version", r.version[0] ? r.version : NULL);
+            cJSON_AddNumberToObject(o, "exit", exit_code);
+            command_print_json(o);
+        } else {
+            for (int i = 0; i < r.step_count; i++)
+                printf("%-4s %s: %s\n", r.steps[i].ok ? "ok" : "FAIL", r.steps[i].name, r.steps[i].message);
+            printf("an endpoint would: %s%s%s (exit %d)\n", r.action ? r.action : "refuse", r.version[0] ? " " : "",
+                   r.version, exit_code);
+        }
+        /* The exit code an endpoint would have; the judgements are already printed. */
+        ctx->exit_code = exit_code;
+    }
+    free(url);
+    return rc;
 }

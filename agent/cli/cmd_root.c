@@ -252,9 +252,10 @@ static MUST_CHECK error_code root_sign(const command_context *ctx, error_info *e
     rc = signkey_load_private_file(a.key, &key, err);
     if (rc != ERR_OK) {
         /* signkey.c speaks of publish.signing_key_file; here the key is -k's. */
-        char *at = strstr(err->message, " (`publish.signing_key_file`)");
+        static const char other[] = " (`publish.signing_key_file`)";
+        char *at = strstr(err->message, other);
         if (at)
-            memmove(at, at + strlen(" (`publish.signing_key_file`)"), strlen(at + 29) + 1);
+            memmove(at, at + sizeof other - 1, strlen(at + sizeof other - 1) + 1);
         return rc;
     }
     char *data = NULL;

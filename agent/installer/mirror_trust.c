@@ -24,25 +24,6 @@ void mirror_trust_free(mirror_trust *t)
     memset(t, 0, sizeof *t);
 }
 
-static int compare_strings(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static void pinned_keyids(mirror_trust *t)
-{
-    const char **ids = calloc(t->pinned_count ? t->pinned_count : 1, sizeof *ids);
-    if (!ids)
-        return;
-    for (size_t i = 0; i < t->pinned_count; i++)
-        ids[i] = signkey_id(t->pinned[i]);
-    qsort(ids, t->pinned_count, sizeof *ids, compare_strings);
-    size_t used = 0;
-    for (size_t i = 0; i < t->pinned_count && used < sizeof t->keyids; i++)
-        used += (size_t)snprintf(t->keyids + used, sizeof t->keyids - used, "%s%s", i ? "," : "", ids[i]);
-    free(ids);
-}
-
 static MUST_CHECK error_code load_pinned(const config *cfg, mirror_trust *t, error_info *err)
 {
     if (cfg->mirror.public_key_count == 0)
@@ -59,24 +40,26 @@ static MUST_CHECK error_code load_pinned(const config *cfg, mirror_trust *t, err
             return error_prefix(err, "`mirror.public_keys[%zu]`", i);
         t->pinned_count++;
     }
-    pinned_keyids(t);
+    signkey_ids_joined(t->pinned, t->pinned_count, t->keyids, sizeof t->keyids);
     return ERR_OK;
 }
 
-/* A root file judged as trusted (its own threshold of its own keys). */
-static MUST_CHECK error_code read_root(const char *path, const char *source, root *r, error_info *err)
+/* A root file judged as trusted (its own threshold of its own keys); origin (may be NULL) gets its SHA-256. */
+static MUST_CHECK error_code read_root(const char *path, const char *source, root *r, char *origin, error_info *err)
 {
     char *data = NULL;
     size_t len = 0;
     error_code rc = platform_read_file(path, ROOT_MAX_BYTES + 1, &data, &len, err);
     if (rc != ERR_OK)
         return error_prefix(err, "%s", source);
+    if (origin)
+        signkey_sha256_hex(data, len, origin);
     rc = root_open_trusted(data, len, source, r, err);
     free(data);
     return rc;
 }
 
-error_code mirror_trust_load(const config *cfg, mirror_trust *t, error_info *err)
+error_code mirror_trust_load(const config *cfg, const char *kept_origin, mirror_trust *t, error_info *err)
 {
     memset(t, 0, sizeof *t);
     if (!cfg->mirror.root_file)
@@ -86,7 +69,7 @@ error_code mirror_trust_load(const config *cfg, mirror_trust *t, error_info *err
         return rc;
     char source[600];
     snprintf(source, sizeof source, "mirror.root_file %s", cfg->mirror.root_file);
-    rc = read_root(cfg->mirror.root_file, source, &t->root, err);
+    rc = read_root(cfg->mirror.root_file, source, &t->root, t->origin, err);
     if (rc != ERR_OK) {
         err->code = ERR_CONFIG; /* the configuration ships it: a person must replace it */
         return rc;
@@ -95,10 +78,15 @@ error_code mirror_trust_load(const config *cfg, mirror_trust *t, error_info *err
     char *kept = platform_path_join(cfg->state_dir, MIRROR_TRUST_ROOT_FILE);
     if (!kept)
         return error_set(err, ERR_NOMEM, "out of memory");
-    if (platform_path_stat(kept, NULL) == PLATFORM_PATH_FILE) {
+    if (platform_path_stat(kept, NULL) == PLATFORM_PATH_FILE && kept_origin && strcmp(kept_origin, t->origin) != 0) {
+        /* Another root_file than the one the kept root was reached from: perhaps a new
+         * lineage (the fleet was re-rooted). The configuration wins; the walk starts from it. */
+        log_info("mirror.root_file changed since the kept mirror root was reached; starting again from it");
+        t->stale_kept = true;
+    } else if (platform_path_stat(kept, NULL) == PLATFORM_PATH_FILE) {
         root stored;
         error_info why;
-        if (read_root(kept, kept, &stored, &why) != ERR_OK) {
+        if (read_root(kept, kept, &stored, NULL, &why) != ERR_OK) {
             log_warn("the kept mirror root cannot be used (%s); starting again from mirror.root_file", why.message);
         } else if (stored.version < t->root.version) {
             /* The configuration ships a newer root than the endpoint has seen: it wins. */
@@ -142,6 +130,16 @@ error_code mirror_trust_walk(const config *cfg, mirror_trust *t, const char *man
 {
     if (!t->has_root)
         return ERR_OK;
+    if (persist && t->stale_kept) {
+        /* The kept root belongs to the lineage set aside: it must not come back next run. */
+        char *kept = platform_path_join(cfg->state_dir, MIRROR_TRUST_ROOT_FILE);
+        error_code rc = kept ? platform_remove_file(kept, err) : error_set(err, ERR_NOMEM, "out of memory");
+        free(kept);
+        if (rc != ERR_OK && rc != ERR_NOT_FOUND)
+            return error_prefix(err, "cannot remove the kept mirror root of the previous mirror.root_file");
+        error_clear(err);
+        t->stale_kept = false;
+    }
     for (int step = 0; step < MIRROR_TRUST_MAX_WALK; step++) {
         char *url = root_url(manifest_url, t->root.version + 1);
         if (!url)

@@ -37,17 +37,26 @@ typedef struct mirror_trust {
     size_t pinned_count;
     char keyids[ROOT_MAX_KEYS * SIGNKEY_ID_SIZE]; /* the manifest key ids, sorted, comma-separated */
     int walked;                                   /* root versions accepted by mirror_trust_walk */
+    bool stale_kept;                              /* the kept root belongs to another root_file: the walk removes it */
+    char origin[SIGNKEY_ID_SIZE]; /* SHA-256 of mirror.root_file's bytes: the lineage the kept root belongs to */
 } mirror_trust;
 
 /*
  * Fetches url into *data (malloc'd, *len bytes, at most ROOT_MAX_BYTES + 1
- * kept). ERR_NOT_FOUND when the mirror says the file is not there (HTTP 404
- * or 410, no such file); any other failure is a transport failure.
+ * kept). ERR_NOT_FOUND when the mirror says the file is not there (HTTP 404,
+ * 410, or 403 as object stores answer for a missing object; no such file);
+ * any other failure is a transport failure.
  */
 typedef error_code (*mirror_trust_fetch_fn)(void *user, const char *url, char **data, size_t *len, error_info *err);
 
-/* Loads what cfg trusts, as described above. Free with mirror_trust_free. */
-MUST_CHECK error_code mirror_trust_load(const config *cfg, mirror_trust *t, error_info *err);
+/*
+ * Loads what cfg trusts, as described above. kept_origin: the origin
+ * (see mirror_trust) recorded when the kept root was reached (state
+ * "mirror".root_origin), NULL when unknown; when it differs from
+ * root_file's, the kept root is set aside and the walk starts again from
+ * root_file (a re-rooted fleet). Free with mirror_trust_free.
+ */
+MUST_CHECK error_code mirror_trust_load(const config *cfg, const char *kept_origin, mirror_trust *t, error_info *err);
 
 void mirror_trust_free(mirror_trust *t);
 

@@ -16,11 +16,14 @@
 #include "core/log.h"
 #include "installer/staging.h"
 #include "installer/verify.h"
+#include "core/timefmt.h"
 #include "mirror/manifest.h"
+#include "mirror/root.h"
 #include "platform/platform.h"
 
 #define COPY_CHUNK (256 * 1024)
 #define SALT_BYTES 16
+#define PUBLISH_WARN_S (30 * 86400) /* publish warns this long before the mirror root expires */
 
 /* A unique temporary name beside path ("<path>.<hex>.tmp"); malloc'd. */
 static char *temp_name(const char *path)
@@ -205,11 +208,156 @@ static int prune_installers(const char *installers_dir, cJSON *history, int keep
     return removed;
 }
 
+/* ---- The roots (PRODUCT.md 8.1) ---- */
+
+/* N from "N.root.json"; 0 when name is not one. */
+static int64_t root_file_version(const char *name)
+{
+    char *end = NULL;
+    long long n = strtoll(name, &end, 10);
+    if (end == name || n < 1 || name[0] == '0' || strcmp(end, ".root.json") != 0)
+        return 0;
+    return (int64_t)n;
+}
+
+static MUST_CHECK error_code read_root_version(const char *dir, int64_t version, char **data, size_t *len,
+                                               char **path_out, error_info *err)
+{
+    char name[40];
+    snprintf(name, sizeof name, "%lld.root.json", (long long)version);
+    char *path = platform_path_join(dir, name);
+    if (!path)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    error_code rc = platform_read_file(path, ROOT_MAX_BYTES + 1, data, len, err);
+    if (rc != ERR_OK)
+        error_prefix(err, "publish.roots_dir: %s", path);
+    if (rc == ERR_OK && path_out)
+        *path_out = path;
+    else
+        free(path);
+    return rc;
+}
+
+/* Writes data as mirror_dir/rel unless it holds those bytes already; a root file is never rewritten. */
+static MUST_CHECK error_code place_root(const char *mirror_dir, const char *rel, const char *data, size_t len,
+                                        bool replace, error_info *err)
+{
+    char *path = platform_path_join(mirror_dir, rel);
+    if (!path)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    char *have = NULL;
+    size_t have_len = 0;
+    error_code rc = ERR_OK;
+    if (platform_read_file(path, ROOT_MAX_BYTES + 1, &have, &have_len, NULL) == ERR_OK) {
+        if (have_len == len && memcmp(have, data, len) == 0) {
+            free(have);
+            free(path);
+            return ERR_OK;
+        }
+        if (!replace)
+            rc = error_set(err, ERR_CONFIG,
+                           "publish: the mirror's %s differs from the root in publish.roots_dir; a published root is "
+                           "never rewritten (endpoints may have trusted it): publish the change as the next version",
+                           path);
+    }
+    free(have);
+    if (rc == ERR_OK && (rc = write_manifest(path, data, len, err)) != ERR_OK)
+        error_prefix(err, "publish: cannot write %s", path);
+    free(path);
+    return rc;
+}
+
+/*
+ * publish.roots_dir: the chain judged as an endpoint would (1.root.json
+ * trusted as given, then each next version), the signing key checked
+ * against the newest root's manifest keys, then roots/N.root.json and
+ * root.json written into the mirror. Warns when the newest root expires
+ * within 30 days.
+ */
+static MUST_CHECK error_code publish_roots(const config *cfg, const publish_request *req, error_info *err)
+{
+    const char *dir = cfg->publish.roots_dir;
+    if (!dir)
+        return ERR_OK;
+    char **names = NULL;
+    size_t count = 0;
+    error_code rc = platform_list_dir(dir, &names, &count, err);
+    if (rc != ERR_OK) {
+        err->code = ERR_CONFIG;
+        return error_prefix(err, "publish.roots_dir %s", dir);
+    }
+    int64_t newest = 0;
+    for (size_t i = 0; i < count; i++) {
+        int64_t v = root_file_version(names[i]);
+        newest = v > newest ? v : newest;
+    }
+    platform_free_names(names, count);
+    if (newest == 0)
+        return error_set(err, ERR_CONFIG,
+                         "publish.roots_dir %s holds no root (1.root.json, 2.root.json, ...): copy the signed roots "
+                         "of the ceremony there",
+                         dir);
+    char *roots_dir = platform_path_join(req->dir, "roots");
+    if (!roots_dir)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    rc = platform_mkdirs(roots_dir, err);
+    root trusted;
+    memset(&trusted, 0, sizeof trusted);
+    char *data = NULL;
+    size_t len = 0;
+    for (int64_t v = 1; rc == ERR_OK && v <= newest; v++) {
+        char *path = NULL;
+        rc = read_root_version(dir, v, &data, &len, &path, err);
+        root next;
+        if (rc == ERR_OK)
+            rc = v == 1 ? root_open_trusted(data, len, path, &next, err)
+                        : root_open_next(&trusted, data, len, path, &next, err);
+        free(path);
+        if (rc == ERR_OK) {
+            root_free(&trusted);
+            trusted = next;
+            char rel[40];
+            snprintf(rel, sizeof rel, "%lld.root.json", (long long)v);
+            rc = place_root(roots_dir, rel, data, len, false, err);
+        }
+        if (rc == ERR_OK && v == newest)
+            rc = place_root(req->dir, "root.json", data, len, true, err);
+        free(data);
+        data = NULL;
+    }
+    bool listed = false;
+    for (size_t i = 0; rc == ERR_OK && i < trusted.manifest_key_count; i++)
+        listed = listed || strcmp(signkey_id(trusted.manifest_keys[i]), signkey_id(req->key)) == 0;
+    char at[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(trusted.expires_at, at);
+    if (rc == ERR_OK && !listed)
+        rc = error_set(err, ERR_CONFIG,
+                       "publish: the signing key %s is not a manifest key of root version %lld, so endpoints would "
+                       "refuse the manifest; sign it with a listed key, or have the root's key holders publish a "
+                       "root that lists this one (`outpost root next --add-manifest-key`)",
+                       signkey_id(req->key), (long long)trusted.version);
+    else if (rc == ERR_OK && trusted.manifest_threshold > 1)
+        rc = error_set(err, ERR_CONFIG,
+                       "publish: root version %lld needs %zu manifest signatures and publish signs with one key",
+                       (long long)trusted.version, trusted.manifest_threshold);
+    if (rc == ERR_OK && trusted.expires_at <= req->now_s)
+        log_warn("publish: mirror root version %lld expired at %s: endpoints install nothing until the root's key "
+                 "holders sign and publish the next version",
+                 (long long)trusted.version, at);
+    else if (rc == ERR_OK && trusted.expires_at - req->now_s <= PUBLISH_WARN_S)
+        log_warn("publish: mirror root version %lld expires at %s, and the signing key's listing with it: have the "
+                 "root's key holders sign the next version (`outpost root next`) before then",
+                 (long long)trusted.version, at);
+    root_free(&trusted);
+    free(roots_dir);
+    return rc;
+}
+
 error_code publish_mirror(const config *cfg, state *s, const publish_request *req, publish_result *out, error_info *err)
 {
     memset(out, 0, sizeof *out);
     char *version = NULL, *staged_path = NULL, *installers_dir = NULL, *installer_path = NULL, *manifest_path = NULL;
-    char *payload = NULL, *envelope = NULL;
+    char *payload = NULL, *signed_text = NULL;
     cJSON *staged = NULL;
     error_code rc = staging_current(cfg, &version, &staged, &staged_path, err);
     if (rc != ERR_OK) {
@@ -236,6 +384,10 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     const char *signer_cert = jsonx_string(NULL, sig, "signer_cert_sha256");
     bool signed_installer = result && strcmp(result, "valid") == 0 && signer_cert;
 
+    /* 0. the roots, before anything an endpoint would judge by them */
+    if ((rc = publish_roots(cfg, req, err)) != ERR_OK)
+        goto cleanup;
+
     /* 1. the installer */
     char name[80];
     snprintf(name, sizeof name, "%s.%s", sha256, ext);
@@ -260,8 +412,7 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
         rc = error_set(err, ERR_NOMEM, "out of memory");
         goto cleanup;
     }
-    const cJSON *last_seq = cJSON_GetObjectItemCaseSensitive(section, "seq");
-    int64_t seq = cJSON_IsNumber(last_seq) ? (int64_t)last_seq->valuedouble + 1 : 1;
+    int64_t seq = jsonx_int64(NULL, section, "seq", true, 0) + 1;
     const char *last_sha = jsonx_string(NULL, section, "sha256");
     const char *last_salt = jsonx_string(NULL, section, "salt");
     char salt[2 * SALT_BYTES + 1];
@@ -285,7 +436,9 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
             cJSON_DeleteItemFromArray(history, i);
     }
     cJSON_InsertItemInArray(history, 0, cJSON_CreateString(name));
-    jsonx_set(section, "seq", cJSON_CreateNumber((double)seq));
+    char seq_text[24]; /* a string: exact (cJSON rounds numbers above 10^15) */
+    snprintf(seq_text, sizeof seq_text, "%lld", (long long)seq);
+    jsonx_set(section, "seq", cJSON_CreateString(seq_text));
     jsonx_set(section, "sha256", cJSON_CreateString(sha256));
     jsonx_set(section, "salt", cJSON_CreateString(salt));
     jsonx_set(section, "version", cJSON_CreateString(version));
@@ -317,10 +470,10 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     size_t envelope_len = 0;
     const signkey *keys[1] = {req->key};
     if ((rc = manifest_payload_json(&m, &payload, err)) != ERR_OK ||
-        (rc = manifest_sign(payload, strlen(payload), (signkey *const *)keys, 1, &envelope, &envelope_len, err)) !=
+        (rc = manifest_sign(payload, strlen(payload), (signkey *const *)keys, 1, &signed_text, &envelope_len, err)) !=
             ERR_OK)
         goto cleanup;
-    if ((rc = write_manifest(manifest_path, envelope, envelope_len, err)) != ERR_OK) {
+    if ((rc = write_manifest(manifest_path, signed_text, envelope_len, err)) != ERR_OK) {
         error_prefix(err, "publish: cannot write the manifest");
         goto cleanup;
     }
@@ -348,7 +501,7 @@ cleanup:
     free(installer_path);
     free(manifest_path);
     free(payload);
-    free(envelope);
+    free(signed_text);
     cJSON_Delete(staged);
     return rc;
 }

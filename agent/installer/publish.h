@@ -3,6 +3,11 @@
  * current staged installer, on the one host that holds the API key.
  *
  * Layout written into the mirror directory, in this order:
+ *   roots/<N>.root.json, root.json with publish.roots_dir (PRODUCT.md 8.1):
+ *                                  the chain judged as an endpoint would, the
+ *                                  signing key refused unless the newest root
+ *                                  lists it; a published root is never
+ *                                  rewritten, root.json is the newest
  *   installers/<sha256>.exe|.msi   content-addressed: written to a temporary
  *                                  name, read back and hashed, then renamed;
  *                                  never rewritten once it is right

@@ -176,6 +176,7 @@ static void record_root(state *s, const mirror_trust *trust)
     cJSON *section = state_section(s, SECTION);
     if (!trust->has_root) {
         cJSON_DeleteItemFromObjectCaseSensitive(section, "root");
+        cJSON_DeleteItemFromObjectCaseSensitive(section, "root_origin");
         return;
     }
     cJSON *r = cJSON_CreateObject();
@@ -186,6 +187,7 @@ static void record_root(state *s, const mirror_trust *trust)
         cJSON_AddStringToObject(r, "expires_at", at);
     }
     jsonx_set(section, "root", r);
+    jsonx_set(section, "root_origin", cJSON_CreateString(trust->origin));
 }
 
 /* Opens and judges one manifest's bytes. m is filled when it opened. */
@@ -298,7 +300,7 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
 {
     memset(offer, 0, sizeof *offer);
     mirror_trust trust;
-    error_code rc = mirror_trust_load(cfg, &trust, err);
+    error_code rc = mirror_trust_load(cfg, jsonx_string(NULL, state_section(s, SECTION), "root_origin"), &trust, err);
     if (rc != ERR_OK) {
         mirror_trust_free(&trust);
         return rc;

@@ -215,22 +215,9 @@ error_code root_check_expiry(const root *r, int64_t now_s, error_info *err)
                      at, (long long)r->version);
 }
 
-static int compare_strings(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 void root_manifest_keyids(const root *r, char *out, size_t size)
 {
-    const char *ids[ROOT_MAX_KEYS];
-    for (size_t i = 0; i < r->manifest_key_count; i++)
-        ids[i] = signkey_id(r->manifest_keys[i]);
-    qsort(ids, r->manifest_key_count, sizeof ids[0], compare_strings);
-    size_t used = 0;
-    if (size)
-        out[0] = '\0';
-    for (size_t i = 0; i < r->manifest_key_count && used < size; i++)
-        used += (size_t)snprintf(out + used, size - used, "%s%s", i ? "," : "", ids[i]);
+    signkey_ids_joined(r->manifest_keys, r->manifest_key_count, out, size);
 }
 
 /* ---- Writing a root ---- */

@@ -10,6 +10,7 @@
  */
 #include "mirror/signkey.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,6 +225,27 @@ error_code signkey_parse_public(const char *pem_or_path, signkey **out, error_in
 const char *signkey_id(const signkey *key)
 {
     return key->id;
+}
+
+static int compare_ids(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void signkey_ids_joined(signkey *const *keys, size_t count, char *out, size_t size)
+{
+    if (size)
+        out[0] = '\0';
+    const char **ids = calloc(count ? count : 1, sizeof *ids);
+    if (!ids)
+        return;
+    for (size_t i = 0; i < count; i++)
+        ids[i] = signkey_id(keys[i]);
+    qsort(ids, count, sizeof *ids, compare_ids);
+    size_t used = 0;
+    for (size_t i = 0; i < count && used < size; i++)
+        used += (size_t)snprintf(out + used, size - used, "%s%s", i ? "," : "", ids[i]);
+    free(ids);
 }
 
 bool signkey_can_sign(const signkey *key)

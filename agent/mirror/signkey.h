@@ -49,6 +49,12 @@ MUST_CHECK error_code signkey_parse_public(const char *pem_or_path, signkey **ou
 /* The key id (64 lower-case hex digits); valid while key lives. */
 const char *signkey_id(const signkey *key);
 
+/*
+ * The ids of keys, sorted and comma-separated, into out (size bytes; cut
+ * short when too small): one text for a set of keys, whatever their order.
+ */
+void signkey_ids_joined(signkey *const *keys, size_t count, char *out, size_t size);
+
 /* Whether key holds a private key (it can sign). */
 bool signkey_can_sign(const signkey *key);
 

@@ -339,6 +339,50 @@ def test_mirror_update_stopped_at_every_crash_point(tmp_path):
         sweep.sweep("mirror update", lambda n: run(cfg, "update", crash_after=n, log=sweep.log), crashed, recover)
 
 
+def test_mirror_root_update_stopped_at_every_crash_point(tmp_path):
+    """An endpoint that trusts root version 1 walks the mirror's roots/2 and
+    roots/3 (a new manifest key), keeps each in state_dir/mirror-root.json
+    and installs from the mirror. Stopped anywhere, it trusts version 1, 2
+    or 3 exactly as the mirror serves it (never a partial or unverified
+    root, never nothing), and the clean rerun converges on version 3."""
+    from test_mirror_root import V2, Keys, Mirror, ceremony_next, ceremony_root, endpoint, kept_root_version
+
+    keys = Keys(tmp_path / "keys")
+    installer = tmp_path / "sensor.exe"
+    write_fake_installer(str(installer), 7, 64 * 1024)
+    mirror = Mirror(tmp_path / "mirror", keys, installer)
+    c = tmp_path / "ceremony"
+    c.mkdir()
+    ceremony_root(keys, c / "1.root.json", root_keys=["r1"], root_threshold=1, manifest_keys=["m1"], signers=["r1"])
+    ceremony_next(keys, c / "1.root.json", c / "2.root.json", signers=["r1"], add_manifest=["m2"])
+    ceremony_next(keys, c / "2.root.json", c / "3.root.json", signers=["r1"], remove_manifest=["m1"])
+    for v in (1, 2, 3):
+        mirror.put_root(v, (c / f"{v}.root.json").read_text())
+    mirror.manifest(4, ["m2"])
+    sweep = Sweep(tmp_path)
+    sweep.work.mkdir()
+    cfg, state = endpoint(sweep.work, "e1", mirror.url, c / "1.root.json")
+    cfg = cfg.rename(tmp_path / "endpoint.json")
+    sweep.restore()
+    sweep.save_template()
+    served = {v: (c / f"{v}.root.json").read_bytes() for v in (2, 3)}
+
+    def crashed(point):
+        check_documents(state)
+        kept = state / "mirror-root.json"
+        if kept.exists():
+            assert kept.read_bytes() in served.values(), "state_dir/mirror-root.json is not a root the mirror serves"
+        check_staging(state)
+
+    def recover(reference):
+        r = run(cfg, "update")
+        assert r.returncode == 0, f"the clean update after the stop failed: {r.stderr}"
+        assert kept_root_version(state) == kept_root_version(reference / "endpoints" / "e1") == 3
+        assert current(state) == V2
+
+    sweep.sweep("update (mirror root)", lambda n: run(cfg, "update", crash_after=n, log=sweep.log), crashed, recover)
+
+
 # ---- rollback ----------------------------------------------------------------------------------
 
 

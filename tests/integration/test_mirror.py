@@ -551,6 +551,16 @@ def test_attack_is_refused(tmp_path, sim, fleet, attack):
     ctx = {"tmp_path": tmp_path, "server": server, "mirror": mirror, "key_file": key_file,
            "public_pem": public_pem, "cfg": cfg, "state": state}
     code, says = attack(ctx)
+    if attack not in (attack_older_seq_replayed, attack_same_seq_other_bytes):
+        # `mirror verify` judges the mirror as the endpoint is about to (no seq seen: the replays
+        # need one), exits with the same code, names the same reason, and stages nothing.
+        url = json.loads(ctx["cfg"].read_text())["mirror"]["urls"][0]
+        r = run(ctx["cfg"], "--json", "mirror", "verify", url, key=None)
+        assert r.returncode == code, r.stdout + r.stderr
+        doc = json.loads(r.stdout)
+        assert doc["exit"] == code and not doc["judgements"][-1]["ok"], doc
+        assert says in doc["judgements"][-1]["message"], doc
+        assert staged(ctx["state"]) == []
     r = run(ctx["cfg"], "update", key=None)
     assert r.returncode == code, r.stderr
     lines = error_lines(r)

@@ -45,8 +45,10 @@ ROOT_CONTEXT = b"outpost-root-v1\n"
 MAX_SEQ = 2**53 - 1
 
 
-def run(cfg: Path | None, *args, timeout=120) -> subprocess.CompletedProcess:
+def run(cfg: Path | None, *args, timeout=120, env_key=False) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
+    if env_key:
+        env["OUTPOST_API_KEY"] = "sim-api-key"
     argv = [OUTPOST] + (["-c", str(cfg)] if cfg else []) + [str(a) for a in args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -325,6 +327,33 @@ def test_expired_final_root_installs_nothing_and_says_attention(tmp_path, fleet)
     assert first.startswith("ATTENTION") and "mirror root expires at" in first, r.stdout
 
 
+def test_a_new_root_file_starts_a_new_lineage(tmp_path, fleet):
+    """Re-rooting (all root keys replaced in the configuration): the root the endpoint kept
+    from the old lineage, though of a higher version, gives way to the new root_file."""
+    keys, mirror, pinned = fleet
+    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    c = tmp_path / "ceremony"
+    ceremony_next(keys, c / "1.root.json", c / "2.root.json", signers=["r1"])
+    mirror.put_root(2, (c / "2.root.json").read_text())
+    mirror.manifest(5, ["m1"])
+    assert run(cfg, "check").returncode == 10
+    assert kept_root_version(state) == 2
+    # The new lineage, version 1: root key r9, manifest key m9; the mirror is rebuilt with it.
+    shutil.rmtree(mirror.dir / "roots")
+    (mirror.dir / "roots").mkdir()
+    ceremony_root(keys, tmp_path / "new-root.json", root_keys=["r9"], root_threshold=1, manifest_keys=["m9"],
+                  signers=["r9"])
+    mirror.put_root(1, (tmp_path / "new-root.json").read_text())
+    mirror.manifest(1, ["m9"])
+    shutil.copyfile(tmp_path / "new-root.json", pinned)
+    r = run(cfg, "update")
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [V2]
+    assert kept_root_version(state) is None  # the old lineage's root is gone, not merely set aside
+    assert run(cfg, "check").returncode == 10  # still trusted under the new lineage (V2 is staged, not deployed)
+    assert kept_root_version(state) is None
+
+
 # ---- seq, recovery -------------------------------------------------------------------------
 
 
@@ -402,28 +431,129 @@ def test_public_keys_alone_keep_working_and_root_governs_both(tmp_path, fleet):
     assert "mirror root version 1" in r.stderr
 
 
+# ---- mirror verify -------------------------------------------------------------------------
+
+
+def test_mirror_verify_judges_a_layout_as_the_endpoint_would(tmp_path, fleet):
+    keys, mirror, pinned = fleet
+    c = tmp_path / "ceremony"
+    ceremony_next(keys, c / "1.root.json", c / "2.root.json", signers=["r1"], add_manifest=["m2"],
+                  remove_manifest=["m1"])
+    mirror.put_root(2, (c / "2.root.json").read_text())
+    mirror.manifest(3, ["m2"])
+    cfg, state = endpoint(tmp_path, "admin", mirror.url, pinned)
+    r = run(cfg, "mirror", "verify", mirror.dir)  # a directory, as a publisher has it
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "trusted root version 2" in r.stdout
+    assert "an endpoint would: install " + V2 in r.stdout
+    assert not state.exists()  # nothing written where the endpoint keeps its state
+    r = run(cfg, "--json", "mirror", "verify", mirror.url, "--machine-id", "someone-else")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0 and doc["action"] == "install" and doc["version"] == V2, doc
+    assert [j["step"] for j in doc["judgements"]] == ["root", "manifest", "rollout", "installer", "verification"]
+    # A manifest by the key the root dropped: what the endpoint would exit with, named.
+    mirror.manifest(4, ["m1"])
+    r = run(cfg, "mirror", "verify", mirror.dir)
+    assert r.returncode == 4, r.stdout
+    assert "FAIL manifest" in r.stdout and "not signed by any manifest key of mirror root version 2" in r.stdout
+
+
+# ---- publish -------------------------------------------------------------------------------
+
+
+def publisher(tmp_path: Path, sim, key_file: Path, mirror_dir: Path, roots_dir: Path) -> Path:
+    cfg = {
+        "base_url": sim.url,
+        "state_dir": str(tmp_path / "publisher-state"),
+        "installer": {"verify": {"require_signature": False, "trusted_ca_file": None}},
+        "report": {"enabled": False},
+        "publish": {"dir": str(mirror_dir), "signing_key_file": str(key_file), "roots_dir": str(roots_dir)},
+    }
+    path = tmp_path / "publisher.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def test_publish_copies_the_roots_and_refuses_a_key_the_root_does_not_list(tmp_path, sim):
+    keys = Keys(tmp_path / "keys")
+    installer = tmp_path / "sensor.exe"
+    write_fake_installer(str(installer), 2, 64 * 1024)
+    sim.config(installer=str(installer), installer_version=V2)
+    roots = tmp_path / "roots"
+    roots.mkdir()
+    ceremony_root(keys, roots / "1.root.json", root_keys=["r1"], root_threshold=1, manifest_keys=["m1"],
+                  signers=["r1"], expires="20d")
+    mirror_dir = tmp_path / "www"
+    cfg = publisher(tmp_path, sim, keys.file("m1"), mirror_dir, roots)
+    r = run(cfg, "publish", env_key=True)
+    assert r.returncode == 0, r.stderr
+    assert "expires at" in r.stderr and "root next" in r.stderr  # within 30 days: warned
+    assert (mirror_dir / "roots" / "1.root.json").read_bytes() == (roots / "1.root.json").read_bytes()
+    assert (mirror_dir / "root.json").read_bytes() == (roots / "1.root.json").read_bytes()
+    # An endpoint pinning root 1 accepts the published mirror; `mirror verify` says so.
+    ecfg, state = endpoint(tmp_path, "e1", mirror_dir.as_uri(), roots / "1.root.json")
+    r = run(ecfg, "mirror", "verify", mirror_dir)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    # Rotation: version 2 lists m2 instead of m1; publishing with m1 is refused, nothing replaced.
+    ceremony_next(keys, roots / "1.root.json", roots / "2.root.json", signers=["r1"], add_manifest=["m2"],
+                  remove_manifest=["m1"])
+    manifest_before = (mirror_dir / "manifest.json").read_bytes()
+    r = run(cfg, "publish", env_key=True)
+    assert r.returncode == 2, r.stderr
+    assert "not a manifest key of root version 2" in r.stderr
+    assert (mirror_dir / "manifest.json").read_bytes() == manifest_before
+    cfg = publisher(tmp_path, sim, keys.file("m2"), mirror_dir, roots)
+    r = run(cfg, "publish", env_key=True)
+    assert r.returncode == 0, r.stderr
+    assert (mirror_dir / "roots" / "2.root.json").exists()
+    r = run(ecfg, "update")
+    assert r.returncode == 0, r.stderr
+    assert staged(state) == [V2]
+
+    # A published root is never rewritten.
+    (mirror_dir / "roots" / "1.root.json").write_text((roots / "2.root.json").read_text())
+    r = run(cfg, "publish", env_key=True)
+    assert r.returncode == 2 and "never rewritten" in r.stderr, r.stderr
+
+
 # ---- over HTTP -----------------------------------------------------------------------------
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
+class _Mirror(http.server.SimpleHTTPRequestHandler):
+    missing = 404  # what a missing file is answered with (S3 without ListBucket says 403)
+    roots_fail = False
+
     def log_message(self, *args):  # noqa: D401 - silence
         pass
+
+    def send_error(self, code, message=None, explain=None):
+        super().send_error(self.missing if code == 404 else code, message, explain)
+
+    def do_GET(self):
+        if self.roots_fail and "/roots/" in self.path:
+            self.send_error(503)
+            return
+        super().do_GET()
 
 
 @pytest.fixture
 def http_mirror(fleet):
     keys, mirror, pinned = fleet
-    handler = lambda *a, **kw: _Quiet(*a, directory=str(mirror.dir), **kw)  # noqa: E731
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    handler = type("Handler", (_Mirror,), {})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             lambda *a, **kw: handler(*a, directory=str(mirror.dir), **kw))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield keys, mirror, pinned, f"http://127.0.0.1:{server.server_address[1]}/"
+    yield keys, mirror, pinned, f"http://127.0.0.1:{server.server_address[1]}/", handler
     server.shutdown()
     server.server_close()
 
 
-def test_rotation_over_http_where_404_ends_the_walk(tmp_path, http_mirror):
-    keys, mirror, pinned, url = http_mirror
+@pytest.mark.parametrize("missing", [404, 403])
+def test_rotation_over_http_where_a_missing_root_ends_the_walk(tmp_path, http_mirror, missing):
+    keys, mirror, pinned, url, handler = http_mirror
+    handler.missing = missing
     c = tmp_path / "ceremony"
     ceremony_next(keys, c / "1.root.json", c / "2.root.json", signers=["r1"], add_manifest=["m2"],
                   remove_manifest=["m1"])
@@ -433,3 +563,14 @@ def test_rotation_over_http_where_404_ends_the_walk(tmp_path, http_mirror):
     r = run(cfg, "update")
     assert r.returncode == 0, r.stderr
     assert kept_root_version(state) == 2 and staged(state) == [V2]
+
+
+def test_a_server_error_on_the_roots_is_temporary(tmp_path, http_mirror):
+    keys, mirror, pinned, url, handler = http_mirror
+    handler.roots_fail = True
+    mirror.manifest(3, ["m1"])
+    cfg, state = endpoint(tmp_path, "e1", url, pinned)
+    r = run(cfg, "update")
+    assert r.returncode == 75, r.stderr
+    assert "roots/2.root.json" in r.stderr
+    assert staged(state) == []

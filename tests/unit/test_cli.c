@@ -67,6 +67,31 @@ static void test_command_options(void **state)
     assert_string_equal(o.output, "out.tgz");
 }
 
+/* root and mirror keep their own words in order; global options keep their meaning anywhere. */
+static void test_root_and_mirror_words(void **state)
+{
+    (void)state;
+    cli_options o;
+    error_info err;
+    assert_int_equal(parse("root init --root-key a.pub --json --root-key b.pub -o 1.root.json -c /x.json", &o, &err),
+                     ERR_OK);
+    assert_int_equal(o.command, CLI_ROOT);
+    assert_true(o.json);
+    assert_string_equal(o.config_path, "/x.json");
+    assert_int_equal(o.arg_count, 7);
+    assert_string_equal(o.args[0], "init");
+    assert_string_equal(o.args[4], "b.pub");
+    assert_string_equal(o.args[6], "1.root.json");
+    assert_int_equal(parse("-q mirror verify https://m.example/ --machine-id host-1", &o, &err), ERR_OK);
+    assert_int_equal(o.command, CLI_MIRROR);
+    assert_int_equal(o.verbosity, -1);
+    assert_int_equal(o.arg_count, 4);
+    assert_int_equal(parse("root", &o, &err), ERR_USAGE);
+    assert_int_equal(parse("mirror list", &o, &err), ERR_USAGE);
+    assert_int_equal(parse("root --help", &o, &err), ERR_OK);
+    assert_true(o.help);
+}
+
 static void test_version_and_help(void **state)
 {
     (void)state;
@@ -121,6 +146,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_global_options_anywhere),
         cmocka_unit_test(test_command_options),
+        cmocka_unit_test(test_root_and_mirror_words),
         cmocka_unit_test(test_version_and_help),
         cmocka_unit_test(test_usage_errors),
     };

@@ -242,8 +242,9 @@ static void test_mirror_and_publish(void **state)
     assert_int_equal(
         load("{\"mirror\": {\"urls\": [\"https://m.example/outpost/\", \"http://10.0.0.5/m\", "
              "\"file:///mnt/share/outpost\"], \"public_keys\": [\"/etc/outpost/mirror.pub\"], "
-             "\"channel\": \"beta\", \"machine_id\": \"host-17\"}, "
+             "\"channel\": \"beta\", \"machine_id\": \"host-17\", \"root_file\": \"/etc/outpost/root.json\"}, "
              "\"publish\": {\"dir\": \"/srv/mirror\", \"signing_key_file\": \"/etc/outpost/mirror.key\", "
+             "\"roots_dir\": \"/etc/outpost/roots\", "
              "\"channel\": \"beta\", \"expires\": \"7d\", \"rollout_percent\": 12.5, \"keep_installers\": 5}}",
              &cfg, &err),
         ERR_OK);
@@ -253,6 +254,8 @@ static void test_mirror_and_publish(void **state)
     assert_string_equal(cfg.mirror.public_keys[0], "/etc/outpost/mirror.pub");
     assert_string_equal(cfg.mirror.channel, "beta");
     assert_string_equal(cfg.mirror.machine_id, "host-17");
+    assert_string_equal(cfg.mirror.root_file, "/etc/outpost/root.json");
+    assert_string_equal(cfg.publish.roots_dir, "/etc/outpost/roots");
     assert_string_equal(cfg.publish.dir, "/srv/mirror");
     assert_int_equal(cfg.publish.expires_s, 7 * 86400);
     assert_true(cfg.publish.rollout_percent == 12.5);
