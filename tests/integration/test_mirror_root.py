@@ -431,6 +431,36 @@ def test_public_keys_alone_keep_working_and_root_governs_both(tmp_path, fleet):
     assert "mirror root version 1" in r.stderr
 
 
+# ---- the ceremony's commands ------------------------------------------------------------------
+
+
+def test_root_sign_refuses_a_key_others_can_read_and_verify_names_what_fails(tmp_path):
+    keys = Keys(tmp_path / "keys")
+    out = tmp_path / "1.root.json"
+    r = run(None, "root", "init", "--root-key", keys.pub("r1"), "--root-key", keys.file("r2"), "--root-threshold", 2,
+            "--manifest-key", keys.pub("m1"), "--expires", "30d", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert run(None, "root", "init", "--root-key", keys.pub("r1"), "--root-threshold", 1, "--manifest-key",
+               keys.pub("m1"), "--expires", "30d", "-o", out).returncode != 0  # never over an existing file
+    loose = tmp_path / "loose.key"
+    shutil.copyfile(keys.file("r1"), loose)
+    os.chmod(loose, 0o644)
+    before = out.read_bytes()
+    r = run(None, "root", "sign", "-k", loose, out)
+    assert r.returncode == 2, r.stderr
+    assert out.read_bytes() == before
+    assert run(None, "root", "sign", "-k", keys.file("r1"), out).returncode == 0
+    r = run(None, "--json", "root", "verify", out)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 4 and doc["exit"] == 4 and not doc["roots"][0]["ok"], doc
+    assert "signed by 1 of its own 2 root keys, 2 needed" in doc["roots"][0]["error"]
+    assert run(None, "root", "sign", "-k", keys.file("r2"), out).returncode == 0
+    r = run(None, "--json", "root", "verify", out)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0 and doc["roots"][0]["version"] == 1, doc
+    assert sorted(doc["roots"][0]["root_keys"]) == sorted([keys.entry("r1")["keyid"], keys.entry("r2")["keyid"]])
+
+
 # ---- mirror verify -------------------------------------------------------------------------
 
 
