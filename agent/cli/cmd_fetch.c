@@ -263,7 +263,9 @@ static void add_mirror_summary(cJSON *o, const mirror_offer *offer)
     char expires[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(offer->m.expires_at, expires);
     cJSON_AddStringToObject(m, "url", offer->manifest_url);
-    cJSON_AddNumberToObject(m, "seq", (double)offer->m.seq);
+    char seq_text[24]; /* written exactly: cJSON prints a number above 10^15 rounded */
+    snprintf(seq_text, sizeof seq_text, "%lld", (long long)offer->m.seq);
+    cJSON_AddRawToObject(m, "seq", seq_text);
     cJSON_AddStringToObject(m, "expires_at", expires);
     cJSON_AddNumberToObject(m, "rollout_percent", offer->m.rollout_percent);
     cJSON_AddBoolToObject(m, "eligible", offer->eligible);

@@ -127,7 +127,9 @@ error_code command_publish(command_context *ctx, error_info *err)
         if (json_output(ctx)) {
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "dir", dir);
-            cJSON_AddNumberToObject(o, "seq", (double)result.seq);
+            char seq_text[24]; /* written exactly: cJSON prints a number above 10^15 rounded */
+            snprintf(seq_text, sizeof seq_text, "%lld", (long long)result.seq);
+            cJSON_AddRawToObject(o, "seq", seq_text);
             cJSON_AddStringToObject(o, "version", result.version);
             cJSON_AddStringToObject(o, "installer", result.installer_path);
             cJSON_AddStringToObject(o, "manifest", result.manifest_path);

@@ -153,7 +153,9 @@ static void record_status(state *s, const char *url, const manifest *m, bool acc
     cJSON_AddStringToObject(st, "url", url ? url : "");
     cJSON_AddStringToObject(st, "checked_at", t);
     if (m && m->version) {
-        cJSON_AddNumberToObject(st, "seq", (double)m->seq);
+        char seq_text[24]; /* written exactly: cJSON prints a number above 10^15 rounded */
+        snprintf(seq_text, sizeof seq_text, "%lld", (long long)m->seq);
+        cJSON_AddRawToObject(st, "seq", seq_text);
         timefmt_iso8601(m->expires_at, t);
         cJSON_AddStringToObject(st, "expires_at", t);
         cJSON_AddNumberToObject(st, "rollout_percent", m->rollout_percent);

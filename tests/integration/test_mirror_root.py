@@ -362,7 +362,9 @@ def test_fast_forward_by_a_leaked_key_is_recovered_by_rotation(tmp_path, fleet):
     cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
     # The attacker holds m1 and signs the highest seq there is.
     mirror.manifest(MAX_SEQ, ["m1"])
-    assert run(cfg, "check").returncode == 10
+    r = run(cfg, "--json", "check")
+    assert r.returncode == 10, r.stderr
+    assert json.loads(r.stdout)["mirror"]["seq"] == MAX_SEQ  # printed exactly, not rounded
     st = json.loads((state / "state.json").read_text())
     assert st["mirror"]["highest_seq"] == str(MAX_SEQ)  # exact, not a rounded double
     # The publisher's next genuine manifest is refused as old...
