@@ -210,14 +210,9 @@ error_code manifest_open_threshold(const void *data, size_t len, signkey *const 
     envelope env;
     error_info why;
     if (envelope_open(data, len, &env, &why) != ERR_OK) {
-        /* An error page or a cut-off answer: a transport failure, not a forgery. */
-        char start[48];
-        size_t n = 0;
-        for (const char *c = data; c && n < len && n + 1 < sizeof start; c++, n++)
-            start[n] = (*c >= 0x20 && *c < 0x7f) ? *c : ' ';
-        start[n] = '\0';
-        return refuse(verdict, MANIFEST_MALFORMED, err, "not a signed manifest: %s; %s bytes came back%s%s%s",
-                      why.message, size_text, n ? ", starting \"" : "", start, n ? "\"" : "");
+        /* An error page or a cut-off answer: a transport failure, not a forgery
+         * (manifest_verdict_code); the caller says what came back. */
+        return refuse(verdict, MANIFEST_MALFORMED, err, "not a signed manifest: %s", why.message);
     }
     if (threshold == 0)
         threshold = 1;
