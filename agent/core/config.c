@@ -156,6 +156,12 @@ static const field log_fields[] = {
     END,
 };
 
+static const field status_fields[] = {
+    {"max_age", FIELD_DURATION, AT(status.max_age_s), 60, 366LL * 24 * 3600, NULL},
+    {"max_failing", FIELD_DURATION, AT(status.max_failing_s), 60, 366LL * 24 * 3600, NULL},
+    END,
+};
+
 static const field top_fields[] = {
     {"base_url", FIELD_STRING_OR_NULL, AT(base_url), 0, 0, NULL},
     {"api_key_file", FIELD_STRING_OR_NULL, AT(api_key_file), 0, 0, NULL},
@@ -170,6 +176,7 @@ static const field top_fields[] = {
     {"mirror", FIELD_SECTION, 0, 0, 0, mirror_fields},
     {"publish", FIELD_SECTION, 0, 0, 0, publish_fields},
     {"log", FIELD_SECTION, 0, 0, 0, log_fields},
+    {"status", FIELD_SECTION, 0, 0, 0, status_fields},
     END,
 };
 
@@ -208,6 +215,8 @@ error_code config_init_defaults(config *cfg, error_info *err)
     cfg->report.jsonl_file = text_dup("incidents.jsonl");
     cfg->report.jsonl_max_bytes = 64LL * 1024 * 1024;
     cfg->report.jsonl_keep = 5;
+    cfg->status.max_age_s = 3 * 3600; /* 3 x the shipped timer's hour */
+    cfg->status.max_failing_s = 24 * 3600;
     cfg->http.connect_timeout_s = 30;
     cfg->http.low_speed_time_s = 60;
     cfg->http.min_speed = 1024;
@@ -770,6 +779,16 @@ error_code config_check_api(const config *cfg, error_info *err)
         return error_set(err, ERR_CONFIG,
                          "%s: `base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com",
                          cfg->path ? cfg->path : "configuration");
+    /* The shipped configuration's placeholder: retrying never reaches it. */
+    const char *host = strstr(cfg->base_url, "://");
+    host = host ? host + 3 : cfg->base_url;
+    static const char placeholder[] = "tenant.example.com";
+    size_t n = sizeof placeholder - 1;
+    if (strlen(host) >= n && text_equal_nocase_n(host, placeholder, n) && (host[n] == '\0' || host[n] == '/' || host[n] == ':'))
+        return error_set(err, ERR_CONFIG,
+                         "%s: `base_url` is still the placeholder %s of the shipped configuration; set it to your "
+                         "tenant's address",
+                         cfg->path ? cfg->path : "configuration", cfg->base_url);
     error_code rc = config_check_file("tls.ca_file", cfg->tls_ca_file, err);
     /* libcurl's pin is either sha256//<base64>[;sha256//...] or a key file. */
     const char *pin = cfg->tls_pinned_public_key;

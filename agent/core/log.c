@@ -249,6 +249,24 @@ void log_always(const char *fmt, ...)
     va_end(ap);
 }
 
+void log_file_only(const char *fmt, ...)
+{
+    if (!lf.path)
+        return;
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    char *safe = text_escape_controls(text);
+    if (lf.mutex)
+        platform_mutex_lock(lf.mutex);
+    file_line("", safe ? safe : text);
+    if (lf.mutex)
+        platform_mutex_unlock(lf.mutex);
+    free(safe);
+}
+
 void log_start(const char *command, const char *path, int64_t max_bytes, int keep)
 {
     log_stop();
