@@ -345,7 +345,7 @@ void status_judge(const cJSON *doc, const cJSON *unrecorded, const status_limits
         attention(v, "no scheduled run has finished yet (outpost run)");
     else
         judge_run(run, limits, now_s, v);
-    if (cJSON_IsObject(unrecorded) && member_time(unrecorded, "at", &noted) && (!have_run || noted > finished)) {
+    if (cJSON_IsObject(unrecorded) && member_time(unrecorded, "at", &noted) && (!have_run || noted >= finished)) {
         int code = (int)number(unrecorded, "exit_code");
         attention(v, "the run at %s could not record its outcome in the status file (exit code %d): %s",
                   member_text(unrecorded, "at"), code, OR_NONE(member_text(unrecorded, "message")));

@@ -347,6 +347,10 @@ static void test_verdict(void **unused)
         {RUN(0, "2026-11-21T10:00:00Z", "2026-11-21T10:00:05Z", "\"2026-11-21T10:00:05Z\"", "null"),
          "{\"at\": \"2026-11-21T11:00:05Z\", \"exit_code\": 1, \"message\": \"cannot write the status file\"}",
          "2026-11-21T11:10:00Z", NULL, true, 1, "the run at 2026-11-21T11:00:05Z could not record its outcome"},
+        /* ... in the same second too (the note is removed by the next written status) */
+        {RUN(0, "2026-11-21T10:00:00Z", "2026-11-21T10:00:05Z", "\"2026-11-21T10:00:05Z\"", "null"),
+         "{\"at\": \"2026-11-21T10:00:05Z\", \"exit_code\": 1, \"message\": \"cannot write the status file\"}",
+         "2026-11-21T10:10:00Z", NULL, true, 1, "could not record its outcome"},
         /* ... an older note is forgotten. */
         {RUN(0, "2026-11-21T10:00:00Z", "2026-11-21T10:00:05Z", "\"2026-11-21T10:00:05Z\"", "null"),
          "{\"at\": \"2026-11-21T09:00:05Z\", \"exit_code\": 1, \"message\": \"cannot write the status file\"}",
