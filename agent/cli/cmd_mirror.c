@@ -29,20 +29,6 @@ static bool json_output(const command_context *ctx)
     return ctx->opts && ctx->opts->json;
 }
 
-static bool quiet_output(const command_context *ctx)
-{
-    return ctx->opts && ctx->opts->verbosity < 0;
-}
-
-static void print_json(cJSON *o)
-{
-    char *text = o ? cJSON_Print(o) : NULL;
-    if (text)
-        printf("%s\n", text);
-    free(text);
-    cJSON_Delete(o);
-}
-
 error_code command_keygen(command_context *ctx, error_info *err)
 {
     const char *path = ctx->opts->output;
@@ -61,11 +47,11 @@ error_code command_keygen(command_context *ctx, error_info *err)
             cJSON_AddStringToObject(o, "key_file", path);
             cJSON_AddStringToObject(o, "key_id", signkey_id(key));
             cJSON_AddStringToObject(o, "public_key", public_pem);
-            print_json(o);
+            command_print_json(o);
         } else {
             printf("%s", public_pem);
             printf("key id: %s\n", signkey_id(key));
-            if (!quiet_output(ctx))
+            if (!command_quiet(ctx))
                 fprintf(stderr,
                         "wrote the private key to %s (owner only); put it in publish.signing_key_file on the "
                         "publishing host, and the public key above in every endpoint's mirror.public_keys\n",
@@ -143,8 +129,8 @@ error_code command_publish(command_context *ctx, error_info *err)
             cJSON_AddBoolToObject(o, "new_installer", result.new_installer);
             cJSON_AddNumberToObject(o, "pruned", result.pruned);
             cJSON_AddStringToObject(o, "key_id", signkey_id(key));
-            print_json(o);
-        } else if (!quiet_output(ctx)) {
+            command_print_json(o);
+        } else if (!command_quiet(ctx)) {
             printf("published %s (seq %" PRId64 ", expires %s, rollout %g%%) to %s\n", result.version, result.seq,
                    expires, percent, dir);
         }

@@ -122,7 +122,7 @@ static void jitter(const command_context *ctx)
         return;
     int64_t ms = clock_random_upto(NULL, cfg->jitter_s * 1000);
     log_info("run: waiting %" PRId64 " ms of start jitter", ms);
-    bool show = platform_is_terminal(stderr) && (!ctx->opts || ctx->opts->verbosity >= 0);
+    bool show = platform_is_terminal(stderr) && !command_quiet(ctx);
     if (show)
         fprintf(stderr, "outpost: run: waiting %" PRId64 " s of start jitter (schedule.jitter %" PRId64 " s)\n",
                 (ms + 999) / 1000, cfg->jitter_s);
@@ -258,14 +258,10 @@ error_code command_run(command_context *ctx, error_info *err)
         /* The one document `run --json` prints: its last_run. */
         cJSON *last = NULL;
         error_info built;
-        char *text = last_run_object(started_at, &o, &last, &built) == ERR_OK ? cJSON_Print(last) : NULL;
-        if (text)
-            printf("%s\n", text);
-        else
-            record(&o, "run", last ? ERR_NOMEM : built.code,
-                   last ? "out of memory while printing last_run" : built.message);
-        cJSON_free(text);
-        cJSON_Delete(last);
+        if (last_run_object(started_at, &o, &last, &built) != ERR_OK)
+            record(&o, "run", built.code, built.message);
+        else if (!command_print_json(last))
+            record(&o, "run", ERR_NOMEM, "out of memory while printing last_run");
     }
     cJSON_Delete(o.errors);
     cJSON_Delete(o.previous);
@@ -435,7 +431,8 @@ error_code command_status(command_context *ctx, error_info *err)
     status_judge(doc, unrecorded, &limits, platform_time_utc_ms() / 1000, boot_id, &v);
     cJSON_Delete(unrecorded);
     ctx->exit_code = v.exit_code;
-    if (!doc)
+    bool missing = !doc;
+    if (missing)
         doc = no_status_document();
     if (!doc)
         return error_set(err, ERR_NOMEM, "out of memory");
@@ -449,8 +446,14 @@ error_code command_status(command_context *ctx, error_info *err)
     }
     printf("%s\n", v.text);
     const cJSON *agent = cJSON_GetObjectItemCaseSensitive(doc, "agent");
-    printf("outpost %s on %s, status written %s\n", OR_NONE(str(agent, "version")), OR_NONE(str(agent, "hostname")),
-           OR_NONE(str(doc, "generated_at")));
+    printf("outpost %s on %s, ", OR_NONE(str(agent, "version")), OR_NONE(str(agent, "hostname")));
+    if (missing) {
+        char *path = config_state_path(ctx->cfg, ctx->cfg->report.status_file);
+        printf("no status file yet (%s)\n", path ? path : ctx->cfg->report.status_file);
+        free(path);
+    } else {
+        printf("status written %s\n", OR_NONE(str(doc, "generated_at")));
+    }
     print_last_run(stdout, cJSON_GetObjectItemCaseSensitive(doc, "last_run"));
     print_installer(stdout, cJSON_GetObjectItemCaseSensitive(doc, "installer"));
     print_incidents(stdout, cJSON_GetObjectItemCaseSensitive(doc, "incidents"));
