@@ -519,6 +519,15 @@ void platform_append_close(platform_append_file *file);
 /* This process's id, for log lines. */
 long platform_process_id(void);
 
+/*
+ * From now on, Ctrl-C (SIGINT; Windows: CTRL_C_EVENT, CTRL_BREAK_EVENT)
+ * writes message to stderr and ends the process at once with exit code 130,
+ * which the next run resumes from (downloads resume, staging and the state
+ * are crash-safe, the lock dies with the process). message must live for
+ * the process's lifetime; it is written as is (end it with a newline).
+ */
+void platform_exit_on_interrupt(const char *message);
+
 typedef enum { PLATFORM_EVENT_ERROR, PLATFORM_EVENT_WARNING, PLATFORM_EVENT_INFORMATION } platform_event_level;
 
 /*

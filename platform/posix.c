@@ -1719,6 +1719,27 @@ long platform_process_id(void)
     return (long)getpid();
 }
 
+static const char *interrupt_message;
+
+/* Async-signal-safe: write(2) and _exit only. */
+static void on_interrupt(int signal_number)
+{
+    (void)signal_number;
+    if (interrupt_message && write(STDERR_FILENO, interrupt_message, strlen(interrupt_message)) < 0)
+        _exit(130);
+    _exit(130);
+}
+
+void platform_exit_on_interrupt(const char *message)
+{
+    interrupt_message = message;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
 error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text, error_info *err)
 {
     (void)level;

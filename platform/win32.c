@@ -2752,6 +2752,27 @@ long platform_process_id(void)
     return (long)GetCurrentProcessId();
 }
 
+static const char *interrupt_message;
+
+/* Runs on a thread of its own that Windows starts for the console event. */
+static BOOL WINAPI on_console_control(DWORD type)
+{
+    if (type != CTRL_C_EVENT && type != CTRL_BREAK_EVENT)
+        return FALSE;
+    HANDLE out = GetStdHandle(STD_ERROR_HANDLE);
+    DWORD written = 0;
+    if (interrupt_message && out && out != INVALID_HANDLE_VALUE)
+        WriteFile(out, interrupt_message, (DWORD)strlen(interrupt_message), &written, NULL);
+    TerminateProcess(GetCurrentProcess(), 130);
+    return TRUE;
+}
+
+void platform_exit_on_interrupt(const char *message)
+{
+    interrupt_message = message;
+    SetConsoleCtrlHandler(on_console_control, TRUE);
+}
+
 /*
  * ReportEventW with the text as the single insertion string. The event id
  * has no severity bits (the message table, cross/windows/outpost-events.mc,

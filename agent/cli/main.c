@@ -239,8 +239,11 @@ int main(int argc, char **argv)
     timefmt_iso8601(platform_time_utc_ms() / 1000, started_at);
     int64_t started_ms = platform_monotonic_ms();
     bool logged = dispatch[i].takes_lock;
-    if (logged)
+    if (logged) {
         start_log_file(&cfg, name);
+        /* Ctrl-C: a word, not a silent 130; nothing is lost (PRODUCT.md section 3). */
+        platform_exit_on_interrupt("outpost: interrupted; the next run resumes where this one stopped\n");
+    }
 
     platform_lock *lock = NULL;
     if (dispatch[i].takes_lock && take_lock(&cfg, &lock, &err) != ERR_OK) {

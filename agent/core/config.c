@@ -358,6 +358,25 @@ static MUST_CHECK error_code apply_number(const field *f, const cJSON *item, cha
     return ERR_OK;
 }
 
+/*
+ * No configured path, URL or name holds a control character; one there is
+ * nearly always a JSON escape the writer did not mean: "C:\temp\new" is
+ * C:, a tab, "emp", a newline and "ew".
+ */
+static MUST_CHECK error_code no_controls(const char *s, const char *source, const char *key, error_info *err)
+{
+    for (size_t i = 0; s[i]; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f)
+            return error_set(err, ERR_CONFIG,
+                             "%s: `%s` contains a control character (0x%02x at position %zu); in a Windows path "
+                             "write `\\\\` or `/` (\"C:\\\\temp\\\\new\" or \"C:/temp/new\"): a single "
+                             "backslash starts a JSON escape such as \\t or \\n",
+                             source, key, c, i + 1);
+    }
+    return ERR_OK;
+}
+
 static MUST_CHECK error_code apply_string(const field *f, const cJSON *item, char *base, const char *source,
                                           const char *key, error_info *err)
 {
@@ -372,6 +391,9 @@ static MUST_CHECK error_code apply_string(const field *f, const cJSON *item, cha
     const char *s = item->valuestring;
     if (f->type == FIELD_STRING && s[0] == '\0')
         return error_set(err, ERR_CONFIG, "%s: `%s` must not be empty", source, key);
+    error_code rc = no_controls(s, source, key, err);
+    if (rc != ERR_OK)
+        return rc;
     if (f->type == FIELD_SHA256) {
         size_t n = strlen(s);
         bool hex = n == 64;
@@ -625,12 +647,29 @@ static MUST_CHECK error_code check_mirror_urls(const config *cfg, const char *so
 {
     for (size_t i = 0; i < cfg->mirror.url_count; i++) {
         const char *url = cfg->mirror.urls[i];
+        char key[48];
+        snprintf(key, sizeof key, "mirror.urls[%zu]", i);
+        error_code rc = no_controls(url, source, key, err);
+        if (rc != ERR_OK)
+            return rc;
+        /* file://host/path names a host: "file://tmp/x" meant /tmp/x. */
+        if (text_equal_nocase_n(url, "file://", 7) && url[7] && url[7] != '/' &&
+            !text_equal_nocase_n(url + 7, "localhost/", 10))
+            return error_set(err, ERR_CONFIG,
+                             "%s: `%s` is \"%s\", which names the host \"%.*s\"; a local directory takes three "
+                             "slashes: file:///%s",
+                             source, key, url, (int)strcspn(url + 7, "/"), url + 7, url + 7);
         if ((text_equal_nocase_n(url, "https://", 8) && url[8]) || (text_equal_nocase_n(url, "http://", 7) && url[7]) ||
             (text_equal_nocase_n(url, "file://", 7) && url[7]))
             continue;
+        if (url[0] == '/' || (isalpha((unsigned char)url[0]) && url[1] == ':'))
+            return error_set(err, ERR_CONFIG,
+                             "%s: `%s` must be a URL, got the path \"%s\"; for a local directory write "
+                             "file://%s%s",
+                             source, key, url, url[0] == '/' ? "" : "/", url);
         char *shown = text_url_redact(url); /* the error is printed: never a password */
-        error_set(err, ERR_CONFIG, "%s: `mirror.urls[%zu]` must be an https://, http:// or file:// URL, got \"%s\"",
-                  source, i, shown ? shown : "(out of memory)");
+        error_set(err, ERR_CONFIG, "%s: `%s` must be an https://, http:// or file:// URL, got \"%s\"", source, key,
+                  shown ? shown : "(out of memory)");
         free(shown);
         return ERR_CONFIG;
     }

@@ -9,6 +9,7 @@ so no test depends on today's date: "long ago" is always long ago.
 
 import json
 import os
+import signal
 
 import subprocess
 
@@ -196,3 +197,47 @@ def test_every_run_leaves_one_line_in_the_log(sim, tmp_path):
     set_config(config, log={"file": str(tmp_path / "no-such-dir" / "outpost.log")})
     shown = run(config, "status")
     assert shown.returncode == 0 and shown.stderr == ""
+
+
+# ---- The smaller ones --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("section, says", [
+    ({"state_dir": "C:\temp\new"}, "`state_dir` contains a control character (0x09 at position 3)"),
+    ({"mirror": {"urls": ["/srv/outpost-mirror"]}}, "for a local directory write file:///srv/outpost-mirror"),
+    ({"mirror": {"urls": ["file://tmp/mirror"]}}, "names the host \"tmp\"; a local directory takes three slashes: "
+                                                  "file:///tmp/mirror"),
+])
+def test_configured_paths_that_cannot_be_meant(tmp_path, section, says):
+    config = tmp_path / "outpost.json"
+    doc = {"state_dir": str(tmp_path / "state"), **section}
+    config.write_text(json.dumps(doc))
+    result = run_bare("-c", str(config), "check")
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr, result.stderr
+    assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.sim_options(rate_limit=0)
+def test_ctrl_c_during_update_says_the_next_run_resumes(sim, tmp_path):
+    config, state_dir = make_config(tmp_path, sim)
+    set_config(config, installer={"verify": {"require_signature": False, "trusted_ca_file": None}},
+               report={"enabled": False})
+    sim.fault("installer", "stall", seconds=60, then="continue")
+    env = outpost_env()
+    proc = subprocess.Popen([OUTPOST, "-c", config, "update"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    # Wait until the download has begun (the partial file exists), then Ctrl-C.
+    downloads = os.path.join(state_dir, "downloads")
+    for _ in range(400):
+        if os.path.isdir(downloads) and os.listdir(downloads):
+            break
+        if proc.poll() is not None:
+            break
+        subprocess.run(["sleep", "0.05"])
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.rstrip().endswith("outpost: interrupted; the next run resumes where this one stopped"), err
+    sim.clear_faults()
+    again = run(config, "update")
+    assert again.returncode == 0, again.stderr
