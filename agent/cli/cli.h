@@ -50,6 +50,7 @@ typedef struct cli_options {
     const char *max_age;     /* status --max-age DURATION */
     const char *dir;         /* publish --dir DIR */
     const char *rollout;     /* publish --rollout PERCENT (validated: 0..100) */
+    const char *public_out;  /* keygen --public-out FILE: the public key's file */
     const char *action;      /* service install|uninstall (validated) */
 } cli_options;
 

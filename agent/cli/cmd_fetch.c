@@ -264,17 +264,22 @@ static MUST_CHECK error_code check_from_mirror(command_context *ctx, error_info 
     error_code rc = mirror_session_open(&fs, ctx, err);
     if (rc == ERR_OK)
         rc = mirror_offer_get(&fs, &offer, err);
+    /* A version this machine's rollout does not offer yet is nothing to
+     * do here: 0, as `update` would stage nothing (a publish at 0 % stages
+     * nowhere). */
     if (rc == ERR_OK)
-        ctx->exit_code = fs.update_available ? COMMAND_EXIT_UPDATE_AVAILABLE : 0;
+        ctx->exit_code = fs.update_available && offer.eligible ? COMMAND_EXIT_UPDATE_AVAILABLE : 0;
     rc = finish_session(&fs, rc, err);
     if (rc == ERR_OK && !ctx->no_stdout) {
         if (want_json(&fs)) {
             cJSON *o = summary_object(&fs);
             add_mirror_summary(o, &offer);
             command_print_json(o);
+        } else if (!command_quiet(fs.ctx) && fs.update_available && !offer.eligible) {
+            printf("not in this rollout: %s is offered to %g%% of machines, not yet to this one; installed %s\n",
+                   fs.latest, offer.m.rollout_percent, fs.installed ? fs.installed : "(none)");
         } else if (!command_quiet(fs.ctx) && fs.update_available) {
-            printf("update available: %s -> %s%s\n", fs.installed ? fs.installed : "(none installed)", fs.latest,
-                   offer.eligible ? "" : " (this machine is not in its rollout yet)");
+            printf("update available: %s -> %s\n", fs.installed ? fs.installed : "(none installed)", fs.latest);
         } else if (!command_quiet(fs.ctx)) {
             printf("up to date: %s\n", fs.installed);
         }

@@ -24,7 +24,7 @@
 #define CONFIG_MAX_DEPTH 32
 
 typedef enum {
-    FIELD_STRING,         /* char *, null not allowed */
+    FIELD_STRING,         /* char *, null not allowed; min PATH_OR_URL: no control characters */
     FIELD_STRING_OR_NULL, /* char *, null leaves NULL */
     FIELD_BOOL,           /* bool */
     FIELD_INT,            /* int in [min, max] */
@@ -37,6 +37,10 @@ typedef enum {
     FIELD_PERCENT,        /* double in [min, max], decimals allowed */
     FIELD_SECTION         /* nested object described by children */
 } field_type;
+
+/* In a string field's min: the value is a path or URL, which never holds a
+ * control character (see no_controls). */
+#define PATH_OR_URL 1
 
 typedef struct field {
     const char *key;
@@ -54,15 +58,15 @@ typedef struct field {
     }
 
 static const field tls_fields[] = {
-    {"ca_file", FIELD_STRING_OR_NULL, AT(tls_ca_file), 0, 0, NULL},
-    {"pinned_public_key", FIELD_STRING_OR_NULL, AT(tls_pinned_public_key), 0, 0, NULL},
+    {"ca_file", FIELD_STRING_OR_NULL, AT(tls_ca_file), PATH_OR_URL, 0, NULL},
+    {"pinned_public_key", FIELD_STRING_OR_NULL, AT(tls_pinned_public_key), PATH_OR_URL, 0, NULL},
     END,
 };
 
 static const field verify_fields[] = {
     {"require_signature", FIELD_BOOL, AT(installer.verify.require_signature), 0, 0, NULL},
-    {"trusted_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.trusted_ca_file), 0, 0, NULL},
-    {"timestamp_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.timestamp_ca_file), 0, 0, NULL},
+    {"trusted_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.trusted_ca_file), PATH_OR_URL, 0, NULL},
+    {"timestamp_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.timestamp_ca_file), PATH_OR_URL, 0, NULL},
     {"signer_subject", FIELD_STRING_OR_NULL, AT(installer.verify.signer_subject), 0, 0, NULL},
     {"signer_sha256", FIELD_STRING_LIST, AT(installer.verify.signer_sha256), AT(installer.verify.pin_count), 0, NULL},
     {"crl_files", FIELD_STRING_LIST, AT(installer.verify.crl_files), AT(installer.verify.crl_file_count), 0, NULL},
@@ -76,7 +80,7 @@ static const field installer_fields[] = {
     {"enabled", FIELD_BOOL, AT(installer.enabled), 0, 0, NULL},
     {"platform", FIELD_STRING, AT(installer.platform), 0, 0, NULL},
     {"installed_version", FIELD_STRING_OR_NULL, AT(installer.installed_version), 0, 0, NULL},
-    {"installed_version_file", FIELD_STRING_OR_NULL, AT(installer.installed_version_file), 0, 0, NULL},
+    {"installed_version_file", FIELD_STRING_OR_NULL, AT(installer.installed_version_file), PATH_OR_URL, 0, NULL},
     {"product_name", FIELD_STRING, AT(installer.product_name), 0, 0, NULL},
     {"keep_versions", FIELD_INT, AT(installer.keep_versions), 1, 100, NULL},
     {"max_bytes_per_second", FIELD_INT64, AT(installer.max_bytes_per_second), 0, INT64_MAX, NULL},
@@ -100,11 +104,11 @@ static const field report_fields[] = {
     {"page_size", FIELD_INT, AT(report.page_size), 1, 1000, NULL},
     {"details_batch", FIELD_INT, AT(report.details_batch), 1, 1000, NULL},
     {"keep_incidents", FIELD_INT, AT(report.keep_incidents), 0, 100000, NULL},
-    {"status_file", FIELD_STRING, AT(report.status_file), 0, 0, NULL},
-    {"jsonl_file", FIELD_STRING, AT(report.jsonl_file), 0, 0, NULL},
+    {"status_file", FIELD_STRING, AT(report.status_file), PATH_OR_URL, 0, NULL},
+    {"jsonl_file", FIELD_STRING, AT(report.jsonl_file), PATH_OR_URL, 0, NULL},
     {"jsonl_max_bytes", FIELD_INT64, AT(report.jsonl_max_bytes), 4096, INT64_MAX, NULL},
     {"jsonl_keep", FIELD_INT, AT(report.jsonl_keep), 1, 100, NULL},
-    {"metrics_file", FIELD_STRING_OR_NULL, AT(report.metrics_file), 0, 0, NULL},
+    {"metrics_file", FIELD_STRING_OR_NULL, AT(report.metrics_file), PATH_OR_URL, 0, NULL},
     END,
 };
 
@@ -135,8 +139,8 @@ static const field mirror_fields[] = {
 };
 
 static const field publish_fields[] = {
-    {"dir", FIELD_STRING_OR_NULL, AT(publish.dir), 0, 0, NULL},
-    {"signing_key_file", FIELD_STRING_OR_NULL, AT(publish.signing_key_file), 0, 0, NULL},
+    {"dir", FIELD_STRING_OR_NULL, AT(publish.dir), PATH_OR_URL, 0, NULL},
+    {"signing_key_file", FIELD_STRING_OR_NULL, AT(publish.signing_key_file), PATH_OR_URL, 0, NULL},
     {"channel", FIELD_STRING, AT(publish.channel), 0, 0, NULL},
     {"expires", FIELD_DURATION, AT(publish.expires_s), 3600, 366LL * 24 * 3600, NULL},
     {"rollout_percent", FIELD_PERCENT, AT(publish.rollout_percent), 0, 100, NULL},
@@ -150,7 +154,7 @@ static const field publish_fields[] = {
 #define LOG_MAX_BYTES (1024LL * 1024 * 1024)
 
 static const field log_fields[] = {
-    {"file", FIELD_STRING_OR_NULL, AT(log.file), 0, 0, NULL},
+    {"file", FIELD_STRING_OR_NULL, AT(log.file), PATH_OR_URL, 0, NULL},
     {"max_bytes", FIELD_INT64, AT(log.max_bytes), LOG_MIN_BYTES, LOG_MAX_BYTES, NULL},
     {"keep", FIELD_INT, AT(log.keep), 1, 100, NULL},
     END,
@@ -163,11 +167,11 @@ static const field status_fields[] = {
 };
 
 static const field top_fields[] = {
-    {"base_url", FIELD_STRING_OR_NULL, AT(base_url), 0, 0, NULL},
-    {"api_key_file", FIELD_STRING_OR_NULL, AT(api_key_file), 0, 0, NULL},
-    {"state_dir", FIELD_STRING, AT(state_dir), 0, 0, NULL},
+    {"base_url", FIELD_STRING_OR_NULL, AT(base_url), PATH_OR_URL, 0, NULL},
+    {"api_key_file", FIELD_STRING_OR_NULL, AT(api_key_file), PATH_OR_URL, 0, NULL},
+    {"state_dir", FIELD_STRING, AT(state_dir), PATH_OR_URL, 0, NULL},
     {"tls", FIELD_SECTION, 0, 0, 0, tls_fields},
-    {"proxy", FIELD_STRING_OR_NULL, AT(proxy), 0, 0, NULL},
+    {"proxy", FIELD_STRING_OR_NULL, AT(proxy), PATH_OR_URL, 0, NULL},
     {"installer", FIELD_SECTION, 0, 0, 0, installer_fields},
     {"deploy", FIELD_SECTION, 0, 0, 0, deploy_fields},
     {"report", FIELD_SECTION, 0, 0, 0, report_fields},
@@ -391,7 +395,7 @@ static MUST_CHECK error_code apply_string(const field *f, const cJSON *item, cha
     const char *s = item->valuestring;
     if (f->type == FIELD_STRING && s[0] == '\0')
         return error_set(err, ERR_CONFIG, "%s: `%s` must not be empty", source, key);
-    error_code rc = no_controls(s, source, key, err);
+    error_code rc = f->min == PATH_OR_URL ? no_controls(s, source, key, err) : ERR_OK;
     if (rc != ERR_OK)
         return rc;
     if (f->type == FIELD_SHA256) {

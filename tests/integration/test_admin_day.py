@@ -241,3 +241,28 @@ def test_ctrl_c_during_update_says_the_next_run_resumes(sim, tmp_path):
     sim.clear_faults()
     again = run(config, "update")
     assert again.returncode == 0, again.stderr
+
+
+def test_keygen_writes_the_public_key_file(tmp_path):
+    key, pub = tmp_path / "signing.pem", tmp_path / "signing.pub"
+    result = run_bare("keygen", "-o", str(key), "--public-out", str(pub))
+    assert result.returncode == 0, result.stderr
+    assert pub.read_text() == result.stdout.split("key id:")[0]
+    assert oct(pub.stat().st_mode & 0o777) == "0o644" and oct(key.stat().st_mode & 0o777) == "0o600"
+    # An existing public file: refused before the private key is written.
+    again = run_bare("keygen", "-o", str(tmp_path / "other.pem"), "--public-out", str(pub))
+    assert again.returncode == 2 and "already exists" in again.stderr
+    assert not (tmp_path / "other.pem").exists()
+
+
+def test_a_pem_on_one_line_is_explained(tmp_path):
+    key, pub = tmp_path / "signing.pem", tmp_path / "signing.pub"
+    assert run_bare("keygen", "-o", str(key), "--public-out", str(pub)).returncode == 0
+    config = tmp_path / "outpost.json"
+    config.write_text(json.dumps({"state_dir": str(tmp_path / "state"),
+                                  "mirror": {"urls": [(tmp_path / "mirror").as_uri()],
+                                             "public_keys": [pub.read_text().replace("\n", " ")]}}))
+    result = run_bare("-c", str(config), "check")
+    assert result.returncode == 2, result.stderr
+    assert "is a PEM key on one line: a PEM needs its line breaks" in result.stderr
+    assert "mbedtls" not in result.stderr
