@@ -528,6 +528,16 @@ long platform_process_id(void);
  */
 void platform_exit_on_interrupt(const char *message);
 
+/*
+ * Lets the group named group read path (report.readers_group, PRODUCT.md
+ * section 2): POSIX: the file's group becomes it (getgrnam) and the mode
+ * 0640 (a directory 0750; the owner is unchanged); Windows: group is a
+ * group name or an "S-1-..." SID, granted read access (a directory: list
+ * and traverse) by one entry added to the file's access list. ERR_CONFIG
+ * when there is no such group; other failures name the path.
+ */
+MUST_CHECK error_code platform_share_with_group(const char *path, const char *group, error_info *err);
+
 typedef enum { PLATFORM_EVENT_ERROR, PLATFORM_EVENT_WARNING, PLATFORM_EVENT_INFORMATION } platform_event_level;
 
 /*

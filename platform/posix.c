@@ -28,6 +28,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -1738,6 +1739,27 @@ void platform_exit_on_interrupt(const char *message)
     sa.sa_handler = on_interrupt;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
+}
+
+error_code platform_share_with_group(const char *path, const char *group, error_info *err)
+{
+    /* getgrnam_r: the report's threads may be running. */
+    struct group entry, *found = NULL;
+    char buf[16384];
+    int e = getgrnam_r(group, &entry, buf, sizeof buf, &found);
+    if (!found)
+        return error_set_os(err, ERR_CONFIG, e, "there is no group \"%s\" on this machine (getent group %s)", group,
+                            group);
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return fail_path(err, errno, "cannot read the permissions of", path);
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        return error_set(err, ERR_IO, "%s is not a file or a directory", path);
+    if (chown(path, (uid_t)-1, found->gr_gid) != 0)
+        return fail_path(err, errno, "cannot give the readers group access to", path);
+    if (chmod(path, S_ISDIR(st.st_mode) ? 0750 : 0640) != 0)
+        return fail_path(err, errno, "cannot set the permissions of", path);
+    return ERR_OK;
 }
 
 error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text, error_info *err)

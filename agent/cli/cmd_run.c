@@ -176,7 +176,7 @@ static void write_status(command_context *ctx, const char *started_at, run_outco
         http_client_stats(ctx->http, &stats);
     char *path = config_state_path(ctx->cfg, ctx->cfg->report.metrics_file);
     if (path && status_read(ctx->cfg, &doc, &err) == ERR_OK &&
-        metrics_write(path, doc, stats.responses_429, &err) != ERR_OK)
+        metrics_write(path, doc, stats.responses_429, ctx->cfg->report.readers_group, &err) != ERR_OK)
         log_warn("run: %s", err.message);
     cJSON_Delete(doc);
     free(path);

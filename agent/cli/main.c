@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/timefmt.h"
 #include "platform/platform.h"
+#include "report/feed.h"
 #include "base/text.h"
 
 typedef error_code (*command_fn)(command_context *ctx, error_info *err);
@@ -161,6 +162,11 @@ static MUST_CHECK error_code take_lock(const config *cfg, platform_lock **lock, 
     error_code rc = platform_mkdirs_private(cfg->state_dir, err);
     if (rc != ERR_OK)
         return error_prefix(err, "cannot create the state directory");
+    /* The readers may list it (0750) to reach the feeds; what else it holds
+     * stays owner-only. */
+    rc = feed_share(cfg->state_dir, cfg->report.readers_group, err);
+    if (rc != ERR_OK)
+        return rc;
     rc = check_state_dir(cfg, err);
     if (rc != ERR_OK)
         return rc;

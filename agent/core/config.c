@@ -109,6 +109,7 @@ static const field report_fields[] = {
     {"jsonl_max_bytes", FIELD_INT64, AT(report.jsonl_max_bytes), 4096, INT64_MAX, NULL},
     {"jsonl_keep", FIELD_INT, AT(report.jsonl_keep), 1, 100, NULL},
     {"metrics_file", FIELD_STRING_OR_NULL, AT(report.metrics_file), PATH_OR_URL, 0, NULL},
+    {"readers_group", FIELD_STRING_OR_NULL, AT(report.readers_group), PATH_OR_URL, 0, NULL},
     END,
 };
 
@@ -279,6 +280,7 @@ void config_free(config *cfg)
     free(cfg->report.status_file);
     free(cfg->report.jsonl_file);
     free(cfg->report.metrics_file);
+    free(cfg->report.readers_group);
     free_argv(cfg->mirror.urls, cfg->mirror.url_count);
     free_argv(cfg->mirror.public_keys, cfg->mirror.public_key_count);
     free(cfg->mirror.channel);

@@ -10,6 +10,7 @@
 
 #include "base/dynbuf.h"
 #include "core/rotation.h"
+#include "report/feed.h"
 #include "platform/platform.h"
 
 struct jsonl_writer {
@@ -19,6 +20,7 @@ struct jsonl_writer {
     int64_t max_bytes; /* rotate past this */
     int keep;          /* rotated files kept */
     int rotations;     /* done by this writer */
+    const char *readers_group; /* borrowed; NULL: owner-only */
 };
 
 static MUST_CHECK error_code open_file(jsonl_writer *w, error_info *err)
@@ -31,6 +33,9 @@ static MUST_CHECK error_code open_file(jsonl_writer *w, error_info *err)
      * crash as surely as the lines fsync'd into it later, or the lines that
      * the cursor has moved past would vanish with it. */
     error_code rc = creating ? platform_sync_parent_dir(w->path, err) : ERR_OK;
+    /* Shared at every open: a file made before readers_group was set too. */
+    if (rc == ERR_OK)
+        rc = feed_share(w->path, w->readers_group, err);
     if (rc != ERR_OK) {
         fclose(w->file);
         w->file = NULL;
@@ -52,7 +57,8 @@ static MUST_CHECK error_code write_all(jsonl_writer *w, const char *data, size_t
     return ERR_OK;
 }
 
-error_code jsonl_open(const char *path, int64_t max_bytes, int keep, jsonl_writer **out, error_info *err)
+error_code jsonl_open(const char *path, int64_t max_bytes, int keep, const char *readers_group, jsonl_writer **out,
+                      error_info *err)
 {
     jsonl_writer *w = calloc(1, sizeof *w);
     if (!w || !(w->path = malloc(strlen(path) + 1))) {
@@ -62,6 +68,7 @@ error_code jsonl_open(const char *path, int64_t max_bytes, int keep, jsonl_write
     strcpy(w->path, path);
     w->max_bytes = max_bytes;
     w->keep = keep < 1 ? 1 : keep;
+    w->readers_group = readers_group;
     bool torn = !rotation_ends_with_newline(path);
     error_code rc = open_file(w, err);
     if (rc == ERR_OK && torn && w->size > 0)

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/jsonx.h"
+#include "report/feed.h"
 #include "platform/platform.h"
 #include "core/timefmt.h"
 
@@ -190,7 +191,8 @@ error_code status_write(const config *cfg, const status_parts *parts, error_info
 
     char *path = config_state_path(cfg, cfg->report.status_file);
     error_code rc =
-        path ? platform_write_atomic(path, text, strlen(text), err) : error_set(err, ERR_NOMEM, "out of memory");
+        path ? feed_write(path, text, strlen(text), cfg->report.readers_group, err)
+             : error_set(err, ERR_NOMEM, "out of memory");
     free(path);
     free(text);
     if (rc != ERR_OK)
@@ -212,7 +214,7 @@ void status_note_unrecorded(const config *cfg, const char *at, int exit_code, co
     cJSON_Delete(o);
     char *path = config_state_path(cfg, STATUS_UNRECORDED_FILE);
     error_info ignored; /* best effort: the run already reports its failure */
-    if (text && path && platform_write_atomic(path, text, strlen(text), &ignored) != ERR_OK)
+    if (text && path && feed_write(path, text, strlen(text), cfg->report.readers_group, &ignored) != ERR_OK)
         error_clear(&ignored);
     free(path);
     cJSON_free(text);

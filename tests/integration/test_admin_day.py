@@ -9,7 +9,9 @@ so no test depends on today's date: "long ago" is always long ago.
 
 import json
 import os
+import shutil
 import signal
+import tempfile
 
 import subprocess
 
@@ -266,3 +268,64 @@ def test_a_pem_on_one_line_is_explained(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "is a PEM key on one line: a PEM needs its line breaks" in result.stderr
     assert "mbedtls" not in result.stderr
+
+
+# ---- Readable feeds ----------------------------------------------------------------------------
+
+@pytest.fixture
+def request_cleanup():
+    """Directories to remove after the test."""
+    paths = []
+    yield paths
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def as_reader(gid, *argv):
+    """argv as the user nobody with gid as its only group (a SIEM shipper)."""
+    def drop():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(65534)
+    return subprocess.run(list(argv), preexec_fn=drop, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to change groups and to act as another user")
+@pytest.mark.sim_options(incidents=4, rate_limit=0)
+def test_readers_group_reads_the_feeds_and_nothing_else(sim, tmp_path, request_cleanup):
+    import grp
+    group = grp.getgrnam("nogroup")
+    config, _ = make_config(tmp_path, sim, metrics_file="outpost.prom")
+    # A state directory the reader can reach (pytest's folders are 0700).
+    top = tempfile.mkdtemp(prefix="outpost-readers-", dir="/tmp")
+    request_cleanup.append(top)
+    os.chmod(top, 0o755)
+    state_dir = os.path.join(top, "state")
+    set_config(config, state_dir=state_dir,
+               installer={"verify": {"require_signature": False, "trusted_ca_file": None}},
+               report={"readers_group": "nogroup"})
+    result = run(config, "run")
+    assert result.returncode == 0, result.stderr
+    st = os.stat(state_dir)
+    assert (st.st_mode & 0o777, st.st_gid) == (0o750, group.gr_gid)
+    for name in ("status.json", "incidents.jsonl", "outpost.prom"):
+        st = os.stat(os.path.join(state_dir, name))
+        assert (st.st_mode & 0o777, st.st_gid) == (0o640, group.gr_gid), name
+        reader = as_reader(group.gr_gid, "cat", os.path.join(state_dir, name))
+        assert reader.returncode == 0 and reader.stdout, (name, reader.stderr)
+    # Nothing else: the state, the staging area, the lock stay private.
+    for name in ("state.json", "staging", "outpost.lock"):
+        path = os.path.join(state_dir, name)
+        assert os.stat(path).st_mode & 0o077 == 0, name
+        assert as_reader(group.gr_gid, "cat", path).returncode != 0, name
+    # A compliance script in the group runs status itself.
+    readable = os.path.join(top, "outpost.json")
+    shutil.copy(config, readable)
+    os.chmod(readable, 0o644)
+    shown = as_reader(group.gr_gid, OUTPOST, "-c", readable, "status", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["verdict"]["attention"] is False
+    # A group that does not exist: a configuration error naming the key.
+    set_config(config, report={"readers_group": "no-such-group-outpost"})
+    bad = run(config, "run")
+    assert bad.returncode == 2 and "report.readers_group" in bad.stderr, bad.stderr
