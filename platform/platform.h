@@ -538,6 +538,15 @@ void platform_exit_on_interrupt(const char *message);
  */
 MUST_CHECK error_code platform_share_with_group(const char *path, const char *group, error_info *err);
 
+/*
+ * Makes path readable by everyone, whatever the umask: what a web server
+ * or file share serves (the fleet mirror `publish` writes; it is signed and
+ * public). POSIX: 0755 for a directory, 0644 for a file; Windows: nothing
+ * to do (the files inherit the mirror directory's access list, which the
+ * administrator sets for the share or the web server).
+ */
+MUST_CHECK error_code platform_make_world_readable(const char *path, error_info *err);
+
 typedef enum { PLATFORM_EVENT_ERROR, PLATFORM_EVENT_WARNING, PLATFORM_EVENT_INFORMATION } platform_event_level;
 
 /*

@@ -1762,6 +1762,18 @@ error_code platform_share_with_group(const char *path, const char *group, error_
     return ERR_OK;
 }
 
+error_code platform_make_world_readable(const char *path, error_info *err)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return fail_path(err, errno, "cannot read the permissions of", path);
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        return error_set(err, ERR_IO, "%s is not a file or a directory", path);
+    if (chmod(path, S_ISDIR(st.st_mode) ? 0755 : 0644) != 0)
+        return fail_path(err, errno, "cannot make readable by all:", path);
+    return ERR_OK;
+}
+
 error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text, error_info *err)
 {
     (void)level;

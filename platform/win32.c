@@ -2838,6 +2838,13 @@ error_code platform_share_with_group(const char *path, const char *group, error_
     return rc;
 }
 
+error_code platform_make_world_readable(const char *path, error_info *err)
+{
+    (void)path;
+    (void)err;
+    return ERR_OK;
+}
+
 /*
  * ReportEventW with the text as the single insertion string. The event id
  * has no severity bits (the message table, cross/windows/outpost-events.mc,

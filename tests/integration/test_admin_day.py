@@ -329,3 +329,28 @@ def test_readers_group_reads_the_feeds_and_nothing_else(sim, tmp_path, request_c
     set_config(config, report={"readers_group": "no-such-group-outpost"})
     bad = run(config, "run")
     assert bad.returncode == 2 and "report.readers_group" in bad.stderr, bad.stderr
+
+
+@pytest.mark.sim_options(rate_limit=0)
+def test_publish_writes_a_world_readable_mirror_and_rollout_0_is_not_an_update(tmp_path, sim):
+    from test_mirror import V2, endpoint_config, fake_installer, keygen, publisher_config
+    key_file = tmp_path / "keys" / "mirror.key"
+    key_file.parent.mkdir()
+    public_pem, _ = keygen(key_file)
+    sim.config(installer=str(fake_installer(tmp_path, 1)), installer_version=V2)
+    mirror = tmp_path / "mirror"
+    cfg = publisher_config(tmp_path, sim.url, key_file, mirror)
+    env = outpost_env()
+    # The umask of a hardened service (systemd UMask=0077) changes nothing.
+    result = subprocess.run([OUTPOST, "-c", str(cfg), "publish", "--rollout", "0"], env=env, capture_output=True,
+                            text=True, timeout=120, preexec_fn=lambda: os.umask(0o077))
+    assert result.returncode == 0, result.stderr
+    modes = {str(p.relative_to(mirror)): p.stat().st_mode & 0o777 for p in [mirror, *mirror.rglob("*")]}
+    for name, mode in modes.items():
+        wanted = 0o755 if (mirror / name).is_dir() else 0o644
+        assert mode == wanted, (name, oct(mode), modes)
+    # Nobody is in a 0 % rollout: check has nothing to do (0), and says why.
+    endpoint, _ = endpoint_config(tmp_path, "endpoint", [mirror.as_uri()], [public_pem])
+    check = run_bare("-c", str(endpoint), "check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.startswith(f"not in this rollout: {V2} is offered to 0% of machines"), check.stdout
