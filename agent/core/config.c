@@ -658,8 +658,9 @@ static MUST_CHECK error_code check_mirror_urls(const config *cfg, const char *so
         error_code rc = no_controls(url, source, key, err);
         if (rc != ERR_OK)
             return rc;
-        /* file://host/path names a host: "file://tmp/x" meant /tmp/x. */
-        if (text_equal_nocase_n(url, "file://", 7) && url[7] && url[7] != '/' &&
+        /* file://host/path names a host: on Windows a UNC share
+         * (file://server/share/), elsewhere a mistake: "file://tmp/x" meant /tmp/x. */
+        if (platform_path_separator() == '/' && text_equal_nocase_n(url, "file://", 7) && url[7] && url[7] != '/' &&
             !text_equal_nocase_n(url + 7, "localhost/", 10))
             return error_set(err, ERR_CONFIG,
                              "%s: `%s` is \"%s\", which names the host \"%.*s\"; a local directory takes three "
