@@ -2838,6 +2838,40 @@ error_code platform_share_with_group(const char *path, const char *group, error_
     return rc;
 }
 
+error_code platform_inventory_write(const platform_inventory_value *values, size_t count, error_info *err)
+{
+    HKEY key;
+    LONG e = RegCreateKeyExW(HKEY_LOCAL_MACHINE, L"SOFTWARE\\outpost", 0, NULL, 0, KEY_SET_VALUE | KEY_WOW64_64KEY,
+                             NULL, &key, NULL);
+    if (e != ERROR_SUCCESS)
+        return error_set_os(err, platform_win32_error_code((unsigned long)e), (int)e,
+                            "cannot open HKLM\\SOFTWARE\\outpost for the inventory values");
+    error_code rc = ERR_OK;
+    for (size_t i = 0; i < count && rc == ERR_OK; i++) {
+        wchar_t *name = widen(values[i].name);
+        wchar_t *text = values[i].text ? widen(values[i].text) : NULL;
+        if (!name || (values[i].text && !text)) {
+            rc = error_set(err, ERR_NOMEM, "out of memory");
+        } else if (values[i].is_number) {
+            DWORD number = values[i].number;
+            e = RegSetValueExW(key, name, 0, REG_DWORD, (const BYTE *)&number, sizeof number);
+        } else if (text) {
+            e = RegSetValueExW(key, name, 0, REG_SZ, (const BYTE *)text, (DWORD)((wcslen(text) + 1) * sizeof *text));
+        } else {
+            e = RegDeleteValueW(key, name);
+            if (e == ERROR_FILE_NOT_FOUND)
+                e = ERROR_SUCCESS;
+        }
+        if (rc == ERR_OK && e != ERROR_SUCCESS)
+            rc = error_set_os(err, platform_win32_error_code((unsigned long)e), (int)e,
+                              "cannot write HKLM\\SOFTWARE\\outpost\\%s", values[i].name);
+        free(name);
+        free(text);
+    }
+    RegCloseKey(key);
+    return rc;
+}
+
 error_code platform_make_world_readable(const char *path, error_info *err)
 {
     (void)path;

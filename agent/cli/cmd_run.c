@@ -34,6 +34,7 @@
 #include "installer/source_mirror.h"
 #include "installer/staging.h"
 #include "core/state.h"
+#include "report/inventory.h"
 #include "report/status.h"
 #include "core/timefmt.h"
 #include "net/retry_after.h"
@@ -143,7 +144,26 @@ static MUST_CHECK error_code last_run_object(const char *started_at, const run_o
     return status_last_run(&run, out, err);
 }
 
-/* Writes last_run and the installer member, then the metrics file. */
+/* The values Windows inventory reads (HKLM\SOFTWARE\outpost), after every
+ * run; nothing to do elsewhere. A failure is a warning, never the run's. */
+static void write_inventory(const config *cfg, const cJSON *doc)
+{
+    status_limits limits = {.max_age_s = cfg->status.max_age_s,
+                            .max_age_from = "status.max_age",
+                            .max_failing_s = cfg->status.max_failing_s};
+    char boot_id[128];
+    platform_boot_id(boot_id, sizeof boot_id);
+    status_verdict v;
+    status_judge(doc, NULL, &limits, platform_time_utc_ms() / 1000, boot_id, &v);
+    platform_inventory_value values[INVENTORY_VALUES];
+    inventory_values(doc, &v, values);
+    error_info err;
+    if (platform_inventory_write(values, INVENTORY_VALUES, &err) != ERR_OK)
+        log_warn("run: %s", err.message);
+}
+
+/* Writes last_run and the installer member, then the inventory values and
+ * the metrics file. */
 static void write_status(command_context *ctx, const char *started_at, run_outcome *o)
 {
     status_parts parts = {0};
@@ -168,15 +188,15 @@ static void write_status(command_context *ctx, const char *started_at, run_outco
     }
     cJSON_Delete(parts.last_run);
     cJSON_Delete(parts.installer);
-    if (!ctx->cfg->report.metrics_file)
-        return;
     cJSON *doc = NULL;
+    if (status_read(ctx->cfg, &doc, &err) != ERR_OK)
+        return;
+    write_inventory(ctx->cfg, doc);
     http_stats stats = {0};
     if (ctx->http)
         http_client_stats(ctx->http, &stats);
-    char *path = config_state_path(ctx->cfg, ctx->cfg->report.metrics_file);
-    if (path && status_read(ctx->cfg, &doc, &err) == ERR_OK &&
-        metrics_write(path, doc, stats.responses_429, ctx->cfg->report.readers_group, &err) != ERR_OK)
+    char *path = ctx->cfg->report.metrics_file ? config_state_path(ctx->cfg, ctx->cfg->report.metrics_file) : NULL;
+    if (path && metrics_write(path, doc, stats.responses_429, ctx->cfg->report.readers_group, &err) != ERR_OK)
         log_warn("run: %s", err.message);
     cJSON_Delete(doc);
     free(path);
