@@ -549,9 +549,9 @@ MUST_CHECK error_code platform_make_world_readable(const char *path, error_info 
 
 /* One value of the machine's inventory key (platform_inventory_write). */
 typedef struct platform_inventory_value {
-    const char *name;  /* the value's name ("InstalledVersion") */
-    const char *text;  /* REG_SZ; NULL (and not is_number): the value is deleted */
-    bool is_number;    /* REG_DWORD number instead of text */
+    const char *name; /* the value's name ("InstalledVersion") */
+    const char *text; /* REG_SZ; NULL (and not is_number): the value is deleted */
+    bool is_number;   /* REG_DWORD number instead of text */
     uint32_t number;
 } platform_inventory_value;
 
@@ -561,8 +561,7 @@ typedef struct platform_inventory_value {
  * read, creating the key. Elsewhere nothing to do (ERR_OK): status.json is
  * the inventory there.
  */
-MUST_CHECK error_code platform_inventory_write(const platform_inventory_value *values, size_t count,
-                                               error_info *err);
+MUST_CHECK error_code platform_inventory_write(const platform_inventory_value *values, size_t count, error_info *err);
 
 typedef enum { PLATFORM_EVENT_ERROR, PLATFORM_EVENT_WARNING, PLATFORM_EVENT_INFORMATION } platform_event_level;
 

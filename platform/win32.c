@@ -2796,8 +2796,7 @@ error_code platform_share_with_group(const char *path, const char *group, error_
         if (LookupAccountNameW(NULL, wgroup, sid_buf, &sid_size, domain, &domain_size, &use))
             sid = sid_buf;
         else
-            rc = error_set_os(err, ERR_CONFIG, (int)GetLastError(), "there is no group \"%s\" on this machine",
-                              group);
+            rc = error_set_os(err, ERR_CONFIG, (int)GetLastError(), "there is no group \"%s\" on this machine", group);
     }
     DWORD attributes = rc == ERR_OK ? GetFileAttributesW(wpath) : INVALID_FILE_ATTRIBUTES;
     bool dir = attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY);
@@ -2807,9 +2806,9 @@ error_code platform_share_with_group(const char *path, const char *group, error_
     if (rc == ERR_OK) {
         EXPLICIT_ACCESS_W ea;
         memset(&ea, 0, sizeof ea);
-        ea.grfAccessPermissions = dir ? FILE_LIST_DIRECTORY | FILE_TRAVERSE | FILE_READ_ATTRIBUTES | READ_CONTROL |
-                                            SYNCHRONIZE
-                                      : FILE_GENERIC_READ;
+        ea.grfAccessPermissions =
+            dir ? FILE_LIST_DIRECTORY | FILE_TRAVERSE | FILE_READ_ATTRIBUTES | READ_CONTROL | SYNCHRONIZE
+                : FILE_GENERIC_READ;
         ea.grfAccessMode = GRANT_ACCESS;
         ea.grfInheritance = NO_INHERITANCE;
         ea.Trustee.TrusteeForm = TRUSTEE_IS_SID;

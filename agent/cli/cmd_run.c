@@ -409,9 +409,9 @@ static cJSON *no_status_document(void)
     char now[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(platform_time_utc_ms() / 1000, now);
     cJSON *doc = cJSON_CreateObject();
-    if (doc && (!cJSON_AddNumberToObject(doc, "schema_version", STATUS_SCHEMA_VERSION) ||
-                !cJSON_AddStringToObject(doc, "generated_at", now) ||
-                !jsonx_set(doc, "agent", status_agent_object()))) {
+    if (doc &&
+        (!cJSON_AddNumberToObject(doc, "schema_version", STATUS_SCHEMA_VERSION) ||
+         !cJSON_AddStringToObject(doc, "generated_at", now) || !jsonx_set(doc, "agent", status_agent_object()))) {
         cJSON_Delete(doc);
         doc = NULL;
     }

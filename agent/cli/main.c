@@ -59,15 +59,11 @@ static bool needs_api(cli_command command, const config *cfg)
     bool installer_api = cfg->mirror.url_count == 0;
     switch (command) {
     case CLI_CHECK:
-    case CLI_UPDATE:
-        return installer_api;
+    case CLI_UPDATE: return installer_api;
     case CLI_REPORT:
-    case CLI_PUBLISH:
-        return true;
-    case CLI_RUN:
-        return (cfg->installer.enabled && installer_api) || cfg->report.enabled;
-    default:
-        return false;
+    case CLI_PUBLISH: return true;
+    case CLI_RUN: return (cfg->installer.enabled && installer_api) || cfg->report.enabled;
+    default: return false;
     }
 }
 

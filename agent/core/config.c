@@ -830,7 +830,8 @@ error_code config_check_api(const config *cfg, error_info *err)
     host = host ? host + 3 : cfg->base_url;
     static const char placeholder[] = "tenant.example.com";
     size_t n = sizeof placeholder - 1;
-    if (strlen(host) >= n && text_equal_nocase_n(host, placeholder, n) && (host[n] == '\0' || host[n] == '/' || host[n] == ':'))
+    if (strlen(host) >= n && text_equal_nocase_n(host, placeholder, n) &&
+        (host[n] == '\0' || host[n] == '/' || host[n] == ':'))
         return error_set(err, ERR_CONFIG,
                          "%s: `base_url` is still the placeholder %s of the shipped configuration; set it to your "
                          "tenant's address",

@@ -18,8 +18,8 @@ void inventory_values(const cJSON *doc, const status_verdict *v, platform_invent
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(run, "exit_code");
     memset(out, 0, INVENTORY_VALUES * sizeof *out);
     out[0] = (platform_inventory_value){.name = "InstalledVersion", .text = text_at(inst, "installed_version")};
-    out[1] = (platform_inventory_value){
-        .name = "StagedVersion", .text = text_at(cJSON_GetObjectItemCaseSensitive(inst, "staged"), "version")};
+    out[1] = (platform_inventory_value){.name = "StagedVersion",
+                                        .text = text_at(cJSON_GetObjectItemCaseSensitive(inst, "staged"), "version")};
     out[2] = (platform_inventory_value){.name = "OfferedVersion", .text = text_at(inst, "latest_version")};
     out[3] = (platform_inventory_value){.name = "LastRunTime", .text = text_at(run, "finished_at")};
     out[4] = (platform_inventory_value){.name = "LastExitCode",

@@ -14,12 +14,12 @@
 #include "platform/platform.h"
 
 struct jsonl_writer {
-    char *path;        /* the live file */
-    FILE *file;        /* open for appending, unbuffered: one write per line */
-    uint64_t size;     /* bytes in the live file */
-    int64_t max_bytes; /* rotate past this */
-    int keep;          /* rotated files kept */
-    int rotations;     /* done by this writer */
+    char *path;                /* the live file */
+    FILE *file;                /* open for appending, unbuffered: one write per line */
+    uint64_t size;             /* bytes in the live file */
+    int64_t max_bytes;         /* rotate past this */
+    int keep;                  /* rotated files kept */
+    int rotations;             /* done by this writer */
     const char *readers_group; /* borrowed; NULL: owner-only */
 };
 

@@ -467,7 +467,7 @@ static MUST_CHECK error_code append_ready(report_ctx *ctx, error_info *err)
         return error_set(err, ERR_NOMEM, "out of memory");
     jsonl_writer *w = NULL;
     error_code rc = jsonl_open(path, ctx->cfg->report.jsonl_max_bytes, ctx->cfg->report.jsonl_keep,
-                                ctx->cfg->report.readers_group, &w, err);
+                               ctx->cfg->report.readers_group, &w, err);
     free(path);
     for (size_t i = 0; rc == ERR_OK && i < ctx->count; i++)
         if (ctx->list[i].ready)

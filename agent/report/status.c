@@ -190,9 +190,8 @@ error_code status_write(const config *cfg, const status_parts *parts, error_info
         return error_set(err, ERR_NOMEM, "out of memory while writing the status file");
 
     char *path = config_state_path(cfg, cfg->report.status_file);
-    error_code rc =
-        path ? feed_write(path, text, strlen(text), cfg->report.readers_group, err)
-             : error_set(err, ERR_NOMEM, "out of memory");
+    error_code rc = path ? feed_write(path, text, strlen(text), cfg->report.readers_group, err)
+                         : error_set(err, ERR_NOMEM, "out of memory");
     free(path);
     free(text);
     if (rc != ERR_OK)
@@ -317,8 +316,8 @@ static void judge_run(const cJSON *run, const status_limits *limits, int64_t now
         now_s - since > limits->max_failing_s) {
         status_age_text(now_s - since, age, sizeof age);
         status_age_text(limits->max_failing_s, limit, sizeof limit);
-        attention(v, "failing since %s (%s, longer than status.max_failing %s)", member_text(run, "failing_since"),
-                  age, limit);
+        attention(v, "failing since %s (%s, longer than status.max_failing %s)", member_text(run, "failing_since"), age,
+                  limit);
     }
     bool have_success = member_time(run, "last_success_at", &success) ||
                         (status_run_succeeded(run_exit) && member_time(run, "finished_at", &success));
@@ -356,7 +355,8 @@ void status_judge(const cJSON *doc, const cJSON *unrecorded, const status_limits
     }
     if (cJSON_IsObject(failure))
         attention(v, "the deploy of %s failed%s%s", OR_NONE(member_text(failure, "version")),
-                  member_text(failure, "log") ? ", see " : "", member_text(failure, "log") ? member_text(failure, "log") : "");
+                  member_text(failure, "log") ? ", see " : "",
+                  member_text(failure, "log") ? member_text(failure, "log") : "");
     if (cJSON_IsObject(deployed) && reboot_pending(deployed, boot_id))
         attention(v, "reboot required to finish the deploy of %s", OR_NONE(member_text(deployed, "version")));
     if (v->attention)

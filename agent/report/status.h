@@ -47,12 +47,12 @@ MUST_CHECK error_code status_read(const config *cfg, struct cJSON **doc, error_i
 
 /* What a run (`run`, or `report` alone) did, for status.json's "last_run". */
 typedef struct status_run {
-    const char *started_at;     /* ISO 8601 UTC */
-    const char *finished_at;    /* ISO 8601 UTC */
-    const char *result;         /* "ok" | "partial" | "failed" */
-    int exit_code;              /* the run's exit code */
-    const struct cJSON *errors; /* array of {stage, message} (status_run_error);
-                                   copied; NULL: [] */
+    const char *started_at;       /* ISO 8601 UTC */
+    const char *finished_at;      /* ISO 8601 UTC */
+    const char *result;           /* "ok" | "partial" | "failed" */
+    int exit_code;                /* the run's exit code */
+    const struct cJSON *errors;   /* array of {stage, message} (status_run_error);
+                                     copied; NULL: [] */
     const struct cJSON *previous; /* the previous status file's last_run, which
                                      last_success_at and failing_since carry on
                                      from; NULL: none */
@@ -95,9 +95,9 @@ struct cJSON *status_read_unrecorded(const config *cfg);
 
 /* What `status` judges against (PRODUCT.md section 5). */
 typedef struct status_limits {
-    int64_t max_age_s;     /* ATTENTION (exit 75) when the last success is older */
+    int64_t max_age_s;        /* ATTENTION (exit 75) when the last success is older */
     const char *max_age_from; /* the setting that gave max_age_s, for the message */
-    int64_t max_failing_s; /* ATTENTION when failures have lasted longer */
+    int64_t max_failing_s;    /* ATTENTION when failures have lasted longer */
 } status_limits;
 
 typedef struct status_verdict {

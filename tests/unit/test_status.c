@@ -307,8 +307,8 @@ static void test_verdict(void **unused)
 {
     (void)unused;
 #define RUN(exit, started, finished, success, since)                                                                   \
-    "{\"last_run\": {\"started_at\": \"" started "\", \"finished_at\": \"" finished "\", \"result\": \"x\", "        \
-    "\"exit_code\": " #exit ", \"errors\": [{\"stage\": \"update\", \"message\": \"the platform answered 503\"}], "     \
+    "{\"last_run\": {\"started_at\": \"" started "\", \"finished_at\": \"" finished "\", \"result\": \"x\", "          \
+    "\"exit_code\": " #exit ", \"errors\": [{\"stage\": \"update\", \"message\": \"the platform answered 503\"}], "    \
     "\"last_success_at\": " success ", \"failing_since\": " since "}}"
     static const struct {
         const char *doc;        /* NULL: no status file */
@@ -324,8 +324,9 @@ static void test_verdict(void **unused)
          "2026-11-21T11:00:00Z", NULL, false, 0, "OK: the last run succeeded 59m 55s ago"},
         /* 30 days later: stale, whatever the last run said. */
         {RUN(0, "2026-11-21T10:00:00Z", "2026-11-21T10:00:05Z", "\"2026-11-21T10:00:05Z\"", "null"), NULL,
-         "2026-12-21T10:00:05Z", NULL, true, 75, "stale: the last successful run finished 30d 0h ago, longer than "
-                                                 "status.max_age 3h 0m"},
+         "2026-12-21T10:00:05Z", NULL, true, 75,
+         "stale: the last successful run finished 30d 0h ago, longer than "
+         "status.max_age 3h 0m"},
         {RUN(0, "2026-11-21T10:00:00Z", "2026-11-21T10:00:05Z", "\"2026-11-21T10:00:05Z\"", "null"), NULL,
          "2026-11-21T11:00:05Z", "--max-age", false, 0, "OK"},
         /* A file without last_success_at: a successful run's finish. */
@@ -337,8 +338,9 @@ static void test_verdict(void **unused)
          NULL, "2026-11-21T10:30:00Z", NULL, true, 75, "the last run failed (exit code 75): update: the platform"},
         /* Failing for longer than max_failing (and no success since). */
         {RUN(1, "2026-11-22T11:00:00Z", "2026-11-22T11:00:05Z", "null", "\"2026-11-21T10:00:00Z\""), NULL,
-         "2026-11-22T11:00:10Z", NULL, true, 1, "failing since 2026-11-21T10:00:00Z (25h 0m, longer than "
-                                                "status.max_failing 24h 0m)"},
+         "2026-11-22T11:00:10Z", NULL, true, 1,
+         "failing since 2026-11-21T10:00:00Z (25h 0m, longer than "
+         "status.max_failing 24h 0m)"},
         /* The last success long ago, the run failing for less than max_failing. */
         {RUN(75, "2026-11-21T10:00:00Z", "2026-11-21T10:00:05Z", "\"2026-11-21T05:00:00Z\"",
              "\"2026-11-21T09:00:00Z\""),
@@ -365,8 +367,8 @@ static void test_verdict(void **unused)
         assert_true(!cases[i].doc || doc);
         int64_t now = 0;
         assert_true(timefmt_parse_iso8601(cases[i].now, &now));
-        status_limits limits = {.max_age_s = 3 * 3600, .max_age_from = cases[i].max_age_from,
-                                .max_failing_s = 24 * 3600};
+        status_limits limits = {
+            .max_age_s = 3 * 3600, .max_age_from = cases[i].max_age_from, .max_failing_s = 24 * 3600};
         status_verdict v;
         status_judge(doc, note, &limits, now, "boot", &v);
         if (!strstr(v.text, cases[i].says) || v.attention != cases[i].attention || v.exit_code != cases[i].exit_code)
