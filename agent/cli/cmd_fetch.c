@@ -521,7 +521,8 @@ static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info
     }
     if (rc == ERR_OK && fetch) {
         int64_t t0 = platform_monotonic_ms();
-        rc = source_mirror_download(fs.http, ctx->cfg, &offer, !command_quiet(fs.ctx) && platform_is_terminal(stderr), &none, err);
+        rc = source_mirror_download(fs.http, ctx->cfg, &offer, !command_quiet(fs.ctx) && platform_is_terminal(stderr),
+                                    &none, err);
         path = none.path;
         none.path = NULL;
         if (rc == ERR_OK)
