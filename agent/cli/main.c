@@ -71,17 +71,24 @@ static bool needs_api(cli_command command, const config *cfg)
  * The configuration errors found before anything is written (PRODUCT.md
  * section 1: a usage or configuration error writes nothing anywhere, no
  * lock file, no state directory, no status): base_url (present, not the
- * shipped placeholder, https) and the API key for a command that needs them.
+ * shipped placeholder, https) and the API key for a command that needs them,
+ * then the publisher CA files for a command that verifies an installer.
  * The commands check again where they read them.
  */
 static MUST_CHECK error_code preflight(cli_command command, const config *cfg, error_info *err)
 {
-    if (!needs_api(command, cfg))
-        return ERR_OK;
-    error_code rc = config_check_api(cfg, err);
-    char *key = NULL;
-    if (rc == ERR_OK && (rc = config_load_api_key(cfg, &key, err)) == ERR_OK)
-        dynbuf_secret_free(key);
+    error_code rc = ERR_OK;
+    if (needs_api(command, cfg)) {
+        char *key = NULL;
+        if ((rc = config_check_api(cfg, err)) == ERR_OK && (rc = config_load_api_key(cfg, &key, err)) == ERR_OK)
+            dynbuf_secret_free(key);
+    }
+    /* The CA files the signature layer reads, for a command that verifies
+     * an installer (check never does). */
+    bool verifies = command == CLI_UPDATE || command == CLI_STAGE || command == CLI_PUBLISH ||
+                    (command == CLI_RUN && cfg->installer.enabled);
+    if (rc == ERR_OK && verifies)
+        rc = config_check_verify_files(&cfg->installer.verify, err);
     return rc;
 }
 
@@ -227,9 +234,11 @@ int main(int argc, char **argv)
 
     int status;
     config cfg;
-    if (load_config(&opts, &cfg, &err) != ERR_OK || preflight(opts.command, &cfg, &err) != ERR_OK) {
+    bool loaded = load_config(&opts, &cfg, &err) == ERR_OK;
+    if (!loaded || preflight(opts.command, &cfg, &err) != ERR_OK) {
         config_free(&cfg);
-        status = fail(NULL, &err, opts.json);
+        /* As the command would have said it, once it is known which runs. */
+        status = fail(loaded ? name : NULL, &err, opts.json);
         /* A scheduled run that cannot start must reach the event log too. */
         if (opts.command == CLI_RUN)
             log_run_event(status, 0, 0);

@@ -168,6 +168,21 @@ def test_a_configuration_error_writes_nothing(tmp_path, command):
     assert not state.exists(), sorted(os.listdir(state))
 
 
+def test_a_missing_publisher_ca_writes_nothing(tmp_path):
+    state = tmp_path / "state"
+    config = tmp_path / "outpost.json"
+    missing = tmp_path / "publisher-ca.pem"
+    config.write_text(json.dumps({"state_dir": str(state), "installer": {"verify": {"trusted_ca_file": str(missing)}},
+                                  "mirror": {"urls": [(tmp_path / "mirror").as_uri()],
+                                             "public_keys": [str(tmp_path / "mirror.pub")]},
+                                  "report": {"enabled": False}}))
+    for command in ("update", "run"):
+        result = run_bare("-c", str(config), command)
+        assert result.returncode == 2, result.stderr
+        assert f"installer.verify.trusted_ca_file: {missing} does not exist" in result.stderr
+        assert not state.exists()
+
+
 def test_the_shipped_placeholder_is_a_configuration_error(tmp_path):
     state = tmp_path / "state"
     config = tmp_path / "outpost.json"
