@@ -84,9 +84,9 @@ static MUST_CHECK error_code preflight(cli_command command, const config *cfg, e
             dynbuf_secret_free(key);
     }
     /* The CA files the signature layer reads, for a command that verifies
-     * an installer (check never does). */
-    bool verifies = command == CLI_UPDATE || command == CLI_STAGE || command == CLI_PUBLISH ||
-                    (command == CLI_RUN && cfg->installer.enabled);
+     * an installer (check never does; publish says first what it lacks of
+     * its own: the signing key, the directory). */
+    bool verifies = command == CLI_UPDATE || command == CLI_STAGE || (command == CLI_RUN && cfg->installer.enabled);
     if (rc == ERR_OK && verifies)
         rc = config_check_verify_files(&cfg->installer.verify, err);
     return rc;
