@@ -519,6 +519,50 @@ void platform_append_close(platform_append_file *file);
 /* This process's id, for log lines. */
 long platform_process_id(void);
 
+/*
+ * From now on, Ctrl-C (SIGINT; Windows: CTRL_C_EVENT, CTRL_BREAK_EVENT)
+ * writes message to stderr and ends the process at once with exit code 130,
+ * which the next run resumes from (downloads resume, staging and the state
+ * are crash-safe, the lock dies with the process). message must live for
+ * the process's lifetime; it is written as is (end it with a newline).
+ */
+void platform_exit_on_interrupt(const char *message);
+
+/*
+ * Lets the group named group read path (report.readers_group, PRODUCT.md
+ * section 2): POSIX: the file's group becomes it (getgrnam) and the mode
+ * 0640 (a directory 0750; the owner is unchanged); Windows: group is a
+ * group name or an "S-1-..." SID, granted read access (a directory: list
+ * and traverse) by one entry added to the file's access list. ERR_CONFIG
+ * when there is no such group; other failures name the path.
+ */
+MUST_CHECK error_code platform_share_with_group(const char *path, const char *group, error_info *err);
+
+/*
+ * Makes path readable by everyone, whatever the umask: what a web server
+ * or file share serves (the fleet mirror `publish` writes; it is signed and
+ * public). POSIX: 0755 for a directory, 0644 for a file; Windows: nothing
+ * to do (the files inherit the mirror directory's access list, which the
+ * administrator sets for the share or the web server).
+ */
+MUST_CHECK error_code platform_make_world_readable(const char *path, error_info *err);
+
+/* One value of the machine's inventory key (platform_inventory_write). */
+typedef struct platform_inventory_value {
+    const char *name; /* the value's name ("InstalledVersion") */
+    const char *text; /* REG_SZ; NULL (and not is_number): the value is deleted */
+    bool is_number;   /* REG_DWORD number instead of text */
+    uint32_t number;
+} platform_inventory_value;
+
+/*
+ * Windows: sets (or deletes) the values under HKLM\SOFTWARE\outpost (the
+ * 64-bit view) that SCCM/Intune detection rules and hardware inventory
+ * read, creating the key. Elsewhere nothing to do (ERR_OK): status.json is
+ * the inventory there.
+ */
+MUST_CHECK error_code platform_inventory_write(const platform_inventory_value *values, size_t count, error_info *err);
+
 typedef enum { PLATFORM_EVENT_ERROR, PLATFORM_EVENT_WARNING, PLATFORM_EVENT_INFORMATION } platform_event_level;
 
 /*

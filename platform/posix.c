@@ -28,6 +28,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -1717,6 +1718,68 @@ void platform_append_close(platform_append_file *file)
 long platform_process_id(void)
 {
     return (long)getpid();
+}
+
+static const char *interrupt_message;
+
+/* Async-signal-safe: write(2) and _exit only. */
+static void on_interrupt(int signal_number)
+{
+    (void)signal_number;
+    if (interrupt_message && write(STDERR_FILENO, interrupt_message, strlen(interrupt_message)) < 0)
+        _exit(130);
+    _exit(130);
+}
+
+void platform_exit_on_interrupt(const char *message)
+{
+    interrupt_message = message;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+error_code platform_share_with_group(const char *path, const char *group, error_info *err)
+{
+    /* getgrnam_r: the report's threads may be running. */
+    struct group entry, *found = NULL;
+    char buf[16384];
+    int e = getgrnam_r(group, &entry, buf, sizeof buf, &found);
+    if (!found)
+        return error_set_os(err, ERR_CONFIG, e, "there is no group \"%s\" on this machine (getent group %s)", group,
+                            group);
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return fail_path(err, errno, "cannot read the permissions of", path);
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        return error_set(err, ERR_IO, "%s is not a file or a directory", path);
+    if (chown(path, (uid_t)-1, found->gr_gid) != 0)
+        return fail_path(err, errno, "cannot give the readers group access to", path);
+    if (chmod(path, S_ISDIR(st.st_mode) ? 0750 : 0640) != 0)
+        return fail_path(err, errno, "cannot set the permissions of", path);
+    return ERR_OK;
+}
+
+error_code platform_inventory_write(const platform_inventory_value *values, size_t count, error_info *err)
+{
+    (void)values;
+    (void)count;
+    (void)err;
+    return ERR_OK;
+}
+
+error_code platform_make_world_readable(const char *path, error_info *err)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return fail_path(err, errno, "cannot read the permissions of", path);
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        return error_set(err, ERR_IO, "%s is not a file or a directory", path);
+    if (chmod(path, S_ISDIR(st.st_mode) ? 0755 : 0644) != 0)
+        return fail_path(err, errno, "cannot make readable by all:", path);
+    return ERR_OK;
 }
 
 error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text, error_info *err)

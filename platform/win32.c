@@ -2752,6 +2752,132 @@ long platform_process_id(void)
     return (long)GetCurrentProcessId();
 }
 
+static const char *interrupt_message;
+
+/* Runs on a thread of its own that Windows starts for the console event. */
+static BOOL WINAPI on_console_control(DWORD type)
+{
+    if (type != CTRL_C_EVENT && type != CTRL_BREAK_EVENT)
+        return FALSE;
+    HANDLE out = GetStdHandle(STD_ERROR_HANDLE);
+    DWORD written = 0;
+    if (interrupt_message && out && out != INVALID_HANDLE_VALUE)
+        WriteFile(out, interrupt_message, (DWORD)strlen(interrupt_message), &written, NULL);
+    TerminateProcess(GetCurrentProcess(), 130);
+    return TRUE;
+}
+
+void platform_exit_on_interrupt(const char *message)
+{
+    interrupt_message = message;
+    SetConsoleCtrlHandler(on_console_control, TRUE);
+}
+
+error_code platform_share_with_group(const char *path, const char *group, error_info *err)
+{
+    wchar_t *wpath = NULL;
+    error_code rc = widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    wchar_t *wgroup = widen(group);
+    PSID sid = NULL, from_text = NULL;
+    BYTE sid_buf[SECURITY_MAX_SID_SIZE];
+    if (!wgroup) {
+        rc = error_set(err, ERR_NOMEM, "out of memory");
+    } else if (wcsncmp(wgroup, L"S-1-", 4) == 0) {
+        if (ConvertStringSidToSidW(wgroup, &from_text))
+            sid = from_text;
+        else
+            rc = error_set_os(err, ERR_CONFIG, (int)GetLastError(), "\"%s\" is not a valid SID", group);
+    } else {
+        DWORD sid_size = sizeof sid_buf, domain_size = 256;
+        wchar_t domain[256];
+        SID_NAME_USE use;
+        if (LookupAccountNameW(NULL, wgroup, sid_buf, &sid_size, domain, &domain_size, &use))
+            sid = sid_buf;
+        else
+            rc = error_set_os(err, ERR_CONFIG, (int)GetLastError(), "there is no group \"%s\" on this machine", group);
+    }
+    DWORD attributes = rc == ERR_OK ? GetFileAttributesW(wpath) : INVALID_FILE_ATTRIBUTES;
+    bool dir = attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY);
+    PACL old = NULL, acl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    DWORD e = ERROR_SUCCESS;
+    if (rc == ERR_OK) {
+        EXPLICIT_ACCESS_W ea;
+        memset(&ea, 0, sizeof ea);
+        ea.grfAccessPermissions =
+            dir ? FILE_LIST_DIRECTORY | FILE_TRAVERSE | FILE_READ_ATTRIBUTES | READ_CONTROL | SYNCHRONIZE
+                : FILE_GENERIC_READ;
+        ea.grfAccessMode = GRANT_ACCESS;
+        ea.grfInheritance = NO_INHERITANCE;
+        ea.Trustee.TrusteeForm = TRUSTEE_IS_SID;
+        ea.Trustee.TrusteeType = TRUSTEE_IS_GROUP;
+        ea.Trustee.ptstrName = (LPWSTR)sid;
+        e = GetNamedSecurityInfoW(wpath, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &old, NULL, &sd);
+        if (e == ERROR_SUCCESS)
+            e = SetEntriesInAclW(1, &ea, old, &acl);
+        /* A protected list (the state directory's) stays protected. */
+        SECURITY_DESCRIPTOR_CONTROL control = 0;
+        DWORD revision = 0;
+        SECURITY_INFORMATION what = DACL_SECURITY_INFORMATION;
+        if (e == ERROR_SUCCESS && GetSecurityDescriptorControl(sd, &control, &revision) &&
+            (control & SE_DACL_PROTECTED))
+            what |= PROTECTED_DACL_SECURITY_INFORMATION;
+        if (e == ERROR_SUCCESS)
+            e = SetNamedSecurityInfoW(wpath, SE_FILE_OBJECT, what, NULL, NULL, acl, NULL);
+        if (e != ERROR_SUCCESS)
+            rc = fail_win(err, e, "cannot give the readers group access to", path);
+    }
+    LocalFree(acl);
+    LocalFree(sd);
+    LocalFree(from_text);
+    free(wgroup);
+    free(wpath);
+    return rc;
+}
+
+error_code platform_inventory_write(const platform_inventory_value *values, size_t count, error_info *err)
+{
+    HKEY key;
+    LONG e = RegCreateKeyExW(HKEY_LOCAL_MACHINE, L"SOFTWARE\\outpost", 0, NULL, 0, KEY_SET_VALUE | KEY_WOW64_64KEY,
+                             NULL, &key, NULL);
+    if (e != ERROR_SUCCESS)
+        return error_set_os(err, platform_win32_error_code((unsigned long)e), (int)e,
+                            "cannot open HKLM\\SOFTWARE\\outpost for the inventory values");
+    error_code rc = ERR_OK;
+    for (size_t i = 0; i < count && rc == ERR_OK; i++) {
+        wchar_t *name = widen(values[i].name);
+        wchar_t *text = values[i].text ? widen(values[i].text) : NULL;
+        if (!name || (values[i].text && !text)) {
+            rc = error_set(err, ERR_NOMEM, "out of memory");
+        } else if (values[i].is_number) {
+            DWORD number = values[i].number;
+            e = RegSetValueExW(key, name, 0, REG_DWORD, (const BYTE *)&number, sizeof number);
+        } else if (text) {
+            e = RegSetValueExW(key, name, 0, REG_SZ, (const BYTE *)text, (DWORD)((wcslen(text) + 1) * sizeof *text));
+        } else {
+            e = RegDeleteValueW(key, name);
+            if (e == ERROR_FILE_NOT_FOUND)
+                e = ERROR_SUCCESS;
+        }
+        if (rc == ERR_OK && e != ERROR_SUCCESS)
+            rc = error_set_os(err, platform_win32_error_code((unsigned long)e), (int)e,
+                              "cannot write HKLM\\SOFTWARE\\outpost\\%s", values[i].name);
+        free(name);
+        free(text);
+    }
+    RegCloseKey(key);
+    return rc;
+}
+
+error_code platform_make_world_readable(const char *path, error_info *err)
+{
+    (void)path;
+    (void)err;
+    return ERR_OK;
+}
+
 /*
  * ReportEventW with the text as the single insertion string. The event id
  * has no severity bits (the message table, cross/windows/outpost-events.mc,

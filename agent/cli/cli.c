@@ -62,15 +62,19 @@ static const command_spec commands[] = {
      "is this machine OK? the verdict and the status file",
      "Prints a one-line verdict first (OK ..., or ATTENTION: ... naming what needs a person:\n"
      "a failed run, a failed deploy, a reboot required, a stale status), then a readable\n"
-     "summary of status.json; or the file itself with --json.\n"
+     "summary of status.json; or the file itself with --json, plus its \"verdict\".\n"
+     "ATTENTION too when the last success is older than status.max_age (3h), when failures\n"
+     "have lasted longer than status.max_failing (24h), or when a run could not write the file.\n"
      "Exit status: the last scheduled run's exit code (0 when it succeeded; 75 when none has\n"
-     "finished yet).\n"
-     "  --max-age DURATION  exit 75 when the last run finished longer ago (30m, 2h, 1d)\n"},
-    {"keygen", CLI_KEYGEN, "keygen -o FILE", "write a new fleet-mirror signing key and print its public key",
+     "finished yet or the last success is too old).\n"
+     "  --max-age DURATION  this maximum age instead of status.max_age (30m, 2h, 1d)\n"},
+    {"keygen", CLI_KEYGEN, "keygen -o FILE [--public-out PUBFILE]",
+     "write a new fleet-mirror signing key and print its public key",
      "Writes a new ECDSA P-256 private key (PEM, readable by its owner only) to FILE, which must\n"
      "not exist yet, and prints the public key (PEM) and its key id; with --json as JSON. Put the\n"
      "public key in every endpoint's mirror.public_keys and FILE in publish.signing_key_file.\n"
-     "  -o, --output FILE  where to write the private key\n"},
+     "  -o, --output FILE         where to write the private key\n"
+     "      --public-out PUBFILE  also write the public key there (PEM, readable by all)\n"},
     {"publish", CLI_PUBLISH, "publish [--dir DIR] [--rollout PERCENT]",
      "update through the API, then write the signed fleet mirror",
      "Runs update through the API, then writes the current staged installer into the mirror\n"
@@ -188,7 +192,7 @@ static const option_spec options[] = {
     {"--dry-run", 0, false, CLI_DEPLOY}, {"--version", 0, true, CLI_STAGE},
     {"--format", 0, true, CLI_BUNDLE},   {"--output", 'o', true, CLI_BUNDLE},
     {"--max-age", 0, true, CLI_STATUS},  {"--dir", 0, true, CLI_PUBLISH},
-    {"--rollout", 0, true, CLI_PUBLISH},
+    {"--rollout", 0, true, CLI_PUBLISH}, {"--public-out", 0, true, CLI_KEYGEN},
 };
 
 static const option_spec *find_option(const char *arg, const char **inline_value)
@@ -276,6 +280,8 @@ static void apply_option(const option_spec *o, const char *value, cli_options *o
         opts->dir = value;
     else if (strcmp(name, "--rollout") == 0)
         opts->rollout = value;
+    else if (strcmp(name, "--public-out") == 0)
+        opts->public_out = value;
 }
 
 error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)

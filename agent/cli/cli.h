@@ -54,6 +54,7 @@ typedef struct cli_options {
     const char *max_age;            /* status --max-age DURATION */
     const char *dir;                /* publish --dir DIR */
     const char *rollout;            /* publish --rollout PERCENT (validated: 0..100) */
+    const char *public_out;         /* keygen --public-out FILE: the public key's file */
     const char *action;             /* service install|uninstall (validated) */
     const char *args[CLI_MAX_ARGS]; /* root, mirror: every argument after the command word that is not a
                                        global option, in order (cmd_root.c, cmd_mirror.c parse them) */

@@ -154,11 +154,6 @@ static bool want_json(const fetch_session *fs)
     return fs->ctx->opts && fs->ctx->opts->json;
 }
 
-static bool quiet(const fetch_session *fs)
-{
-    return fs->ctx->opts && fs->ctx->opts->verbosity < 0;
-}
-
 /* The members check and update both print with --json. */
 static cJSON *summary_object(const fetch_session *fs)
 {
@@ -171,15 +166,6 @@ static cJSON *summary_object(const fetch_session *fs)
     cJSON_AddBoolToObject(o, "update_available", fs->update_available);
     cJSON_AddStringToObject(o, "checked_at", fs->checked_at);
     return o;
-}
-
-static void print_json(cJSON *o)
-{
-    char *text = o ? cJSON_Print(o) : NULL;
-    if (text)
-        printf("%s\n", text);
-    free(text);
-    cJSON_Delete(o);
 }
 
 /* ---- check ------------------------------------------------------------------------------ */
@@ -280,18 +266,23 @@ static MUST_CHECK error_code check_from_mirror(command_context *ctx, error_info 
     error_code rc = mirror_session_open(&fs, ctx, err);
     if (rc == ERR_OK)
         rc = mirror_offer_get(&fs, &offer, err);
+    /* A version this machine's rollout does not offer yet is nothing to
+     * do here: 0, as `update` would stage nothing (a publish at 0 % stages
+     * nowhere). */
     if (rc == ERR_OK)
-        ctx->exit_code = fs.update_available ? COMMAND_EXIT_UPDATE_AVAILABLE : 0;
+        ctx->exit_code = fs.update_available && offer.eligible ? COMMAND_EXIT_UPDATE_AVAILABLE : 0;
     rc = finish_session(&fs, rc, err);
     if (rc == ERR_OK && !ctx->no_stdout) {
         if (want_json(&fs)) {
             cJSON *o = summary_object(&fs);
             add_mirror_summary(o, &offer);
-            print_json(o);
-        } else if (!quiet(&fs) && fs.update_available) {
-            printf("update available: %s -> %s%s\n", fs.installed ? fs.installed : "(none installed)", fs.latest,
-                   offer.eligible ? "" : " (this machine is not in its rollout yet)");
-        } else if (!quiet(&fs)) {
+            command_print_json(o);
+        } else if (!command_quiet(fs.ctx) && fs.update_available && !offer.eligible) {
+            printf("not in this rollout: %s is offered to %g%% of machines, not yet to this one; installed %s\n",
+                   fs.latest, offer.m.rollout_percent, fs.installed ? fs.installed : "(none)");
+        } else if (!command_quiet(fs.ctx) && fs.update_available) {
+            printf("update available: %s -> %s\n", fs.installed ? fs.installed : "(none installed)", fs.latest);
+        } else if (!command_quiet(fs.ctx)) {
             printf("up to date: %s\n", fs.installed);
         }
     }
@@ -315,12 +306,12 @@ error_code command_check(command_context *ctx, error_info *err)
     rc = finish_session(&fs, rc, err);
     if (rc == ERR_OK && !ctx->no_stdout) {
         if (want_json(&fs))
-            print_json(summary_object(&fs));
-        else if (!quiet(&fs) && fs.update_available)
+            command_print_json(summary_object(&fs));
+        else if (!command_quiet(fs.ctx) && fs.update_available)
             printf("update available: %s -> %s\n", fs.installed ? fs.installed : "(none installed)", fs.latest);
-        else if (!quiet(&fs) && version_compare(fs.latest, fs.installed) < 0)
+        else if (!command_quiet(fs.ctx) && version_compare(fs.latest, fs.installed) < 0)
             printf("up to date: %s (the platform offers the older %s)\n", fs.installed, fs.latest);
-        else if (!quiet(&fs))
+        else if (!command_quiet(fs.ctx))
             printf("up to date: %s\n", fs.installed);
     }
     session_close(&fs);
@@ -416,10 +407,10 @@ static void print_update(const update_job *job, const intake_result *staged, con
                 cJSON_AddNullToObject(st, "signer");
             cJSON_AddNumberToObject(st, "resumed_from", (double)dl->resumed_from);
         }
-        print_json(o);
+        command_print_json(o);
         return;
     }
-    if (quiet(fs))
+    if (command_quiet(fs->ctx))
         return;
     if (job->outcome == UPDATE_UP_TO_DATE)
         printf("up to date: %s\n", fs->installed);
@@ -458,7 +449,7 @@ static MUST_CHECK error_code update_from_api(command_context *ctx, bool publishi
             .state_dir = ctx->cfg->state_dir,
             .platform = ctx->cfg->installer.platform,
             .max_bytes_per_second = ctx->cfg->installer.max_bytes_per_second,
-            .progress = !quiet(&fs) && platform_is_terminal(stderr),
+            .progress = !command_quiet(fs.ctx) && platform_is_terminal(stderr),
             .accept = update_accept,
             .accept_user = &job,
         };
@@ -532,7 +523,8 @@ static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info
     }
     if (rc == ERR_OK && fetch) {
         int64_t t0 = platform_monotonic_ms();
-        rc = source_mirror_download(fs.http, ctx->cfg, &offer, !quiet(&fs) && platform_is_terminal(stderr), &none, err);
+        rc = source_mirror_download(fs.http, ctx->cfg, &offer, !command_quiet(fs.ctx) && platform_is_terminal(stderr),
+                                    &none, err);
         path = none.path;
         none.path = NULL;
         if (rc == ERR_OK)
@@ -586,7 +578,7 @@ static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info
             cJSON_AddNumberToObject(st, "size", (double)staged.size);
             cJSON_AddStringToObject(st, "signature", staged.signature);
         }
-        print_json(o);
+        command_print_json(o);
     } else if (rc == ERR_OK) {
         print_update(&job, &staged, &none);
     }

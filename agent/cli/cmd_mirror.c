@@ -33,11 +33,6 @@ static bool json_output(const command_context *ctx)
     return ctx->opts && ctx->opts->json;
 }
 
-static bool quiet_output(const command_context *ctx)
-{
-    return ctx->opts && ctx->opts->verbosity < 0;
-}
-
 error_code command_keygen(command_context *ctx, error_info *err)
 {
     const char *path = ctx->opts->output;
@@ -48,19 +43,28 @@ error_code command_keygen(command_context *ctx, error_info *err)
         rc = signkey_private_pem(key, &private_pem, err);
     if (rc == ERR_OK)
         rc = signkey_public_pem(key, &public_pem, err);
+    const char *public_path = ctx->opts->public_out;
+    if (rc == ERR_OK && public_path && platform_path_stat(public_path, NULL) != PLATFORM_PATH_NONE)
+        rc = error_set(err, ERR_USAGE, "--public-out %s already exists; name a new file", public_path);
     if (rc == ERR_OK && (rc = platform_write_new_file(path, private_pem, strlen(private_pem), true, err)) != ERR_OK)
         error_prefix(err, "cannot write the signing key");
+    /* The public key is public: readable by all, for mirror.public_keys. */
+    if (rc == ERR_OK && public_path &&
+        (rc = platform_write_new_file(public_path, public_pem, strlen(public_pem), false, err)) != ERR_OK)
+        error_prefix(err, "wrote the signing key to %s, but cannot write the public key", path);
     if (rc == ERR_OK) {
         if (json_output(ctx)) {
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "key_file", path);
             cJSON_AddStringToObject(o, "key_id", signkey_id(key));
             cJSON_AddStringToObject(o, "public_key", public_pem);
+            if (public_path)
+                cJSON_AddStringToObject(o, "public_key_file", public_path);
             command_print_json(o);
         } else {
             printf("%s", public_pem);
             printf("key id: %s\n", signkey_id(key));
-            if (!quiet_output(ctx))
+            if (!command_quiet(ctx))
                 fprintf(stderr,
                         "wrote the private key to %s (owner only); put it in publish.signing_key_file on the "
                         "publishing host, and the public key above in every endpoint's mirror.public_keys\n",
@@ -141,7 +145,7 @@ error_code command_publish(command_context *ctx, error_info *err)
             cJSON_AddNumberToObject(o, "pruned", result.pruned);
             cJSON_AddStringToObject(o, "key_id", signkey_id(key));
             command_print_json(o);
-        } else if (!quiet_output(ctx)) {
+        } else if (!command_quiet(ctx)) {
             printf("published %s (seq %" PRId64 ", expires %s, rollout %g%%) to %s\n", result.version, result.seq,
                    expires, percent, dir);
         }

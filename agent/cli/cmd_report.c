@@ -31,7 +31,7 @@ error_code command_report(command_context *ctx, error_info *err)
     if (rc == ERR_OK)
         rc = state_load(ctx->cfg->state_dir, &s, err);
     bool alone = !command_from_run(ctx);
-    bool quiet = ctx->opts && ctx->opts->verbosity < 0;
+    bool quiet = command_quiet(ctx);
     bool json = ctx->opts && ctx->opts->json;
     report_summary sum;
     memset(&sum, 0, sizeof sum);
@@ -55,11 +55,7 @@ error_code command_report(command_context *ctx, error_info *err)
         cJSON_AddNumberToObject(o, "failed", (double)sum.failed);
         cJSON_AddNumberToObject(o, "api_calls", (double)sum.stats.api_calls);
         cJSON_AddNumberToObject(o, "responses_429", (double)sum.stats.responses_429);
-        char *text = cJSON_Print(o);
-        if (text)
-            printf("%s\n", text);
-        cJSON_free(text);
-        cJSON_Delete(o);
+        command_print_json(o);
     } else if (!quiet) {
         printf("report: %" PRId64 " new incidents (%" PRId64 " traced, %" PRId64 " untraceable, %" PRId64
                " failed) of %" PRId64 " listed, %" PRId64 " API calls\n",

@@ -33,8 +33,8 @@
 #include "installer/installer_state.h"
 #include "installer/source_mirror.h"
 #include "installer/staging.h"
-#include "mirror/root.h"
 #include "core/state.h"
+#include "report/inventory.h"
 #include "report/status.h"
 #include "core/timefmt.h"
 #include "net/retry_after.h"
@@ -46,6 +46,7 @@ typedef struct run_outcome {
     int parts;                              /* parts attempted */
     int failed;                             /* parts that failed */
     bool reboot_exit;                       /* a deploy asked for a reboot, with deploy.pass_reboot_code */
+    cJSON *previous;                        /* the status file's last_run before this run; may be NULL */
 } run_outcome;
 
 static void record(run_outcome *o, const char *stage, error_code code, const char *message)
@@ -122,7 +123,7 @@ static void jitter(const command_context *ctx)
         return;
     int64_t ms = clock_random_upto(NULL, cfg->jitter_s * 1000);
     log_info("run: waiting %" PRId64 " ms of start jitter", ms);
-    bool show = platform_is_terminal(stderr) && (!ctx->opts || ctx->opts->verbosity >= 0);
+    bool show = platform_is_terminal(stderr) && !command_quiet(ctx);
     if (show)
         fprintf(stderr, "outpost: run: waiting %" PRId64 " s of start jitter (schedule.jitter %" PRId64 " s)\n",
                 (ms + 999) / 1000, cfg->jitter_s);
@@ -131,17 +132,38 @@ static void jitter(const command_context *ctx)
 
 static MUST_CHECK error_code last_run_object(const char *started_at, const run_outcome *o, cJSON **out, error_info *err)
 {
+    /* last_success_at and failing_since carry on from the previous file. */
     status_run run = {.started_at = started_at,
                       .finished_at = o->finished_at,
                       .result = o->failed == 0          ? "ok"
                                 : o->failed >= o->parts ? "failed"
                                                         : "partial",
                       .exit_code = o->exit_code,
-                      .errors = o->errors};
+                      .errors = o->errors,
+                      .previous = o->previous};
     return status_last_run(&run, out, err);
 }
 
-/* Writes last_run and the installer member, then the metrics file. */
+/* The values Windows inventory reads (HKLM\SOFTWARE\outpost), after every
+ * run; nothing to do elsewhere. A failure is a warning, never the run's. */
+static void write_inventory(const config *cfg, const cJSON *doc)
+{
+    status_limits limits = {.max_age_s = cfg->status.max_age_s,
+                            .max_age_from = "status.max_age",
+                            .max_failing_s = cfg->status.max_failing_s};
+    char boot_id[128];
+    platform_boot_id(boot_id, sizeof boot_id);
+    status_verdict v;
+    status_judge(doc, NULL, &limits, platform_time_utc_ms() / 1000, boot_id, &v);
+    platform_inventory_value values[INVENTORY_VALUES];
+    inventory_values(doc, &v, values);
+    error_info err;
+    if (platform_inventory_write(values, INVENTORY_VALUES, &err) != ERR_OK)
+        log_warn("run: %s", err.message);
+}
+
+/* Writes last_run and the installer member, then the inventory values and
+ * the metrics file. */
 static void write_status(command_context *ctx, const char *started_at, run_outcome *o)
 {
     status_parts parts = {0};
@@ -159,31 +181,75 @@ static void write_status(command_context *ctx, const char *started_at, run_outco
     state_free(s);
     if (rc != ERR_OK)
         record(o, "run", built.code, built.message);
-    else if (status_write(ctx->cfg, &parts, &err) != ERR_OK)
+    else if (status_write(ctx->cfg, &parts, &err) != ERR_OK) {
         record(o, "run", err.code, err.message);
+        /* So that `status` does not show the previous outcome as current. */
+        status_note_unrecorded(ctx->cfg, o->finished_at, o->exit_code, err.message);
+    }
     cJSON_Delete(parts.last_run);
     cJSON_Delete(parts.installer);
-    if (!ctx->cfg->report.metrics_file)
-        return;
     cJSON *doc = NULL;
+    if (status_read(ctx->cfg, &doc, &err) != ERR_OK)
+        return;
+    write_inventory(ctx->cfg, doc);
     http_stats stats = {0};
     if (ctx->http)
         http_client_stats(ctx->http, &stats);
-    char *path = config_state_path(ctx->cfg, ctx->cfg->report.metrics_file);
-    if (path && status_read(ctx->cfg, &doc, &err) == ERR_OK &&
-        metrics_write(path, doc, stats.responses_429, &err) != ERR_OK)
+    char *path = ctx->cfg->report.metrics_file ? config_state_path(ctx->cfg, ctx->cfg->report.metrics_file) : NULL;
+    if (path && metrics_write(path, doc, stats.responses_429, ctx->cfg->report.readers_group, &err) != ERR_OK)
         log_warn("run: %s", err.message);
     cJSON_Delete(doc);
     free(path);
+}
+
+/* The previous status file's last_run (detached; the caller's), or NULL. */
+static cJSON *previous_last_run(const config *cfg)
+{
+    cJSON *doc = NULL;
+    error_info ignored;
+    if (status_read(cfg, &doc, &ignored) != ERR_OK)
+        return NULL;
+    cJSON *run = cJSON_DetachItemFromObjectCaseSensitive(doc, "last_run");
+    cJSON_Delete(doc);
+    return run;
+}
+
+/*
+ * Temporary failures (75) are retried by the schedule, but not for ever:
+ * once they have lasted longer than status.max_failing the run exits 1, so
+ * that systemd (SuccessExitStatus=75) and Task Scheduler show a failure.
+ */
+static void give_up_waiting(const config *cfg, const char *started_at, run_outcome *o)
+{
+    if (o->exit_code != 75)
+        return;
+    cJSON *last = NULL;
+    error_info built;
+    int64_t since_s = 0, now_s = platform_time_utc_ms() / 1000;
+    const cJSON *since = NULL;
+    if (last_run_object(started_at, o, &last, &built) == ERR_OK)
+        since = cJSON_GetObjectItemCaseSensitive(last, "failing_since");
+    if (cJSON_IsString(since) && timefmt_parse_iso8601(since->valuestring, &since_s) &&
+        now_s - since_s > cfg->status.max_failing_s) {
+        char message[200], limit[32];
+        status_age_text(cfg->status.max_failing_s, limit, sizeof limit);
+        snprintf(message, sizeof message,
+                 "failing since %s, longer than status.max_failing (%s): the temporary failures above need a person",
+                 since->valuestring, limit);
+        record(o, "run", ERR_NETWORK, message);
+    }
+    cJSON_Delete(last);
 }
 
 error_code command_run(command_context *ctx, error_info *err)
 {
     char started_at[TIMEFMT_ISO8601_SIZE], until[TIMEFMT_ISO8601_SIZE + 16];
     timefmt_iso8601(platform_time_utc_ms() / 1000, started_at);
-    run_outcome o = {.errors = cJSON_CreateArray()};
-    if (!o.errors)
+    run_outcome o = {.errors = cJSON_CreateArray(), .previous = previous_last_run(ctx->cfg)};
+    if (!o.errors) {
+        cJSON_Delete(o.previous);
         return error_set(err, ERR_NOMEM, "out of memory");
+    }
     if (retry_after_active(ctx->cfg, until, sizeof until)) {
         char message[160];
         snprintf(message, sizeof message,
@@ -202,6 +268,7 @@ error_code command_run(command_context *ctx, error_info *err)
         if (ctx->cfg->report.enabled)
             run_part(ctx, &o, "report", command_report);
     }
+    give_up_waiting(ctx->cfg, started_at, &o);
     /* A failure outranks the pending reboot; otherwise SCCM/Intune read 3010. */
     if (o.exit_code == 0 && o.reboot_exit)
         o.exit_code = COMMAND_EXIT_REBOOT;
@@ -211,16 +278,13 @@ error_code command_run(command_context *ctx, error_info *err)
         /* The one document `run --json` prints: its last_run. */
         cJSON *last = NULL;
         error_info built;
-        char *text = last_run_object(started_at, &o, &last, &built) == ERR_OK ? cJSON_Print(last) : NULL;
-        if (text)
-            printf("%s\n", text);
-        else
-            record(&o, "run", last ? ERR_NOMEM : built.code,
-                   last ? "out of memory while printing last_run" : built.message);
-        cJSON_free(text);
-        cJSON_Delete(last);
+        if (last_run_object(started_at, &o, &last, &built) != ERR_OK)
+            record(&o, "run", built.code, built.message);
+        else if (!command_print_json(last))
+            record(&o, "run", ERR_NOMEM, "out of memory while printing last_run");
     }
     cJSON_Delete(o.errors);
+    cJSON_Delete(o.previous);
     ctx->exit_code = o.exit_code;
     /* Task Scheduler has no terminal: a failed run also reaches the event log. */
     log_run_event(o.exit_code, o.parts, o.failed);
@@ -338,151 +402,78 @@ static void print_incidents(FILE *out, const cJSON *inc)
     }
 }
 
-/* ---- The verdict ------------------------------------------------------------ */
-
-typedef struct verdict {
-    char text[2048]; /* "OK ..." or "ATTENTION: a; b" */
-    bool attention;
-    int exit_code; /* what `status` exits with */
-} verdict;
-
-static void attention(verdict *v, const char *fmt, ...) OUTPOST_PRINTF(2, 3);
-
-static void attention(verdict *v, const char *fmt, ...)
+/* The document `status --json` prints when no run has written one yet:
+ * the identity and the verdict, so a compliance script always parses one. */
+static cJSON *no_status_document(void)
 {
-    size_t n = strlen(v->text);
-    if (n + 3 >= sizeof v->text)
-        return;
-    n += (size_t)snprintf(v->text + n, sizeof v->text - n, "%s", v->attention ? "; " : "ATTENTION: ");
-    v->attention = true;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(v->text + n, sizeof v->text - n, fmt, ap);
-    va_end(ap);
-}
-
-/* "2h 5m" from seconds, for a person. */
-static void age_text(int64_t s, char *buf, size_t size)
-{
-    if (s >= 2 * 86400)
-        snprintf(buf, size, "%" PRId64 "d %" PRId64 "h", s / 86400, s % 86400 / 3600);
-    else if (s >= 3600)
-        snprintf(buf, size, "%" PRId64 "h %" PRId64 "m", s / 3600, s % 3600 / 60);
-    else if (s >= 60)
-        snprintf(buf, size, "%" PRId64 "m %" PRId64 "s", s / 60, s % 60);
-    else
-        snprintf(buf, size, "%" PRId64 "s", s);
-}
-
-/*
- * What needs a person, from the status document: no scheduled run yet, a
- * failed run, a failed deploy, a pending reboot, a run older than max_age_s
- * (< 0: not asked). The exit code: 75 when stale (or no run yet), else the
- * last run's.
- */
-static void judge(const cJSON *doc, int64_t max_age_s, int64_t now_s, verdict *v)
-{
-    memset(v, 0, sizeof *v);
-    const cJSON *run = cJSON_GetObjectItemCaseSensitive(doc, "last_run");
-    const cJSON *inst = cJSON_GetObjectItemCaseSensitive(doc, "installer");
-    const cJSON *failure = cJSON_GetObjectItemCaseSensitive(inst, "deploy_failure");
-    const cJSON *deployed = cJSON_GetObjectItemCaseSensitive(inst, "deployed");
-    int64_t finished = 0;
-    bool have_run =
-        cJSON_IsObject(run) && str(run, "finished_at") && timefmt_parse_iso8601(str(run, "finished_at"), &finished);
-    int run_exit = have_run ? (int)num(run, "exit_code") : 0;
-    v->exit_code = have_run ? run_exit : 75;
-    if (!have_run) {
-        attention(v, "no scheduled run has finished yet (outpost run)");
-    } else if (run_exit != 0 && run_exit != COMMAND_EXIT_REBOOT) {
-        const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(run, "errors"), 0);
-        attention(v, "the last run failed (exit code %d)%s%s%s%s", run_exit, first ? ": " : "",
-                  first ? OR_NONE(str(first, "stage")) : "", first ? ": " : "",
-                  first ? OR_NONE(str(first, "message")) : "");
+    char now[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(platform_time_utc_ms() / 1000, now);
+    cJSON *doc = cJSON_CreateObject();
+    if (doc &&
+        (!cJSON_AddNumberToObject(doc, "schema_version", STATUS_SCHEMA_VERSION) ||
+         !cJSON_AddStringToObject(doc, "generated_at", now) || !jsonx_set(doc, "agent", status_agent_object()))) {
+        cJSON_Delete(doc);
+        doc = NULL;
     }
-    if (cJSON_IsObject(failure))
-        attention(v, "the deploy of %s failed%s%s", OR_NONE(str(failure, "version")),
-                  str(failure, "log") ? ", see " : "", str(failure, "log") ? str(failure, "log") : "");
-    if (cJSON_IsObject(deployed) && reboot_pending(deployed))
-        attention(v, "reboot required to finish the deploy of %s", OR_NONE(str(deployed, "version")));
-    /* The mirror root's expiry is a cliff a person must see coming (PRODUCT.md 8.1). */
-    const cJSON *mirror_root =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(inst, "mirror"), "root");
-    int64_t root_expires = 0;
-    if (str(mirror_root, "expires_at") && timefmt_parse_iso8601(str(mirror_root, "expires_at"), &root_expires)) {
-        if (now_s >= root_expires)
-            attention(v, "mirror root expired at %s: no update is installed until a new root is published",
-                      str(mirror_root, "expires_at"));
-        else if (root_expires - now_s <= ROOT_WARN_S)
-            attention(v, "mirror root expires at %s: its key holders must sign and publish the next version",
-                      str(mirror_root, "expires_at"));
-    }
-    if (have_run && max_age_s >= 0 && now_s - finished > max_age_s) {
-        char age[32], limit[32];
-        age_text(now_s - finished, age, sizeof age);
-        age_text(max_age_s, limit, sizeof limit);
-        attention(v, "stale: the last run finished %s ago, longer than --max-age %s", age, limit);
-        v->exit_code = 75;
-    } else if (!have_run && max_age_s >= 0) {
-        v->exit_code = 75;
-    }
-    if (v->attention)
-        return;
-    const char *installed = str(inst, "installed_version");
-    const cJSON *incidents = cJSON_GetObjectItemCaseSensitive(doc, "incidents");
-    char age[32];
-    age_text(now_s - finished > 0 ? now_s - finished : 0, age, sizeof age);
-    int n = snprintf(v->text, sizeof v->text, "OK: the last run succeeded %s ago (%s)", age,
-                     OR_NONE(str(run, "finished_at")));
-    if (installed && n > 0 && (size_t)n < sizeof v->text)
-        n += snprintf(v->text + n, sizeof v->text - (size_t)n, "; installer %s installed", installed);
-    if (cJSON_IsObject(incidents) && n > 0 && (size_t)n < sizeof v->text)
-        snprintf(v->text + n, sizeof v->text - (size_t)n, "; %.0f new incidents in the last report",
-                 num(incidents, "new"));
+    return doc;
 }
 
 error_code command_status(command_context *ctx, error_info *err)
 {
-    int64_t max_age_s = -1;
-    if (ctx->opts && ctx->opts->max_age && config_parse_duration(ctx->opts->max_age, &max_age_s, err) != ERR_OK) {
-        err->code = ERR_USAGE;
-        return error_prefix(err, "--max-age");
+    status_limits limits = {.max_age_s = ctx->cfg->status.max_age_s,
+                            .max_age_from = "status.max_age",
+                            .max_failing_s = ctx->cfg->status.max_failing_s};
+    if (ctx->opts && ctx->opts->max_age) {
+        if (config_parse_duration(ctx->opts->max_age, &limits.max_age_s, err) != ERR_OK) {
+            err->code = ERR_USAGE;
+            return error_prefix(err, "--max-age");
+        }
+        limits.max_age_from = "--max-age";
     }
-    char *path = config_state_path(ctx->cfg, ctx->cfg->report.status_file);
-    if (!path)
-        return error_set(err, ERR_NOMEM, "out of memory");
-    char *text = NULL;
-    size_t len = 0;
-    error_code rc = platform_read_file(path, STATUS_MAX_BYTES, &text, &len, err);
-    if (rc == ERR_NOT_FOUND)
-        error_set(err, ERR_NOT_FOUND, "no status file yet (%s): run `outpost run` or `outpost report` first", path);
-    else if (rc != ERR_OK)
-        error_prefix(err, "cannot read the status file %s", path);
-    free(path);
-    if (rc != ERR_OK)
-        return rc;
-    cJSON *doc = cJSON_ParseWithLength(text, len);
-    if (!cJSON_IsObject(doc)) {
-        free(text);
-        cJSON_Delete(doc);
-        return error_set(err, ERR_IO, "the status file is not valid JSON; the next run replaces it");
+    cJSON *doc = NULL;
+    error_code rc = status_read(ctx->cfg, &doc, err);
+    if (rc == ERR_IO && err->os_error == 0) {
+        /* Not JSON: a verdict all the same (the next run replaces it). */
+        log_warn("%s; the next run replaces it", err->message);
+        error_clear(err);
+        rc = ERR_NOT_FOUND;
     }
-    verdict v;
-    judge(doc, max_age_s, platform_time_utc_ms() / 1000, &v);
+    if (rc == ERR_NOT_FOUND) {
+        error_clear(err);
+        doc = NULL;
+    } else if (rc != ERR_OK) {
+        return error_prefix(err, "cannot read the status file");
+    }
+    cJSON *unrecorded = status_read_unrecorded(ctx->cfg);
+    char boot_id[128];
+    platform_boot_id(boot_id, sizeof boot_id);
+    status_verdict v;
+    status_judge(doc, unrecorded, &limits, platform_time_utc_ms() / 1000, boot_id, &v);
+    cJSON_Delete(unrecorded);
     ctx->exit_code = v.exit_code;
+    bool missing = !doc;
+    if (missing)
+        doc = no_status_document();
+    if (!doc)
+        return error_set(err, ERR_NOMEM, "out of memory");
     if (ctx->opts && ctx->opts->json) {
-        fwrite(text, 1, len, stdout);
-        if (len && text[len - 1] != '\n')
-            fputc('\n', stdout);
-        free(text);
-        cJSON_Delete(doc);
-        return ERR_OK;
+        /* The file as it is, plus the verdict this command judged. */
+        if (!jsonx_set(doc, "verdict", status_verdict_object(&v))) {
+            cJSON_Delete(doc);
+            return error_set(err, ERR_NOMEM, "out of memory");
+        }
+        return command_print_json(doc) ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory");
     }
-    free(text);
     printf("%s\n", v.text);
     const cJSON *agent = cJSON_GetObjectItemCaseSensitive(doc, "agent");
-    printf("outpost %s on %s, status written %s\n", OR_NONE(str(agent, "version")), OR_NONE(str(agent, "hostname")),
-           OR_NONE(str(doc, "generated_at")));
+    printf("outpost %s on %s, ", OR_NONE(str(agent, "version")), OR_NONE(str(agent, "hostname")));
+    if (missing) {
+        char *path = config_state_path(ctx->cfg, ctx->cfg->report.status_file);
+        printf("no status file yet (%s)\n", path ? path : ctx->cfg->report.status_file);
+        free(path);
+    } else {
+        printf("status written %s\n", OR_NONE(str(doc, "generated_at")));
+    }
     print_last_run(stdout, cJSON_GetObjectItemCaseSensitive(doc, "last_run"));
     print_installer(stdout, cJSON_GetObjectItemCaseSensitive(doc, "installer"));
     print_incidents(stdout, cJSON_GetObjectItemCaseSensitive(doc, "incidents"));

@@ -72,13 +72,7 @@ static MUST_CHECK error_code report_done(const command_context *ctx, const char 
         cJSON_Delete(doc);
         return error_set(err, ERR_NOMEM, "out of memory");
     }
-    char *text = cJSON_Print(doc);
-    cJSON_Delete(doc);
-    if (!text)
-        return error_set(err, ERR_NOMEM, "out of memory");
-    printf("%s\n", text);
-    cJSON_free(text);
-    return ERR_OK;
+    return command_print_json(doc) ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory");
 }
 
 static MUST_CHECK error_code service_install(command_context *ctx, error_info *err)

@@ -43,20 +43,6 @@ static void write_status(const command_context *ctx, state *s, error_code rc, in
     cJSON_Delete(parts.installer);
 }
 
-static void print_json(cJSON *o)
-{
-    char *text = o ? cJSON_Print(o) : NULL;
-    if (text)
-        printf("%s\n", text);
-    cJSON_free(text);
-    cJSON_Delete(o);
-}
-
-static bool quiet(void)
-{
-    return log_get_level() < 0;
-}
-
 static void print_staged(const command_context *ctx, const intake_result *r)
 {
     if (ctx->opts->json) {
@@ -69,10 +55,10 @@ static void print_staged(const command_context *ctx, const intake_result *r)
         cJSON_AddNumberToObject(o, "size", (double)r->size);
         cJSON_AddStringToObject(o, "signature", r->signature);
         jsonx_add_string_or_null(o, "signer", r->signer[0] ? r->signer : NULL);
-        print_json(o);
+        command_print_json(o);
         return;
     }
-    if (quiet())
+    if (command_quiet(ctx))
         return;
     if (r->already_staged)
         printf("%s is already staged: %s (unchanged)\n", r->version, r->path ? r->path : r->file_name);
@@ -146,7 +132,7 @@ static MUST_CHECK error_code deploy_dry_run(command_context *ctx, error_info *er
         cJSON_AddStringToObject(o, "command_line", line);
         cJSON_AddStringToObject(o, "log", log);
         cJSON_AddNumberToObject(o, "timeout_s", (double)ctx->cfg->deploy.timeout_s);
-        print_json(o);
+        command_print_json(o);
     } else if (rc == ERR_OK) {
         printf("would run (deploy of %s, timeout %lld s): %s\n", version, (long long)ctx->cfg->deploy.timeout_s, line);
     }
@@ -170,10 +156,10 @@ static void print_deployed(const command_context *ctx, const deploy_outcome *out
         cJSON_AddStringToObject(o, "verified", out->verified);
         jsonx_add_string_or_null(o, "installed_version", out->installed_after[0] ? out->installed_after : NULL);
         cJSON_AddStringToObject(o, "log", out->log);
-        print_json(o);
+        command_print_json(o);
         return;
     }
-    if (quiet())
+    if (command_quiet(ctx))
         return;
     printf("deployed %s (exit code %d%s; installed version %s); log %s\n", out->version, out->exit_code,
            out->reboot_required ? ", reboot required" : "",
@@ -214,8 +200,8 @@ error_code command_rollback(command_context *ctx, error_info *err)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "current", to);
         cJSON_AddStringToObject(o, "previous", from);
-        print_json(o);
-    } else if (rc == ERR_OK && !quiet()) {
+        command_print_json(o);
+    } else if (rc == ERR_OK && !command_quiet(ctx)) {
         printf("rolled back: %s is current again (was %s)\n", to, from);
     }
     write_status(ctx, s, rc, 0, err);
@@ -237,8 +223,8 @@ error_code command_bundle(command_context *ctx, error_info *err)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "path", written);
         cJSON_AddStringToObject(o, "format", format == BUNDLE_ZIP ? "zip" : "tar.gz");
-        print_json(o);
-    } else if (rc == ERR_OK && !quiet()) {
+        command_print_json(o);
+    } else if (rc == ERR_OK && !command_quiet(ctx)) {
         printf("%s\n", written);
     }
     free(written);

@@ -1,6 +1,7 @@
 /*
- * commands.c — what the commands share: the run's API client, and where an
- * interactive command records its outcome.
+ * commands.c — what the commands share: the run's API client, where an
+ * interactive command records its outcome, and how results are printed
+ * (--json, -q).
  */
 #include "cli/commands.h"
 
@@ -77,11 +78,34 @@ void command_record_outcome(const command_context *ctx, state *s, error_code rc,
         log_warn("cannot record the command's outcome in the state: %s", why.message);
 }
 
-void command_print_json(cJSON *o)
+bool command_print_json(cJSON *doc)
 {
-    char *text = o ? cJSON_Print(o) : NULL;
-    if (text)
-        printf("%s\n", text);
-    free(text);
-    cJSON_Delete(o);
+    char *text = doc ? cJSON_Print(doc) : NULL;
+    cJSON_Delete(doc);
+    if (!text)
+        return false;
+    printf("%s\n", text);
+    cJSON_free(text);
+    return true;
+}
+
+void command_print_error_json(const error_info *err)
+{
+    cJSON *doc = cJSON_CreateObject();
+    cJSON *e = doc ? cJSON_AddObjectToObject(doc, "error") : NULL;
+    bool built = e && cJSON_AddStringToObject(e, "code", error_name(err->code)) &&
+                 cJSON_AddNumberToObject(e, "exit", error_exit_code(err->code)) &&
+                 cJSON_AddStringToObject(e, "message", err->message[0] ? err->message : error_meaning(err->code));
+    if (built && command_print_json(doc)) /* takes doc */
+        return;
+    if (!built)
+        cJSON_Delete(doc);
+    /* Out of memory: the document by hand, with the code's fixed meaning. */
+    printf("{\"error\": {\"code\": \"%s\", \"exit\": %d, \"message\": \"%s\"}}\n", error_name(err->code),
+           error_exit_code(err->code), error_meaning(err->code));
+}
+
+bool command_quiet(const command_context *ctx)
+{
+    return ctx->opts && ctx->opts->verbosity < 0;
 }

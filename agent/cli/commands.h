@@ -18,6 +18,8 @@
 #ifndef OUTPOST_COMMANDS_H
 #define OUTPOST_COMMANDS_H
 
+#include <stdbool.h>
+
 #include "cli/cli.h"
 #include "core/config.h"
 #include "base/error.h"
@@ -34,6 +36,8 @@ typedef struct command_context {
                                 freed (http_client_free) by whoever made the context */
     bool no_stdout;          /* print nothing on stdout: `run --json` prints one document */
 } command_context;
+
+struct cJSON;
 
 /*
  * The run's API client: made on first use (base_url checked, API key read
@@ -61,11 +65,25 @@ MUST_CHECK error_code command_http_urls(command_context *ctx, http_client **http
  */
 void command_record_outcome(const command_context *ctx, state *s, error_code rc, int exit_code, const error_info *err);
 
+/*
+ * The one printer of --json output: doc as one JSON document on stdout.
+ * Takes doc (cJSON_Delete'd here, NULL allowed: out of memory). Returns
+ * false when nothing could be printed.
+ */
+bool command_print_json(struct cJSON *doc);
+
+/*
+ * With --json, a command that fails prints this one document instead of
+ * its result: {"error": {"code": "CONFIG", "exit": 2, "message": "..."}}.
+ * main.c calls it for every failure, so a script always parses stdout.
+ */
+void command_print_error_json(const error_info *err);
+
+/* -q: print results only when asked (errors still go to stderr). */
+bool command_quiet(const command_context *ctx);
+
 /* Whether `run` drives this command (it then leaves the status to `run`). */
 bool command_from_run(const command_context *ctx);
-
-/* Prints o (taken, then deleted) as one JSON document on stdout; NULL prints nothing. */
-void command_print_json(struct cJSON *o);
 
 /* Exit code of a deploy whose installer asks for a reboot, with
  * deploy.pass_reboot_code: what SCCM and Intune read as "soft reboot". */

@@ -4,6 +4,7 @@
  * state, run the command, print its error once and exit with the code
  * PRODUCT.md section 1 gives it.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +12,12 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "core/config.h"
+#include "base/dynbuf.h"
 #include "base/error.h"
 #include "core/log.h"
+#include "core/timefmt.h"
 #include "platform/platform.h"
+#include "report/feed.h"
 #include "base/text.h"
 
 typedef error_code (*command_fn)(command_context *ctx, error_info *err);
@@ -30,11 +34,63 @@ static const struct {
     {CLI_ROOT, command_root, false},     {CLI_MIRROR, command_mirror, false},
 };
 
-static int fail(const char *command, const error_info *err)
+/* The one line on stderr, and with --json the one document on stdout. */
+static int fail(const char *command, const error_info *err, bool json)
 {
     log_error("%s%s%s", command ? command : "", command ? ": " : "",
               err->message[0] ? err->message : error_meaning(err->code));
+    if (json)
+        command_print_error_json(err);
     return error_exit_code(err->code);
+}
+
+/* --json anywhere before "--", for a command line that did not parse. */
+static bool json_asked(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0)
+            return true;
+    return false;
+}
+
+/* Whether the command talks to the platform's API with this configuration:
+ * check and update do unless a mirror serves them; run for its enabled parts. */
+static bool needs_api(cli_command command, const config *cfg)
+{
+    bool installer_api = cfg->mirror.url_count == 0;
+    switch (command) {
+    case CLI_CHECK:
+    case CLI_UPDATE: return installer_api;
+    case CLI_REPORT:
+    case CLI_PUBLISH: return true;
+    case CLI_RUN: return (cfg->installer.enabled && installer_api) || cfg->report.enabled;
+    default: return false;
+    }
+}
+
+/*
+ * The configuration errors found before anything is written (PRODUCT.md
+ * section 1: a usage or configuration error writes nothing anywhere, no
+ * lock file, no state directory, no status): base_url (present, not the
+ * shipped placeholder, https) and the API key for a command that needs them,
+ * then the publisher CA files for a command that verifies an installer.
+ * The commands check again where they read them.
+ */
+static MUST_CHECK error_code preflight(cli_command command, const config *cfg, error_info *err)
+{
+    error_code rc = ERR_OK;
+    if (needs_api(command, cfg)) {
+        char *key = NULL;
+        if ((rc = config_check_api(cfg, err)) == ERR_OK && (rc = config_load_api_key(cfg, &key, err)) == ERR_OK)
+            dynbuf_secret_free(key);
+    }
+    /* The CA files the signature layer reads, for a command that verifies
+     * an installer (check never does; publish says first what it lacks of
+     * its own: the signing key, the directory). */
+    bool verifies = command == CLI_UPDATE || command == CLI_STAGE || (command == CLI_RUN && cfg->installer.enabled);
+    if (rc == ERR_OK && verifies)
+        rc = config_check_verify_files(&cfg->installer.verify, err);
+    return rc;
 }
 
 /* The configuration: -c, then OUTPOST_CONFIG, then the platform default; a
@@ -110,6 +166,11 @@ static MUST_CHECK error_code take_lock(const config *cfg, platform_lock **lock, 
     error_code rc = platform_mkdirs_private(cfg->state_dir, err);
     if (rc != ERR_OK)
         return error_prefix(err, "cannot create the state directory");
+    /* The readers may list it (0750) to reach the feeds; what else it holds
+     * stays owner-only. */
+    rc = feed_share(cfg->state_dir, cfg->report.readers_group, err);
+    if (rc != ERR_OK)
+        return rc;
     rc = check_state_dir(cfg, err);
     if (rc != ERR_OK)
         return rc;
@@ -130,16 +191,26 @@ static void start_log_file(const config *cfg, const char *command)
     free(path);
 }
 
+/* The one line every command that writes state leaves in log.file, even
+ * when it said nothing else (PRODUCT.md section 10). */
+static void log_outcome(const char *started_at, int64_t started_ms, int status)
+{
+    int64_t ms = platform_monotonic_ms() - started_ms;
+    log_file_only("started %s, finished %s, exit code %d, %" PRId64 ".%01" PRId64 " s", started_at,
+                  status == 0 || status == 3010 ? "ok"
+                  : status == 75                ? "with a temporary failure"
+                                                : "with a failure",
+                  status, ms / 1000, ms % 1000 / 100);
+}
+
 int main(int argc, char **argv)
 {
     platform_harden_process(); /* no core dump of the API key */
     error_info err;
     error_clear(&err);
     cli_options opts;
-    if (cli_parse(argc, argv, &opts, &err) != ERR_OK) {
-        log_error("%s", err.message);
-        return error_exit_code(err.code);
-    }
+    if (cli_parse(argc, argv, &opts, &err) != ERR_OK)
+        return fail(NULL, &err, json_asked(argc, argv));
     if (opts.help) {
         cli_print_help(stdout, opts.help_topic);
         return 0;
@@ -159,38 +230,53 @@ int main(int argc, char **argv)
         i++;
     if (i == sizeof dispatch / sizeof dispatch[0]) {
         error_set(&err, ERR_INTERNAL, "no handler for this command");
-        return fail(name, &err);
+        return fail(name, &err, opts.json);
     }
 
     int status;
     config cfg;
-    if (load_config(&opts, &cfg, &err) != ERR_OK) {
+    bool loaded = load_config(&opts, &cfg, &err) == ERR_OK;
+    if (!loaded || preflight(opts.command, &cfg, &err) != ERR_OK) {
         config_free(&cfg);
-        status = fail(NULL, &err);
+        /* As the command would have said it, once it is known which runs. */
+        status = fail(loaded ? name : NULL, &err, opts.json);
         /* A scheduled run that cannot start must reach the event log too. */
         if (opts.command == CLI_RUN)
             log_run_event(status, 0, 0);
         return status;
     }
-    start_log_file(&cfg, name);
+    /* Read-only commands (status) leave the log alone: nothing to record,
+     * and no warning about a log they do not write. */
+    char started_at[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(platform_time_utc_ms() / 1000, started_at);
+    int64_t started_ms = platform_monotonic_ms();
+    bool logged = dispatch[i].takes_lock;
+    if (logged) {
+        start_log_file(&cfg, name);
+        /* Ctrl-C: a word, not a silent 130; nothing is lost (PRODUCT.md section 3). */
+        platform_exit_on_interrupt("outpost: interrupted; the next run resumes where this one stopped\n");
+    }
 
     platform_lock *lock = NULL;
     if (dispatch[i].takes_lock && take_lock(&cfg, &lock, &err) != ERR_OK) {
         config_free(&cfg);
-        status = fail(name, &err);
+        status = fail(name, &err, opts.json);
         if (opts.command == CLI_RUN)
             log_run_event(status, 0, 0);
+        log_outcome(started_at, started_ms, status);
         log_stop();
         return status;
     }
 
     command_context ctx = {.opts = &opts, .cfg = &cfg, .exit_code = 0, .http = NULL};
     error_code rc = dispatch[i].run(&ctx, &err);
-    status = rc == ERR_OK ? ctx.exit_code : fail(name, &err);
+    status = rc == ERR_OK ? ctx.exit_code : fail(name, &err, opts.json);
     http_client_free(ctx.http);
 
     platform_lock_release(lock);
     config_free(&cfg);
+    if (logged)
+        log_outcome(started_at, started_ms, status);
     log_stop();
     return status;
 }

@@ -24,7 +24,7 @@
 #define CONFIG_MAX_DEPTH 32
 
 typedef enum {
-    FIELD_STRING,         /* char *, null not allowed */
+    FIELD_STRING,         /* char *, null not allowed; min PATH_OR_URL: no control characters */
     FIELD_STRING_OR_NULL, /* char *, null leaves NULL */
     FIELD_BOOL,           /* bool */
     FIELD_INT,            /* int in [min, max] */
@@ -37,6 +37,10 @@ typedef enum {
     FIELD_PERCENT,        /* double in [min, max], decimals allowed */
     FIELD_SECTION         /* nested object described by children */
 } field_type;
+
+/* In a string field's min: the value is a path or URL, which never holds a
+ * control character (see no_controls). */
+#define PATH_OR_URL 1
 
 typedef struct field {
     const char *key;
@@ -54,15 +58,15 @@ typedef struct field {
     }
 
 static const field tls_fields[] = {
-    {"ca_file", FIELD_STRING_OR_NULL, AT(tls_ca_file), 0, 0, NULL},
-    {"pinned_public_key", FIELD_STRING_OR_NULL, AT(tls_pinned_public_key), 0, 0, NULL},
+    {"ca_file", FIELD_STRING_OR_NULL, AT(tls_ca_file), PATH_OR_URL, 0, NULL},
+    {"pinned_public_key", FIELD_STRING_OR_NULL, AT(tls_pinned_public_key), PATH_OR_URL, 0, NULL},
     END,
 };
 
 static const field verify_fields[] = {
     {"require_signature", FIELD_BOOL, AT(installer.verify.require_signature), 0, 0, NULL},
-    {"trusted_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.trusted_ca_file), 0, 0, NULL},
-    {"timestamp_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.timestamp_ca_file), 0, 0, NULL},
+    {"trusted_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.trusted_ca_file), PATH_OR_URL, 0, NULL},
+    {"timestamp_ca_file", FIELD_STRING_OR_NULL, AT(installer.verify.timestamp_ca_file), PATH_OR_URL, 0, NULL},
     {"signer_subject", FIELD_STRING_OR_NULL, AT(installer.verify.signer_subject), 0, 0, NULL},
     {"signer_sha256", FIELD_STRING_LIST, AT(installer.verify.signer_sha256), AT(installer.verify.pin_count), 0, NULL},
     {"crl_files", FIELD_STRING_LIST, AT(installer.verify.crl_files), AT(installer.verify.crl_file_count), 0, NULL},
@@ -76,7 +80,7 @@ static const field installer_fields[] = {
     {"enabled", FIELD_BOOL, AT(installer.enabled), 0, 0, NULL},
     {"platform", FIELD_STRING, AT(installer.platform), 0, 0, NULL},
     {"installed_version", FIELD_STRING_OR_NULL, AT(installer.installed_version), 0, 0, NULL},
-    {"installed_version_file", FIELD_STRING_OR_NULL, AT(installer.installed_version_file), 0, 0, NULL},
+    {"installed_version_file", FIELD_STRING_OR_NULL, AT(installer.installed_version_file), PATH_OR_URL, 0, NULL},
     {"product_name", FIELD_STRING, AT(installer.product_name), 0, 0, NULL},
     {"keep_versions", FIELD_INT, AT(installer.keep_versions), 1, 100, NULL},
     {"max_bytes_per_second", FIELD_INT64, AT(installer.max_bytes_per_second), 0, INT64_MAX, NULL},
@@ -100,11 +104,12 @@ static const field report_fields[] = {
     {"page_size", FIELD_INT, AT(report.page_size), 1, 1000, NULL},
     {"details_batch", FIELD_INT, AT(report.details_batch), 1, 1000, NULL},
     {"keep_incidents", FIELD_INT, AT(report.keep_incidents), 0, 100000, NULL},
-    {"status_file", FIELD_STRING, AT(report.status_file), 0, 0, NULL},
-    {"jsonl_file", FIELD_STRING, AT(report.jsonl_file), 0, 0, NULL},
+    {"status_file", FIELD_STRING, AT(report.status_file), PATH_OR_URL, 0, NULL},
+    {"jsonl_file", FIELD_STRING, AT(report.jsonl_file), PATH_OR_URL, 0, NULL},
     {"jsonl_max_bytes", FIELD_INT64, AT(report.jsonl_max_bytes), 4096, INT64_MAX, NULL},
     {"jsonl_keep", FIELD_INT, AT(report.jsonl_keep), 1, 100, NULL},
-    {"metrics_file", FIELD_STRING_OR_NULL, AT(report.metrics_file), 0, 0, NULL},
+    {"metrics_file", FIELD_STRING_OR_NULL, AT(report.metrics_file), PATH_OR_URL, 0, NULL},
+    {"readers_group", FIELD_STRING_OR_NULL, AT(report.readers_group), PATH_OR_URL, 0, NULL},
     END,
 };
 
@@ -129,16 +134,16 @@ static const field http_fields[] = {
 static const field mirror_fields[] = {
     {"urls", FIELD_STRING_LIST, AT(mirror.urls), AT(mirror.url_count), 0, NULL},
     {"public_keys", FIELD_STRING_LIST, AT(mirror.public_keys), AT(mirror.public_key_count), 0, NULL},
-    {"root_file", FIELD_STRING_OR_NULL, AT(mirror.root_file), 0, 0, NULL},
+    {"root_file", FIELD_STRING_OR_NULL, AT(mirror.root_file), PATH_OR_URL, 0, NULL},
     {"channel", FIELD_STRING, AT(mirror.channel), 0, 0, NULL},
     {"machine_id", FIELD_STRING_OR_NULL, AT(mirror.machine_id), 0, 0, NULL},
     END,
 };
 
 static const field publish_fields[] = {
-    {"dir", FIELD_STRING_OR_NULL, AT(publish.dir), 0, 0, NULL},
-    {"signing_key_file", FIELD_STRING_OR_NULL, AT(publish.signing_key_file), 0, 0, NULL},
-    {"roots_dir", FIELD_STRING_OR_NULL, AT(publish.roots_dir), 0, 0, NULL},
+    {"dir", FIELD_STRING_OR_NULL, AT(publish.dir), PATH_OR_URL, 0, NULL},
+    {"signing_key_file", FIELD_STRING_OR_NULL, AT(publish.signing_key_file), PATH_OR_URL, 0, NULL},
+    {"roots_dir", FIELD_STRING_OR_NULL, AT(publish.roots_dir), PATH_OR_URL, 0, NULL},
     {"channel", FIELD_STRING, AT(publish.channel), 0, 0, NULL},
     {"expires", FIELD_DURATION, AT(publish.expires_s), 3600, 366LL * 24 * 3600, NULL},
     {"rollout_percent", FIELD_PERCENT, AT(publish.rollout_percent), 0, 100, NULL},
@@ -152,18 +157,24 @@ static const field publish_fields[] = {
 #define LOG_MAX_BYTES (1024LL * 1024 * 1024)
 
 static const field log_fields[] = {
-    {"file", FIELD_STRING_OR_NULL, AT(log.file), 0, 0, NULL},
+    {"file", FIELD_STRING_OR_NULL, AT(log.file), PATH_OR_URL, 0, NULL},
     {"max_bytes", FIELD_INT64, AT(log.max_bytes), LOG_MIN_BYTES, LOG_MAX_BYTES, NULL},
     {"keep", FIELD_INT, AT(log.keep), 1, 100, NULL},
     END,
 };
 
+static const field status_fields[] = {
+    {"max_age", FIELD_DURATION, AT(status.max_age_s), 60, 366LL * 24 * 3600, NULL},
+    {"max_failing", FIELD_DURATION, AT(status.max_failing_s), 60, 366LL * 24 * 3600, NULL},
+    END,
+};
+
 static const field top_fields[] = {
-    {"base_url", FIELD_STRING_OR_NULL, AT(base_url), 0, 0, NULL},
-    {"api_key_file", FIELD_STRING_OR_NULL, AT(api_key_file), 0, 0, NULL},
-    {"state_dir", FIELD_STRING, AT(state_dir), 0, 0, NULL},
+    {"base_url", FIELD_STRING_OR_NULL, AT(base_url), PATH_OR_URL, 0, NULL},
+    {"api_key_file", FIELD_STRING_OR_NULL, AT(api_key_file), PATH_OR_URL, 0, NULL},
+    {"state_dir", FIELD_STRING, AT(state_dir), PATH_OR_URL, 0, NULL},
     {"tls", FIELD_SECTION, 0, 0, 0, tls_fields},
-    {"proxy", FIELD_STRING_OR_NULL, AT(proxy), 0, 0, NULL},
+    {"proxy", FIELD_STRING_OR_NULL, AT(proxy), PATH_OR_URL, 0, NULL},
     {"installer", FIELD_SECTION, 0, 0, 0, installer_fields},
     {"deploy", FIELD_SECTION, 0, 0, 0, deploy_fields},
     {"report", FIELD_SECTION, 0, 0, 0, report_fields},
@@ -172,6 +183,7 @@ static const field top_fields[] = {
     {"mirror", FIELD_SECTION, 0, 0, 0, mirror_fields},
     {"publish", FIELD_SECTION, 0, 0, 0, publish_fields},
     {"log", FIELD_SECTION, 0, 0, 0, log_fields},
+    {"status", FIELD_SECTION, 0, 0, 0, status_fields},
     END,
 };
 
@@ -210,6 +222,8 @@ error_code config_init_defaults(config *cfg, error_info *err)
     cfg->report.jsonl_file = text_dup("incidents.jsonl");
     cfg->report.jsonl_max_bytes = 64LL * 1024 * 1024;
     cfg->report.jsonl_keep = 5;
+    cfg->status.max_age_s = 3 * 3600; /* 3 x the shipped timer's hour */
+    cfg->status.max_failing_s = 24 * 3600;
     cfg->http.connect_timeout_s = 30;
     cfg->http.low_speed_time_s = 60;
     cfg->http.min_speed = 1024;
@@ -268,6 +282,7 @@ void config_free(config *cfg)
     free(cfg->report.status_file);
     free(cfg->report.jsonl_file);
     free(cfg->report.metrics_file);
+    free(cfg->report.readers_group);
     free_argv(cfg->mirror.urls, cfg->mirror.url_count);
     free_argv(cfg->mirror.public_keys, cfg->mirror.public_key_count);
     free(cfg->mirror.channel);
@@ -353,6 +368,25 @@ static MUST_CHECK error_code apply_number(const field *f, const cJSON *item, cha
     return ERR_OK;
 }
 
+/*
+ * No configured path, URL or name holds a control character; one there is
+ * nearly always a JSON escape the writer did not mean: "C:\temp\new" is
+ * C:, a tab, "emp", a newline and "ew".
+ */
+static MUST_CHECK error_code no_controls(const char *s, const char *source, const char *key, error_info *err)
+{
+    for (size_t i = 0; s[i]; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f)
+            return error_set(err, ERR_CONFIG,
+                             "%s: `%s` contains a control character (0x%02x at position %zu); in a Windows path "
+                             "write `\\\\` or `/` (\"C:\\\\temp\\\\new\" or \"C:/temp/new\"): a single "
+                             "backslash starts a JSON escape such as \\t or \\n",
+                             source, key, c, i + 1);
+    }
+    return ERR_OK;
+}
+
 static MUST_CHECK error_code apply_string(const field *f, const cJSON *item, char *base, const char *source,
                                           const char *key, error_info *err)
 {
@@ -367,6 +401,9 @@ static MUST_CHECK error_code apply_string(const field *f, const cJSON *item, cha
     const char *s = item->valuestring;
     if (f->type == FIELD_STRING && s[0] == '\0')
         return error_set(err, ERR_CONFIG, "%s: `%s` must not be empty", source, key);
+    error_code rc = f->min == PATH_OR_URL ? no_controls(s, source, key, err) : ERR_OK;
+    if (rc != ERR_OK)
+        return rc;
     if (f->type == FIELD_SHA256) {
         size_t n = strlen(s);
         bool hex = n == 64;
@@ -620,12 +657,30 @@ static MUST_CHECK error_code check_mirror_urls(const config *cfg, const char *so
 {
     for (size_t i = 0; i < cfg->mirror.url_count; i++) {
         const char *url = cfg->mirror.urls[i];
+        char key[48];
+        snprintf(key, sizeof key, "mirror.urls[%zu]", i);
+        error_code rc = no_controls(url, source, key, err);
+        if (rc != ERR_OK)
+            return rc;
+        /* file://host/path names a host: on Windows a UNC share
+         * (file://server/share/), elsewhere a mistake: "file://tmp/x" meant /tmp/x. */
+        if (platform_path_separator() == '/' && text_equal_nocase_n(url, "file://", 7) && url[7] && url[7] != '/' &&
+            !text_equal_nocase_n(url + 7, "localhost/", 10))
+            return error_set(err, ERR_CONFIG,
+                             "%s: `%s` is \"%s\", which names the host \"%.*s\"; a local directory takes three "
+                             "slashes: file:///%s",
+                             source, key, url, (int)strcspn(url + 7, "/"), url + 7, url + 7);
         if ((text_equal_nocase_n(url, "https://", 8) && url[8]) || (text_equal_nocase_n(url, "http://", 7) && url[7]) ||
             (text_equal_nocase_n(url, "file://", 7) && url[7]))
             continue;
+        if (url[0] == '/' || (isalpha((unsigned char)url[0]) && url[1] == ':'))
+            return error_set(err, ERR_CONFIG,
+                             "%s: `%s` must be a URL, got the path \"%s\"; for a local directory write "
+                             "file://%s%s",
+                             source, key, url, url[0] == '/' ? "" : "/", url);
         char *shown = text_url_redact(url); /* the error is printed: never a password */
-        error_set(err, ERR_CONFIG, "%s: `mirror.urls[%zu]` must be an https://, http:// or file:// URL, got \"%s\"",
-                  source, i, shown ? shown : "(out of memory)");
+        error_set(err, ERR_CONFIG, "%s: `%s` must be an https://, http:// or file:// URL, got \"%s\"", source, key,
+                  shown ? shown : "(out of memory)");
         free(shown);
         return ERR_CONFIG;
     }
@@ -774,6 +829,17 @@ error_code config_check_api(const config *cfg, error_info *err)
         return error_set(err, ERR_CONFIG,
                          "%s: `base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com",
                          cfg->path ? cfg->path : "configuration");
+    /* The shipped configuration's placeholder: retrying never reaches it. */
+    const char *host = strstr(cfg->base_url, "://");
+    host = host ? host + 3 : cfg->base_url;
+    static const char placeholder[] = "tenant.example.com";
+    size_t n = sizeof placeholder - 1;
+    if (strlen(host) >= n && text_equal_nocase_n(host, placeholder, n) &&
+        (host[n] == '\0' || host[n] == '/' || host[n] == ':'))
+        return error_set(err, ERR_CONFIG,
+                         "%s: `base_url` is still the placeholder %s of the shipped configuration; set it to your "
+                         "tenant's address",
+                         cfg->path ? cfg->path : "configuration", cfg->base_url);
     error_code rc = config_check_file("tls.ca_file", cfg->tls_ca_file, err);
     /* libcurl's pin is either sha256//<base64>[;sha256//...] or a key file. */
     const char *pin = cfg->tls_pinned_public_key;

@@ -68,6 +68,7 @@ typedef struct config_report {
     int64_t jsonl_max_bytes;    /* rotate incidents.jsonl past this size */
     int jsonl_keep;             /* rotated files kept */
     char *metrics_file;         /* Prometheus textfile; NULL: none */
+    char *readers_group;        /* group that may read the feeds (status, jsonl, metrics); NULL: none */
 } config_report;
 
 typedef struct config_http {
@@ -109,6 +110,11 @@ typedef struct config_log {
     int keep;          /* rotated files kept: file.1 ... file.keep */
 } config_log;
 
+typedef struct config_status {
+    int64_t max_age_s;     /* ATTENTION when the last success is older */
+    int64_t max_failing_s; /* ATTENTION (and `run` exits 1) when failures last longer */
+} config_status;
+
 typedef struct config {
     char *path;         /* file it was loaded from (or looked for, see path_missing) */
     bool path_missing;  /* no file at the default path: all defaults */
@@ -125,6 +131,7 @@ typedef struct config {
     config_mirror mirror;
     config_publish publish;
     config_log log;
+    config_status status;
     int64_t jitter_s; /* schedule.jitter: random start delay of `run` */
 } config;
 

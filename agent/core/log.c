@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "base/text.h"
+#include "core/rotation.h"
 #include "core/timefmt.h"
 #include "platform/platform.h"
 
@@ -58,31 +59,6 @@ static void file_warning(const char *what, const char *why)
             why[0] ? why : "unknown error");
 }
 
-/* "<path>.<n>", malloc'd. */
-static char *numbered(const char *path, int n)
-{
-    size_t len = strlen(path) + 16;
-    char *name = malloc(len);
-    if (name)
-        snprintf(name, len, "%s.%d", path, n);
-    return name;
-}
-
-/* Whether the file's last byte is a newline (or it is empty or unreadable). */
-static bool ends_with_newline(const char *path)
-{
-    FILE *f = platform_fopen(path, "rb");
-    if (!f)
-        return true;
-    uint64_t size = 0;
-    unsigned char last = '\n';
-    if (platform_file_size(f, &size, NULL) == ERR_OK && size > 0 &&
-        platform_read_at(f, size - 1, &last, 1, NULL) != ERR_OK)
-        last = '\n';
-    fclose(f);
-    return last == '\n';
-}
-
 static bool open_file(void)
 {
     error_info err;
@@ -95,7 +71,7 @@ static bool open_file(void)
     }
     /* A process killed mid-line left a partial last line: end it, so this
      * run's first line starts on a line of its own. */
-    if (lf.size > 0 && !ends_with_newline(lf.path) && platform_append_write(lf.file, "\n", 1, &err) == ERR_OK)
+    if (lf.size > 0 && !rotation_ends_with_newline(lf.path) && platform_append_write(lf.file, "\n", 1, &err) == ERR_OK)
         lf.size++;
     return true;
 }
@@ -108,23 +84,12 @@ static void rotate(void)
 {
     platform_append_close(lf.file);
     lf.file = NULL;
-    for (int n = lf.keep - 1; n >= 0; n--) {
-        char *from = n ? numbered(lf.path, n) : lf.path;
-        char *to = numbered(lf.path, n + 1);
-        error_info err;
-        error_clear(&err);
-        error_code rc = ERR_NOMEM;
-        if (from && to)
-            rc = platform_path_stat(from, NULL) == PLATFORM_PATH_FILE ? platform_rename(from, to, &err) : ERR_OK;
-        if (from != lf.path)
-            free(from);
-        free(to);
-        if (rc != ERR_OK) {
-            if (!lf.rotate_warned)
-                file_warning("cannot rotate the log file", err.message[0] ? err.message : "out of memory");
-            lf.rotate_warned = true;
-            break;
-        }
+    error_info err;
+    error_clear(&err);
+    if (rotation_shift(lf.path, lf.keep, &err) != ERR_OK) {
+        if (!lf.rotate_warned)
+            file_warning("cannot rotate the log file", err.message[0] ? err.message : "out of memory");
+        lf.rotate_warned = true;
     }
     open_file();
 }
@@ -247,6 +212,24 @@ void log_always(const char *fmt, ...)
     /* Not LOG_QUIET: that level is the errors, remembered for the event. */
     log_line(LOG_QUIET - 1, "", fmt, ap);
     va_end(ap);
+}
+
+void log_file_only(const char *fmt, ...)
+{
+    if (!lf.path)
+        return;
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    char *safe = text_escape_controls(text);
+    if (lf.mutex)
+        platform_mutex_lock(lf.mutex);
+    file_line("", safe ? safe : text);
+    if (lf.mutex)
+        platform_mutex_unlock(lf.mutex);
+    free(safe);
 }
 
 void log_start(const char *command, const char *path, int64_t max_bytes, int keep)

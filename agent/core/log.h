@@ -55,6 +55,11 @@ void log_always(const char *fmt, ...) OUTPOST_PRINTF(1, 2);
 void log_start(const char *command, const char *path, int64_t max_bytes, int keep);
 void log_stop(void);
 
+/* A line for the log file only (nothing on stderr, whatever the level):
+ * the one line every command that writes state leaves there (PRODUCT.md
+ * section 10). Nothing when no log file was started. */
+void log_file_only(const char *fmt, ...) OUTPOST_PRINTF(1, 2);
+
 /*
  * The Application event log entry of a scheduled run (PRODUCT.md section
  * 10; Windows only, platform_event_log is a no-op elsewhere). The ids are

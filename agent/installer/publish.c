@@ -97,7 +97,7 @@ static MUST_CHECK error_code write_installer(const char *staged_path, const char
                       "the installer written to the mirror reads back wrong (SHA-256 %s, %lld bytes; expected %s, %lld "
                       "bytes); check the disk of the mirror directory",
                       hex, (long long)size, sha256, (long long)length);
-    if (rc == ERR_OK)
+    if (rc == ERR_OK && (rc = platform_make_world_readable(tmp, err)) == ERR_OK)
         rc = platform_rename(tmp, final_path, err);
     if (rc != ERR_OK)
         ERROR_IGNORE(platform_remove_file(tmp, NULL));
@@ -398,7 +398,11 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
         rc = error_set(err, ERR_NOMEM, "out of memory");
         goto cleanup;
     }
-    if ((rc = platform_mkdirs(installers_dir, err)) != ERR_OK) {
+    /* The mirror is public (signed): readable by the web server whatever
+     * the umask, or endpoints get 403 while `check` says "update available". */
+    if ((rc = platform_mkdirs(installers_dir, err)) != ERR_OK ||
+        (rc = platform_make_world_readable(req->dir, err)) != ERR_OK ||
+        (rc = platform_make_world_readable(installers_dir, err)) != ERR_OK) {
         error_prefix(err, "publish: cannot create the mirror directory");
         goto cleanup;
     }

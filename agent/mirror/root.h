@@ -35,7 +35,6 @@
 #define ROOT_CONTEXT "outpost-root-v1\n"
 #define ROOT_SCHEMA 1
 #define ROOT_MAX_KEYS 16         /* per list */
-#define ROOT_WARN_S (14 * 86400) /* `status` says ATTENTION this long before the root expires */
 
 typedef struct root {
     int64_t version;

@@ -205,7 +205,18 @@ error_code signkey_parse_public(const char *pem_or_path, signkey **out, error_in
         return error_set(err, ERR_NOMEM, "out of memory reading %s", source);
     }
     int rc = mbedtls_pk_parse_public_key(&key->pk, (const unsigned char *)copy, len + 1);
+    /* A PEM pasted as one line lost the line breaks mbedTLS needs. */
+    const char *body = strstr(copy, "-----BEGIN");
+    bool one_line = rc != 0 && body && !strchr(body, '\n');
     free(copy);
+    if (one_line) {
+        signkey_free(key);
+        return error_set(err, ERR_CONFIG,
+                         "%s is a PEM key on one line: a PEM needs its line breaks; in JSON write them as \\n "
+                         "(\"-----BEGIN PUBLIC KEY-----\\nMFkw...\\n-----END PUBLIC KEY-----\\n\"), or put the key "
+                         "in a file (keygen --public-out) and give its path",
+                         source);
+    }
     if (rc != 0) {
         signkey_free(key);
         return error_set(err, ERR_CONFIG,

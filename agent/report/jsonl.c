@@ -9,26 +9,19 @@
 #include <string.h>
 
 #include "base/dynbuf.h"
+#include "core/rotation.h"
+#include "report/feed.h"
 #include "platform/platform.h"
 
 struct jsonl_writer {
-    char *path;        /* the live file */
-    FILE *file;        /* open for appending, unbuffered: one write per line */
-    uint64_t size;     /* bytes in the live file */
-    int64_t max_bytes; /* rotate past this */
-    int keep;          /* rotated files kept */
-    int rotations;     /* done by this writer */
+    char *path;                /* the live file */
+    FILE *file;                /* open for appending, unbuffered: one write per line */
+    uint64_t size;             /* bytes in the live file */
+    int64_t max_bytes;         /* rotate past this */
+    int keep;                  /* rotated files kept */
+    int rotations;             /* done by this writer */
+    const char *readers_group; /* borrowed; NULL: owner-only */
 };
-
-/* "<path>.<n>", malloc'd. */
-static char *numbered(const char *path, int n)
-{
-    size_t len = strlen(path) + 16;
-    char *name = malloc(len);
-    if (name)
-        snprintf(name, len, "%s.%d", path, n);
-    return name;
-}
 
 static MUST_CHECK error_code open_file(jsonl_writer *w, error_info *err)
 {
@@ -40,6 +33,9 @@ static MUST_CHECK error_code open_file(jsonl_writer *w, error_info *err)
      * crash as surely as the lines fsync'd into it later, or the lines that
      * the cursor has moved past would vanish with it. */
     error_code rc = creating ? platform_sync_parent_dir(w->path, err) : ERR_OK;
+    /* Shared at every open: a file made before readers_group was set too. */
+    if (rc == ERR_OK)
+        rc = feed_share(w->path, w->readers_group, err);
     if (rc != ERR_OK) {
         fclose(w->file);
         w->file = NULL;
@@ -52,20 +48,6 @@ static MUST_CHECK error_code open_file(jsonl_writer *w, error_info *err)
     return ERR_OK;
 }
 
-static bool ends_with_newline(const char *path)
-{
-    FILE *f = platform_fopen(path, "rb");
-    if (!f)
-        return true;
-    uint64_t size = 0;
-    unsigned char last = '\n';
-    if (platform_file_size(f, &size, NULL) == ERR_OK && size > 0 &&
-        platform_read_at(f, size - 1, &last, 1, NULL) != ERR_OK)
-        last = '\n';
-    fclose(f);
-    return last == '\n';
-}
-
 static MUST_CHECK error_code write_all(jsonl_writer *w, const char *data, size_t len, error_info *err)
 {
     error_code rc = platform_append(w->file, data, len, err);
@@ -75,7 +57,8 @@ static MUST_CHECK error_code write_all(jsonl_writer *w, const char *data, size_t
     return ERR_OK;
 }
 
-error_code jsonl_open(const char *path, int64_t max_bytes, int keep, jsonl_writer **out, error_info *err)
+error_code jsonl_open(const char *path, int64_t max_bytes, int keep, const char *readers_group, jsonl_writer **out,
+                      error_info *err)
 {
     jsonl_writer *w = calloc(1, sizeof *w);
     if (!w || !(w->path = malloc(strlen(path) + 1))) {
@@ -85,7 +68,8 @@ error_code jsonl_open(const char *path, int64_t max_bytes, int keep, jsonl_write
     strcpy(w->path, path);
     w->max_bytes = max_bytes;
     w->keep = keep < 1 ? 1 : keep;
-    bool torn = !ends_with_newline(path);
+    w->readers_group = readers_group;
+    bool torn = !rotation_ends_with_newline(path);
     error_code rc = open_file(w, err);
     if (rc == ERR_OK && torn && w->size > 0)
         rc = write_all(w, "\n", 1, err);
@@ -109,17 +93,7 @@ static MUST_CHECK error_code rotate(jsonl_writer *w, error_info *err)
     w->file = NULL;
     if (rc != ERR_OK)
         return rc;
-    for (int n = w->keep - 1; n >= 0 && rc == ERR_OK; n--) {
-        char *from = n ? numbered(w->path, n) : w->path;
-        char *to = numbered(w->path, n + 1);
-        if (!from || !to)
-            rc = error_set(err, ERR_NOMEM, "out of memory");
-        else if (platform_path_stat(from, NULL) == PLATFORM_PATH_FILE)
-            rc = platform_rename(from, to, err);
-        if (n)
-            free(from);
-        free(to);
-    }
+    rc = rotation_shift(w->path, w->keep, err);
     if (rc != ERR_OK)
         return error_prefix(err, "cannot rotate %s", w->path);
     w->rotations++;
@@ -190,7 +164,7 @@ error_code jsonl_scan(const char *path, int keep, size_t max_line, void (*fn)(vo
                       void *user, error_info *err)
 {
     for (int n = keep; n >= 0; n--) {
-        char *name = n ? numbered(path, n) : NULL;
+        char *name = n ? rotation_name(path, n) : NULL;
         if (n && !name)
             return error_set(err, ERR_NOMEM, "out of memory");
         FILE *f = platform_fopen(n ? name : path, "rb");

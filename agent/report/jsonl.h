@@ -25,10 +25,12 @@ typedef struct jsonl_writer jsonl_writer;
  * this size; keep: rotated files kept (>= 1). If a previous run was killed
  * in the middle of a line, the file does not end in a newline: one is
  * appended first so that the next line starts clean (the fragment stays
- * as an unparsable line; nothing is rewritten). *out is freed by
- * jsonl_close.
+ * as an unparsable line; nothing is rewritten). readers_group (NULL:
+ * none) may read the file, and each new one after a rotation
+ * (report/feed.h). *out is freed by jsonl_close.
  */
-MUST_CHECK error_code jsonl_open(const char *path, int64_t max_bytes, int keep, jsonl_writer **out, error_info *err);
+MUST_CHECK error_code jsonl_open(const char *path, int64_t max_bytes, int keep, const char *readers_group,
+                                 jsonl_writer **out, error_info *err);
 
 /*
  * Appends one line (len bytes, without the newline; it must not contain a

@@ -5,6 +5,8 @@
  */
 #include "report/metrics.h"
 
+#include "report/feed.h"
+
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -147,13 +149,14 @@ error_code metrics_render(const cJSON *status, int64_t responses_429, char **tex
     return ERR_OK;
 }
 
-error_code metrics_write(const char *path, const cJSON *status, int64_t responses_429, error_info *err)
+error_code metrics_write(const char *path, const cJSON *status, int64_t responses_429, const char *readers_group,
+                         error_info *err)
 {
     char *text = NULL;
     error_code rc = metrics_render(status, responses_429, &text, err);
     if (rc != ERR_OK)
         return rc;
-    rc = platform_write_atomic(path, text, strlen(text), err);
+    rc = feed_write(path, text, strlen(text), readers_group, err);
     free(text);
     return rc == ERR_OK ? ERR_OK : error_prefix(err, "cannot write the metrics file");
 }

@@ -26,6 +26,6 @@ MUST_CHECK error_code metrics_render(const struct cJSON *status, int64_t respons
 
 /* Renders and writes path atomically (temporary file, then rename). */
 MUST_CHECK error_code metrics_write(const char *path, const struct cJSON *status, int64_t responses_429,
-                                    error_info *err);
+                                    const char *readers_group, error_info *err);
 
 #endif

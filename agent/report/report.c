@@ -466,7 +466,8 @@ static MUST_CHECK error_code append_ready(report_ctx *ctx, error_info *err)
     if (!path)
         return error_set(err, ERR_NOMEM, "out of memory");
     jsonl_writer *w = NULL;
-    error_code rc = jsonl_open(path, ctx->cfg->report.jsonl_max_bytes, ctx->cfg->report.jsonl_keep, &w, err);
+    error_code rc = jsonl_open(path, ctx->cfg->report.jsonl_max_bytes, ctx->cfg->report.jsonl_keep,
+                               ctx->cfg->report.readers_group, &w, err);
     free(path);
     for (size_t i = 0; rc == ERR_OK && i < ctx->count; i++)
         if (ctx->list[i].ready)
@@ -637,7 +638,8 @@ static void write_metrics(const config *cfg, int64_t responses_429)
     cJSON *doc = NULL;
     error_info err;
     char *path = config_state_path(cfg, cfg->report.metrics_file);
-    if (path && status_read(cfg, &doc, &err) == ERR_OK && metrics_write(path, doc, responses_429, &err) != ERR_OK)
+    if (path && status_read(cfg, &doc, &err) == ERR_OK &&
+        metrics_write(path, doc, responses_429, cfg->report.readers_group, &err) != ERR_OK)
         log_warn("report: %s", err.message);
     cJSON_Delete(doc);
     free(path);

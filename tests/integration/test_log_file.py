@@ -65,7 +65,11 @@ def test_every_stderr_line_is_logged_with_time_command_and_pid(sim, tmp_path):
     assert all(parsed), lines
     assert {m["command"] for m in parsed} == {"run"}
     assert len({m["pid"] for m in parsed}) == 1
-    assert [m["text"] for m in parsed] == stderr
+    # Every stderr line, then the run's own line (start, outcome, exit
+    # code, duration), which only the file gets.
+    assert [m["text"] for m in parsed][:-1] == stderr
+    assert re.fullmatch(r"started \S+Z, finished with a failure, exit code %d, \d+\.\d s" % result.returncode,
+                        parsed[-1]["text"]), parsed[-1]["text"]
     assert any(t.startswith("run: report: ") for t in stderr)
     # Created owner-only (the state directory is private too).
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

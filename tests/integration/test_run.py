@@ -33,10 +33,18 @@ def test_status_without_a_status_file_says_so(tmp_path):
     config = tmp_path / "outpost.json"
     config.write_text(json.dumps({"state_dir": str(tmp_path / "state")}))
     result = run(str(config), "status")
-    assert result.returncode == 1
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "no status file yet" in lines[0] and "outpost run" in lines[0]
-    assert result.stdout == ""
+    # 75, as README, help and man page say: "not yet", not "failed".
+    assert result.returncode == 75, result.stderr
+    assert result.stdout.startswith("ATTENTION: no scheduled run has finished yet (outpost run)\n")
+    # --json: a status document all the same, whose verdict says so.
+    raw = run(str(config), "status", "--json")
+    assert raw.returncode == 75
+    doc = json.loads(raw.stdout)
+    assert doc["schema_version"] == 1 and "last_run" not in doc
+    assert doc["verdict"] == {"attention": True, "exit_code": 75,
+                              "text": "ATTENTION: no scheduled run has finished yet (outpost run)"}
+    # A read-only command writes nothing: no state directory appears.
+    assert not (tmp_path / "state").exists()
 
 
 @pytest.mark.sim_options(incidents=20, rate_limit=0)
@@ -68,8 +76,11 @@ def test_run_reports_and_records_each_part(sim, tmp_path):
     assert "20 new" in human.stdout and "Top hosts:" in human.stdout
     raw = run(config, "status", "--json")
     assert raw.returncode == result.returncode
+    printed = json.loads(raw.stdout)
+    verdict = printed.pop("verdict")  # the file as it is, plus the verdict
+    assert verdict["exit_code"] == result.returncode and verdict["text"] == human.stdout.splitlines()[0]
     with open(os.path.join(state_dir, "status.json"), encoding="utf-8") as f:
-        assert raw.stdout.rstrip("\n") == f.read().rstrip("\n")
+        assert printed == json.load(f)
     assert run(config, "--json", "status").stdout == raw.stdout
 
 

@@ -128,8 +128,9 @@ def test_update_checks_the_ca_before_downloading(tmp_path, sim):
     assert error_line(r).startswith(f"outpost: update: installer.verify.trusted_ca_file: {missing} does not exist")
     assert [e for e in sim.log()["requests"] if e["route"] in ("installer", "storage")] == []
     assert staged_versions(tmp_path) == []
-    status = json.loads((tmp_path / "state" / "status.json").read_text())
-    assert status["installer"]["last_command"]["exit_code"] == 2  # an interactive update: not last_run
+    # A configuration error writes nothing (PRODUCT.md section 1): no state
+    # directory, no lock, no status.
+    assert not (tmp_path / "state").exists()
 
 
 @pytest.mark.sim_options(incidents=3, rate_limit=0)

@@ -96,6 +96,11 @@ def test_contents(arch):
         assert listing[f"/lib/systemd/system/{name}"] == ("-rw-r--r--", "root/root")
     assert listing["/usr/share/doc/outpost/copyright"][1] == "root/root"
     assert "/usr/share/doc/outpost/changelog.gz" in listing
+    # The README the messages and outpost(1) send readers to, and the role
+    # configurations it gives, ready to copy.
+    assert "/usr/share/doc/outpost/README.md.gz" in listing
+    for role in ("endpoint", "collector", "standalone", "mirror-endpoint"):
+        assert f"/usr/share/doc/outpost/examples/{role}.json" in listing, sorted(listing)
     assert "/usr/share/lintian/overrides/outpost" in listing
     # The state directory is the maintainer scripts' (0700), not shipped.
     assert not any(name.startswith("/var") for name in listing)
@@ -136,6 +141,22 @@ def test_default_configuration_is_the_endpoint_role(tmp_path):
 # ---- lintian ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("arch", ARCHES)
+def test_nothing_shipped_cites_a_document_not_shipped(arch, tmp_path):
+    """postinst, the lintian overrides and the man pages send readers only to
+    what the package holds (the README, the man pages), never to the
+    source tree's packaging/README.md, PRODUCT.md or docs/."""
+    root = tmp_path / "root"
+    extract(deb(arch), root)
+    control = tmp_path / "control"
+    run(["dpkg-deb", "-e", str(deb(arch)), str(control)])
+    texts = [p for p in control.iterdir() if p.is_file()] + [root / "usr/share/lintian/overrides/outpost"]
+    for path in texts:
+        text = path.read_text(errors="replace")
+        for cited in ("packaging/README", "PRODUCT.md", "ARCHITECTURE.md"):
+            assert cited not in text, (path.name, cited)
+
+
 def test_lintian_finds_no_error(arch):
     need_tool("lintian")
     r = run(["lintian", "--tag-display-limit", "0", "--fail-on", "error", str(deb(arch))], timeout=600)
@@ -362,12 +383,15 @@ def test_scratch_root_install_run_remove_purge(tmp_path, sim):
     r = packaged_outpost(scratch.root, "--version")
     assert r.returncode == 0 and r.stdout.strip() == f"outpost {VERSION}", r
 
-    # The configuration as packaged: the first run asks for the API key.
+    # The configuration as packaged: the first run asks for base_url, whose
+    # placeholder is refused before any connection (and the key file, once
+    # base_url is set), writing nothing.
     config = scratch.path("/etc/outpost/outpost.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
     r = packaged_outpost(scratch.root, "-c", str(config), "--state-dir", str(state), "run", env=env)
     assert r.returncode == 2, r
-    assert "/etc/outpost/api_key" in r.stderr
+    assert "`base_url` is still the placeholder https://tenant.example.com" in r.stderr
+    assert sorted(os.listdir(state)) == []
 
     # Configured (pointed at the simulator, whose installer is unsigned): the
     # packaged binary runs the endpoint role and status says OK.
@@ -395,9 +419,13 @@ def test_scratch_root_install_run_remove_purge(tmp_path, sim):
     assert config.exists() and (state / "status.json").exists()
     assert scratch.status() == "deinstall ok config-files"
 
-    # Purge: the configuration and the state go too.
+    # Purge: the configuration (an API key the administrator added too) and
+    # the state go; nothing of outpost's is left.
+    scratch.path("/etc/outpost/api_key").write_text("op-added-by-the-administrator\n")
     scratch.dpkg("-P", "outpost")
     assert not config.exists() and not state.exists()
+    assert not scratch.path("/etc/outpost").exists()
+    assert not scratch.path("/usr/share/doc/outpost").exists()
     assert not wants.exists() and not wants.is_symlink()
     assert scratch.status() == ""
 

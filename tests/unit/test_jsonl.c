@@ -39,7 +39,7 @@ static void test_append_and_rotate(void **unused)
     char path[512];
     snprintf(path, sizeof path, "%s/incidents.jsonl", dir);
     jsonl_writer *w = NULL;
-    assert_int_equal(jsonl_open(path, 4096, 2, &w, NULL), ERR_OK);
+    assert_int_equal(jsonl_open(path, 4096, 2, NULL, &w, NULL), ERR_OK);
     char line[1500];
     for (int i = 0; i < 10; i++) {
         memset(line, 'a' + i, sizeof line);
@@ -74,7 +74,7 @@ static void test_line_larger_than_the_limit_gets_its_own_file(void **unused)
     char path[512];
     snprintf(path, sizeof path, "%s/x.jsonl", dir);
     jsonl_writer *w = NULL;
-    assert_int_equal(jsonl_open(path, 4096, 5, &w, NULL), ERR_OK);
+    assert_int_equal(jsonl_open(path, 4096, 5, NULL, &w, NULL), ERR_OK);
     static char big[6000];
     memset(big, 'b', sizeof big);
     assert_int_equal(jsonl_append(w, "{}", 2, NULL), ERR_OK);
@@ -108,7 +108,7 @@ static void test_torn_line_is_completed_and_skipped_by_scan(void **unused)
     assert_int_equal(jsonl_scan(path, 5, 1024, count_line, NULL, NULL), ERR_OK);
     assert_int_equal(lines_seen, 1);
     jsonl_writer *w = NULL;
-    assert_int_equal(jsonl_open(path, 1 << 20, 5, &w, NULL), ERR_OK);
+    assert_int_equal(jsonl_open(path, 1 << 20, 5, NULL, &w, NULL), ERR_OK);
     assert_int_equal(jsonl_append(w, "{\"id\":\"3\"}", 10, NULL), ERR_OK);
     assert_int_equal(jsonl_close(w, NULL), ERR_OK);
     assert_string_equal(slurp(path), "{\"id\":\"1\"}\n{\"id\":\"2\",\"trunc\n{\"id\":\"3\"}\n");

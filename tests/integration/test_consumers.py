@@ -1,0 +1,217 @@
+"""The feeds read by the programs that read them (issue 25; PRODUCT.md
+sections 2 and 5): Debian's prometheus-node-exporter scrapes the metrics
+file through its textfile collector, promtool accepts it, and rsyslog's
+imfile ships incidents.jsonl across rotations, each as a user that is not
+root and reads through report.readers_group only.
+
+The packages come from scripts/setup (prometheus-node-exporter, prometheus,
+rsyslog); without them, or without root (to act as the reader), the tests
+are skipped, saying so.
+"""
+
+import grp
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from test_report import OUTPOST, make_config, outpost_env, run
+
+NODE_EXPORTER = shutil.which("prometheus-node-exporter")
+PROMTOOL = shutil.which("promtool")
+RSYSLOGD = shutil.which("rsyslogd") or ("/usr/sbin/rsyslogd" if os.path.exists("/usr/sbin/rsyslogd") else None)
+NOBODY = 65534
+
+pytestmark = [
+    pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the readers as another user"),
+]
+
+
+def set_config(path, **changes):
+    with open(path, encoding="utf-8") as f:
+        config = json.load(f)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            config[key] = {**config[key], **value}
+        else:
+            config[key] = value
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(config, f)
+
+
+def as_reader(gid):
+    """preexec_fn: the user nobody whose only group is gid."""
+    def drop():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(NOBODY)
+    return drop
+
+
+@pytest.fixture
+def readers(tmp_path, sim):
+    """A collector whose state directory sits where nobody:nogroup can reach
+    it: (config, state_dir, work dir, gid)."""
+    gid = grp.getgrnam("nogroup").gr_gid
+    top = tempfile.mkdtemp(prefix="outpost-consumers-", dir="/tmp")
+    os.chmod(top, 0o755)
+    state_dir = os.path.join(top, "state")
+    config, _ = make_config(tmp_path, sim, metrics_file="outpost.prom")
+    set_config(config, state_dir=state_dir, installer={"enabled": False},
+               report={"readers_group": "nogroup"})
+    try:
+        yield config, state_dir, top, gid
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(url):
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        return reply.read().decode()
+
+
+def metric(text, name):
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return line.rsplit(" ", 1)[1]
+    return None
+
+
+@pytest.mark.skipif(not NODE_EXPORTER, reason="prometheus-node-exporter is not installed (scripts/setup)")
+@pytest.mark.sim_options(incidents=5, rate_limit=0)
+def test_node_exporter_scrapes_the_metrics_while_outpost_runs(sim, readers):
+    config, state_dir, top, gid = readers
+    first = run(config, "run")
+    assert first.returncode == 0, first.stderr
+    port = free_port()
+    exporter = subprocess.Popen(
+        [NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
+         "--collector.textfile", f"--collector.textfile.directory={state_dir}"],
+        preexec_fn=as_reader(gid), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        for _ in range(200):
+            try:
+                scrape(url)
+                break
+            except OSError:
+                time.sleep(0.05)
+        # Scrape continuously while runs replace the file.
+        scrapes, done = [], threading.Event()
+
+        def scraper():
+            while not done.is_set():
+                scrapes.append(scrape(url))
+        thread = threading.Thread(target=scraper)
+        thread.start()
+        try:
+            for _ in range(4):
+                sim.add_incidents(3)
+                result = run(config, "run")
+                assert result.returncode == 0, result.stderr
+        finally:
+            done.set()
+            thread.join(timeout=30)
+        scrapes.append(scrape(url))
+        assert len(scrapes) >= 5
+        for text in scrapes:
+            assert metric(text, "node_textfile_scrape_error") == "0", text[-2000:]
+            assert metric(text, "outpost_last_run_exit_code") == "0", text[-2000:]
+        assert metric(scrapes[-1], "outpost_report_incidents_new") == "3"
+    finally:
+        exporter.terminate()
+        exporter.wait(timeout=10)
+
+
+@pytest.mark.skipif(not PROMTOOL, reason="promtool (Debian prometheus) is not installed (scripts/setup)")
+@pytest.mark.sim_options(incidents=5, rate_limit=0)
+def test_promtool_accepts_the_metrics_file(sim, readers):
+    config, state_dir, _, _ = readers
+    sim.fault("incidents", "status", status=503, count=1)  # a failed run's figures too
+    set_config(config, http={"max_attempts": 1, "max_retry_wait": "0s"})
+    for _ in range(2):
+        run(config, "run")
+        with open(os.path.join(state_dir, "outpost.prom"), encoding="utf-8") as f:
+            text = f.read()
+        lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True,
+                              timeout=60)
+        assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+RSYSLOG_CONF = """\
+global(workDirectory="{work}" maxMessageSize="256k")
+module(load="imfile" mode="inotify")
+template(name="line" type="string" string="%msg%\\n")
+ruleset(name="incidents") {{
+  action(type="omfile" file="{out}" template="line")
+}}
+input(type="imfile" file="{jsonl}" tag="outpost:" ruleset="incidents" freshStartTail="off")
+"""
+
+
+@pytest.mark.skipif(not RSYSLOGD, reason="rsyslog is not installed (scripts/setup)")
+@pytest.mark.sim_options(incidents=4, rate_limit=0)
+def test_rsyslog_ships_every_incident_once_across_rotations(sim, readers):
+    config, state_dir, top, gid = readers
+    # Small files, so that the runs below rotate incidents.jsonl several times.
+    set_config(config, report={"jsonl_max_bytes": 16384, "jsonl_keep": 100})
+    work = os.path.join(top, "rsyslog")
+    os.mkdir(work)
+    os.chown(work, NOBODY, gid)
+    out = os.path.join(work, "shipped.jsonl")
+    conf = os.path.join(work, "rsyslog.conf")
+    with open(conf, "w", encoding="utf-8") as f:
+        f.write(RSYSLOG_CONF.format(work=work, out=out, jsonl=os.path.join(state_dir, "incidents.jsonl")))
+    first = run(config, "run")
+    assert first.returncode == 0, first.stderr
+    shipper = subprocess.Popen([RSYSLOGD, "-n", "-f", conf, "-i", os.path.join(work, "rsyslogd.pid")],
+                               preexec_fn=as_reader(gid), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        for _ in range(6):
+            sim.add_incidents(8)
+            result = run(config, "run")
+            assert result.returncode == 0, result.stderr
+            time.sleep(0.3)  # a shipper tails; outpost runs hourly, not back to back
+        written = []
+        for name in sorted((n for n in os.listdir(state_dir) if n.startswith("incidents.jsonl")),
+                           key=lambda n: -int(n.rsplit(".", 1)[1]) if n[-1].isdigit() else 0):
+            with open(os.path.join(state_dir, name), encoding="utf-8") as f:
+                written += f.read().splitlines()
+        rotated = [n for n in os.listdir(state_dir) if n.startswith("incidents.jsonl.")]
+        assert rotated, "the runs did not rotate incidents.jsonl; make the incidents more or the limit smaller"
+        ids = [json.loads(line)["id"] for line in written]
+        deadline = time.monotonic() + 60
+        shipped = []
+        while time.monotonic() < deadline:
+            if os.path.exists(out):
+                with open(out, encoding="utf-8") as f:
+                    shipped = f.read().splitlines()
+                if len(shipped) >= len(ids):
+                    break
+            time.sleep(0.2)
+        parsed = [json.loads(line) for line in shipped]  # none cut: each line is whole JSON
+        assert sorted(p["id"] for p in parsed) == sorted(ids), (len(parsed), len(ids))
+        assert len({p["id"] for p in parsed}) == len(parsed), "an incident arrived twice"
+        assert len(ids) == 4 + 6 * 8
+    finally:
+        shipper.terminate()
+        try:
+            shipper.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            shipper.kill()
+            shipper.wait()
