@@ -34,7 +34,7 @@
 #define ROOT_MAX_BYTES (64 * 1024)
 #define ROOT_CONTEXT "outpost-root-v1\n"
 #define ROOT_SCHEMA 1
-#define ROOT_MAX_KEYS 16         /* per list */
+#define ROOT_MAX_KEYS 16 /* per list */
 
 typedef struct root {
     int64_t version;
