@@ -14,7 +14,9 @@
  *    FILE coherent on both: its buffer is dropped at each seek, its
  *    position is known, so reads and writes through it may follow, and a
  *    stream without a descriptor (fmemopen, which the fuzzers use) works
- *    as a file does.
+ *    as a file does;
+ *  - path and file helpers written over the calls above (the directory
+ *    part of a path, a temporary name, copying a file).
  */
 #if !defined(_WIN32) && !defined(_FILE_OFFSET_BITS)
 #define _FILE_OFFSET_BITS 64
@@ -22,9 +24,12 @@
 
 #include "platform/platform.h"
 
+#include "base/text.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef _WIN32
@@ -151,4 +156,85 @@ error_code platform_read_at(FILE *f, uint64_t offset, void *buf, size_t len, err
     }
     return error_set(err, ERR_IO, "cannot read %zu bytes at offset %llu: the file ends after %zu of them", len,
                      (unsigned long long)offset, got);
+}
+
+/* ---- Paths and whole files ---------------------------------------------------- */
+
+static bool is_separator(char c)
+{
+    return c == '/' || c == platform_path_separator();
+}
+
+char *platform_path_dir(const char *path)
+{
+    const char *last = NULL;
+    for (const char *p = path; *p; p++)
+        if (is_separator(*p))
+            last = p;
+    const char *end = last;
+    while (end && end > path && is_separator(end[-1]))
+        end--;
+    size_t len;
+    if (!last)
+        return text_dup(".");
+    if (end == path || (end - path == 2 && path[1] == ':'))
+        len = (size_t)(end - path) + 1; /* the root: "/", "C:\" */
+    else
+        len = (size_t)(end - path);
+    char *dir = malloc(len + 1);
+    if (!dir)
+        return NULL;
+    memcpy(dir, path, len);
+    dir[len] = '\0';
+    return dir;
+}
+
+error_code platform_temp_name(const char *path, char **tmp, error_info *err)
+{
+    *tmp = NULL;
+    unsigned char rnd[8];
+    error_code rc = platform_random_bytes(rnd, sizeof rnd, err);
+    if (rc != ERR_OK)
+        return rc;
+    char hex[2 * sizeof rnd + 1];
+    text_hex(rnd, sizeof rnd, hex);
+    size_t size = strlen(path) + sizeof hex + sizeof ".tmp" + 1;
+    *tmp = malloc(size);
+    if (!*tmp)
+        return platform_os_error(err, ENOMEM, "out of memory");
+    snprintf(*tmp, size, "%s.%s.tmp", path, hex);
+    return ERR_OK;
+}
+
+#define COPY_CHUNK (256 * 1024)
+
+error_code platform_copy_file(const char *from, const char *to,
+                              void (*observe)(void *user, const void *data, size_t len), void *user, error_info *err)
+{
+    FILE *in = platform_fopen(from, "rb");
+    if (!in)
+        return platform_stdio_error(err, "cannot open %s", from);
+    FILE *out = platform_fopen(to, "wb");
+    error_code rc = out ? ERR_OK : platform_stdio_error(err, "cannot create %s", to);
+    char *buf = rc == ERR_OK ? malloc(COPY_CHUNK) : NULL;
+    if (rc == ERR_OK && !buf)
+        rc = platform_os_error(err, ENOMEM, "out of memory");
+    size_t n = 0;
+    while (rc == ERR_OK && (n = fread(buf, 1, COPY_CHUNK, in)) > 0) {
+        if (observe)
+            observe(user, buf, n);
+        if (fwrite(buf, 1, n, out) != n)
+            rc = platform_stdio_error(err, "cannot write %s", to);
+    }
+    if (rc == ERR_OK && ferror(in))
+        rc = platform_stdio_error(err, "cannot read %s", from);
+    if (rc == ERR_OK)
+        rc = platform_fsync_file(out, err);
+    if (out && fclose(out) != 0 && rc == ERR_OK)
+        rc = platform_stdio_error(err, "cannot write %s", to);
+    fclose(in);
+    free(buf);
+    if (rc != ERR_OK && out)
+        ERROR_IGNORE(platform_remove_file(to, NULL));
+    return rc;
 }

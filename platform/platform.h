@@ -78,6 +78,33 @@ char platform_path_separator(void);
  */
 char *platform_path_join(const char *dir, const char *name);
 
+/*
+ * The directory part of path, up to its last separator ('/' or the
+ * platform's): "." when it has none, the root itself for a name in the root
+ * ("/x" gives "/", "C:\\x" gives "C:\\"). malloc'd; NULL on out of memory.
+ * (common.c: the one dirname of outpost.)
+ */
+char *platform_path_dir(const char *path);
+
+/*
+ * A fresh temporary name beside path, "<path>.<16 hex digits>.tmp", for a
+ * file written whole and then renamed over path. The digits come from
+ * platform_random_bytes, whose failure is reported (never replaced by a
+ * fixed name another writer could share). *tmp is malloc'd.
+ */
+MUST_CHECK error_code platform_temp_name(const char *path, char **tmp, error_info *err);
+
+/*
+ * Copies the file from to the file to (created, or truncated), flushed to
+ * disk before it returns; each block copied is shown to observe (user, data,
+ * len) when observe is not NULL (hashing while copying: one pass). On
+ * failure to is removed, and the message names the file and the operating
+ * system's reason (errno kept in err).
+ */
+MUST_CHECK error_code platform_copy_file(const char *from, const char *to,
+                                         void (*observe)(void *user, const void *data, size_t len), void *user,
+                                         error_info *err);
+
 /* fopen() with a UTF-8 path; mode as fopen. The stream is not inherited by
  * spawned processes. NULL on failure with errno set (EINVAL on bad UTF-8). */
 FILE *platform_fopen(const char *path, const char *mode);

@@ -94,25 +94,6 @@ static MUST_CHECK error_code fail_nomem(error_info *err)
 
 /* ---- Small file helpers -------------------------------------------------- */
 
-/* Directory holding path ("." when it has none). Malloc'd; NULL on OOM. */
-static char *parent_dir(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return strdup(".");
-    while (slash > path && slash[-1] == '/')
-        slash--;
-    if (slash == path)
-        return strdup("/");
-    size_t len = (size_t)(slash - path);
-    char *dir = malloc(len + 1);
-    if (!dir)
-        return NULL;
-    memcpy(dir, path, len);
-    dir[len] = '\0';
-    return dir;
-}
-
 /* fsync that reaches the platter on macOS too (plain fsync does not there). */
 static int fsync_fd(int fd)
 {
@@ -144,7 +125,7 @@ static MUST_CHECK error_code sync_dir(const char *dir, error_info *err)
 /* Flushes the directory holding path. */
 static MUST_CHECK error_code sync_parent(const char *path, error_info *err)
 {
-    char *dir = parent_dir(path);
+    char *dir = platform_path_dir(path);
     if (!dir)
         return fail_nomem(err);
     error_code rc = sync_dir(dir, err);
@@ -429,8 +410,8 @@ error_code platform_rename(const char *from, const char *to, error_info *err)
             return error_set_os(err, ERR_IO, e, "cannot rename %s to %s: they are on different volumes", from, to);
         return error_set_os(err, errno_code(e), e, "cannot rename %s to %s: %s", from, to, strerror(e));
     }
-    char *to_dir = parent_dir(to);
-    char *from_dir = parent_dir(from);
+    char *to_dir = platform_path_dir(to);
+    char *from_dir = platform_path_dir(from);
     error_code rc;
     if (!to_dir || !from_dir)
         rc = fail_nomem(err);

@@ -79,6 +79,29 @@ char *text_escape_controls(const char *s)
     return out;
 }
 
+bool text_is_hex(const char *s, size_t len, bool lower_only)
+{
+    if (!s || strlen(s) != len)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (text_hex_value(s[i]) < 0 || (lower_only && s[i] >= 'A' && s[i] <= 'F'))
+            return false;
+    return true;
+}
+
+bool text_unhex(const char *hex, void *out, size_t n)
+{
+    unsigned char *b = out;
+    for (size_t i = 0; i < n; i++) {
+        int hi = text_hex_value(hex[2 * i]);
+        int lo = hi < 0 ? -1 : text_hex_value(hex[2 * i + 1]);
+        if (lo < 0)
+            return false;
+        b[i] = (unsigned char)(hi * 16 + lo);
+    }
+    return true;
+}
+
 void text_hex(const void *bytes, size_t n, char *out)
 {
     static const char digits[] = "0123456789abcdef";

@@ -32,6 +32,14 @@ void text_hex(const void *bytes, size_t n, char *out);
  * the one hex decoder (percent-escapes, salts). */
 int text_hex_value(char c);
 
+/* Whether s is exactly len hex digits; with lower_only, only the lower-case
+ * ones text_hex writes (digests outpost compares with strcmp). */
+bool text_is_hex(const char *s, size_t len, bool lower_only);
+
+/* Decodes the 2 * n hex digits at hex into the n bytes at out; false when
+ * one of them is not a hex digit (out is then partly written). */
+bool text_unhex(const char *hex, void *out, size_t n);
+
 /* malloc'd copy of s safe to print on a terminal: C0 control characters
  * (tab excepted), DEL and the C1 controls (U+0080..U+009F, as UTF-8) become
  * "\xHH" escapes, so text that came from the network cannot move the

@@ -42,6 +42,7 @@
 #include "installer/source_mirror.h"
 #include "installer/intake.h"
 #include "installer/staging.h"
+#include "installer/update.h"
 #include "core/state.h"
 #include "report/status.h"
 #include "base/text.h"
@@ -115,7 +116,7 @@ static void record_latest(fetch_session *fs, const char *latest)
     free(fs->latest);
     fs->latest = text_dup(latest);
     timefmt_iso8601(platform_time_utc_ms() / 1000, fs->checked_at);
-    fs->update_available = !fs->installed || version_compare(latest, fs->installed) > 0;
+    fs->update_available = update_is_available(latest, fs->installed);
     error_info err;
     if (installer_state_set_latest(fs->s, latest, fs->checked_at, fs->update_available, &err) != ERR_OK)
         log_warn("cannot note the latest version in the state: %s", err.message);
@@ -154,18 +155,28 @@ static bool want_json(const fetch_session *fs)
     return fs->ctx->opts && fs->ctx->opts->json;
 }
 
-/* The members check and update both print with --json. */
-static cJSON *summary_object(const fetch_session *fs)
+static bool use_mirror(const command_context *ctx);
+
+/* Prints what check or update learned and did with --json, the same members
+ * from both sources (update_report_json). mirror is taken over. */
+static MUST_CHECK error_code print_report(const fetch_session *fs, cJSON *mirror, update_action action,
+                                          const char *staged_version, int64_t resumed_from, error_info *err)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    cJSON_AddItemToObject(o, "installed_version",
-                          fs->installed ? cJSON_CreateString(fs->installed) : cJSON_CreateNull());
-    cJSON_AddItemToObject(o, "latest_version", fs->latest ? cJSON_CreateString(fs->latest) : cJSON_CreateNull());
-    cJSON_AddBoolToObject(o, "update_available", fs->update_available);
-    cJSON_AddStringToObject(o, "checked_at", fs->checked_at);
-    return o;
+    update_report report = {
+        .installed = fs->installed,
+        .latest = fs->latest,
+        .checked_at = fs->checked_at,
+        .source = use_mirror(fs->ctx) ? "mirror" : "api",
+        .mirror = mirror,
+        .action = action,
+        .staged_version = staged_version,
+        .resumed_from = resumed_from,
+    };
+    cJSON *o = NULL;
+    error_code rc = update_report_json(fs->ctx->cfg, &report, &o, err);
+    if (rc == ERR_OK)
+        command_print_json(o);
+    return rc;
 }
 
 /* ---- check ------------------------------------------------------------------------------ */
@@ -238,14 +249,12 @@ static MUST_CHECK error_code mirror_offer_get(fetch_session *fs, mirror_offer *o
     return rc;
 }
 
-static void add_mirror_summary(cJSON *o, const mirror_offer *offer)
+/* The mirror's part of check/update --json: what the accepted manifest said. */
+static cJSON *mirror_summary(const mirror_offer *offer)
 {
-    if (!o)
-        return;
-    cJSON_AddStringToObject(o, "source", "mirror");
-    if (!offer->manifest_url)
-        return;
-    cJSON *m = cJSON_AddObjectToObject(o, "mirror");
+    cJSON *m = cJSON_CreateObject();
+    if (!m || !offer->manifest_url)
+        return m;
     char expires[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(offer->m.expires_at, expires);
     cJSON_AddStringToObject(m, "url", offer->manifest_url);
@@ -256,6 +265,7 @@ static void add_mirror_summary(cJSON *o, const mirror_offer *offer)
     cJSON_AddNumberToObject(m, "rollout_percent", offer->m.rollout_percent);
     cJSON_AddBoolToObject(m, "eligible", offer->eligible);
     cJSON_AddBoolToObject(m, "not_modified", offer->not_modified);
+    return m;
 }
 
 static MUST_CHECK error_code check_from_mirror(command_context *ctx, error_info *err)
@@ -274,9 +284,7 @@ static MUST_CHECK error_code check_from_mirror(command_context *ctx, error_info 
     rc = finish_session(&fs, rc, err);
     if (rc == ERR_OK && !ctx->no_stdout) {
         if (want_json(&fs)) {
-            cJSON *o = summary_object(&fs);
-            add_mirror_summary(o, &offer);
-            command_print_json(o);
+            rc = print_report(&fs, mirror_summary(&offer), UPDATE_ACTION_NONE, NULL, 0, err);
         } else if (!command_quiet(fs.ctx) && fs.update_available && !offer.eligible) {
             printf("not in this rollout: %s is offered to %g%% of machines, not yet to this one; installed %s\n",
                    fs.latest, offer.m.rollout_percent, fs.installed ? fs.installed : "(none)");
@@ -306,7 +314,7 @@ error_code command_check(command_context *ctx, error_info *err)
     rc = finish_session(&fs, rc, err);
     if (rc == ERR_OK && !ctx->no_stdout) {
         if (want_json(&fs))
-            command_print_json(summary_object(&fs));
+            rc = print_report(&fs, NULL, UPDATE_ACTION_NONE, NULL, 0, err);
         else if (!command_quiet(fs.ctx) && fs.update_available)
             printf("update available: %s -> %s\n", fs.installed ? fs.installed : "(none installed)", fs.latest);
         else if (!command_quiet(fs.ctx) && version_compare(fs.latest, fs.installed) < 0)
@@ -320,107 +328,69 @@ error_code command_check(command_context *ctx, error_info *err)
 
 /* ---- update ----------------------------------------------------------------------------- */
 
-typedef enum {
-    UPDATE_STAGED,
-    UPDATE_UP_TO_DATE,
-    UPDATE_ALREADY_STAGED,
-    UPDATE_NOT_ELIGIBLE /* mirror: this machine is outside the version's rollout */
-} update_outcome;
-
 typedef struct update_job {
     fetch_session *fs;
     bool force;
     bool allow_downgrade;
-    update_outcome outcome;
+    update_action action;
 } update_job;
 
-/* The policy, decided on the answer's headers before any body byte is kept. */
+/* The policy (update_decide), on the answer's headers before any body byte is kept. */
 static MUST_CHECK error_code update_accept(void *user, const download_offer *offer, bool *skip, error_info *err)
 {
     update_job *job = user;
     fetch_session *fs = job->fs;
     record_latest(fs, offer->version);
-    int order = fs->installed ? version_compare(offer->version, fs->installed) : 1;
-    if (order < 0 && !job->allow_downgrade)
-        return error_set(err, ERR_REJECTED,
-                         "the platform offers %s, older than the installed %s; refusing the downgrade (use update "
-                         "--allow-downgrade to accept it)",
-                         offer->version, fs->installed);
-    if (order == 0 && !job->force) {
-        job->outcome = UPDATE_UP_TO_DATE;
-        *skip = true;
-        return ERR_OK;
-    }
-    if (!job->force && staging_has_verified(fs->ctx->cfg, offer->version)) {
-        job->outcome = UPDATE_ALREADY_STAGED;
-        *skip = true;
-    }
-    return ERR_OK;
-}
-
-static MUST_CHECK error_code stage_download(update_job *job, const download_result *dl, intake_result *staged,
-                                            error_info *err)
-{
-    fetch_session *fs = job->fs;
-    intake_candidate candidate = {
-        .path = dl->path,
-        .take_ownership = true,
-        .version = dl->version,
-        .file_name = dl->file_name,
-        .source_url = dl->url,
-        .etag = dl->etag,
-        .expected_length = dl->total_length,
-        .sha256_hex = dl->sha256,
-        .pe_digest = dl->have_pe_digest ? &dl->pe_digest : NULL,
-        .allow_downgrade = job->allow_downgrade,
+    update_facts facts = {
+        .offered = offer->version,
+        .installed = fs->installed,
+        .source = "the platform",
         .force = job->force,
+        .allow_downgrade = job->allow_downgrade,
+        .eligible = true,
+        .is_staged = update_staged_in,
+        .is_staged_user = fs->ctx->cfg,
     };
-    error_code rc = intake_stage(fs->ctx->cfg, fs->s, &candidate, staged, err);
-    /* Staged (moved away) or rejected (must not be resumed): either way
-     * the partial and its sidecar are done with. A disk-full failure keeps
-     * them: the file itself is fine and staging can be retried. */
-    if (rc != ERR_DISK_FULL)
-        download_discard(fs->ctx->cfg->state_dir, dl->version);
-    if (rc == ERR_OK)
-        job->outcome = staged->already_staged ? UPDATE_ALREADY_STAGED : UPDATE_STAGED;
+    update_verdict verdict;
+    error_code rc = update_decide(&facts, &verdict, err);
+    if (rc == ERR_OK && !update_verdict_fetches(verdict)) {
+        job->action = update_action_of(verdict);
+        *skip = true;
+    }
     return rc;
 }
 
-static void print_update(const update_job *job, const intake_result *staged, const download_result *dl)
+/* Stages the finished download (update_stage_download), with this job's options. */
+static MUST_CHECK error_code stage_download(update_job *job, const download_result *dl, const char *signer_cert_sha256,
+                                            intake_result *staged, error_info *err)
+{
+    update_stage_options options = {job->allow_downgrade, job->force, signer_cert_sha256};
+    error_code rc = update_stage_download(job->fs->ctx->cfg, job->fs->s, dl, &options, staged, err);
+    if (rc == ERR_OK)
+        job->action = staged->already_staged ? UPDATE_ACTION_ALREADY_STAGED : UPDATE_ACTION_STAGED;
+    return rc;
+}
+
+/* Prints update's outcome; mirror (the mirror's part, or NULL) is taken over. */
+static MUST_CHECK error_code print_update(const update_job *job, const intake_result *staged, int64_t resumed_from,
+                                          cJSON *mirror, error_info *err)
 {
     const fetch_session *fs = job->fs;
-    if (want_json(fs)) {
-        cJSON *o = summary_object(fs);
-        static const char *const names[] = {"staged", "up_to_date", "already_staged", "not_eligible"};
-        cJSON_AddStringToObject(o, "action", names[job->outcome]);
-        if (job->outcome == UPDATE_STAGED && staged->path) {
-            cJSON *st = cJSON_AddObjectToObject(o, "staged");
-            cJSON_AddStringToObject(st, "version", staged->version);
-            cJSON_AddStringToObject(st, "path", staged->path);
-            cJSON_AddStringToObject(st, "file_name", staged->file_name);
-            cJSON_AddStringToObject(st, "sha256", staged->sha256);
-            cJSON_AddNumberToObject(st, "size", (double)staged->size);
-            cJSON_AddStringToObject(st, "signature", staged->signature);
-            if (staged->signer[0])
-                cJSON_AddStringToObject(st, "signer", staged->signer);
-            else
-                cJSON_AddNullToObject(st, "signer");
-            cJSON_AddNumberToObject(st, "resumed_from", (double)dl->resumed_from);
-        }
-        command_print_json(o);
-        return;
-    }
+    if (want_json(fs))
+        return print_report(fs, mirror, job->action, staged->path ? staged->version : NULL, resumed_from, err);
+    cJSON_Delete(mirror);
     if (command_quiet(fs->ctx))
-        return;
-    if (job->outcome == UPDATE_UP_TO_DATE)
+        return ERR_OK;
+    if (job->action == UPDATE_ACTION_UP_TO_DATE)
         printf("up to date: %s\n", fs->installed);
-    else if (job->outcome == UPDATE_NOT_ELIGIBLE)
+    else if (job->action == UPDATE_ACTION_NOT_ELIGIBLE)
         printf("not updated: %s is offered, but this machine is not in its rollout yet\n", fs->latest);
-    else if (job->outcome == UPDATE_ALREADY_STAGED)
+    else if (job->action == UPDATE_ACTION_ALREADY_STAGED)
         printf("already staged: %s\n", fs->latest);
     else
         printf("staged %s: %s (%" PRId64 " bytes, sha256 %s, signature %s)\n", staged->version, staged->path,
                staged->size, staged->sha256, staged->signature);
+    return ERR_OK;
 }
 
 static MUST_CHECK error_code update_from_api(command_context *ctx, bool publishing, error_info *err)
@@ -463,17 +433,17 @@ static MUST_CHECK error_code update_from_api(command_context *ctx, bool publishi
     }
     if (rc == ERR_OK && !dl.skipped) {
         int64_t t0 = platform_monotonic_ms();
-        rc = stage_download(&job, &dl, &staged, err);
+        rc = stage_download(&job, &dl, NULL, &staged, err);
         log_info("verified and staged in %" PRId64 " ms", platform_monotonic_ms() - t0);
     }
     /* Already staged: a run killed in the middle of staging it may have left
      * it not current yet, or older versions unpruned. */
-    if (rc == ERR_OK && job.outcome == UPDATE_ALREADY_STAGED && fs.latest)
+    if (rc == ERR_OK && job.action == UPDATE_ACTION_ALREADY_STAGED && fs.latest)
         rc = staging_finish_commit(ctx->cfg, fs.s, fs.latest, err);
     rc = finish_session(&fs, rc, err);
     if (rc == ERR_OK && !publishing && !ctx->no_stdout)
-        print_update(&job, &staged, &dl);
-    else if (rc == ERR_OK && publishing && job.outcome == UPDATE_STAGED)
+        rc = print_update(&job, &staged, dl.resumed_from, NULL, err);
+    else if (rc == ERR_OK && publishing && job.action == UPDATE_ACTION_STAGED)
         log_info("staged %s for publishing", staged.version);
     free(staged.path);
     download_result_free(&dl);
@@ -481,8 +451,9 @@ static MUST_CHECK error_code update_from_api(command_context *ctx, bool publishi
     return rc;
 }
 
-/* update with the mirror as the source: the same policy as update_accept,
- * plus the rollout; the file then goes through the same staging. */
+/* update with the mirror as the source: the same policy (update_decide),
+ * with the rollout and the manifest's allow_downgrade; the file then goes
+ * through the same staging. */
 static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info *err)
 {
     bool force = ctx->opts && ctx->opts->force;
@@ -492,9 +463,9 @@ static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info
     memset(&offer, 0, sizeof offer);
     intake_result staged;
     memset(&staged, 0, sizeof staged);
-    download_result none;
-    memset(&none, 0, sizeof none);
-    char *path = NULL;
+    download_result dl;
+    memset(&dl, 0, sizeof dl);
+    char source[600];
     job.fs = &fs;
     error_code rc = mirror_session_open(&fs, ctx, err);
     /* Before any byte is downloaded: the CA files verification will read. */
@@ -502,89 +473,52 @@ static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info
         rc = config_check_verify_files(&ctx->cfg->installer.verify, err);
     if (rc == ERR_OK)
         rc = mirror_offer_get(&fs, &offer, err);
-    bool fetch = false;
+    update_verdict verdict = UPDATE_UP_TO_DATE;
     if (rc == ERR_OK) {
-        const manifest *m = &offer.m;
-        job.allow_downgrade = job.allow_downgrade || m->allow_downgrade;
-        int order = fs.installed ? version_compare(m->version, fs.installed) : 1;
-        if (order < 0 && !job.allow_downgrade)
-            rc = error_set(err, ERR_REJECTED,
-                           "mirror %s offers %s, older than the installed %s, without allow_downgrade; refusing the "
-                           "downgrade (use update --allow-downgrade to accept it)",
-                           offer.manifest_url, m->version, fs.installed);
-        else if (order == 0 && !force)
-            job.outcome = UPDATE_UP_TO_DATE;
-        else if (!offer.eligible && !force)
-            job.outcome = UPDATE_NOT_ELIGIBLE;
-        else if (!force && staging_has_verified(ctx->cfg, m->version))
-            job.outcome = UPDATE_ALREADY_STAGED;
-        else
-            fetch = true;
+        snprintf(source, sizeof source, "mirror %s", offer.manifest_url);
+        update_facts facts = {
+            .offered = offer.m.version,
+            .installed = fs.installed,
+            .source = source,
+            .force = force,
+            .allow_downgrade = job.allow_downgrade,
+            .source_allows_downgrade = offer.m.allow_downgrade,
+            .eligible = offer.eligible,
+            .is_staged = update_staged_in,
+            .is_staged_user = ctx->cfg,
+        };
+        rc = update_decide(&facts, &verdict, err);
+        job.allow_downgrade = job.allow_downgrade || offer.m.allow_downgrade;
+        job.action = update_action_of(verdict);
     }
-    if (rc == ERR_OK && fetch) {
+    bool fetch = rc == ERR_OK && update_verdict_fetches(verdict);
+    if (fetch) {
         int64_t t0 = platform_monotonic_ms();
         rc = source_mirror_download(fs.http, ctx->cfg, &offer, !command_quiet(fs.ctx) && platform_is_terminal(stderr),
-                                    &none, err);
-        path = none.path;
-        none.path = NULL;
+                                    &dl, err);
         if (rc == ERR_OK)
             log_info("downloaded %lld bytes from the mirror in %lld ms", (long long)offer.m.length,
                      (long long)(platform_monotonic_ms() - t0));
     }
     if (rc == ERR_OK && fetch) {
-        intake_candidate candidate = {
-            .path = path,
-            .take_ownership = true,
-            .version = offer.m.version,
-            .file_name = offer.m.file_name,
-            .source_url = offer.installer_url,
-            .expected_length = offer.m.length,
-            .sha256_hex = offer.m.sha256,
-            .pe_digest = none.have_pe_digest ? &none.pe_digest : NULL,
-            .allow_downgrade = job.allow_downgrade,
-            .force = force,
-            .expected_signer_sha256 = offer.m.signed_installer ? offer.m.signer_cert_sha256 : NULL,
-        };
-        rc = intake_stage(ctx->cfg, fs.s, &candidate, &staged, err);
-        if (rc != ERR_OK && err)
+        /* the same staging as the API's download, with the signer the signed manifest names */
+        rc = stage_download(&job, &dl, offer.m.signed_installer ? offer.m.signer_cert_sha256 : NULL, &staged, err);
+        if (rc != ERR_OK)
             error_prefix(err, "mirror installer %s", offer.installer_url);
-        else
-            job.outcome = staged.already_staged ? UPDATE_ALREADY_STAGED : UPDATE_STAGED;
-        if (rc != ERR_DISK_FULL)
-            download_discard(ctx->cfg->state_dir, offer.m.version); /* as stage_download */
     }
     if (rc == ERR_REJECTED && fetch && err)
         source_mirror_record_refusal(fs.s, err->message);
     /* Staged already (a run stopped after staging it): what its download left is done with. */
-    if (rc == ERR_OK && job.outcome == UPDATE_ALREADY_STAGED)
+    if (rc == ERR_OK && job.action == UPDATE_ACTION_ALREADY_STAGED)
         download_discard(ctx->cfg->state_dir, offer.m.version);
-    if (rc == ERR_OK && job.outcome == UPDATE_ALREADY_STAGED && fs.latest)
+    if (rc == ERR_OK && job.action == UPDATE_ACTION_ALREADY_STAGED && fs.latest)
         rc = staging_finish_commit(ctx->cfg, fs.s, fs.latest, err);
     rc = finish_session(&fs, rc, err);
-    if (rc == ERR_OK && ctx->no_stdout) {
-        /* run --json prints one document of its own */
-    } else if (rc == ERR_OK && want_json(&fs)) {
-        /* print_update's JSON, with the mirror's part */
-        cJSON *o = summary_object(&fs);
-        static const char *const names[] = {"staged", "up_to_date", "already_staged", "not_eligible"};
-        cJSON_AddStringToObject(o, "action", names[job.outcome]);
-        add_mirror_summary(o, &offer);
-        if (job.outcome == UPDATE_STAGED && staged.path) {
-            cJSON *st = cJSON_AddObjectToObject(o, "staged");
-            cJSON_AddStringToObject(st, "version", staged.version);
-            cJSON_AddStringToObject(st, "path", staged.path);
-            cJSON_AddStringToObject(st, "file_name", staged.file_name);
-            cJSON_AddStringToObject(st, "sha256", staged.sha256);
-            cJSON_AddNumberToObject(st, "size", (double)staged.size);
-            cJSON_AddStringToObject(st, "signature", staged.signature);
-        }
-        command_print_json(o);
-    } else if (rc == ERR_OK) {
-        print_update(&job, &staged, &none);
-    }
-    free(path);
+    /* run --json prints one document of its own */
+    if (rc == ERR_OK && !ctx->no_stdout)
+        rc = print_update(&job, &staged, dl.resumed_from, mirror_summary(&offer), err);
     free(staged.path);
-    download_result_free(&none);
+    download_result_free(&dl);
     source_mirror_offer_free(&offer);
     session_close(&fs);
     return rc;

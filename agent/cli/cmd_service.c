@@ -19,23 +19,12 @@
 #include "cli/schedtask.h"
 #include "platform/platform.h"
 
-/* The directory part of path (up to its last separator); malloc'd, NULL on
- * out of memory or when path has no directory part. */
-static char *directory_of(const char *path)
-{
-    const char *last = strrchr(path, platform_path_separator());
-    const char *slash = strrchr(path, '/');
-    if (slash && (!last || slash > last))
-        last = slash;
-    return last && last > path ? text_dup_n(path, (size_t)(last - path)) : NULL;
-}
-
 /* Makes the default configuration's directory private, then creates or
  * checks the state directory. */
 static MUST_CHECK error_code protect_directories(const config *cfg, error_info *err)
 {
     char *config_path = platform_default_config_path();
-    char *config_dir = config_path ? directory_of(config_path) : NULL;
+    char *config_dir = config_path ? platform_path_dir(config_path) : NULL;
     free(config_path);
     if (!config_dir)
         return error_set(err, ERR_NOMEM, "out of memory");

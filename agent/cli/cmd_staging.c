@@ -43,28 +43,28 @@ static void write_status(const command_context *ctx, state *s, error_code rc, in
     cJSON_Delete(parts.installer);
 }
 
-static void print_staged(const command_context *ctx, const intake_result *r)
+/* --json: status.json's staged object of the version (staging_status_of) and already_staged. */
+static MUST_CHECK error_code print_staged(const command_context *ctx, const intake_result *r, error_info *err)
 {
     if (ctx->opts->json) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "version", r->version);
-        cJSON_AddBoolToObject(o, "already_staged", r->already_staged);
-        cJSON_AddStringToObject(o, "path", r->path ? r->path : "");
-        cJSON_AddStringToObject(o, "file_name", r->file_name);
-        cJSON_AddStringToObject(o, "sha256", r->sha256);
-        cJSON_AddNumberToObject(o, "size", (double)r->size);
-        cJSON_AddStringToObject(o, "signature", r->signature);
-        jsonx_add_string_or_null(o, "signer", r->signer[0] ? r->signer : NULL);
-        command_print_json(o);
-        return;
+        cJSON *o = NULL;
+        error_code rc = staging_status_of(ctx->cfg, r->version, &o, err);
+        if (rc == ERR_OK && !cJSON_AddBoolToObject(o, "already_staged", r->already_staged))
+            rc = error_set(err, ERR_NOMEM, "out of memory");
+        if (rc == ERR_OK)
+            command_print_json(o);
+        else
+            cJSON_Delete(o);
+        return rc;
     }
     if (command_quiet(ctx))
-        return;
+        return ERR_OK;
     if (r->already_staged)
         printf("%s is already staged: %s (unchanged)\n", r->version, r->path ? r->path : r->file_name);
     else
         printf("staged %s: %s (%lld bytes, sha256 %s, signature %s%s%s)\n", r->version, r->path ? r->path : "",
                (long long)r->size, r->sha256, r->signature, r->signer[0] ? ", signer " : "", r->signer);
+    return ERR_OK;
 }
 
 error_code command_stage(command_context *ctx, error_info *err)
@@ -99,7 +99,7 @@ error_code command_stage(command_context *ctx, error_info *err)
     if (rc == ERR_OK)
         rc = intake_stage(ctx->cfg, s, &candidate, &result, err);
     if (rc == ERR_OK)
-        print_staged(ctx, &result);
+        rc = print_staged(ctx, &result, err);
     free(result.path);
     write_status(ctx, s, rc, 0, err);
     state_free(s);
@@ -109,14 +109,14 @@ error_code command_stage(command_context *ctx, error_info *err)
 static MUST_CHECK error_code deploy_dry_run(command_context *ctx, error_info *err)
 {
     char *version = NULL, *installer = NULL, **argv = NULL, *log = NULL;
-    cJSON *manifest = NULL;
+    staging_manifest manifest;
     error_code rc = staging_current(ctx->cfg, &version, &manifest, &installer, err);
     if (rc == ERR_NOT_FOUND)
         rc = error_set(err, ERR_NOT_FOUND, "nothing is staged; run outpost update first");
     if (rc == ERR_OK && !(log = deploy_log_path(ctx->cfg, version, platform_time_utc_ms() / 1000)))
         rc = error_set(err, ERR_NOMEM, "out of memory");
     if (rc == ERR_OK) {
-        deploy_target target = {.installer = installer, .log = log, .msi = deploy_staged_is_msi(manifest, installer)};
+        deploy_target target = {.installer = installer, .log = log, .msi = staging_manifest_is_msi(&manifest)};
         rc = deploy_build_argv(&ctx->cfg->deploy, &target, &argv, NULL, err);
     }
     char *line = rc == ERR_OK ? deploy_format_argv(argv) : NULL;
@@ -138,7 +138,7 @@ static MUST_CHECK error_code deploy_dry_run(command_context *ctx, error_info *er
     }
     free(line);
     deploy_free_argv(argv);
-    cJSON_Delete(manifest);
+    staging_manifest_free(&manifest);
     free(log);
     free(version);
     free(installer);

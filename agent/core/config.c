@@ -405,11 +405,7 @@ static MUST_CHECK error_code apply_string(const field *f, const cJSON *item, cha
     if (rc != ERR_OK)
         return rc;
     if (f->type == FIELD_SHA256) {
-        size_t n = strlen(s);
-        bool hex = n == 64;
-        for (size_t i = 0; hex && i < n; i++)
-            hex = isxdigit((unsigned char)s[i]) != 0;
-        if (!hex)
+        if (!text_is_hex(s, 64, false))
             return error_set(err, ERR_CONFIG, "%s: `%s` must be 64 hexadecimal digits (a SHA-256)", source, key);
     }
     char *copy = text_dup(s);

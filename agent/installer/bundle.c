@@ -145,24 +145,10 @@ static char *default_output(const char *version, bundle_format format)
     return out;
 }
 
-static char *temp_name(const char *output)
-{
-    unsigned char bytes[6];
-    if (platform_random_bytes(bytes, sizeof bytes, NULL) != ERR_OK)
-        return NULL;
-    char hex[2 * sizeof bytes + 1];
-    text_hex(bytes, sizeof bytes, hex);
-    size_t size = strlen(output) + 32;
-    char *tmp = malloc(size);
-    if (tmp)
-        snprintf(tmp, size, "%s.%s.tmp", output, hex);
-    return tmp;
-}
-
 error_code bundle_write(const config *cfg, bundle_format format, const char *output, char **written, error_info *err)
 {
     char *version = NULL, *installer = NULL, *manifest_path = NULL, *out = NULL, *tmp = NULL, *staging = NULL;
-    cJSON *manifest = NULL;
+    staging_manifest manifest;
     error_code rc = staging_current(cfg, &version, &manifest, &installer, err);
     if (rc != ERR_OK)
         goto cleanup;
@@ -176,17 +162,16 @@ error_code bundle_write(const config *cfg, bundle_format format, const char *out
     manifest_path = dir ? platform_path_join(dir, "manifest.json") : NULL;
     free(dir);
     out = output ? text_dup(output) : default_output(version, format);
-    tmp = out ? temp_name(out) : NULL;
-    if (!manifest_path || !tmp) {
+    if (!manifest_path || !out) {
         rc = error_set(err, ERR_NOMEM, "out of memory");
         goto cleanup;
     }
+    if ((rc = platform_temp_name(out, &tmp, err)) != ERR_OK)
+        goto cleanup;
     int64_t mtime = 0;
-    const char *staged_at = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(manifest, "staged_at"));
-    if (!staged_at || !timefmt_parse_iso8601(staged_at, &mtime) || mtime < 0)
+    if (!timefmt_parse_iso8601(manifest.staged_at, &mtime) || mtime < 0)
         mtime = 0;
-    const char *file_name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(manifest, "file_name"));
-    bundle_member members[2] = {{"manifest.json", manifest_path}, {file_name, installer}};
+    bundle_member members[2] = {{"manifest.json", manifest_path}, {manifest.file_name, installer}};
     if (strcmp(members[0].name, members[1].name) > 0) {
         bundle_member first = members[1];
         members[1] = members[0];
@@ -208,6 +193,6 @@ cleanup:
     free(staging);
     free(out);
     free(tmp);
-    cJSON_Delete(manifest);
+    staging_manifest_free(&manifest);
     return rc;
 }

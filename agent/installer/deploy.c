@@ -194,16 +194,6 @@ char *deploy_log_path(const config *cfg, const char *version, int64_t now_s)
     return path;
 }
 
-bool deploy_staged_is_msi(const cJSON *manifest, const char *installer_path)
-{
-    const cJSON *verification = cJSON_GetObjectItemCaseSensitive(manifest, "verification");
-    const char *format = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(verification, "format"));
-    if (format)
-        return strcmp(format, "msi") == 0;
-    size_t n = installer_path ? strlen(installer_path) : 0;
-    return n >= 4 && text_equal_nocase(installer_path + n - 4, ".msi");
-}
-
 bool deploy_exit_is_success(int exit_code, bool *reboot_required)
 {
     bool reboot = exit_code == 3010 || exit_code == 1641;
@@ -311,15 +301,14 @@ static const char *see_log(const deploy_outcome *out, char *buf, size_t size)
  * manifest: the file hashed here is the file that runs (PRODUCT.md
  * section 9). A link at its name is refused. *held is the caller's.
  */
-static MUST_CHECK error_code hold_verified(const char *installer, const cJSON *manifest, platform_held_file **held,
-                                           error_info *err)
+static MUST_CHECK error_code hold_verified(const char *installer, const staging_manifest *manifest,
+                                           platform_held_file **held, error_info *err)
 {
-    const char *sha = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(manifest, "sha256"));
     error_code rc = platform_held_open(installer, held, err);
     char hex[65];
     if (rc == ERR_OK)
         rc = verify_sha256_stream(platform_held_stream(*held), installer, hex, NULL, err);
-    if (rc == ERR_OK && (!sha || strcmp(hex, sha) != 0))
+    if (rc == ERR_OK && strcmp(hex, manifest->sha256) != 0)
         rc = error_set(err, ERR_REJECTED,
                        "staged installer %s no longer matches its manifest and was not run; stage it again", installer);
     if (rc != ERR_OK) {
@@ -409,7 +398,7 @@ error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_in
     memset(out, 0, sizeof *out);
     out->exit_code = -1;
     char *version = NULL, *installer = NULL;
-    cJSON *manifest = NULL;
+    staging_manifest manifest;
     platform_held_file *held = NULL;
     error_code rc = staging_current(cfg, &version, &manifest, &installer, err);
     if (rc == ERR_NOT_FOUND) {
@@ -426,9 +415,9 @@ error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_in
         goto cleanup;
     /* Hashed from the open file, which stays held until the installer has
      * finished (staging_current checked the size already). */
-    rc = hold_verified(installer, manifest, &held, err);
+    rc = hold_verified(installer, &manifest, &held, err);
     if (rc == ERR_OK)
-        rc = spawn_installer(cfg, installer, held, deploy_staged_is_msi(manifest, installer), out, err);
+        rc = spawn_installer(cfg, installer, held, staging_manifest_is_msi(&manifest), out, err);
     platform_held_close(held);
     held = NULL;
     if (rc == ERR_OK)
@@ -459,7 +448,7 @@ error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_in
             *err = save_err;
     }
 cleanup:
-    cJSON_Delete(manifest);
+    staging_manifest_free(&manifest);
     free(version);
     free(installer);
     return rc;

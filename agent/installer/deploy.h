@@ -46,8 +46,6 @@
 #include "base/error.h"
 #include "core/state.h"
 
-struct cJSON;
-
 typedef struct deploy_outcome {
     char version[65];         /* the staged version that ran */
     int exit_code;            /* the installer's exit code (-1: did not finish) */
@@ -97,9 +95,6 @@ char *deploy_format_argv(char *const *argv);
  * <version>-<YYYYMMDDTHHMMSSZ>.log. malloc'd; NULL on out of memory.
  */
 char *deploy_log_path(const config *cfg, const char *version, int64_t now_s);
-
-/* Whether the staged installer (its manifest, else its file name) is an MSI. */
-bool deploy_staged_is_msi(const struct cJSON *manifest, const char *installer_path);
 
 /*
  * Whether the environment entry "NAME=value" is passed to the installer

@@ -25,53 +25,17 @@
 #include "installer/version.h"
 
 #define BUNDLE_MANIFEST_MAX_BYTES (1024 * 1024)
-#define COPY_BUFFER (256 * 1024)
 
 static MUST_CHECK error_code oom(error_info *err)
 {
     return error_set(err, ERR_NOMEM, "out of memory");
 }
 
-/* Manifests are outpost's own files: lenient reads. */
-static const char *json_string(const cJSON *obj, const char *name)
+/* platform_copy_file's observer: the bytes copied go through the hasher,
+ * so the copy is the one pass over the file (PRODUCT.md 4.3). */
+static void hash_copied(void *hasher, const void *data, size_t len)
 {
-    return jsonx_string(NULL, obj, name);
-}
-
-/* Copies from to to; the bytes copied go through hasher (may be NULL):
- * the copy is the one pass over the file (PRODUCT.md 4.3). */
-static MUST_CHECK error_code copy_file(const char *from, const char *to, verify_hasher *hasher, error_info *err)
-{
-    FILE *in = platform_fopen(from, "rb");
-    if (!in)
-        return platform_stdio_error(err, "cannot open %s", from);
-    FILE *out = platform_fopen(to, "wb");
-    error_code rc = out ? ERR_OK : platform_stdio_error(err, "cannot create %s", to);
-    char *buf = rc == ERR_OK ? malloc(COPY_BUFFER) : NULL;
-    if (rc == ERR_OK && !buf)
-        rc = oom(err);
-    if (rc != ERR_OK)
-        goto cleanup;
-    size_t n;
-    while ((n = fread(buf, 1, COPY_BUFFER, in)) > 0) {
-        if (hasher)
-            verify_hasher_update(hasher, buf, n);
-        if (fwrite(buf, 1, n, out) != n) {
-            rc = platform_stdio_error(err, "cannot write %s", to);
-            goto cleanup;
-        }
-    }
-    if (ferror(in)) {
-        rc = platform_stdio_error(err, "cannot read %s", from);
-        goto cleanup;
-    }
-    rc = platform_fsync_file(out, err);
-cleanup:
-    if (out && fclose(out) != 0 && rc == ERR_OK)
-        rc = platform_stdio_error(err, "cannot write %s", to);
-    fclose(in);
-    free(buf);
-    return rc;
+    verify_hasher_update(hasher, data, len);
 }
 
 static MUST_CHECK error_code fsync_path(const char *path, error_info *err)
@@ -119,7 +83,7 @@ static MUST_CHECK error_code make_private_copy(intake_job *job, error_info *err)
     verify_hasher *hasher = verify_hasher_new(size);
     if (!hasher)
         return oom(err);
-    error_code rc = copy_file(c->path, job->received, hasher, err);
+    error_code rc = platform_copy_file(c->path, job->received, hash_copied, hasher, err);
     if (rc == ERR_OK)
         return verify_hasher_finish(hasher, &job->copied, err);
     verify_hasher_free(hasher);
@@ -175,20 +139,24 @@ static MUST_CHECK error_code read_bundle_manifest(intake_job *job, const char *p
     error_code rc = platform_read_file(path, BUNDLE_MANIFEST_MAX_BYTES, &text, &len, err);
     if (rc != ERR_OK)
         return error_set(err, ERR_REJECTED, "the bundle's manifest.json cannot be read (over 1 MiB?)");
-    cJSON *m = cJSON_ParseWithLength(text, len);
+    cJSON *doc = cJSON_ParseWithLength(text, len);
     free(text);
-    const char *version = json_string(m, "version");
-    const char *sha = json_string(m, "sha256");
-    if (!version)
-        rc = error_set(err, ERR_REJECTED, "the bundle's manifest.json names no version");
-    else if (sha && strcmp(sha, installer_sha) != 0)
+    staging_manifest m;
+    error_info why;
+    if (staging_manifest_from_json(doc, &m, &why) != ERR_OK) {
+        cJSON_Delete(doc);
+        return error_set(err, ERR_REJECTED, "the bundle's %s", why.message);
+    }
+    cJSON_Delete(doc);
+    const char *version = m.version;
+    if (strcmp(m.sha256, installer_sha) != 0)
         rc = error_set(err, ERR_REJECTED, "the installer in the bundle does not match the SHA-256 in its manifest");
     else if (job->version[0] && version_compare(job->version, version) != 0)
         rc = error_set(err, ERR_REJECTED, "--version %s contradicts the bundle's manifest, which says %.64s",
                        job->version, version);
     else if (!job->version[0])
         rc = set_version(job, version, err);
-    cJSON_Delete(m);
+    staging_manifest_free(&m);
     return rc;
 }
 
@@ -402,26 +370,23 @@ static MUST_CHECK error_code check_expected_signer(const intake_job *job, error_
 /* This version is staged already: report what is there, change nothing. */
 static MUST_CHECK error_code report_already_staged(intake_job *job, intake_result *result, error_info *err)
 {
-    cJSON *m = NULL;
+    staging_manifest m;
     char *path = NULL;
     error_code rc = staging_load(job->cfg, job->version, &m, &path, err);
     if (rc != ERR_OK)
         return rc;
-    const cJSON *sig =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "verification"), "signature");
     result->already_staged = true;
     snprintf(result->version, sizeof result->version, "%s", job->version);
-    snprintf(result->file_name, sizeof result->file_name, "%s", json_string(m, "file_name"));
-    snprintf(result->sha256, sizeof result->sha256, "%s", json_string(m, "sha256"));
-    result->size = (int64_t)cJSON_GetObjectItemCaseSensitive(m, "size")->valuedouble;
-    snprintf(result->signature, sizeof result->signature, "%s",
-             json_string(sig, "result") ? json_string(sig, "result") : "");
-    snprintf(result->signer, sizeof result->signer, "%s", json_string(sig, "signer") ? json_string(sig, "signer") : "");
+    snprintf(result->file_name, sizeof result->file_name, "%s", m.file_name);
+    snprintf(result->sha256, sizeof result->sha256, "%s", m.sha256);
+    result->size = m.size;
+    snprintf(result->signature, sizeof result->signature, "%s", m.signature);
+    snprintf(result->signer, sizeof result->signer, "%s", m.signer ? m.signer : "");
     result->path = path;
     if (strcmp(result->sha256, job->sha256) != 0)
         log_warn("version %s is already staged from a different file (SHA-256 %s); kept it, use --force to replace it",
                  job->version, result->sha256);
-    cJSON_Delete(m);
+    staging_manifest_free(&m);
     return ERR_OK;
 }
 

@@ -20,7 +20,7 @@
 #include "installer/intake.h"
 #include "installer/mirror_trust.h"
 #include "installer/source_mirror.h"
-#include "installer/version.h"
+#include "installer/update.h"
 #include "platform/platform.h"
 
 static void step(mirror_verify_result *r, const char *name, bool ok, const char *fmt, ...) OUTPOST_PRINTF(4, 5);
@@ -218,16 +218,21 @@ error_code mirror_verify_run(http_client *http, const config *cfg, const char *u
             free(staged.path);
         }
         if (got == ERR_OK) {
-            int order = installed ? version_compare(offer.m.version, installed) : 1;
-            if (order < 0 && !offer.m.allow_downgrade) {
-                error_set(&why, ERR_REJECTED,
-                          "the mirror offers %s, older than the installed %s, without "
-                          "allow_downgrade: an endpoint refuses it",
-                          offer.m.version, installed);
+            /* The endpoint's own decision (update_decide), as `update` without options takes it. */
+            update_facts facts = {
+                .offered = offer.m.version,
+                .installed = installed,
+                .source = "the mirror",
+                .source_allows_downgrade = offer.m.allow_downgrade,
+                .eligible = offer.eligible,
+            };
+            update_verdict verdict;
+            if (update_decide(&facts, &verdict, &why) != ERR_OK)
                 fail(r, "version", ERR_REJECTED, &why);
-            } else {
-                r->action = order == 0 ? "up-to-date" : !offer.eligible ? "not-eligible" : "install";
-            }
+            else
+                r->action = verdict == UPDATE_UP_TO_DATE     ? "up-to-date"
+                            : verdict == UPDATE_NOT_ELIGIBLE ? "not-eligible"
+                                                             : "install";
         }
     }
     free(installed);

@@ -21,58 +21,8 @@
 #include "mirror/root.h"
 #include "platform/platform.h"
 
-#define COPY_CHUNK (256 * 1024)
 #define SALT_BYTES 16
 #define PUBLISH_WARN_S (30 * 86400) /* publish warns this long before the mirror root expires */
-
-/* A unique temporary name beside path ("<path>.<hex>.tmp"); malloc'd. */
-static char *temp_name(const char *path)
-{
-    uint8_t rnd[8];
-    if (platform_random_bytes(rnd, sizeof rnd, NULL) != ERR_OK)
-        memset(rnd, 0x5a, sizeof rnd);
-    char hex[17];
-    text_hex(rnd, sizeof rnd, hex);
-    size_t size = strlen(path) + 1 + 16 + 5;
-    char *tmp = malloc(size);
-    if (tmp)
-        snprintf(tmp, size, "%s.%s.tmp", path, hex);
-    return tmp;
-}
-
-/* Streams from into to (created); flushed before closing. */
-static MUST_CHECK error_code copy_stream(const char *from, const char *to, error_info *err)
-{
-    FILE *in = platform_fopen(from, "rb");
-    if (!in)
-        return error_set(err, ERR_IO, "cannot read the staged installer %s", from);
-    FILE *out = platform_fopen(to, "wb");
-    if (!out) {
-        fclose(in);
-        return error_set(err, ERR_IO, "cannot create %s in the mirror directory; check that it is writable", to);
-    }
-    char *buf = malloc(COPY_CHUNK);
-    error_code rc = buf ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory");
-    while (rc == ERR_OK) {
-        size_t n = fread(buf, 1, COPY_CHUNK, in);
-        if (n > 0 && fwrite(buf, 1, n, out) != n)
-            rc = error_set(err, ERR_IO, "cannot write %s (disk full?)", to);
-        if (n < COPY_CHUNK) {
-            if (ferror(in))
-                rc = error_set(err, ERR_IO, "cannot read the staged installer %s", from);
-            break;
-        }
-    }
-    free(buf);
-    fclose(in);
-    if (rc == ERR_OK)
-        rc = platform_fsync_file(out, err);
-    if (fclose(out) != 0 && rc == ERR_OK)
-        rc = error_set(err, ERR_IO, "cannot write %s", to);
-    if (rc != ERR_OK)
-        ERROR_IGNORE(platform_remove_file(to, NULL));
-    return rc;
-}
 
 /* installers/<sha256>.<ext>: kept when already right, else written, read back, checked, renamed. */
 static MUST_CHECK error_code write_installer(const char *staged_path, const char *final_path, const char *sha256,
@@ -86,10 +36,12 @@ static MUST_CHECK error_code write_installer(const char *staged_path, const char
             return ERR_OK;
         log_warn("%s does not hold what its name says; writing it again", final_path);
     }
-    char *tmp = temp_name(final_path);
-    if (!tmp)
-        return error_set(err, ERR_NOMEM, "out of memory");
-    error_code rc = copy_stream(staged_path, tmp, err);
+    char *tmp = NULL;
+    error_code rc = platform_temp_name(final_path, &tmp, err);
+    if (rc != ERR_OK)
+        return rc;
+    if ((rc = platform_copy_file(staged_path, tmp, NULL, NULL, err)) != ERR_OK)
+        error_prefix(err, "publish: cannot copy the staged installer into the mirror directory");
     if (rc == ERR_OK && (rc = verify_sha256_file(tmp, hex, &size, err)) == ERR_OK &&
         (strcmp(hex, sha256) != 0 || size != length))
         rc =
@@ -109,10 +61,11 @@ static MUST_CHECK error_code write_installer(const char *staged_path, const char
 /* manifest.json: a new readable (0644) temporary file renamed over the old one. */
 static MUST_CHECK error_code write_manifest(const char *path, const char *data, size_t len, error_info *err)
 {
-    char *tmp = temp_name(path);
-    if (!tmp)
-        return error_set(err, ERR_NOMEM, "out of memory");
-    error_code rc = platform_write_new_file(tmp, data, len, false, err);
+    char *tmp = NULL;
+    error_code rc = platform_temp_name(path, &tmp, err);
+    if (rc != ERR_OK)
+        return rc;
+    rc = platform_write_new_file(tmp, data, len, false, err);
     if (rc == ERR_OK)
         rc = platform_rename(tmp, path, err);
     if (rc != ERR_OK)
@@ -133,7 +86,7 @@ static bool is_installer_name(const char *name)
 }
 
 /* Whether name is "<base>.<16 hex>.tmp" with a base that is_base accepts:
- * the temporary file of a write this module makes (temp_name). */
+ * the temporary file of a write this module makes (platform_temp_name). */
 static bool is_temp_name(const char *name, bool (*is_base)(const char *))
 {
     size_t n = strlen(name);
@@ -358,31 +311,18 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     memset(out, 0, sizeof *out);
     char *version = NULL, *staged_path = NULL, *installers_dir = NULL, *installer_path = NULL, *manifest_path = NULL;
     char *payload = NULL, *signed_text = NULL;
-    cJSON *staged = NULL;
+    staging_manifest staged;
     error_code rc = staging_current(cfg, &version, &staged, &staged_path, err);
     if (rc != ERR_OK) {
         error_prefix(err, "publish: nothing to publish");
         goto cleanup;
     }
-    const cJSON *verification = cJSON_GetObjectItemCaseSensitive(staged, "verification");
-    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(verification, "signature");
-    const char *sha256 = jsonx_string(NULL, staged, "sha256");
-    const char *file_name = jsonx_string(NULL, staged, "file_name");
-    const cJSON *size = cJSON_GetObjectItemCaseSensitive(staged, "size");
-    if (!sha256 || strlen(sha256) != 64 || !file_name || !cJSON_IsNumber(size)) {
-        rc = error_set(err, ERR_IO,
-                       "publish: the manifest of staged version %s lacks sha256, file_name or size; stage it "
-                       "again with update --force",
-                       version);
-        goto cleanup;
-    }
-    const char *inner = jsonx_string(NULL, verification, "inner_format");
-    const char *format = inner && inner[0] ? inner : jsonx_string(NULL, verification, "format");
-    const char *ext = format && strcmp(format, "msi") == 0 ? "msi" : "exe";
-    const char *result = jsonx_string(NULL, sig, "result");
-    const char *signer_subject = jsonx_string(NULL, sig, "signer");
-    const char *signer_cert = jsonx_string(NULL, sig, "signer_cert_sha256");
-    bool signed_installer = result && strcmp(result, "valid") == 0 && signer_cert;
+    const char *sha256 = staged.sha256;
+    const char *file_name = staged.file_name;
+    const char *ext = staging_manifest_is_msi(&staged) ? "msi" : "exe";
+    const char *signer_subject = staged.signer;
+    const char *signer_cert = staged.signer_cert_sha256;
+    bool signed_installer = strcmp(staged.signature, "valid") == 0 && signer_cert[0];
 
     /* 0. the roots, before anything an endpoint would judge by them */
     if ((rc = publish_roots(cfg, req, err)) != ERR_OK)
@@ -406,7 +346,7 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
         error_prefix(err, "publish: cannot create the mirror directory");
         goto cleanup;
     }
-    int64_t length = (int64_t)size->valuedouble;
+    int64_t length = staged.size;
     if ((rc = write_installer(staged_path, installer_path, sha256, length, &out->new_installer, err)) != ERR_OK)
         goto cleanup;
 
@@ -506,6 +446,6 @@ cleanup:
     free(manifest_path);
     free(payload);
     free(signed_text);
-    cJSON_Delete(staged);
+    staging_manifest_free(&staged);
     return rc;
 }

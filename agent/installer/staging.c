@@ -24,6 +24,7 @@
 #include "installer/disposition.h"
 #include "installer/installed.h"
 #include "installer/installer_state.h"
+#include "installer/update.h"
 #include "core/log.h"
 #include "platform/platform.h"
 #include "base/text.h"
@@ -43,12 +44,6 @@ static char *staging_root(const config *cfg)
 static MUST_CHECK error_code oom(error_info *err)
 {
     return error_set(err, ERR_NOMEM, "out of memory");
-}
-
-/* Manifests and the state are outpost's own files: lenient reads. */
-static const char *json_string(const cJSON *obj, const char *name)
-{
-    return jsonx_string(NULL, obj, name);
 }
 
 static MUST_CHECK error_code random_name(const char *prefix, char *out, size_t size, error_info *err)
@@ -74,8 +69,155 @@ bool staging_file_name_is_safe(const char *name)
     return last != '.' && last != ' ' && !disposition_is_device_name(name);
 }
 
-/* Reads and parses a manifest (size-capped). */
-static MUST_CHECK error_code manifest_read(const char *dir, cJSON **manifest, error_info *err)
+/* ---- The manifest's typed view ------------------------------------------------ */
+
+/* Copies the string at path (absent or null: "") into out; a value that does
+ * not fit is a failure, not a silent truncation. */
+static void read_fixed(jsonx_reader *r, const cJSON *doc, const char *path, char *out, size_t size)
+{
+    const char *v = jsonx_string(r, doc, path);
+    if (v && strlen(v) >= size)
+        jsonx_fail(r, path, "is too long");
+    else
+        snprintf(out, size, "%s", v ? v : "");
+}
+
+static void read_required(jsonx_reader *r, const cJSON *doc, const char *path, char *out, size_t size)
+{
+    read_fixed(r, doc, path, out, size);
+    if (!out[0])
+        jsonx_fail(r, path, "is missing");
+}
+
+static char *read_owned(jsonx_reader *r, const cJSON *doc, const char *path, bool *oom_seen)
+{
+    const char *v = jsonx_string(r, doc, path);
+    char *copy = v ? text_dup(v) : NULL;
+    if (v && !copy)
+        *oom_seen = true;
+    return copy;
+}
+
+/* staging_manifest_from_json, naming the document `where` in errors. */
+static MUST_CHECK error_code manifest_view(const cJSON *doc, const char *where, staging_manifest *out, error_info *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!cJSON_IsObject(doc))
+        return error_set(err, ERR_IO, "%s is not a JSON object", where);
+    jsonx_reader r;
+    jsonx_reader_init(&r, where, NULL, ERR_IO, err);
+    read_required(&r, doc, "version", out->version, sizeof out->version);
+    read_required(&r, doc, "file_name", out->file_name, sizeof out->file_name);
+    read_fixed(&r, doc, "staged_file", out->staged_file, sizeof out->staged_file);
+    read_required(&r, doc, "sha256", out->sha256, sizeof out->sha256);
+    bool has_size = false;
+    double size = jsonx_number(&r, doc, "size", &has_size);
+    if (r.rc == ERR_OK && !has_size)
+        jsonx_fail(&r, "size", "is missing");
+    else if (r.rc == ERR_OK && (size < 0 || size > 9007199254740992.0 || size != (double)(int64_t)size))
+        jsonx_fail(&r, "size", "is not a byte count");
+    out->size = (int64_t)size;
+    read_fixed(&r, doc, "staged_at", out->staged_at, sizeof out->staged_at);
+    read_fixed(&r, doc, "verification.format", out->format, sizeof out->format);
+    read_fixed(&r, doc, "verification.inner_format", out->inner_format, sizeof out->inner_format);
+    read_fixed(&r, doc, "verification.signature.result", out->signature, sizeof out->signature);
+    read_fixed(&r, doc, "verification.signature.signer_cert_sha256", out->signer_cert_sha256,
+               sizeof out->signer_cert_sha256);
+    read_fixed(&r, doc, "verification.version_binding.status", out->version_binding, sizeof out->version_binding);
+    read_fixed(&r, doc, "verification.signature.digest", out->digest, sizeof out->digest);
+    out->signature_index = jsonx_int64(&r, doc, "verification.signature.signature_index", false, 0);
+    out->signature_count = jsonx_int64(&r, doc, "verification.signature.signature_count", false, 0);
+    read_fixed(&r, doc, "verification.signature.timestamp_kind", out->timestamp_kind, sizeof out->timestamp_kind);
+    read_fixed(&r, doc, "verification.signature.timestamp", out->timestamp, sizeof out->timestamp);
+    bool oom_seen = false;
+    out->source_url = read_owned(&r, doc, "source_url", &oom_seen);
+    out->etag = read_owned(&r, doc, "etag", &oom_seen);
+    out->signer = read_owned(&r, doc, "verification.signature.signer", &oom_seen);
+    /* The rules the writer followed: these strings name paths and files. */
+    if (r.rc == ERR_OK && !version_is_valid(out->version, NULL))
+        jsonx_fail(&r, "version", "is not a valid version");
+    if (r.rc == ERR_OK && !staging_file_name_is_safe(out->file_name))
+        jsonx_fail(&r, "file_name", "is not a safe file name");
+    if (r.rc == ERR_OK && out->staged_file[0] && strcmp(out->staged_file, STAGING_DISK_NAME_PE) != 0 &&
+        strcmp(out->staged_file, STAGING_DISK_NAME_MSI) != 0)
+        jsonx_fail(&r, "staged_file", "is not " STAGING_DISK_NAME_PE " or " STAGING_DISK_NAME_MSI);
+    if (r.rc == ERR_OK && !text_is_hex(out->sha256, 64, true))
+        jsonx_fail(&r, "sha256", "is not 64 lower-case hex digits");
+    /* Manifests written before staged_file existed kept the installer under file_name. */
+    if (r.rc == ERR_OK && !out->staged_file[0])
+        snprintf(out->staged_file, sizeof out->staged_file, "%s", out->file_name);
+    error_code rc = r.rc;
+    if (rc == ERR_OK && oom_seen)
+        rc = error_set(err, ERR_NOMEM, "out of memory");
+    if (rc == ERR_OK && !out->signature[0])
+        snprintf(out->signature, sizeof out->signature, "skipped");
+    if (rc != ERR_OK)
+        staging_manifest_free(out);
+    return rc;
+}
+
+error_code staging_manifest_from_json(const cJSON *doc, staging_manifest *out, error_info *err)
+{
+    return manifest_view(doc, "manifest.json", out, err);
+}
+
+void staging_manifest_free(staging_manifest *m)
+{
+    if (!m)
+        return;
+    char **owned[] = {&m->source_url, &m->etag, &m->signer};
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) {
+        free(*owned[i]);
+        *owned[i] = NULL;
+    }
+}
+
+bool staging_manifest_is_msi(const staging_manifest *m)
+{
+    const char *format = m->inner_format[0] ? m->inner_format : m->format;
+    if (format[0])
+        return strcmp(format, "msi") == 0;
+    size_t n = strlen(m->staged_file);
+    return n >= 4 && text_equal_nocase(m->staged_file + n - 4, ".msi");
+}
+
+cJSON *staging_manifest_to_status(const staging_manifest *m, const char *path)
+{
+    cJSON *staged = cJSON_CreateObject();
+    if (!staged)
+        return NULL;
+    bool ok = cJSON_AddStringToObject(staged, "version", m->version) &&
+              jsonx_add_string_or_null(staged, "path", path) &&
+              cJSON_AddStringToObject(staged, "file_name", m->file_name) &&
+              cJSON_AddStringToObject(staged, "sha256", m->sha256) &&
+              cJSON_AddNumberToObject(staged, "size", (double)m->size) &&
+              jsonx_add_string_or_null(staged, "staged_at", m->staged_at[0] ? m->staged_at : NULL) &&
+              cJSON_AddStringToObject(staged, "signature", m->signature) &&
+              /* null: staged before outpost bound versions */
+              jsonx_add_string_or_null(staged, "version_binding", m->version_binding[0] ? m->version_binding : NULL) &&
+              jsonx_add_string_or_null(staged, "signer", m->signer);
+    /* Which signature carried the verdict (issue 23), as the manifest says. */
+    cJSON *by = ok ? cJSON_AddObjectToObject(staged, "verified_signature") : NULL;
+    ok = by != NULL;
+    if (ok && m->digest[0])
+        ok = cJSON_AddStringToObject(by, "digest", m->digest) != NULL;
+    if (ok && m->signer_cert_sha256[0])
+        ok = cJSON_AddStringToObject(by, "signer_cert_sha256", m->signer_cert_sha256) != NULL;
+    if (ok && m->signature_index > 0)
+        ok = cJSON_AddNumberToObject(by, "signature_index", (double)m->signature_index) &&
+             cJSON_AddNumberToObject(by, "signature_count", (double)m->signature_count);
+    if (ok && m->timestamp_kind[0])
+        ok = cJSON_AddStringToObject(by, "timestamp_kind", m->timestamp_kind) &&
+             cJSON_AddStringToObject(by, "timestamp", m->timestamp);
+    if (!ok) {
+        cJSON_Delete(staged);
+        return NULL;
+    }
+    return staged;
+}
+
+/* Reads, parses and checks a staged version's manifest (size-capped). */
+static MUST_CHECK error_code manifest_read(const char *dir, staging_manifest *manifest, error_info *err)
 {
     char *path = platform_path_join(dir, "manifest.json");
     if (!path)
@@ -84,12 +226,9 @@ static MUST_CHECK error_code manifest_read(const char *dir, cJSON **manifest, er
     size_t len = 0;
     error_code rc = platform_read_file(path, MANIFEST_MAX_BYTES, &text, &len, err);
     if (rc == ERR_OK) {
-        *manifest = cJSON_ParseWithLength(text, len);
-        if (!*manifest || !cJSON_IsObject(*manifest)) {
-            cJSON_Delete(*manifest);
-            *manifest = NULL;
-            rc = error_set(err, ERR_IO, "%s is not a valid manifest", path);
-        }
+        cJSON *doc = cJSON_ParseWithLength(text, len);
+        rc = doc ? manifest_view(doc, path, manifest, err) : error_set(err, ERR_IO, "%s is not valid JSON", path);
+        cJSON_Delete(doc);
     }
     free(text);
     free(path);
@@ -168,10 +307,10 @@ error_code staging_current_version(const config *cfg, char **version, error_info
 
 /* The staged version's manifest and installer path, checked against each other
  * when verify_hash (size always; SHA-256 too when verify_hash). */
-static MUST_CHECK error_code load_staged(const char *root, const char *version, bool verify_hash, cJSON **manifest,
-                                         char **installer_path, error_info *err)
+static MUST_CHECK error_code load_staged(const char *root, const char *version, bool verify_hash,
+                                         staging_manifest *manifest, char **installer_path, error_info *err)
 {
-    *manifest = NULL;
+    memset(manifest, 0, sizeof *manifest);
     *installer_path = NULL;
     char *dir = platform_path_join(root, version);
     if (!dir)
@@ -181,29 +320,18 @@ static MUST_CHECK error_code load_staged(const char *root, const char *version, 
         free(dir);
         return rc;
     }
-    const char *name = json_string(*manifest, "file_name");
-    const char *sha = json_string(*manifest, "sha256");
-    const cJSON *size = cJSON_GetObjectItemCaseSensitive(*manifest, "size");
-    const char *mversion = json_string(*manifest, "version");
-    /* The file on disk is staged_file, one of outpost's two names; manifests
-     * written before staged_file existed kept the installer under file_name. */
-    const char *disk = json_string(*manifest, "staged_file");
-    bool disk_ok = disk ? strcmp(disk, STAGING_DISK_NAME_PE) == 0 || strcmp(disk, STAGING_DISK_NAME_MSI) == 0
-                        : name && staging_file_name_is_safe(name);
-    if (!disk)
-        disk = name;
-    if (!name || !disk_ok || !staging_file_name_is_safe(name) || !sha || !cJSON_IsNumber(size) || !mversion ||
-        strcmp(mversion, version) != 0) {
-        rc = error_set(err, ERR_IO, "the manifest of staged version %s is incomplete or damaged", version);
+    if (strcmp(manifest->version, version) != 0) {
+        rc = error_set(err, ERR_IO, "the manifest of staged version %s names version %s; it is damaged", version,
+                       manifest->version);
         goto fail;
     }
-    *installer_path = platform_path_join(dir, disk);
+    *installer_path = platform_path_join(dir, manifest->staged_file);
     if (!*installer_path) {
         rc = oom(err);
         goto fail;
     }
     uint64_t actual = 0;
-    if (platform_path_stat(*installer_path, &actual) != PLATFORM_PATH_FILE || (double)actual != size->valuedouble) {
+    if (platform_path_stat(*installer_path, &actual) != PLATFORM_PATH_FILE || actual != (uint64_t)manifest->size) {
         rc = error_set(err, ERR_REJECTED,
                        "staged installer %s is missing or its size no longer matches its manifest; stage it again",
                        *installer_path);
@@ -212,7 +340,7 @@ static MUST_CHECK error_code load_staged(const char *root, const char *version, 
     if (verify_hash) {
         char hex[65];
         rc = verify_sha256_file(*installer_path, hex, NULL, err);
-        if (rc == ERR_OK && strcmp(hex, sha) != 0)
+        if (rc == ERR_OK && strcmp(hex, manifest->sha256) != 0)
             rc = error_set(err, ERR_REJECTED,
                            "staged installer %s no longer matches the SHA-256 in its manifest; stage it again",
                            *installer_path);
@@ -225,8 +353,7 @@ fail:
     free(dir);
     free(*installer_path);
     *installer_path = NULL;
-    cJSON_Delete(*manifest);
-    *manifest = NULL;
+    staging_manifest_free(manifest);
     return rc;
 }
 
@@ -263,22 +390,27 @@ bool staging_has_verified(const config *cfg, const char *version)
     char *root = staging_root(cfg);
     if (!root)
         return false;
-    cJSON *manifest = NULL;
+    staging_manifest manifest;
     char *path = NULL;
     error_code rc = load_staged(root, version, true, &manifest, &path, NULL);
-    cJSON_Delete(manifest);
+    if (rc == ERR_OK)
+        staging_manifest_free(&manifest);
     free(path);
     free(root);
     return rc == ERR_OK;
 }
 
-error_code staging_current(const config *cfg, char **version, cJSON **manifest, char **installer_path, error_info *err)
+error_code staging_current(const config *cfg, char **version, staging_manifest *manifest, char **installer_path,
+                           error_info *err)
 {
     char *root = staging_root(cfg);
     if (!root)
         return oom(err);
     char *current = NULL;
-    cJSON *m = NULL;
+    staging_manifest m;
+    memset(&m, 0, sizeof m);
+    if (manifest)
+        memset(manifest, 0, sizeof *manifest);
     char *path = NULL;
     error_code rc = read_current(root, &current, err);
     if (rc == ERR_OK && !current)
@@ -292,7 +424,7 @@ error_code staging_current(const config *cfg, char **version, cJSON **manifest, 
         }
         if (manifest) {
             *manifest = m;
-            m = NULL;
+            memset(&m, 0, sizeof m);
         }
         if (installer_path) {
             *installer_path = path;
@@ -300,7 +432,7 @@ error_code staging_current(const config *cfg, char **version, cJSON **manifest, 
         }
     }
     free(current);
-    cJSON_Delete(m);
+    staging_manifest_free(&m);
     free(path);
     free(root);
     return rc;
@@ -538,7 +670,7 @@ error_code staging_work_dir(const config *cfg, char **tmp, error_info *err)
     return rc;
 }
 
-error_code staging_load(const config *cfg, const char *version, cJSON **manifest, char **installer_path,
+error_code staging_load(const config *cfg, const char *version, staging_manifest *manifest, char **installer_path,
                         error_info *err)
 {
     char *root = staging_root(cfg);
@@ -597,54 +729,34 @@ error_code staging_adopt(const config *cfg, state *s, const char *tmp, const cha
     return rc;
 }
 
+error_code staging_status_of(const config *cfg, const char *version, cJSON **out, error_info *err)
+{
+    *out = NULL;
+    staging_manifest m;
+    char *path = NULL;
+    error_code rc = staging_load(cfg, version, &m, &path, err);
+    if (rc != ERR_OK)
+        return rc;
+    *out = staging_manifest_to_status(&m, path);
+    if (!*out)
+        rc = oom(err);
+    free(path);
+    staging_manifest_free(&m);
+    return rc;
+}
+
 /* ---- The status file's "installer" member ------------------------------------ */
 
 static cJSON *staged_object(const config *cfg)
 {
-    char *version = NULL, *path = NULL;
-    cJSON *m = NULL;
-    if (staging_current(cfg, &version, &m, &path, NULL) != ERR_OK)
+    char *path = NULL;
+    staging_manifest m;
+    if (staging_current(cfg, NULL, &m, &path, NULL) != ERR_OK)
         return cJSON_CreateNull();
-    cJSON *staged = cJSON_CreateObject();
-    const cJSON *sig =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "verification"), "signature");
-    const char *signer = json_string(sig, "signer");
-    cJSON_AddStringToObject(staged, "version", version);
-    cJSON_AddStringToObject(staged, "path", path);
-    cJSON_AddStringToObject(staged, "file_name", json_string(m, "file_name"));
-    cJSON_AddStringToObject(staged, "sha256", json_string(m, "sha256"));
-    cJSON_AddNumberToObject(staged, "size", cJSON_GetObjectItemCaseSensitive(m, "size")->valuedouble);
-    const char *staged_at = json_string(m, "staged_at");
-    if (staged_at)
-        cJSON_AddStringToObject(staged, "staged_at", staged_at);
-    else
-        cJSON_AddNullToObject(staged, "staged_at");
-    const char *result = json_string(sig, "result");
-    cJSON_AddStringToObject(staged, "signature", result ? result : "skipped");
-    const cJSON *binding =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "verification"), "version_binding");
-    const char *binding_status = json_string(binding, "status");
-    if (binding_status)
-        cJSON_AddStringToObject(staged, "version_binding", binding_status);
-    else
-        cJSON_AddNullToObject(staged, "version_binding"); /* staged before outpost bound versions */
-    if (signer)
-        cJSON_AddStringToObject(staged, "signer", signer);
-    else
-        cJSON_AddNullToObject(staged, "signer");
-    /* Which signature carried the verdict (issue 23): as the manifest says. */
-    static const char *const carried[] = {"digest",          "signer_cert_sha256", "signature_index",
-                                          "signature_count", "timestamp_kind",     "timestamp"};
-    cJSON *by = cJSON_AddObjectToObject(staged, "verified_signature");
-    for (size_t i = 0; by && sig && i < sizeof carried / sizeof carried[0]; i++) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(sig, carried[i]);
-        if (item)
-            cJSON_AddItemToObject(by, carried[i], cJSON_Duplicate(item, true));
-    }
-    free(version);
+    cJSON *staged = staging_manifest_to_status(&m, path);
     free(path);
-    cJSON_Delete(m);
-    return staged;
+    staging_manifest_free(&m);
+    return staged ? staged : cJSON_CreateNull();
 }
 
 static void add_copy_or_null(cJSON *obj, const char *name, const cJSON *value)
@@ -668,7 +780,7 @@ error_code staging_status_section(const config *cfg, state *s, cJSON **out, erro
         latest = NULL;
     jsonx_add_string_or_null(obj, "installed_version", installed);
     jsonx_add_string_or_null(obj, "latest_version", latest);
-    cJSON_AddBoolToObject(obj, "update_available", latest && (!installed || version_compare(latest, installed) > 0));
+    cJSON_AddBoolToObject(obj, "update_available", update_is_available(latest, installed));
     jsonx_add_string_or_null(obj, "checked_at", installer_state_checked_at(s));
     cJSON_AddItemToObject(obj, "staged", staged_object(cfg));
     add_copy_or_null(obj, "deployed", installer_state_deployed(s));

@@ -33,6 +33,69 @@
 struct cJSON;
 
 /*
+ * The typed view of a staged version's manifest.json (written by intake.c):
+ * every reader of a staged manifest goes through it, none by raw key
+ * strings. Strings are "" when the manifest has no such member (manifests
+ * written by older versions lack staged_file, staged_at, version_binding);
+ * source_url, etag and signer are malloc'd or NULL and belong to the view
+ * (staging_manifest_free).
+ */
+typedef struct staging_manifest {
+    char version[65];
+    char file_name[256];         /* the name it came with (safe, checked) */
+    char staged_file[256];       /* the name on disk: STAGING_DISK_NAME_PE/_MSI, or file_name in old manifests */
+    char sha256[65];             /* lower-case hex */
+    int64_t size;                /* bytes */
+    char staged_at[32];          /* ISO 8601 UTC */
+    char format[16];             /* verification.format: "pe", "msi", or an archive's ("zip"...) */
+    char inner_format[16];       /* verification.inner_format: the installer's inside an archive */
+    char signature[16];          /* verification.signature.result: "valid" | "unsigned" | "skipped" */
+    char signer_cert_sha256[65]; /* verification.signature.signer_cert_sha256 */
+    char digest[16];             /* verification.signature.digest: "sha256", "sha1"... */
+    int64_t signature_index;     /* verification.signature.signature_index: 1 the primary; 0 unknown */
+    int64_t signature_count;     /* verification.signature.signature_count; 0 unknown */
+    char timestamp_kind[16];     /* verification.signature.timestamp_kind: "rfc3161" | "legacy" */
+    char timestamp[32];          /* verification.signature.timestamp (ISO 8601) */
+    char version_binding[16];    /* verification.version_binding.status */
+    char *source_url;            /* where it came from (a URL or the local path of stage FILE) */
+    char *etag;                  /* the download's validator */
+    char *signer;                /* verification.signature.signer: the signer's subject */
+} staging_manifest;
+
+/*
+ * Reads the manifest document doc into *out (zeroed first). A missing or
+ * wrong-typed member is ERR_IO naming it ("manifest.json: field `size` is
+ * missing"), as is a version, file name, staged_file or sha256 that breaks
+ * outpost's rules. On failure *out holds nothing to free.
+ */
+MUST_CHECK error_code staging_manifest_from_json(const struct cJSON *doc, staging_manifest *out, error_info *err);
+
+/* Frees what the view owns (not m itself); m may be zeroed. */
+void staging_manifest_free(staging_manifest *m);
+
+/* The installer's format as deploy needs it: true for an MSI (an archive's
+ * inner format counts), false for a PE. */
+bool staging_manifest_is_msi(const staging_manifest *m);
+
+/*
+ * The "staged" object of status.json and of `update --json` (one builder,
+ * documented in the README): version, path, file_name, sha256, size,
+ * staged_at, signature, version_binding and signer (null when unknown),
+ * and verified_signature (the signature that carried the verdict: digest,
+ * signer_cert_sha256, signature_index, signature_count, timestamp_kind,
+ * timestamp, each absent when not known) of m, the installer at path.
+ * NULL on out of memory; the caller owns it.
+ */
+struct cJSON *staging_manifest_to_status(const staging_manifest *m, const char *path);
+
+/*
+ * staging_manifest_to_status for staged version, read back from its
+ * manifest (staging_load): what `update --json` and `stage --json` print
+ * for what they staged. *out is the caller's.
+ */
+MUST_CHECK error_code staging_status_of(const config *cfg, const char *version, struct cJSON **out, error_info *err);
+
+/*
  * The current staged version (from staging/current), malloc'd into *version,
  * or NULL when nothing is staged (ERR_OK).
  */
@@ -56,13 +119,14 @@ MUST_CHECK error_code staging_status_section(const config *cfg, state *s, struct
 /* ---- Added for stage/deploy/rollback/bundle (cmd_staging.c, deploy.c, bundle.c) ---- */
 
 /*
- * The current staged version: its version string, its manifest and the full
- * path of its installer (each may be NULL when not wanted; all malloc'd /
- * cJSON-owned by the caller). ERR_NOT_FOUND "nothing is staged" when
+ * The current staged version: its version string, its manifest's view and
+ * the full path of its installer (each may be NULL when not wanted; the
+ * strings are malloc'd, the view freed with staging_manifest_free, all by
+ * the caller). ERR_NOT_FOUND "nothing is staged" when
  * staging/current is absent or names a version whose directory is gone.
  */
-MUST_CHECK error_code staging_current(const config *cfg, char **version, struct cJSON **manifest, char **installer_path,
-                                      error_info *err);
+MUST_CHECK error_code staging_current(const config *cfg, char **version, staging_manifest *manifest,
+                                      char **installer_path, error_info *err);
 
 /*
  * Rollback: makes the previously staged version current (the newest staged
@@ -131,7 +195,7 @@ MUST_CHECK error_code staging_work_dir(const config *cfg, char **tmp, error_info
  * The manifest and installer path of staged version (checked against each
  * other by size, not hashed), as staging_current does for the current one.
  */
-MUST_CHECK error_code staging_load(const config *cfg, const char *version, struct cJSON **manifest,
+MUST_CHECK error_code staging_load(const config *cfg, const char *version, staging_manifest *manifest,
                                    char **installer_path, error_info *err);
 
 /*

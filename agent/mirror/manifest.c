@@ -76,12 +76,7 @@ static MUST_CHECK error_code refuse(manifest_verdict *verdict, manifest_verdict 
 
 static bool is_hex64(const char *s)
 {
-    if (!s || strlen(s) != 64)
-        return false;
-    for (size_t i = 0; i < 64; i++)
-        if (!isxdigit((unsigned char)s[i]))
-            return false;
-    return true;
+    return text_is_hex(s, 64, false);
 }
 
 static void lower_copy(char dst[65], const char *src)

@@ -9,18 +9,9 @@
 
 #include <mbedtls/md.h>
 
-#define ROLLOUT_MAX_SALT 64
+#include "base/text.h"
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+#define ROLLOUT_MAX_SALT 64
 
 bool rollout_hex_is_valid(const char *s, size_t max_bytes)
 {
@@ -29,10 +20,7 @@ bool rollout_hex_is_valid(const char *s, size_t max_bytes)
     size_t n = strlen(s);
     if (n == 0 || n % 2 != 0 || n / 2 > max_bytes)
         return false;
-    for (size_t i = 0; i < n; i++)
-        if (hex_value(s[i]) < 0)
-            return false;
-    return true;
+    return text_is_hex(s, n, false);
 }
 
 error_code rollout_bucket(const char *salt_hex, const char *machine_id, uint32_t *bucket, error_info *err)
@@ -54,8 +42,8 @@ error_code rollout_bucket(const char *salt_hex, const char *machine_id, uint32_t
 
     uint8_t salt[ROLLOUT_MAX_SALT];
     size_t salt_len = strlen(salt_hex) / 2;
-    for (size_t i = 0; i < salt_len; i++)
-        salt[i] = (uint8_t)(hex_value(salt_hex[2 * i]) * 16 + hex_value(salt_hex[2 * i + 1]));
+    if (!text_unhex(salt_hex, salt, salt_len))
+        return error_set(err, ERR_REJECTED, "rollout salt is not hexadecimal");
 
     const mbedtls_md_info_t *info = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
     mbedtls_md_context_t md;

@@ -6,7 +6,6 @@ body, downgrade, full disk) leaving staging/ as it was.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -25,8 +24,7 @@ from nginx_helper import Nginx  # noqa: E402
 from sim import write_fake_installer  # noqa: E402  (tests/sim is on sys.path via conftest)
 from simctl import Sim  # noqa: E402
 from outpost_config import UNSIGNED, write_config as write_outpost_config
-
-OUTPOST = os.environ.get("OUTPOST_BIN")
+from outpost_run import OUTPOST, current_version, outpost, sha256_file
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN is not set (tests/CMakeLists.txt sets it)")
 
 SIM_VERSION = "26.01.03.24329-0de7ab+"
@@ -42,17 +40,6 @@ def write_config(tmp_path: Path, base_url: str, ca_file=None, installed="26.01.0
                                 installer={"installed_version": installed, "verify": {**UNSIGNED, **verify}})
 
 
-def outpost(cfg: Path, *args, timeout=120, key="sim-api-key", env_extra=None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    env["OUTPOST_API_KEY"] = key
-    for name, value in (env_extra or {}).items():
-        if value is None:
-            env.pop(name, None)
-        else:
-            env[name] = value
-    return subprocess.run([OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=timeout, env=env)
-
-
 def staged(state: Path) -> list[str]:
     root = state / "staging"
     if not root.is_dir():
@@ -60,22 +47,12 @@ def staged(state: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def current(state: Path) -> str | None:
-    p = state / "staging" / "current"
-    return p.read_text().strip() if p.exists() else None
+current = current_version
 
 
 def downloads(state: Path) -> list[str]:
     d = state / "downloads"
     return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(MiB), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def staged_file(state: Path, version: str) -> Path:

@@ -11,9 +11,7 @@ between two writes, is test_check_update.py::test_nginx_kill_then_resume.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,18 +21,9 @@ import pytest
 from sim import write_fake_installer
 from simctl import Sim
 from outpost_config import write_config as write_outpost_config
+from outpost_run import OUTPOST, check_staging, outpost
 
-OUTPOST = os.environ.get("OUTPOST_BIN")
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
-
-API_KEY = "sim-api-key"
-MiB = 1024 * 1024
-
-
-def env():
-    e = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    e["OUTPOST_API_KEY"] = API_KEY
-    return e
 
 
 def write_config(root: Path, sim: Sim, name="state", **extra) -> tuple[Path, Path]:
@@ -45,43 +34,7 @@ def write_config(root: Path, sim: Sim, name="state", **extra) -> tuple[Path, Pat
 
 
 def clean_run(cfg: Path, command: str) -> subprocess.CompletedProcess:
-    return subprocess.run([OUTPOST, "-c", str(cfg), command], capture_output=True, text=True, timeout=60, env=env())
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(MiB), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def check_staging(state: Path, killed: bool = False) -> list[str]:
-    """The staged versions, each checked against its manifest. After a killed
-    run, a half-written replacement of `current` (current.<random>.tmp) may
-    be there; the next run removes it."""
-    root = state / "staging"
-    if not root.exists():
-        return []
-    versions = []
-    for entry in sorted(root.iterdir()):
-        if entry.name == "current" or entry.name.startswith("."):
-            continue  # .tmp-*: the work area of a run, cleaned by the next one
-        if entry.name.startswith("current.") and entry.name.endswith(".tmp"):
-            assert killed, f"{entry.name} outlived the run after the kill"
-            continue
-        assert entry.is_dir(), f"{entry} is not a version directory"
-        manifest = json.loads((entry / "manifest.json").read_text())
-        assert manifest["version"] == entry.name
-        installer = entry / manifest["staged_file"]
-        assert installer.stat().st_size == manifest["size"], f"{installer}: size differs from its manifest"
-        assert sha256_file(installer) == manifest["sha256"], f"{installer}: bytes differ from its manifest"
-        extra = {p.name for p in entry.iterdir()} - {"manifest.json", manifest["staged_file"]}
-        assert not extra, f"{entry} holds unverified files {extra}"
-        versions.append(entry.name)
-    if (root / "current").exists():
-        assert (root / "current").read_text().strip() in versions, "staging/current names no verified version"
-    return versions
+    return outpost(cfg, command, timeout=60)
 
 
 # ---- the commit window, made deterministic -------------------------------------------------
@@ -153,7 +106,7 @@ def test_update_prunes_after_a_kill_before_pruning(tmp_path):
         assert clean_run(cfg, "update").returncode == 0
         # the state a kill right before pruning leaves behind: 27.0.0 still there
         shutil.copytree(saved, state / "staging" / "27.0.0")
-        assert len(check_staging(state)) == 3
+        assert len(check_staging(state, killed=False)) == 3
         r = clean_run(cfg, "update")
         assert r.returncode == 0, r.stderr
-        assert check_staging(state) == ["27.0.1", "27.0.2"]
+        assert check_staging(state, killed=False) == ["27.0.1", "27.0.2"]

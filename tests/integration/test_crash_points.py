@@ -33,9 +33,7 @@ by chance, and on a loaded CI machine they often killed nothing.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
-import os
 import shutil
 import subprocess
 from datetime import datetime
@@ -47,11 +45,10 @@ from schema_check import check_status_file
 from sim import write_fake_installer
 from simctl import Sim
 from outpost_config import UNSIGNED, write_config as write_outpost_config
+from outpost_run import CRASH_BIN, check_staging, current_version, outpost, sha256_file
 
-CRASH_BIN = os.environ.get("OUTPOST_CRASH_BIN")
 pytestmark = pytest.mark.skipif(not CRASH_BIN, reason="OUTPOST_CRASH_BIN (outpost-crashpoints) is not set")
 
-API_KEY = "sim-api-key"
 CRASHED = 99          # platform/crash_point.h CRASH_POINT_EXIT
 CONTEXT = b"outpost-manifest-v1\n"
 
@@ -61,14 +58,9 @@ CONTEXT = b"outpost-manifest-v1\n"
 
 def run(cfg: Path | None, *args: str, crash_after: int | None = None, log: Path | None = None,
         timeout: int = 120) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    env["OUTPOST_API_KEY"] = API_KEY
-    if crash_after is not None:
-        env["OUTPOST_CRASH_AFTER"] = str(crash_after)
-    if log is not None:
-        env["OUTPOST_CRASH_LOG"] = str(log)
-    argv = [CRASH_BIN] + (["-c", str(cfg)] if cfg else []) + list(args)
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    extra = {"OUTPOST_CRASH_AFTER": None if crash_after is None else str(crash_after),
+             "OUTPOST_CRASH_LOG": None if log is None else str(log)}
+    return outpost(cfg, *args, env_extra=extra, timeout=timeout, binary=CRASH_BIN)
 
 
 def write_config(path: Path, state: Path, sim: Sim, **sections) -> Path:
@@ -143,10 +135,6 @@ class Sweep:
 # ---- invariants --------------------------------------------------------------------------------
 
 
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def check_documents(state: Path) -> None:
     if (state / "state.json").exists():
         json.loads((state / "state.json").read_text(encoding="utf-8"))
@@ -156,40 +144,11 @@ def check_documents(state: Path) -> None:
         json.loads(sidecar.read_text())
 
 
-def check_staging(state: Path) -> list[str]:
-    """The staged versions, each checked against its manifest; `current`
-    names one of them. Work areas (.tmp-*, .old-*) and a half-written
-    replacement of `current` are the next run's to remove."""
-    root = state / "staging"
-    if not root.exists():
-        return []
-    versions = []
-    for entry in sorted(root.iterdir()):
-        if entry.name == "current" or entry.name.startswith("."):
-            continue
-        if entry.name.startswith("current.") and entry.name.endswith(".tmp"):
-            continue
-        assert entry.is_dir(), f"{entry} is not a version directory"
-        manifest = json.loads((entry / "manifest.json").read_text())
-        assert manifest["version"] == entry.name
-        installer = entry / manifest["staged_file"]
-        assert installer.stat().st_size == manifest["size"], f"{installer}: size differs from its manifest"
-        assert sha256_file(installer) == manifest["sha256"], f"{installer}: bytes differ from its manifest"
-        extra = {p.name for p in entry.iterdir()} - {"manifest.json", manifest["staged_file"]}
-        assert not extra, f"{entry} holds unverified files {extra}"
-        versions.append(entry.name)
-    if (root / "current").exists():
-        assert (root / "current").read_text().strip() in versions, "staging/current names no verified version"
-    return versions
-
-
 def when(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def current(state: Path) -> str | None:
-    path = state / "staging" / "current"
-    return path.read_text().strip() if path.exists() else None
+current = current_version
 
 
 def leftovers(directory: Path) -> list[str]:

@@ -31,7 +31,6 @@ proxy password never shows. They are listed as "<command> via proxy".
 from __future__ import annotations
 
 import calendar
-import hashlib
 import json
 import os
 import subprocess
@@ -43,6 +42,7 @@ import pytest
 from simctl import Sim
 from squid_helper import Squid, require_squid
 from outpost_config import UNSIGNED, write_config as write_outpost_config
+from outpost_run import check_staging
 
 OUTPOST = os.environ.get("OUTPOST_BIN")
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
@@ -261,29 +261,10 @@ def outpost(cfg: Path, *args, timeout=60) -> tuple[subprocess.CompletedProcess, 
     return r, time.monotonic() - started
 
 
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def assert_staging_verified(state: Path):
     """staging/ holds only complete version directories whose installer
     matches its manifest, and current names one of them."""
-    root = state / "staging"
-    if not root.exists():
-        return
-    versions = []
-    for entry in root.iterdir():
-        if entry.name == "current" or entry.name.startswith(".tmp"):
-            continue
-        assert entry.is_dir(), f"unexpected {entry} in staging/"
-        manifest = json.loads((entry / "manifest.json").read_text())
-        installer = entry / manifest["staged_file"]
-        assert installer.stat().st_size == manifest["size"], entry
-        assert sha256_file(installer) == manifest["sha256"], f"{installer} does not match its manifest"
-        assert manifest["version"] == entry.name
-        versions.append(entry.name)
-    if (root / "current").exists():
-        assert (root / "current").read_text().strip() in versions
+    check_staging(state, killed=False)
 
 
 def read_jsonl(state: Path) -> list[dict]:

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import pytest
 
-OUTPOST = os.environ.get("OUTPOST_BIN")
+from outpost_run import OUTPOST, outpost as run_outpost
+
 HERE = Path(__file__).resolve().parent
 FIXTURE_SCRIPT = HERE.parent / "fixtures" / "make_signing_fixtures.sh"
 TOOLS = ["openssl", "osslsigncode", "x86_64-w64-mingw32-gcc", "i686-w64-mingw32-gcc", "wixl"]
@@ -64,11 +65,8 @@ def write_config(root: Path, **sections) -> Path:
 
 
 def outpost(cfg: Path, *args, key=API_KEY, timeout=120):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    if key:
-        env["OUTPOST_API_KEY"] = key
-    return subprocess.run([OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=timeout,
-                          env=env, cwd=cfg.parent)
+    """outpost_run.outpost from the configuration's directory."""
+    return run_outpost(cfg, *args, key=key or None, timeout=timeout, cwd=cfg.parent)
 
 
 def error_line(r) -> str:

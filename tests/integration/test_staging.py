@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-OUTPOST = os.environ.get("OUTPOST_BIN")
+from outpost_run import OUTPOST, outpost
+
 HERE = Path(__file__).resolve().parent
 FIXTURE_SCRIPT = HERE.parent / "fixtures" / "make_signing_fixtures.sh"
 TOOLS = ["openssl", "osslsigncode", "x86_64-w64-mingw32-gcc", "i686-w64-mingw32-gcc", "wixl"]
@@ -76,10 +77,7 @@ class Agent:
         self.cfg.write_text(json.dumps(doc))
 
     def run(self, *args, timeout=60, cwd=None, umask=None):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-        pre = (lambda: os.umask(umask)) if umask is not None else None
-        return subprocess.run([OUTPOST, "-c", str(self.cfg), *args], capture_output=True, text=True,
-                              timeout=timeout, env=env, cwd=cwd or self.root, preexec_fn=pre)
+        return outpost(self.cfg, *args, key=None, timeout=timeout, cwd=cwd or self.root, umask=umask)
 
     def staging(self):
         d = self.state / "staging"

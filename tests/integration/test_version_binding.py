@@ -12,7 +12,6 @@ checked on the installer inside them (`stage`, offline).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import zipfile
@@ -20,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from outpost_config import write_config as write_outpost_config
+from outpost_run import OUTPOST, outpost
 
-OUTPOST = os.environ.get("OUTPOST_BIN")
 HERE = Path(__file__).resolve().parent
 FIXTURE_SCRIPT = HERE.parent / "fixtures" / "make_signing_fixtures.sh"
 TOOLS = ["openssl", "osslsigncode", "x86_64-w64-mingw32-gcc", "i686-w64-mingw32-gcc", "x86_64-w64-mingw32-windres",
@@ -44,12 +43,6 @@ def write_config(tmp_path: Path, base_url: str, fx: Path, **verify) -> tuple[Pat
     return write_outpost_config(tmp_path, base_url, installer={
         "installed_version": "26.01.02.1",
         "verify": {"require_signature": True, "trusted_ca_file": str(fx / "root.pem"), **verify}})
-
-
-def outpost(cfg: Path, *args) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    env["OUTPOST_API_KEY"] = "sim-api-key"
-    return subprocess.run([OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=120, env=env)
 
 
 def staged(state: Path) -> list[str]:

@@ -1,7 +1,8 @@
 /*
- * support.c — the helpers of support.h.
+ * support.c — the helpers of support.h and support_staging.h.
  */
 #include "support.h"
+#include "support_staging.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
+#include "installer/intake.h"
+#include "installer/staging.h"
 #include "platform/platform.h"
 
 char *support_tempdir(const char *tag)
@@ -39,6 +43,125 @@ void support_tempdir_remove(char *dir)
         return;
     ERROR_IGNORE(platform_remove_tree(dir, NULL));
     free(dir);
+}
+
+support_staging *support_staging_new(const char *tag)
+{
+    support_staging *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->dir = support_tempdir(tag);
+    error_info err;
+    if (config_init_defaults(&f->cfg, &err) != ERR_OK)
+        fail_msg("%s", err.message);
+    free(f->cfg.state_dir);
+    f->cfg.state_dir = platform_path_join(f->dir, "state");
+    free(f->cfg.installer.verify.trusted_ca_file);
+    f->cfg.installer.verify.trusted_ca_file = NULL;
+    f->cfg.installer.verify.require_signature = false;
+    if (platform_mkdirs(f->cfg.state_dir, &err) != ERR_OK || state_load(f->cfg.state_dir, &f->s, &err) != ERR_OK)
+        fail_msg("%s", err.message);
+    log_set_level(-1);
+    return f;
+}
+
+void support_staging_free(support_staging *f)
+{
+    if (!f)
+        return;
+    state_free(f->s);
+    config_free(&f->cfg);
+    support_tempdir_remove(f->dir);
+    free(f);
+}
+
+int support_staging_setup(void **ctx)
+{
+    *ctx = support_staging_new("staging");
+    return 0;
+}
+
+int support_staging_teardown(void **ctx)
+{
+    support_staging_free(*ctx);
+    return 0;
+}
+
+char *support_write_pe(const char *dir, const char *name, size_t size, unsigned char seed)
+{
+    assert_true(size >= 512);
+    unsigned char *pe = calloc(1, size);
+    assert_non_null(pe);
+    pe[0] = 'M';
+    pe[1] = 'Z';
+    pe[0x3C] = 0x80;
+    memcpy(pe + 0x80, "PE\0\0", 4);
+    for (size_t i = 0x100; i < size; i++)
+        pe[i] = (unsigned char)(seed + i * 7);
+    char *path = platform_path_join(dir, name);
+    assert_non_null(path);
+    error_info err;
+    if (platform_write_atomic(path, pe, size, &err) != ERR_OK)
+        fail_msg("%s", err.message);
+    free(pe);
+    return path;
+}
+
+error_code support_stage_as(support_staging *f, const char *path, const char *version, bool allow_downgrade, bool force,
+                            intake_result *r, error_info *err)
+{
+    const char *name = path;
+    for (const char *p = path; *p; p++)
+        if (*p == '/' || *p == platform_path_separator())
+            name = p + 1;
+    intake_candidate c = {.path = path,
+                          .version = version,
+                          .file_name = name,
+                          .source_url = path,
+                          .expected_length = -1,
+                          .allow_downgrade = allow_downgrade,
+                          .force = force};
+    return intake_stage(&f->cfg, f->s, &c, r, err);
+}
+
+void support_stage(support_staging *f, const char *path, const char *version)
+{
+    intake_result r;
+    error_info err;
+    if (support_stage_as(f, path, version, false, false, &r, &err) != ERR_OK)
+        fail_msg("staging %s as %s failed: %s", path, version, err.message);
+    free(r.path);
+}
+
+char *support_staged_current(support_staging *f)
+{
+    char *v = NULL;
+    error_info err;
+    if (staging_current_version(&f->cfg, &v, &err) != ERR_OK)
+        fail_msg("%s", err.message);
+    return v;
+}
+
+bool support_staged_dir_exists(support_staging *f, const char *version)
+{
+    char *staging = platform_path_join(f->cfg.state_dir, "staging");
+    char *dir = staging ? platform_path_join(staging, version) : NULL;
+    assert_non_null(dir);
+    bool exists = platform_path_stat(dir, NULL) == PLATFORM_PATH_DIR;
+    free(dir);
+    free(staging);
+    return exists;
+}
+
+size_t support_staging_entries(support_staging *f)
+{
+    char *staging = platform_path_join(f->cfg.state_dir, "staging");
+    assert_non_null(staging);
+    char **names;
+    size_t count = 0;
+    if (platform_list_dir(staging, &names, &count, NULL) == ERR_OK)
+        platform_free_names(names, count);
+    free(staging);
+    return count;
 }
 
 char *support_dup(const char *text)

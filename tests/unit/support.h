@@ -1,8 +1,10 @@
 /*
  * support.h — what several unit tests need and each used to write for
- * itself: a private temporary directory, and the pieces of a fake server
+ * itself: a private temporary directory, the pieces of a fake server
  * behind http.h's fake transport (answers, the token exchange, reading a
- * request header) and of a clock that never moves.
+ * request header) and a clock that never moves. The staging fixture is in
+ * support_staging.h (kept apart: its configuration and state types would
+ * shadow the names tests give their variables, `config`, `state`).
  *
  * Linked into every unit test by tests/CMakeLists.txt (support.c; the name
  * does not match test_*.c, so it is not a test of its own). Failures end the
@@ -11,6 +13,7 @@
 #ifndef OUTPOST_TEST_SUPPORT_H
 #define OUTPOST_TEST_SUPPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

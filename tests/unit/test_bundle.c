@@ -25,66 +25,15 @@
 #include "base/text.h"
 
 #include "support.h"
+#include "support_staging.h"
 
-typedef struct fixture {
-    char *dir;
-    config cfg;
-    state *s;
-} fixture;
-
-static void init_config(config *cfg, const char *state_dir)
-{
-    error_info err;
-    assert_int_equal(config_init_defaults(cfg, &err), ERR_OK);
-    free(cfg->state_dir);
-    cfg->state_dir = text_dup(state_dir);
-    free(cfg->installer.verify.trusted_ca_file);
-    cfg->installer.verify.trusted_ca_file = NULL;
-    cfg->installer.verify.require_signature = false;
-    assert_int_equal(platform_mkdirs(state_dir, &err), ERR_OK);
-}
-
-static int setup(void **ctx)
-{
-    fixture *f = calloc(1, sizeof *f);
-    f->dir = support_tempdir("bundle");
-    char *state_dir = platform_path_join(f->dir, "state");
-    init_config(&f->cfg, state_dir);
-    free(state_dir);
-    error_info err;
-    assert_int_equal(state_load(f->cfg.state_dir, &f->s, &err), ERR_OK);
-    log_set_level(-1);
-    *ctx = f;
-    return 0;
-}
-
-static int teardown(void **ctx)
-{
-    fixture *f = *ctx;
-    state_free(f->s);
-    ERROR_IGNORE(platform_remove_tree(f->dir, NULL));
-    config_free(&f->cfg);
-    free(f->dir);
-    free(f);
-    return 0;
-}
+/* The staging fixture of support_staging.h: f->dir, f->cfg, f->s. */
+typedef support_staging fixture;
 
 static void stage_pe(fixture *f, const char *version)
 {
-    unsigned char pe[4096] = {0};
-    pe[0] = 'M';
-    pe[1] = 'Z';
-    pe[0x3C] = 0x80;
-    memcpy(pe + 0x80, "PE\0\0", 4);
-    for (size_t i = 0x100; i < sizeof pe; i++)
-        pe[i] = (unsigned char)(i * 7);
-    char *path = platform_path_join(f->dir, "SensorSetup.exe");
-    assert_int_equal(platform_write_atomic(path, pe, sizeof pe, NULL), ERR_OK);
-    intake_candidate c = {.path = path, .version = version, .file_name = "SensorSetup.exe", .expected_length = -1};
-    intake_result r;
-    error_info err;
-    assert_int_equal(intake_stage(&f->cfg, f->s, &c, &r, &err), ERR_OK);
-    free(r.path);
+    char *path = support_write_pe(f->dir, "SensorSetup.exe", 4096, 0);
+    support_stage(f, path, version);
     free(path);
 }
 
@@ -184,35 +133,27 @@ static void test_restage_in_fresh_state(void **ctx)
         error_info err;
         assert_int_equal(bundle_write(&f->cfg, i ? BUNDLE_TAR_GZ : BUNDLE_ZIP, out, NULL, &err), ERR_OK);
 
-        char fresh_dir[600];
-        snprintf(fresh_dir, sizeof fresh_dir, "%s/fresh%d", f->dir, i);
-        config fresh;
-        init_config(&fresh, fresh_dir);
-        state *s;
-        assert_int_equal(state_load(fresh_dir, &s, &err), ERR_OK);
+        support_staging *fresh = support_staging_new("bundle-fresh");
         intake_candidate c = {.path = out, .version = NULL, .file_name = "b", .expected_length = -1};
         intake_result r;
-        assert_int_equal(intake_stage(&fresh, s, &c, &r, &err), ERR_OK);
+        assert_int_equal(intake_stage(&fresh->cfg, fresh->s, &c, &r, &err), ERR_OK);
         assert_string_equal(r.version, "7.8.9-rc1");
         assert_string_equal(r.file_name, "SensorSetup.exe");
         free(r.path);
         /* A contradicting --version is refused. */
         c.version = "7.8.9";
         c.force = true;
-        assert_int_equal(intake_stage(&fresh, s, &c, &r, &err), ERR_REJECTED);
-        state_free(s);
-        config_free(&fresh);
+        assert_int_equal(intake_stage(&fresh->cfg, fresh->s, &c, &r, &err), ERR_REJECTED);
+        support_staging_free(fresh);
     }
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_zip_reproducible, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tar_gz_reproducible, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nothing_staged, setup, teardown),
-        cmocka_unit_test(test_parse_format),
-        cmocka_unit_test_setup_teardown(test_restage_in_fresh_state, setup, teardown),
+        SUPPORT_STAGING_TEST(test_zip_reproducible),       SUPPORT_STAGING_TEST(test_tar_gz_reproducible),
+        SUPPORT_STAGING_TEST(test_nothing_staged),         cmocka_unit_test(test_parse_format),
+        SUPPORT_STAGING_TEST(test_restage_in_fresh_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

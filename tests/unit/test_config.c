@@ -17,6 +17,8 @@
 #include "base/dynbuf.h"
 #include "core/config.h"
 
+#include "support.h"
+
 static error_code load(const char *json, config *cfg, error_info *err)
 {
     assert_int_equal(config_init_defaults(cfg, err), ERR_OK);
@@ -333,9 +335,8 @@ static void test_api_key_sources(void **state)
 static void test_named_files_must_exist(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/outpost-test-files-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char present[128], missing[128], link_ok[128], link_dangling[128];
+    char *dir = support_tempdir("config-files");
+    char present[600], missing[600], link_ok[600], link_dangling[600];
     snprintf(present, sizeof present, "%s/ca.pem", dir);
     snprintf(missing, sizeof missing, "%s/missing.pem", dir);
     snprintf(link_ok, sizeof link_ok, "%s/link.pem", dir);
@@ -367,7 +368,7 @@ static void test_named_files_must_exist(void **state)
             assert_int_equal(config_check_file(keys[k], cases[i].path, &err), cases[i].want);
             if (cases[i].want == ERR_OK)
                 continue;
-            char line[512];
+            char line[2048];
             snprintf(line, sizeof line, "%s: %s %s", keys[k], cases[i].path, cases[i].says);
             if (strncmp(err.message, line, strlen(line)) != 0)
                 fail_msg("got \"%s\", want it to start with \"%s\"", err.message, line);
@@ -378,7 +379,7 @@ static void test_named_files_must_exist(void **state)
     /* Loading does not look; the commands' checks do. */
     config cfg;
     error_info err;
-    char json[1024];
+    char json[4096];
     snprintf(json, sizeof json,
              "{\"base_url\": \"https://t.example.com\", \"tls\": {\"ca_file\": \"%s\"},"
              " \"installer\": {\"verify\": {\"trusted_ca_file\": \"%s\", \"timestamp_ca_file\": \"%s\"}}}",
@@ -421,7 +422,7 @@ static void test_named_files_must_exist(void **state)
     unlink(link_ok);
     unlink(link_dangling);
     unlink(present);
-    rmdir(dir);
+    support_tempdir_remove(dir);
 }
 
 /* Issue 23: signer_sha256 (hashes, stored lower-case), crl_files (each

@@ -28,43 +28,15 @@
 #include "base/text.h"
 
 #include "support.h"
+#include "support_staging.h"
 
-typedef struct fixture {
-    char *dir;
-    char *version_file;
-    config cfg;
-    state *s;
-} fixture;
+/* The staging fixture of support_staging.h: f->dir, f->cfg, f->s. */
+typedef support_staging fixture;
 
-static int setup(void **ctx)
+/* The installed-version file the test scripts write (malloc'd path). */
+static char *version_file(const fixture *f)
 {
-    fixture *f = calloc(1, sizeof *f);
-    f->dir = support_tempdir("deploy");
-    error_info err;
-    assert_int_equal(config_init_defaults(&f->cfg, &err), ERR_OK);
-    free(f->cfg.state_dir);
-    f->cfg.state_dir = platform_path_join(f->dir, "state");
-    free(f->cfg.installer.verify.trusted_ca_file);
-    f->cfg.installer.verify.trusted_ca_file = NULL;
-    f->cfg.installer.verify.require_signature = false;
-    f->version_file = platform_path_join(f->dir, "installed-version");
-    assert_int_equal(platform_mkdirs(f->cfg.state_dir, &err), ERR_OK);
-    assert_int_equal(state_load(f->cfg.state_dir, &f->s, &err), ERR_OK);
-    log_set_level(-1);
-    *ctx = f;
-    return 0;
-}
-
-static int teardown(void **ctx)
-{
-    fixture *f = *ctx;
-    state_free(f->s);
-    ERROR_IGNORE(platform_remove_tree(f->dir, NULL));
-    config_free(&f->cfg);
-    free(f->version_file);
-    free(f->dir);
-    free(f);
-    return 0;
+    return platform_path_join(f->dir, "installed-version");
 }
 
 static void set_command(config *cfg, const char *const *argv)
@@ -85,27 +57,20 @@ static void set_command(config *cfg, const char *const *argv)
  * sh, passing the installer path and the installed-version file. */
 static void prepare(fixture *f, const char *version, const char *script)
 {
-    unsigned char pe[512] = {0};
-    pe[0] = 'M';
-    pe[1] = 'Z';
-    pe[0x3C] = 0x80;
-    memcpy(pe + 0x80, "PE\0\0", 4);
-    char *path = platform_path_join(f->dir, "Setup.exe");
-    assert_int_equal(platform_write_atomic(path, pe, sizeof pe, NULL), ERR_OK);
-    intake_candidate c = {.path = path, .version = version, .file_name = "Setup.exe", .expected_length = -1};
-    intake_result r;
-    error_info err;
-    assert_int_equal(intake_stage(&f->cfg, f->s, &c, &r, &err), ERR_OK);
-    free(r.path);
+    char *path = support_write_pe(f->dir, "Setup.exe", 512, 0);
+    support_stage(f, path, version);
     free(path);
-    const char *argv[] = {"/bin/sh", "-c", script, "sh", "{installer}", f->version_file, NULL};
+    char *versions = version_file(f);
+    const char *argv[] = {"/bin/sh", "-c", script, "sh", "{installer}", versions, NULL};
     set_command(&f->cfg, argv);
+    free(versions);
 }
 
 static void use_version_file(fixture *f, const char *initial)
 {
-    assert_int_equal(platform_write_atomic(f->version_file, initial, strlen(initial), NULL), ERR_OK);
-    f->cfg.installer.installed_version_file = text_dup(f->version_file);
+    char *versions = version_file(f);
+    assert_int_equal(platform_write_atomic(versions, initial, strlen(initial), NULL), ERR_OK);
+    f->cfg.installer.installed_version_file = versions;
 }
 
 static const cJSON *installer_member(fixture *f, const char *name)
@@ -480,17 +445,17 @@ int main(void)
         cmocka_unit_test(test_quote_windows_arg),
         cmocka_unit_test(test_format_argv),
         cmocka_unit_test(test_exit_codes),
-        cmocka_unit_test_setup_teardown(test_success_verified, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_failure_exit_code, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exit_zero_wrong_version, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_no_version_source_unverified, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nothing_staged, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tampered_not_run, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_writable_staged_dir_not_run, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_swapped_same_size_not_run, setup, teardown),
+        SUPPORT_STAGING_TEST(test_success_verified),
+        SUPPORT_STAGING_TEST(test_failure_exit_code),
+        SUPPORT_STAGING_TEST(test_exit_zero_wrong_version),
+        SUPPORT_STAGING_TEST(test_no_version_source_unverified),
+        SUPPORT_STAGING_TEST(test_timeout),
+        SUPPORT_STAGING_TEST(test_nothing_staged),
+        SUPPORT_STAGING_TEST(test_tampered_not_run),
+        SUPPORT_STAGING_TEST(test_writable_staged_dir_not_run),
+        SUPPORT_STAGING_TEST(test_swapped_same_size_not_run),
         cmocka_unit_test(test_child_environment_filter),
-        cmocka_unit_test_setup_teardown(test_child_environment_and_descriptors, setup, teardown),
+        SUPPORT_STAGING_TEST(test_child_environment_and_descriptors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,9 +20,11 @@
 #include "core/state.h"
 #include "base/text.h"
 
+#include "support.h"
+
 typedef struct fixture {
-    char dir[64];
-    char file[128];
+    char *dir;  /* support_tempdir */
+    char *file; /* dir/version.txt */
     config cfg;
     state *s;
 } fixture;
@@ -30,9 +32,8 @@ typedef struct fixture {
 static int setup(void **ctx)
 {
     fixture *f = calloc(1, sizeof *f);
-    strcpy(f->dir, "/tmp/outpost-installed-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->file, sizeof f->file, "%s/version.txt", f->dir);
+    f->dir = support_tempdir("installed");
+    f->file = platform_path_join(f->dir, "version.txt");
     error_info err;
     assert_int_equal(config_init_defaults(&f->cfg, &err), ERR_OK);
     assert_int_equal(state_load(f->dir, &f->s, &err), ERR_OK);
@@ -46,8 +47,8 @@ static int teardown(void **ctx)
     fixture *f = *ctx;
     state_free(f->s);
     config_free(&f->cfg);
-    unlink(f->file);
-    rmdir(f->dir);
+    free(f->file);
+    support_tempdir_remove(f->dir);
     free(f);
     return 0;
 }

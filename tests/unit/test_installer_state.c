@@ -20,6 +20,8 @@
 #include "installer/installer_state.h"
 #include "platform/platform.h"
 
+#include "support.h"
+
 typedef struct fixture {
     char *dir;
     state *s;
@@ -28,8 +30,7 @@ typedef struct fixture {
 static int setup(void **ctx)
 {
     fixture *f = calloc(1, sizeof *f);
-    f->dir = strdup("/tmp/outpost-installer-state-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    f->dir = support_tempdir("installer-state");
     assert_int_equal(state_load(f->dir, &f->s, NULL), ERR_OK);
     log_set_level(-1);
     *ctx = f;

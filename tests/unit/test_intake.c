@@ -26,105 +26,16 @@
 #include "core/state.h"
 #include "base/text.h"
 
-typedef struct fixture {
-    char *dir; /* scratch: state_dir is dir/state */
-    config cfg;
-    state *s;
-} fixture;
+#include "support.h"
+#include "support_staging.h"
 
-static int setup(void **ctx)
-{
-    fixture *f = calloc(1, sizeof *f);
-    f->dir = strdup("/tmp/outpost-intake-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    error_info err;
-    assert_int_equal(config_init_defaults(&f->cfg, &err), ERR_OK);
-    free(f->cfg.state_dir);
-    f->cfg.state_dir = platform_path_join(f->dir, "state");
-    free(f->cfg.installer.verify.trusted_ca_file);
-    f->cfg.installer.verify.trusted_ca_file = NULL;
-    f->cfg.installer.verify.require_signature = false;
-    assert_int_equal(platform_mkdirs(f->cfg.state_dir, &err), ERR_OK);
-    assert_int_equal(state_load(f->cfg.state_dir, &f->s, &err), ERR_OK);
-    log_set_level(-1);
-    *ctx = f;
-    return 0;
-}
+/* The staging fixture of support_staging.h: f->dir, f->cfg, f->s. */
+typedef support_staging fixture;
 
-static int teardown(void **ctx)
-{
-    fixture *f = *ctx;
-    state_free(f->s);
-    ERROR_IGNORE(platform_remove_tree(f->dir, NULL));
-    config_free(&f->cfg);
-    free(f->dir);
-    free(f);
-    return 0;
-}
-
-/* A minimal PE (MZ + PE\0\0) whose tail byte makes each one distinct. */
+/* A minimal PE whose content follows tag, so each one is distinct. */
 static char *write_pe(fixture *f, const char *name, unsigned char tag)
 {
-    unsigned char buf[512] = {0};
-    buf[0] = 'M';
-    buf[1] = 'Z';
-    buf[0x3C] = 0x80;
-    memcpy(buf + 0x80, "PE\0\0", 4);
-    buf[511] = tag;
-    char *path = platform_path_join(f->dir, name);
-    assert_int_equal(platform_write_atomic(path, buf, sizeof buf, NULL), ERR_OK);
-    return path;
-}
-
-static error_code stage(fixture *f, const char *path, const char *version, bool downgrade, bool force, intake_result *r,
-                        error_info *err)
-{
-    const char *name = strrchr(path, platform_path_separator()) + 1;
-    intake_candidate c = {.path = path,
-                          .version = version,
-                          .file_name = name,
-                          .source_url = path,
-                          .expected_length = -1,
-                          .allow_downgrade = downgrade,
-                          .force = force};
-    error_code rc = intake_stage(&f->cfg, f->s, &c, r, err);
-    return rc;
-}
-
-static void stage_ok(fixture *f, const char *path, const char *version)
-{
-    intake_result r;
-    error_info err;
-    error_code rc = stage(f, path, version, false, false, &r, &err);
-    if (rc != ERR_OK)
-        fail_msg("staging %s failed: %s", version, err.message);
-    free(r.path);
-}
-
-static char *current(fixture *f)
-{
-    char *v = NULL;
-    assert_int_equal(staging_current_version(&f->cfg, &v, NULL), ERR_OK);
-    return v;
-}
-
-static bool staged_dir_exists(fixture *f, const char *version)
-{
-    char path[600];
-    snprintf(path, sizeof path, "%s/staging/%s", f->cfg.state_dir, version);
-    return platform_path_stat(path, NULL) == PLATFORM_PATH_DIR;
-}
-
-static size_t staging_entries(fixture *f)
-{
-    char path[600];
-    snprintf(path, sizeof path, "%s/staging", f->cfg.state_dir);
-    char **names;
-    size_t count = 0;
-    if (platform_list_dir(path, &names, &count, NULL) != ERR_OK)
-        return 0;
-    platform_free_names(names, count);
-    return count;
+    return support_write_pe(f->dir, name, 512, tag);
 }
 
 static void test_stage_and_switch(void **ctx)
@@ -133,14 +44,14 @@ static void test_stage_and_switch(void **ctx)
     char *one = write_pe(f, "Sensor.exe", 1);
     intake_result r;
     error_info err;
-    assert_int_equal(stage(f, one, "26.01.03.24329-0de7ab+", false, false, &r, &err), ERR_OK);
+    assert_int_equal(support_stage_as(f, one, "26.01.03.24329-0de7ab+", false, false, &r, &err), ERR_OK);
     assert_false(r.already_staged);
     assert_string_equal(r.file_name, "Sensor.exe");
     assert_string_equal(r.signature, "skipped");
     assert_int_equal(r.size, 512);
     assert_int_equal(platform_path_stat(r.path, NULL), PLATFORM_PATH_FILE);
     free(r.path);
-    char *v = current(f);
+    char *v = support_staged_current(f);
     assert_string_equal(v, "26.01.03.24329-0de7ab+");
     free(v);
     assert_true(staging_has_verified(&f->cfg, "26.01.03.24329-0de7ab+"));
@@ -148,12 +59,12 @@ static void test_stage_and_switch(void **ctx)
     assert_int_equal(platform_path_stat(one, NULL), PLATFORM_PATH_FILE);
 
     char *two = write_pe(f, "Sensor2.exe", 2);
-    stage_ok(f, two, "26.02.0");
-    v = current(f);
+    support_stage(f, two, "26.02.0");
+    v = support_staged_current(f);
     assert_string_equal(v, "26.02.0");
     free(v);
     /* Only version directories and `current` remain: no temporary directory. */
-    assert_int_equal(staging_entries(f), 3);
+    assert_int_equal(support_staging_entries(f), 3);
     free(one);
     free(two);
 }
@@ -165,14 +76,14 @@ static void test_downgrade(void **ctx)
     char *p = write_pe(f, "old.exe", 1);
     intake_result r;
     error_info err;
-    assert_int_equal(stage(f, p, "1.9.9", false, false, &r, &err), ERR_REJECTED);
+    assert_int_equal(support_stage_as(f, p, "1.9.9", false, false, &r, &err), ERR_REJECTED);
     assert_non_null(strstr(err.message, "--allow-downgrade"));
-    assert_int_equal(staging_entries(f), 0);
-    assert_int_equal(stage(f, p, "1.9.9", true, false, &r, &err), ERR_OK);
+    assert_int_equal(support_staging_entries(f), 0);
+    assert_int_equal(support_stage_as(f, p, "1.9.9", true, false, &r, &err), ERR_OK);
     free(r.path);
     /* The installed version with a build suffix is the same release, not a downgrade. */
     char *q = write_pe(f, "same.exe", 2);
-    assert_int_equal(stage(f, q, "2.0.0-abcdef", false, false, &r, &err), ERR_OK);
+    assert_int_equal(support_stage_as(f, q, "2.0.0-abcdef", false, false, &r, &err), ERR_OK);
     free(r.path);
     free(p);
     free(q);
@@ -182,22 +93,22 @@ static void test_already_staged(void **ctx)
 {
     fixture *f = *ctx;
     char *p = write_pe(f, "a.exe", 1);
-    stage_ok(f, p, "1.0");
+    support_stage(f, p, "1.0");
     char *q = write_pe(f, "b.exe", 2);
-    stage_ok(f, q, "2.0");
+    support_stage(f, q, "2.0");
     intake_result r;
     error_info err;
-    assert_int_equal(stage(f, p, "1.0", false, false, &r, &err), ERR_OK);
+    assert_int_equal(support_stage_as(f, p, "1.0", false, false, &r, &err), ERR_OK);
     assert_true(r.already_staged);
     assert_string_equal(r.file_name, "a.exe");
     free(r.path);
-    char *v = current(f);
+    char *v = support_staged_current(f);
     assert_string_equal(v, "2.0"); /* no change */
     free(v);
-    assert_int_equal(stage(f, p, "1.0", false, true, &r, &err), ERR_OK);
+    assert_int_equal(support_stage_as(f, p, "1.0", false, true, &r, &err), ERR_OK);
     assert_false(r.already_staged);
     free(r.path);
-    v = current(f);
+    v = support_staged_current(f);
     assert_string_equal(v, "1.0");
     free(v);
     free(p);
@@ -208,33 +119,33 @@ static void test_rejections_leave_staging_alone(void **ctx)
 {
     fixture *f = *ctx;
     char *p = write_pe(f, "a.exe", 1);
-    stage_ok(f, p, "1.0");
+    support_stage(f, p, "1.0");
     char *html = platform_path_join(f->dir, "page.exe");
     const char *page = "<html><body>502 Bad Gateway</body></html>";
     assert_int_equal(platform_write_atomic(html, page, strlen(page), NULL), ERR_OK);
     intake_result r;
     error_info err;
-    assert_int_equal(stage(f, html, "2.0", false, false, &r, &err), ERR_REJECTED);
+    assert_int_equal(support_stage_as(f, html, "2.0", false, false, &r, &err), ERR_REJECTED);
     assert_non_null(strstr(err.message, "not a Windows installer (PE or MSI)"));
-    assert_int_equal(stage(f, p, "../2.0", false, false, &r, &err), ERR_REJECTED);
-    assert_int_equal(stage(f, p, "", false, false, &r, &err), ERR_REJECTED);
+    assert_int_equal(support_stage_as(f, p, "../2.0", false, false, &r, &err), ERR_REJECTED);
+    assert_int_equal(support_stage_as(f, p, "", false, false, &r, &err), ERR_REJECTED);
 
     f->cfg.installer.verify.expected_sha256 =
         text_dup("00000000000000000000000000000000000000000000000000000000000000ff");
     char *q = write_pe(f, "b.exe", 2);
-    assert_int_equal(stage(f, q, "2.0", false, false, &r, &err), ERR_REJECTED);
+    assert_int_equal(support_stage_as(f, q, "2.0", false, false, &r, &err), ERR_REJECTED);
     intake_candidate c = {.path = q, .version = "2.0", .file_name = "b.exe", .expected_length = 100};
     free(f->cfg.installer.verify.expected_sha256);
     f->cfg.installer.verify.expected_sha256 = NULL;
     assert_int_equal(intake_stage(&f->cfg, f->s, &c, &r, &err), ERR_REJECTED);
     assert_non_null(strstr(err.message, "length"));
 
-    assert_int_equal(staging_entries(f), 2);
-    char *v = current(f);
+    assert_int_equal(support_staging_entries(f), 2);
+    char *v = support_staged_current(f);
     assert_string_equal(v, "1.0");
     free(v);
     /* No version given and not a bundle: a usage error. */
-    assert_int_equal(stage(f, q, NULL, false, false, &r, &err), ERR_USAGE);
+    assert_int_equal(support_stage_as(f, q, NULL, false, false, &r, &err), ERR_USAGE);
     free(p);
     free(q);
     free(html);
@@ -263,13 +174,13 @@ static void test_staged_file_gets_outposts_name(void **ctx)
     free(want);
     free(r.path);
 
-    cJSON *m = NULL;
+    staging_manifest m;
     char *installer = NULL;
     assert_int_equal(staging_current(&f->cfg, NULL, &m, &installer, &err), ERR_OK);
-    assert_string_equal(cJSON_GetObjectItem(m, "file_name")->valuestring, "setup&x.exe");
-    assert_string_equal(cJSON_GetObjectItem(m, "staged_file")->valuestring, "installer.exe");
+    assert_string_equal(m.file_name, "setup&x.exe");
+    assert_string_equal(m.staged_file, "installer.exe");
     assert_non_null(strstr(installer, "installer.exe"));
-    cJSON_Delete(m);
+    staging_manifest_free(&m);
     free(installer);
     assert_true(staging_has_verified(&f->cfg, "1.0"));
 
@@ -340,7 +251,7 @@ static void test_archive_holding_installer(void **ctx)
     make_zip(zip, names, files, 2);
     intake_result r;
     error_info err;
-    assert_int_equal(stage(f, zip, "3.1", false, false, &r, &err), ERR_OK);
+    assert_int_equal(support_stage_as(f, zip, "3.1", false, false, &r, &err), ERR_OK);
     assert_string_equal(r.file_name, "SensorSetup.exe");
     assert_int_equal(r.size, 512);
     free(r.path);
@@ -349,12 +260,12 @@ static void test_archive_holding_installer(void **ctx)
     const char *two[] = {"a.exe", "b.exe"};
     const char *two_files[] = {pe, pe};
     make_zip(zip, two, two_files, 2);
-    assert_int_equal(stage(f, zip, "3.2", false, false, &r, &err), ERR_REJECTED);
+    assert_int_equal(support_stage_as(f, zip, "3.2", false, false, &r, &err), ERR_REJECTED);
     assert_non_null(strstr(err.message, "exactly one"));
     const char *none[] = {"readme.txt"};
     make_zip(zip, none, files, 1);
-    assert_int_equal(stage(f, zip, "3.2", false, false, &r, &err), ERR_REJECTED);
-    assert_false(staged_dir_exists(f, "3.2"));
+    assert_int_equal(support_stage_as(f, zip, "3.2", false, false, &r, &err), ERR_REJECTED);
+    assert_false(support_staged_dir_exists(f, "3.2"));
     free(pe);
     free(readme);
     free(zip);
@@ -363,13 +274,13 @@ static void test_archive_holding_installer(void **ctx)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_stage_and_switch, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_downgrade, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_already_staged, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_rejections_leave_staging_alone, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unsafe_candidate_name_rejected, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_archive_holding_installer, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_staged_file_gets_outposts_name, setup, teardown),
+        SUPPORT_STAGING_TEST(test_stage_and_switch),
+        SUPPORT_STAGING_TEST(test_downgrade),
+        SUPPORT_STAGING_TEST(test_already_staged),
+        SUPPORT_STAGING_TEST(test_rejections_leave_staging_alone),
+        SUPPORT_STAGING_TEST(test_unsafe_candidate_name_rejected),
+        SUPPORT_STAGING_TEST(test_archive_holding_installer),
+        SUPPORT_STAGING_TEST(test_staged_file_gets_outposts_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,11 +18,11 @@
 
 #include "core/log.h"
 
+#include "support.h"
+
 static char *tempdir(void)
 {
-    char *dir = strdup("/tmp/outpost-log-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return dir;
+    return support_tempdir("log");
 }
 
 static char *slurp(const char *path)

@@ -42,8 +42,11 @@
 #include <sys/prctl.h>
 #endif
 
+#include "base/text.h"
 #include "platform/platform.h"
 #include "platform/private_dir.h"
+
+#include "support.h"
 
 /* ---- Fixture and helpers ------------------------------------------------- */
 
@@ -71,23 +74,12 @@ typedef struct path_buf {
 
 static int fixture_setup(void **state)
 {
-    const char *base = getenv("OUTPOST_TEST_TMP");
-    if (!base || !*base)
-        base = "/tmp";
-    error_info err;
-    if (platform_mkdirs(base, &err) != ERR_OK) {
-        fprintf(stderr, "setup: %s\n", err.message);
-        return -1;
-    }
     fixture *f = calloc(1, sizeof *f);
     if (!f)
         return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/platform-XXXXXX", base);
-    if (!mkdtemp(f->dir)) {
-        perror("setup: mkdtemp");
-        free(f);
-        return -1;
-    }
+    char *dir = support_tempdir("platform");
+    snprintf(f->dir, sizeof f->dir, "%s", dir);
+    free(dir);
     *state = f;
     return 0;
 }
@@ -1622,11 +1614,11 @@ static void test_environment(void **state)
     fclose(fp);
     assert_false(platform_is_terminal(NULL));
 
-    char *config = platform_default_config_path();
+    char *config_path = platform_default_config_path();
     char *state_dir = platform_default_state_dir();
-    assert_string_equal(config, "/etc/outpost/outpost.json");
+    assert_string_equal(config_path, "/etc/outpost/outpost.json");
     assert_string_equal(state_dir, "/var/lib/outpost");
-    free(config);
+    free(config_path);
     free(state_dir);
 
     error_info err;
@@ -1636,6 +1628,91 @@ static void test_environment(void **state)
     assert_string_equal(version, "untouched");
 }
 
+/* ---- Paths and whole files (common.c) ------------------------------------------ */
+
+static void test_path_dir(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *path, *dir;
+    } cases[] = {
+        {"/a/b/c.txt", "/a/b"}, {"a/b", "a"},  {"b", "."},        {"/x", "/"},
+        {"//x", "/"},           {"a//b", "a"}, {"/a/b/", "/a/b"}, {"", "."},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *dir = platform_path_dir(cases[i].path);
+        assert_non_null(dir);
+        if (strcmp(dir, cases[i].dir) != 0)
+            fail_msg("platform_path_dir(\"%s\") = \"%s\", expected \"%s\"", cases[i].path, dir, cases[i].dir);
+        free(dir);
+    }
+}
+
+static void test_temp_name(void **state)
+{
+    fixture *f = *state;
+    path_buf p = at(f, "out.zip");
+    char *a = NULL, *b = NULL;
+    error_info err;
+    assert_ok(platform_temp_name(p.s, &a, &err), err);
+    assert_ok(platform_temp_name(p.s, &b, &err), err);
+    size_t n = strlen(p.s);
+    assert_int_equal(strlen(a), n + 1 + 16 + 4);
+    assert_memory_equal(a, p.s, n);
+    assert_int_equal(a[n], '.');
+    char digits[17];
+    memcpy(digits, a + n + 1, 16);
+    digits[16] = '\0';
+    assert_true(text_is_hex(digits, 16, true));
+    assert_string_equal(a + n + 17, ".tmp");
+    assert_string_not_equal(a, b);
+    free(a);
+    free(b);
+}
+
+static void count_bytes(void *user, const void *data, size_t len)
+{
+    (void)data;
+    *(size_t *)user += len;
+}
+
+static void test_copy_file(void **state)
+{
+    fixture *f = *state;
+    path_buf from = at(f, "from.bin"), to = at(f, "to.bin");
+    /* more than one chunk of the copy, and not a multiple of it */
+    size_t len = 600 * 1024 + 7;
+    unsigned char *data = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (unsigned char)(i * 31 + 7);
+    write_file(from.s, data, len, 0600);
+    write_file(to.s, "old and longer than nothing", 27, 0600);
+    size_t observed = 0;
+    error_info err;
+    assert_ok(platform_copy_file(from.s, to.s, count_bytes, &observed, &err), err);
+    char *copy = NULL;
+    size_t copy_len = 0;
+    assert_ok(platform_read_file(to.s, len + 1, &copy, &copy_len, &err), err);
+    assert_int_equal(copy_len, len);
+    assert_memory_equal(copy, data, len);
+    assert_int_equal(observed, len); /* every byte shown to the observer */
+    free(copy);
+    free(data);
+
+    /* A missing source: not found, errno kept, the file named. */
+    path_buf missing = at(f, "missing.bin"), to2 = at(f, "to2.bin");
+    assert_int_equal(platform_copy_file(missing.s, to2.s, NULL, NULL, &err), ERR_NOT_FOUND);
+    assert_int_equal(err.os_error, ENOENT);
+    assert_contains(err.message, "missing.bin");
+    assert_int_equal(platform_path_stat(to2.s, NULL), PLATFORM_PATH_NONE);
+
+    /* A destination that cannot be created: the reason, and nothing left behind. */
+    path_buf nodir = at(f, "no/such/dir/x.bin");
+    assert_int_not_equal(platform_copy_file(from.s, nodir.s, NULL, NULL, &err), ERR_OK);
+    assert_int_equal(err.os_error, ENOENT);
+    assert_contains(err.message, "cannot create");
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fixture_setup, fixture_teardown)
@@ -1643,6 +1720,9 @@ int main(void)
         T(test_path_join),
         T(test_path_stat),
         T(test_write_atomic_creates_and_replaces),
+        cmocka_unit_test(test_path_dir),
+        T(test_temp_name),
+        T(test_copy_file),
         T(test_write_atomic_errors),
         T(test_write_atomic_survives_kill),
         T(test_rename),

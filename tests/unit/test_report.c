@@ -137,15 +137,14 @@ static error_code fake(void *ctx, const char *method, const char *url, const cha
 typedef struct fixture {
     config cfg;
     server srv;
-    char dir[64];
+    char *dir; /* support_tempdir: the state directory */
 } fixture;
 
 static void setup_fixture(fixture *f)
 {
     memset(f, 0, sizeof *f);
     assert_int_equal(config_init_defaults(&f->cfg, NULL), ERR_OK);
-    strcpy(f->dir, "/tmp/outpost-report-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    f->dir = support_tempdir("report");
     free(f->cfg.state_dir);
     f->cfg.state_dir = strdup(f->dir);
     f->cfg.base_url = strdup("http://127.0.0.1:9");
@@ -167,7 +166,7 @@ static error_code report_once(fixture *f, report_summary *sum, error_info *err)
 
 static int count_lines(const fixture *f)
 {
-    char path[128];
+    char path[600];
     snprintf(path, sizeof path, "%s/incidents.jsonl", f->dir);
     FILE *file = fopen(path, "rb");
     if (!file)
@@ -220,6 +219,7 @@ static void test_requests_are_the_lower_bound(void **unused)
     assert_int_equal(f.srv.lineage + f.srv.details, 0);
     assert_int_equal(count_lines(&f), 3);
     config_free(&f.cfg);
+    support_tempdir_remove(f.dir);
 }
 
 static void test_failed_lineage_holds_the_cursor(void **unused)
@@ -245,14 +245,14 @@ static void test_failed_lineage_holds_the_cursor(void **unused)
     assert_int_equal(sum.new_count, 2);
     assert_int_equal(count_lines(&f), 3);
     config_free(&f.cfg);
+    support_tempdir_remove(f.dir);
 }
 
 static void test_recovery_after_a_crash_between_append_and_commit(void **unused)
 {
     (void)unused;
-    char dir[] = "/tmp/outpost-recover-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char path[128];
+    char *dir = support_tempdir("recover");
+    char path[600];
     snprintf(path, sizeof path, "%s/incidents.jsonl", dir);
     FILE *file = fopen(path, "wb");
     fputs("{\"id\":\"x1\",\"trigger_time\":\"2026-11-21T08:00:00Z\"}\n{\"id\":\"x\\\"2\",\"trigger_time\":null}\n",
@@ -271,6 +271,7 @@ static void test_recovery_after_a_crash_between_append_and_commit(void **unused)
     assert_int_equal(cJSON_GetArraySize(items), 2);
     cJSON_Delete(items);
     cJSON_Delete(section);
+    support_tempdir_remove(dir);
 }
 
 static void test_cursor_start_and_pruning(void **unused)

@@ -19,6 +19,8 @@
 #include "net/retry_after.h"
 #include "platform/platform.h"
 
+#include "support.h"
+
 #define NOW_MS 1795255200250LL /* 2026-11-21T10:00:00.250Z */
 #define HOUR_MS (3600LL * 1000)
 
@@ -53,8 +55,7 @@ typedef struct fixture {
 static int setup(void **ctx)
 {
     fixture *f = calloc(1, sizeof *f);
-    f->dir = strdup("/tmp/outpost-retry-after-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    f->dir = support_tempdir("retry-after");
     assert_int_equal(state_load(f->dir, &f->s, NULL), ERR_OK);
     log_set_level(-1);
     *ctx = f;

@@ -26,105 +26,15 @@
 #include "base/text.h"
 
 #include "support.h"
+#include "support_staging.h"
 
-typedef struct fixture {
-    char *dir; /* scratch: state_dir is dir/state */
-    config cfg;
-    state *s;
-} fixture;
+/* The staging fixture of support_staging.h: f->dir, f->cfg, f->s. */
+typedef support_staging fixture;
 
-static int setup(void **ctx)
-{
-    fixture *f = calloc(1, sizeof *f);
-    f->dir = support_tempdir("staging");
-    error_info err;
-    assert_int_equal(config_init_defaults(&f->cfg, &err), ERR_OK);
-    free(f->cfg.state_dir);
-    f->cfg.state_dir = platform_path_join(f->dir, "state");
-    free(f->cfg.installer.verify.trusted_ca_file);
-    f->cfg.installer.verify.trusted_ca_file = NULL;
-    f->cfg.installer.verify.require_signature = false;
-    assert_int_equal(platform_mkdirs(f->cfg.state_dir, &err), ERR_OK);
-    assert_int_equal(state_load(f->cfg.state_dir, &f->s, &err), ERR_OK);
-    log_set_level(-1);
-    *ctx = f;
-    return 0;
-}
-
-static int teardown(void **ctx)
-{
-    fixture *f = *ctx;
-    state_free(f->s);
-    ERROR_IGNORE(platform_remove_tree(f->dir, NULL));
-    config_free(&f->cfg);
-    free(f->dir);
-    free(f);
-    return 0;
-}
-
-/* A minimal PE (MZ + PE\0\0) whose tail byte makes each one distinct. */
+/* A minimal PE whose content follows tag, so each one is distinct. */
 static char *write_pe(fixture *f, const char *name, unsigned char tag)
 {
-    unsigned char buf[512] = {0};
-    buf[0] = 'M';
-    buf[1] = 'Z';
-    buf[0x3C] = 0x80;
-    memcpy(buf + 0x80, "PE\0\0", 4);
-    buf[511] = tag;
-    char *path = platform_path_join(f->dir, name);
-    assert_int_equal(platform_write_atomic(path, buf, sizeof buf, NULL), ERR_OK);
-    return path;
-}
-
-static error_code stage(fixture *f, const char *path, const char *version, bool downgrade, bool force, intake_result *r,
-                        error_info *err)
-{
-    const char *name = strrchr(path, platform_path_separator()) + 1;
-    intake_candidate c = {.path = path,
-                          .version = version,
-                          .file_name = name,
-                          .source_url = path,
-                          .expected_length = -1,
-                          .allow_downgrade = downgrade,
-                          .force = force};
-    error_code rc = intake_stage(&f->cfg, f->s, &c, r, err);
-    return rc;
-}
-
-static void stage_ok(fixture *f, const char *path, const char *version)
-{
-    intake_result r;
-    error_info err;
-    error_code rc = stage(f, path, version, false, false, &r, &err);
-    if (rc != ERR_OK)
-        fail_msg("staging %s failed: %s", version, err.message);
-    free(r.path);
-}
-
-static char *current(fixture *f)
-{
-    char *v = NULL;
-    assert_int_equal(staging_current_version(&f->cfg, &v, NULL), ERR_OK);
-    return v;
-}
-
-static bool staged_dir_exists(fixture *f, const char *version)
-{
-    char path[600];
-    snprintf(path, sizeof path, "%s/staging/%s", f->cfg.state_dir, version);
-    return platform_path_stat(path, NULL) == PLATFORM_PATH_DIR;
-}
-
-static size_t staging_entries(fixture *f)
-{
-    char path[600];
-    snprintf(path, sizeof path, "%s/staging", f->cfg.state_dir);
-    char **names;
-    size_t count = 0;
-    if (platform_list_dir(path, &names, &count, NULL) != ERR_OK)
-        return 0;
-    platform_free_names(names, count);
-    return count;
+    return support_write_pe(f->dir, name, 512, tag);
 }
 
 static void test_prune_keeps_rollback_target(void **ctx)
@@ -136,19 +46,20 @@ static void test_prune_keeps_rollback_target(void **ctx)
         char name[32];
         snprintf(name, sizeof name, "s%d.exe", i);
         char *p = write_pe(f, name, (unsigned char)i);
-        stage_ok(f, p, versions[i]);
+        support_stage(f, p, versions[i]);
         free(p);
     }
-    assert_false(staged_dir_exists(f, "1.0"));
-    assert_false(staged_dir_exists(f, "2.0"));
-    assert_true(staged_dir_exists(f, "3.0")); /* what rollback would use */
-    assert_true(staged_dir_exists(f, "4.0"));
+    assert_false(support_staged_dir_exists(f, "1.0"));
+    assert_false(support_staged_dir_exists(f, "2.0"));
+    assert_true(support_staged_dir_exists(f, "3.0")); /* what rollback would use */
+    assert_true(support_staged_dir_exists(f, "4.0"));
 
     f->cfg.installer.keep_versions = 3;
     char *p = write_pe(f, "s5.exe", 5);
-    stage_ok(f, p, "5.0");
+    support_stage(f, p, "5.0");
     free(p);
-    assert_true(staged_dir_exists(f, "3.0") && staged_dir_exists(f, "4.0") && staged_dir_exists(f, "5.0"));
+    assert_true(support_staged_dir_exists(f, "3.0") && support_staged_dir_exists(f, "4.0") &&
+                support_staged_dir_exists(f, "5.0"));
 }
 
 static void test_crash_leftovers_cleaned(void **ctx)
@@ -160,9 +71,9 @@ static void test_crash_leftovers_cleaned(void **ctx)
     snprintf(path, sizeof path, "%s/staging/.old-cafe", f->cfg.state_dir);
     assert_int_equal(platform_mkdirs(path, NULL), ERR_OK);
     char *p = write_pe(f, "a.exe", 1);
-    stage_ok(f, p, "1.0");
+    support_stage(f, p, "1.0");
     free(p);
-    assert_int_equal(staging_entries(f), 2); /* 1.0 and current */
+    assert_int_equal(support_staging_entries(f), 2); /* 1.0 and current */
 }
 
 static void test_file_names(void **unused)
@@ -214,30 +125,30 @@ static void test_rollback(void **ctx)
     error_info err;
     assert_int_equal(staging_rollback(&f->cfg, f->s, &from, &to, &err), ERR_NOT_FOUND);
     char *p = write_pe(f, "a.exe", 1);
-    stage_ok(f, p, "1.0");
+    support_stage(f, p, "1.0");
     assert_int_equal(staging_rollback(&f->cfg, f->s, &from, &to, &err), ERR_NOT_FOUND);
     assert_non_null(strstr(err.message, "no earlier staged version"));
     char *q = write_pe(f, "b.exe", 2);
-    stage_ok(f, q, "2.0");
+    support_stage(f, q, "2.0");
     assert_int_equal(staging_rollback(&f->cfg, f->s, &from, &to, &err), ERR_OK);
     assert_string_equal(from, "2.0");
     assert_string_equal(to, "1.0");
     free(from);
     free(to);
-    char *v = current(f);
+    char *v = support_staged_current(f);
     assert_string_equal(v, "1.0");
     free(v);
     /* A tampered rollback target is not made current. */
-    stage_ok(f, q, "2.0"); /* already staged: current stays 1.0 */
+    support_stage(f, q, "2.0"); /* already staged: current stays 1.0 */
     char *third = write_pe(f, "c.exe", 3);
-    stage_ok(f, third, "3.0");
+    support_stage(f, third, "3.0");
     char path[600];
     snprintf(path, sizeof path, "%s/staging/2.0/installer.exe", f->cfg.state_dir);
     FILE *t = fopen(path, "r+b");
     fputc('X', t);
     fclose(t);
     assert_int_equal(staging_rollback(&f->cfg, f->s, &from, &to, &err), ERR_REJECTED);
-    v = current(f);
+    v = support_staged_current(f);
     assert_string_equal(v, "3.0");
     free(v);
     free(p);
@@ -257,7 +168,7 @@ static void test_status_section(void **ctx)
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(out, "update_available")));
     cJSON_Delete(out);
     char *p = write_pe(f, "a.exe", 1);
-    stage_ok(f, p, "2.0");
+    support_stage(f, p, "2.0");
     assert_int_equal(staging_status_section(&f->cfg, f->s, &out, &err), ERR_OK);
     cJSON *staged = cJSON_GetObjectItem(out, "staged");
     assert_string_equal(cJSON_GetObjectItem(staged, "version")->valuestring, "2.0");
@@ -268,14 +179,178 @@ static void test_status_section(void **ctx)
     free(p);
 }
 
+/* ---- The manifest's typed view ---------------------------------------------- */
+
+static const char *good_manifest =
+    "{\"manifest_version\": 1, \"version\": \"1.2.3\", \"file_name\": \"Setup.msi\", \"staged_file\": "
+    "\"installer.msi\", \"size\": 512, \"sha256\": "
+    "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", \"source_url\": "
+    "\"https://x.example/i\", \"etag\": null, \"staged_at\": \"2026-11-21T10:00:00Z\", \"verification\": "
+    "{\"format\": \"msi\", \"signature\": {\"result\": \"valid\", \"signer\": \"CN=Example\", "
+    "\"signer_cert_sha256\": \"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"}, "
+    "\"version_binding\": {\"status\": \"bound\"}}}";
+
+static void test_manifest_view_reads_every_member(void **ctx)
+{
+    (void)ctx;
+    cJSON *doc = cJSON_Parse(good_manifest);
+    staging_manifest m;
+    error_info err;
+    assert_int_equal(staging_manifest_from_json(doc, &m, &err), ERR_OK);
+    assert_string_equal(m.version, "1.2.3");
+    assert_string_equal(m.file_name, "Setup.msi");
+    assert_string_equal(m.staged_file, "installer.msi");
+    assert_int_equal(m.size, 512);
+    assert_string_equal(m.staged_at, "2026-11-21T10:00:00Z");
+    assert_string_equal(m.source_url, "https://x.example/i");
+    assert_null(m.etag);
+    assert_string_equal(m.signature, "valid");
+    assert_string_equal(m.signer, "CN=Example");
+    assert_int_equal(strlen(m.signer_cert_sha256), 64);
+    assert_string_equal(m.version_binding, "bound");
+    assert_true(staging_manifest_is_msi(&m));
+
+    cJSON *st = staging_manifest_to_status(&m, "/s/installer.msi");
+    const char *names[] = {"version",   "path",      "file_name",       "sha256", "size",
+                           "staged_at", "signature", "version_binding", "signer", "verified_signature"};
+    int count = 0;
+    for (const cJSON *it = st->child; it; it = it->next)
+        count++;
+    assert_int_equal(count, (int)(sizeof names / sizeof names[0]));
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(st, names[i]));
+    assert_string_equal(cJSON_GetObjectItem(st, "path")->valuestring, "/s/installer.msi");
+    /* the signature that carried the verdict: what the manifest says, nothing invented */
+    const cJSON *by = cJSON_GetObjectItem(st, "verified_signature");
+    assert_string_equal(cJSON_GetObjectItem(by, "signer_cert_sha256")->valuestring, m.signer_cert_sha256);
+    assert_null(cJSON_GetObjectItem(by, "signature_index"));
+    assert_null(cJSON_GetObjectItem(by, "timestamp"));
+    cJSON_Delete(st);
+    staging_manifest_free(&m);
+    cJSON_Delete(doc);
+}
+
+/* A manifest written before staged_file, staged_at and version binding
+ * existed still reads: the installer under file_name, nulls in the status. */
+static void test_manifest_view_old_manifest(void **ctx)
+{
+    (void)ctx;
+    cJSON *doc = cJSON_Parse("{\"version\": \"1.0\", \"file_name\": \"Setup.exe\", \"size\": 1, \"sha256\": "
+                             "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}");
+    staging_manifest m;
+    assert_int_equal(staging_manifest_from_json(doc, &m, NULL), ERR_OK);
+    assert_string_equal(m.staged_file, "Setup.exe");
+    assert_string_equal(m.signature, "skipped");
+    assert_null(m.signer);
+    assert_false(staging_manifest_is_msi(&m));
+    /* An archive holding an MSI: the installer's format is the inner one
+     * (deploy then runs msiexec, not the file itself). */
+    snprintf(m.format, sizeof m.format, "zip");
+    snprintf(m.inner_format, sizeof m.inner_format, "msi");
+    assert_true(staging_manifest_is_msi(&m));
+    snprintf(m.inner_format, sizeof m.inner_format, "pe");
+    assert_false(staging_manifest_is_msi(&m));
+    cJSON *st = staging_manifest_to_status(&m, NULL);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(st, "staged_at")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(st, "version_binding")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(st, "signer")));
+    cJSON_Delete(st);
+    staging_manifest_free(&m);
+    cJSON_Delete(doc);
+}
+
+/* Each damage gives ERR_IO and a message naming the member. */
+static void test_manifest_view_names_what_is_wrong(void **ctx)
+{
+    (void)ctx;
+    static const struct {
+        const char *member;  /* replaced in good_manifest... */
+        const char *value;   /* ...by this JSON value (NULL: removed) */
+        const char *message; /* expected in the error */
+    } damage[] = {
+        {"version", NULL, "field `version` is missing"},
+        {"version", "7", "field `version` is not a string"},
+        {"version", "\"../x\"", "field `version` is not a valid version"},
+        {"file_name", NULL, "field `file_name` is missing"},
+        {"file_name", "\"a/b.exe\"", "field `file_name` is not a safe file name"},
+        {"staged_file", "\"evil.dll\"", "field `staged_file` is not installer.exe or installer.msi"},
+        {"size", NULL, "field `size` is missing"},
+        {"size", "\"512\"", "field `size` is not a number"},
+        {"size", "-1", "field `size` is not a byte count"},
+        {"size", "1.5", "field `size` is not a byte count"},
+        {"sha256", NULL, "field `sha256` is missing"},
+        {"sha256", "\"ABC\"", "field `sha256` is not 64 lower-case hex digits"},
+        {"source_url", "[]", "field `source_url` is not a string"},
+        {"verification", "3", "field `verification` is not an object"},
+    };
+    for (size_t i = 0; i < sizeof damage / sizeof damage[0]; i++) {
+        cJSON *doc = cJSON_Parse(good_manifest);
+        if (damage[i].value)
+            cJSON_ReplaceItemInObject(doc, damage[i].member, cJSON_Parse(damage[i].value));
+        else
+            cJSON_DeleteItemFromObject(doc, damage[i].member);
+        staging_manifest m;
+        error_info err;
+        error_clear(&err);
+        error_code rc = staging_manifest_from_json(doc, &m, &err);
+        if (rc != ERR_IO || !strstr(err.message, damage[i].message))
+            fail_msg("%s=%s: rc %d, \"%s\"; expected \"%s\"", damage[i].member,
+                     damage[i].value ? damage[i].value : "(removed)", rc, err.message, damage[i].message);
+        cJSON_Delete(doc);
+    }
+    staging_manifest m;
+    error_info err;
+    cJSON *array = cJSON_CreateArray();
+    assert_int_equal(staging_manifest_from_json(array, &m, &err), ERR_IO);
+    assert_non_null(strstr(err.message, "not a JSON object"));
+    cJSON_Delete(array);
+}
+
+/* A damaged manifest on disk: the staged version is not trusted, and the
+ * error names the file and the member. */
+static void test_damaged_manifest_on_disk(void **ctx)
+{
+    fixture *f = *ctx;
+    char *a = write_pe(f, "a.exe", 1);
+    support_stage(f, a, "1.0");
+    char *staging = platform_path_join(f->cfg.state_dir, "staging");
+    char *vdir = platform_path_join(staging, "1.0");
+    char *path = platform_path_join(vdir, "manifest.json");
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(platform_read_file(path, 1 << 20, &text, &len, NULL), ERR_OK);
+    cJSON *doc = cJSON_ParseWithLength(text, len);
+    free(text);
+    cJSON_ReplaceItemInObject(doc, "size", cJSON_CreateString("512"));
+    text = cJSON_Print(doc);
+    assert_int_equal(platform_write_atomic(path, text, strlen(text), NULL), ERR_OK);
+    free(text);
+    cJSON_Delete(doc);
+    staging_manifest m;
+    char *installer = NULL;
+    error_info err;
+    assert_int_equal(staging_current(&f->cfg, NULL, &m, &installer, &err), ERR_IO);
+    assert_non_null(strstr(err.message, "manifest.json: field `size` is not a number"));
+    assert_null(installer);
+    assert_false(staging_has_verified(&f->cfg, "1.0"));
+    free(path);
+    free(vdir);
+    free(staging);
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_prune_keeps_rollback_target, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_crash_leftovers_cleaned, setup, teardown),
+        SUPPORT_STAGING_TEST(test_prune_keeps_rollback_target),
+        SUPPORT_STAGING_TEST(test_crash_leftovers_cleaned),
         cmocka_unit_test(test_file_names),
-        cmocka_unit_test_setup_teardown(test_rollback, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_status_section, setup, teardown),
+        SUPPORT_STAGING_TEST(test_rollback),
+        SUPPORT_STAGING_TEST(test_status_section),
+        cmocka_unit_test(test_manifest_view_reads_every_member),
+        cmocka_unit_test(test_manifest_view_old_manifest),
+        cmocka_unit_test(test_manifest_view_names_what_is_wrong),
+        SUPPORT_STAGING_TEST(test_damaged_manifest_on_disk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,15 +16,15 @@
 #include "core/timefmt.h"
 #include "report/status.h"
 
-/* Default configuration whose state directory is a new one made from
- * template dir (mkdtemp). */
-static void config_in_temp_dir(config *cfg, char *dir)
+#include "support.h"
+
+/* Default configuration whose state directory is a new one (support_tempdir). */
+static void config_in_temp_dir(config *cfg)
 {
     error_info err;
     assert_int_equal(config_init_defaults(cfg, &err), ERR_OK);
-    assert_non_null(mkdtemp(dir));
     free(cfg->state_dir);
-    cfg->state_dir = strdup(dir);
+    cfg->state_dir = support_tempdir("status");
 }
 
 static void test_merge(void **unused)
@@ -32,8 +32,7 @@ static void test_merge(void **unused)
     (void)unused;
     config cfg;
     error_info err;
-    char dir[] = "/tmp/outpost-status-XXXXXX";
-    config_in_temp_dir(&cfg, dir);
+    config_in_temp_dir(&cfg);
 
     cJSON *doc;
     assert_int_equal(status_read(&cfg, &doc, &err), ERR_NOT_FOUND);
@@ -69,8 +68,7 @@ static void test_previous_given(void **unused)
     (void)unused;
     config cfg;
     error_info err;
-    char dir[] = "/tmp/outpost-status-XXXXXX";
-    config_in_temp_dir(&cfg, dir);
+    config_in_temp_dir(&cfg);
 
     cJSON *installer = cJSON_Parse("{\"latest_version\": \"2.0\"}");
     status_parts first = {.installer = installer};

@@ -108,13 +108,48 @@ static void test_url_redact(void **unused)
     assert_null(text_url_redact(NULL));
 }
 
+static void test_hex_decode(void **state)
+{
+    (void)state;
+    assert_int_equal(text_hex_value('0'), 0);
+    assert_int_equal(text_hex_value('9'), 9);
+    assert_int_equal(text_hex_value('a'), 10);
+    assert_int_equal(text_hex_value('F'), 15);
+    assert_int_equal(text_hex_value('g'), -1);
+    assert_int_equal(text_hex_value('\0'), -1);
+    assert_int_equal(text_hex_value('/'), -1);
+
+    assert_true(text_is_hex("00ff", 4, false));
+    assert_true(text_is_hex("00FF", 4, false));
+    assert_false(text_is_hex("00FF", 4, true));
+    assert_true(text_is_hex("00ff", 4, true));
+    assert_false(text_is_hex("00ff", 3, false)); /* exactly len digits */
+    assert_false(text_is_hex("00fg", 4, false));
+    assert_false(text_is_hex(NULL, 0, false));
+    assert_true(text_is_hex("", 0, false));
+
+    unsigned char out[4];
+    assert_true(text_unhex("DEADbeef", out, 4));
+    assert_memory_equal(out, "\xde\xad\xbe\xef", 4);
+    assert_false(text_unhex("de-dbeef", out, 4));
+    assert_false(text_unhex("dea", out, 2)); /* too short: the NUL is not a digit */
+
+    /* the round trip with the encoder */
+    unsigned char bytes[32];
+    for (size_t i = 0; i < sizeof bytes; i++)
+        bytes[i] = (unsigned char)(i * 37);
+    char hex[65];
+    text_hex(bytes, sizeof bytes, hex);
+    unsigned char back[32];
+    assert_true(text_unhex(hex, back, sizeof back));
+    assert_memory_equal(back, bytes, sizeof bytes);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escape_controls),
-        cmocka_unit_test(test_case_helpers),
-        cmocka_unit_test(test_hex),
-        cmocka_unit_test(test_url_redact),
+        cmocka_unit_test(test_escape_controls), cmocka_unit_test(test_case_helpers), cmocka_unit_test(test_hex),
+        cmocka_unit_test(test_url_redact),      cmocka_unit_test(test_hex_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
