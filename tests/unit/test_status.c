@@ -254,8 +254,7 @@ static void test_write_carries_history(void **unused)
     (void)unused;
     config cfg;
     error_info err;
-    char dir[] = "/tmp/outpost-status-XXXXXX";
-    config_in_temp_dir(&cfg, dir);
+    config_in_temp_dir(&cfg);
     cJSON *first = cJSON_Parse("{\"started_at\": \"2026-11-21T09:00:00Z\", \"finished_at\": \"2026-11-21T09:00:05Z\", "
                                "\"result\": \"ok\", \"exit_code\": 0, \"errors\": []}");
     status_parts parts = {.last_run = first};
@@ -282,8 +281,7 @@ static void test_unrecorded_note(void **unused)
     (void)unused;
     config cfg;
     error_info err;
-    char dir[] = "/tmp/outpost-status-XXXXXX";
-    config_in_temp_dir(&cfg, dir);
+    config_in_temp_dir(&cfg);
     assert_null(status_read_unrecorded(&cfg));
     status_note_unrecorded(&cfg, "2026-11-21T10:00:00Z", 1, "cannot write the status file: read-only");
     cJSON *note = status_read_unrecorded(&cfg);
