@@ -142,24 +142,30 @@ error_code mirror_trust_walk(const config *cfg, mirror_trust *t, const char *man
     }
     for (int step = 0; step < MIRROR_TRUST_MAX_WALK; step++) {
         char *url = root_url(manifest_url, t->root.version + 1);
-        if (!url)
+        /* What messages and the log show: never the URL's user:password@. */
+        char *shown = url ? text_url_redact(url) : NULL;
+        if (!shown) {
+            free(url);
             return error_set(err, ERR_NOMEM, "out of memory");
+        }
         char *data = NULL;
         size_t len = 0;
         error_code rc = fetch(user, url, &data, &len, err);
         if (rc == ERR_NOT_FOUND) {
             free(url);
+            free(shown);
             error_clear(err);
             break; /* the newest root: the walk ends */
         }
         if (rc != ERR_OK) {
             err->code = ERR_TEMPORARY;
-            error_prefix(err, "mirror root %s", url);
+            error_prefix(err, "mirror root %s", shown);
             free(url);
+            free(shown);
             return ERR_TEMPORARY;
         }
         root next;
-        rc = root_open_next(&t->root, data, len, url, &next, err);
+        rc = root_open_next(&t->root, data, len, shown, &next, err);
         bool opened = rc == ERR_OK;
         if (opened && persist)
             rc = persist_root(cfg, data, len, err);
@@ -173,10 +179,12 @@ error_code mirror_trust_walk(const config *cfg, mirror_trust *t, const char *man
                              "mirror serves a root its key holders signed)",
                              (long long)t->root.version);
             free(url);
+            free(shown);
             return rc;
         }
-        log_info("mirror root version %lld verified (%s)", (long long)next.version, url);
+        log_info("mirror root version %lld verified (%s)", (long long)next.version, shown);
         free(url);
+        free(shown);
         root_free(&t->root);
         t->root = next;
         t->walked++;

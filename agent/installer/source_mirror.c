@@ -328,7 +328,7 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
             code = mirror_trust_check_expiry(&trust, now_s, &here);
         record_root(s, &trust);
         if (code != ERR_OK) {
-            record_status(s, url, NULL, false, false, MANIFEST_OK, here.message);
+            record_status(s, shown, NULL, false, false, MANIFEST_OK, here.message);
             jsonx_set(cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "status"), "refused",
                       cJSON_CreateString("root"));
             log_trace("%s", here.message);
@@ -340,6 +340,7 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
                 worst_err = here;
             }
             free(url);
+            free(shown);
             continue;
         }
         forget_on_key_change(s, &trust);

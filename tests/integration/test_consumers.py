@@ -182,11 +182,26 @@ def test_rsyslog_ships_every_incident_once_across_rotations(sim, readers):
                                preexec_fn=as_reader(gid), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)
     try:
+        def lines_in(path):
+            if not os.path.exists(path):
+                return 0
+            with open(path, encoding="utf-8") as f:
+                return len(f.read().splitlines())
+
+        appended = 4
         for _ in range(6):
             sim.add_incidents(8)
             result = run(config, "run")
             assert result.returncode == 0, result.stderr
-            time.sleep(0.3)  # a shipper tails; outpost runs hourly, not back to back
+            appended += 8
+            # outpost runs hourly, not back to back: the shipper has caught up
+            # with one run (whose appends may rotate the file, possibly more
+            # than once) before the next one starts. On a loaded machine that
+            # can take a while; a shipper that lost a line never catches up
+            # and the assertions below say so.
+            caught_up = time.monotonic() + 30
+            while lines_in(out) < appended and time.monotonic() < caught_up:
+                time.sleep(0.1)
         written = []
         for name in sorted((n for n in os.listdir(state_dir) if n.startswith("incidents.jsonl")),
                            key=lambda n: -int(n.rsplit(".", 1)[1]) if n[-1].isdigit() else 0):
