@@ -472,7 +472,7 @@ def test_stage_reads_a_signed_pe_once(tmp_path, fx):
     cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem")}})
     trace = tmp_path / "strace.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    env["OUTPOST_API_KEY"] = API_KEY
+    env.update(OUTPOST_API_KEY=API_KEY, ASAN_OPTIONS="detect_leaks=0")  # LeakSanitizer cannot run under ptrace
     r = subprocess.run(["strace", "-f", "-y", "-e", "trace=read,pread64", "-o", str(trace), OUTPOST, "-c", str(cfg),
                         "stage", str(signed), "--version", V], capture_output=True, text=True, timeout=300,
                        env=env, cwd=tmp_path)
@@ -525,7 +525,7 @@ def test_update_reads_a_signed_pe_no_more_than_an_unsigned_one(tmp_path, fx, sim
                                   "verify": {"trusted_ca_file": str(fx / "root.pem")}})
     trace = tmp_path / "strace.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    env["OUTPOST_API_KEY"] = API_KEY
+    env.update(OUTPOST_API_KEY=API_KEY, ASAN_OPTIONS="detect_leaks=0")  # LeakSanitizer cannot run under ptrace
     r = subprocess.run(["strace", "-f", "-y", "-e", "trace=read,pread64", "-o", str(trace), OUTPOST, "-c", str(cfg),
                         "update"], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
