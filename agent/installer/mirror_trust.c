@@ -159,7 +159,7 @@ error_code mirror_trust_walk(const config *cfg, mirror_trust *t, const char *man
         }
         if (rc != ERR_OK) {
             err->code = ERR_TEMPORARY;
-            error_prefix(err, "mirror root %s", shown);
+            error_prefix(err, "mirror root"); /* the transfer's message names the URL */
             free(url);
             free(shown);
             return ERR_TEMPORARY;
