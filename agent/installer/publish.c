@@ -254,6 +254,8 @@ static MUST_CHECK error_code publish_roots(const config *cfg, const publish_requ
     if (!roots_dir)
         return error_set(err, ERR_NOMEM, "out of memory");
     rc = platform_mkdirs(roots_dir, err);
+    if (rc == ERR_OK) /* served like the rest of the mirror (PRODUCT.md 8) */
+        rc = platform_make_world_readable(roots_dir, err);
     root trusted;
     memset(&trusted, 0, sizeof trusted);
     char *data = NULL;

@@ -332,7 +332,7 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
             jsonx_set(cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "status"), "refused",
                       cJSON_CreateString("root"));
             log_trace("%s", here.message);
-            if (i + 1 < cfg->mirror.url_count)
+            if (i + 1 < cfg->mirror.url_count && code != ERR_REJECTED)
                 log_warn("%s; trying the next mirror", here.message);
             if (worst == ERR_OK ||
                 error_worse_exit(error_exit_code(worst), error_exit_code(code)) != error_exit_code(worst)) {
@@ -341,6 +341,11 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
             }
             free(url);
             free(shown);
+            /* PRODUCT.md 8.1: a root that fails verification stops the run (a
+             * forged root is tampering, not a mirror to route around); one
+             * that could not be fetched or has expired lets the next mirror try. */
+            if (code == ERR_REJECTED)
+                break;
             continue;
         }
         forget_on_key_change(s, &trust);

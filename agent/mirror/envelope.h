@@ -21,7 +21,9 @@
 #include "base/error.h"
 #include "mirror/signkey.h"
 
-#define ENVELOPE_MAX_SIGNATURES 16 /* more are ignored (a bound on the work a forger can cause) */
+/* More are ignored (a bound on the work a forger can cause). Twice a root's
+ * key list: a rotation to a disjoint set of keys needs both thresholds. */
+#define ENVELOPE_MAX_SIGNATURES 32
 
 typedef struct envelope_signature {
     char keyid[SIGNKEY_ID_SIZE]; /* lower-case hex, as written (not checked to be hex) */

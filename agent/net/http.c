@@ -222,6 +222,16 @@ static int64_t min_speed(const http_client *c, const xfer *x)
     return v;
 }
 
+/* The time bytes take at the minimum speed, added to an installer's
+ * deadline. Divided before it is scaled and capped at 30 days, so a hostile
+ * Content-Length near INT64_MAX cannot overflow the deadline. */
+static int64_t transfer_allowance_ms(const http_client *c, const xfer *x, int64_t bytes)
+{
+    const int64_t cap_s = 30 * 86400;
+    int64_t s = bytes / min_speed(c, x) + 1;
+    return (s > cap_s ? cap_s : s) * 1000;
+}
+
 static char *dup_n(const char *s, size_t n)
 {
     return text_dup_n(s, n);
@@ -746,7 +756,7 @@ static void stream_deliver_headers(xfer *x)
     x->paced_from_ms = clock_now_ms(x->client->clock);
     x->paced_bytes = 0;
     if (x->delivering && s->scale_deadline && h.content_length > 0)
-        x->deadline_ms += h.content_length * 1000 / min_speed(x->client, x);
+        x->deadline_ms += transfer_allowance_ms(x->client, x, h.content_length);
     if (s->callbacks->on_headers && s->callbacks->on_headers(s->callbacks->user, &h) == HTTP_STREAM_STOP) {
         x->stopped = true;
         s->result.stopped = true;
@@ -1833,7 +1843,7 @@ static void start_attempt(http_client *c, xfer *x, int64_t now)
     x->started_ms = now;
     x->deadline_ms = now + c->cfg.transfer_timeout_s * 1000;
     if (x->stream && x->stream->expected_bytes > 0)
-        x->deadline_ms += x->stream->expected_bytes * 1000 / min_speed(c, x);
+        x->deadline_ms += transfer_allowance_ms(c, x, x->stream->expected_bytes);
     if (x->kind != XFER_TOKEN && x->same_origin)
         x->token_generation = c->token.generation;
     running_add(c, x);

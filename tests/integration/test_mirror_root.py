@@ -282,6 +282,28 @@ def test_a_failing_root_installs_nothing_and_keeps_the_last_good(tmp_path, fleet
     assert r.returncode == 4, r.stdout
 
 
+def test_a_forged_root_on_one_mirror_stops_the_run_though_the_next_is_good(tmp_path, fleet):
+    # PRODUCT.md 8.1: a root that fails stops the run. A second, honest mirror must not turn
+    # tampering seen on the first into a quiet install.
+    keys, mirror, pinned = fleet
+    installer = tmp_path / "sensor.exe"
+    good = Mirror(tmp_path / "mirror-good", keys, installer)
+    good.put_root(1, pinned.read_text())
+    good.manifest(5, ["m1"])
+    forged = root_doc(keys, 2, NOW + timedelta(days=90), ["r3", "r4"], 1, ["m2"])
+    mirror.put_root(2, json.dumps(sign(forged, ROOT_CONTEXT, keys, ["r3"])))  # no key of root 1 signed it
+    mirror.manifest(5, ["m2"])
+    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    doc = json.loads(cfg.read_text())
+    doc["mirror"]["urls"] = [mirror.url, good.url]
+    cfg.write_text(json.dumps(doc))
+    r = run(cfg, "update")
+    assert r.returncode == 4, r.stderr
+    assert "version 1 stays trusted" in r.stderr
+    assert staged(state) == []
+    assert kept_root_version(state) is None
+
+
 def test_expired_intermediate_root_then_valid_one(tmp_path, fleet):
     keys, mirror, _ = fleet
     old = root_doc(keys, 1, NOW - timedelta(days=400), ["r1"], 1, ["m1"])
@@ -522,6 +544,10 @@ def test_publish_copies_the_roots_and_refuses_a_key_the_root_does_not_list(tmp_p
     assert "expires at" in r.stderr and "root next" in r.stderr  # within 30 days: warned
     assert (mirror_dir / "roots" / "1.root.json").read_bytes() == (roots / "1.root.json").read_bytes()
     assert (mirror_dir / "root.json").read_bytes() == (roots / "1.root.json").read_bytes()
+    # Served like the rest of the mirror: a web server running as another user reads roots/
+    # (a 403 there would end an endpoint's walk on the old root).
+    assert (mirror_dir / "roots").stat().st_mode & 0o777 == 0o755
+    assert (mirror_dir / "roots" / "1.root.json").stat().st_mode & 0o777 == 0o644
     # An endpoint pinning root 1 accepts the published mirror; `mirror verify` says so.
     ecfg, state = endpoint(tmp_path, "e1", mirror_dir.as_uri(), roots / "1.root.json")
     r = run(ecfg, "mirror", "verify", mirror_dir)
