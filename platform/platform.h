@@ -565,6 +565,11 @@ void platform_exit_on_interrupt(const char *message);
  */
 MUST_CHECK error_code platform_share_with_group(const char *path, const char *group, error_info *err);
 
+/* Whether report.readers_group names a group of this machine (a POSIX group
+ * name; Windows: a group name or an "S-1-..." SID): ERR_OK, else ERR_CONFIG
+ * naming it. Checked before anything is written (PRODUCT.md section 1). */
+MUST_CHECK error_code platform_group_exists(const char *group, error_info *err);
+
 /*
  * Makes path readable by everyone, whatever the umask: what a web server
  * or file share serves (the fleet mirror `publish` writes; it is signed and

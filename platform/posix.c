@@ -1722,15 +1722,33 @@ void platform_exit_on_interrupt(const char *message)
     sigaction(SIGINT, &sa, NULL);
 }
 
-error_code platform_share_with_group(const char *path, const char *group, error_info *err)
+/* The group named group (getgrnam_r: the report's threads may be running),
+ * into *entry with its strings in buf. */
+static error_code find_group(const char *group, struct group *entry, char *buf, size_t size, error_info *err)
 {
-    /* getgrnam_r: the report's threads may be running. */
-    struct group entry, *found = NULL;
-    char buf[16384];
-    int e = getgrnam_r(group, &entry, buf, sizeof buf, &found);
+    struct group *found = NULL;
+    int e = getgrnam_r(group, entry, buf, size, &found);
     if (!found)
         return error_set_os(err, ERR_CONFIG, e, "there is no group \"%s\" on this machine (getent group %s)", group,
                             group);
+    return ERR_OK;
+}
+
+error_code platform_group_exists(const char *group, error_info *err)
+{
+    struct group entry;
+    char buf[16384];
+    return find_group(group, &entry, buf, sizeof buf, err);
+}
+
+error_code platform_share_with_group(const char *path, const char *group, error_info *err)
+{
+    struct group entry;
+    char buf[16384];
+    error_code rc = find_group(group, &entry, buf, sizeof buf, err);
+    if (rc != ERR_OK)
+        return rc;
+    const struct group *found = &entry;
     struct stat st;
     if (lstat(path, &st) != 0)
         return fail_path(err, errno, "cannot read the permissions of", path);

@@ -2773,31 +2773,54 @@ void platform_exit_on_interrupt(const char *message)
     SetConsoleCtrlHandler(on_console_control, TRUE);
 }
 
+/* The SID of report.readers_group: an "S-1-..." string (*from_text is then
+ * set, LocalFree it) or a name looked up into sid_buf. ERR_CONFIG when
+ * there is no such group. */
+static error_code group_sid(const char *group, BYTE sid_buf[SECURITY_MAX_SID_SIZE], PSID *sid, PSID *from_text,
+                            error_info *err)
+{
+    *sid = NULL;
+    *from_text = NULL;
+    wchar_t *wgroup = widen(group);
+    error_code rc = ERR_OK;
+    if (!wgroup) {
+        rc = error_set(err, ERR_NOMEM, "out of memory");
+    } else if (wcsncmp(wgroup, L"S-1-", 4) == 0) {
+        if (ConvertStringSidToSidW(wgroup, from_text))
+            *sid = *from_text;
+        else
+            rc = error_set_os(err, ERR_CONFIG, (int)GetLastError(), "\"%s\" is not a valid SID", group);
+    } else {
+        DWORD sid_size = SECURITY_MAX_SID_SIZE, domain_size = 256;
+        wchar_t domain[256];
+        SID_NAME_USE use;
+        if (LookupAccountNameW(NULL, wgroup, sid_buf, &sid_size, domain, &domain_size, &use))
+            *sid = sid_buf;
+        else
+            rc = error_set_os(err, ERR_CONFIG, (int)GetLastError(), "there is no group \"%s\" on this machine", group);
+    }
+    free(wgroup);
+    return rc;
+}
+
+error_code platform_group_exists(const char *group, error_info *err)
+{
+    BYTE sid_buf[SECURITY_MAX_SID_SIZE];
+    PSID sid = NULL, from_text = NULL;
+    error_code rc = group_sid(group, sid_buf, &sid, &from_text, err);
+    LocalFree(from_text);
+    return rc;
+}
+
 error_code platform_share_with_group(const char *path, const char *group, error_info *err)
 {
     wchar_t *wpath = NULL;
     error_code rc = widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
-    wchar_t *wgroup = widen(group);
     PSID sid = NULL, from_text = NULL;
     BYTE sid_buf[SECURITY_MAX_SID_SIZE];
-    if (!wgroup) {
-        rc = error_set(err, ERR_NOMEM, "out of memory");
-    } else if (wcsncmp(wgroup, L"S-1-", 4) == 0) {
-        if (ConvertStringSidToSidW(wgroup, &from_text))
-            sid = from_text;
-        else
-            rc = error_set_os(err, ERR_CONFIG, (int)GetLastError(), "\"%s\" is not a valid SID", group);
-    } else {
-        DWORD sid_size = sizeof sid_buf, domain_size = 256;
-        wchar_t domain[256];
-        SID_NAME_USE use;
-        if (LookupAccountNameW(NULL, wgroup, sid_buf, &sid_size, domain, &domain_size, &use))
-            sid = sid_buf;
-        else
-            rc = error_set_os(err, ERR_CONFIG, (int)GetLastError(), "there is no group \"%s\" on this machine", group);
-    }
+    rc = group_sid(group, sid_buf, &sid, &from_text, err);
     DWORD attributes = rc == ERR_OK ? GetFileAttributesW(wpath) : INVALID_FILE_ATTRIBUTES;
     bool dir = attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY);
     PACL old = NULL, acl = NULL;
@@ -2832,7 +2855,6 @@ error_code platform_share_with_group(const char *path, const char *group, error_
     LocalFree(acl);
     LocalFree(sd);
     LocalFree(from_text);
-    free(wgroup);
     free(wpath);
     return rc;
 }

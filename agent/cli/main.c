@@ -90,6 +90,11 @@ static MUST_CHECK error_code preflight(cli_command command, const config *cfg, e
     bool verifies = command == CLI_UPDATE || command == CLI_STAGE || (command == CLI_RUN && cfg->installer.enabled);
     if (rc == ERR_OK && verifies)
         rc = config_check_verify_files(&cfg->installer.verify, err);
+    if (rc == ERR_OK && cfg->report.readers_group) {
+        rc = platform_group_exists(cfg->report.readers_group, err);
+        if (rc != ERR_OK)
+            error_prefix(err, "`report.readers_group`");
+    }
     return rc;
 }
 
@@ -166,12 +171,12 @@ static MUST_CHECK error_code take_lock(const config *cfg, platform_lock **lock, 
     error_code rc = platform_mkdirs_private(cfg->state_dir, err);
     if (rc != ERR_OK)
         return error_prefix(err, "cannot create the state directory");
-    /* The readers may list it (0750) to reach the feeds; what else it holds
-     * stays owner-only. */
-    rc = feed_share(cfg->state_dir, cfg->report.readers_group, err);
+    rc = check_state_dir(cfg, err);
     if (rc != ERR_OK)
         return rc;
-    rc = check_state_dir(cfg, err);
+    /* The readers may list it (0750) to reach the feeds; what else it holds
+     * stays owner-only. Only a directory judged trusted is shared. */
+    rc = feed_share(cfg->state_dir, cfg->report.readers_group, err);
     if (rc != ERR_OK)
         return rc;
     char *path = platform_path_join(cfg->state_dir, "outpost.lock");

@@ -324,8 +324,7 @@ static MUST_CHECK error_code hold_verified(const char *installer, const staging_
 static char *parent_dir(const char *path)
 {
     bool absolute = path[0] == '/' || path[0] == '\\' || (path[0] && path[1] == ':');
-    const char *slash = strrchr(path, platform_path_separator());
-    return absolute && slash && slash > path ? text_dup_n(path, (size_t)(slash - path)) : NULL;
+    return absolute ? platform_path_dir(path) : NULL;
 }
 
 static MUST_CHECK error_code spawn_installer(const config *cfg, const char *installer, platform_held_file *held,

@@ -183,6 +183,19 @@ def test_a_missing_publisher_ca_writes_nothing(tmp_path):
         assert not state.exists()
 
 
+def test_a_readers_group_that_does_not_exist_writes_nothing(tmp_path):
+    state = tmp_path / "state"
+    config = tmp_path / "outpost.json"
+    config.write_text(json.dumps({"state_dir": str(state), "log": {"file": "outpost.log"},
+                                  "installer": {"enabled": False},
+                                  "report": {"enabled": False, "readers_group": "no-such-group-outpost"}}))
+    for command in ("run", "rollback"):
+        result = run_bare("-c", str(config), command)
+        assert result.returncode == 2, result.stderr
+        assert "report.readers_group" in result.stderr and "no-such-group-outpost" in result.stderr
+        assert not state.exists(), sorted(os.listdir(state))
+
+
 def test_the_shipped_placeholder_is_a_configuration_error(tmp_path):
     state = tmp_path / "state"
     config = tmp_path / "outpost.json"
