@@ -913,6 +913,72 @@ static void enable_privilege(const wchar_t *name)
     CloseHandle(token);
 }
 
+/*
+ * Everything below dir: owned by owner (NULL: left as it is) and stripped
+ * of its explicit entries, so that it keeps only what it inherits from
+ * dir's protected list: what TreeSetNamedSecurityInfoW does with
+ * TREE_SEC_INFO_RESET, walked here because wine does not implement that
+ * call (the MSI test runs `service install` under wine). A reparse point
+ * is neither followed nor changed: platform_check_private_dir refuses it.
+ */
+static DWORD reset_children(const wchar_t *dir, PSID owner, PACL empty, int depth)
+{
+    if (depth > 64)
+        return ERROR_CANT_RESOLVE_FILENAME;
+    size_t n = wcslen(dir);
+    wchar_t *pattern = malloc((n + 3) * sizeof *pattern);
+    if (!pattern)
+        return ERROR_NOT_ENOUGH_MEMORY;
+    wcscpy(pattern, dir);
+    wcscat(pattern, L"\\*");
+    WIN32_FIND_DATAW found;
+    HANDLE h = FindFirstFileW(pattern, &found);
+    free(pattern);
+    if (h == INVALID_HANDLE_VALUE) {
+        DWORD e = GetLastError();
+        return e == ERROR_FILE_NOT_FOUND || e == ERROR_NO_MORE_FILES ? ERROR_SUCCESS : e;
+    }
+    DWORD e = ERROR_SUCCESS;
+    do {
+        if (wcscmp(found.cFileName, L".") == 0 || wcscmp(found.cFileName, L"..") == 0 ||
+            (found.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT))
+            continue;
+        wchar_t *child = malloc((n + 2 + wcslen(found.cFileName)) * sizeof *child);
+        if (!child) {
+            e = ERROR_NOT_ENOUGH_MEMORY;
+            break;
+        }
+        wcscpy(child, dir);
+        wcscat(child, L"\\");
+        wcscat(child, found.cFileName);
+        SECURITY_INFORMATION what = DACL_SECURITY_INFORMATION | UNPROTECTED_DACL_SECURITY_INFORMATION;
+        if (owner)
+            what |= OWNER_SECURITY_INFORMATION;
+        e = SetNamedSecurityInfoW(child, SE_FILE_OBJECT, what, owner, NULL, empty, NULL);
+        if (e == ERROR_SUCCESS && (found.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY))
+            e = reset_children(child, owner, empty, depth + 1);
+        free(child);
+    } while (e == ERROR_SUCCESS && FindNextFileW(h, &found));
+    if (e == ERROR_SUCCESS && GetLastError() != ERROR_NO_MORE_FILES)
+        e = GetLastError();
+    FindClose(h);
+    return e;
+}
+
+/* The directory gets owner (NULL: left as it is) and the protected list
+ * dacl; everything below it is reset to inherit that list. */
+static DWORD protect_tree(const wchar_t *dir, PSID owner, PACL dacl)
+{
+    ACL empty;
+    if (!InitializeAcl(&empty, sizeof empty, ACL_REVISION))
+        return GetLastError();
+    SECURITY_INFORMATION what = DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION;
+    if (owner)
+        what |= OWNER_SECURITY_INFORMATION;
+    DWORD e = SetNamedSecurityInfoW((LPWSTR)dir, SE_FILE_OBJECT, what, owner, NULL, dacl, NULL);
+    return e == ERROR_SUCCESS ? reset_children(dir, owner, &empty, 0) : e;
+}
+
 error_code platform_make_private_dir(const char *path, error_info *err)
 {
     wchar_t *wpath = NULL;
@@ -941,19 +1007,14 @@ error_code platform_make_private_dir(const char *path, error_info *err)
         enable_privilege(L"SeTakeOwnershipPrivilege");
         enable_privilege(L"SeRestorePrivilege");
         /* The directory: owned by Administrators, PROTECTED (the parent's
-         * entries stop applying). Everything below: the same owner and
-         * TREE_SEC_INFO_RESET, so explicit entries are dropped and each
-         * child keeps only what it inherits from this protected list. */
-        e = TreeSetNamedSecurityInfoW(wpath, SE_FILE_OBJECT,
-                                      OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION |
-                                          PROTECTED_DACL_SECURITY_INFORMATION,
-                                      admins, NULL, dacl, NULL, TREE_SEC_INFO_RESET, NULL, ProgressInvokeNever, NULL);
+         * entries stop applying). Everything below: the same owner, its
+         * explicit entries dropped, so each child keeps only what it
+         * inherits from this protected list (protect_tree). */
+        e = protect_tree(wpath, admins, dacl);
         /* Not elevated enough to take ownership: the access list still
          * goes on, and platform_check_private_dir judges the owners. */
         if (e == ERROR_ACCESS_DENIED || e == ERROR_INVALID_OWNER || e == ERROR_PRIVILEGE_NOT_HELD)
-            e = TreeSetNamedSecurityInfoW(wpath, SE_FILE_OBJECT,
-                                          DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION, NULL, NULL,
-                                          dacl, NULL, TREE_SEC_INFO_RESET, NULL, ProgressInvokeNever, NULL);
+            e = protect_tree(wpath, NULL, dacl);
     }
     LocalFree(admins);
     LocalFree(sd);

@@ -242,7 +242,7 @@ def test_a_failed_run_writes_an_event_log_entry(outpost, tmp_path):
     assert r.returncode == 2, r.stderr
     assert events(r.stderr) == [(0x0001, 1000)], r.stderr  # EVENTLOG_ERROR_TYPE, "run failed"
     text = re.search(r'err:eventlog:ReportEventW L"(.*)"', r.stderr).group(1)
-    assert text.startswith("run: update: no API key") and text.endswith("\\r\\noutpost run: exit code 2"), text
+    assert text.startswith("run: no API key") and text.endswith("\\r\\noutpost run: exit code 2"), text
     assert len(outpost_lines(r.stderr)) == 1  # the call added nothing to outpost's own output
     # The log file got the same line, time-stamped (wine: no security descriptors to check).
     log = (tmp_path / "state" / "outpost.log").read_text(encoding="utf-8")

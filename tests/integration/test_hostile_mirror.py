@@ -111,8 +111,10 @@ class Hostile:
         self.server = Server(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
-        scheme = "https" if tls else "http"
-        self.base = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
+        # https by name: the release builds' Mbed TLS matches a certificate's DNS names, not
+        # its IP addresses, so https://127.0.0.1 fails there with a name mismatch.
+        host = "localhost" if tls else "127.0.0.1"
+        self.base = f"{'https' if tls else 'http'}://{host}:{self.server.server_address[1]}"
 
     def url(self, mode: str) -> str:
         return f"{self.base}/{mode}/"

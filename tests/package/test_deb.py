@@ -141,7 +141,6 @@ def test_default_configuration_is_the_endpoint_role(tmp_path):
 # ---- lintian ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("arch", ARCHES)
-@pytest.mark.parametrize("arch", ARCHES)
 def test_nothing_shipped_cites_a_document_not_shipped(arch, tmp_path):
     """postinst, the lintian overrides and the man pages send readers only to
     what the package holds (the README, the man pages), never to the
@@ -157,6 +156,7 @@ def test_nothing_shipped_cites_a_document_not_shipped(arch, tmp_path):
             assert cited not in text, (path.name, cited)
 
 
+@pytest.mark.parametrize("arch", ARCHES)
 def test_lintian_finds_no_error(arch):
     need_tool("lintian")
     r = run(["lintian", "--tag-display-limit", "0", "--fail-on", "error", str(deb(arch))], timeout=600)
