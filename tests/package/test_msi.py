@@ -163,7 +163,8 @@ def test_install_reinstall_uninstall_under_wine(wine):
     assert r.returncode == 0 and r.stdout.strip() == f"outpost {VERSION}", r
     assert '"log": { "file": "outpost.log" }' in config.read_text()
     r = run(["wine", str(exe), "status"], env=env, timeout=300)
-    assert r.returncode == 1 and "no status file yet" in r.stderr, r
+    # No run yet: 75 ("try again later", PRODUCT.md section 1), the verdict on stdout.
+    assert r.returncode == 75 and "no status file yet" in r.stdout, r
 
     # An administrator's configuration survives a reinstall and the uninstall.
     config.write_text('{"base_url": "https://edited.example.com"}')
