@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,4 +183,16 @@ bool jsonx_set(cJSON *obj, const char *name, cJSON *value)
     if (!ok)
         cJSON_Delete(value);
     return ok;
+}
+
+bool jsonx_exact_integer(const cJSON *o, const char *name, int64_t min, int64_t *out)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!cJSON_IsNumber(item))
+        return false;
+    double d = item->valuedouble;
+    if (!(d >= (double)min && d < 9007199254740992.0) || d != floor(d))
+        return false;
+    *out = (int64_t)d;
+    return true;
 }

@@ -61,6 +61,13 @@ double jsonx_number(jsonx_reader *r, const cJSON *obj, const char *path, bool *p
  * when absent, null or (failing) not one. */
 int64_t jsonx_int64(jsonx_reader *r, const cJSON *obj, const char *path, bool allow_string, int64_t fallback);
 
+/* The member name of o as an integer from min to 2^53 - 1, into *out: a
+ * JSON number without fraction. Above 2^53 a JSON number (a double in
+ * cJSON and most readers) no longer holds every integer exactly, so two
+ * values could read as one: the signed mirror documents refuse them.
+ * False (nothing set) when absent or anything else. */
+bool jsonx_exact_integer(const cJSON *o, const char *name, int64_t min, int64_t *out);
+
 /* The array at path whose elements are all strings; NULL when absent, null
  * or (failing) anything else. */
 const cJSON *jsonx_string_array(jsonx_reader *r, const cJSON *obj, const char *path);

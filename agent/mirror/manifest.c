@@ -108,21 +108,6 @@ static bool path_is_safe(const char *p)
 
 /* ---- Payload ----------------------------------------------------------------------- */
 
-/* An integer from min to 2^53 - 1: above that a JSON number (a double in
- * cJSON and in most JSON readers) no longer holds every integer exactly, so
- * two seqs could read as one. */
-static bool payload_integer(const cJSON *o, const char *name, int64_t min, int64_t *out)
-{
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, name);
-    if (!cJSON_IsNumber(item))
-        return false;
-    double d = item->valuedouble;
-    if (!(d >= (double)min && d < 9007199254740992.0) || d != floor(d))
-        return false;
-    *out = (int64_t)d;
-    return true;
-}
-
 static bool payload_time(const cJSON *o, const char *name, int64_t *out)
 {
     const char *s = jsonx_nonempty(NULL, o, name);
@@ -141,14 +126,14 @@ static bool parse_payload(const cJSON *p, manifest *m, const char **bad)
     } while (0)
     NEED(cJSON_IsObject(p), "payload");
     const char *s;
-    NEED(payload_integer(p, "seq", 1, &m->seq), "seq");
+    NEED(jsonx_exact_integer(p, "seq", 1, &m->seq), "seq");
     NEED(payload_time(p, "issued_at", &m->issued_at), "issued_at");
     NEED(payload_time(p, "expires_at", &m->expires_at), "expires_at");
     NEED((s = jsonx_nonempty(NULL, p, "channel")) && (m->channel = text_dup(s)), "channel");
     NEED((s = jsonx_nonempty(NULL, p, "platform")) && (m->platform = text_dup(s)), "platform");
     NEED((s = jsonx_nonempty(NULL, p, "version")) && strlen(s) <= 64 && (m->version = text_dup(s)), "version");
     NEED((s = jsonx_nonempty(NULL, p, "file_name")) && strlen(s) <= 255 && (m->file_name = text_dup(s)), "file_name");
-    NEED(payload_integer(p, "length", 1, &m->length), "length");
+    NEED(jsonx_exact_integer(p, "length", 1, &m->length), "length");
     s = jsonx_nonempty(NULL, p, "sha256");
     NEED(is_hex64(s), "sha256");
     lower_copy(m->sha256, s);

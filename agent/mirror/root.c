@@ -29,19 +29,6 @@ void root_free(root *r)
     memset(r, 0, sizeof *r);
 }
 
-/* An integer from min to 2^53 - 1 (exact in JSON's doubles). */
-static bool json_integer(const cJSON *o, const char *name, int64_t min, int64_t *out)
-{
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, name);
-    if (!cJSON_IsNumber(item))
-        return false;
-    double d = item->valuedouble;
-    if (!(d >= (double)min && d < 9007199254740992.0) || d != floor(d))
-        return false;
-    *out = (int64_t)d;
-    return true;
-}
-
 /* A list of {"keyid", "public_key"}: each key P-256, its id right, none twice. */
 static MUST_CHECK error_code parse_keys(const cJSON *p, const char *name, signkey **keys, size_t *count,
                                         const char *source, error_info *err)
@@ -79,7 +66,7 @@ static MUST_CHECK error_code parse_threshold(const cJSON *p, const char *name, s
                                              const char *source, error_info *err)
 {
     int64_t n = 0;
-    if (!json_integer(p, name, 1, &n) || (size_t)n > key_count)
+    if (!jsonx_exact_integer(p, name, 1, &n) || (size_t)n > key_count)
         return error_set(err, ERR_REJECTED, "%s: `%s` must be an integer from 1 to the number of keys (%zu)", source,
                          name, key_count);
     *out = (size_t)n;
@@ -101,7 +88,7 @@ static MUST_CHECK error_code parse_payload(const uint8_t *payload, size_t len, c
     else if (floor(schema->valuedouble) != ROOT_SCHEMA)
         rc = error_set(err, ERR_REJECTED, "%s: root schema %g is not one this outpost knows; update outpost", source,
                        schema->valuedouble);
-    else if (!json_integer(p, "version", 1, &r->version))
+    else if (!jsonx_exact_integer(p, "version", 1, &r->version))
         rc = error_set(err, ERR_REJECTED, "%s: the root's `version` is missing or not an integer from 1", source);
     else if (!(expires = jsonx_nonempty(NULL, p, "expires_at")) || !timefmt_parse_iso8601(expires, &r->expires_at))
         rc = error_set(err, ERR_REJECTED, "%s: the root's `expires_at` is missing or not a UTC time", source);

@@ -33,6 +33,14 @@ def merge(base: dict, changes: dict) -> dict:
     return out
 
 
+def update_config(path: Path | str, **changes) -> None:
+    """Rewrites the configuration file at path with changes merged in (as merge)."""
+    with open(path, encoding="utf-8") as f:
+        config = json.load(f)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(merge(config, changes), f)
+
+
 def build_config(state: Path | str, base_url: str | None = None, ca_file: str | None = None,
                  defaults: dict | None = None, **sections) -> dict:
     """The configuration document (not written)."""

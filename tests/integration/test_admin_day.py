@@ -18,20 +18,9 @@ import subprocess
 import pytest
 
 from test_report import OUTPOST, make_config, outpost_env, run
+from outpost_config import update_config as set_config
 
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
-
-
-def set_config(path, **changes):
-    with open(path, encoding="utf-8") as f:
-        config = json.load(f)
-    for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(config.get(key), dict):
-            config[key] = {**config[key], **value}
-        else:
-            config[key] = value
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(config, f)
 
 
 def report_only(config):

@@ -162,6 +162,39 @@ static void test_set(void **state)
     cJSON_Delete(o);
 }
 
+/* The signed mirror documents' integers: exact in a double, or refused. */
+static void test_exact_integer(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json; /* {"n": ...} */
+        int64_t min;
+        bool ok;
+        int64_t value;
+    } cases[] = {
+        {"{\"n\": 1}", 1, true, 1},
+        {"{\"n\": 9007199254740991}", 1, true, 9007199254740991LL}, /* 2^53 - 1 */
+        {"{\"n\": 9007199254740992}", 1, false, 0},                 /* 2^53: two integers read as one */
+        {"{\"n\": 1e300}", 1, false, 0},
+        {"{\"n\": 0}", 1, false, 0}, /* below min */
+        {"{\"n\": 0}", 0, true, 0},
+        {"{\"n\": -1}", 0, false, 0},
+        {"{\"n\": 1.5}", 1, false, 0},
+        {"{\"n\": \"7\"}", 1, false, 0}, /* a string is not a number here */
+        {"{\"n\": null}", 1, false, 0},
+        {"{}", 1, false, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *doc = cJSON_Parse(cases[i].json);
+        assert_non_null(doc);
+        int64_t out = -42;
+        bool ok = jsonx_exact_integer(doc, "n", cases[i].min, &out);
+        assert_int_equal(ok, cases[i].ok);
+        assert_int_equal(out, cases[i].ok ? cases[i].value : -42); /* nothing set on refusal */
+        cJSON_Delete(doc);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -169,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_first_failure_wins),
         cmocka_unit_test(test_add_string_or_null),
         cmocka_unit_test(test_set),
+        cmocka_unit_test(test_exact_integer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
