@@ -232,19 +232,23 @@ X86 static void ctr_x86(gcmaccel_context *ctx, const unsigned char *in, unsigned
 
     for (; nblocks >= 8; nblocks -= 8, in += 128, out += 128) {
         __m128i b[8], x[8];
+#pragma GCC unroll 8
         for (int i = 0; i < 8; i++) {
             b[i] = _mm_insert_epi32(base, (int)__builtin_bswap32(ctr + 1 + (uint32_t)i), 3);
             b[i] = _mm_xor_si128(b[i], rk[0]);
         }
         ctr += 8;
         for (int r = 1; r < nr; r++)
+#pragma GCC unroll 8
             for (int i = 0; i < 8; i++)
                 b[i] = _mm_aesenc_si128(b[i], rk[r]);
-        /* All of the input is read before any output is written: the two
-         * may be one buffer. */
+                /* All of the input is read before any output is written: the two
+                 * may be one buffer. */
+#pragma GCC unroll 8
         for (int i = 0; i < 8; i++)
             x[i] = _mm_loadu_si128((const __m128i *)(const void *)(in + 16 * i));
         __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
+#pragma GCC unroll 8
         for (int i = 0; i < 8; i++) {
             __m128i c = _mm_xor_si128(_mm_aesenclast_si128(b[i], rk[nr]), x[i]);
             _mm_storeu_si128((__m128i *)(void *)(out + 16 * i), c);
