@@ -123,8 +123,8 @@ static void test_vectors_every_available_implementation(void **state)
         for (size_t k = 0; k < COUNT(LENGTH_VECTORS); k++)
             check_vector(ALL[i], &LENGTH_VECTORS[k], 16 * (1 + k % 9));
         ran++;
-        print_message("%s: %zu NIST and %zu length vectors\n", gcmaccel_name(ALL[i]), COUNT(NIST_VECTORS),
-                      COUNT(LENGTH_VECTORS));
+        print_message("%s: %u NIST and %u length vectors\n", gcmaccel_name(ALL[i]), (unsigned)COUNT(NIST_VECTORS),
+                      (unsigned)COUNT(LENGTH_VECTORS));
     }
     assert_true(ran >= 1);
 }
@@ -190,7 +190,7 @@ static void test_long_messages_match_portable(void **state)
             }
         }
     }
-    print_message("%zu long messages compared with the portable code\n", compared);
+    print_message("%u long messages compared with the portable code\n", (unsigned)compared);
 }
 
 /* The counter is 32 bits and wraps within the block (SP 800-38D's inc32):
