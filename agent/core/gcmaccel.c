@@ -1,6 +1,7 @@
 /*
  * gcmaccel.c — AES-GCM: counter mode and GHASH on AES-NI + PCLMULQDQ
- * (x86-64, compiled for those instructions function by function, so the
+ * (x86-64) or ARMv8 AES + PMULL (AArch64), compiled for those instructions
+ * function by function (so the
  * rest of the program still runs on CPUs without them), eight blocks per
  * pass with one GHASH reduction for the eight; and the portable code
  * (mbedTLS's AES a block at a time, Shoup's 4-bit table GHASH). Which one
@@ -21,6 +22,11 @@
 #define HAVE_X86_AESNI 1
 #include <immintrin.h>
 #define X86 __attribute__((target("aes,pclmul,ssse3,sse4.1")))
+#endif
+#if defined(__GNUC__) && defined(__aarch64__)
+#define HAVE_ARMV8_AES 1
+#include <arm_neon.h>
+#define ARMV8 __attribute__((target("arch=armv8-a+crypto")))
 #endif
 
 static uint32_t get_be32(const unsigned char *p)
@@ -273,6 +279,166 @@ X86 static void ctr_x86(gcmaccel_context *ctx, const unsigned char *in, unsigned
 }
 #endif
 
+/* ---- ARMv8: AES and PMULL ---------------------------------------------------------
+ *
+ * The same algorithm as the x86-64 code, instruction for instruction: AESE
+ * (AddRoundKey, SubBytes, ShiftRows) and AESMC (MixColumns) for the rounds,
+ * PMULL for the carry-less products, EXT for SSE's whole-register byte
+ * shifts. AArch64 is little-endian here as x86 is, so the byte layouts match. */
+
+#ifdef HAVE_ARMV8_AES
+ARMV8 static inline uint8x16_t reflect_a(uint8x16_t x)
+{
+    uint8x16_t r = vrev64q_u8(x);
+    return vextq_u8(r, r, 8);
+}
+
+ARMV8 static inline uint8x16_t pmull_lo(uint8x16_t a, uint8x16_t b)
+{
+    return vreinterpretq_u8_p128(vmull_p64((poly64_t)vgetq_lane_u64(vreinterpretq_u64_u8(a), 0),
+                                           (poly64_t)vgetq_lane_u64(vreinterpretq_u64_u8(b), 0)));
+}
+
+ARMV8 static inline uint8x16_t pmull_hi(uint8x16_t a, uint8x16_t b)
+{
+    return vreinterpretq_u8_p128(vmull_high_p64(vreinterpretq_p64_u8(a), vreinterpretq_p64_u8(b)));
+}
+
+ARMV8 static inline void mul_acc_a(uint8x16_t a, uint8x16_t b, uint8x16_t *lo, uint8x16_t *mid, uint8x16_t *hi)
+{
+    uint8x16_t a_swapped = vextq_u8(a, a, 8); /* a's halves exchanged: hi·lo and lo·hi as two low products */
+    *lo = veorq_u8(*lo, pmull_lo(a, b));
+    *hi = veorq_u8(*hi, pmull_hi(a, b));
+    *mid = veorq_u8(*mid, veorq_u8(pmull_lo(a_swapped, b), pmull_hi(a_swapped, b)));
+}
+
+#define SHL_BYTES(x, n) vextq_u8(vdupq_n_u8(0), (x), 16 - (n)) /* _mm_slli_si128 */
+#define SHR_BYTES(x, n) vextq_u8((x), vdupq_n_u8(0), (n))      /* _mm_srli_si128 */
+#define U32(x) vreinterpretq_u32_u8(x)
+#define U8(x) vreinterpretq_u8_u32(x)
+
+ARMV8 static inline uint8x16_t reduce_a(uint8x16_t lo, uint8x16_t mid, uint8x16_t hi)
+{
+    uint8x16_t t3 = veorq_u8(lo, SHL_BYTES(mid, 8));
+    uint8x16_t t6 = veorq_u8(hi, SHR_BYTES(mid, 8));
+    uint8x16_t t7 = U8(vshrq_n_u32(U32(t3), 31));
+    uint8x16_t t8 = U8(vshrq_n_u32(U32(t6), 31));
+    t3 = U8(vshlq_n_u32(U32(t3), 1));
+    t6 = U8(vshlq_n_u32(U32(t6), 1));
+    uint8x16_t t9 = SHR_BYTES(t7, 12);
+    t8 = SHL_BYTES(t8, 4);
+    t7 = SHL_BYTES(t7, 4);
+    t3 = vorrq_u8(t3, t7);
+    t6 = vorrq_u8(vorrq_u8(t6, t8), t9);
+    t7 = veorq_u8(veorq_u8(U8(vshlq_n_u32(U32(t3), 31)), U8(vshlq_n_u32(U32(t3), 30))), U8(vshlq_n_u32(U32(t3), 25)));
+    t8 = SHR_BYTES(t7, 4);
+    t7 = SHL_BYTES(t7, 12);
+    t3 = veorq_u8(t3, t7);
+    uint8x16_t t2 =
+        veorq_u8(veorq_u8(U8(vshrq_n_u32(U32(t3), 1)), U8(vshrq_n_u32(U32(t3), 2))), U8(vshrq_n_u32(U32(t3), 7)));
+    t2 = veorq_u8(t2, t8);
+    t3 = veorq_u8(t3, t2);
+    return veorq_u8(t6, t3);
+}
+
+ARMV8 static inline uint8x16_t gfmul_a(uint8x16_t a, uint8x16_t b)
+{
+    uint8x16_t lo = vdupq_n_u8(0), mid = lo, hi = lo;
+    mul_acc_a(a, b, &lo, &mid, &hi);
+    return reduce_a(lo, mid, hi);
+}
+
+ARMV8 static void hpow_init_armv8(gcmaccel_context *ctx, const unsigned char h[16])
+{
+    uint8x16_t h1 = reflect_a(vld1q_u8(h)), p = h1;
+    for (int i = 0; i < 8; i++) {
+        vst1q_u8(ctx->hpow[i], p);
+        p = gfmul_a(p, h1);
+    }
+}
+
+ARMV8 static void ghash_armv8(const gcmaccel_context *ctx, unsigned char acc[16], const unsigned char *data,
+                              size_t nblocks)
+{
+    uint8x16_t h1 = vld1q_u8(ctx->hpow[0]);
+    uint8x16_t y = reflect_a(vld1q_u8(acc));
+    for (; nblocks > 0; nblocks--, data += 16)
+        y = gfmul_a(veorq_u8(y, reflect_a(vld1q_u8(data))), h1);
+    vst1q_u8(acc, reflect_a(y));
+}
+
+ARMV8 static inline uint8x16_t aes_a(const uint8x16_t rk[15], int nr, uint8x16_t b)
+{
+    for (int r = 0; r < nr - 1; r++)
+        b = vaesmcq_u8(vaeseq_u8(b, rk[r]));
+    return veorq_u8(vaeseq_u8(b, rk[nr - 1]), rk[nr]);
+}
+
+ARMV8 static void load_round_keys_a(const gcmaccel_context *ctx, uint8x16_t rk[15])
+{
+    const unsigned char *bytes = (const unsigned char *)ctx->aes.rk;
+    for (int i = 0; i <= ctx->aes.nr; i++)
+        rk[i] = vld1q_u8(bytes + 16 * i);
+}
+
+ARMV8 static void encrypt_block_armv8(const gcmaccel_context *ctx, const unsigned char in[16], unsigned char out[16])
+{
+    uint8x16_t rk[15];
+    memset(rk, 0, sizeof rk);
+    load_round_keys_a(ctx, rk);
+    vst1q_u8(out, aes_a(rk, ctx->aes.nr, vld1q_u8(in)));
+}
+
+ARMV8 static void ctr_armv8(gcmaccel_context *ctx, const unsigned char *in, unsigned char *out, size_t nblocks)
+{
+    uint8x16_t rk[15], h[8];
+    memset(rk, 0, sizeof rk);
+    load_round_keys_a(ctx, rk);
+    int nr = ctx->aes.nr;
+    for (int i = 0; i < 8; i++)
+        h[i] = vld1q_u8(ctx->hpow[i]);
+    const uint32x4_t base = vreinterpretq_u32_u8(vld1q_u8(ctx->y));
+    uint32_t ctr = get_be32(ctx->y + 12);
+    uint8x16_t y = reflect_a(vld1q_u8(ctx->buf));
+    const int decrypt = ctx->mode == MBEDTLS_GCM_DECRYPT;
+
+    for (; nblocks >= 8; nblocks -= 8, in += 128, out += 128) {
+        uint8x16_t b[8], x[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++)
+            b[i] = vreinterpretq_u8_u32(vsetq_lane_u32(__builtin_bswap32(ctr + 1 + (uint32_t)i), base, 3));
+        ctr += 8;
+        for (int r = 0; r < nr - 1; r++)
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++)
+                b[i] = vaesmcq_u8(vaeseq_u8(b[i], rk[r]));
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++)
+            x[i] = vld1q_u8(in + 16 * i);
+        uint8x16_t lo = vdupq_n_u8(0), mid = lo, hi = lo;
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) {
+            uint8x16_t c = veorq_u8(veorq_u8(vaeseq_u8(b[i], rk[nr - 1]), rk[nr]), x[i]);
+            vst1q_u8(out + 16 * i, c);
+            uint8x16_t g = reflect_a(decrypt ? x[i] : c);
+            if (i == 0)
+                g = veorq_u8(g, y);
+            mul_acc_a(g, h[7 - i], &lo, &mid, &hi);
+        }
+        y = reduce_a(lo, mid, hi);
+    }
+    for (; nblocks > 0; nblocks--, in += 16, out += 16) {
+        uint8x16_t b = vreinterpretq_u8_u32(vsetq_lane_u32(__builtin_bswap32(++ctr), base, 3));
+        uint8x16_t x = vld1q_u8(in);
+        uint8x16_t c = veorq_u8(aes_a(rk, nr, b), x);
+        vst1q_u8(out, c);
+        y = gfmul_a(veorq_u8(y, reflect_a(decrypt ? x : c)), h[0]);
+    }
+    vst1q_u8(ctx->buf, reflect_a(y));
+    put_be32(ctx->y + 12, ctr);
+}
+#endif
+
 /* ---- dispatch ---------------------------------------------------------------- */
 
 static int encrypt_block(gcmaccel_context *ctx, const unsigned char in[16], unsigned char out[16])
@@ -280,6 +446,12 @@ static int encrypt_block(gcmaccel_context *ctx, const unsigned char in[16], unsi
 #ifdef HAVE_X86_AESNI
     if (ctx->impl == GCMACCEL_X86_AESNI) {
         encrypt_block_x86(ctx, in, out);
+        return 0;
+    }
+#endif
+#ifdef HAVE_ARMV8_AES
+    if (ctx->impl == GCMACCEL_ARMV8) {
+        encrypt_block_armv8(ctx, in, out);
         return 0;
     }
 #endif
@@ -301,6 +473,14 @@ static void ghash(const gcmaccel_context *ctx, unsigned char acc[16], const unsi
         return;
     }
 #endif
+#ifdef HAVE_ARMV8_AES
+    if (ctx->impl == GCMACCEL_ARMV8) {
+        ghash_armv8(ctx, acc, data, nblocks);
+        if (rest > 0)
+            ghash_armv8(ctx, acc, last, 1);
+        return;
+    }
+#endif
     ghash_portable(ctx, acc, data, nblocks);
     if (rest > 0)
         ghash_portable(ctx, acc, last, 1);
@@ -311,6 +491,12 @@ static int ctr_blocks(gcmaccel_context *ctx, const unsigned char *in, unsigned c
 #ifdef HAVE_X86_AESNI
     if (ctx->impl == GCMACCEL_X86_AESNI) {
         ctr_x86(ctx, in, out, nblocks);
+        return 0;
+    }
+#endif
+#ifdef HAVE_ARMV8_AES
+    if (ctx->impl == GCMACCEL_ARMV8) {
+        ctr_armv8(ctx, in, out, nblocks);
         return 0;
     }
 #endif
@@ -342,6 +528,10 @@ int gcmaccel_setkey(gcmaccel_context *ctx, const unsigned char *key, unsigned in
 #ifdef HAVE_X86_AESNI
     if (ctx->impl == GCMACCEL_X86_AESNI)
         hpow_init_x86(ctx, h);
+#endif
+#ifdef HAVE_ARMV8_AES
+    if (ctx->impl == GCMACCEL_ARMV8)
+        hpow_init_armv8(ctx, h);
 #endif
     mbedtls_platform_zeroize(h, sizeof h);
     ctx->keyed = 1;
@@ -470,8 +660,10 @@ void gcmaccel_free(gcmaccel_context *ctx)
 
 static gcmaccel_impl cpu_impl(void)
 {
-#ifdef HAVE_X86_AESNI
+#if defined(HAVE_X86_AESNI)
     return GCMACCEL_X86_AESNI;
+#elif defined(HAVE_ARMV8_AES)
+    return GCMACCEL_ARMV8;
 #else
     return GCMACCEL_PORTABLE;
 #endif
@@ -508,6 +700,7 @@ const char *gcmaccel_name(gcmaccel_impl impl)
 {
     switch (impl) {
     case GCMACCEL_X86_AESNI: return "x86-aesni-pclmul";
+    case GCMACCEL_ARMV8: return "armv8-aes-pmull";
     case GCMACCEL_PORTABLE: break;
     }
     return "portable";

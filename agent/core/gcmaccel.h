@@ -37,6 +37,7 @@
 typedef enum {
     GCMACCEL_PORTABLE = 1,
     GCMACCEL_X86_AESNI, /* AES-NI + PCLMULQDQ (x86-64) */
+    GCMACCEL_ARMV8,     /* ARMv8 AES + PMULL (AArch64) */
 } gcmaccel_impl;
 
 /* The implementation this process uses (portable when forced or when the
@@ -51,7 +52,7 @@ gcmaccel_impl gcmaccel_choose(bool cpu_has, const char *forced_portable);
 /* Whether impl can run on this CPU (the portable code always can). */
 bool gcmaccel_available(gcmaccel_impl impl);
 
-/* "portable", "x86-aesni-pclmul". */
+/* "portable", "x86-aesni-pclmul", "armv8-aes-pmull". */
 const char *gcmaccel_name(gcmaccel_impl impl);
 
 /* One GCM key and one message's state. Owned by the caller (any storage);

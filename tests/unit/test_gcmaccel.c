@@ -46,7 +46,7 @@ struct gcm_vector {
 
 #include "gcm_vectors.inc"
 
-static const gcmaccel_impl ALL[] = {GCMACCEL_PORTABLE, GCMACCEL_X86_AESNI};
+static const gcmaccel_impl ALL[] = {GCMACCEL_PORTABLE, GCMACCEL_X86_AESNI, GCMACCEL_ARMV8};
 
 static const unsigned char *u(const char *s)
 {
