@@ -16,8 +16,7 @@
  * reachable through its tests.
  *
  * OUTPOST_GCM_PORTABLE=1 in the environment forces the portable code (to
- * test the fallback, or to rule the CPU path out). ARMv8 (AES + PMULL) has
- * no accelerated path yet: arm64 runs the portable code.
+ * test the fallback, or to rule the CPU path out).
  *
  * The functions follow mbedtls_gcm_*'s contract in 2.28 and return its
  * error codes (0, MBEDTLS_ERR_GCM_BAD_INPUT, MBEDTLS_ERR_GCM_AUTH_FAILED):
