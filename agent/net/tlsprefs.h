@@ -13,8 +13,9 @@
  *
  * Likewise the cipher suites: mbedTLS offers ChaCha20-Poly1305 first, and
  * nginx (like most servers) follows the client's order. Where AES-GCM runs
- * on the CPU's AES-NI and PCLMULQDQ (core/gcmaccel.h) it is several times
- * faster, and its ECDHE suites are then offered first.
+ * on the CPU's AES and carry-less multiply instructions (core/gcmaccel.h:
+ * AES-NI + PCLMULQDQ, ARMv8 AES + PMULL) it is several times faster, and
+ * its ECDHE suites are then offered first.
  */
 #ifndef OUTPOST_NET_TLSPREFS_H
 #define OUTPOST_NET_TLSPREFS_H
