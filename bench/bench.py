@@ -275,10 +275,16 @@ class Bench:
                              for label, path in self.binaries}
                     tools.update({"curl": self.run_curl_sha, "python": self.run_python_download})
                     runs = {name: [] for name in tools}
+                    ciphers = {name: set() for name in tools}
                     for rep in range(reps):
                         for name in rotated(list(tools), rep):
+                            logged = len(ng.access_log())
                             runs[name].append(tools[name](url, ca, sha))
+                            ciphers[name].update(ng.installer_ciphers(logged))
                     self.results["raw"][f"update_{size}_{proto}"] = runs
+                    if tls:  # issue 27: each HTTPS row says which suite each side negotiated
+                        self.results.setdefault("ciphers", {})[f"update {size} MiB {proto}"] = {
+                            name: "/".join(sorted(found)) for name, found in ciphers.items()}
                     self.update_rows(size, proto, runs)
             finally:
                 ng.stop()
@@ -753,6 +759,9 @@ def main() -> int:
         print(f"binary {label}: {path}")
     print()
     print(table(bench.results["rows"]))
+    for row, by_tool in bench.results.get("ciphers", {}).items():
+        print(f"\n{row}, cipher suite negotiated (nginx $ssl_cipher): "
+              + "; ".join(f"{tool} {cipher}" for tool, cipher in by_tool.items()))
     print(f"\nJSON: {args.json}")
     return 0
 

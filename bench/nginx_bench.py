@@ -11,7 +11,8 @@ is never the bottleneck on loopback.
 
 The access log is one JSON object per request with the body bytes nginx
 handed to the kernel ($body_bytes_sent) and the Range asked, which is what the
-resume benchmark counts.
+resume benchmark counts, and the TLS cipher suite negotiated ($ssl_cipher,
+OpenSSL's name; empty over HTTP), which the HTTPS rows report per tool.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ http {{
     scgi_temp_path {dir}/tmp/scgi;
     log_format bench escape=json '{{"path":"$request_uri","status":$status,'
                                  '"bytes":$body_bytes_sent,"range":"$http_range",'
-                                 '"scheme":"$scheme"}}';
+                                 '"scheme":"$scheme","cipher":"$ssl_cipher"}}';
     access_log {dir}/access.log bench;
     sendfile on;
     keepalive_timeout 30;
@@ -119,6 +120,12 @@ class Nginx:
             return []
         with open(path) as f:
             return [json.loads(line) for line in f if line.strip()]
+
+    def installer_ciphers(self, since: int) -> list:
+        """The cipher suites of the installer requests logged after the first
+        `since` entries (the HTTPS update rows: what each tool negotiated)."""
+        return sorted({e.get("cipher") or "none" for e in self.access_log()[since:]
+                       if e["path"].startswith("/v2/installer/")})
 
     def clear_log(self) -> None:
         path = os.path.join(self.dir, "access.log")

@@ -76,6 +76,18 @@ else()
     "ChaCha20 runs on mbedTLS's portable code (rebuild the dependencies with cross/build-deps)")
 endif()
 
+# Likewise MBEDTLS_GCM_ALT: mbedTLS's AES-GCM functions are
+# agent/core/gcmaccel.c's (AES-NI + PCLMULQDQ where the CPU has them).
+file(STRINGS "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h" _outpost_gcm_alt
+  REGEX "^#define MBEDTLS_GCM_ALT")
+if(_outpost_gcm_alt)
+  target_compile_definitions(outpost_agent PUBLIC OUTPOST_GCM_ALT)
+  target_link_options(outpost_core INTERFACE "LINKER:--undefined=mbedtls_gcm_auth_decrypt")
+else()
+  message(WARNING "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h has no MBEDTLS_GCM_ALT: "
+    "AES-GCM runs on mbedTLS's own code (rebuild the dependencies with cross/build-deps)")
+endif()
+
 # libcurl in the prefix runs over this mbedTLS (cross/build-deps): outpost
 # may hand it mbedTLS settings (agent/net/tlsprefs.c, the order of the
 # key-exchange groups).

@@ -464,6 +464,13 @@ const char *platform_arch(void);
  * IsProcessorFeaturePresent). false on any other CPU. */
 bool platform_cpu_has_sha256(void);
 
+/* Whether the CPU has AES and carry-less multiply instructions the OS lets
+ * this process use: x86 AES-NI and PCLMULQDQ (with SSSE3 and SSE4.1) from
+ * CPUID, or the ARMv8 AES and PMULL crypto extensions (Linux:
+ * getauxval(AT_HWCAP); Windows: IsProcessorFeaturePresent). false on any
+ * other CPU. */
+bool platform_cpu_has_aes_clmul(void);
+
 /* Environment variable as UTF-8, NULL when unset. The pointer is valid until
  * the next platform_getenv call on the same variable; do not free it. */
 const char *platform_getenv(const char *name);

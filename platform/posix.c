@@ -1555,6 +1555,21 @@ bool platform_cpu_has_sha256(void)
 #endif
 }
 
+bool platform_cpu_has_aes_clmul(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned int eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+        return false;
+    return (ecx & bit_AES) != 0 && (ecx & bit_PCLMUL) != 0 && (ecx & bit_SSSE3) != 0 && (ecx & bit_SSE4_1) != 0;
+#elif defined(__aarch64__) && defined(__linux__)
+    unsigned long hwcap = getauxval(AT_HWCAP);
+    return (hwcap & HWCAP_AES) != 0 && (hwcap & HWCAP_PMULL) != 0;
+#else
+    return false;
+#endif
+}
+
 const char *platform_getenv(const char *name)
 {
     return getenv(name);

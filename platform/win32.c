@@ -2459,6 +2459,20 @@ bool platform_cpu_has_sha256(void)
 #endif
 }
 
+bool platform_cpu_has_aes_clmul(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned int eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+        return false;
+    return (ecx & bit_AES) != 0 && (ecx & bit_PCLMUL) != 0 && (ecx & bit_SSSE3) != 0 && (ecx & bit_SSE4_1) != 0;
+#elif defined(__aarch64__)
+    return IsProcessorFeaturePresent(PF_ARM_V8_CRYPTO_INSTRUCTIONS_AVAILABLE) != 0;
+#else
+    return false;
+#endif
+}
+
 const char *platform_getenv(const char *name)
 {
     char *value = read_env(name);

@@ -1,6 +1,6 @@
 /*
- * tlsprefs.c — the order of key-exchange groups in outpost's TLS
- * handshakes (see tlsprefs.h for why), set through libcurl's
+ * tlsprefs.c — the order of key-exchange groups and of cipher suites in
+ * outpost's TLS handshakes (see tlsprefs.h for why), set through libcurl's
  * CURLOPT_SSL_CTX_FUNCTION, which hands mbedTLS's configuration to us
  * before the handshake starts.
  */
@@ -9,7 +9,10 @@
 #include <string.h>
 
 #include <mbedtls/ecp.h>
+#include <mbedtls/ssl_ciphersuites.h>
 #include <mbedtls/version.h>
+
+#include "core/gcmaccel.h"
 
 #ifdef OUTPOST_CURL_MBEDTLS
 #include <mbedtls/ssl.h>
@@ -27,21 +30,48 @@ static int contains(const int *list, size_t n, int id)
     return 0;
 }
 
-size_t tlsprefs_order_groups(const int *supported, int *out, size_t cap)
+/* preferred[] (those of them supported[] holds) first, then the rest of
+ * supported[] in its order; 0-terminated like supported[]. */
+static size_t order(const int *preferred, size_t npreferred, const int *supported, int *out, size_t cap)
 {
     size_t n = 0, count = 0;
     if (cap == 0)
         return 0;
     while (supported[count] != 0)
         count++;
-    for (size_t i = 0; i < sizeof PREFERRED / sizeof PREFERRED[0] && n + 1 < cap; i++)
-        if (contains(supported, count, PREFERRED[i]))
-            out[n++] = PREFERRED[i];
+    for (size_t i = 0; i < npreferred && n + 1 < cap; i++)
+        if (contains(supported, count, preferred[i]))
+            out[n++] = preferred[i];
     for (size_t i = 0; i < count && n + 1 < cap; i++)
         if (!contains(out, n, supported[i]))
             out[n++] = supported[i];
     out[n] = 0;
     return n;
+}
+
+size_t tlsprefs_order_groups(const int *supported, int *out, size_t cap)
+{
+    return order(PREFERRED, sizeof PREFERRED / sizeof PREFERRED[0], supported, out, cap);
+}
+
+/* ECDHE with AES-GCM, the faster key first; what servers and CDNs prefer. */
+static const int AES_GCM_SUITES[] = {
+    MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+    MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384};
+
+size_t tlsprefs_order_suites(const int *supported, int aes_gcm_first, int *out, size_t cap)
+{
+    size_t npreferred = aes_gcm_first ? sizeof AES_GCM_SUITES / sizeof AES_GCM_SUITES[0] : 0;
+    return order(AES_GCM_SUITES, npreferred, supported, out, cap);
+}
+
+int tlsprefs_aes_gcm_first(void)
+{
+#ifdef OUTPOST_GCM_ALT
+    return gcmaccel_active() != GCMACCEL_PORTABLE;
+#else
+    return 0;
+#endif
 }
 
 #ifdef OUTPOST_CURL_MBEDTLS
@@ -50,6 +80,9 @@ size_t tlsprefs_order_groups(const int *supported, int *out, size_t cap)
  * single-threaded; this is filled on first use under the same rule). */
 static mbedtls_ecp_group_id groups[32];
 static int groups_ready;
+/* The cipher suites in outpost's order; empty (mbedTLS's own order) when
+ * AES-GCM is not the faster AEAD here. Same lifetime rule as groups. */
+static int suites[256];
 
 static int libcurl_uses_this_mbedtls(void)
 {
@@ -65,6 +98,8 @@ static CURLcode on_ssl_ctx(CURL *e, void *ssl_config, void *user)
     (void)e;
     (void)user;
     mbedtls_ssl_conf_curves((mbedtls_ssl_config *)ssl_config, groups);
+    if (suites[0] != 0)
+        mbedtls_ssl_conf_ciphersuites((mbedtls_ssl_config *)ssl_config, suites);
     return CURLE_OK;
 }
 
@@ -79,6 +114,8 @@ int tlsprefs_active(void)
         size_t m = tlsprefs_order_groups(supported, ordered, 32);
         for (size_t i = 0; i <= m; i++)
             groups[i] = (mbedtls_ecp_group_id)ordered[i];
+        if (tlsprefs_aes_gcm_first())
+            tlsprefs_order_suites(mbedtls_ssl_list_ciphersuites(), 1, suites, sizeof suites / sizeof suites[0]);
         groups_ready = libcurl_uses_this_mbedtls() ? 1 : -1;
     }
     return groups_ready == 1;

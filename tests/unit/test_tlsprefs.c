@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <mbedtls/ecp.h>
+#include <mbedtls/ssl_ciphersuites.h>
 
 #include "net/tlsprefs.h"
 
@@ -56,6 +57,37 @@ static void test_capacity_is_respected_and_terminated(void **unused)
     assert_int_equal(out[2], 0);
 }
 
+/* With AES-GCM first: the four ECDHE AES-GCM suites the library has, AES-128
+ * before AES-256, then the rest (ChaCha20-Poly1305 first among them, as
+ * mbedTLS had it) in order; without: the library's order untouched. */
+static void test_aes_gcm_suites_first_only_when_asked(void **unused)
+{
+    (void)unused;
+    const int supported[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+                             MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+                             MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+                             MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+                             MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+                             MBEDTLS_TLS_RSA_WITH_AES_128_GCM_SHA256,
+                             0};
+    const int want[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+                        MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+                        MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+                        MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+                        MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+                        MBEDTLS_TLS_RSA_WITH_AES_128_GCM_SHA256,
+                        0};
+    int out[16];
+    assert_int_equal(tlsprefs_order_suites(supported, 1, out, 16), 6);
+    assert_memory_equal(out, want, sizeof want);
+    assert_int_equal(tlsprefs_order_suites(supported, 0, out, 16), 6);
+    assert_memory_equal(out, supported, sizeof supported);
+    print_message("AES-GCM offered first in this build: %s\n", tlsprefs_aes_gcm_first() ? "yes" : "no");
+#ifndef OUTPOST_GCM_ALT
+    assert_false(tlsprefs_aes_gcm_first());
+#endif
+}
+
 /* The release builds set OUTPOST_CURL_MBEDTLS, and their libcurl reports
  * the same mbedTLS: the order is applied. Elsewhere it must not be (the
  * callback would receive another library's structure). */
@@ -77,6 +109,7 @@ int main(void)
         cmocka_unit_test(test_preferred_first_then_the_rest_in_order),
         cmocka_unit_test(test_only_groups_the_library_has),
         cmocka_unit_test(test_capacity_is_respected_and_terminated),
+        cmocka_unit_test(test_aes_gcm_suites_first_only_when_asked),
         cmocka_unit_test(test_applied_only_over_the_same_mbedtls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,361 @@
+/* test_gcmaccel.c — AES-GCM (agent/core/gcmaccel.c) on every implementation
+ * this CPU can run (the portable code, and AES-NI + PCLMULQDQ on x86-64):
+ * NIST CAVP gcmEncryptExtIV/gcmDecrypt vectors and 96-bit-IV vectors of
+ * lengths no multiple of 16 (gcm_vectors.inc, from gcm_vectors.py), whole
+ * and split into update calls, forged tags refused with the output wiped;
+ * long messages (the eight-block path) against the portable code, in
+ * place; the choice of implementation (OUTPOST_GCM_PORTABLE). In the
+ * release builds (OUTPOST_GCM_ALT) also through mbedTLS: its GCM
+ * self-test and the vectors through mbedtls_gcm_* and mbedtls_cipher (what
+ * the TLS record layer calls), which then run on this module. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mbedtls/gcm.h>
+
+#include "core/gcmaccel.h"
+#include "platform/platform.h"
+
+#ifdef OUTPOST_GCM_ALT
+#include <mbedtls/cipher.h>
+#endif
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+struct gcm_vector {
+    unsigned key_bits;
+    const char *key;
+    size_t iv_len;
+    const char *iv;
+    size_t aad_len;
+    const char *aad;
+    size_t text_len;
+    const char *plain; /* "" for a FAIL vector */
+    const char *cipher;
+    size_t tag_len;
+    const char *tag;
+    int valid;
+};
+
+#include "gcm_vectors.inc"
+
+static const gcmaccel_impl ALL[] = {GCMACCEL_PORTABLE, GCMACCEL_X86_AESNI, GCMACCEL_ARMV8};
+
+static const unsigned char *u(const char *s)
+{
+    return (const unsigned char *)s;
+}
+
+/* One vector on impl: decryption (accepted or refused), and for a valid
+ * one encryption, a forged tag, and the text split into update calls of
+ * `chunk` bytes (a multiple of 16). */
+static void check_vector(gcmaccel_impl impl, const struct gcm_vector *v, size_t chunk)
+{
+    gcmaccel_context ctx;
+    unsigned char out[512], tag[16];
+    assert_true(v->text_len <= sizeof out);
+    gcmaccel_init(&ctx, impl);
+    assert_int_equal(gcmaccel_setkey(&ctx, u(v->key), v->key_bits), 0);
+
+    memset(out, 0xa5, sizeof out);
+    int ret = gcmaccel_auth_decrypt(&ctx, v->text_len, u(v->iv), v->iv_len, u(v->aad), v->aad_len, u(v->tag),
+                                    v->tag_len, u(v->cipher), out);
+    if (!v->valid) {
+        assert_int_equal(ret, MBEDTLS_ERR_GCM_AUTH_FAILED);
+        for (size_t i = 0; i < v->text_len; i++)
+            assert_int_equal(out[i], 0);
+        gcmaccel_free(&ctx);
+        return;
+    }
+    assert_int_equal(ret, 0);
+    assert_memory_equal(out, v->plain, v->text_len);
+
+    assert_int_equal(gcmaccel_crypt_and_tag(&ctx, MBEDTLS_GCM_ENCRYPT, v->text_len, u(v->iv), v->iv_len, u(v->aad),
+                                            v->aad_len, u(v->plain), out, v->tag_len, tag),
+                     0);
+    assert_memory_equal(out, v->cipher, v->text_len);
+    assert_memory_equal(tag, v->tag, v->tag_len);
+
+    unsigned char forged[16];
+    memcpy(forged, v->tag, v->tag_len);
+    forged[v->tag_len - 1] ^= 0x01;
+    memset(out, 0xa5, sizeof out);
+    assert_int_equal(gcmaccel_auth_decrypt(&ctx, v->text_len, u(v->iv), v->iv_len, u(v->aad), v->aad_len, forged,
+                                           v->tag_len, u(v->cipher), out),
+                     MBEDTLS_ERR_GCM_AUTH_FAILED);
+    for (size_t i = 0; i < v->text_len; i++)
+        assert_int_equal(out[i], 0);
+
+    /* Streaming, as mbedtls_cipher_update does: whole chunks, the rest last. */
+    for (int mode = 0; mode < 2; mode++) {
+        const unsigned char *in = u(mode == MBEDTLS_GCM_ENCRYPT ? v->plain : v->cipher);
+        const char *want = mode == MBEDTLS_GCM_ENCRYPT ? v->cipher : v->plain;
+        assert_int_equal(gcmaccel_starts(&ctx, mode, u(v->iv), v->iv_len, u(v->aad), v->aad_len), 0);
+        for (size_t at = 0; at < v->text_len; at += chunk) {
+            size_t n = v->text_len - at < chunk ? v->text_len - at : chunk;
+            assert_int_equal(gcmaccel_update(&ctx, n, in + at, out + at), 0);
+        }
+        assert_int_equal(gcmaccel_finish(&ctx, tag, v->tag_len), 0);
+        assert_memory_equal(out, want, v->text_len);
+        assert_memory_equal(tag, v->tag, v->tag_len);
+    }
+    gcmaccel_free(&ctx);
+}
+
+static void test_vectors_every_available_implementation(void **state)
+{
+    (void)state;
+    size_t ran = 0;
+    for (size_t i = 0; i < COUNT(ALL); i++) {
+        if (!gcmaccel_available(ALL[i])) {
+            print_message("%s: not on this CPU, skipped\n", gcmaccel_name(ALL[i]));
+            continue;
+        }
+        for (size_t k = 0; k < COUNT(NIST_VECTORS); k++)
+            check_vector(ALL[i], &NIST_VECTORS[k], 16 * (1 + k % 9));
+        for (size_t k = 0; k < COUNT(LENGTH_VECTORS); k++)
+            check_vector(ALL[i], &LENGTH_VECTORS[k], 16 * (1 + k % 9));
+        ran++;
+        print_message("%s: %u NIST and %u length vectors\n", gcmaccel_name(ALL[i]), (unsigned)COUNT(NIST_VECTORS),
+                      (unsigned)COUNT(LENGTH_VECTORS));
+    }
+    assert_true(ran >= 1);
+}
+
+static void fill(unsigned char *p, size_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (unsigned char)x;
+    }
+}
+
+/* Messages long enough for the eight-block passes (up to a TLS record and
+ * more), every key size, both directions, in place, some across the 32-bit
+ * counter's wrap (a non-96-bit IV can start it anywhere): the CPU's code
+ * against the portable code, which the vectors above pin down. */
+static void test_long_messages_match_portable(void **state)
+{
+    (void)state;
+    static const size_t lengths[] = {128, 129, 255, 256, 1000, 4096, 16384, 16384 + 13, 20000};
+    static const unsigned bits[] = {128, 192, 256};
+    size_t compared = 0;
+    for (size_t i = 1; i < COUNT(ALL); i++) {
+        if (!gcmaccel_available(ALL[i]))
+            continue;
+        for (size_t b = 0; b < COUNT(bits); b++) {
+            for (size_t l = 0; l < COUNT(lengths); l++) {
+                size_t n = lengths[l];
+                unsigned char key[32], iv[60], aad[13], tag_p[16], tag_a[16];
+                unsigned char *text = malloc(n), *out_p = malloc(n), *out_a = malloc(n);
+                assert_non_null(text);
+                assert_non_null(out_p);
+                assert_non_null(out_a);
+                uint32_t seed = (uint32_t)(b * 100 + l);
+                fill(key, sizeof key, seed);
+                fill(iv, sizeof iv, seed + 1000);
+                fill(aad, sizeof aad, seed + 2000);
+                fill(text, n, seed + 3000);
+                size_t iv_len = l % 3 == 0 ? sizeof iv : 12;
+                for (int mode = 0; mode < 2; mode++) {
+                    gcmaccel_context p, a;
+                    gcmaccel_init(&p, GCMACCEL_PORTABLE);
+                    gcmaccel_init(&a, ALL[i]);
+                    assert_int_equal(gcmaccel_setkey(&p, key, bits[b]), 0);
+                    assert_int_equal(gcmaccel_setkey(&a, key, bits[b]), 0);
+                    assert_int_equal(
+                        gcmaccel_crypt_and_tag(&p, mode, n, iv, iv_len, aad, sizeof aad, text, out_p, 16, tag_p), 0);
+                    memcpy(out_a, text, n);
+                    assert_int_equal(
+                        gcmaccel_crypt_and_tag(&a, mode, n, iv, iv_len, aad, sizeof aad, out_a, out_a, 16, tag_a), 0);
+                    assert_memory_equal(out_a, out_p, n);
+                    assert_memory_equal(tag_a, tag_p, 16);
+                    gcmaccel_free(&p);
+                    gcmaccel_free(&a);
+                    compared++;
+                }
+                free(text);
+                free(out_p);
+                free(out_a);
+            }
+        }
+    }
+    print_message("%u long messages compared with the portable code\n", (unsigned)compared);
+}
+
+/* The counter is 32 bits and wraps within the block (SP 800-38D's inc32):
+ * an IV whose J0 ends in ff ff ff f8 crosses it in the first eight-block
+ * pass. The portable code increments as mbedTLS's did. */
+static void test_counter_wrap(void **state)
+{
+    (void)state;
+    unsigned char key[16] = {1}, iv[12] = {2}, text[512], out_p[512], out_a[512], tag_p[16], tag_a[16];
+    fill(text, sizeof text, 7);
+    for (size_t i = 1; i < COUNT(ALL); i++) {
+        if (!gcmaccel_available(ALL[i]))
+            continue;
+        gcmaccel_context p, a;
+        gcmaccel_init(&p, GCMACCEL_PORTABLE);
+        gcmaccel_init(&a, ALL[i]);
+        assert_int_equal(gcmaccel_setkey(&p, key, 128), 0);
+        assert_int_equal(gcmaccel_setkey(&a, key, 128), 0);
+        /* starts, then move both counters next to the wrap. */
+        assert_int_equal(gcmaccel_starts(&p, MBEDTLS_GCM_ENCRYPT, iv, sizeof iv, NULL, 0), 0);
+        assert_int_equal(gcmaccel_starts(&a, MBEDTLS_GCM_ENCRYPT, iv, sizeof iv, NULL, 0), 0);
+        memset(p.y + 12, 0xff, 3);
+        memset(a.y + 12, 0xff, 3);
+        p.y[15] = a.y[15] = 0xf8;
+        assert_int_equal(gcmaccel_update(&p, sizeof text, text, out_p), 0);
+        assert_int_equal(gcmaccel_update(&a, sizeof text, text, out_a), 0);
+        assert_int_equal(gcmaccel_finish(&p, tag_p, 16), 0);
+        assert_int_equal(gcmaccel_finish(&a, tag_a, 16), 0);
+        assert_memory_equal(out_a, out_p, sizeof text);
+        assert_memory_equal(tag_a, tag_p, 16);
+        gcmaccel_free(&p);
+        gcmaccel_free(&a);
+    }
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    gcmaccel_context ctx;
+    unsigned char key[32] = {0}, iv[12] = {0}, buf[32] = {0}, tag[16];
+    gcmaccel_init(&ctx, gcmaccel_active());
+    assert_int_equal(gcmaccel_setkey(&ctx, key, 100), MBEDTLS_ERR_GCM_BAD_INPUT);
+    assert_int_equal(gcmaccel_starts(&ctx, MBEDTLS_GCM_ENCRYPT, iv, 12, NULL, 0), MBEDTLS_ERR_GCM_BAD_INPUT);
+    assert_int_equal(gcmaccel_setkey(&ctx, key, 256), 0);
+    assert_int_equal(gcmaccel_starts(&ctx, MBEDTLS_GCM_ENCRYPT, iv, 0, NULL, 0), MBEDTLS_ERR_GCM_BAD_INPUT);
+    assert_int_equal(gcmaccel_starts(&ctx, MBEDTLS_GCM_ENCRYPT, iv, 12, NULL, 0), 0);
+    /* output after input within the length would overwrite input not yet read */
+    assert_int_equal(gcmaccel_update(&ctx, 16, buf, buf + 1), MBEDTLS_ERR_GCM_BAD_INPUT);
+    assert_int_equal(gcmaccel_finish(&ctx, tag, 3), MBEDTLS_ERR_GCM_BAD_INPUT);
+    assert_int_equal(gcmaccel_finish(&ctx, tag, 17), MBEDTLS_ERR_GCM_BAD_INPUT);
+    gcmaccel_free(&ctx);
+    gcmaccel_free(NULL);
+}
+
+static void test_choose(void **state)
+{
+    (void)state;
+    gcmaccel_impl cpu = GCMACCEL_PORTABLE;
+    for (size_t i = 1; i < COUNT(ALL); i++)
+        if (gcmaccel_available(ALL[i]))
+            cpu = ALL[i];
+    static const struct {
+        bool cpu_has;
+        const char *env;
+        bool want_portable;
+    } cases[] = {
+        {true, NULL, false}, {true, "", false},  {true, "0", false},   {true, "1", true},
+        {false, NULL, true}, {false, "1", true}, {true, "yes", false},
+    };
+    for (size_t i = 0; i < COUNT(cases); i++) {
+        gcmaccel_impl got = gcmaccel_choose(cases[i].cpu_has, cases[i].env);
+        if (cases[i].want_portable)
+            assert_int_equal(got, GCMACCEL_PORTABLE);
+        else
+            assert_int_not_equal(got, 0);
+    }
+    /* active() reads the variable too, and platform_getenv's pointer lasts
+     * only until the next read of the same variable: ask in this order. */
+    gcmaccel_impl active = gcmaccel_active();
+    const char *forced = platform_getenv("OUTPOST_GCM_PORTABLE");
+    print_message("active: %s (OUTPOST_GCM_PORTABLE=%s, CPU AES + carry-less multiply: %s)\n", gcmaccel_name(active),
+                  forced ? forced : "unset", platform_cpu_has_aes_clmul() ? "yes" : "no");
+    if (forced && strcmp(forced, "1") == 0)
+        assert_int_equal(active, GCMACCEL_PORTABLE);
+    else
+        assert_int_equal(active, cpu);
+}
+
+#ifdef OUTPOST_GCM_ALT
+static mbedtls_cipher_type_t cipher_type(unsigned bits)
+{
+    return bits == 128   ? MBEDTLS_CIPHER_AES_128_GCM
+           : bits == 192 ? MBEDTLS_CIPHER_AES_192_GCM
+                         : MBEDTLS_CIPHER_AES_256_GCM;
+}
+
+/* A vector through mbedtls_gcm_* and through mbedtls_cipher's AEAD calls,
+ * the record layer's (which take the tag after the ciphertext). */
+static void check_through_mbedtls(const struct gcm_vector *v)
+{
+    unsigned char out[512 + 16], in[512 + 16], tag[16];
+    mbedtls_gcm_context g;
+    mbedtls_gcm_init(&g);
+    assert_int_equal(mbedtls_gcm_setkey(&g, MBEDTLS_CIPHER_ID_AES, u(v->key), v->key_bits), 0);
+    int ret = mbedtls_gcm_auth_decrypt(&g, v->text_len, u(v->iv), v->iv_len, u(v->aad), v->aad_len, u(v->tag),
+                                       v->tag_len, u(v->cipher), out);
+    assert_int_equal(ret, v->valid ? 0 : MBEDTLS_ERR_GCM_AUTH_FAILED);
+    if (v->valid) {
+        assert_memory_equal(out, v->plain, v->text_len);
+        assert_int_equal(mbedtls_gcm_crypt_and_tag(&g, MBEDTLS_GCM_ENCRYPT, v->text_len, u(v->iv), v->iv_len, u(v->aad),
+                                                   v->aad_len, u(v->plain), out, v->tag_len, tag),
+                         0);
+        assert_memory_equal(out, v->cipher, v->text_len);
+        assert_memory_equal(tag, v->tag, v->tag_len);
+    }
+    mbedtls_gcm_free(&g);
+
+    mbedtls_cipher_context_t c;
+    mbedtls_cipher_init(&c);
+    assert_int_equal(mbedtls_cipher_setup(&c, mbedtls_cipher_info_from_type(cipher_type(v->key_bits))), 0);
+    assert_int_equal(mbedtls_cipher_setkey(&c, u(v->key), (int)v->key_bits, MBEDTLS_DECRYPT), 0);
+    memcpy(in, v->cipher, v->text_len);
+    memcpy(in + v->text_len, v->tag, v->tag_len);
+    size_t olen = 0;
+    ret = mbedtls_cipher_auth_decrypt_ext(&c, u(v->iv), v->iv_len, u(v->aad), v->aad_len, in, v->text_len + v->tag_len,
+                                          out, sizeof out, &olen, v->tag_len);
+    assert_int_equal(ret, v->valid ? 0 : MBEDTLS_ERR_CIPHER_AUTH_FAILED);
+    if (v->valid) {
+        assert_int_equal(olen, v->text_len);
+        assert_memory_equal(out, v->plain, v->text_len);
+        in[0] ^= 0x80; /* a flipped bit of ciphertext, or of the tag when there is none */
+        assert_int_equal(mbedtls_cipher_auth_decrypt_ext(&c, u(v->iv), v->iv_len, u(v->aad), v->aad_len, in,
+                                                         v->text_len + v->tag_len, out, sizeof out, &olen, v->tag_len),
+                         MBEDTLS_ERR_CIPHER_AUTH_FAILED);
+    }
+    mbedtls_cipher_free(&c);
+}
+
+static void test_through_mbedtls(void **state)
+{
+    (void)state;
+    print_message("mbedTLS's GCM runs on gcmaccel (%s)\n", gcmaccel_name(gcmaccel_active()));
+    assert_int_equal(mbedtls_gcm_self_test(0), 0);
+    for (size_t k = 0; k < COUNT(NIST_VECTORS); k++)
+        check_through_mbedtls(&NIST_VECTORS[k]);
+    for (size_t k = 0; k < COUNT(LENGTH_VECTORS); k++)
+        check_through_mbedtls(&LENGTH_VECTORS[k]);
+}
+#else
+static void test_through_mbedtls(void **state)
+{
+    (void)state;
+    print_message("mbedTLS has its own GCM in this build (no OUTPOST_GCM_ALT): nothing to check through it\n");
+}
+#endif
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_choose),
+        cmocka_unit_test(test_vectors_every_available_implementation),
+        cmocka_unit_test(test_long_messages_match_portable),
+        cmocka_unit_test(test_counter_wrap),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_through_mbedtls),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
