@@ -51,7 +51,7 @@
 #include "net/http.h"
 
 #define DOWNLOAD_RING_SLOTS 8
-#define DOWNLOAD_SLOT_BYTES (256 * 1024)
+#define DOWNLOAD_SLOT_BYTES (64 * 1024)
 #define DOWNLOAD_SYNC_BYTES (16 * 1024 * 1024)
 #define DOWNLOAD_MAX_ATTEMPTS 3
 /* Free space asked for beyond the bytes still to come: room for state,
