@@ -11,6 +11,8 @@
 #include <mbedtls/ecp.h>
 #include <mbedtls/version.h>
 
+#include "net/tlssession.h"
+
 #ifdef OUTPOST_CURL_MBEDTLS
 #include <mbedtls/ssl.h>
 #endif
@@ -62,9 +64,8 @@ static int libcurl_uses_this_mbedtls(void)
 
 static CURLcode on_ssl_ctx(CURL *e, void *ssl_config, void *user)
 {
-    (void)e;
-    (void)user;
     mbedtls_ssl_conf_curves((mbedtls_ssl_config *)ssl_config, groups);
+    tlssession_offer(user, e, ssl_config); /* user: the run's tlssession, or NULL */
     return CURLE_OK;
 }
 
@@ -84,10 +85,12 @@ int tlsprefs_active(void)
     return groups_ready == 1;
 }
 
-void tlsprefs_apply(CURL *e)
+void tlsprefs_apply(CURL *e, tlssession *sessions)
 {
-    if (tlsprefs_active())
+    if (tlsprefs_active()) {
         curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
+        curl_easy_setopt(e, CURLOPT_SSL_CTX_DATA, (void *)sessions);
+    }
 }
 #else
 int tlsprefs_active(void)
@@ -95,8 +98,9 @@ int tlsprefs_active(void)
     return 0;
 }
 
-void tlsprefs_apply(CURL *e)
+void tlsprefs_apply(CURL *e, tlssession *sessions)
 {
     (void)e;
+    (void)sessions;
 }
 #endif
