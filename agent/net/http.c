@@ -32,6 +32,7 @@
 #include "core/timefmt.h"
 #include "net/token.h"
 #include "net/tlsprefs.h"
+#include "net/tlssession.h"
 
 #define MAX_REDIRECTS 5
 #define FILE_CHUNK (256 * 1024)
@@ -159,7 +160,8 @@ struct http_client {
     const char *ca_system; /* the system bundle file otherwise (platform_system_ca_file); NULL: none */
     char *pinned_key;
     char *proxy;
-    char *api_key; /* wiped on free */
+    tlssession *tls; /* the TLS session kept between runs (tlssession.h); NULL: none kept */
+    char *api_key;   /* wiped on free */
     token_state token;
     xfer *token_xfer; /* exchange queued or running, NULL if none */
 
@@ -549,6 +551,11 @@ static bool on_header_line(xfer *x, const char *line, size_t len)
         return true; /* trailers after a chunked body: not the response's headers */
     }
     if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
+        /* The handshake is over once an answer arrives: keep its session. */
+        tlssession_outcome kept = tlssession_keep(x->client->tls, x->easy);
+        if (kept != TLSSESSION_NONE)
+            trace(x->client, 2, "TLS session %s",
+                  kept == TLSSESSION_RESUMED ? "resumed from an earlier run" : "kept for the next run");
         /* A new response (after an interim one): start over, body included. */
         x->status = status_code(line, len);
         x->headers_done = false;
@@ -832,6 +839,9 @@ error_code http_client_new(const config *cfg, const char *api_key, const http_op
             c->ca_bundle = NULL;
         if (!c->ca_file && !c->ca_bundle)
             c->ca_system = platform_system_ca_file();
+        char *kept = cfg->state_dir ? platform_path_join(cfg->state_dir, TLSSESSION_FILE) : NULL;
+        c->tls = tlssession_new(kept, c->ca_file, c->ca_bundle, c->ca_bundle_len, c->ca_system);
+        free(kept);
         c->multi = curl_multi_init();
         c->share = curl_share_init();
         if (!c->multi || !c->share) {
@@ -881,6 +891,7 @@ void http_client_free(http_client *c)
     dynbuf_secret_free(c->api_key);
     free(c->base_url);
     free(c->origin);
+    tlssession_free(c->tls); /* borrows ca_bundle */
     free(c->ca_file);
     free(c->ca_bundle);
     free(c->pinned_key);
@@ -1769,7 +1780,7 @@ static bool curl_attempt(http_client *c, xfer *x)
     curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, curl_progress_cb);
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, (void *)x);
     curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-    tlsprefs_apply(e);
+    tlsprefs_apply(e, c->tls);
     /* Servers close idle keep-alive connections after about a minute
      * (nginx 75 s, load balancers 60 s); a run that waited for its rate
      * window must not trip over a connection the server already dropped. */

@@ -13,6 +13,7 @@
 #include <mbedtls/version.h>
 
 #include "core/gcmaccel.h"
+#include "net/tlssession.h"
 
 #ifdef OUTPOST_CURL_MBEDTLS
 #include <mbedtls/ssl.h>
@@ -95,11 +96,10 @@ static int libcurl_uses_this_mbedtls(void)
 
 static CURLcode on_ssl_ctx(CURL *e, void *ssl_config, void *user)
 {
-    (void)e;
-    (void)user;
     mbedtls_ssl_conf_curves((mbedtls_ssl_config *)ssl_config, groups);
     if (suites[0] != 0)
         mbedtls_ssl_conf_ciphersuites((mbedtls_ssl_config *)ssl_config, suites);
+    tlssession_offer(user, e, ssl_config); /* user: the run's tlssession, or NULL */
     return CURLE_OK;
 }
 
@@ -121,10 +121,12 @@ int tlsprefs_active(void)
     return groups_ready == 1;
 }
 
-void tlsprefs_apply(CURL *e)
+void tlsprefs_apply(CURL *e, tlssession *sessions)
 {
-    if (tlsprefs_active())
+    if (tlsprefs_active()) {
         curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
+        curl_easy_setopt(e, CURLOPT_SSL_CTX_DATA, (void *)sessions);
+    }
 }
 #else
 int tlsprefs_active(void)
@@ -132,8 +134,9 @@ int tlsprefs_active(void)
     return 0;
 }
 
-void tlsprefs_apply(CURL *e)
+void tlsprefs_apply(CURL *e, tlssession *sessions)
 {
     (void)e;
+    (void)sessions;
 }
 #endif

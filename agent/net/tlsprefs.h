@@ -24,6 +24,8 @@
 
 #include <curl/curl.h>
 
+#include "net/tlssession.h"
+
 /* Fills out with the group ids (mbedTLS's mbedtls_ecp_group_id values)
  * of the preferred groups that supported[] holds, in preference order,
  * then the rest of supported[] in its own order, then a terminating 0
@@ -45,8 +47,9 @@ size_t tlsprefs_order_suites(const int *supported, int aes_gcm_first, int *out, 
 int tlsprefs_aes_gcm_first(void);
 
 /* Sets the handshake preferences on e when libcurl's TLS library is the
- * mbedTLS outpost was built with; does nothing otherwise. */
-void tlsprefs_apply(CURL *e);
+ * mbedTLS outpost was built with, and offers sessions' kept session to its
+ * handshakes (tlssession.h; sessions may be NULL); does nothing otherwise. */
+void tlsprefs_apply(CURL *e, tlssession *sessions);
 
 /* Whether tlsprefs_apply changes anything in this build (libcurl over the
  * same mbedTLS). */

@@ -270,7 +270,7 @@ def test_publish_without_key_or_dir_is_a_configuration_error(tmp_path, sim):
 MIRROR_NGINX = """
     log_format mirror escape=json '{{"path":"$uri","status":$status,"bytes":$body_bytes_sent,'
                                   '"inm":"$http_if_none_match","ims":"$http_if_modified_since",'
-                                  '"curve":"$ssl_curve","cipher":"$ssl_cipher"}}';
+                                  '"curve":"$ssl_curve","cipher":"$ssl_cipher","reused":"$ssl_session_reused"}}';
     access_log {dir}/access.log mirror;
     types {{ application/json json; application/octet-stream exe msi; }}
     server {{
@@ -337,6 +337,46 @@ class MirrorServer:
 
     def stop(self) -> None:
         stop_process(self.process)
+
+
+def test_tls_session_is_resumed_by_the_next_run_under_the_same_trust(tmp_path, sim, published):
+    """A `check` over HTTPS spends most of its CPU on the full handshake's public-key work; the
+    release builds (libcurl over outpost's mbedTLS) keep the TLS session in the state directory,
+    owner-only, and the next run resumes it (nginx's $ssl_session_reused). Only under the same
+    trust: another CA file (here the same CA with one more byte) gets a full, verified handshake.
+    The Debian build (libcurl over OpenSSL) keeps nothing."""
+    mirror, cfg, key_file, public_pem = published
+    sim.stop()
+    server = MirrorServer(mirror, tmp_path / "nginx-tls", tls=True)
+    try:
+        cfg, state = endpoint_config(tmp_path, "resume", [server.url], [public_pem], ca_file=server.ca_file)
+        assert run(cfg, "check", key=None).returncode == 10  # an update is available
+        kept = state / "tls-session"
+        if b"mbedTLS/" not in Path(OUTPOST).read_bytes():  # libcurl (shared) over another TLS library
+            assert not kept.exists()
+            assert run(cfg, "check", key=None).returncode == 10  # an update is available
+            assert {e["reused"] for e in server.log()} == {"."}
+            return
+        assert kept.stat().st_mode & 0o077 == 0
+        # Not clear_log: nginx's reload on SIGHUP makes new ticket keys.
+        seen = len(server.log())
+        r = run(cfg, "check", key=None)
+        assert r.returncode == 10, r.stderr
+        assert [e["reused"] for e in server.log()[seen:]] == ["r"]
+
+        other_ca = tmp_path / "same-ca-other-bytes.pem"
+        other_ca.write_bytes(Path(server.ca_file).read_bytes() + b"\n")
+        data = json.loads(cfg.read_text())
+        data["tls"]["ca_file"] = str(other_ca)
+        cfg.write_text(json.dumps(data))
+        seen = len(server.log())
+        assert run(cfg, "check", key=None).returncode == 10
+        assert [e["reused"] for e in server.log()[seen:]] == ["."]
+        seen = len(server.log())
+        assert run(cfg, "check", key=None).returncode == 10  # kept under the new trust
+        assert [e["reused"] for e in server.log()[seen:]] == ["r"]
+    finally:
+        server.stop()
 
 
 @pytest.fixture

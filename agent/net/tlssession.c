@@ -1,0 +1,318 @@
+/*
+ * tlssession.c — TLS session resumption across runs (see tlssession.h for
+ * why and what keeps it safe): the file's layout first, then the mbedTLS
+ * part, which exists only where libcurl runs over the same mbedTLS.
+ */
+#include "net/tlssession.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char MAGIC[] = "outpost-tls-session 1\n";
+
+unsigned char *tlssession_encode(const char *key, const unsigned char *blob, size_t blob_len, size_t *len)
+{
+    size_t magic = sizeof MAGIC - 1, klen = strlen(key);
+    if (strchr(key, '\n') || blob_len == 0)
+        return NULL;
+    unsigned char *out = malloc(magic + klen + 1 + blob_len);
+    if (!out)
+        return NULL;
+    memcpy(out, MAGIC, magic);
+    memcpy(out + magic, key, klen);
+    out[magic + klen] = '\n';
+    memcpy(out + magic + klen + 1, blob, blob_len);
+    *len = magic + klen + 1 + blob_len;
+    return out;
+}
+
+const unsigned char *tlssession_decode(const unsigned char *data, size_t len, const char *key, size_t *blob_len)
+{
+    size_t magic = sizeof MAGIC - 1, klen = strlen(key);
+    *blob_len = 0;
+    if (!data || len <= magic + klen + 1 || memcmp(data, MAGIC, magic) != 0 || memcmp(data + magic, key, klen) != 0 ||
+        data[magic + klen] != '\n')
+        return NULL;
+    *blob_len = len - magic - klen - 1;
+    return data + magic + klen + 1;
+}
+
+#ifdef OUTPOST_CURL_MBEDTLS
+
+#include <ctype.h>
+#include <stdio.h>
+
+#include <mbedtls/md.h>
+#include <mbedtls/platform_util.h>
+#include <mbedtls/ssl.h>
+
+#include "base/text.h"
+#include "net/tlsprefs.h"
+#include "platform/platform.h"
+
+/* A session without a ticket resumes only from the server's cache; a
+ * ticket says how long it lives (0: unsaid). Beyond these the server would
+ * refuse it anyway: not worth the bytes. */
+#define SESSION_ID_MAX_AGE_S 3600
+#define CA_MATERIAL_MAX (8 * 1024 * 1024)
+
+struct tlssession {
+    char *path;
+    char *ca_file, *ca_system;
+    const char *ca_bundle;
+    size_t ca_bundle_len;
+    int trust_state; /* 0: not computed yet; 1: trust holds it; -1: unusable, keep nothing */
+    char trust[65];  /* SHA-256 of the CA material, hex */
+    bool loaded;     /* the file was read (once per run) */
+    unsigned char *file;
+    size_t file_len;
+    bool have; /* current holds the session kept under key */
+    char *key;
+    mbedtls_ssl_session current;
+    bool offered;  /* current was offered to a handshake */
+    bool reported; /* its resumption was reported */
+};
+
+tlssession *tlssession_new(const char *path, const char *ca_file, const char *ca_bundle, size_t ca_bundle_len,
+                           const char *ca_system)
+{
+    if (!path || !tlsprefs_active() || (!ca_file && !ca_bundle && !ca_system))
+        return NULL;
+    tlssession *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->path = text_dup(path);
+    s->ca_file = ca_file ? text_dup(ca_file) : NULL;
+    s->ca_system = ca_system ? text_dup(ca_system) : NULL;
+    s->ca_bundle = ca_bundle;
+    s->ca_bundle_len = ca_bundle_len;
+    mbedtls_ssl_session_init(&s->current);
+    if (!s->path || (ca_file && !s->ca_file) || (ca_system && !s->ca_system)) {
+        tlssession_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void tlssession_free(tlssession *s)
+{
+    if (!s)
+        return;
+    mbedtls_ssl_session_free(&s->current);
+    if (s->file) {
+        mbedtls_platform_zeroize(s->file, s->file_len);
+        free(s->file);
+    }
+    free(s->key);
+    free(s->path);
+    free(s->ca_file);
+    free(s->ca_system);
+    free(s);
+}
+
+/* The SHA-256 of the CA material, once per run: a session verified under
+ * other trust is never offered. */
+static bool trust_ready(tlssession *s)
+{
+    if (s->trust_state == 0) {
+        s->trust_state = -1;
+        char *text = NULL;
+        size_t len = 0;
+        const unsigned char *material = (const unsigned char *)s->ca_bundle;
+        if (!material) {
+            const char *file = s->ca_file ? s->ca_file : s->ca_system;
+            if (platform_read_file(file, CA_MATERIAL_MAX, &text, &len, NULL) != ERR_OK)
+                return false;
+            material = (const unsigned char *)text;
+        } else {
+            len = s->ca_bundle_len;
+        }
+        unsigned char digest[32];
+        if (mbedtls_md(mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), material, len, digest) == 0) {
+            text_hex(digest, sizeof digest, s->trust);
+            s->trust_state = 1;
+        }
+        free(text);
+    }
+    return s->trust_state == 1;
+}
+
+static mbedtls_ssl_context *ssl_of(CURL *e)
+{
+    struct curl_tlssessioninfo *info = NULL;
+    if (curl_easy_getinfo(e, CURLINFO_TLS_SSL_PTR, &info) != CURLE_OK || !info ||
+        info->backend != CURLSSLBACKEND_MBEDTLS)
+        return NULL;
+    return info->internals;
+}
+
+/* "host:port trust" of the handshake on e: the host name mbedTLS checks
+ * the certificate against, which must be the URL's (not a proxy's own
+ * handshake). NULL when it cannot be told. */
+static char *key_of(tlssession *s, CURL *e, const mbedtls_ssl_context *ssl)
+{
+    const char *url = NULL;
+    if (!ssl->hostname || !trust_ready(s) || curl_easy_getinfo(e, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK || !url)
+        return NULL;
+    CURLU *u = curl_url();
+    char *host = NULL, *port = NULL, *key = NULL;
+    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+        text_equal_nocase(host, ssl->hostname)) {
+        size_t n = strlen(host) + strlen(port) + sizeof s->trust + 3;
+        key = malloc(n);
+        if (key) {
+            snprintf(key, n, "%s:%s %s", host, port, s->trust);
+            for (char *p = key; *p && *p != ':'; p++)
+                *p = (char)tolower((unsigned char)*p);
+        }
+    }
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    if (key && strchr(key, '\n')) {
+        free(key);
+        key = NULL;
+    }
+    return key;
+}
+
+static bool same_session(const mbedtls_ssl_session *a, const mbedtls_ssl_session *b)
+{
+    return a->id_len == b->id_len && memcmp(a->id, b->id, a->id_len) == 0 && a->ticket_len == b->ticket_len &&
+           (a->ticket_len == 0 || memcmp(a->ticket, b->ticket, a->ticket_len) == 0);
+}
+
+static bool expired(const mbedtls_ssl_session *sess)
+{
+    mbedtls_time_t now = mbedtls_time(NULL);
+    int64_t life =
+        sess->ticket_len > 0 && sess->ticket_lifetime > 0 ? (int64_t)sess->ticket_lifetime : SESSION_ID_MAX_AGE_S;
+    int64_t age = (int64_t)(now - sess->start);
+    return age < 0 || age >= life;
+}
+
+/* Makes current the session in blob, kept under key. */
+static bool adopt(tlssession *s, const char *key, const unsigned char *blob, size_t len)
+{
+    mbedtls_ssl_session_free(&s->current);
+    mbedtls_ssl_session_init(&s->current);
+    free(s->key);
+    s->key = NULL;
+    s->have = s->offered = s->reported = false;
+    if (mbedtls_ssl_session_load(&s->current, blob, len) != 0) {
+        mbedtls_ssl_session_free(&s->current);
+        mbedtls_ssl_session_init(&s->current);
+        return false;
+    }
+    s->key = text_dup(key);
+    s->have = s->key != NULL;
+    return s->have;
+}
+
+void tlssession_offer(tlssession *s, CURL *e, void *mbedtls_ssl_config)
+{
+    if (!s)
+        return;
+    /* libcurl 7.88 turns tickets off; a ticket is what lets a server with
+     * no session cache (nginx's default) resume. */
+    mbedtls_ssl_conf_session_tickets((struct mbedtls_ssl_config *)mbedtls_ssl_config,
+                                     MBEDTLS_SSL_SESSION_TICKETS_ENABLED);
+    mbedtls_ssl_context *ssl = ssl_of(e);
+    if (!ssl)
+        return;
+    char *key = key_of(s, e, ssl);
+    if (!key)
+        return;
+    if (!s->loaded) {
+        s->loaded = true;
+        char *data = NULL;
+        size_t len = 0, blob_len = 0;
+        if (platform_read_file(s->path, TLSSESSION_MAX, &data, &len, NULL) == ERR_OK) {
+            const unsigned char *blob = tlssession_decode((const unsigned char *)data, len, key, &blob_len);
+            if (blob)
+                (void)adopt(s, key, blob, blob_len); /* damaged: a full handshake, then a new one */
+            mbedtls_platform_zeroize(data, len);
+            free(data);
+        }
+    }
+    if (s->have && strcmp(s->key, key) == 0 && !expired(&s->current) && mbedtls_ssl_set_session(ssl, &s->current) == 0)
+        s->offered = true;
+    free(key);
+}
+
+tlssession_outcome tlssession_keep(tlssession *s, CURL *e)
+{
+    mbedtls_ssl_context *ssl = s ? ssl_of(e) : NULL;
+    if (!ssl || ssl->state != MBEDTLS_SSL_HANDSHAKE_OVER || !ssl->session)
+        return TLSSESSION_NONE;
+    const mbedtls_ssl_session *now = ssl->session;
+    /* A resumed handshake keeps the offered session's master secret (a full
+     * one makes a new one), though the server may have sent a fresh ticket
+     * with it and mbedTLS then drops the session id. */
+    bool resumed = s->have && s->offered && !s->reported && memcmp(now->master, s->current.master, 48) == 0;
+    if (resumed)
+        s->reported = true;
+    tlssession_outcome outcome = resumed ? TLSSESSION_RESUMED : TLSSESSION_NONE;
+    if ((s->have && same_session(now, &s->current)) || (now->ticket_len == 0 && now->id_len == 0))
+        return outcome;
+    char *key = key_of(s, e, ssl);
+    if (!key)
+        return outcome;
+    size_t blob_len = 0, file_len = 0;
+    unsigned char *blob = NULL, *file = NULL;
+    if (mbedtls_ssl_session_save(now, NULL, 0, &blob_len) == MBEDTLS_ERR_SSL_BUFFER_TOO_SMALL && blob_len > 0 &&
+        blob_len < TLSSESSION_MAX && (blob = malloc(blob_len)) != NULL &&
+        mbedtls_ssl_session_save(now, blob, blob_len, &blob_len) == 0 &&
+        (file = tlssession_encode(key, blob, blob_len, &file_len)) != NULL) {
+        /* Not worth failing a run over: the next one makes a full handshake. */
+        if (platform_write_atomic(s->path, file, file_len, NULL) == ERR_OK && adopt(s, key, blob, blob_len) && !resumed)
+            outcome = TLSSESSION_SAVED;
+        s->reported = s->reported || resumed; /* adopt cleared it */
+    }
+    if (blob) {
+        mbedtls_platform_zeroize(blob, blob_len);
+        free(blob);
+    }
+    if (file) {
+        mbedtls_platform_zeroize(file, file_len);
+        free(file);
+    }
+    free(key);
+    return outcome;
+}
+
+#else
+
+tlssession *tlssession_new(const char *path, const char *ca_file, const char *ca_bundle, size_t ca_bundle_len,
+                           const char *ca_system)
+{
+    (void)path;
+    (void)ca_file;
+    (void)ca_bundle;
+    (void)ca_bundle_len;
+    (void)ca_system;
+    return NULL;
+}
+
+void tlssession_free(tlssession *s)
+{
+    (void)s;
+}
+
+void tlssession_offer(tlssession *s, CURL *e, void *mbedtls_ssl_config)
+{
+    (void)s;
+    (void)e;
+    (void)mbedtls_ssl_config;
+}
+
+tlssession_outcome tlssession_keep(tlssession *s, CURL *e)
+{
+    (void)s;
+    (void)e;
+    return TLSSESSION_NONE;
+}
+
+#endif
