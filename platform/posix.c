@@ -207,9 +207,8 @@ static int at_resolve(const char *path, at_path *at)
             int sub = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             struct stat st;
             if (sub < 0)
-                e = (errno == ENOTDIR && fstatat(dir, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-                        ? ELOOP
-                        : errno;
+                e = (errno == ENOTDIR && fstatat(dir, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) ? ELOOP
+                                                                                                                : errno;
             else {
                 if (dir != state_root.fd)
                     close(dir);
@@ -448,18 +447,10 @@ static FILE *fopen_under_root(const char *path, const char *mode, bool private_f
     int flags;
     bool plus = strchr(mode, '+') != NULL;
     switch (mode[0]) {
-    case 'r':
-        flags = plus ? O_RDWR : O_RDONLY;
-        break;
-    case 'w':
-        flags = (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC;
-        break;
-    case 'a':
-        flags = (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND;
-        break;
-    default:
-        errno = EINVAL;
-        return NULL;
+    case 'r': flags = plus ? O_RDWR : O_RDONLY; break;
+    case 'w': flags = (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC; break;
+    case 'a': flags = (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND; break;
+    default: errno = EINVAL; return NULL;
     }
     if (strchr(mode, 'x'))
         flags |= O_EXCL;
@@ -1439,8 +1430,7 @@ static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *a
     if (output_fd >= 0)
         rc = posix_spawn_file_actions_adddup2(actions, output_fd, STDOUT_FILENO);
     else if (output_path)
-        rc = posix_spawn_file_actions_addopen(actions, STDOUT_FILENO, output_path, O_WRONLY | O_CREAT | O_APPEND,
-                                              0600);
+        rc = posix_spawn_file_actions_addopen(actions, STDOUT_FILENO, output_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (rc == 0 && (output_fd >= 0 || output_path))
         rc = posix_spawn_file_actions_adddup2(actions, STDOUT_FILENO, STDERR_FILENO);
     if (rc != 0)
@@ -1585,8 +1575,8 @@ static pid_t spawn_start(const char *const argv[], char *const envp[], const pla
     }
 #endif
     if (rc == 0)
-        rc = spawn_setup(&actions, &attr, o->output_path, output_fd,
-                         o->program ? HELD_CHILD_FD + 1 : STDERR_FILENO + 1);
+        rc =
+            spawn_setup(&actions, &attr, o->output_path, output_fd, o->program ? HELD_CHILD_FD + 1 : STDERR_FILENO + 1);
     /* Elsewhere the child keeps outpost's working directory: on POSIX the
      * installer is named by its full path, so nothing depends on it. */
     /* glibc, macOS and the BSDs report exec failures (ENOENT, EACCES...)
