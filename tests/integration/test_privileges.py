@@ -338,6 +338,26 @@ def test_installer_swapped_by_name_never_runs_when_run_from_its_descriptor(base)
                 or "does not match" in r.stderr or "size" in r.stderr), r.stderr
 
 
+def test_a_link_below_state_dir_is_refused_not_followed(base):
+    """state_dir/staging replaced by a symbolic link to another staging tree
+    (one that passes the path rules: root's, private) whose installer writes
+    the marker: outpost reaches everything below state_dir from the handle
+    it opened, refuses the link, names the path and runs nothing."""
+    top = base / "linked"
+    top.mkdir(mode=0o755)
+    cfg, marker, _, _ = build_world(top, base, "http://127.0.0.1:9", "direct")
+    other = base / "private"
+    other.mkdir(mode=0o700)
+    shutil.copytree(top / "state" / "staging", other / "staging")
+    restage_as_script(other / "staging" / VERSION, f"touch '{marker}'", 0o700)
+    shutil.rmtree(top / "state" / "staging")
+    (top / "state" / "staging").symlink_to(other / "staging")
+    r = run(cfg, "deploy")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"{top / 'state' / 'staging'}" in r.stderr and "symbolic link" in r.stderr, r.stderr
+    assert not marker.exists(), "root followed a link below state_dir and ran what it found"
+
+
 def test_parent_directory_owned_by_a_user_is_refused(base):
     top = base / "home-user"
     top.mkdir(mode=0o755)
