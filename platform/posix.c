@@ -75,7 +75,8 @@ static MUST_CHECK error_code errno_code(int e)
 
 /* strerror(e), except for what outpost's own O_NOFOLLOW means: ELOOP is a
  * symbolic link met where outpost follows none (below the state directory,
- * or a file it creates), EPERM from the walk a ".." below it. */
+ * or a file it creates). (A ".." below the state directory is EPERM,
+ * "Operation not permitted", as strerror says it.) */
 static const char *os_reason(int e)
 {
     if (e == ELOOP)
