@@ -249,6 +249,11 @@ static int open_in(const char *path, int flags, mode_t mode)
     int extra = at.dir == AT_FDCWD ? 0 : O_NOFOLLOW;
     int fd = openat(at.dir, at.leaf, flags | extra | O_CLOEXEC, mode);
     int e = errno;
+    struct stat st;
+    /* Linux says ENOTDIR for a link opened O_DIRECTORY | O_NOFOLLOW: it is a link. */
+    if (fd < 0 && e == ENOTDIR && extra && fstatat(at.dir, at.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(st.st_mode))
+        e = ELOOP;
     at_release(&at);
     errno = e;
     return fd;
@@ -1064,8 +1069,39 @@ static void resolved_note(const char *path, const char *resolved, char *buf, siz
         buf[0] = '\0';
 }
 
+/*
+ * platform_check_private_dir for a directory below the held state
+ * directory: judged through a descriptor reached from the handle (no link
+ * followed on the way), so what is judged is what later calls reach. The
+ * directories above it are the held one's, judged when it was opened.
+ */
+static MUST_CHECK error_code check_private_below_root(const char *path, error_info *err)
+{
+    int fd = open_in(path, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0)
+        return fail_path(err, errno, "cannot read the permissions of", path);
+    struct stat st;
+    char why[128], owner[32];
+    error_code rc = ERR_OK;
+    if (fstat(fd, &st) != 0)
+        rc = fail_path(err, errno, "cannot read the permissions of", path);
+    else if (!platform_posix_dir_trusted((unsigned long)st.st_uid, (unsigned long)st.st_mode, (unsigned long)geteuid(),
+                                         why, sizeof why)) {
+        owner_hint(owner, sizeof owner);
+        rc = error_set(err, ERR_PERMISSION,
+                       "%s is %s, so another user could change what outpost runs; refusing it. Run: chown %s %s && "
+                       "chmod go-w %s",
+                       path, why, owner, path, path);
+    }
+    close(fd);
+    return rc;
+}
+
 error_code platform_check_private_dir(const char *path, error_info *err)
 {
+    const char *below = under_root(path);
+    if (below && *below)
+        return check_private_below_root(path, err);
     /* Links resolved once; the resolved path is what is judged, down from "/". */
     char *resolved = realpath(path, NULL);
     if (!resolved)

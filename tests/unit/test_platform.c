@@ -1572,6 +1572,20 @@ static void test_state_root_refuses_links_below_it(void **state)
     write_text(at(f, "outside").s, "outside");
     assert_int_not_equal(platform_read_file(at(f, "state/../outside").s, 4096, &data, NULL, &err), ERR_OK);
 
+    /* Judged through the handle too: the link is refused, not resolved
+     * to the directory it names (which would pass), and a directory below
+     * that others may write is refused as ever. */
+    assert_int_not_equal(platform_check_private_dir(staging.s, &err), ERR_OK);
+    assert_contains(err.message, staging.s);
+    assert_contains(err.message, "symbolic link");
+    path_buf loose = at(f, "state/loose");
+    assert_int_equal(mkdir(loose.s, 0700), 0);
+    assert_int_equal(chmod(loose.s, 0777), 0);
+    assert_int_equal(platform_check_private_dir(loose.s, &err), ERR_PERMISSION);
+    assert_contains(err.message, loose.s);
+    assert_int_equal(chmod(loose.s, 0700), 0);
+    assert_ok(platform_check_private_dir(loose.s, &err), err);
+
     /* Removing the link removes the link, not what it points to. */
     assert_ok(platform_remove_tree(staging.s, &err), err);
     assert_true(exists(at(f, "users/installer.exe").s));
