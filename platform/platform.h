@@ -219,7 +219,9 @@ MUST_CHECK error_code platform_mkdirs_private(const char *path, error_info *err)
  * ERR_PERMISSION (exit 1) with one line naming the directory, what is wrong
  * and the command that fixes it; ERR_NOT_FOUND when path does not exist;
  * ERR_IO when it is not a directory or its owner and permissions cannot be
- * read.
+ * read. A path below the state directory held by platform_state_root_open
+ * is judged through that handle instead: no link is resolved on the way
+ * (one is refused), and the directories above are the held one's.
  */
 MUST_CHECK error_code platform_check_private_dir(const char *path, error_info *err);
 
