@@ -219,9 +219,37 @@ MUST_CHECK error_code platform_mkdirs_private(const char *path, error_info *err)
  * ERR_PERMISSION (exit 1) with one line naming the directory, what is wrong
  * and the command that fixes it; ERR_NOT_FOUND when path does not exist;
  * ERR_IO when it is not a directory or its owner and permissions cannot be
- * read.
+ * read. A path below the state directory held by platform_state_root_open
+ * is judged through that handle instead: no link is resolved on the way
+ * (one is refused), and the directories above are the held one's.
  */
 MUST_CHECK error_code platform_check_private_dir(const char *path, error_info *err);
+
+/*
+ * Opens the state directory path once and holds it (PRODUCT.md section 9:
+ * outpost works from handles, not names); call it after
+ * platform_check_private_dir has judged path. From then on every file
+ * function of this header given a path that starts with path (as given,
+ * then a separator) reaches it from the held directory, not by looking
+ * path up again: POSIX walks the rest component by component from the held
+ * descriptor with O_NOFOLLOW and calls openat, renameat, unlinkat, mkdirat,
+ * fstatat relative to the directory reached, so a symbolic link anywhere
+ * below the state directory is refused (the message says it is a link),
+ * ".." is refused, and renaming the state directory away or putting
+ * another directory in its place cannot redirect a later call: it lands in
+ * the directory opened here, or fails. Windows: the directory is held
+ * open without FILE_SHARE_DELETE, so it cannot be renamed or replaced while
+ * outpost runs; the calls still use names there. Other paths are
+ * unaffected. ERR_PERMISSION when what was opened is not the directory
+ * judged (replaced in between) or is no longer trusted; ERR_NOT_FOUND when
+ * it does not exist. Opening again replaces the held directory. Call it
+ * before any thread starts: the handle is read without a lock.
+ */
+MUST_CHECK error_code platform_state_root_open(const char *path, error_info *err);
+
+/* Closes the held state directory (platform_state_root_open); later paths
+ * are looked up by name again. Nothing held: nothing to do. */
+void platform_state_root_close(void);
 
 /*
  * Checks that a file that decides what outpost runs (the configuration, a

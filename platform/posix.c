@@ -73,10 +73,21 @@ static MUST_CHECK error_code errno_code(int e)
     return platform_os_error_code(e);
 }
 
-/* Fills err with "<what> <path>: <strerror>" and the errno-derived code. */
+/* strerror(e), except for what outpost's own O_NOFOLLOW means: ELOOP is a
+ * symbolic link met where outpost follows none (below the state directory,
+ * or a file it creates). (A ".." below the state directory is EPERM,
+ * "Operation not permitted", as strerror says it.) */
+static const char *os_reason(int e)
+{
+    if (e == ELOOP)
+        return "it is, or goes through, a symbolic link, which outpost never follows here; refusing it";
+    return strerror(e);
+}
+
+/* Fills err with "<what> <path>: <reason>" and the errno-derived code. */
 static MUST_CHECK error_code fail_path(error_info *err, int e, const char *what, const char *path)
 {
-    return error_set_os(err, errno_code(e), e, "%s %s: %s", what, path, strerror(e));
+    return error_set_os(err, errno_code(e), e, "%s %s: %s", what, path, os_reason(e));
 }
 
 /* As fail_path with the current errno, but always ERR_IO: for walks and
@@ -84,7 +95,7 @@ static MUST_CHECK error_code fail_path(error_info *err, int e, const char *what,
 static MUST_CHECK error_code fail_io(error_info *err, const char *what, const char *path)
 {
     int e = errno;
-    return error_set_os(err, ERR_IO, e, "%s %s: %s", what, path, strerror(e));
+    return error_set_os(err, ERR_IO, e, "%s %s: %s", what, path, os_reason(e));
 }
 
 static MUST_CHECK error_code fail_nomem(error_info *err)
@@ -108,11 +119,266 @@ static int fsync_fd(int fd)
     return rc;
 }
 
+/* ---- The state directory's handle (PRODUCT.md section 9) ------------------ */
+
+/*
+ * Once platform_state_root_open has run, a path under the state directory
+ * is never looked up by its full name again: the part below the directory
+ * is walked from the descriptor held here, one component at a time with
+ * O_NOFOLLOW, and the call is made with openat and friends relative to the
+ * last directory reached. Renaming the state directory away, or putting a
+ * link or another directory in its place or below it, can then make a call
+ * fail but never send it somewhere else. The descriptor is set once, before
+ * any thread starts, and only read afterwards.
+ */
+static struct {
+    int fd;       /* the state directory, O_DIRECTORY; -1 when none is held */
+    char *prefix; /* its path as given, without trailing separators */
+    size_t len;   /* strlen(prefix) */
+} state_root = {-1, NULL, 0};
+
+/* The part of path below the held state directory ("" for the directory
+ * itself), or NULL when path is not under it (or nothing is held). */
+static const char *under_root(const char *path)
+{
+    if (state_root.fd < 0 || strncmp(path, state_root.prefix, state_root.len) != 0)
+        return NULL;
+    const char *rest = path + state_root.len;
+    if (*rest != '\0' && *rest != '/' && !(state_root.len == 1 && state_root.prefix[0] == '/'))
+        return NULL; /* "/var/lib/outpost2" is not under "/var/lib/outpost" */
+    while (*rest == '/')
+        rest++;
+    return rest;
+}
+
+/* Where a path is, for the *at calls: dir and the name in it. */
+typedef struct at_path {
+    int dir;          /* AT_FDCWD (not under the state directory), or a directory descriptor */
+    const char *leaf; /* the name in dir: the last component, "." for a directory itself */
+    char *copy;       /* owns leaf's storage after a walk */
+} at_path;
+
+static void at_release(at_path *at)
+{
+    if (at->dir >= 0 && at->dir != state_root.fd)
+        close(at->dir);
+    free(at->copy);
+    at->dir = AT_FDCWD;
+    at->copy = NULL;
+}
+
+/*
+ * Finds the directory holding path: outside the state directory, the
+ * current directory and path itself (names, as before); under it, walks
+ * from the held descriptor through every component but the last, refusing
+ * a symbolic link (ELOOP) or ".." (EPERM) on the way. Returns 0, or -1
+ * with errno set and nothing to release.
+ */
+static int at_resolve(const char *path, at_path *at)
+{
+    at->dir = AT_FDCWD;
+    at->leaf = path;
+    at->copy = NULL;
+    const char *rest = under_root(path);
+    if (!rest)
+        return 0;
+    char *copy = strdup(rest);
+    if (!copy)
+        return -1; /* ENOMEM */
+    int dir = state_root.fd;
+    char *leaf = copy;
+    for (char *p = copy;;) {
+        char *slash = strchr(p, '/');
+        if (!slash) {
+            leaf = p;
+            break;
+        }
+        *slash = '\0';
+        char *next = slash + 1;
+        while (*next == '/')
+            next++;
+        if (*next == '\0') { /* "dir/": the last component is the directory */
+            leaf = p;
+            break;
+        }
+        int e = 0;
+        if (strcmp(p, "..") == 0)
+            e = EPERM; /* never above the held directory */
+        else if (*p != '\0' && strcmp(p, ".") != 0) {
+            int sub = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            struct stat st;
+            if (sub < 0)
+                e = (errno == ENOTDIR && fstatat(dir, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) ? ELOOP
+                                                                                                                : errno;
+            else {
+                if (dir != state_root.fd)
+                    close(dir);
+                dir = sub;
+            }
+        }
+        if (e != 0) {
+            if (dir != state_root.fd)
+                close(dir);
+            free(copy);
+            errno = e;
+            return -1;
+        }
+        p = next;
+    }
+    if (strcmp(leaf, "..") == 0) {
+        if (dir != state_root.fd)
+            close(dir);
+        free(copy);
+        errno = EPERM;
+        return -1;
+    }
+    at->dir = dir;
+    at->leaf = *leaf ? leaf : ".";
+    at->copy = copy;
+    return 0;
+}
+
+/* open() of path: under the state directory relative to its handle and
+ * never through a link (O_NOFOLLOW at every step); elsewhere by name with
+ * flags as given. Always O_CLOEXEC. The descriptor, or -1 with errno. */
+static int open_in(const char *path, int flags, mode_t mode)
+{
+    at_path at;
+    if (at_resolve(path, &at) != 0)
+        return -1;
+    int extra = at.dir == AT_FDCWD ? 0 : O_NOFOLLOW;
+    int fd = openat(at.dir, at.leaf, flags | extra | O_CLOEXEC, mode);
+    int e = errno;
+    struct stat st;
+    /* Linux says ENOTDIR for a link opened O_DIRECTORY | O_NOFOLLOW: it is a link. */
+    if (fd < 0 && e == ENOTDIR && extra && fstatat(at.dir, at.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(st.st_mode))
+        e = ELOOP;
+    at_release(&at);
+    errno = e;
+    return fd;
+}
+
+/* lstat() (follow false) or stat() of path; under the state directory
+ * always without following a final link. 0 or -1 with errno. */
+static int stat_in(const char *path, struct stat *st, bool follow)
+{
+    at_path at;
+    if (at_resolve(path, &at) != 0)
+        return -1;
+    int flags = follow && at.dir == AT_FDCWD ? 0 : AT_SYMLINK_NOFOLLOW;
+    int rc = fstatat(at.dir, at.leaf, st, flags);
+    int e = errno;
+    at_release(&at);
+    errno = e;
+    return rc;
+}
+
+/* unlink() (flags 0) or rmdir() (AT_REMOVEDIR) of path. 0 or -1 with errno. */
+static int unlink_in(const char *path, int flags)
+{
+    at_path at;
+    if (at_resolve(path, &at) != 0)
+        return -1;
+    int rc = unlinkat(at.dir, at.leaf, flags);
+    int e = errno;
+    at_release(&at);
+    errno = e;
+    return rc;
+}
+
+/* mkdir(path, 0700). 0 or -1 with errno. */
+static int mkdir_in(const char *path)
+{
+    at_path at;
+    if (at_resolve(path, &at) != 0)
+        return -1;
+    int rc = mkdirat(at.dir, at.leaf, 0700);
+    int e = errno;
+    at_release(&at);
+    errno = e;
+    return rc;
+}
+
+/* rename(from, to), each side relative to its own handle. 0 or -1 with errno. */
+static int rename_in(const char *from, const char *to)
+{
+    at_path a, b;
+    if (at_resolve(from, &a) != 0)
+        return -1;
+    if (at_resolve(to, &b) != 0) {
+        int e = errno;
+        at_release(&a);
+        errno = e;
+        return -1;
+    }
+    int rc = renameat(a.dir, a.leaf, b.dir, b.leaf);
+    int e = errno;
+    at_release(&a);
+    at_release(&b);
+    errno = e;
+    return rc;
+}
+
+error_code platform_state_root_open(const char *path, error_info *err)
+{
+    platform_state_root_close();
+    /* Links in the path resolved once, as platform_check_private_dir judged
+     * it; the directory itself is opened without following a link. */
+    char *resolved = realpath(path, NULL);
+    if (!resolved)
+        return fail_path(err, errno, "cannot open the state directory", path);
+    int fd = open(resolved, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    struct stat held, named;
+    error_code rc = ERR_OK;
+    char why[128];
+    if (fd < 0)
+        rc = fail_path(err, e, "cannot open the state directory", path);
+    else if (fstat(fd, &held) != 0 || stat(resolved, &named) != 0)
+        rc = fail_path(err, errno, "cannot read the state directory", path);
+    else if (held.st_dev != named.st_dev || held.st_ino != named.st_ino)
+        /* Swapped between the two looks: only someone who may rename it can. */
+        rc = error_set(err, ERR_PERMISSION, "the state directory %s was replaced while outpost opened it; refusing it",
+                       path);
+    else if (!platform_posix_dir_trusted((unsigned long)held.st_uid, (unsigned long)held.st_mode,
+                                         (unsigned long)geteuid(), why, sizeof why))
+        rc = error_set(err, ERR_PERMISSION, "the state directory %s is %s; refusing it", path, why);
+    free(resolved);
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    char *prefix = rc == ERR_OK ? malloc(len + 1) : NULL;
+    if (rc == ERR_OK && !prefix)
+        rc = fail_nomem(err);
+    if (rc != ERR_OK) {
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    memcpy(prefix, path, len);
+    prefix[len] = '\0';
+    state_root.fd = fd;
+    state_root.prefix = prefix;
+    state_root.len = len;
+    return ERR_OK;
+}
+
+void platform_state_root_close(void)
+{
+    if (state_root.fd >= 0)
+        close(state_root.fd);
+    free(state_root.prefix);
+    state_root.fd = -1;
+    state_root.prefix = NULL;
+    state_root.len = 0;
+}
+
 /* Flushes a directory so that a rename or creation in it is durable. File
  * systems that cannot fsync a directory (EINVAL, ENOTSUP) count as done. */
 static MUST_CHECK error_code sync_dir(const char *dir, error_info *err)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open_in(dir, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0)
         return fail_path(err, errno, "cannot open directory", dir);
     error_code rc = ERR_OK;
@@ -177,8 +443,47 @@ char *platform_path_join(const char *dir, const char *name)
     return joined;
 }
 
+/*
+ * fopen of a path under the state directory, through its handle (open_in):
+ * the open(2) flags mode means, O_CREAT always when private (created 0600,
+ * as platform_fopen_private promises), then fdopen. NULL with errno set.
+ */
+static FILE *fopen_under_root(const char *path, const char *mode, bool private_file)
+{
+    int flags;
+    bool plus = strchr(mode, '+') != NULL;
+    switch (mode[0]) {
+    case 'r': flags = plus ? O_RDWR : O_RDONLY; break;
+    case 'w': flags = (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC; break;
+    case 'a': flags = (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND; break;
+    default: errno = EINVAL; return NULL;
+    }
+    if (strchr(mode, 'x'))
+        flags |= O_EXCL;
+    if (private_file)
+        flags |= O_CREAT;
+    int fd = open_in(path, flags | O_NOCTTY, private_file ? 0600 : 0666);
+    if (fd < 0)
+        return NULL;
+    char plain[8]; /* fdopen's mode: the letters it knows */
+    size_t n = 0;
+    for (const char *m = mode; *m && n + 1 < sizeof plain; m++)
+        if (strchr("rwab+", *m))
+            plain[n++] = *m;
+    plain[n] = '\0';
+    FILE *f = fdopen(fd, plain);
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
 FILE *platform_fopen(const char *path, const char *mode)
 {
+    if (under_root(path))
+        return fopen_under_root(path, mode, false);
     char mode_e[16];
     size_t mode_len = strlen(mode);
     if (mode_len + 2 > sizeof mode_e) {
@@ -204,6 +509,8 @@ FILE *platform_fopen(const char *path, const char *mode)
 
 FILE *platform_fopen_private(const char *path, const char *mode)
 {
+    if (under_root(path))
+        return fopen_under_root(path, mode, true);
     /* The file is created 0600 first, then opened as asked: fopen creates
      * with 0666 less the umask, which is world-readable under the usual 022. */
     int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -272,7 +579,7 @@ static MUST_CHECK error_code open_temp(const char *path, int *fd_out, char **tmp
         }
         snprintf(tmp, size, "%s.%02x%02x%02x%02x%02x%02x%02x%02x.tmp", path, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
                  rnd[5], rnd[6], rnd[7]);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        int fd = open_in(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
         if (fd >= 0) {
             *fd_out = fd;
             *tmp_path = tmp;
@@ -282,7 +589,7 @@ static MUST_CHECK error_code open_temp(const char *path, int *fd_out, char **tmp
             int e = errno;
             free(tmp);
             return error_set_os(err, errno_code(e), e, "cannot create a temporary file to replace %s: %s", path,
-                                strerror(e));
+                                os_reason(e));
         }
     }
     free(tmp);
@@ -316,7 +623,7 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
     /* Keep the permissions of the file being replaced; new files are 0600. */
     mode_t mode = 0600;
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+    if (stat_in(path, &st, true) == 0 && S_ISREG(st.st_mode))
         mode = st.st_mode & 0777;
 
     crash_point("write_atomic", path);
@@ -330,15 +637,15 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
     int e = fill_temp(fd, mode, data, len, &what);
     if (e == 0)
         crash_point("write_atomic_rename", path); /* leaves the flushed temporary file behind */
-    if (e == 0 && rename(tmp, path) != 0) {
+    if (e == 0 && rename_in(tmp, path) != 0) {
         e = errno;
         what = "cannot rename the temporary file over";
     }
     if (e != 0) {
-        unlink(tmp);
+        (void)unlink_in(tmp, 0);
         free(tmp);
         /* A missing directory is "not found"; ENOSPC/EDQUOT "disk full". */
-        return error_set_os(err, errno_code(e), e, "%s %s: %s", what, path, strerror(e));
+        return error_set_os(err, errno_code(e), e, "%s %s: %s", what, path, os_reason(e));
     }
     free(tmp);
     return sync_parent(path, err);
@@ -348,7 +655,7 @@ error_code platform_write_new_file(const char *path, const void *data, size_t le
 {
     crash_point("write_new_file", path);
     mode_t mode = owner_only ? 0600 : 0644;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    int fd = open_in(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
     if (fd < 0) {
         int e = errno;
         if (e == EEXIST)
@@ -370,8 +677,8 @@ error_code platform_write_new_file(const char *path, const void *data, size_t le
     if (close(fd) != 0 && !e)
         e = errno, what = "cannot write";
     if (e) {
-        unlink(path);
-        return error_set_os(err, errno_code(e), e, "%s %s: %s", what, path, strerror(e));
+        (void)unlink_in(path, 0);
+        return error_set_os(err, errno_code(e), e, "%s %s: %s", what, path, os_reason(e));
     }
     return sync_parent(path, err);
 }
@@ -404,11 +711,11 @@ error_code platform_machine_id(char *buf, size_t size, error_info *err)
 error_code platform_rename(const char *from, const char *to, error_info *err)
 {
     crash_point("rename", to);
-    if (rename(from, to) != 0) {
+    if (rename_in(from, to) != 0) {
         int e = errno;
         if (e == EXDEV)
             return error_set_os(err, ERR_IO, e, "cannot rename %s to %s: they are on different volumes", from, to);
-        return error_set_os(err, errno_code(e), e, "cannot rename %s to %s: %s", from, to, strerror(e));
+        return error_set_os(err, errno_code(e), e, "cannot rename %s to %s: %s", from, to, os_reason(e));
     }
     char *to_dir = platform_path_dir(to);
     char *from_dir = platform_path_dir(from);
@@ -495,7 +802,7 @@ error_code platform_read_file(const char *path, size_t max_size, char **data, si
 {
     /* limit + 1 (content and NUL) must not overflow. */
     size_t limit = max_size > SIZE_MAX - 1 ? SIZE_MAX - 1 : max_size;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open_in(path, O_RDONLY, 0);
     if (fd < 0)
         return fail_path(err, errno, "cannot open", path);
     struct stat st;
@@ -538,9 +845,9 @@ error_code platform_read_file(const char *path, size_t max_size, char **data, si
 error_code platform_remove_file(const char *path, error_info *err)
 {
     crash_point("remove", path);
-    if (unlink(path) != 0 && errno != ENOENT) {
+    if (unlink_in(path, 0) != 0 && errno != ENOENT) {
         int e = errno;
-        return error_set_os(err, errno_code(e), e, "cannot remove %s: %s", path, strerror(e));
+        return error_set_os(err, errno_code(e), e, "cannot remove %s: %s", path, os_reason(e));
     }
     return ERR_OK;
 }
@@ -604,7 +911,7 @@ static MUST_CHECK error_code empty_dir(int dir_fd, const char *dir_path, error_i
 error_code platform_remove_tree(const char *path, error_info *err)
 {
     struct stat st;
-    if (lstat(path, &st) != 0) {
+    if (stat_in(path, &st, false) != 0) {
         if (errno == ENOENT)
             return ERR_OK;
         return fail_io(err, "cannot remove", path);
@@ -612,13 +919,13 @@ error_code platform_remove_tree(const char *path, error_info *err)
     if (!S_ISDIR(st.st_mode))
         return platform_remove_file(path, err); /* a file, or a link: the link itself */
     crash_point("remove_tree", path);
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open_in(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
     if (fd < 0)
         return fail_io(err, "cannot open", path);
     error_code rc = empty_dir(fd, path, err);
     if (rc != ERR_OK)
         return rc;
-    if (rmdir(path) != 0 && errno != ENOENT)
+    if (unlink_in(path, AT_REMOVEDIR) != 0 && errno != ENOENT)
         return fail_io(err, "cannot remove", path);
     return ERR_OK;
 }
@@ -626,11 +933,11 @@ error_code platform_remove_tree(const char *path, error_info *err)
 /* mkdir of one level: success if it now exists as a directory. */
 static MUST_CHECK error_code mkdir_one(const char *dir, const char *full, error_info *err)
 {
-    if (mkdir(dir, 0700) == 0)
+    if (mkdir_in(dir) == 0)
         return ERR_OK;
     int e = errno;
     struct stat st;
-    if (stat(dir, &st) == 0) {
+    if (stat_in(dir, &st, true) == 0) {
         if (S_ISDIR(st.st_mode))
             return ERR_OK;
         return error_set_os(err, ERR_IO, EEXIST, "cannot create directory %s: %s exists and is not a directory", full,
@@ -638,7 +945,7 @@ static MUST_CHECK error_code mkdir_one(const char *dir, const char *full, error_
     }
     /* Parents are made first: a missing one here is a race, not "not found". */
     error_code code = errno_code(e) == ERR_NOT_FOUND ? ERR_IO : errno_code(e);
-    return error_set_os(err, code, e, "cannot create directory %s: %s: %s", full, dir, strerror(e));
+    return error_set_os(err, code, e, "cannot create directory %s: %s: %s", full, dir, os_reason(e));
 }
 
 error_code platform_mkdirs(const char *path, error_info *err)
@@ -762,8 +1069,39 @@ static void resolved_note(const char *path, const char *resolved, char *buf, siz
         buf[0] = '\0';
 }
 
+/*
+ * platform_check_private_dir for a directory below the held state
+ * directory: judged through a descriptor reached from the handle (no link
+ * followed on the way), so what is judged is what later calls reach. The
+ * directories above it are the held one's, judged when it was opened.
+ */
+static MUST_CHECK error_code check_private_below_root(const char *path, error_info *err)
+{
+    int fd = open_in(path, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0)
+        return fail_path(err, errno, "cannot read the permissions of", path);
+    struct stat st;
+    char why[128], owner[32];
+    error_code rc = ERR_OK;
+    if (fstat(fd, &st) != 0)
+        rc = fail_path(err, errno, "cannot read the permissions of", path);
+    else if (!platform_posix_dir_trusted((unsigned long)st.st_uid, (unsigned long)st.st_mode, (unsigned long)geteuid(),
+                                         why, sizeof why)) {
+        owner_hint(owner, sizeof owner);
+        rc = error_set(err, ERR_PERMISSION,
+                       "%s is %s, so another user could change what outpost runs; refusing it. Run: chown %s %s && "
+                       "chmod go-w %s",
+                       path, why, owner, path, path);
+    }
+    close(fd);
+    return rc;
+}
+
 error_code platform_check_private_dir(const char *path, error_info *err)
 {
+    const char *below = under_root(path);
+    if (below && *below)
+        return check_private_below_root(path, err);
     /* Links resolved once; the resolved path is what is judged, down from "/". */
     char *resolved = realpath(path, NULL);
     if (!resolved)
@@ -841,7 +1179,7 @@ error_code platform_check_trusted_file(const char *what, const char *path, bool 
 platform_path_kind platform_path_stat(const char *path, uint64_t *size)
 {
     struct stat st;
-    if (lstat(path, &st) != 0)
+    if (stat_in(path, &st, false) != 0)
         return PLATFORM_PATH_NONE;
     if (S_ISREG(st.st_mode)) {
         if (size)
@@ -869,7 +1207,7 @@ void platform_free_names(char **names, size_t count)
 
 error_code platform_list_dir(const char *path, char ***names, size_t *count, error_info *err)
 {
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open_in(path, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0)
         return fail_path(err, errno, "cannot list", path);
     DIR *dir = fdopendir(fd);
@@ -946,7 +1284,7 @@ struct platform_lock {
 error_code platform_lock_acquire(const char *path, platform_lock **lock, error_info *err)
 {
     /* O_NOFOLLOW: the lock file is ours; never truncate a link's target. */
-    int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open_in(path, O_CREAT | O_RDWR | O_NOFOLLOW, 0600);
     if (fd < 0)
         return fail_path(err, errno, "cannot open the lock file", path);
     int rc;
@@ -1119,14 +1457,20 @@ static int close_inherited(posix_spawn_file_actions_t *actions, int first_closed
  * have ignored (SIGPIPE under libcurl). Returns 0 or an errno.
  */
 static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *attr, const char *output_path,
-                       int first_closed)
+                       int output_fd, int first_closed)
 {
     int rc = posix_spawn_file_actions_addopen(actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     if (rc != 0)
         return rc;
-    if (output_path && ((rc = posix_spawn_file_actions_addopen(actions, STDOUT_FILENO, output_path,
-                                                               O_WRONLY | O_CREAT | O_APPEND, 0600)) != 0 ||
-                        (rc = posix_spawn_file_actions_adddup2(actions, STDOUT_FILENO, STDERR_FILENO)) != 0))
+    /* output_fd: the output file already opened through the state
+     * directory's handle; else output_path is opened by name in the child. */
+    if (output_fd >= 0)
+        rc = posix_spawn_file_actions_adddup2(actions, output_fd, STDOUT_FILENO);
+    else if (output_path)
+        rc = posix_spawn_file_actions_addopen(actions, STDOUT_FILENO, output_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (rc == 0 && (output_fd >= 0 || output_path))
+        rc = posix_spawn_file_actions_adddup2(actions, STDOUT_FILENO, STDERR_FILENO);
+    if (rc != 0)
         return rc;
     sigset_t none, defaults;
     sigemptyset(&none);
@@ -1153,11 +1497,11 @@ struct platform_held_file {
 error_code platform_held_open(const char *path, platform_held_file **file, error_info *err)
 {
     /* O_NOFOLLOW: a link planted at the last component is refused, not followed. */
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    int fd = open_in(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY, 0);
     if (fd < 0) {
         int e = errno;
         if (e == ELOOP)
-            return error_set_os(err, ERR_IO, e, "%s is a symbolic link; refusing it", path);
+            return error_set_os(err, ERR_IO, e, "%s is, or goes through, a symbolic link; refusing it", path);
         return fail_path(err, e, "cannot open", path);
     }
     struct stat st;
@@ -1193,6 +1537,20 @@ void platform_held_close(platform_held_file *file)
 
 /* The descriptor number a held program has in the child: the first above stderr. */
 #define HELD_CHILD_FD 3
+
+/* fd itself when above HELD_CHILD_FD, else a close-on-exec copy above it
+ * (fd closed): the child's dup2 onto HELD_CHILD_FD must not overwrite a
+ * descriptor a later file action still reads. -1 with errno on failure. */
+static int fd_above_held(int fd)
+{
+    if (fd < 0 || fd > HELD_CHILD_FD)
+        return fd;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, HELD_CHILD_FD + 1);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return moved;
+}
 
 /* Starts argv with environment envp, stdout and stderr to output_path when
  * not NULL, in cwd when not NULL, running the held program when not NULL;
@@ -1235,12 +1593,27 @@ static pid_t spawn_start(const char *const argv[], char *const envp[], const pla
     }
     if (rc == 0 && held_fd >= 0)
         rc = posix_spawn_file_actions_adddup2(&actions, held_fd, HELD_CHILD_FD);
-    if (rc == 0)
-        rc = spawn_setup(&actions, &attr, o->output_path, o->program ? HELD_CHILD_FD + 1 : STDERR_FILENO + 1);
+    /* The output file and the working directory under the state directory
+     * are reached through its handle, here, not by name in the child. */
+    int output_fd = -1, cwd_fd = -1;
+    if (rc == 0 && o->output_path && under_root(o->output_path)) {
+        output_fd = fd_above_held(open_in(o->output_path, O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY, 0600));
+        if (output_fd < 0)
+            rc = errno;
+    }
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
-    if (rc == 0 && o->cwd)
+    /* Before spawn_setup: its last action closes every descriptor above
+     * the ones the child keeps, cwd_fd too. */
+    if (rc == 0 && o->cwd && under_root(o->cwd)) {
+        cwd_fd = fd_above_held(open_in(o->cwd, O_RDONLY | O_DIRECTORY, 0));
+        rc = cwd_fd < 0 ? errno : posix_spawn_file_actions_addfchdir_np(&actions, cwd_fd);
+    } else if (rc == 0 && o->cwd) {
         rc = posix_spawn_file_actions_addchdir_np(&actions, o->cwd);
+    }
 #endif
+    if (rc == 0)
+        rc =
+            spawn_setup(&actions, &attr, o->output_path, output_fd, o->program ? HELD_CHILD_FD + 1 : STDERR_FILENO + 1);
     /* Elsewhere the child keeps outpost's working directory: on POSIX the
      * installer is named by its full path, so nothing depends on it. */
     /* glibc, macOS and the BSDs report exec failures (ENOENT, EACCES...)
@@ -1251,6 +1624,10 @@ static pid_t spawn_start(const char *const argv[], char *const envp[], const pla
         rc = posix_spawnp(&pid, argv[0], &actions, &attr, (char *const *)argv, envp);
     if (moved >= 0)
         close(moved);
+    if (output_fd >= 0)
+        close(output_fd);
+    if (cwd_fd >= 0)
+        close(cwd_fd);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) {
@@ -1665,10 +2042,10 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
     /* O_EXCL first, to know whether the file is new and gets the exact mode
      * (the umask could leave more or fewer bits); an existing file keeps its own. */
     int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW;
-    int fd = open(path, flags | O_CREAT | O_EXCL, 0600);
+    int fd = open_in(path, flags | O_CREAT | O_EXCL, 0600);
     bool created = fd >= 0;
     if (fd < 0 && errno == EEXIST)
-        fd = open(path, flags);
+        fd = open_in(path, flags, 0);
     if (fd < 0) {
         int e = errno;
         if (e == ELOOP)
@@ -1764,16 +2141,22 @@ error_code platform_share_with_group(const char *path, const char *group, error_
     if (rc != ERR_OK)
         return rc;
     const struct group *found = &entry;
-    struct stat st;
-    if (lstat(path, &st) != 0)
+    /* Through a descriptor of the file itself (never a link's target):
+     * what is judged is what is changed. */
+    int fd = open_in(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+    if (fd < 0)
         return fail_path(err, errno, "cannot read the permissions of", path);
-    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-        return error_set(err, ERR_IO, "%s is not a file or a directory", path);
-    if (chown(path, (uid_t)-1, found->gr_gid) != 0)
-        return fail_path(err, errno, "cannot give the readers group access to", path);
-    if (chmod(path, S_ISDIR(st.st_mode) ? 0750 : 0640) != 0)
-        return fail_path(err, errno, "cannot set the permissions of", path);
-    return ERR_OK;
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        rc = fail_path(err, errno, "cannot read the permissions of", path);
+    else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        rc = error_set(err, ERR_IO, "%s is not a file or a directory", path);
+    else if (fchown(fd, (uid_t)-1, found->gr_gid) != 0)
+        rc = fail_path(err, errno, "cannot give the readers group access to", path);
+    else if (fchmod(fd, S_ISDIR(st.st_mode) ? 0750 : 0640) != 0)
+        rc = fail_path(err, errno, "cannot set the permissions of", path);
+    close(fd);
+    return rc;
 }
 
 error_code platform_inventory_write(const platform_inventory_value *values, size_t count, error_info *err)

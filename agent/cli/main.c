@@ -174,6 +174,12 @@ static MUST_CHECK error_code take_lock(const config *cfg, platform_lock **lock, 
     rc = check_state_dir(cfg, err);
     if (rc != ERR_OK)
         return rc;
+    /* From here on the judged directory is held and everything below it is
+     * reached from that handle, never by its name again (PRODUCT.md
+     * section 9): a rename race can make the run fail, not redirect it. */
+    rc = platform_state_root_open(cfg->state_dir, err);
+    if (rc != ERR_OK)
+        return rc;
     /* The readers may list it (0750) to reach the feeds; what else it holds
      * stays owner-only. Only a directory judged trusted is shared. */
     rc = feed_share(cfg->state_dir, cfg->report.readers_group, err);
@@ -264,6 +270,7 @@ int main(int argc, char **argv)
 
     platform_lock *lock = NULL;
     if (dispatch[i].takes_lock && take_lock(&cfg, &lock, &err) != ERR_OK) {
+        platform_state_root_close();
         config_free(&cfg);
         status = fail(name, &err, opts.json);
         if (opts.command == CLI_RUN)
@@ -279,6 +286,7 @@ int main(int argc, char **argv)
     http_client_free(ctx.http);
 
     platform_lock_release(lock);
+    platform_state_root_close();
     config_free(&cfg);
     if (logged)
         log_outcome(started_at, started_ms, status);

@@ -9,7 +9,14 @@ root runs.
   The helper's installer writes a marker file; it must never appear. Once
   with a parent directory the user owns (every run refused, exit 1), once
   with state_dir in a root-owned sticky directory such as /tmp (every run
-  succeeds; every move of the helper fails).
+  succeeds; every move of the helper fails). Each twice: with the command
+  `/bin/sh {installer}`, and with the command the installer itself
+  (`{installer}`), which outpost runs from the descriptor it hashed.
+- The last line of defence alone: the staged installer's name swapped (by
+  rename, hard link and symbolic link) between the installer and another
+  file in a tight loop, by an account that could (root: the path rules keep
+  everyone else out), while root deploys with the command `{installer}`:
+  the file hashed is the file that runs, so the other file never runs.
 - Each file that decides what runs (the configuration, the API key file,
   trusted_ca_file, a mirror public key file): owned by another user,
   group-writable, world-writable, a link to a user's file: exit 2 naming it,
@@ -17,7 +24,10 @@ root runs.
 
 The helper's polyglot installers are PE files as far as `stage` can tell
 (MZ header, PE signature) and shell scripts as far as /bin/sh can: the
-lines holding the headers fail as unknown commands and the rest runs.
+lines holding the headers fail as unknown commands and the rest runs. The
+kernel runs no PE file, so for the command `{installer}` the staged file is
+then replaced, by root as an administrator could, with a `#!/bin/sh` script
+and its manifest's sha256 and size made to match (the helper's copy too).
 """
 import hashlib
 import json
@@ -139,9 +149,29 @@ print(tries, wins)
 """ % {"version": VERSION}
 
 
-def build_world(top: Path, base: Path, sim_url: str):
+# deploy.command: the installer read by /bin/sh by name, or run itself (from its held descriptor).
+COMMANDS = {"sh": ["/bin/sh", "{installer}"], "direct": ["{installer}"]}
+
+
+def restage_as_script(version_dir: Path, script: str, mode: int) -> Path:
+    """Replaces the staged installer in version_dir with a #!/bin/sh script
+    the kernel can run, its manifest made to match (sha256, size)."""
+    payload = f"#!/bin/sh\n{script}\n".encode()
+    installer = version_dir / "installer.exe"
+    installer.write_bytes(payload)
+    os.chmod(installer, mode)
+    manifest_path = version_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["sha256"] = hashlib.sha256(payload).hexdigest()
+    manifest["size"] = len(payload)
+    manifest_path.write_text(json.dumps(manifest))
+    return installer
+
+
+def build_world(top: Path, base: Path, sim_url: str, command: str = "sh"):
     """state_dir top/state staged (by root) with a good installer, and the
-    helper's own copy top/evil whose installer writes base/marker."""
+    helper's own copy top/evil whose installer writes base/marker. command:
+    a key of COMMANDS."""
     marker = base / "marker"
     ver = base / "installed-version"
     ver.write_text("1.0\n")
@@ -150,10 +180,12 @@ def build_world(top: Path, base: Path, sim_url: str):
     cfg = base / "outpost.json"
     doc = {"state_dir": str(top / "state"), "base_url": sim_url,
            "installer": {"installed_version_file": str(ver), "verify": UNSIGNED},
-           "deploy": {"command": ["/bin/sh", "{installer}"], "timeout_s": 30}}
+           "deploy": {"command": COMMANDS[command], "timeout_s": 30}}
     cfg.write_text(json.dumps(doc))
     r = run(cfg, "stage", str(good), "--version", VERSION)
     assert r.returncode == 0, r.stderr
+    if command == "direct":
+        restage_as_script(top / "state" / "staging" / VERSION, f"echo {VERSION} > '{ver}'", 0o700)
     # The helper's tree: the same layout, its installer, a manifest that matches it.
     evil = top / "evil"
     shutil.copytree(top / "state" / "staging", evil / "staging", ignore=shutil.ignore_patterns("*.lock"))
@@ -165,6 +197,9 @@ def build_world(top: Path, base: Path, sim_url: str):
     manifest["sha256"] = hashlib.sha256(payload).hexdigest()
     manifest["size"] = len(payload)
     manifest_path.write_text(json.dumps(manifest))
+    if command == "direct":
+        # Executable by anyone: were it ever run, it would run.
+        restage_as_script(installer.parent, f"touch '{marker}'; echo {VERSION} > '{ver}'", 0o755)
     chown_tree(evil, NOBODY)
     return cfg, marker, evil, installer
 
@@ -196,12 +231,13 @@ def race(cfg: Path, top: Path, evil: Path, evil_installer: Path, base: Path):
     return results, tries, wins
 
 
-def test_swap_race_under_a_users_directory_never_runs_their_file(base):
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_swap_race_under_a_users_directory_never_runs_their_file(base, command):
     """The issue's reproduction: /srv/u belongs to the user, state to root.
     No simulator: every run is refused before it would make a request."""
     top = base / "srv"
     top.mkdir(mode=0o755)
-    cfg, marker, evil, evil_installer = build_world(top, base, "http://127.0.0.1:9")
+    cfg, marker, evil, evil_installer = build_world(top, base, "http://127.0.0.1:9", command)
     os.chown(top, NOBODY, NOBODY)  # now the user may rename what is in it
     results, tries, wins = race(cfg, top, evil, evil_installer, base)
     assert not marker.exists(), "root ran the user's installer"
@@ -214,7 +250,8 @@ def test_swap_race_under_a_users_directory_never_runs_their_file(base):
     assert f"is owned by uid {NOBODY}" in refused[0].stderr and f"chown root:root {top}" in refused[0].stderr
 
 
-def test_swap_race_in_a_sticky_directory_changes_nothing(sim_factory, base):
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_swap_race_in_a_sticky_directory_changes_nothing(sim_factory, base, command):
     """state_dir directly in a root-owned sticky directory (as in /tmp): the
     user can create beside it but not move it; every run succeeds."""
     top = base / "shared"
@@ -222,7 +259,8 @@ def test_swap_race_in_a_sticky_directory_changes_nothing(sim_factory, base):
     os.chmod(top, 0o1777)
     good = base / "good.exe"
     good.write_bytes(polyglot("true"))  # rewritten by build_world; sim reads at start
-    cfg, marker, evil, evil_installer = build_world(top, base, "http://127.0.0.1:9")
+    cfg, marker, evil, evil_installer = build_world(top, base, "http://127.0.0.1:9", command)
+    staged = hashlib.sha256((top / "state" / "staging" / VERSION / "installer.exe").read_bytes()).hexdigest()
     sim = sim_factory(installer=str(good), installer_version=VERSION)
     doc = json.loads(cfg.read_text())
     doc["base_url"] = sim.url
@@ -235,7 +273,89 @@ def test_swap_race_in_a_sticky_directory_changes_nothing(sim_factory, base):
         assert r.returncode == 0, (command, r.stdout, r.stderr)
     assert any(c == "update" for c, _ in results)
     manifest = json.loads((top / "state" / "staging" / VERSION / "manifest.json").read_text())
-    assert manifest["sha256"] == hashlib.sha256(good.read_bytes()).hexdigest()
+    assert manifest["sha256"] == staged
+
+
+SWAPPER = r"""
+import os, sys
+installer, legit, other, stop = sys.argv[1:5]
+tmp = installer + ".swap"
+tries = wins = 0
+while not os.path.exists(stop):
+    for source, how in ((other, os.link), (legit, os.link), (other, os.symlink), (legit, os.link)):
+        tries += 1
+        try:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            how(source, tmp)
+            os.rename(tmp, installer)
+            wins += 1
+        except OSError:
+            pass
+print(tries, wins)
+"""
+
+
+def test_installer_swapped_by_name_never_runs_when_run_from_its_descriptor(base):
+    """The staged installer's name flips between it and another file (hard
+    links renamed over it, a symbolic link) as fast as root can flip it,
+    while root deploys with the command `{installer}` up to RUNS times:
+    each run either runs the file it hashed or refuses (hash mismatch, a
+    link), and the other file never runs. The swapper is root because
+    nobody else may write there (the path rules); what is shown is that a
+    name swapped after the hash cannot change what runs."""
+    top = base / "root-only"
+    top.mkdir(mode=0o755)
+    cfg, marker, _, _ = build_world(top, base, "http://127.0.0.1:9", "direct")
+    installer = top / "state" / "staging" / VERSION / "installer.exe"
+    legit = top / "legit.exe"
+    os.link(installer, legit)
+    other = top / "other.exe"
+    other.write_bytes(f"#!/bin/sh\ntouch '{marker}'\n".encode())
+    os.chmod(other, 0o755)
+    stop = base / "stop"
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(installer), str(legit), str(other), str(stop)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = []
+    deadline = time.monotonic() + RACE_SECONDS
+    try:
+        while len(results) < RUNS and time.monotonic() < deadline:
+            results.append(run(cfg, "deploy"))
+    finally:
+        stop.write_text("")
+        out, err = swapper.communicate(timeout=60)
+    assert swapper.returncode == 0, err
+    tries, wins = map(int, out.split())
+    ran = [r for r in results if r.returncode == 0]
+    refused = [r for r in results if r.returncode != 0]
+    print(f"{len(results)} deploys: {len(ran)} ran the hashed installer, {len(refused)} refused; "
+          f"the swapper tried {tries} swaps, {wins} succeeded")
+    assert not marker.exists(), "a file swapped in after the hash ran as root"
+    assert len(results) >= 20 and wins > 0
+    assert ran, results[0].stderr
+    for r in refused:
+        assert ("no longer matches its manifest" in r.stderr or "symbolic link" in r.stderr
+                or "does not match" in r.stderr or "size" in r.stderr), r.stderr
+
+
+def test_a_link_below_state_dir_is_refused_not_followed(base):
+    """state_dir/staging replaced by a symbolic link to another staging tree
+    (one that passes the path rules: root's, private) whose installer writes
+    the marker: outpost reaches everything below state_dir from the handle
+    it opened, refuses the link, names the path and runs nothing."""
+    top = base / "linked"
+    top.mkdir(mode=0o755)
+    cfg, marker, _, _ = build_world(top, base, "http://127.0.0.1:9", "direct")
+    other = base / "private"
+    other.mkdir(mode=0o700)
+    shutil.copytree(top / "state" / "staging", other / "staging")
+    restage_as_script(other / "staging" / VERSION, f"touch '{marker}'", 0o700)
+    shutil.rmtree(top / "state" / "staging")
+    (top / "state" / "staging").symlink_to(other / "staging")
+    r = run(cfg, "deploy")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"{top / 'state' / 'staging'}" in r.stderr and "symbolic link" in r.stderr, r.stderr
+    assert not marker.exists(), "root followed a link below state_dir and ran what it found"
 
 
 def test_parent_directory_owned_by_a_user_is_refused(base):

@@ -3,7 +3,8 @@
  * implements it: files and atomic replacement (including a process killed
  * while replacing), the single-instance lock across processes, clocks and
  * randomness, spawning with exit codes, timeouts and start failures,
- * threads, host facts.
+ * threads, host facts, and the held state directory (every path below it
+ * reached from its handle, links refused).
  *
  * Each test runs in its own scratch directory, created under
  * $OUTPOST_TEST_TMP (or /tmp) by fixture_setup and removed by
@@ -1436,6 +1437,167 @@ static void test_spawn_held_program(void **state)
     assert_contains(err.message, "symbolic link");
 }
 
+/* Reads the file at path through the platform layer and compares it with text. */
+static void assert_platform_read(const char *path, const char *text)
+{
+    error_info err;
+    char *data = NULL;
+    size_t len = 0;
+    assert_ok(platform_read_file(path, 4096, &data, &len, &err), err);
+    assert_string_equal(data, text);
+    free(data);
+}
+
+/* "works from handles, not names" (PRODUCT.md section 9): once the state
+ * directory is held, renaming it away and putting another directory in
+ * its place redirects nothing: every later call lands in the directory
+ * that was opened. */
+static void test_state_root_is_not_redirected(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    path_buf root = at(f, "state");
+    path_buf moved = at(f, "moved");
+    assert_int_equal(mkdir(root.s, 0700), 0);
+    path_buf a = at(f, "state/a.json");
+    assert_ok(platform_state_root_open(root.s, &err), err);
+    assert_ok(platform_write_atomic(a.s, "one", 3, &err), err);
+    path_buf version = at(f, "state/staging/1.0");
+    assert_ok(platform_mkdirs(version.s, &err), err);
+
+    /* The swap: the held directory renamed away, a decoy in its place. */
+    assert_int_equal(rename(root.s, moved.s), 0);
+    assert_int_equal(mkdir(root.s, 0700), 0);
+    path_buf decoy_staging = at(f, "state/staging");
+    assert_int_equal(mkdir(decoy_staging.s, 0700), 0);
+    write_text(a.s, "decoy");
+
+    assert_platform_read(a.s, "one");
+    path_buf b = at(f, "state/b.json");
+    assert_ok(platform_write_atomic(b.s, "two", 3, &err), err);
+    assert_false(exists(b.s));
+    path_buf moved_b = at(f, "moved/b.json");
+    assert_true(exists(moved_b.s));
+    FILE *out = platform_fopen(at(f, "state/c.txt").s, "wb");
+    assert_non_null(out);
+    assert_int_equal(fputs("three", out) >= 0, 1);
+    assert_int_equal(fclose(out), 0);
+    assert_false(exists(at(f, "state/c.txt").s));
+    read_text(at(f, "moved/c.txt").s, (char[16]){0}, 16);
+
+    char **names = NULL;
+    size_t count = 0;
+    assert_ok(platform_list_dir(decoy_staging.s, &names, &count, &err), err);
+    assert_int_equal(count, 1);
+    assert_string_equal(names[0], "1.0");
+    platform_free_names(names, count);
+    assert_int_equal(platform_path_stat(version.s, NULL), PLATFORM_PATH_DIR);
+
+    path_buf b_staged = at(f, "state/staging/b.json");
+    assert_ok(platform_rename(b.s, b_staged.s, &err), err);
+    assert_true(exists(at(f, "moved/staging/b.json").s));
+    assert_ok(platform_remove_tree(version.s, &err), err);
+    assert_false(exists(at(f, "moved/staging/1.0").s));
+    platform_lock *lock = NULL;
+    assert_ok(platform_lock_acquire(at(f, "state/outpost.lock").s, &lock, &err), err);
+    platform_lock_release(lock);
+    assert_true(exists(at(f, "moved/outpost.lock").s));
+    assert_false(exists(at(f, "state/outpost.lock").s));
+
+    /* The deploy's output file and working directory are reached the same way. */
+    const char *const argv[] = {"/bin/sh", "-c", "pwd", NULL};
+    platform_spawn_options options = {.output_path = at(f, "state/out.log").s, .cwd = decoy_staging.s};
+    platform_spawn_result result = {0};
+    assert_ok(platform_spawn_with(argv, &options, 10000, &result, &err), err);
+    assert_int_equal(result.exit_code, 0);
+    assert_false(exists(at(f, "state/out.log").s));
+    char text[PATH_MAX + 2];
+    read_text(at(f, "moved/out.log").s, text, sizeof text);
+    char expected[PATH_MAX + 2];
+    char *real = realpath(at(f, "moved/staging").s, NULL);
+    assert_non_null(real);
+    snprintf(expected, sizeof expected, "%s\n", real);
+    free(real);
+    assert_string_equal(text, expected);
+
+    /* A path that merely starts with the same letters is not below it. */
+    path_buf sibling = at(f, "state2");
+    assert_int_equal(mkdir(sibling.s, 0700), 0);
+    assert_ok(platform_write_atomic(at(f, "state2/x").s, "x", 1, &err), err);
+    assert_true(exists(at(f, "state2/x").s));
+
+    /* Closed: names again. */
+    platform_state_root_close();
+    assert_platform_read(a.s, "decoy");
+}
+
+/* Below the held state directory a symbolic link is refused, never
+ * followed, whether it is a directory on the way or the file itself, and
+ * ".." does not climb out of it. */
+static void test_state_root_refuses_links_below_it(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    path_buf root = at(f, "state");
+    path_buf users = at(f, "users");
+    assert_int_equal(mkdir(root.s, 0700), 0);
+    assert_int_equal(mkdir(users.s, 0755), 0);
+    write_text(at(f, "users/installer.exe").s, "the user's");
+    path_buf staging = at(f, "state/staging");
+    assert_int_equal(symlink(users.s, staging.s), 0);
+    path_buf file_link = at(f, "state/current");
+    assert_int_equal(symlink(at(f, "users/installer.exe").s, file_link.s), 0);
+    assert_ok(platform_state_root_open(root.s, &err), err);
+
+    path_buf through = at(f, "state/staging/installer.exe");
+    char *data = NULL;
+    assert_int_not_equal(platform_read_file(through.s, 4096, &data, NULL, &err), ERR_OK);
+    assert_contains(err.message, through.s);
+    assert_contains(err.message, "symbolic link");
+    platform_held_file *held = NULL;
+    assert_int_equal(platform_held_open(through.s, &held, &err), ERR_IO);
+    assert_contains(err.message, "symbolic link");
+    assert_int_not_equal(platform_write_atomic(at(f, "state/staging/new").s, "x", 1, &err), ERR_OK);
+    assert_false(exists(at(f, "users/new").s));
+    assert_int_not_equal(platform_mkdirs(at(f, "state/staging/2.0").s, &err), ERR_OK);
+    assert_false(exists(at(f, "users/2.0").s));
+    assert_null(platform_fopen(through.s, "rb"));
+    assert_int_equal(errno, ELOOP);
+    assert_null(platform_fopen(file_link.s, "rb"));
+    assert_int_not_equal(platform_read_file(file_link.s, 4096, &data, NULL, &err), ERR_OK);
+    assert_contains(err.message, "symbolic link");
+    assert_int_equal(platform_path_stat(staging.s, NULL), PLATFORM_PATH_OTHER);
+
+    /* ".." below the root is not a way out of it. */
+    write_text(at(f, "outside").s, "outside");
+    assert_int_not_equal(platform_read_file(at(f, "state/../outside").s, 4096, &data, NULL, &err), ERR_OK);
+
+    /* Judged through the handle too: the link is refused, not resolved
+     * to the directory it names (which would pass), and a directory below
+     * that others may write is refused as ever. */
+    assert_int_not_equal(platform_check_private_dir(staging.s, &err), ERR_OK);
+    assert_contains(err.message, staging.s);
+    assert_contains(err.message, "symbolic link");
+    path_buf loose = at(f, "state/loose");
+    assert_int_equal(mkdir(loose.s, 0700), 0);
+    assert_int_equal(chmod(loose.s, 0777), 0);
+    assert_int_equal(platform_check_private_dir(loose.s, &err), ERR_PERMISSION);
+    assert_contains(err.message, loose.s);
+    assert_int_equal(chmod(loose.s, 0700), 0);
+    assert_ok(platform_check_private_dir(loose.s, &err), err);
+
+    /* Removing the link removes the link, not what it points to. */
+    assert_ok(platform_remove_tree(staging.s, &err), err);
+    assert_true(exists(at(f, "users/installer.exe").s));
+    platform_state_root_close();
+
+    /* A state directory others may write is not taken. */
+    assert_int_equal(chmod(root.s, 0777), 0);
+    assert_int_equal(platform_state_root_open(root.s, &err), ERR_PERMISSION);
+    assert_contains(err.message, root.s);
+    assert_int_equal(platform_state_root_open(at(f, "missing").s, &err), ERR_NOT_FOUND);
+}
+
 static void test_fopen_private_and_harden(void **state)
 {
     fixture *f = *state;
@@ -1755,6 +1917,8 @@ int main(void)
         T(test_trusted_file),
         T(test_spawn_held_program),
         T(test_fopen_private_and_harden),
+        T(test_state_root_is_not_redirected),
+        T(test_state_root_refuses_links_below_it),
         T(test_threads),
         T(test_host_facts),
         T(test_environment),
