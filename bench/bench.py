@@ -16,6 +16,15 @@ Benchmarks (everything on 127.0.0.1, every process under a timeout):
            included) against `curl -o f URL` + `sha256sum f` and against a
            Python requests + hashlib streaming download (peer_download.py):
            wall time, CPU time (user + system), peak RSS (GNU time %M).
+  signed   a signed installer (512 MiB; 32 MiB with --quick): the tests'
+           signing fixtures (tests/fixtures/make_signing_fixtures.sh: a test
+           CA, a code-signing leaf, a small mingw PE with a version resource)
+           grown with an overlay of random bytes and signed with osslsigncode
+           (SHA-256, no timestamp). `outpost update` over HTTP with
+           trusted_ca_file set and the default verify policy, against `curl -o`
+           + `sha256sum` + `osslsigncode verify` one after the other; `outpost
+           stage FILE` against `osslsigncode verify` alone on the same file.
+           Wall, CPU, peak RSS.
   check    `outpost check` when up to date against the 512 MiB installer:
            TCP bytes read (strace, as the integration tests count them), wall,
            CPU, RSS; against a naive full GET (curl -o /dev/null).
@@ -50,6 +59,7 @@ import json
 import math
 import os
 import platform
+import random
 import re
 import shutil
 import signal
@@ -71,6 +81,11 @@ from simctl import Sim  # noqa: E402
 
 MiB = 1024 * 1024
 VERSION = "24.3.1"
+# The signing fixtures' PE states this ProductVersion (its version resource):
+# the signed benchmark offers it under that number, or the version binding
+# (PRODUCT.md 4.3) would rightly refuse it.
+SIGNED_VERSION = "26.01.03.24329"
+SIGNING_FIXTURES = os.path.join(TOP, "tests", "fixtures", "make_signing_fixtures.sh")
 GNU_TIME = "/usr/bin/time"
 API_KEY = "sim-api-key"          # the simulator's default key; nginx ignores it
 
@@ -123,7 +138,7 @@ TIME_OVERHEAD = {"cpu": 0.0}
 
 # The benchmarks, in the order a full run makes them: each is Bench.bench_<name>
 # (a new one: add its name here and the method).
-BENCHES = ["update", "check", "resume", "report", "footprint", "mirror"]
+BENCHES = ["update", "signed", "check", "resume", "report", "footprint", "mirror"]
 
 
 def calibrate() -> float:
@@ -307,6 +322,124 @@ class Bench:
             rss = median(o, "rss")
             self.row(name, "peak RSS", "KiB", rss, {"curl alone": curl_rss, "python requests": median(p, "rss")},
                      "≤ 0.8 × curl's", rss <= 0.8 * curl_rss, binary=label)
+
+    # -- 1b. signed update and stage ----------------------------------------------------
+
+    def signed_installer(self, size_mib: int) -> tuple[str, str, str]:
+        """(path, SHA-256, CA file) of a signed PE of size_mib MiB plus its
+        signature: the signing fixtures' app64.exe (a real mingw PE with a
+        version resource) with an overlay of seeded random bytes, signed by
+        the fixtures' code-signing leaf (SHA-256, no timestamp, so it is
+        judged at the current time: the leaf is valid for ten years)."""
+        if not 1 <= size_mib <= 1024:
+            raise ValueError(f"installer size {size_mib} MiB is out of range")
+        fixtures = os.path.join(self.work, "signing")
+        if not os.path.exists(os.path.join(fixtures, ".done")):
+            self.log("making the signing fixtures (test CA, leaf, PE)")
+            subprocess.run(["sh", SIGNING_FIXTURES, fixtures], check=True, timeout=900,
+                           stdout=subprocess.DEVNULL)
+        path = os.path.join(self.work, f"signed-{size_mib}M.exe")
+        if not os.path.exists(path):
+            unsigned = path + ".unsigned"
+            with open(os.path.join(fixtures, "app64.exe"), "rb") as f:
+                app = f.read()
+            rng = random.Random(f"signed:{size_mib}")
+            with open(unsigned, "wb") as out:
+                out.write(app)
+                left = size_mib * MiB - len(app)
+                while left > 0:
+                    block = rng.randbytes(min(left, MiB))
+                    out.write(block)
+                    left -= len(block)
+            subprocess.run(["osslsigncode", "sign", "-certs", os.path.join(fixtures, "leaf-chain.pem"),
+                            "-key", os.path.join(fixtures, "leaf.key"), "-h", "sha256", "-n", "Outpost Bench",
+                            "-in", unsigned, "-out", path], check=True, timeout=600, stdout=subprocess.DEVNULL)
+            os.unlink(unsigned)
+        return path, sha256_file(path), os.path.join(fixtures, "root.pem")
+
+    def osslsigncode_verify(self, path: str, ca: str) -> dict:
+        # -ignore-crl: offline, as outpost verifies (no CDP or OCSP calls).
+        return measure(["osslsigncode", "verify", "-ignore-crl", "-CAfile", ca, "-in", path], timeout=600)
+
+    def check_signed_manifest(self, state: str, version: str, sha: str) -> None:
+        manifest = json.load(open(os.path.join(state, "staging", version, "manifest.json")))
+        if manifest["sha256"] != sha:
+            raise RuntimeError("outpost staged a file with the wrong SHA-256")
+        if manifest["verification"]["signature"]["result"] != "valid":
+            raise RuntimeError(f"outpost did not judge the signature valid: {manifest['verification']}")
+
+    def run_outpost_signed_update(self, binary: str, url: str, ca: str, sha: str) -> dict:
+        state = self.fresh("state-signed")
+        cfg = write_config(os.path.join(self.work, "signed-update.json"), url, state,
+                           installer={"installed_version": "1.0", "verify": {"trusted_ca_file": ca}})
+        r = measure([binary, "-c", cfg, "update"], timeout=600)
+        self.check_signed_manifest(state, SIGNED_VERSION, sha)
+        shutil.rmtree(state, ignore_errors=True)
+        return r
+
+    def run_curl_sha_ossl(self, url: str, ca: str, sha: str) -> dict:
+        out = os.path.join(self.work, "curl.out")
+        get = measure(["curl", "-sS", "--fail", "-o", out, f"{url}/v2/installer/windows/latest"], timeout=600)
+        digest = measure(["sha256sum", out], timeout=600)
+        verify = self.osslsigncode_verify(out, ca)
+        os.unlink(out)
+        if digest["stdout"].split()[0] != sha:
+            raise RuntimeError("curl downloaded a file with the wrong SHA-256")
+        result = combine(get, digest, verify)
+        result["curl_rss"] = get["rss"]
+        return result
+
+    def run_outpost_stage(self, binary: str, path: str, ca: str, sha: str) -> dict:
+        state = self.fresh("state-stage")
+        cfg = write_config(os.path.join(self.work, "signed-stage.json"), "http://127.0.0.1:9", state,
+                           installer={"installed_version": "1.0", "verify": {"trusted_ca_file": ca}})
+        r = measure([binary, "-c", cfg, "stage", path, "--version", SIGNED_VERSION], timeout=600)
+        self.check_signed_manifest(state, SIGNED_VERSION, sha)
+        shutil.rmtree(state, ignore_errors=True)
+        return r
+
+    def bench_signed(self) -> None:
+        """Issue 23's benchmark: a signed update and a stage against
+        osslsigncode (PRODUCT.md section 7: wall ≤ 0.8 × the peer)."""
+        reps = self.args.reps or (3 if self.quick else 5)
+        size = 32 if self.quick else 512
+        path, sha, ca = self.signed_installer(size)
+        ng = Nginx(path, SIGNED_VERSION, self.certs["server.pem"], self.certs["server.key"])
+        try:
+            url = ng.url(False)
+            self.log(f"signed update {size} MiB over HTTP: {reps} repetitions")
+            tools = {f"outpost {label}": (lambda b=binary: self.run_outpost_signed_update(b, url, ca, sha))
+                     for label, binary in self.binaries}
+            tools["peer"] = lambda: self.run_curl_sha_ossl(url, ca, sha)
+            runs = {name: [] for name in tools}
+            for rep in range(reps):
+                for name in rotated(list(tools), rep):
+                    runs[name].append(tools[name]())
+        finally:
+            ng.stop()
+        self.results["raw"][f"signed_update_{size}"] = runs
+        self.signed_rows(f"signed update {size} MiB HTTP (verify: trusted_ca_file)",
+                         "curl + sha256sum + osslsigncode verify", runs)
+        self.log(f"stage of the signed {size} MiB file: {reps} repetitions")
+        tools = {f"outpost {label}": (lambda b=binary: self.run_outpost_stage(b, path, ca, sha))
+                 for label, binary in self.binaries}
+        tools["peer"] = lambda: self.osslsigncode_verify(path, ca)
+        runs = {name: [] for name in tools}
+        for rep in range(reps):
+            for name in rotated(list(tools), rep):
+                runs[name].append(tools[name]())
+        self.results["raw"][f"signed_stage_{size}"] = runs
+        self.signed_rows(f"stage FILE, signed {size} MiB (verify: trusted_ca_file)", "osslsigncode verify", runs)
+
+    def signed_rows(self, name: str, peer: str, runs: dict) -> None:
+        p = runs["peer"]
+        for label, _ in self.binaries:
+            o = runs[f"outpost {label}"]
+            wall = median(o, "wall")
+            self.row(name, "wall time", "s", wall, {peer: median(p, "wall")}, "≤ 0.8 × peer",
+                     wall <= 0.8 * median(p, "wall"), binary=label)
+            self.row(name, "CPU time", "s", median(o, "cpu"), {peer: median(p, "cpu")}, binary=label)
+            self.row(name, "peak RSS", "KiB", median(o, "rss"), {peer: median(p, "rss")}, binary=label)
 
     # -- 2. check ---------------------------------------------------------------------
 

@@ -207,6 +207,10 @@ error_code platform_temp_name(const char *path, char **tmp, error_info *err)
 }
 
 #define COPY_CHUNK (256 * 1024)
+/* Every this many bytes the copy asks the OS to start writing them (a hint,
+ * platform_start_writeback): the final fsync of a large file then waits for
+ * the last stretch only, instead of for the whole file at once. */
+#define COPY_WRITEBACK (8 * 1024 * 1024)
 
 error_code platform_copy_file(const char *from, const char *to,
                               void (*observe)(void *user, const void *data, size_t len), void *user, error_info *err)
@@ -220,11 +224,17 @@ error_code platform_copy_file(const char *from, const char *to,
     if (rc == ERR_OK && !buf)
         rc = platform_os_error(err, ENOMEM, "out of memory");
     size_t n = 0;
+    uint64_t copied = 0, started = 0; /* bytes written; of those, handed to writeback */
     while (rc == ERR_OK && (n = fread(buf, 1, COPY_CHUNK, in)) > 0) {
         if (observe)
             observe(user, buf, n);
         if (fwrite(buf, 1, n, out) != n)
             rc = platform_stdio_error(err, "cannot write %s", to);
+        copied += n;
+        if (rc == ERR_OK && copied - started >= COPY_WRITEBACK) {
+            platform_start_writeback(out, started, copied - started);
+            started = copied;
+        }
     }
     if (rc == ERR_OK && ferror(in))
         rc = platform_stdio_error(err, "cannot read %s", from);

@@ -145,6 +145,16 @@ MUST_CHECK error_code platform_read_at(FILE *f, uint64_t offset, void *buf, size
 MUST_CHECK error_code platform_fsync_file(FILE *f, error_info *err);
 
 /*
+ * Asks the OS to start writing f's bytes in [offset, offset + length) to
+ * disk now, without waiting for them (Linux: fflush + sync_file_range
+ * SYNC_FILE_RANGE_WRITE; elsewhere only the fflush): a long write's later
+ * platform_fsync_file then has little left to wait for, the disk having
+ * worked while the writer hashed and copied. A hint: it reports nothing and
+ * makes nothing durable; only platform_fsync_file does.
+ */
+void platform_start_writeback(FILE *f, uint64_t offset, uint64_t length);
+
+/*
  * Appends exactly len bytes to f, a stream opened for appending ("ab"),
  * retrying short writes: how outpost adds to a file that is never replaced
  * (incidents.jsonl). Open f unbuffered (setvbuf _IONBF) and one call is one

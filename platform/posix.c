@@ -541,6 +541,18 @@ error_code platform_fsync_file(FILE *f, error_info *err)
     return ERR_OK;
 }
 
+void platform_start_writeback(FILE *f, uint64_t offset, uint64_t length)
+{
+    if (fflush(f) != 0)
+        return; /* the stream's error flag stays set: the writer's next fsync reports it */
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+    (void)sync_file_range(fileno(f), (off_t)offset, (off_t)length, SYNC_FILE_RANGE_WRITE);
+#else
+    (void)offset;
+    (void)length;
+#endif
+}
+
 error_code platform_append(FILE *f, const void *data, size_t len, error_info *err)
 {
     crash_point("append", NULL);

@@ -341,6 +341,15 @@ error_code platform_fsync_file(FILE *f, error_info *err)
     return ERR_OK;
 }
 
+/* Windows has no call that starts writing a range without waiting for it:
+ * only the stdio buffer is handed over; platform_fsync_file does the rest. */
+void platform_start_writeback(FILE *f, uint64_t offset, uint64_t length)
+{
+    (void)offset;
+    (void)length;
+    (void)fflush(f);
+}
+
 /* NTFS journals the new directory entry; flushing a handle on the
  * directory writes that journal out. A volume or account that cannot
  * (FAT, no write access to the directory) counts as done, as on POSIX. */

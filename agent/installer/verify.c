@@ -126,11 +126,77 @@ bool verify_format_is_archive(verify_format format)
            format == VERIFY_FORMAT_TAR || format == VERIFY_FORMAT_TAR_GZ;
 }
 
+/*
+ * The two digests of one pass (the file's SHA-256 and a PE's Authenticode
+ * digest) are two full SHA-256 computations over nearly the same bytes: the
+ * CPU of `stage`. The Authenticode one runs on a thread of its own, fed
+ * through a small ring of copies (the caller's buffer is reused as soon as
+ * update returns), so on two cores the digests overlap each other and the
+ * caller's disk writes. Should the thread not start, both run on the
+ * caller's thread as before.
+ */
+#define HASHER_SLOTS 4
+#define HASHER_SLOT_BYTES (256 * 1024)
+
 struct verify_hasher {
     mbedtls_md_context_t sha256;
     pe_stream *pe;
     int64_t size;
+    platform_thread *thread; /* NULL: pe_stream_update runs on the caller's thread */
+    platform_mutex *mutex;
+    platform_cond *cond; /* any change of filled, consumed or done; broadcast */
+    unsigned char *slots[HASHER_SLOTS];
+    size_t lengths[HASHER_SLOTS];
+    uint64_t filled;   /* slots handed to the thread */
+    uint64_t consumed; /* slots the thread has hashed */
+    bool done;         /* no more slots will come */
 };
+
+static void hasher_pe_main(void *arg)
+{
+    verify_hasher *h = arg;
+    platform_mutex_lock(h->mutex);
+    for (;;) {
+        while (h->consumed == h->filled && !h->done)
+            platform_cond_wait(h->cond, h->mutex);
+        if (h->consumed == h->filled)
+            break;
+        size_t slot = (size_t)(h->consumed % HASHER_SLOTS);
+        platform_mutex_unlock(h->mutex);
+        pe_stream_update(h->pe, h->slots[slot], h->lengths[slot]);
+        platform_mutex_lock(h->mutex);
+        h->consumed++;
+        platform_cond_broadcast(h->cond);
+    }
+    platform_mutex_unlock(h->mutex);
+}
+
+/* Starts the Authenticode thread; on any failure h simply stays single-threaded. */
+static void hasher_start_thread(verify_hasher *h)
+{
+    h->mutex = platform_mutex_new();
+    h->cond = platform_cond_new();
+    bool ok = h->mutex && h->cond;
+    for (size_t i = 0; ok && i < HASHER_SLOTS; i++)
+        ok = (h->slots[i] = malloc(HASHER_SLOT_BYTES)) != NULL;
+    error_info ignored;
+    error_clear(&ignored);
+    if (ok && platform_thread_start(&h->thread, hasher_pe_main, h, &ignored) != ERR_OK)
+        h->thread = NULL;
+}
+
+/* Lets the thread finish what it was given and joins it. */
+static void hasher_stop_thread(verify_hasher *h)
+{
+    if (!h->thread)
+        return;
+    platform_mutex_lock(h->mutex);
+    h->done = true;
+    platform_cond_broadcast(h->cond);
+    platform_mutex_unlock(h->mutex);
+    platform_thread_join(h->thread);
+    h->thread = NULL;
+}
 
 verify_hasher *verify_hasher_new(uint64_t file_size)
 {
@@ -144,20 +210,50 @@ verify_hasher *verify_hasher_new(uint64_t file_size)
         verify_hasher_free(h);
         return NULL;
     }
+    hasher_start_thread(h);
     return h;
+}
+
+/* Hands a copy of at most HASHER_SLOT_BYTES to the thread, waiting while
+ * the ring is full. */
+static void hasher_hand_over(verify_hasher *h, const unsigned char *data, size_t len)
+{
+    platform_mutex_lock(h->mutex);
+    while (h->filled - h->consumed >= HASHER_SLOTS)
+        platform_cond_wait(h->cond, h->mutex);
+    size_t slot = (size_t)(h->filled % HASHER_SLOTS);
+    platform_mutex_unlock(h->mutex);
+    memcpy(h->slots[slot], data, len); /* the thread is done with this slot */
+    platform_mutex_lock(h->mutex);
+    h->lengths[slot] = len;
+    h->filled++;
+    platform_cond_broadcast(h->cond);
+    platform_mutex_unlock(h->mutex);
 }
 
 void verify_hasher_update(verify_hasher *h, const void *data, size_t len)
 {
-    (void)mbedtls_md_update(&h->sha256, data, len); /* fails only on a context that was never set up */
-    pe_stream_update(h->pe, data, len);
+    const unsigned char *p = data;
     h->size += (int64_t)len;
+    if (!h->thread) {
+        (void)mbedtls_md_update(&h->sha256, p, len); /* fails only on a context that was never set up */
+        pe_stream_update(h->pe, p, len);
+        return;
+    }
+    while (len > 0) {
+        size_t n = len < HASHER_SLOT_BYTES ? len : HASHER_SLOT_BYTES;
+        hasher_hand_over(h, p, n);
+        (void)mbedtls_md_update(&h->sha256, p, n);
+        p += n;
+        len -= n;
+    }
 }
 
 error_code verify_hasher_finish(verify_hasher *h, verify_digests *out, error_info *err)
 {
     unsigned char digest[32];
     memset(out, 0, sizeof *out);
+    hasher_stop_thread(h);
     error_code rc = ERR_OK;
     if (mbedtls_md_finish(&h->sha256, digest) != 0)
         rc = error_set(err, ERR_INTERNAL, "hashing failed");
@@ -173,6 +269,11 @@ void verify_hasher_free(verify_hasher *h)
 {
     if (!h)
         return;
+    hasher_stop_thread(h);
+    for (size_t i = 0; i < HASHER_SLOTS; i++)
+        free(h->slots[i]);
+    platform_cond_free(h->cond);
+    platform_mutex_free(h->mutex);
     mbedtls_md_free(&h->sha256);
     pe_stream_free(h->pe);
     free(h);

@@ -1842,8 +1842,9 @@ static void test_copy_file(void **state)
 {
     fixture *f = *state;
     path_buf from = at(f, "from.bin"), to = at(f, "to.bin");
-    /* more than one chunk of the copy, and not a multiple of it */
-    size_t len = 600 * 1024 + 7;
+    /* more than one chunk of the copy and two writeback stretches
+     * (platform_start_writeback every 8 MiB), a multiple of neither */
+    size_t len = 17 * 1024 * 1024 + 7;
     unsigned char *data = malloc(len);
     for (size_t i = 0; i < len; i++)
         data[i] = (unsigned char)(i * 31 + 7);

@@ -15,6 +15,9 @@
 
 #include <cjson/cJSON.h>
 
+#include <mbedtls/md.h>
+
+#include "authenticode/pe.h"
 #include "installer/verify.h"
 #include "platform/platform.h"
 
@@ -175,6 +178,68 @@ static void test_sha256_and_expected(void **unused)
     assert_non_null(strstr(err.message, "SHA-256"));
 }
 
+/* A signed-looking PE32+ of `size` bytes: its certificate table is the
+ * last 64 bytes (pe_stream then computes an Authenticode digest). */
+static void make_signed_pe(uint8_t *b, size_t size)
+{
+    for (size_t i = 0; i < size; i++)
+        b[i] = (uint8_t)(i * 131 + (i >> 11));
+    memset(b, 0, 0x200);
+    make_pe(b, 0x200, 0x80);
+    b[0x80 + 20] = 240; /* SizeOfOptionalHeader */
+    b[0x98] = 0x0b;     /* PE32+ magic 0x20b */
+    b[0x99] = 0x02;
+    put32(b + 0x98 + 108, 16);                  /* NumberOfRvaAndSizes */
+    put32(b + 0x98 + 144, (uint32_t)size - 64); /* the certificate table */
+    put32(b + 0x98 + 148, 64);
+}
+
+/* verify_hasher hands the Authenticode digest to a thread through a ring
+ * of copies: whatever the pieces it is fed (smaller than a slot, larger
+ * than the whole ring), both digests equal those of one pass on one thread. */
+static void test_hasher_digests_whatever_the_pieces(void **unused)
+{
+    (void)unused;
+    enum { SIZE = 1536 * 1024 + 77 };
+    uint8_t *b = malloc(SIZE);
+    assert_non_null(b);
+    make_signed_pe(b, SIZE);
+    pe_stream *one = pe_stream_new(SIZE);
+    assert_non_null(one);
+    pe_stream_update(one, b, SIZE);
+    authenticode_pe_digest want;
+    assert_true(pe_stream_finish(one, &want));
+    pe_stream_free(one);
+    uint8_t sha[32];
+    char want_hex[65];
+    assert_int_equal(mbedtls_md(mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), b, SIZE, sha), 0);
+    for (size_t i = 0; i < 32; i++)
+        snprintf(want_hex + 2 * i, 3, "%02x", sha[i]);
+
+    static const size_t pieces[] = {1021, 4096, 300 * 1024, 1024 * 1024 + 3, SIZE};
+    for (size_t p = 0; p < sizeof pieces / sizeof pieces[0]; p++) {
+        verify_hasher *h = verify_hasher_new(SIZE);
+        assert_non_null(h);
+        for (size_t at = 0; at < SIZE; at += pieces[p])
+            verify_hasher_update(h, b + at, at + pieces[p] <= SIZE ? pieces[p] : SIZE - at);
+        verify_digests got;
+        error_info err;
+        assert_int_equal(verify_hasher_finish(h, &got, &err), ERR_OK);
+        assert_string_equal(got.sha256, want_hex);
+        assert_int_equal(got.size, SIZE);
+        assert_true(got.have_pe);
+        assert_memory_equal(got.pe.sha256, want.sha256, 32);
+        assert_int_equal(got.pe.cert_table_offset, SIZE - 64);
+    }
+    /* An abandoned pass stops its thread (free does not hang or leak). */
+    verify_hasher *h = verify_hasher_new(SIZE);
+    assert_non_null(h);
+    verify_hasher_update(h, b, SIZE / 2);
+    verify_hasher_free(h);
+    verify_hasher_free(NULL);
+    free(b);
+}
+
 static void test_length(void **unused)
 {
     (void)unused;
@@ -315,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_signature_unsigned_with_ca),
         cmocka_unit_test(test_report_json),
         cmocka_unit_test(test_version_binding_unbound),
+        cmocka_unit_test(test_hasher_digests_whatever_the_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
