@@ -537,7 +537,8 @@ static cJSON *seen_placeholder(state *s)
     cJSON *fresh = cJSON_CreateObject();
     if (!fresh)
         return NULL;
-    if (seen ? !cJSON_ReplaceItemViaPointer(section, seen, fresh) : !cJSON_AddItemToObject(section, SEEN_MEMBER, fresh)) {
+    if (seen ? !cJSON_ReplaceItemInObjectCaseSensitive(section, SEEN_MEMBER, fresh)
+             : !cJSON_AddItemToObject(section, SEEN_MEMBER, fresh)) {
         cJSON_Delete(fresh);
         return NULL;
     }
