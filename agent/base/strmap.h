@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct strmap strmap;
 
@@ -32,5 +33,9 @@ void *strmap_remove(strmap *m, const char *key);
 
 /* The number of keys. */
 size_t strmap_count(const strmap *m);
+
+/* The map's hash of a string (FNV-1a), for an index of its own that
+ * probes like the map (state.c's seen set keeps 4-byte positions). */
+uint64_t strmap_hash(const char *s);
 
 #endif

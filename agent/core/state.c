@@ -3,6 +3,7 @@
 #include "core/state.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,19 +24,24 @@
 
 /*
  * A record is a flag byte (1 live, 0 removed), the id and the time, each
- * NUL-terminated, packed one after another into blocks that never move, so
- * the index may key by the id inside its record. Removed records keep
- * their room until the next filter compacts the blocks.
+ * NUL-terminated, packed one after another into blocks of SEEN_BLOCK bytes
+ * that never move (a longer record gets a block of its own, spanning as
+ * many block numbers as it needs). A record is named by a 32-bit position,
+ * block number × SEEN_BLOCK + offset, so the index is an open-addressing
+ * table of 4-byte positions (a quarter of a pointer map's size), probed
+ * with the ids' hash and compared by the ids in the records. Removed
+ * records keep their room until the next filter compacts the blocks.
  */
 typedef struct seen_block {
-    struct seen_block *next;
+    char *data; /* NULL: a number taken by the long record before it */
     size_t used, cap;
-    char data[];
 } seen_block;
 
 struct state_seen {
-    seen_block *first, *last;
-    strmap *index;     /* id -> the same id inside its record */
+    seen_block *blocks;
+    size_t block_count, block_cap;
+    uint32_t *slots;   /* 1 + the position of a live record's id; 0: free */
+    size_t slot_cap;   /* a power of two, or 0 */
     size_t count;      /* live records */
     size_t dead_bytes; /* room of removed records */
 };
@@ -47,14 +53,21 @@ struct state {
     size_t saved_len; /* length of the last document printed (the seen set aside), 0 before the first */
 };
 
+#define SEEN_MAX_POSITION (UINT32_MAX - 1)
+
 static void seen_clear(state_seen *set)
 {
-    for (seen_block *b = set->first, *next; b; b = next) {
-        next = b->next;
-        free(b);
-    }
-    strmap_free(set->index);
+    for (size_t i = 0; i < set->block_count; i++)
+        free(set->blocks[i].data);
+    free(set->blocks);
+    free(set->slots);
     *set = (state_seen){0};
+}
+
+static char *seen_at(const state_seen *set, uint32_t slot)
+{
+    size_t pos = (size_t)slot - 1;
+    return set->blocks[pos / SEEN_BLOCK].data + pos % SEEN_BLOCK;
 }
 
 /* The record's time: after its id. */
@@ -63,83 +76,156 @@ static const char *record_time(const char *id)
     return id + strlen(id) + 1;
 }
 
-static bool seen_append(state_seen *set, const char *id, size_t id_len, const char *time, size_t time_len)
+/* The slot holding id, or the free slot where it would go (slot_cap > 0). */
+static size_t seen_find(const state_seen *set, const char *id)
 {
-    if (!set->index && !(set->index = strmap_new()))
+    size_t mask = set->slot_cap - 1;
+    size_t i = (size_t)(strmap_hash(id) & mask);
+    while (set->slots[i] && strcmp(seen_at(set, set->slots[i]), id) != 0)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Room for one more id at most three quarters full (probes stay short). */
+static bool seen_index_room(state_seen *set)
+{
+    if ((set->count + 1) * 4 <= set->slot_cap * 3)
+        return true;
+    state_seen grown = *set;
+    grown.slot_cap = set->slot_cap ? set->slot_cap * 2 : 256;
+    if (!(grown.slots = calloc(grown.slot_cap, sizeof *grown.slots)))
         return false;
+    for (size_t i = 0; i < set->slot_cap; i++)
+        if (set->slots[i])
+            grown.slots[seen_find(&grown, seen_at(set, set->slots[i]))] = set->slots[i];
+    free(set->slots);
+    *set = grown;
+    return true;
+}
+
+/* Writes a record at the end of the blocks; its position (1-based), 0 on out of memory. */
+static uint32_t seen_write(state_seen *set, const char *id, size_t id_len, const char *time, size_t time_len)
+{
     size_t need = 1 + id_len + 1 + time_len + 1;
-    seen_block *b = set->last;
-    if (!b || b->cap - b->used < need) {
-        size_t cap = need > SEEN_BLOCK ? need : SEEN_BLOCK;
-        seen_block *grown = malloc(sizeof *grown + cap);
-        if (!grown)
-            return false;
-        *grown = (seen_block){.cap = cap};
-        if (set->last)
-            set->last->next = grown;
-        else
-            set->first = grown;
-        set->last = b = grown;
+    seen_block *last = set->block_count ? &set->blocks[set->block_count - 1] : NULL;
+    if (!last || !last->data || last->cap - last->used < need) {
+        size_t spans = (need + SEEN_BLOCK - 1) / SEEN_BLOCK;
+        if ((set->block_count + spans) * (size_t)SEEN_BLOCK > SEEN_MAX_POSITION)
+            return 0;
+        if (set->block_count + spans > set->block_cap) {
+            size_t cap = set->block_cap * 2 > set->block_count + spans ? set->block_cap * 2 : set->block_count + spans + 16;
+            seen_block *grown = realloc(set->blocks, cap * sizeof *grown);
+            if (!grown)
+                return 0;
+            set->blocks = grown;
+            set->block_cap = cap;
+        }
+        size_t cap = spans * SEEN_BLOCK;
+        char *data = malloc(cap);
+        if (!data)
+            return 0;
+        last = &set->blocks[set->block_count];
+        *last = (seen_block){.data = data, .cap = cap};
+        for (size_t i = 1; i < spans; i++)
+            set->blocks[set->block_count + i] = (seen_block){0};
+        set->block_count += spans;
     }
-    char *rec = b->data + b->used;
+    char *rec = last->data + last->used;
     rec[0] = 1;
     memcpy(rec + 1, id, id_len);
     rec[1 + id_len] = '\0';
     memcpy(rec + 2 + id_len, time, time_len);
     rec[2 + id_len + time_len] = '\0';
-    if (!strmap_put(set->index, rec + 1, rec + 1))
-        return false; /* the block's room is reused by the next append */
-    b->used += need;
+    size_t block = (size_t)(last - set->blocks);
+    uint32_t slot = (uint32_t)(block * SEEN_BLOCK + last->used + 1 + 1); /* the id's position, 1-based */
+    last->used += need;
+    return slot;
+}
+
+/* Appends a new id (not in the set); false on out of memory, the set as it was. */
+static bool seen_append(state_seen *set, const char *id, size_t id_len, const char *time, size_t time_len)
+{
+    if (!seen_index_room(set))
+        return false;
+    uint32_t slot = seen_write(set, id, id_len, time, time_len);
+    if (!slot)
+        return false;
+    set->slots[seen_find(set, id)] = slot;
     set->count++;
     return true;
 }
 
+/* Marks the record of id (a pointer into it) removed. */
+static void seen_retire(state_seen *set, char *id)
+{
+    id[-1] = 0;
+    set->dead_bytes += 3 + strlen(id) + strlen(record_time(id));
+}
+
 /* Walks the live records in order: seen_next gives each id, NULL at the end. */
 typedef struct seen_iter {
-    seen_block *block;
-    size_t at;
+    size_t block, at;
 } seen_iter;
 
-static char *seen_next(seen_iter *it)
+static char *seen_next(const state_seen *set, seen_iter *it)
 {
-    for (; it->block; it->block = it->block->next, it->at = 0)
-        while (it->at < it->block->used) {
-            char *rec = it->block->data + it->at;
+    for (; it->block < set->block_count; it->block++, it->at = 0) {
+        const seen_block *b = &set->blocks[it->block];
+        while (b->data && it->at < b->used) {
+            char *rec = b->data + it->at;
             it->at += 3 + strlen(rec + 1) + strlen(record_time(rec + 1));
             if (rec[0])
                 return rec + 1;
         }
+    }
     return NULL;
 }
 
 const char *state_seen_get(const state_seen *set, const char *id)
 {
-    const char *rec_id = set ? strmap_get(set->index, id) : NULL;
-    return rec_id ? record_time(rec_id) : NULL;
+    if (!set || !id || set->count == 0)
+        return NULL;
+    uint32_t slot = set->slots[seen_find(set, id)];
+    return slot ? record_time(seen_at(set, slot)) : NULL;
 }
 
 bool state_seen_remove(state_seen *set, const char *id)
 {
-    char *rec_id = set ? strmap_remove(set->index, id) : NULL;
-    if (!rec_id)
+    if (!set || !id || set->count == 0)
         return false;
-    rec_id[-1] = 0;
+    size_t mask = set->slot_cap - 1;
+    size_t i = seen_find(set, id);
+    if (!set->slots[i])
+        return false;
+    seen_retire(set, seen_at(set, set->slots[i]));
+    /* Backward-shift deletion (as strmap.c): no tombstones. */
+    size_t gap = i;
+    for (size_t j = (i + 1) & mask; set->slots[j]; j = (j + 1) & mask) {
+        size_t home = (size_t)(strmap_hash(seen_at(set, set->slots[j])) & mask);
+        if (((j - home) & mask) >= ((j - gap) & mask)) {
+            set->slots[gap] = set->slots[j];
+            gap = j;
+        }
+    }
+    set->slots[gap] = 0;
     set->count--;
-    set->dead_bytes += 3 + strlen(rec_id) + strlen(record_time(rec_id));
     return true;
 }
 
 bool state_seen_put(state_seen *set, const char *id, const char *time)
 {
-    char *old = strmap_get(set->index, id);
-    if (!seen_append(set, id, strlen(id), time, strlen(time)))
+    if (!set || !id || !time)
         return false;
-    if (old) {
-        /* The new record took the index; retire the old one. */
-        old[-1] = 0;
-        set->count--;
-        set->dead_bytes += 3 + strlen(old) + strlen(record_time(old));
-    }
+    if (!state_seen_get(set, id))
+        return seen_append(set, id, strlen(id), time, strlen(time));
+    /* Already there: a new record at the end takes its slot. */
+    size_t i = seen_find(set, id);
+    char *old = seen_at(set, set->slots[i]);
+    uint32_t slot = seen_write(set, id, strlen(id), time, strlen(time));
+    if (!slot)
+        return false;
+    seen_retire(set, old);
+    set->slots[i] = slot;
     return true;
 }
 
@@ -150,16 +236,16 @@ size_t state_seen_count(const state_seen *set)
 
 void state_seen_filter(state_seen *set, bool (*keep)(const char *id, const char *time, void *user), void *user)
 {
-    seen_iter it = {set->first, 0};
-    for (char *id; (id = seen_next(&it)) != NULL;)
+    seen_iter it = {0, 0};
+    for (char *id; (id = seen_next(set, &it)) != NULL;)
         if (!keep(id, record_time(id), user))
             state_seen_remove(set, id);
     if (set->dead_bytes == 0)
         return;
-    /* Compact into new blocks; out of memory leaves the set as it is. */
+    /* Compact into new blocks and a new index; out of memory leaves the set as it is. */
     state_seen packed = {0};
-    it = (seen_iter){set->first, 0};
-    for (char *id; (id = seen_next(&it)) != NULL;) {
+    it = (seen_iter){0, 0};
+    for (char *id; (id = seen_next(set, &it)) != NULL;) {
         const char *time = record_time(id);
         if (!seen_append(&packed, id, strlen(id), time, strlen(time))) {
             seen_clear(&packed);
@@ -502,8 +588,8 @@ static char *json_string_put(char *out, const char *str)
 static size_t seen_text_len(const state_seen *set)
 {
     size_t n = 2;
-    seen_iter it = {set->first, 0};
-    for (char *id; (id = seen_next(&it)) != NULL;)
+    seen_iter it = {0, 0};
+    for (char *id; (id = seen_next(set, &it)) != NULL;)
         n += json_string_len(id) + 1 + json_string_len(record_time(id)) + 1;
     return set->count ? n - 1 : n;
 }
@@ -511,9 +597,9 @@ static size_t seen_text_len(const state_seen *set)
 static char *seen_text_put(const state_seen *set, char *out)
 {
     *out++ = '{';
-    seen_iter it = {set->first, 0};
+    seen_iter it = {0, 0};
     bool first = true;
-    for (char *id; (id = seen_next(&it)) != NULL; first = false) {
+    for (char *id; (id = seen_next(set, &it)) != NULL; first = false) {
         if (!first)
             *out++ = ',';
         out = json_string_put(out, id);

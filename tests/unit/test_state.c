@@ -183,6 +183,27 @@ static void test_seen_put_remove_filter(void **unused)
     char *text = read_state(dir);
     assert_string_equal(text, "{\"report\":{\"seen\":{\"c\":\"3\",\"a\":\"4\"},\"cursor\":\"c\"},\"schema_version\":1}");
     free(text);
+
+    /* An id longer than a block of records, and ids after it. */
+    size_t n = 150000;
+    char *long_id = malloc(n + 1);
+    assert_non_null(long_id);
+    memset(long_id, 'L', n);
+    long_id[n] = '\0';
+    assert_true(state_seen_put(seen, long_id, "5"));
+    assert_true(state_seen_put(seen, "z", "6"));
+    assert_string_equal(state_seen_get(seen, long_id), "5");
+    assert_string_equal(state_seen_get(seen, "z"), "6");
+    assert_string_equal(state_seen_get(seen, "c"), "3");
+    assert_int_equal(state_save(s, &err), ERR_OK);
+    state_free(s);
+    assert_int_equal(state_load(dir, &s, &err), ERR_OK);
+    seen = state_seen_of(s);
+    assert_int_equal(state_seen_count(seen), 4);
+    assert_string_equal(state_seen_get(seen, long_id), "5");
+    assert_true(state_seen_remove(seen, long_id));
+    assert_string_equal(state_seen_get(seen, "z"), "6");
+    free(long_id);
     state_free(s);
     support_tempdir_remove(dir);
 }
