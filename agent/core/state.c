@@ -17,8 +17,9 @@
 #define SEEN_SECTION "report"
 #define SEEN_MEMBER "seen"
 #define SEEN_BLOCK (64 * 1024) /* bytes of records per block, unless one record is longer */
-#define SAVE_MARK "\001"       /* stands for the seen set in the printed document: cJSON
-                                  escapes every control character inside strings */
+#define SAVE_MARK                                                                                                      \
+    "\001" /* stands for the seen set in the printed document: cJSON                                                   \
+              escapes every control character inside strings */
 
 /* ---- The seen set ------------------------------------------------------------------ */
 
@@ -113,7 +114,8 @@ static uint32_t seen_write(state_seen *set, const char *id, size_t id_len, const
         if ((set->block_count + spans) * (size_t)SEEN_BLOCK > SEEN_MAX_POSITION)
             return 0;
         if (set->block_count + spans > set->block_cap) {
-            size_t cap = set->block_cap * 2 > set->block_count + spans ? set->block_cap * 2 : set->block_count + spans + 16;
+            size_t cap =
+                set->block_cap * 2 > set->block_count + spans ? set->block_cap * 2 : set->block_count + spans + 16;
             seen_block *grown = realloc(set->blocks, cap * sizeof *grown);
             if (!grown)
                 return 0;
@@ -442,7 +444,8 @@ static void seen_take_text(char *text, size_t *len, state_seen *set)
  * of equal ids wins, values that are not strings are dropped. */
 static bool absorb_tree(state *s)
 {
-    cJSON *seen = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s->root, SEEN_SECTION), SEEN_MEMBER);
+    cJSON *seen =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s->root, SEEN_SECTION), SEEN_MEMBER);
     if (!cJSON_IsObject(seen))
         return true;
     while (seen->child) {

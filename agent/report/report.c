@@ -114,8 +114,7 @@ static void recover_line(void *user, const char *line, size_t len)
     char *id = NULL;
     if (!report_line_id(line, len, &id))
         return;
-    if (bsearch(&id, r->ids, r->count, sizeof *r->ids, compare_strings) &&
-        !state_seen_get(r->seen, id)) {
+    if (bsearch(&id, r->ids, r->count, sizeof *r->ids, compare_strings) && !state_seen_get(r->seen, id)) {
         cJSON *doc = cJSON_ParseWithLength(line, len);
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(doc, "trigger_time");
         char now[TIMEFMT_ISO8601_SIZE];
@@ -132,8 +131,8 @@ static void recover_line(void *user, const char *line, size_t len)
     free(id);
 }
 
-error_code report_recover(cJSON *section, state_seen *seen, const char *jsonl_path, int jsonl_keep, cJSON *items, int64_t *found,
-                          error_info *err)
+error_code report_recover(cJSON *section, state_seen *seen, const char *jsonl_path, int jsonl_keep, cJSON *items,
+                          int64_t *found, error_info *err)
 {
     if (found)
         *found = 0;
@@ -201,7 +200,7 @@ typedef struct report_ctx {
     const report_options *opts;
     const char *start_time; /* this poll's start_time */
     cJSON *section;         /* state "report" */
-    state_seen *seen; /* the state's */
+    state_seen *seen;       /* the state's */
     cJSON *failed;
     trace_run *trace;
     listed *list; /* the working set: this page, and earlier incidents
@@ -921,9 +920,10 @@ static MUST_CHECK error_code recover(report_ctx *ctx, error_info *err)
 {
     cJSON *recovered = cJSON_CreateArray();
     char *jsonl_path = config_state_path(ctx->cfg, ctx->cfg->report.jsonl_file);
-    error_code rc = recovered && jsonl_path ? report_recover(ctx->section, ctx->seen, jsonl_path, ctx->cfg->report.jsonl_keep,
-                                                             recovered, &ctx->sum.recovered, err)
-                                            : error_set(err, ERR_NOMEM, "out of memory");
+    error_code rc = recovered && jsonl_path
+                        ? report_recover(ctx->section, ctx->seen, jsonl_path, ctx->cfg->report.jsonl_keep, recovered,
+                                         &ctx->sum.recovered, err)
+                        : error_set(err, ERR_NOMEM, "out of memory");
     free(jsonl_path);
     while (rc == ERR_OK && recovered->child) {
         cJSON *item = cJSON_DetachItemViaPointer(recovered, recovered->child);

@@ -115,8 +115,8 @@ void report_start_time(const struct cJSON *section, int64_t now_s, int64_t initi
  * `pending` is removed. Returns how many were found through *found (may
  * be NULL).
  */
-MUST_CHECK error_code report_recover(struct cJSON *section, state_seen *seen, const char *jsonl_path, int jsonl_keep, struct cJSON *items,
-                                     int64_t *found, error_info *err);
+MUST_CHECK error_code report_recover(struct cJSON *section, state_seen *seen, const char *jsonl_path, int jsonl_keep,
+                                     struct cJSON *items, int64_t *found, error_info *err);
 
 /* Drops seen ids whose time is older than cursor - overlap - margin (or
  * is not a time). */

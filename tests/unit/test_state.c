@@ -81,7 +81,6 @@ static void test_damaged_file_moved_aside(void **unused)
     free(dir);
 }
 
-
 static char *read_state(const char *dir)
 {
     char path[512];
@@ -181,7 +180,8 @@ static void test_seen_put_remove_filter(void **unused)
     assert_string_equal(state_seen_get(seen, "a"), "4");
     assert_int_equal(state_save(s, &err), ERR_OK);
     char *text = read_state(dir);
-    assert_string_equal(text, "{\"report\":{\"seen\":{\"c\":\"3\",\"a\":\"4\"},\"cursor\":\"c\"},\"schema_version\":1}");
+    assert_string_equal(text,
+                        "{\"report\":{\"seen\":{\"c\":\"3\",\"a\":\"4\"},\"cursor\":\"c\"},\"schema_version\":1}");
     free(text);
 
     /* An id longer than a block of records, and ids after it. */
