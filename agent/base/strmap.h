@@ -1,11 +1,13 @@
 /*
  * strmap.h — a hash map from strings to pointers, for sets that grow with
- * the backlog (the report's seen ids, tens of thousands) where a cJSON
- * object's member lookup, a linear scan, would make a run quadratic.
+ * the backlog (the report's working set of listed incidents) where a cJSON
+ * object's member lookup, a linear scan, would make a run quadratic. The
+ * report's seen ids have an index of their own in core/state.c, with the
+ * same hash (strmap_hash).
  *
  * Keys are borrowed, not copied: each must stay alive and unchanged while
- * it is in the map (the report keys by strings inside the cJSON members it
- * maps to). Values are borrowed too and must not be NULL (NULL is "absent").
+ * it is in the map (the report keys by strings inside the items it maps
+ * to). Values are borrowed too and must not be NULL (NULL is "absent").
  */
 #ifndef OUTPOST_STRMAP_H
 #define OUTPOST_STRMAP_H

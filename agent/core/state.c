@@ -9,7 +9,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "base/dynbuf.h"
 #include "base/strmap.h"
 #include "core/log.h"
 #include "platform/platform.h"
@@ -17,9 +16,9 @@
 #define SEEN_SECTION "report"
 #define SEEN_MEMBER "seen"
 #define SEEN_BLOCK (64 * 1024) /* bytes of records per block, unless one record is longer */
-#define SAVE_MARK                                                                                                      \
-    "\001" /* stands for the seen set in the printed document: cJSON                                                   \
-              escapes every control character inside strings */
+/* Stands for the seen set in the printed document: cJSON escapes every
+ * control character inside strings, so the byte appears nowhere else. */
+#define SAVE_MARK "\001"
 
 /* ---- The seen set ------------------------------------------------------------------ */
 
