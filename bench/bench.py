@@ -39,7 +39,9 @@ Benchmarks (everything on 127.0.0.1, every process under a timeout):
            (pages + lineage calls + ceil(distinct events / 50)), 429s, wall
            time against requests / allowed rate, RSS; against peer_report.py.
            Then memory as the backlog grows: peak RSS at 1,000 and at 20,000
-           incidents (no added latency, no rate limit: the figure is memory).
+           incidents (no added latency, no rate limit: the figure is memory);
+           --report-100k adds 100,000 (about 8 minutes a binary, most of it
+           the simulator).
   footprint binary sizes (Debian build stripped, static release builds,
            Windows exe), and RSS/CPU of a no-op `run` (installer up to date,
            report finds no new incident).
@@ -707,12 +709,13 @@ class Bench:
         is memory. Without the headers (rate_limit=0) outpost paces at the
         contract's 60/min and 1,000 incidents take 16 minutes."""
         small, large = (250, 5000) if self.quick else (1000, 20000)
+        huge = 100000 if self.args.report_100k else None
         name = f"report memory, {small} → {large} incidents (huge announced rate limit)"
         raw = {}
         for label, binary in self.binaries:
-            self.log(f"report memory ({label}): {small} and {large} incidents")
+            self.log(f"report memory ({label}): {small}, {large}" + (f" and {huge}" if huge else "") + " incidents")
             runs = {}
-            for n in (small, large):
+            for n in (small, large, huge) if huge else (small, large):
                 runs[n] = self.report_run("outpost", dict(incidents=n, seed=1, rate_limit=1000000, rate_window=60,
                                                           latency_ms=0), binary)
                 if runs[n]["count_429"]:
@@ -724,6 +727,13 @@ class Bench:
                      "≤ 1.2 × at 1000" + (", < 24 MiB" if label == "release" else ""), met, binary=label)
             self.row(name, f"wall time at {large} (peer: at {small})", "s", runs[large]["wall"],
                      {f"outpost at {small}": runs[small]["wall"]}, binary=label)
+            self.row(name, f"CPU time at {large} (peer: at {small})", "s", runs[large]["cpu"],
+                     {f"outpost at {small}": runs[small]["cpu"]}, binary=label)
+            if huge:
+                self.row(name, f"peak RSS at {huge} (peer: at {small})", "KiB", runs[huge]["rss"],
+                         {f"outpost at {small}": runs[small]["rss"]}, binary=label)
+                self.row(name, f"CPU time at {huge} (peer: at {small})", "s", runs[huge]["cpu"],
+                         {f"outpost at {small}": runs[small]["cpu"]}, binary=label)
         self.results["raw"]["report_memory"] = raw
 
     # -- 5. footprint -------------------------------------------------------------------
@@ -875,6 +885,8 @@ def main() -> int:
     parser.add_argument("--reps", type=int, help="repetitions of update/check/resume/no-op run")
     parser.add_argument("--report-reps", type=int)
     parser.add_argument("--report-incidents", type=int)
+    parser.add_argument("--report-100k", action="store_true",
+                        help="report memory at 100,000 incidents too (about 8 minutes a binary)")
     parser.add_argument("--report-rate", type=int, default=3000, help="allowed requests per minute (simulator)")
     args = parser.parse_args()
     own_workdir = args.workdir is None

@@ -18,7 +18,7 @@ struct strmap {
     size_t count;
 };
 
-static uint64_t hash_key(const char *s)
+uint64_t strmap_hash(const char *s)
 {
     uint64_t h = 1469598103934665603ULL;
     for (; *s; s++)
@@ -29,7 +29,7 @@ static uint64_t hash_key(const char *s)
 /* The slot holding key, or the free slot where it would go. */
 static size_t find(const slot *slots, size_t cap, const char *key)
 {
-    size_t i = (size_t)(hash_key(key) & (cap - 1));
+    size_t i = (size_t)(strmap_hash(key) & (cap - 1));
     while (slots[i].key && strcmp(slots[i].key, key) != 0)
         i = (i + 1) & (cap - 1);
     return i;
@@ -113,7 +113,7 @@ void *strmap_remove(strmap *m, const char *key)
      * gap (their home is at or before it, cyclically). */
     size_t gap = i;
     for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
-        size_t home = (size_t)(hash_key(m->slots[j].key) & mask);
+        size_t home = (size_t)(strmap_hash(m->slots[j].key) & mask);
         if (((j - home) & mask) >= ((j - gap) & mask)) {
             m->slots[gap] = m->slots[j];
             gap = j;

@@ -1,17 +1,20 @@
 /*
  * strmap.h — a hash map from strings to pointers, for sets that grow with
- * the backlog (the report's seen ids, tens of thousands) where a cJSON
- * object's member lookup, a linear scan, would make a run quadratic.
+ * the backlog (the report's working set of listed incidents) where a cJSON
+ * object's member lookup, a linear scan, would make a run quadratic. The
+ * report's seen ids have an index of their own in core/state.c, with the
+ * same hash (strmap_hash).
  *
  * Keys are borrowed, not copied: each must stay alive and unchanged while
- * it is in the map (the report keys by strings inside the cJSON members it
- * maps to). Values are borrowed too and must not be NULL (NULL is "absent").
+ * it is in the map (the report keys by strings inside the items it maps
+ * to). Values are borrowed too and must not be NULL (NULL is "absent").
  */
 #ifndef OUTPOST_STRMAP_H
 #define OUTPOST_STRMAP_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct strmap strmap;
 
@@ -32,5 +35,9 @@ void *strmap_remove(strmap *m, const char *key);
 
 /* The number of keys. */
 size_t strmap_count(const strmap *m);
+
+/* The map's hash of a string (FNV-1a), for an index of its own that
+ * probes like the map (state.c's seen set keeps 4-byte positions). */
+uint64_t strmap_hash(const char *s);
 
 #endif

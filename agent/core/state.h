@@ -16,6 +16,9 @@
 #ifndef OUTPOST_STATE_H
 #define OUTPOST_STATE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "base/error.h"
 
 struct cJSON;
@@ -39,5 +42,42 @@ struct cJSON *state_section(state *s, const char *name);
 MUST_CHECK error_code state_save(state *s, error_info *err);
 
 void state_free(state *s);
+
+/*
+ * The report's seen set, section "report" member "seen": {incident id:
+ * trigger time text}, the one part of the state that grows with the
+ * backlog (tens of thousands of ids during a run). It is not kept as a
+ * cJSON tree (a node, a key and a value per id, over 150 bytes each) but
+ * as records packed into large blocks with a hash index: state_load reads
+ * the member's text straight into it, and state_save prints it back in
+ * place, byte for byte as cJSON would (same order, same escapes), so the
+ * file's shape is unchanged both ways (an older outpost reads it, and its
+ * files load here). Ids are unique (a file's later duplicates are
+ * dropped, as lookups found the first anyway); members whose value is not
+ * a string are dropped on load. Anything put into the tree's "seen"
+ * object directly is taken into the set on the next access or save.
+ */
+typedef struct state_seen state_seen;
+
+/* The seen set of s; owned by the state, valid until state_free. */
+state_seen *state_seen_of(state *s);
+
+/* The time text of id, NULL when id is not in the set. Valid until the
+ * set next changes. */
+const char *state_seen_get(const state_seen *set, const char *id);
+
+/* Sets id's time (copied; an id already there moves to the end, as a
+ * removed and re-added member would). false on out of memory, the set as
+ * it was. */
+bool state_seen_put(state_seen *set, const char *id, const char *time);
+
+/* Removes id; false when it was absent. */
+bool state_seen_remove(state_seen *set, const char *id);
+
+size_t state_seen_count(const state_seen *set);
+
+/* Keeps the entries for which keep(id, time, user) is true, in order, and
+ * gives back the room of the others. */
+void state_seen_filter(state_seen *set, bool (*keep)(const char *id, const char *time, void *user), void *user);
 
 #endif

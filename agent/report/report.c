@@ -59,18 +59,17 @@ void report_start_time(const cJSON *section, int64_t now_s, int64_t initial_look
         timefmt_iso8601(now_s - initial_lookback_s, buf);
 }
 
-void report_prune_seen(cJSON *section, int64_t cursor_s)
+static bool seen_recent(const char *id, const char *time, void *threshold)
 {
-    cJSON *seen = cJSON_GetObjectItemCaseSensitive(section, "seen");
+    (void)id;
+    int64_t t;
+    return timefmt_parse_iso8601(time, &t) && t >= *(const int64_t *)threshold;
+}
+
+void report_prune_seen(state_seen *seen, int64_t cursor_s)
+{
     int64_t threshold = cursor_s - REPORT_OVERLAP_S - REPORT_SEEN_MARGIN_S;
-    cJSON *entry = seen ? seen->child : NULL;
-    while (entry) {
-        cJSON *next = entry->next;
-        int64_t t;
-        if (!time_of(entry, &t) || t < threshold)
-            cJSON_Delete(cJSON_DetachItemViaPointer(seen, entry));
-        entry = next;
-    }
+    state_seen_filter(seen, seen_recent, &threshold);
 }
 
 bool report_line_id(const char *line, size_t len, char **id)
@@ -98,7 +97,7 @@ bool report_line_id(const char *line, size_t len, char **id)
 typedef struct recovery {
     char **ids; /* pending ids, sorted */
     size_t count;
-    cJSON *seen;   /* section.seen */
+    state_seen *seen;
     cJSON *failed; /* section.failed */
     cJSON *items;  /* recovered items, for status.json; may be NULL */
     int64_t found;
@@ -115,14 +114,12 @@ static void recover_line(void *user, const char *line, size_t len)
     char *id = NULL;
     if (!report_line_id(line, len, &id))
         return;
-    if (bsearch(&id, r->ids, r->count, sizeof *r->ids, compare_strings) &&
-        !cJSON_GetObjectItemCaseSensitive(r->seen, id)) {
+    if (bsearch(&id, r->ids, r->count, sizeof *r->ids, compare_strings) && !state_seen_get(r->seen, id)) {
         cJSON *doc = cJSON_ParseWithLength(line, len);
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(doc, "trigger_time");
         char now[TIMEFMT_ISO8601_SIZE];
         timefmt_iso8601(platform_time_utc_ms() / 1000, now);
-        if (doc) {
-            cJSON_AddStringToObject(r->seen, id, cJSON_IsString(t) ? t->valuestring : now);
+        if (doc && state_seen_put(r->seen, id, cJSON_IsString(t) ? t->valuestring : now)) {
             cJSON_DeleteItemFromObjectCaseSensitive(r->failed, id);
             r->found++;
             /* The crashed run may not have written them to status.json. */
@@ -134,8 +131,8 @@ static void recover_line(void *user, const char *line, size_t len)
     free(id);
 }
 
-error_code report_recover(cJSON *section, const char *jsonl_path, int jsonl_keep, cJSON *items, int64_t *found,
-                          error_info *err)
+error_code report_recover(cJSON *section, state_seen *seen, const char *jsonl_path, int jsonl_keep, cJSON *items,
+                          int64_t *found, error_info *err)
 {
     if (found)
         *found = 0;
@@ -146,9 +143,9 @@ error_code report_recover(cJSON *section, const char *jsonl_path, int jsonl_keep
         cJSON_DeleteItemFromObjectCaseSensitive(section, "pending");
         return ERR_OK;
     }
-    recovery r = {.seen = object_member(section, "seen"), .failed = object_member(section, "failed"), .items = items};
+    recovery r = {.seen = seen, .failed = object_member(section, "failed"), .items = items};
     r.ids = calloc((size_t)n, sizeof *r.ids);
-    if (!r.ids || !r.seen || !r.failed) {
+    if (!r.ids || !object_member(section, "seen") || !r.failed) {
         free(r.ids);
         return error_set(err, ERR_NOMEM, "out of memory");
     }
@@ -203,13 +200,13 @@ typedef struct report_ctx {
     const report_options *opts;
     const char *start_time; /* this poll's start_time */
     cJSON *section;         /* state "report" */
-    cJSON *seen, *failed;
+    state_seen *seen;       /* the state's */
+    cJSON *failed;
     trace_run *trace;
     listed *list; /* the working set: this page, and earlier incidents
                      still waiting for the open details batch */
     size_t count, cap;
     strmap *listed_ids;  /* id -> item of the working set */
-    strmap *seen_ids;    /* id -> member of seen (a cJSON object scans) */
     newest keep;         /* this run's newest items */
     cJSON *previous;     /* status.json's items before this run; may be NULL */
     cJSON *status_doc;   /* status.json as it was, without "incidents": the
@@ -691,12 +688,8 @@ static MUST_CHECK error_code commit_batch(report_ctx *ctx, error_info *err)
                 return error_set(err, ERR_NOMEM, "out of memory");
             continue;
         }
-        cJSON *old = strmap_remove(ctx->seen_ids, id);
-        if (old)
-            cJSON_Delete(cJSON_DetachItemViaPointer(ctx->seen, old));
         cJSON_DeleteItemFromObjectCaseSensitive(ctx->failed, id);
-        cJSON *added = cJSON_AddStringToObject(ctx->seen, id, t ? t : when);
-        if (!added || !strmap_put(ctx->seen_ids, added->string, added))
+        if (!state_seen_put(ctx->seen, id, t ? t : when))
             return error_set(err, ERR_NOMEM, "out of memory");
     }
     cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "pending");
@@ -726,12 +719,10 @@ static MUST_CHECK error_code commit(report_ctx *ctx, int64_t cursor, error_info 
     forget_failed(ctx);
     cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "pending");
     timefmt_iso8601(cursor, when);
-    strmap_free(ctx->seen_ids); /* the pruning below does not keep it */
-    ctx->seen_ids = NULL;
     cJSON_DeleteItemFromObjectCaseSensitive(ctx->section, "cursor");
     if (!cJSON_AddStringToObject(ctx->section, "cursor", when))
         return error_set(err, ERR_NOMEM, "out of memory");
-    report_prune_seen(ctx->section, cursor);
+    report_prune_seen(ctx->seen, cursor);
     error_code rc = retry_after_record(ctx->s, ctx->sum.stats.retry_after_until_ms, platform_time_utc_ms(), err);
     return rc == ERR_OK ? state_save(ctx->s, err) : rc;
 }
@@ -827,7 +818,7 @@ static MUST_CHECK error_code on_page(void *user, const api_incident *incidents, 
         int64_t t;
         /* Seen, or older than the seen window reaches: a server that ignored
          * start_time would otherwise make us append them again. */
-        if (strmap_get(ctx->seen_ids, incidents[i].id) ||
+        if (state_seen_get(ctx->seen, incidents[i].id) ||
             (incidents[i].trigger_time && timefmt_parse_iso8601(incidents[i].trigger_time, &t) && t < ctx->oldest_s)) {
             ctx->sum.already_seen++;
             continue;
@@ -883,7 +874,6 @@ static void free_ctx(report_ctx *ctx)
     newest_free(&ctx->keep);
     trace_run_free(ctx->trace);
     strmap_free(ctx->listed_ids);
-    strmap_free(ctx->seen_ids);
     cJSON_Delete(ctx->previous);
     cJSON_Delete(ctx->status_doc);
     cJSON_Delete(ctx->still_failed);
@@ -925,28 +915,15 @@ static MUST_CHECK error_code finish(report_ctx *ctx, const error_info *listing, 
     return outcome.code;
 }
 
-/* The seen ids, indexed (a listed incident is looked up in them). The first
- * of equal keys is the one cJSON_GetObjectItem would find. */
-static MUST_CHECK error_code index_seen(report_ctx *ctx, error_info *err)
-{
-    ctx->seen_ids = strmap_new();
-    if (!ctx->seen_ids)
-        return error_set(err, ERR_NOMEM, "out of memory");
-    for (cJSON *entry = ctx->seen->child; entry; entry = entry->next)
-        if (entry->string && !strmap_get(ctx->seen_ids, entry->string) &&
-            !strmap_put(ctx->seen_ids, entry->string, entry))
-            return error_set(err, ERR_NOMEM, "out of memory");
-    return ERR_OK;
-}
-
 /* Recovers a crashed run's batch; its items join this run's newest. */
 static MUST_CHECK error_code recover(report_ctx *ctx, error_info *err)
 {
     cJSON *recovered = cJSON_CreateArray();
     char *jsonl_path = config_state_path(ctx->cfg, ctx->cfg->report.jsonl_file);
-    error_code rc = recovered && jsonl_path ? report_recover(ctx->section, jsonl_path, ctx->cfg->report.jsonl_keep,
-                                                             recovered, &ctx->sum.recovered, err)
-                                            : error_set(err, ERR_NOMEM, "out of memory");
+    error_code rc = recovered && jsonl_path
+                        ? report_recover(ctx->section, ctx->seen, jsonl_path, ctx->cfg->report.jsonl_keep, recovered,
+                                         &ctx->sum.recovered, err)
+                        : error_set(err, ERR_NOMEM, "out of memory");
     free(jsonl_path);
     while (rc == ERR_OK && recovered->child) {
         cJSON *item = cJSON_DetachItemViaPointer(recovered, recovered->child);
@@ -969,7 +946,8 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
                       .progress = opts->progress};
     error_clear(&ctx.first_failure);
     ctx.section = state_section(s, "report");
-    ctx.seen = ctx.section ? object_member(ctx.section, "seen") : NULL;
+    /* The set itself is the state's; the member keeps its place in the section. */
+    ctx.seen = ctx.section && object_member(ctx.section, "seen") ? state_seen_of(s) : NULL;
     ctx.failed = ctx.section ? object_member(ctx.section, "failed") : NULL;
     ctx.trace = trace_run_new(http, cfg->report.details_batch, REPORT_EVENT_CACHE);
     ctx.still_failed = cJSON_CreateObject();
@@ -980,8 +958,6 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
     }
     read_previous(&ctx);
     error_code rc = recover(&ctx, err);
-    if (rc == ERR_OK)
-        rc = index_seen(&ctx, err);
     if (rc != ERR_OK) {
         free_ctx(&ctx);
         return rc;

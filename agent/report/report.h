@@ -7,7 +7,9 @@
  *   cursor        ISO time: start of the last complete poll (held back to
  *                 the oldest incident still failing)
  *   seen          {incident id: trigger_time} of incidents already appended,
- *                 pruned once older than cursor - overlap - margin
+ *                 pruned once older than cursor - overlap - margin; held
+ *                 by the state as a compact set (state_seen_of), not as
+ *                 cJSON members
  *   failed        {incident id: {first_failed_at, trigger_time}} of
  *                 incidents whose lineage or details could not be fetched
  *   pending       {ids: [...], at} the batch being appended right now
@@ -108,16 +110,17 @@ void report_start_time(const struct cJSON *section, int64_t now_s, int64_t initi
 
 /*
  * Resolves a `pending` batch left by a crash: ids found in the JSON-lines
- * file (or its rotated files) move to `seen`, and their items are added to
+ * file (or its rotated files) move to seen (the state's set), and their items are added to
  * the array items (may be NULL) so that status.json gets them too;
  * `pending` is removed. Returns how many were found through *found (may
  * be NULL).
  */
-MUST_CHECK error_code report_recover(struct cJSON *section, const char *jsonl_path, int jsonl_keep, struct cJSON *items,
-                                     int64_t *found, error_info *err);
+MUST_CHECK error_code report_recover(struct cJSON *section, state_seen *seen, const char *jsonl_path, int jsonl_keep,
+                                     struct cJSON *items, int64_t *found, error_info *err);
 
-/* Drops seen ids whose time is older than cursor - overlap - margin. */
-void report_prune_seen(struct cJSON *section, int64_t cursor_s);
+/* Drops seen ids whose time is older than cursor - overlap - margin (or
+ * is not a time). */
+void report_prune_seen(state_seen *seen, int64_t cursor_s);
 
 /* The id of a JSON line written by the report, or false (malloc'd *id). */
 bool report_line_id(const char *line, size_t len, char **id);

@@ -258,19 +258,23 @@ static void test_recovery_after_a_crash_between_append_and_commit(void **unused)
     fputs("{\"id\":\"x1\",\"trigger_time\":\"2026-11-21T08:00:00Z\"}\n{\"id\":\"x\\\"2\",\"trigger_time\":null}\n",
           file);
     fclose(file);
-    cJSON *section = cJSON_Parse("{\"seen\":{},\"pending\":{\"ids\":[\"x1\",\"x\\\"2\",\"x3\"]}}");
+    state *s = NULL;
+    error_info err;
+    assert_int_equal(state_load(dir, &s, &err), ERR_OK);
+    cJSON *section = state_section(s, "report");
+    cJSON_AddItemToObject(section, "pending", cJSON_Parse("{\"ids\":[\"x1\",\"x\\\"2\",\"x3\"]}"));
+    state_seen *seen = state_seen_of(s);
     cJSON *items = cJSON_CreateArray();
     int64_t found = 0;
-    assert_int_equal(report_recover(section, path, 5, items, &found, NULL), ERR_OK);
+    assert_int_equal(report_recover(section, seen, path, 5, items, &found, NULL), ERR_OK);
     assert_int_equal(found, 2);
-    cJSON *seen = cJSON_GetObjectItem(section, "seen");
-    assert_string_equal(cJSON_GetObjectItem(seen, "x1")->valuestring, "2026-11-21T08:00:00Z");
-    assert_non_null(cJSON_GetObjectItem(seen, "x\"2"));
-    assert_null(cJSON_GetObjectItem(seen, "x3"));
+    assert_string_equal(state_seen_get(seen, "x1"), "2026-11-21T08:00:00Z");
+    assert_non_null(state_seen_get(seen, "x\"2"));
+    assert_null(state_seen_get(seen, "x3"));
     assert_null(cJSON_GetObjectItem(section, "pending"));
     assert_int_equal(cJSON_GetArraySize(items), 2);
     cJSON_Delete(items);
-    cJSON_Delete(section);
+    state_free(s);
     support_tempdir_remove(dir);
 }
 
@@ -278,8 +282,15 @@ static void test_cursor_start_and_pruning(void **unused)
 {
     (void)unused;
     char buf[TIMEFMT_ISO8601_SIZE];
-    cJSON *section = cJSON_Parse("{\"seen\":{\"old\":\"2026-11-21T07:00:00Z\",\"new\":\"2026-11-21T09:30:00Z\","
-                                 "\"bad\":\"yesterday\"}}");
+    char *dir = support_tempdir("prune");
+    state *s = NULL;
+    error_info err;
+    assert_int_equal(state_load(dir, &s, &err), ERR_OK);
+    cJSON *section = state_section(s, "report");
+    state_seen *seen = state_seen_of(s);
+    assert_true(state_seen_put(seen, "old", "2026-11-21T07:00:00Z"));
+    assert_true(state_seen_put(seen, "new", "2026-11-21T09:30:00Z"));
+    assert_true(state_seen_put(seen, "bad", "yesterday"));
     int64_t now;
     assert_true(timefmt_parse_iso8601("2026-11-21T10:00:00Z", &now));
     report_start_time(section, now, 24 * 3600, buf);
@@ -287,12 +298,13 @@ static void test_cursor_start_and_pruning(void **unused)
     cJSON_AddStringToObject(section, "cursor", "2026-11-21T10:00:00Z");
     report_start_time(section, now, 24 * 3600, buf);
     assert_string_equal(buf, "2026-11-21T09:55:00Z"); /* cursor - 5 min overlap */
-    report_prune_seen(section, now);                  /* keeps >= 08:55 */
-    cJSON *seen = cJSON_GetObjectItem(section, "seen");
-    assert_null(cJSON_GetObjectItem(seen, "old"));
-    assert_null(cJSON_GetObjectItem(seen, "bad"));
-    assert_non_null(cJSON_GetObjectItem(seen, "new"));
-    cJSON_Delete(section);
+    report_prune_seen(seen, now);                     /* keeps >= 08:55 */
+    assert_null(state_seen_get(seen, "old"));
+    assert_null(state_seen_get(seen, "bad"));
+    assert_non_null(state_seen_get(seen, "new"));
+    assert_int_equal(state_seen_count(seen), 1);
+    state_free(s);
+    support_tempdir_remove(dir);
     char *id = NULL;
     assert_true(report_line_id("{\"id\":\"abc\",\"x\":1}", 17, &id));
     assert_string_equal(id, "abc");
