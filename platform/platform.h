@@ -250,8 +250,10 @@ MUST_CHECK error_code platform_check_private_dir(const char *path, error_info *e
  * the directory opened here, or fails. Windows: the directory is held
  * open without FILE_SHARE_DELETE, so it cannot be renamed or replaced while
  * outpost runs; the calls still use names there. Other paths are
- * unaffected. ERR_PERMISSION when what was opened is not the directory
- * judged (replaced in between) or is no longer trusted; ERR_NOT_FOUND when
+ * unaffected. ERR_PERMISSION when what was opened is not trusted (its
+ * owner and mode are judged again on the handle) or was replaced while it
+ * was being opened (a swap before that is for whoever may write its parents,
+ * which platform_check_private_dir judged); ERR_NOT_FOUND when
  * it does not exist. Opening again replaces the held directory. Call it
  * before any thread starts: the handle is read without a lock.
  */

@@ -922,6 +922,9 @@ static MUST_CHECK error_code empty_dir(int dir_fd, const char *dir_path, error_i
 
 error_code platform_remove_tree(const char *path, error_info *err)
 {
+    const char *below = under_root(path);
+    if (below && *below == '\0') /* it would be emptied, then fail to go */
+        return error_set(err, ERR_IO, "refusing to remove %s: it is the state directory this run holds", path);
     struct stat st;
     if (stat_in(path, &st, false) != 0) {
         if (errno == ENOENT)
@@ -2061,7 +2064,7 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
     if (fd < 0) {
         int e = errno;
         if (e == ELOOP)
-            return error_set_os(err, ERR_IO, e, "cannot open %s for appending: it is a symbolic link", path);
+            return error_set_os(err, ERR_IO, e, "cannot open %s for appending: %s", path, os_reason(e));
         return fail_path(err, e, "cannot open for appending", path);
     }
     struct stat st;

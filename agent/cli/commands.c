@@ -20,7 +20,10 @@
 static http_options command_http_options(const command_context *ctx)
 {
     int verbosity = ctx->opts ? ctx->opts->verbosity : 0;
-    http_options options = {.verbosity = verbosity >= 3 ? 2 : verbosity >= 2 ? 1 : 0};
+    http_options options = {.verbosity = verbosity >= 3   ? 2
+                                         : verbosity >= 2 ? 1
+                                                          : 0,
+                            .keep_tls_session = ctx->holds_state_dir};
     return options;
 }
 

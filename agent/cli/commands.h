@@ -35,6 +35,7 @@ typedef struct command_context {
     http_client *http;       /* the run's API client, made by command_http on first use;
                                 freed (http_client_free) by whoever made the context */
     bool no_stdout;          /* print nothing on stdout: `run --json` prints one document */
+    bool holds_state_dir;    /* the command took the lock: it may write under state_dir */
 } command_context;
 
 struct cJSON;

@@ -162,6 +162,16 @@ static MUST_CHECK error_code check_state_dir(const config *cfg, error_info *err)
         }
         if (rc != ERR_OK)
             return rc;
+        /* From here on the judged directory is held and everything below it
+         * is reached from that handle, never by its name again (PRODUCT.md
+         * section 9): a rename race can make the run fail, not redirect it.
+         * Its folders are judged through the handle too, so a link there
+         * is refused here, not halfway through the run. */
+        if (!folders[i]) {
+            rc = platform_state_root_open(cfg->state_dir, err);
+            if (rc != ERR_OK)
+                return rc;
+        }
     }
     return ERR_OK;
 }
@@ -171,13 +181,7 @@ static MUST_CHECK error_code take_lock(const config *cfg, platform_lock **lock, 
     error_code rc = platform_mkdirs_private(cfg->state_dir, err);
     if (rc != ERR_OK)
         return error_prefix(err, "cannot create the state directory");
-    rc = check_state_dir(cfg, err);
-    if (rc != ERR_OK)
-        return rc;
-    /* From here on the judged directory is held and everything below it is
-     * reached from that handle, never by its name again (PRODUCT.md
-     * section 9): a rename race can make the run fail, not redirect it. */
-    rc = platform_state_root_open(cfg->state_dir, err);
+    rc = check_state_dir(cfg, err); /* and holds it open */
     if (rc != ERR_OK)
         return rc;
     /* The readers may list it (0750) to reach the feeds; what else it holds
@@ -280,7 +284,7 @@ int main(int argc, char **argv)
         return status;
     }
 
-    command_context ctx = {.opts = &opts, .cfg = &cfg, .exit_code = 0, .http = NULL};
+    command_context ctx = {.opts = &opts, .cfg = &cfg, .exit_code = 0, .http = NULL, .holds_state_dir = lock != NULL};
     error_code rc = dispatch[i].run(&ctx, &err);
     status = rc == ERR_OK ? ctx.exit_code : fail(name, &err, opts.json);
     http_client_free(ctx.http);

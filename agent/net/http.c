@@ -839,7 +839,9 @@ error_code http_client_new(const config *cfg, const char *api_key, const http_op
             c->ca_bundle = NULL;
         if (!c->ca_file && !c->ca_bundle)
             c->ca_system = platform_system_ca_file();
-        char *kept = cfg->state_dir ? platform_path_join(cfg->state_dir, TLSSESSION_FILE) : NULL;
+        char *kept = opts && opts->keep_tls_session && cfg->state_dir
+                         ? platform_path_join(cfg->state_dir, TLSSESSION_FILE)
+                         : NULL;
         c->tls = tlssession_new(kept, c->ca_file, c->ca_bundle, c->ca_bundle_len, c->ca_system);
         free(kept);
         c->multi = curl_multi_init();

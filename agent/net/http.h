@@ -146,6 +146,9 @@ typedef struct http_options {
     FILE *trace;               /* where the trace goes; NULL: stderr */
     http_fake_fn fake;         /* NULL: libcurl (the normal case) */
     void *fake_ctx;            /* passed to fake */
+    bool keep_tls_session;     /* resume the TLS session kept in state_dir and keep the new
+                                  one (tlssession.h): only for a run that holds state_dir's
+                                  lock, as every writer under it must */
 } http_options;
 
 /*

@@ -265,8 +265,14 @@ tlssession_outcome tlssession_keep(tlssession *s, CURL *e)
     if (mbedtls_ssl_session_save(now, NULL, 0, &blob_len) == MBEDTLS_ERR_SSL_BUFFER_TOO_SMALL && blob_len > 0 &&
         blob_len < TLSSESSION_MAX && (blob = malloc(blob_len)) != NULL &&
         mbedtls_ssl_session_save(now, blob, blob_len, &blob_len) == 0 &&
-        (file = tlssession_encode(key, blob, blob_len, &file_len)) != NULL) {
-        /* Not worth failing a run over: the next one makes a full handshake. */
+        (file = tlssession_encode(key, blob, blob_len, &file_len)) != NULL && file_len <= TLSSESSION_MAX) {
+        /* Not worth failing a run over: the next one makes a full handshake.
+         * Removed first so that the new file is created owner-only:
+         * platform_write_atomic keeps the mode of a file it replaces, and
+         * one an administrator loosened would show the master secret. */
+        error_info ignored;
+        error_clear(&ignored);
+        (void)platform_remove_file(s->path, &ignored);
         if (platform_write_atomic(s->path, file, file_len, NULL) == ERR_OK && adopt(s, key, blob, blob_len) && !resumed)
             outcome = TLSSESSION_SAVED;
         s->reported = s->reported || resumed; /* adopt cleared it */

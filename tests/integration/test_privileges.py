@@ -358,6 +358,25 @@ def test_a_link_below_state_dir_is_refused_not_followed(base):
     assert not marker.exists(), "root followed a link below state_dir and ran what it found"
 
 
+@pytest.mark.parametrize("folder", ["logs", "downloads"])
+def test_a_linked_state_folder_is_refused_at_the_start(base, folder):
+    """state_dir/logs or downloads as a link to a private directory of root's:
+    judged through the held state directory when the run starts, refused with
+    exit 1 naming it, before anything runs and without a word (not even the
+    log file's) written through the link."""
+    top = base / f"linked-{folder}"
+    top.mkdir(mode=0o755)
+    cfg, marker, _, _ = build_world(top, base, "http://127.0.0.1:9", "direct")
+    other = base / f"private-{folder}"
+    other.mkdir(mode=0o700)
+    shutil.rmtree(top / "state" / folder, ignore_errors=True)
+    (top / "state" / folder).symlink_to(other)
+    r = run(cfg, "deploy")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"{top / 'state' / folder}" in r.stderr and "symbolic link" in r.stderr, r.stderr
+    assert list(other.iterdir()) == [], "outpost wrote through a link below state_dir"
+
+
 def test_parent_directory_owned_by_a_user_is_refused(base):
     top = base / "home-user"
     top.mkdir(mode=0o755)

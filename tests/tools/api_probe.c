@@ -498,7 +498,7 @@ int main(int argc, char **argv)
     if (rc == ERR_OK)
         rc = config_load_api_key(&p.cfg, &key, &err);
     if (rc == ERR_OK) {
-        http_options opts = {NULL, verbosity, stderr, NULL, NULL};
+        http_options opts = {.verbosity = verbosity, .trace = stderr};
         rc = http_client_new(&p.cfg, key, &opts, &p.http, &err);
     }
     dynbuf_secret_free(key);

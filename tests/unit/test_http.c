@@ -240,7 +240,8 @@ static int teardown(void **state)
 
 static void open_client(fixture *f, int verbosity)
 {
-    http_options opts = {&f->clock, verbosity, f->trace, fake_server, &f->w};
+    http_options opts = {
+        .clock = &f->clock, .verbosity = verbosity, .trace = f->trace, .fake = fake_server, .fake_ctx = &f->w};
     error_info err;
     assert_int_equal(http_client_new(&f->cfg, API_KEY, &opts, &f->http, &err), ERR_OK);
 }
@@ -920,7 +921,7 @@ static void test_client_refuses_bad_config(void **state)
 
 static void open_url_client(fixture *f)
 {
-    http_options opts = {&f->clock, 0, f->trace, fake_server, &f->w};
+    http_options opts = {.clock = &f->clock, .trace = f->trace, .fake = fake_server, .fake_ctx = &f->w};
     error_info err;
     f->cfg.base_url = NULL; /* the mirror needs no platform */
     assert_int_equal(http_client_new(&f->cfg, NULL, &opts, &f->http, &err), ERR_OK);
