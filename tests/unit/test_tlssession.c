@@ -16,18 +16,18 @@
 #include "net/tlssession.h"
 
 static const char KEY[] = "mirror.example.com:443 0123abcd";
-static const unsigned char BLOB[] = {0x00, 0x02, 0x1c, '\n', 0xff, 0x00, 0x41};
+static const unsigned char SESSION_BLOB[] = {0x00, 0x02, 0x1c, '\n', 0xff, 0x00, 0x41};
 
 static void test_round_trip_under_the_same_key(void **unused)
 {
     (void)unused;
     size_t len = 0, blob_len = 0;
-    unsigned char *file = tlssession_encode(KEY, BLOB, sizeof BLOB, &len);
+    unsigned char *file = tlssession_encode(KEY, SESSION_BLOB, sizeof SESSION_BLOB, &len);
     assert_non_null(file);
     const unsigned char *blob = tlssession_decode(file, len, KEY, &blob_len);
     assert_non_null(blob);
-    assert_int_equal(blob_len, sizeof BLOB);
-    assert_memory_equal(blob, BLOB, sizeof BLOB);
+    assert_int_equal(blob_len, sizeof SESSION_BLOB);
+    assert_memory_equal(blob, SESSION_BLOB, sizeof SESSION_BLOB);
     free(file);
 }
 
@@ -35,7 +35,7 @@ static void test_another_key_gets_nothing(void **unused)
 {
     (void)unused;
     size_t len = 0, blob_len = 1;
-    unsigned char *file = tlssession_encode(KEY, BLOB, sizeof BLOB, &len);
+    unsigned char *file = tlssession_encode(KEY, SESSION_BLOB, sizeof SESSION_BLOB, &len);
     assert_non_null(file);
     /* another port, another host, other trust, a prefix of the key */
     assert_null(tlssession_decode(file, len, "mirror.example.com:8443 0123abcd", &blob_len));
@@ -50,10 +50,10 @@ static void test_damaged_or_foreign_files_get_nothing(void **unused)
 {
     (void)unused;
     size_t len = 0, blob_len = 0;
-    unsigned char *file = tlssession_encode(KEY, BLOB, sizeof BLOB, &len);
+    unsigned char *file = tlssession_encode(KEY, SESSION_BLOB, sizeof SESSION_BLOB, &len);
     assert_non_null(file);
     /* cut before the blob */
-    assert_null(tlssession_decode(file, len - sizeof BLOB, KEY, &blob_len));
+    assert_null(tlssession_decode(file, len - sizeof SESSION_BLOB, KEY, &blob_len));
     /* another layout version */
     file[20] = '2';
     assert_null(tlssession_decode(file, len, KEY, &blob_len));
@@ -66,8 +66,8 @@ static void test_no_key_with_a_newline_and_no_empty_session(void **unused)
 {
     (void)unused;
     size_t len = 0;
-    assert_null(tlssession_encode("host:443\nforged", BLOB, sizeof BLOB, &len));
-    assert_null(tlssession_encode(KEY, BLOB, 0, &len));
+    assert_null(tlssession_encode("host:443\nforged", SESSION_BLOB, sizeof SESSION_BLOB, &len));
+    assert_null(tlssession_encode(KEY, SESSION_BLOB, 0, &len));
 }
 
 static void test_nothing_is_kept_without_a_path_or_trust(void **unused)
