@@ -16,8 +16,8 @@
 
 typedef struct {
     uint32_t state[8];
-    uint64_t total;          /* bytes hashed so far */
-    unsigned char buf[64];   /* the partial block: total % 64 bytes */
+    uint64_t total;        /* bytes hashed so far */
+    unsigned char buf[64]; /* the partial block: total % 64 bytes */
     sha256accel_impl impl;
 } sha256_ctx;
 
