@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "authenticode/authenticode_int.h"
+#include "core/sha256.h"
 #include "platform/platform.h"
 
 #define PE_HASH_BUFFER (64u * 1024u) /* streaming buffer for the image digest */
@@ -213,7 +214,7 @@ struct pe_stream {
     bool have_layout; /* layout is known and hashing runs */
     bool failed;      /* no digest will come of it */
     pe_layout layout;
-    mbedtls_md_context_t md;
+    sha256_ctx md; /* the stream's digest is always SHA-256 (the download and stage paths) */
 };
 
 pe_stream *pe_stream_new(uint64_t file_size)
@@ -222,10 +223,7 @@ pe_stream *pe_stream_new(uint64_t file_size)
     if (!s)
         return NULL;
     s->file_size = file_size;
-    mbedtls_md_init(&s->md);
-    if (mbedtls_md_setup(&s->md, mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), 0) != 0 ||
-        mbedtls_md_starts(&s->md) != 0)
-        s->failed = true;
+    sha256_init(&s->md);
     return s;
 }
 
@@ -241,8 +239,8 @@ static void stream_hash(pe_stream *s, uint64_t offset, const uint8_t *data, size
     for (int i = 0; i < 3; i++) {
         uint64_t from = ranges[i][0] > offset ? ranges[i][0] : offset;
         uint64_t to = ranges[i][1] < end ? ranges[i][1] : end;
-        if (from < to && mbedtls_md_update(&s->md, data + (from - offset), (size_t)(to - from)) != 0)
-            s->failed = true;
+        if (from < to)
+            sha256_update(&s->md, data + (from - offset), (size_t)(to - from));
     }
 }
 
@@ -293,9 +291,8 @@ bool pe_stream_finish(pe_stream *s, authenticode_pe_digest *out)
 {
     if (!s || s->failed || !s->have_layout || (s->file_size != PE_SIZE_UNKNOWN && s->pos != s->file_size))
         return false;
-    unsigned char digest[MBEDTLS_MD_MAX_SIZE];
-    if (mbedtls_md_finish(&s->md, digest) != 0)
-        return false;
+    unsigned char digest[32];
+    sha256_finish(&s->md, digest);
     s->failed = true; /* finished: a second call has nothing to give */
     out->file_size = s->pos;
     out->checksum_offset = s->layout.checksum_offset;
@@ -310,7 +307,6 @@ void pe_stream_free(pe_stream *s)
 {
     if (!s)
         return;
-    mbedtls_md_free(&s->md);
     free(s->head);
     free(s);
 }

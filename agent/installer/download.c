@@ -16,10 +16,10 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <mbedtls/md.h>
 
 #include "authenticode/pe.h"
 #include "core/jsonx.h"
+#include "core/sha256.h"
 #include "net/api.h"
 #include "installer/disposition.h"
 #include "installer/source_api.h"
@@ -129,15 +129,15 @@ typedef struct download_job {
     char *dir;       /* state_dir/downloads */
     char *part_path; /* downloads/<partial.version>.part, when partial.version */
     char *sidecar_path;
-    sidecar partial;         /* what is on disk (bytes: known good) */
-    FILE *out;               /* the part file while a pipeline runs */
-    mbedtls_md_context_t md; /* SHA-256 of the part file's first `hashed` bytes */
-    pe_stream *pe;           /* the same bytes' Authenticode digest, if a signed PE */
-    int64_t hashed;          /* bytes covered by md */
-    int64_t written;         /* bytes in the part file */
-    int64_t total;           /* announced length of the whole file, -1 unknown */
-    char *accepted_version;  /* version the accept hook already agreed to */
-    char *shown_url;         /* a known offer's URL as messages show it (no user:password@) */
+    sidecar partial;        /* what is on disk (bytes: known good) */
+    FILE *out;              /* the part file while a pipeline runs */
+    sha256_ctx md;          /* SHA-256 of the part file's first `hashed` bytes */
+    pe_stream *pe;          /* the same bytes' Authenticode digest, if a signed PE */
+    int64_t hashed;         /* bytes covered by md */
+    int64_t written;        /* bytes in the part file */
+    int64_t total;          /* announced length of the whole file, -1 unknown */
+    char *accepted_version; /* version the accept hook already agreed to */
+    char *shown_url;        /* a known offer's URL as messages show it (no user:password@) */
     /* per attempt */
     int64_t range_start; /* Range sent (0: none) */
     bool restart;        /* answer unusable: ask again without Range */
@@ -185,7 +185,7 @@ static void job_discard_partial(download_job *job)
     sidecar_clear(&job->partial);
     job->written = 0;
     job->hashed = 0;
-    mbedtls_md_starts(&job->md);
+    sha256_init(&job->md);
     pe_stream_free(job->pe);
     job->pe = pe_stream_new(PE_SIZE_UNKNOWN); /* NULL (no memory): verify reads the file */
 }
@@ -234,7 +234,7 @@ static void hash_catch_up(pipeline *p)
         size_t got = fread(buf, 1, want, in);
         if (got == 0)
             break;
-        mbedtls_md_update(&job->md, buf, got);
+        sha256_update(&job->md, buf, got);
         pe_stream_update(job->pe, buf, got);
         left -= (int64_t)got;
     }
@@ -267,7 +267,7 @@ static void hasher_main(void *arg)
             break;
         size_t slot = (size_t)(p->hashed % DOWNLOAD_RING_SLOTS);
         platform_mutex_unlock(p->mutex);
-        mbedtls_md_update(&p->job->md, p->slots[slot], p->lengths[slot]);
+        sha256_update(&p->job->md, p->slots[slot], p->lengths[slot]);
         pe_stream_update(p->job->pe, p->slots[slot], p->lengths[slot]);
         platform_mutex_lock(p->mutex);
         p->job->hashed += (int64_t)p->lengths[slot];
@@ -755,7 +755,7 @@ static MUST_CHECK error_code finish_result(download_job *job, error_info *err)
                          job->part_path);
     }
     unsigned char digest[32];
-    mbedtls_md_finish(&job->md, digest);
+    sha256_finish(&job->md, digest);
     text_hex(digest, sizeof digest, job->result->sha256);
     const download_offer *known = job->request->offer;
     if (known && known->sha256 && strcmp(job->result->sha256, known->sha256) != 0) {
@@ -861,18 +861,13 @@ error_code download_run(http_client *http, const download_request *request, down
     job.result = result;
     job.total = -1;
     sidecar_clear(&job.partial);
-    mbedtls_md_init(&job.md);
+    sha256_init(&job.md);
     job.pe = pe_stream_new(PE_SIZE_UNKNOWN);
     error_code rc = ERR_OK;
     job.dir = platform_path_join(request->state_dir, "downloads");
     job.shown_url = request->offer ? text_url_redact(request->offer->url) : NULL;
     if (!job.dir || (request->offer && !job.shown_url)) {
         rc = error_set(err, ERR_NOMEM, "out of memory");
-        goto cleanup;
-    }
-    if (mbedtls_md_setup(&job.md, mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), 0) != 0 ||
-        mbedtls_md_starts(&job.md) != 0) {
-        rc = error_set(err, ERR_NOMEM, "cannot set up SHA-256");
         goto cleanup;
     }
     rc = platform_mkdirs(job.dir, err);
@@ -935,7 +930,6 @@ cleanup:
         ERROR_IGNORE(pipeline_finish(&job, NULL)); /* rc already says what failed */
     if (job.out)
         fclose(job.out);
-    mbedtls_md_free(&job.md);
     pe_stream_free(job.pe);
     sidecar_clear(&job.partial);
     free(job.part_path);

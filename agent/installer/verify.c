@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <mbedtls/md.h>
 
 #include "authenticode/authenticode.h"
 #include "authenticode/msi.h"
@@ -20,6 +19,7 @@
 #include "base/text.h"
 #include "core/jsonx.h"
 #include "core/log.h"
+#include "core/sha256.h"
 #include "core/timefmt.h"
 #include "installer/version.h"
 #include "platform/platform.h"
@@ -139,7 +139,7 @@ bool verify_format_is_archive(verify_format format)
 #define HASHER_SLOT_BYTES (256 * 1024)
 
 struct verify_hasher {
-    mbedtls_md_context_t sha256;
+    sha256_ctx sha256;
     pe_stream *pe;
     int64_t size;
     platform_thread *thread; /* NULL: pe_stream_update runs on the caller's thread */
@@ -203,10 +203,9 @@ verify_hasher *verify_hasher_new(uint64_t file_size)
     verify_hasher *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
-    mbedtls_md_init(&h->sha256);
+    sha256_init(&h->sha256);
     h->pe = pe_stream_new(file_size);
-    if (!h->pe || mbedtls_md_setup(&h->sha256, mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), 0) != 0 ||
-        mbedtls_md_starts(&h->sha256) != 0) {
+    if (!h->pe) {
         verify_hasher_free(h);
         return NULL;
     }
@@ -236,14 +235,14 @@ void verify_hasher_update(verify_hasher *h, const void *data, size_t len)
     const unsigned char *p = data;
     h->size += (int64_t)len;
     if (!h->thread) {
-        (void)mbedtls_md_update(&h->sha256, p, len); /* fails only on a context that was never set up */
+        sha256_update(&h->sha256, p, len);
         pe_stream_update(h->pe, p, len);
         return;
     }
     while (len > 0) {
         size_t n = len < HASHER_SLOT_BYTES ? len : HASHER_SLOT_BYTES;
         hasher_hand_over(h, p, n);
-        (void)mbedtls_md_update(&h->sha256, p, n);
+        sha256_update(&h->sha256, p, n);
         p += n;
         len -= n;
     }
@@ -254,11 +253,10 @@ error_code verify_hasher_finish(verify_hasher *h, verify_digests *out, error_inf
     unsigned char digest[32];
     memset(out, 0, sizeof *out);
     hasher_stop_thread(h);
+    (void)err; /* nothing here can fail any more; the signature keeps callers unchanged */
     error_code rc = ERR_OK;
-    if (mbedtls_md_finish(&h->sha256, digest) != 0)
-        rc = error_set(err, ERR_INTERNAL, "hashing failed");
-    else
-        text_hex(digest, sizeof digest, out->sha256);
+    sha256_finish(&h->sha256, digest);
+    text_hex(digest, sizeof digest, out->sha256);
     out->size = h->size;
     out->have_pe = rc == ERR_OK && pe_stream_finish(h->pe, &out->pe);
     verify_hasher_free(h);
@@ -274,7 +272,6 @@ void verify_hasher_free(verify_hasher *h)
         free(h->slots[i]);
     platform_cond_free(h->cond);
     platform_mutex_free(h->mutex);
-    mbedtls_md_free(&h->sha256);
     pe_stream_free(h->pe);
     free(h);
 }
@@ -293,17 +290,16 @@ error_code verify_sha256_stream(FILE *f, const char *path, char hex[65], int64_t
 {
     error_code rc = ERR_OK;
     unsigned char *buf = malloc(HASH_BUFFER);
-    mbedtls_md_context_t md;
-    mbedtls_md_init(&md);
-    if (!buf || mbedtls_md_setup(&md, mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), 0) != 0 ||
-        mbedtls_md_starts(&md) != 0) {
+    sha256_ctx md;
+    sha256_init(&md);
+    if (!buf) {
         rc = error_set(err, ERR_NOMEM, "out of memory hashing %s", path);
         goto cleanup;
     }
     int64_t total = 0;
     size_t n;
     while ((n = fread(buf, 1, HASH_BUFFER, f)) > 0) {
-        mbedtls_md_update(&md, buf, n);
+        sha256_update(&md, buf, n);
         total += (int64_t)n;
     }
     if (ferror(f)) {
@@ -311,12 +307,11 @@ error_code verify_sha256_stream(FILE *f, const char *path, char hex[65], int64_t
         goto cleanup;
     }
     unsigned char digest[32];
-    mbedtls_md_finish(&md, digest);
+    sha256_finish(&md, digest);
     text_hex(digest, sizeof digest, hex);
     if (size)
         *size = total;
 cleanup:
-    mbedtls_md_free(&md);
     free(buf);
     return rc;
 }
