@@ -270,9 +270,7 @@ tlssession_outcome tlssession_keep(tlssession *s, CURL *e)
          * Removed first so that the new file is created owner-only:
          * platform_write_atomic keeps the mode of a file it replaces, and
          * one an administrator loosened would show the master secret. */
-        error_info ignored;
-        error_clear(&ignored);
-        (void)platform_remove_file(s->path, &ignored);
+        ERROR_IGNORE(platform_remove_file(s->path, NULL));
         if (platform_write_atomic(s->path, file, file_len, NULL) == ERR_OK && adopt(s, key, blob, blob_len) && !resumed)
             outcome = TLSSESSION_SAVED;
         s->reported = s->reported || resumed; /* adopt cleared it */
