@@ -207,8 +207,9 @@ struct pipeline {
     error_info failure; /* why */
     int64_t hash_from;  /* catch-up: re-read [hash_from, hash_to) */
     int64_t hash_to;
-    int64_t base;      /* file offset of the first slot */
-    int64_t last_sync; /* file length at the last flush */
+    int64_t base;           /* file offset of the first slot */
+    int64_t last_sync;      /* file length at the last flush */
+    int64_t last_writeback; /* file length at the last writeback hint */
     platform_thread *hasher;
     platform_thread *writer;
 };
@@ -310,8 +311,14 @@ static void writer_main(void *arg)
                 platform_stdio_error(&werr, "cannot write %s", job->part_path);
             } else {
                 job->written += (int64_t)p->lengths[slot];
-                if (job->written - p->last_sync >= DOWNLOAD_SYNC_BYTES)
+                if (job->written - p->last_sync >= DOWNLOAD_SYNC_BYTES) {
                     ERROR_IGNORE(writer_sync(p, &werr)); /* werr carries it */
+                    p->last_writeback = job->written;
+                } else if (job->written - p->last_writeback >= DOWNLOAD_WRITEBACK_BYTES) {
+                    platform_start_writeback(job->out, (uint64_t)p->last_writeback,
+                                             (uint64_t)(job->written - p->last_writeback));
+                    p->last_writeback = job->written;
+                }
             }
         }
         platform_mutex_lock(p->mutex);
@@ -359,6 +366,7 @@ static MUST_CHECK error_code pipeline_start(download_job *job, error_info *err)
     p->hash_to = job->written;
     p->base = job->written;
     p->last_sync = job->written;
+    p->last_writeback = job->written;
     error_code rc = platform_thread_start(&p->hasher, hasher_main, p, err);
     if (rc == ERR_OK) {
         rc = platform_thread_start(&p->writer, writer_main, p, err);

@@ -58,6 +58,11 @@
 #define DOWNLOAD_RING_SLOTS 2
 #define DOWNLOAD_SLOT_BYTES (256 * 1024)
 #define DOWNLOAD_SYNC_BYTES (16 * 1024 * 1024)
+/* Between flushes the writer asks the OS to start writing every this many
+ * bytes (platform_start_writeback), so a flush finds little left to wait
+ * for: a writer stalled in fsync stalls the small ring and with it the
+ * transfer. */
+#define DOWNLOAD_WRITEBACK_BYTES (4 * 1024 * 1024)
 #define DOWNLOAD_MAX_ATTEMPTS 3
 /* Free space asked for beyond the bytes still to come: room for state,
  * status and manifest files, and for the rest of the system. */
