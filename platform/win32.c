@@ -59,7 +59,6 @@
 #include <string.h>
 #include <wchar.h>
 #if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
 #endif
 
 /* How long a rename waits out another process's open handle on the target
@@ -2497,38 +2496,6 @@ static char *read_env(const char *name)
     }
     free(wname);
     return value;
-}
-
-bool platform_cpu_has_sha256(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    /* Windows has no feature flag for SHA-NI: CPUID, as on Linux. */
-    unsigned int eax, ebx, ecx, edx;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
-        return false;
-    bool ssse3 = (ecx & bit_SSSE3) != 0, sse41 = (ecx & bit_SSE4_1) != 0;
-    if (__get_cpuid_max(0, NULL) < 7 || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
-        return false;
-    return ssse3 && sse41 && (ebx & (1u << 29)) != 0;
-#elif defined(__aarch64__)
-    return IsProcessorFeaturePresent(PF_ARM_V8_CRYPTO_INSTRUCTIONS_AVAILABLE) != 0;
-#else
-    return false;
-#endif
-}
-
-bool platform_cpu_has_aes_clmul(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned int eax, ebx, ecx, edx;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
-        return false;
-    return (ecx & bit_AES) != 0 && (ecx & bit_PCLMUL) != 0 && (ecx & bit_SSSE3) != 0 && (ecx & bit_SSE4_1) != 0;
-#elif defined(__aarch64__)
-    return IsProcessorFeaturePresent(PF_ARM_V8_CRYPTO_INSTRUCTIONS_AVAILABLE) != 0;
-#else
-    return false;
-#endif
 }
 
 const char *platform_getenv(const char *name)
