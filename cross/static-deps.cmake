@@ -46,47 +46,34 @@ if(WIN32)
   target_sources(outpost PRIVATE "${CMAKE_BINARY_DIR}/outpost.rc")
 endif()
 
-# cross/build-deps builds mbedTLS with MBEDTLS_SHA256_PROCESS_ALT: its
-# SHA-256 blocks then go to agent/core/sha256accel.c (the CPU's SHA
-# instructions), which defines the hook only when told to. A prefix built
-# before the hook existed has mbedTLS's own code instead.
+# cross/build-deps builds mbedTLS with _ALT hooks that outpost's modules
+# fill, each defined only when told to; a prefix built before a hook existed
+# has mbedTLS's own code instead.
 find_path(OUTPOST_MBEDTLS_CONFIG_DIR mbedtls/config.h REQUIRED)
-file(STRINGS "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h" _outpost_sha256_alt
-  REGEX "^#define MBEDTLS_SHA256_PROCESS_ALT")
-if(_outpost_sha256_alt)
-  target_compile_definitions(outpost_agent PUBLIC OUTPOST_SHA256_ALT)
-  # libmbedcrypto.a comes after liboutpost_core.a on the link line: without
-  # this, nothing has asked for the hook yet when the linker reads outpost's
-  # archive, and sha256accel.o stays out.
-  target_link_options(outpost_core INTERFACE "LINKER:--undefined=mbedtls_internal_sha256_process")
-else()
-  message(WARNING "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h has no MBEDTLS_SHA256_PROCESS_ALT: "
-    "SHA-256 runs on mbedTLS's portable code (rebuild the dependencies with cross/build-deps)")
-endif()
+file(READ "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h" _outpost_mbedtls_config)
 
-# Likewise MBEDTLS_CHACHA20_ALT: mbedTLS's ChaCha20 functions are
-# agent/core/chacha20accel.c's (four blocks at a time in vector registers).
-file(STRINGS "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h" _outpost_chacha20_alt
-  REGEX "^#define MBEDTLS_CHACHA20_ALT")
-if(_outpost_chacha20_alt)
-  target_compile_definitions(outpost_agent PUBLIC OUTPOST_CHACHA20_ALT)
-  target_link_options(outpost_core INTERFACE "LINKER:--undefined=mbedtls_chacha20_update")
-else()
-  message(WARNING "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h has no MBEDTLS_CHACHA20_ALT: "
-    "ChaCha20 runs on mbedTLS's portable code (rebuild the dependencies with cross/build-deps)")
-endif()
+# One of mbedTLS's _ALT hooks that outpost's code fills: when config.h sets
+# option, outpost is compiled with define, and the linker is told to take
+# symbol from outpost's archive (libmbedcrypto.a comes after
+# liboutpost_core.a on the link line: without this, nothing has asked for
+# the hook yet when the linker reads outpost's archive, and the module
+# stays out). Otherwise mbedTLS's own code runs, and the build says so.
+function(outpost_mbedtls_alt option define symbol what)
+  if(_outpost_mbedtls_config MATCHES "\n#define ${option}[ \t\r\n]")
+    target_compile_definitions(outpost_agent PUBLIC ${define})
+    target_link_options(outpost_core INTERFACE "LINKER:--undefined=${symbol}")
+  else()
+    message(WARNING "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h has no ${option}: "
+      "${what} runs on mbedTLS's own code (rebuild the dependencies with cross/build-deps)")
+  endif()
+endfunction()
 
-# Likewise MBEDTLS_GCM_ALT: mbedTLS's AES-GCM functions are
-# agent/core/gcmaccel.c's (AES-NI + PCLMULQDQ where the CPU has them).
-file(STRINGS "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h" _outpost_gcm_alt
-  REGEX "^#define MBEDTLS_GCM_ALT")
-if(_outpost_gcm_alt)
-  target_compile_definitions(outpost_agent PUBLIC OUTPOST_GCM_ALT)
-  target_link_options(outpost_core INTERFACE "LINKER:--undefined=mbedtls_gcm_auth_decrypt")
-else()
-  message(WARNING "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h has no MBEDTLS_GCM_ALT: "
-    "AES-GCM runs on mbedTLS's own code (rebuild the dependencies with cross/build-deps)")
-endif()
+# SHA-256 blocks: agent/core/sha256accel.c (the CPU's SHA instructions).
+outpost_mbedtls_alt(MBEDTLS_SHA256_PROCESS_ALT OUTPOST_SHA256_ALT mbedtls_internal_sha256_process SHA-256)
+# ChaCha20: agent/core/chacha20accel.c (four blocks at a time in vector registers).
+outpost_mbedtls_alt(MBEDTLS_CHACHA20_ALT OUTPOST_CHACHA20_ALT mbedtls_chacha20_update ChaCha20)
+# AES-GCM: agent/core/gcmaccel.c (AES-NI + PCLMULQDQ, ARMv8 AES + PMULL).
+outpost_mbedtls_alt(MBEDTLS_GCM_ALT OUTPOST_GCM_ALT mbedtls_gcm_auth_decrypt AES-GCM)
 
 # libcurl in the prefix runs over this mbedTLS (cross/build-deps): outpost
 # may hand it mbedTLS settings (agent/net/tlsprefs.c, the order of the
