@@ -1,54 +1,40 @@
 /*
  * authenticode.c — Authenticode verification (see authenticode.h for the
- * rules), built on Mbed TLS's asn1, oid, md, pk and x509_crt layers.
+ * rules), built on Mbed TLS's asn1, oid, md, pk and x509_crt layers: one
+ * signature judged step by step, the verdict over every signature of a
+ * file, the file formats, and the policy's trust loaded once.
  *
- * Mbed TLS's own pkcs7 module cannot read Authenticode (it assumes no signed
- * attributes and one certificate), so this file walks the PKCS#7 / CMS
- * SignedData itself with mbedtls_asn1_get_tag, over a buffer it owns; every
- * length comes from mbedtls_asn1_get_tag, which checks it against the end of
- * the enclosing element. The structure is fixed, so there is no recursion.
+ * The signature's parts live beside it, each with its header: the PKCS#7 /
+ * CMS SignedData reader (cms.c), certificates and chains judged at a time
+ * with CRLs (chain.c), timestamps (timestamp.c); the file formats' readers
+ * are pe.c and msi.c.
  *
  * Layout of the file:
- *   DER reading helpers, OIDs, time conversion
- *   SignedData / SignerInfo parsing            (cms_*)
- *   signer checks shared by the signature and its timestamps (signer_*)
- *   certificate chains at a given time         (chain_*)
- *   timestamps: RFC 3161 and legacy             (timestamp_*)
- *   the primary signature                       (signature_verify)
- *   file formats and the public entry points
- *
- * Judging time. Mbed TLS 2.28 checks certificate validity against the
- * current clock inside mbedtls_x509_crt_verify_with_profile. We pass a
- * verify callback that clears MBEDTLS_X509_BADCERT_EXPIRED/FUTURE on every
- * certificate of the chain (root included) and sets them again from the
- * certificate's own dates compared with the judging time. The only other
- * use Mbed TLS makes of the clock is to prefer, among several candidate
- * parents with the same name, one valid now; a candidate that is not is
- * still used as a fallback, and our callback then judges it.
+ *   notes                                       (authenticode_note)
+ *   one signature, step by step                 (signature_*)
+ *   every signature: the verdict                (signatures_judge)
+ *   file formats: PE, MSI                       (verify_pe, verify_msi)
+ *   the policy's trust, the public entry points (verify_begin, verify_end)
  */
 #include "authenticode/authenticode.h"
-#include "authenticode/authenticode_int.h"
-#include "core/timefmt.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <mbedtls/asn1.h>
 #include <mbedtls/error.h>
 #include <mbedtls/md.h>
-#include <mbedtls/oid.h>
-#include <mbedtls/pem.h>
-#include <mbedtls/pk.h>
-#include <mbedtls/platform.h>
 #include <mbedtls/x509.h>
 #include <mbedtls/x509_crl.h>
 #include <mbedtls/x509_crt.h>
 
-#include "authenticode/mbedtls_compat.h"
+#include "authenticode/authenticode_int.h"
+#include "authenticode/chain.h"
+#include "authenticode/cms.h"
 #include "authenticode/msi.h"
 #include "authenticode/pe.h"
 #include "authenticode/subject.h"
+#include "authenticode/timestamp.h"
 #include "base/text.h"
 #include "platform/platform.h"
 
@@ -56,33 +42,9 @@
 #define MAX_SYSTEM_STORE (64u << 20)     /* "system": the OS bundle is larger */
 #define MAX_CRL_FILE (64u << 20)         /* one CRL file (a large CA's CRL is tens of MiB) */
 
-static void format_time(int64_t t, char *buf, size_t size)
-{
-    int64_t days = t >= 0 ? t / 86400 : (t - 86399) / 86400;
-    int64_t secs = t - days * 86400;
-    /* civil_from_days (H. Hinnant) */
-    int64_t z = days + 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    int64_t d = doy - (153 * mp + 2) / 5 + 1;
-    int64_t m = mp < 10 ? mp + 3 : mp - 9;
-    int64_t y = yoe + era * 400 + (m <= 2);
-    if (y < 0 || y > 9999) {
-        snprintf(buf, size, "(time out of range)");
-        return;
-    }
-    snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02dZ", (int)y, (int)m, (int)d, (int)(secs / 3600),
-             (int)(secs / 60 % 60), (int)(secs % 60));
-}
-
 /* ---- Notes: what could not be read ------------------------------------- */
 
-/* Appends one printf-style note to notes (size bytes), "; " between notes,
- * cut to fit. */
-static void OUTPOST_PRINTF(3, 4) notes_add(char *notes, size_t size, const char *fmt, ...)
+void authenticode_note(char *notes, size_t size, const char *fmt, ...)
 {
     size_t used = strlen(notes);
     if (used + 3 >= size)
@@ -96,23 +58,6 @@ static void OUTPOST_PRINTF(3, 4) notes_add(char *notes, size_t size, const char 
     vsnprintf(notes + used, size - used, fmt, ap);
     va_end(ap);
 }
-
-/* ---- Verification context ------------------------------------------------ */
-
-typedef struct verify_ctx {
-    const authenticode_policy *policy;
-    authenticode_result *result; /* the signature being judged (see signatures_judge) */
-    mbedtls_x509_crt trusted;    /* trusted_ca_file */
-    mbedtls_x509_crt ts_trusted; /* timestamp_ca_file; empty (raw.len 0) when not given */
-    mbedtls_x509_crl crls;       /* crl_files; empty (raw.len 0) when none */
-    char ca_notes[512];          /* certificates of the CA files that could not be read */
-    bool ca_file_unreadable;     /* one of them is in a named file (not "system") */
-    int64_t now;                 /* judging time without a timestamp */
-    bool trust_digest;           /* authenticode_check_blob: skip the image digest */
-    unsigned char digests[MBEDTLS_MD_SHA512 + 1][MBEDTLS_MD_MAX_SIZE]; /* the file's digest per
-                                                                          algorithm, computed once */
-    bool have_digest[MBEDTLS_MD_SHA512 + 1];
-} verify_ctx;
 
 /* ---- One signature --------------------------------------------------------- */
 
@@ -148,147 +93,200 @@ static bool signer_pinned(const authenticode_policy *policy, const char *cert_sh
     return false;
 }
 
-/* Checks one SignedData (steps 2-8 of authenticode.h) into v->result;
- * *nested is set to its signer's unsigned attributes (where nested
- * signatures live) as soon as the structure has been read. */
-static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der_len, oid_bytes data_type,
-                                              image_digest_fn digest_fn, void *format, span *nested, error_info *err)
+/* The signed content of an Authenticode signature, SpcIndirectDataContent
+ * ::= SEQUENCE { data SEQUENCE { type OID, value }, messageDigest DigestInfo }. */
+typedef struct indirect_data {
+    span signed_part;     /* the SEQUENCE's contents: what messageDigest covers */
+    span image_digest;    /* the file's digest the signer signed */
+    mbedtls_md_type_t md; /* its algorithm */
+} indirect_data;
+
+/* Step 2: reads the SignedData and its SpcIndirectDataContent, which must
+ * be for data_type (the file's format) with a digest algorithm Mbed TLS
+ * knows. *nested is set to the signer's unsigned attributes (where nested
+ * signatures live) as soon as the SignedData has been read. */
+static MUST_CHECK error_code signature_read(authenticode_result *r, unsigned char *der, size_t der_len,
+                                            oid_bytes data_type, cms_signed_data *sd, indirect_data *idc, span *nested)
 {
-    authenticode_result *r = v->result;
     const char *why;
-    cms_signed_data sd;
     span blob = {der, der_len};
-    nested->p = NULL;
-    nested->len = 0;
-    if (!cms_parse_signed_data(blob, &sd, &why))
+    if (!cms_parse_signed_data(blob, sd, &why))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "%s", why);
-    *nested = sd.signer.unsigned_attrs;
-    if (!oid_is(sd.content_type, OID_SPC_INDIRECT_DATA))
+    *nested = sd->signer.unsigned_attrs;
+    if (!oid_is(sd->content_type, OID_SPC_INDIRECT_DATA))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "signed content is not SpcIndirectDataContent");
 
-    /* SpcIndirectDataContent ::= SEQUENCE { data SEQUENCE { type OID, value },
-     *                                        messageDigest DigestInfo } */
-    der_reader c = der_of(sd.content), idc, data;
-    span idc_seq, data_seq, data_oid, info_seq, image_alg, image_digest;
-    if (!der_read(&c, TAG_SEQUENCE, &idc_seq, NULL))
+    der_reader c = der_of(sd->content), seq, data;
+    span data_seq, data_oid, info_seq, image_alg;
+    if (!der_read(&c, TAG_SEQUENCE, &idc->signed_part, NULL))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "SpcIndirectDataContent is malformed");
-    idc = der_of(idc_seq);
-    if (!der_read(&idc, TAG_SEQUENCE, &data_seq, NULL) || !der_read(&idc, TAG_SEQUENCE, &info_seq, NULL))
+    seq = der_of(idc->signed_part);
+    if (!der_read(&seq, TAG_SEQUENCE, &data_seq, NULL) || !der_read(&seq, TAG_SEQUENCE, &info_seq, NULL))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "SpcIndirectDataContent is malformed");
     data = der_of(data_seq);
     der_reader info = der_of(info_seq);
     if (!der_read(&data, MBEDTLS_ASN1_OID, &data_oid, NULL) || !der_read_algorithm(&info, &image_alg) ||
-        !der_read(&info, MBEDTLS_ASN1_OCTET_STRING, &image_digest, NULL))
+        !der_read(&info, MBEDTLS_ASN1_OCTET_STRING, &idc->image_digest, NULL))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "SpcIndirectDataContent is malformed");
     if (!oid_is(data_oid, data_type))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "signature is for another file format");
 
-    mbedtls_md_type_t md = MBEDTLS_MD_NONE;
-    if (!md_from_oid(image_alg, &md) || mbedtls_md_info_from_type(md) == NULL)
+    idc->md = MBEDTLS_MD_NONE;
+    if (!md_from_oid(image_alg, &idc->md) || mbedtls_md_info_from_type(idc->md) == NULL)
         return authenticode_reject(r, AUTHENTICODE_UNSUPPORTED, "unknown image digest algorithm");
-    snprintf(r->digest_algorithm, sizeof r->digest_algorithm, "%s", md_name(md));
+    snprintf(r->digest_algorithm, sizeof r->digest_algorithm, "%s", md_name(idc->md));
+    return ERR_OK;
+}
 
-    /* The digest first, whatever the policy thinks of the algorithm: a
-     * signature that does not match the file rejects it (a SHA-1 one too). */
+/* Step 3: the file's digest equals the signed one. It comes first, whatever
+ * the policy thinks of the algorithm: a signature that does not match the
+ * file rejects it (a SHA-1 one too). */
+static MUST_CHECK error_code signature_check_digest(verify_ctx *v, const indirect_data *idc, image_digest_fn digest_fn,
+                                                    void *format, error_info *err)
+{
+    if (v->trust_digest)
+        return ERR_OK;
     unsigned char computed[MBEDTLS_MD_MAX_SIZE];
-    error_code rc = v->trust_digest ? ERR_OK : file_digest(v, md, digest_fn, format, computed, err);
+    error_code rc = file_digest(v, idc->md, digest_fn, format, computed, err);
     if (rc != ERR_OK)
         return rc;
-    if (!v->trust_digest && !digest_equals(image_digest, computed, mbedtls_md_get_size(mbedtls_md_info_from_type(md))))
-        return authenticode_reject(r, AUTHENTICODE_DIGEST_MISMATCH, "the file's %s digest differs from the signed one",
-                                   md_name(md));
+    if (!digest_equals(idc->image_digest, computed, mbedtls_md_get_size(mbedtls_md_info_from_type(idc->md))))
+        return authenticode_reject(v->result, AUTHENTICODE_DIGEST_MISMATCH,
+                                   "the file's %s digest differs from the signed one", md_name(idc->md));
+    return ERR_OK;
+}
+
+/* Step 4, first half: the signer's certificate among those carried, and
+ * what the result records of it (subject, SHA-256). */
+static MUST_CHECK error_code signature_find_signer(authenticode_result *r, const cms_signed_data *sd,
+                                                   const mbedtls_x509_crt *carried, const mbedtls_x509_crt **leaf)
+{
+    *leaf = certs_find(carried, &sd->signer);
+    if (!*leaf)
+        return authenticode_reject(r, AUTHENTICODE_BAD_SIGNATURE,
+                                   "the signer's certificate is not in the signature%s%s", r->notes[0] ? ": " : "",
+                                   r->notes);
+    /* Decoded from the DER, not mbedtls_x509_dn_gets (which prints every
+     * non-ASCII byte as '?'): what is shown is what the pin is compared with. */
+    (void)subject_format(&(*leaf)->subject, r->signer_subject, sizeof r->signer_subject);
+    /* The fleet mirror's manifest names the signer by this hash (PRODUCT.md section 8). */
+    unsigned char cert_digest[MBEDTLS_MD_MAX_SIZE];
+    if (md_hash(MBEDTLS_MD_SHA256, (*leaf)->raw.p, (*leaf)->raw.len, cert_digest) == 32)
+        text_hex(cert_digest, 32, r->signer_cert_sha256);
+    return ERR_OK;
+}
+
+/* Step 4, second half (and 2's algorithm rule): the signer's signed
+ * attributes and signature. messageDigest covers the contents of
+ * SpcIndirectDataContent, without its SEQUENCE tag and length
+ * (Authenticode's rule). A signer whose algorithm the policy refuses still
+ * has its signature checked, so a forged one is told apart from an old one. */
+static MUST_CHECK error_code signature_check_signer(verify_ctx *v, const cms_signed_data *sd, const indirect_data *idc,
+                                                    const mbedtls_x509_crt *leaf)
+{
+    const char *why;
+    authenticode_policy any_md = *v->policy;
+    any_md.allow_sha1 = true;
+    authenticode_verdict verdict = cms_check_signer(&sd->signer, &OID_SPC_INDIRECT_DATA, idc->signed_part.p,
+                                                    idc->signed_part.len, leaf, &any_md, &why);
+    if (verdict != AUTHENTICODE_VALID)
+        return authenticode_reject(v->result, verdict, "%s", why);
+    if (!md_allowed(idc->md, v->policy))
+        return authenticode_reject(v->result, AUTHENTICODE_UNSUPPORTED,
+                                   "image digest algorithm %s is not allowed by the policy", md_name(idc->md));
+    verdict = cms_check_signer(&sd->signer, &OID_SPC_INDIRECT_DATA, idc->signed_part.p, idc->signed_part.len, leaf,
+                               v->policy, &why);
+    if (verdict != AUTHENTICODE_VALID)
+        return authenticode_reject(v->result, verdict, "%s", why);
+    return ERR_OK;
+}
+
+/* Steps 5 and 8: the signer's chain to trusted_ca_file, judged at the time
+ * of a timestamp that verifies (else now), with the CRLs. Without a trust
+ * anchor the chain cannot be judged, nor the time it is judged at:
+ * everything else still is (PRODUCT.md 4.3), and chain_checked says so. */
+static MUST_CHECK error_code signature_check_chain(verify_ctx *v, const cms_signed_data *sd,
+                                                   const mbedtls_x509_crt *carried, const mbedtls_x509_crt *leaf)
+{
+    authenticode_result *r = v->result;
+    if (!v->policy->trusted_ca_file)
+        return ERR_OK;
+    int64_t when = v->now;
+    const char *kind = "";
+    char note[160];
+    if (timestamp_find(v, &sd->signer, carried, &when, &kind, note, sizeof note)) {
+        r->timestamped = true;
+        r->timestamp = when;
+        snprintf(r->timestamp_kind, sizeof r->timestamp_kind, "%s", kind);
+    }
+    char chain_why[200];
+    bool revoked;
+    chain_judging judging = chain_at(when);
+    judging.timestamped = r->timestamped;
+    judging.crls = v->crls.raw.len ? &v->crls : NULL;
+    judging.notes = r->notes;
+    judging.notes_size = sizeof r->notes;
+    if (!chain_verify(leaf, carried, &v->trusted, &judging, v->policy, chain_why, sizeof chain_why, &revoked)) {
+        if (revoked)
+            return authenticode_reject(r, AUTHENTICODE_REVOKED, "%s", chain_why);
+        return authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer chain rejected: %s%s%s%s%s", chain_why,
+                                   note[0] ? "; timestamp ignored: " : "", note, r->notes[0] ? "; " : "", r->notes);
+    }
+    r->chain_checked = true;
+    return ERR_OK;
+}
+
+/* Steps 6 and 7: a code-signing certificate, and the signer the policy
+ * names (signer_subject, signer_sha256) when it names one. */
+static MUST_CHECK error_code signature_check_signer_policy(verify_ctx *v, const mbedtls_x509_crt *leaf)
+{
+    authenticode_result *r = v->result;
+    if (!certs_has_eku(leaf, OID_EKU_CODE_SIGNING) ||
+        mbedtls_x509_crt_check_key_usage(leaf, MBEDTLS_X509_KU_DIGITAL_SIGNATURE) != 0)
+        return authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer certificate is not valid for code signing");
+    if (v->policy->signer_subject && !subject_matches(&leaf->subject, v->policy->signer_subject))
+        return authenticode_reject(r, AUTHENTICODE_WRONG_SIGNER, "signed by \"%s\", not \"%s\"", r->signer_subject,
+                                   v->policy->signer_subject);
+    if (v->policy->signer_sha256_count && !signer_pinned(v->policy, r->signer_cert_sha256))
+        return authenticode_reject(r, AUTHENTICODE_WRONG_SIGNER,
+                                   "signed by \"%.100s\" (certificate SHA-256 %s), which signer_sha256 does not list",
+                                   r->signer_subject, r->signer_cert_sha256);
+    return ERR_OK;
+}
+
+/* Checks one SignedData (steps 2-8 of authenticode.h) into v->result, one
+ * step after the other, the first failure giving the verdict; *nested is
+ * set to its signer's unsigned attributes (where nested signatures live) as
+ * soon as the structure has been read. */
+static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der_len, oid_bytes data_type,
+                                              image_digest_fn digest_fn, void *format, span *nested, error_info *err)
+{
+    authenticode_result *r = v->result;
+    cms_signed_data sd;
+    indirect_data idc;
+    nested->p = NULL;
+    nested->len = 0;
+    error_code rc = signature_read(r, der, der_len, data_type, &sd, &idc, nested);
+    if (rc == ERR_OK)
+        rc = signature_check_digest(v, &idc, digest_fn, format, err);
+    if (rc != ERR_OK)
+        return rc;
 
     mbedtls_x509_crt carried;
     mbedtls_x509_crt_init(&carried);
     certs_parse(sd.certificates, &carried, "the signature", r->notes, sizeof r->notes);
-    const mbedtls_x509_crt *leaf = certs_find(&carried, &sd.signer);
-    if (!leaf) {
-        rc = authenticode_reject(r, AUTHENTICODE_BAD_SIGNATURE, "the signer's certificate is not in the signature%s%s",
-                                 r->notes[0] ? ": " : "", r->notes);
-        goto cleanup;
+    const mbedtls_x509_crt *leaf = NULL;
+    rc = signature_find_signer(r, &sd, &carried, &leaf);
+    if (rc == ERR_OK)
+        rc = signature_check_signer(v, &sd, &idc, leaf);
+    if (rc == ERR_OK)
+        rc = signature_check_chain(v, &sd, &carried, leaf);
+    if (rc == ERR_OK)
+        rc = signature_check_signer_policy(v, leaf);
+    if (rc == ERR_OK) {
+        r->verdict = AUTHENTICODE_VALID;
+        r->reason[0] = '\0';
     }
-    /* Decoded from the DER, not mbedtls_x509_dn_gets (which prints every
-     * non-ASCII byte as '?'): what is shown is what the pin is compared with. */
-    (void)subject_format(&leaf->subject, r->signer_subject, sizeof r->signer_subject);
-    {
-        /* The fleet mirror's manifest names the signer by this hash (PRODUCT.md section 8). */
-        unsigned char cert_digest[MBEDTLS_MD_MAX_SIZE];
-        if (md_hash(MBEDTLS_MD_SHA256, leaf->raw.p, leaf->raw.len, cert_digest) == 32)
-            text_hex(cert_digest, 32, r->signer_cert_sha256);
-    }
-
-    /* messageDigest covers the contents of SpcIndirectDataContent, without
-     * its SEQUENCE tag and length (Authenticode's rule). A signer whose
-     * algorithm the policy refuses still has its signature checked, so a
-     * forged one is told apart from an old one. */
-    authenticode_policy any_md = *v->policy;
-    any_md.allow_sha1 = true;
-    authenticode_verdict verdict =
-        signer_check(&sd.signer, &OID_SPC_INDIRECT_DATA, idc_seq.p, idc_seq.len, leaf, &any_md, &why);
-    if (verdict != AUTHENTICODE_VALID) {
-        rc = authenticode_reject(r, verdict, "%s", why);
-        goto cleanup;
-    }
-    if (!md_allowed(md, v->policy)) {
-        rc = authenticode_reject(r, AUTHENTICODE_UNSUPPORTED, "image digest algorithm %s is not allowed by the policy",
-                                 md_name(md));
-        goto cleanup;
-    }
-    verdict = signer_check(&sd.signer, &OID_SPC_INDIRECT_DATA, idc_seq.p, idc_seq.len, leaf, v->policy, &why);
-    if (verdict != AUTHENTICODE_VALID) {
-        rc = authenticode_reject(r, verdict, "%s", why);
-        goto cleanup;
-    }
-
-    /* Without a trust anchor the chain cannot be judged, nor the time it is
-     * judged at: everything else still is (PRODUCT.md 4.3). */
-    if (v->policy->trusted_ca_file) {
-        int64_t when = v->now;
-        const char *kind = "";
-        char note[160];
-        if (timestamp_find(v, &sd.signer, &carried, &when, &kind, note, sizeof note)) {
-            r->timestamped = true;
-            r->timestamp = when;
-            snprintf(r->timestamp_kind, sizeof r->timestamp_kind, "%s", kind);
-        }
-        char chain_why[200];
-        bool revoked;
-        chain_judging judging = chain_at(when);
-        judging.timestamped = r->timestamped;
-        judging.crls = v->crls.raw.len ? &v->crls : NULL;
-        judging.notes = r->notes;
-        judging.notes_size = sizeof r->notes;
-        if (!chain_verify(leaf, &carried, &v->trusted, &judging, v->policy, chain_why, sizeof chain_why, &revoked)) {
-            if (revoked)
-                rc = authenticode_reject(r, AUTHENTICODE_REVOKED, "%s", chain_why);
-            else
-                rc = authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer chain rejected: %s%s%s%s%s",
-                                         chain_why, note[0] ? "; timestamp ignored: " : "", note,
-                                         r->notes[0] ? "; " : "", r->notes);
-            goto cleanup;
-        }
-        r->chain_checked = true;
-    }
-    if (!certs_has_eku(leaf, OID_EKU_CODE_SIGNING) ||
-        mbedtls_x509_crt_check_key_usage(leaf, MBEDTLS_X509_KU_DIGITAL_SIGNATURE) != 0) {
-        rc = authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer certificate is not valid for code signing");
-        goto cleanup;
-    }
-    if (v->policy->signer_subject && !subject_matches(&leaf->subject, v->policy->signer_subject)) {
-        rc = authenticode_reject(r, AUTHENTICODE_WRONG_SIGNER, "signed by \"%s\", not \"%s\"", r->signer_subject,
-                                 v->policy->signer_subject);
-        goto cleanup;
-    }
-    if (v->policy->signer_sha256_count && !signer_pinned(v->policy, r->signer_cert_sha256)) {
-        rc = authenticode_reject(r, AUTHENTICODE_WRONG_SIGNER,
-                                 "signed by \"%.100s\" (certificate SHA-256 %s), which signer_sha256 does not list",
-                                 r->signer_subject, r->signer_cert_sha256);
-        goto cleanup;
-    }
-    r->verdict = AUTHENTICODE_VALID;
-    r->reason[0] = '\0';
-    rc = ERR_OK;
-cleanup:
     mbedtls_x509_crt_free(&carried);
     return rc;
 }
@@ -400,10 +398,10 @@ static MUST_CHECK error_code signatures_judge(verify_ctx *v, unsigned char *der,
     snprintf(notes, sizeof notes, "%s", final->notes); /* the CA files' */
     for (size_t i = 0; i < count; i++)
         if (one[i].notes[0] && i != chosen)
-            notes_add(notes, sizeof notes, "signature %zu: %s", i + 1, one[i].notes);
+            authenticode_note(notes, sizeof notes, "signature %zu: %s", i + 1, one[i].notes);
     *final = one[chosen];
     if (final->notes[0] && strlen(notes) + strlen(final->notes) + 3 < sizeof notes)
-        notes_add(notes, sizeof notes, "%s", final->notes);
+        authenticode_note(notes, sizeof notes, "%s", final->notes);
     snprintf(final->notes, sizeof final->notes, "%s", notes);
     final->signature_index = (unsigned)chosen + 1;
     final->signature_count = (unsigned)count;
@@ -540,7 +538,6 @@ const char *authenticode_verdict_name(authenticode_verdict v)
     return "malformed";
 }
 
-
 /* Loads a PEM or DER CA file, or "system" (the OS store), into *chain;
  * ERR_CONFIG naming the file when it cannot be read or holds no readable
  * certificate. Certificates that cannot be read are named in v->ca_notes. */
@@ -557,7 +554,7 @@ static MUST_CHECK error_code load_ca_file(verify_ctx *v, const char *path, const
     char where[200];
     snprintf(where, sizeof where, "%s %.160s", what, system ? "\"system\"" : path);
     unsigned unreadable = 0;
-    ca_parse(data, len, where, chain, v->ca_notes, sizeof v->ca_notes, &unreadable);
+    certs_parse_ca(data, len, where, chain, v->ca_notes, sizeof v->ca_notes, &unreadable);
     free(data);
     if (chain->raw.len == 0)
         return error_set(err, ERR_CONFIG, "%s %s holds no usable certificate%s%.300s", what, path,
@@ -639,7 +636,7 @@ static MUST_CHECK error_code verify_end(verify_ctx *v, error_code rc, authentico
         char notes[sizeof result->notes];
         snprintf(notes, sizeof notes, "%s", v->ca_notes);
         if (result->notes[0])
-            notes_add(notes, sizeof notes, "%s", result->notes);
+            authenticode_note(notes, sizeof notes, "%s", result->notes);
         snprintf(result->notes, sizeof result->notes, "%s", notes);
         if (result->verdict == AUTHENTICODE_UNTRUSTED_CHAIN && !strstr(result->reason, v->ca_notes)) {
             size_t used = strlen(result->reason);

@@ -1,4 +1,27 @@
-#define MAX_CARRIED_CERTIFICATES 64      /* certificates we parse from one SignedData */
+/*
+ * chain.c — certificates and chains (see chain.h): the certificates a
+ * signature carries and those of CA files (certs_*), and a signer's chain
+ * judged at a time, with revocation by CRLs (chain_*).
+ */
+#include "authenticode/chain.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <mbedtls/error.h>
+#include <mbedtls/md.h>
+#include <mbedtls/oid.h>
+#include <mbedtls/pem.h>
+#include <mbedtls/pk.h>
+#include <mbedtls/platform.h>
+
+#include "authenticode/authenticode_int.h"
+#include "authenticode/mbedtls_compat.h"
+#include "authenticode/subject.h"
+#include "core/timefmt.h"
+
+#define MAX_CARRIED_CERTIFICATES 64 /* certificates we parse from one SignedData */
+
 static int64_t x509_time_to_unix(const mbedtls_x509_time *t)
 {
     return timefmt_from_civil(t->year, t->mon, t->day, t->hour, t->min, t->sec);
@@ -22,8 +45,7 @@ static int certs_ext_cb(void *ctx, mbedtls_x509_crt const *crt, mbedtls_x509_buf
     return critical ? MBEDTLS_ERR_X509_FEATURE_UNAVAILABLE : 0;
 }
 
-/* Parses one DER certificate into *pool (appending); Mbed TLS's result. */
-static int certs_add(mbedtls_x509_crt *pool, const unsigned char *der, size_t len)
+int certs_add(mbedtls_x509_crt *pool, const unsigned char *der, size_t len)
 {
     return mbedtls_x509_crt_parse_der_with_ext_cb(pool, der, len, 1, certs_ext_cb, NULL);
 }
@@ -68,14 +90,11 @@ static void certs_note_unreadable(const unsigned char *der, size_t len, const ch
     char subject[128], why[96];
     certs_raw_subject(der, len, subject, sizeof subject);
     mbedtls_strerror(ret, why, sizeof why);
-    notes_add(notes, notes_size, "certificate %u of %s%s%s%s cannot be read (Mbed TLS -0x%04x: %s)", position, where,
-              subject[0] ? " (\"" : "", subject, subject[0] ? "\")" : "", (unsigned)-ret, why);
+    authenticode_note(notes, notes_size, "certificate %u of %s%s%s%s cannot be read (Mbed TLS -0x%04x: %s)", position,
+                      where, subject[0] ? " (\"" : "", subject, subject[0] ? "\")" : "", (unsigned)-ret, why);
 }
 
-/* Parses every certificate of a [0] certificates set into *pool
- * (appending). One that cannot be read is named in notes: it can only fail
- * to be found, and the chain's failure then says why. */
-static void certs_parse(span certificates, mbedtls_x509_crt *pool, const char *where, char *notes, size_t notes_size)
+void certs_parse(span certificates, mbedtls_x509_crt *pool, const char *where, char *notes, size_t notes_size)
 {
     der_reader d = der_of(certificates);
     unsigned position = 0;
@@ -92,7 +111,7 @@ static void certs_parse(span certificates, mbedtls_x509_crt *pool, const char *w
     }
 }
 
-static const mbedtls_x509_crt *certs_find(const mbedtls_x509_crt *pool, const cms_signer *s)
+const mbedtls_x509_crt *certs_find(const mbedtls_x509_crt *pool, const cms_signer *s)
 {
     for (const mbedtls_x509_crt *c = pool; c && c->raw.len; c = c->next) {
         if (c->issuer_raw.len == s->issuer.len && memcmp(c->issuer_raw.p, s->issuer.p, s->issuer.len) == 0 &&
@@ -102,10 +121,7 @@ static const mbedtls_x509_crt *certs_find(const mbedtls_x509_crt *pool, const cm
     return NULL;
 }
 
-/* Whether crt's extended key usage names eku explicitly. An absent
- * extension or anyExtendedKeyUsage does not count: a code-signing
- * certificate must say so. */
-static bool certs_has_eku(const mbedtls_x509_crt *crt, oid_bytes eku)
+bool certs_has_eku(const mbedtls_x509_crt *crt, oid_bytes eku)
 {
     if (!compat_x509_crt_has_ext(crt, MBEDTLS_X509_EXT_EXTENDED_KEY_USAGE))
         return false;
@@ -117,17 +133,6 @@ static bool certs_has_eku(const mbedtls_x509_crt *crt, oid_bytes eku)
 }
 
 /* ---- Chains -------------------------------------------------------------- */
-
-/* What the verify callback needs and finds (see chain_judge). */
-typedef struct chain_judging {
-    int64_t when;                   /* judging time */
-    bool timestamped;               /* when comes from a trusted timestamp */
-    const mbedtls_x509_crl *crls;   /* crl_files; NULL or empty: no revocation check */
-    const mbedtls_x509_crt *parent; /* the certificate judged just before (one level up) */
-    char revoked[256];              /* which certificate is revoked, and since when */
-    char *notes;                    /* CRLs that did not verify (result->notes) */
-    size_t notes_size;
-} chain_judging;
 
 /* Whether crl's signature verifies with issuer's key. */
 static bool crl_signed_by(const mbedtls_x509_crl *crl, const mbedtls_x509_crt *issuer)
@@ -153,7 +158,8 @@ static void chain_check_revocation(chain_judging *j, const mbedtls_x509_crt *crt
         if (!crl_signed_by(crl, issuer)) {
             char name[96];
             (void)subject_format(&crl->issuer, name, sizeof name);
-            notes_add(j->notes, j->notes_size, "a CRL of \"%s\" does not verify with its issuer's key: ignored", name);
+            authenticode_note(j->notes, j->notes_size, "a CRL of \"%s\" does not verify with its issuer's key: ignored",
+                              name);
             continue;
         }
         for (const mbedtls_x509_crl_entry *e = &crl->entry; e && e->raw.len; e = e->next) {
@@ -162,9 +168,9 @@ static void chain_check_revocation(chain_judging *j, const mbedtls_x509_crt *crt
             int64_t at = x509_time_to_unix(&e->revocation_date);
             if (j->timestamped && at > j->when)
                 continue; /* revoked after the trusted signing time: the signature stands */
-            char subject[120], date[32];
+            char subject[120], date[TIMEFMT_ISO8601_SIZE];
             (void)subject_format(&crt->subject, subject, sizeof subject);
-            format_time(at, date, sizeof date);
+            timefmt_iso8601(at, date);
             snprintf(j->revoked, sizeof j->revoked, "certificate \"%.120s\" was revoked on %.24s%s", subject, date,
                      j->timestamped ? ", before the signature's timestamp"
                                     : " and the signature has no trusted timestamp");
@@ -174,7 +180,7 @@ static void chain_check_revocation(chain_judging *j, const mbedtls_x509_crt *crt
 }
 
 /* Verify callback: judge every certificate's dates at j->when instead of
- * the wall clock (see the top of the file), and its revocation. Mbed TLS
+ * the wall clock (see chain.h), and its revocation. Mbed TLS
  * calls it from the top of the chain down, so j->parent is the issuer. */
 static int chain_judge(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flags)
 {
@@ -194,14 +200,8 @@ static int chain_judge(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *fl
     return 0;
 }
 
-/*
- * Verifies that leaf chains through pool to a certificate of trusted, all
- * valid at when and (with crls) none revoked. Fills why with the failure
- * (empty on success); *revoked is set when revocation was the reason.
- */
-static bool chain_verify(const mbedtls_x509_crt *leaf, const mbedtls_x509_crt *pool, mbedtls_x509_crt *trusted,
-                         chain_judging *judging, const authenticode_policy *policy, char *why, size_t why_size,
-                         bool *revoked)
+bool chain_verify(const mbedtls_x509_crt *leaf, const mbedtls_x509_crt *pool, mbedtls_x509_crt *trusted,
+                  chain_judging *judging, const authenticode_policy *policy, char *why, size_t why_size, bool *revoked)
 {
     mbedtls_x509_crt chain;
     mbedtls_x509_crt_init(&chain);
@@ -230,8 +230,8 @@ static bool chain_verify(const mbedtls_x509_crt *leaf, const mbedtls_x509_crt *p
     mbedtls_x509_crt_free(&chain);
     if (ret == 0 && flags == 0)
         return true;
-    char at[32];
-    format_time(judging->when, at, sizeof at);
+    char at[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(judging->when, at);
     if (flags & MBEDTLS_X509_BADCERT_NOT_TRUSTED)
         snprintf(why, why_size, "does not chain to a trusted CA");
     else if (flags & MBEDTLS_X509_BADCERT_REVOKED) {
@@ -250,8 +250,7 @@ static bool chain_verify(const mbedtls_x509_crt *leaf, const mbedtls_x509_crt *p
     return false;
 }
 
-/* Judging without revocation (timestamp chains): dates only. */
-static chain_judging chain_at(int64_t when)
+chain_judging chain_at(int64_t when)
 {
     chain_judging j;
     memset(&j, 0, sizeof j);
@@ -259,11 +258,10 @@ static chain_judging chain_at(int64_t when)
     return j;
 }
 
-/* Parses every certificate of data (PEM blocks, or DER certificates back
- * to back) into *chain; each one that cannot be read is named in notes
- * (where names the file) and counted in *unreadable. */
-static void ca_parse(const char *data, size_t len, const char *where, mbedtls_x509_crt *chain, char *notes,
-                     size_t notes_size, unsigned *unreadable)
+/* ---- CA files ------------------------------------------------------------ */
+
+void certs_parse_ca(const char *data, size_t len, const char *where, mbedtls_x509_crt *chain, char *notes,
+                    size_t notes_size, unsigned *unreadable)
 {
     static const char begin[] = "-----BEGIN CERTIFICATE-----", end[] = "-----END CERTIFICATE-----";
     unsigned position = 0;
@@ -300,6 +298,7 @@ static void ca_parse(const char *data, size_t len, const char *where, mbedtls_x5
     }
     if (!der_done(&d)) {
         (*unreadable)++;
-        notes_add(notes, notes_size, "%s holds bytes after certificate %u that are not a certificate", where, position);
+        authenticode_note(notes, notes_size, "%s holds bytes after certificate %u that are not a certificate", where,
+                          position);
     }
 }

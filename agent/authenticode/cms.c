@@ -1,16 +1,24 @@
+/*
+ * cms.c — the PKCS#7 / CMS SignedData reader (see cms.h): DER elements,
+ * OIDs, digests by OID, ASN.1 times, SignedData and SignerInfo, their
+ * attributes, and a SignerInfo's check against the content it signs.
+ *
+ * Layout: DER reading (der_*), OIDs (oid_*), digests (md_*), times
+ * (der_read_time), SignedData / SignerInfo (cms_parse_*, attributes), the
+ * signer check (cms_check_signer).
+ */
+#include "authenticode/cms.h"
+
+#include <string.h>
+
+#include <mbedtls/oid.h>
+#include <mbedtls/pk.h>
+
+#include "core/timefmt.h"
+
 /* ---- DER reading --------------------------------------------------------- */
 
-typedef struct span {
-    unsigned char *p; /* first byte (inside a buffer this file owns) */
-    size_t len;       /* length in bytes; 0 for an absent element */
-} span;
-
-typedef struct der_reader {
-    unsigned char *p;   /* next element */
-    unsigned char *end; /* end of the enclosing element's contents */
-} der_reader;
-
-static der_reader der_of(span s)
+der_reader der_of(span s)
 {
     der_reader d = {s.p, s.p ? s.p + s.len : NULL}; /* NULL + 0 is undefined in C */
     return d;
@@ -18,7 +26,7 @@ static der_reader der_of(span s)
 
 /* Reads one element with tag: contents (may be NULL) and the whole element
  * (may be NULL). Leaves the reader unmoved when the tag does not match. */
-static bool der_read(der_reader *d, int tag, span *contents, span *element)
+bool der_read(der_reader *d, int tag, span *contents, span *element)
 {
     unsigned char *start = d->p;
     size_t len;
@@ -38,27 +46,23 @@ static bool der_read(der_reader *d, int tag, span *contents, span *element)
     return true;
 }
 
-static bool der_peek(const der_reader *d, int tag)
+bool der_peek(const der_reader *d, int tag)
 {
     return d->p < d->end && *d->p == tag;
 }
 
-static bool der_skip(der_reader *d)
+bool der_skip(der_reader *d)
 {
     return d->p < d->end && der_read(d, *d->p, NULL, NULL);
 }
 
-static bool der_done(const der_reader *d)
+bool der_done(const der_reader *d)
 {
     return d->p == d->end;
 }
 
-#define TAG_SEQUENCE (MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)
-#define TAG_SET (MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SET)
-#define TAG_CONTEXT(n) (MBEDTLS_ASN1_CONTEXT_SPECIFIC | MBEDTLS_ASN1_CONSTRUCTED | (n))
-
 /* AlgorithmIdentifier: SEQUENCE { OID, parameters ANY OPTIONAL }. */
-static bool der_read_algorithm(der_reader *d, span *oid)
+bool der_read_algorithm(der_reader *d, span *oid)
 {
     span seq;
     if (!der_read(d, TAG_SEQUENCE, &seq, NULL))
@@ -69,49 +73,44 @@ static bool der_read_algorithm(der_reader *d, span *oid)
 
 /* ---- OIDs (DER contents) ------------------------------------------------- */
 
-typedef struct oid_bytes {
-    const char *bytes;
-    size_t len;
-} oid_bytes;
-
 #define OID(s)                                                                                                         \
     {                                                                                                                  \
         s, sizeof(s) - 1                                                                                               \
     }
-static const oid_bytes OID_SIGNED_DATA = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x07\x02");
-static const oid_bytes OID_CONTENT_TYPE = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x03");
-static const oid_bytes OID_MESSAGE_DIGEST = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x04");
-static const oid_bytes OID_SIGNING_TIME = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x05");
-static const oid_bytes OID_COUNTERSIGNATURE = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x06");
-static const oid_bytes OID_TST_INFO = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x10\x01\x04");
-static const oid_bytes OID_SPC_INDIRECT_DATA = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x01\x04");
-static const oid_bytes OID_SPC_PE_IMAGE_DATA = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x01\x0f");
-static const oid_bytes OID_SPC_SIPINFO = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x01\x1e");
-static const oid_bytes OID_RFC3161_TIMESTAMP = OID("\x2b\x06\x01\x04\x01\x82\x37\x03\x03\x01");
-static const oid_bytes OID_EKU_CODE_SIGNING = OID("\x2b\x06\x01\x05\x05\x07\x03\x03");
-static const oid_bytes OID_EKU_TIME_STAMPING = OID("\x2b\x06\x01\x05\x05\x07\x03\x08");
-static const oid_bytes OID_NESTED_SIGNATURE = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x04\x01");
-static const oid_bytes OID_CERTIFICATE_POLICIES = OID("\x55\x1d\x20");
+const oid_bytes OID_SIGNED_DATA = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x07\x02");
+const oid_bytes OID_CONTENT_TYPE = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x03");
+const oid_bytes OID_MESSAGE_DIGEST = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x04");
+const oid_bytes OID_SIGNING_TIME = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x05");
+const oid_bytes OID_COUNTERSIGNATURE = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x06");
+const oid_bytes OID_TST_INFO = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x10\x01\x04");
+const oid_bytes OID_SPC_INDIRECT_DATA = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x01\x04");
+const oid_bytes OID_SPC_PE_IMAGE_DATA = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x01\x0f");
+const oid_bytes OID_SPC_SIPINFO = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x01\x1e");
+const oid_bytes OID_RFC3161_TIMESTAMP = OID("\x2b\x06\x01\x04\x01\x82\x37\x03\x03\x01");
+const oid_bytes OID_EKU_CODE_SIGNING = OID("\x2b\x06\x01\x05\x05\x07\x03\x03");
+const oid_bytes OID_EKU_TIME_STAMPING = OID("\x2b\x06\x01\x05\x05\x07\x03\x08");
+const oid_bytes OID_NESTED_SIGNATURE = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x04\x01");
+const oid_bytes OID_CERTIFICATE_POLICIES = OID("\x55\x1d\x20");
 
-static bool oid_is(span s, oid_bytes oid)
+bool oid_is(span s, oid_bytes oid)
 {
     return s.len == oid.len && memcmp(s.p, oid.bytes, oid.len) == 0;
 }
 
-static bool oid_is_raw(const unsigned char *p, size_t len, oid_bytes oid)
+bool oid_is_raw(const unsigned char *p, size_t len, oid_bytes oid)
 {
     return len == oid.len && memcmp(p, oid.bytes, oid.len) == 0;
 }
 
 /* ---- Digests ------------------------------------------------------------- */
 
-static bool md_from_oid(span oid, mbedtls_md_type_t *md)
+bool md_from_oid(span oid, mbedtls_md_type_t *md)
 {
     mbedtls_asn1_buf buf = {MBEDTLS_ASN1_OID, oid.len, oid.p};
     return mbedtls_oid_get_md_alg(&buf, md) == 0;
 }
 
-static const char *md_name(mbedtls_md_type_t md)
+const char *md_name(mbedtls_md_type_t md)
 {
     switch (md) {
     case MBEDTLS_MD_SHA1: return "sha1";
@@ -123,14 +122,14 @@ static const char *md_name(mbedtls_md_type_t md)
 }
 
 /* Whether the policy accepts md for signatures, digests and chains. */
-static bool md_allowed(mbedtls_md_type_t md, const authenticode_policy *policy)
+bool md_allowed(mbedtls_md_type_t md, const authenticode_policy *policy)
 {
     return md == MBEDTLS_MD_SHA256 || md == MBEDTLS_MD_SHA384 || md == MBEDTLS_MD_SHA512 ||
            (md == MBEDTLS_MD_SHA1 && policy->allow_sha1);
 }
 
 /* out must hold MBEDTLS_MD_MAX_SIZE bytes; returns the digest size, 0 on failure. */
-static size_t md_hash(mbedtls_md_type_t md, const unsigned char *data, size_t len, unsigned char *out)
+size_t md_hash(mbedtls_md_type_t md, const unsigned char *data, size_t len, unsigned char *out)
 {
     const mbedtls_md_info_t *info = mbedtls_md_info_from_type(md);
     if (!info || mbedtls_md(info, data, len, out) != 0)
@@ -138,7 +137,7 @@ static size_t md_hash(mbedtls_md_type_t md, const unsigned char *data, size_t le
     return mbedtls_md_get_size(info);
 }
 
-static bool digest_equals(span expected, const unsigned char *actual, size_t actual_len)
+bool digest_equals(span expected, const unsigned char *actual, size_t actual_len)
 {
     return expected.len == actual_len && memcmp(expected.p, actual, actual_len) == 0;
 }
@@ -158,7 +157,7 @@ static bool parse_digits(const unsigned char *p, int n, int *out)
 }
 
 /* UTCTime (YYMMDDhhmmssZ) or GeneralizedTime (YYYYMMDDhhmmss[.f*]Z). */
-static bool parse_asn1_time(der_reader *d, int64_t *out)
+bool der_read_time(der_reader *d, int64_t *out)
 {
     span t;
     int year, mon, day, hour, min, sec;
@@ -196,25 +195,8 @@ static bool parse_asn1_time(der_reader *d, int64_t *out)
 
 /* ---- SignedData / SignerInfo --------------------------------------------- */
 
-typedef struct cms_signer {
-    span issuer;         /* issuer Name, whole element (compared with x509 issuer_raw) */
-    span serial;         /* serialNumber INTEGER contents */
-    span digest_alg;     /* digestAlgorithm OID */
-    span attrs;          /* signed attributes, whole [0] element; len 0 when absent */
-    span sig_alg;        /* signatureAlgorithm OID */
-    span signature;      /* signature OCTET STRING contents */
-    span unsigned_attrs; /* unsigned attributes [1] contents; len 0 when absent */
-} cms_signer;
-
-typedef struct cms_signed_data {
-    span content_type; /* encapsulated content type OID */
-    span content;      /* the element inside [0] EXPLICIT eContent; len 0 when absent */
-    span certificates; /* [0] IMPLICIT certificates contents; len 0 when absent */
-    cms_signer signer; /* the one SignerInfo */
-} cms_signed_data;
-
 /* Parses a SignerInfo element (version 1: issuerAndSerialNumber). */
-static bool cms_parse_signer(span element, cms_signer *s, const char **why)
+bool cms_parse_signer(span element, cms_signer *s, const char **why)
 {
     memset(s, 0, sizeof *s);
     der_reader d = der_of(element), in;
@@ -248,7 +230,7 @@ static bool cms_parse_signer(span element, cms_signer *s, const char **why)
 
 /* Parses ContentInfo { signedData, [0] SignedData } that fills element
  * exactly. Requires exactly one SignerInfo. */
-static bool cms_parse_signed_data(span element, cms_signed_data *sd, const char **why)
+bool cms_parse_signed_data(span element, cms_signed_data *sd, const char **why)
 {
     memset(sd, 0, sizeof *sd);
     der_reader d = der_of(element), ci, inner, body;
@@ -310,7 +292,7 @@ static bool cms_parse_signed_data(span element, cms_signed_data *sd, const char 
  * SET OF Attribute) and returns the contents of its values SET. Returns
  * 0 when absent, 1 when found once, -1 when repeated or malformed.
  */
-static int cms_find_attribute(span list, oid_bytes oid, span *values)
+int cms_find_attribute(span list, oid_bytes oid, span *values)
 {
     der_reader d = der_of(list);
     int found = 0;
@@ -332,7 +314,7 @@ static int cms_find_attribute(span list, oid_bytes oid, span *values)
 }
 
 /* Contents of the signed attributes SET (attrs is the whole [0] element). */
-static span cms_attrs_contents(span attrs)
+span cms_attrs_contents(span attrs)
 {
     span s = {NULL, 0};
     der_reader d = der_of(attrs);
@@ -341,7 +323,7 @@ static span cms_attrs_contents(span attrs)
 }
 
 /* The one value of a single-valued attribute, whole element. */
-static bool cms_single_value(span values, span *value)
+bool cms_single_value(span values, span *value)
 {
     der_reader d = der_of(values);
     if (d.p >= d.end || !der_read(&d, *d.p, NULL, value))
@@ -358,9 +340,9 @@ static bool cms_single_value(span values, span *value)
  * attributes (DER, re-tagged as SET) verifies with cert's key. Returns
  * AUTHENTICODE_VALID or the verdict with *why set.
  */
-static authenticode_verdict signer_check(const cms_signer *s, const oid_bytes *content_type,
-                                         const unsigned char *content, size_t content_len, const mbedtls_x509_crt *cert,
-                                         const authenticode_policy *policy, const char **why)
+authenticode_verdict cms_check_signer(const cms_signer *s, const oid_bytes *content_type, const unsigned char *content,
+                                      size_t content_len, const mbedtls_x509_crt *cert,
+                                      const authenticode_policy *policy, const char **why)
 {
     mbedtls_md_type_t md = MBEDTLS_MD_NONE;
     unsigned char digest[MBEDTLS_MD_MAX_SIZE];

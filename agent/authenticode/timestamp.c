@@ -1,5 +1,15 @@
-#define TIMESTAMP_FUTURE_SLACK 300       /* a timestamp may be this far after `now` (clock skew) */
-/* ---- Timestamps ---------------------------------------------------------- */
+/*
+ * timestamp.c — a signature's trusted time (see timestamp.h): RFC 3161
+ * tokens (timestamp_rfc3161), legacy countersignatures (timestamp_legacy),
+ * and the search through a signer's unsigned attributes (timestamp_find).
+ */
+#include "authenticode/timestamp.h"
+
+#include <stdio.h>
+
+#include "authenticode/chain.h"
+
+#define TIMESTAMP_FUTURE_SLACK 300 /* a timestamp may be this far after `now` (clock skew) */
 
 /*
  * RFC 3161 timestamp (unsigned attribute 1.3.6.1.4.1.311.3.3.1): a
@@ -32,7 +42,7 @@ static bool timestamp_rfc3161(verify_ctx *v, const cms_signer *primary, span val
     info = der_of(info_seq);
     if (!der_read(&info, MBEDTLS_ASN1_INTEGER, &version, NULL) ||
         !der_read(&info, MBEDTLS_ASN1_OID, &policy_oid, NULL) || !der_read(&info, TAG_SEQUENCE, &imprint_seq, NULL) ||
-        !der_read(&info, MBEDTLS_ASN1_INTEGER, NULL, NULL) || !parse_asn1_time(&info, &gen_time))
+        !der_read(&info, MBEDTLS_ASN1_INTEGER, NULL, NULL) || !der_read_time(&info, &gen_time))
         goto malformed;
     imprint = der_of(imprint_seq);
     if (!der_read_algorithm(&imprint, &imprint_alg) || !der_read(&imprint, MBEDTLS_ASN1_OCTET_STRING, &hashed, NULL))
@@ -55,7 +65,8 @@ static bool timestamp_rfc3161(verify_ctx *v, const cms_signer *primary, span val
     const mbedtls_x509_crt *tsa = certs_find(&pool, &sd.signer);
     if (!tsa) {
         snprintf(why, why_size, "RFC 3161 token does not carry its signer's certificate");
-    } else if (signer_check(&sd.signer, &OID_TST_INFO, tst.p, tst.len, tsa, v->policy, &reason) != AUTHENTICODE_VALID) {
+    } else if (cms_check_signer(&sd.signer, &OID_TST_INFO, tst.p, tst.len, tsa, v->policy, &reason) !=
+               AUTHENTICODE_VALID) {
         snprintf(why, why_size, "RFC 3161 token: %.100s", reason);
     } else if (!certs_has_eku(tsa, OID_EKU_TIME_STAMPING)) {
         snprintf(why, why_size, "RFC 3161 token signer is not a timestamping certificate");
@@ -101,15 +112,14 @@ static bool timestamp_legacy(verify_ctx *v, const cms_signer *primary, span valu
         snprintf(why, why_size, "countersignature certificate is not carried");
         return false;
     }
-    if (signer_check(&cs, NULL, primary->signature.p, primary->signature.len, tsa, v->policy, &reason) !=
+    if (cms_check_signer(&cs, NULL, primary->signature.p, primary->signature.len, tsa, v->policy, &reason) !=
         AUTHENTICODE_VALID) {
         snprintf(why, why_size, "countersignature: %.100s", reason);
         return false;
     }
     der_reader tv;
     if (cms_find_attribute(cms_attrs_contents(cs.attrs), OID_SIGNING_TIME, &time_values) != 1 ||
-        !cms_single_value(time_values, &time_value) ||
-        (tv = der_of(time_value), !parse_asn1_time(&tv, &signing_time))) {
+        !cms_single_value(time_values, &time_value) || (tv = der_of(time_value), !der_read_time(&tv, &signing_time))) {
         snprintf(why, why_size, "countersignature has no valid signingTime");
         return false;
     }
@@ -129,14 +139,8 @@ static bool timestamp_legacy(verify_ctx *v, const cms_signer *primary, span valu
     return true;
 }
 
-/*
- * Looks for a timestamp in the primary signer's unsigned attributes. The
- * first one that verifies sets *when and returns true. A timestamp that
- * does not verify (or lies in the future of `now`) is ignored, as Windows
- * does: the signature is then judged at `now`, and note says why.
- */
-static bool timestamp_find(verify_ctx *v, const cms_signer *primary, const mbedtls_x509_crt *carried, int64_t *when,
-                           const char **kind, char *note, size_t note_size)
+bool timestamp_find(verify_ctx *v, const cms_signer *primary, const mbedtls_x509_crt *carried, int64_t *when,
+                    const char **kind, char *note, size_t note_size)
 {
     note[0] = '\0';
     der_reader d = der_of(primary->unsigned_attrs);
