@@ -2,7 +2,7 @@
 """outpost's benchmarks (PRODUCT.md section 7), side by side with what an
 administrator would run instead. scripts/bench builds outpost and calls this.
 
-    bench.py --outpost BIN [--release BIN] [--quick] [--json FILE] [--workdir DIR] [--windows-exe FILE]
+    bench.py --outpost BIN [--release BIN] [--quick] [--json FILE] [--record] [--workdir DIR] [--windows-exe FILE]
 
 Two outpost binaries: the Debian build (--outpost: Release, Debian's shared
 libraries) and the release build (--release: scripts/release linux-x86_64,
@@ -50,7 +50,11 @@ Benchmarks (everything on 127.0.0.1, every process under a timeout):
            (304s); beside what the same fleet costs through the API.
 
 Runs alternate the tools (the order rotates every repetition); the table
-shows medians. Results go to stdout (a Markdown table) and to --json.
+shows medians. Results go to stdout (a Markdown table) and to --json
+(build-bench/results.json unless given, a folder git ignores, so running
+the benchmarks leaves the checkout clean). The tracked bench/results.json
+holds the full run docs/benchmarks.md shows: only --record replaces it, and
+only with the results of a whole run (not --quick, --only or --reps).
 """
 
 from __future__ import annotations
@@ -74,6 +78,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
+RESULTS = os.path.join(TOP, "build-bench", "results.json")  # where a run's results go (ignored by git)
+RECORDED = os.path.join(HERE, "results.json")               # the full run docs/benchmarks.md shows (tracked)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "sim"))
 from mirror_bench import bench_mirror  # noqa: E402
@@ -878,7 +884,11 @@ def main() -> int:
     parser.add_argument("--outpost", required=True, help="the Debian build's outpost (Release, shared libraries)")
     parser.add_argument("--release", help="the release build's outpost (scripts/release linux-x86_64)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, 250 incidents: a few minutes")
-    parser.add_argument("--json", default=os.path.join(HERE, "results.json"), help="where the results go")
+    parser.add_argument("--json", default=RESULTS,
+                        help="where the results go (default build-bench/results.json, which git ignores)")
+    parser.add_argument("--record", action="store_true",
+                        help="also replace the tracked bench/results.json with this run's results (a whole run: "
+                             "not with --quick, --only or --reps)")
     parser.add_argument("--workdir", help="scratch directory (default: a new one under /tmp)")
     parser.add_argument("--windows-exe", default=os.path.join(TOP, "out", "release", "windows-x86_64", "outpost.exe"))
     parser.add_argument("--only", action="append", choices=BENCHES)
@@ -889,6 +899,9 @@ def main() -> int:
                         help="report memory at 100,000 incidents too (about 8 minutes a binary)")
     parser.add_argument("--report-rate", type=int, default=3000, help="allowed requests per minute (simulator)")
     args = parser.parse_args()
+    if args.record and (args.quick or args.only or args.reps):
+        parser.error("--record replaces the full run bench/results.json holds: run every benchmark, without "
+                     "--quick, --only or --reps")
     own_workdir = args.workdir is None
     args.workdir = args.workdir or tempfile.mkdtemp(prefix="outpost-bench-")
     os.makedirs(args.workdir, exist_ok=True)
@@ -908,10 +921,13 @@ def main() -> int:
     finally:
         bench.results["duration_s"] = round(time.monotonic() - started, 1)
         bench.results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
             json.dump(bench.results, f, indent=1)
         if own_workdir:
             shutil.rmtree(args.workdir, ignore_errors=True)
+    if args.record and os.path.abspath(args.json) != RECORDED:
+        shutil.copyfile(args.json, RECORDED)  # only after a run that finished: a failed one records nothing
     m = bench.results["machine"]
     print(f"outpost benchmarks ({bench.results['mode']}, {bench.results['duration_s']} s) on "
           f"{m['nproc']} × {m['cpu']}, {m['memory_gib']} GiB, Linux {m['kernel']}, Debian {m['debian']}; "
@@ -924,7 +940,7 @@ def main() -> int:
     for row, by_tool in bench.results.get("ciphers", {}).items():
         print(f"\n{row}, cipher suite negotiated (nginx $ssl_cipher): "
               + "; ".join(f"{tool} {cipher}" for tool, cipher in by_tool.items()))
-    print(f"\nJSON: {args.json}")
+    print(f"\nJSON: {args.json}" + (f" (recorded in {os.path.relpath(RECORDED, TOP)})" if args.record else ""))
     return 0
 
 

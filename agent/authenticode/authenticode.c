@@ -1,446 +1,50 @@
 /*
  * authenticode.c — Authenticode verification (see authenticode.h for the
- * rules), built on Mbed TLS's asn1, oid, md, pk and x509_crt layers.
+ * rules), built on Mbed TLS's asn1, oid, md, pk and x509_crt layers: one
+ * signature judged step by step, the verdict over every signature of a
+ * file, the file formats, and the policy's trust loaded once.
  *
- * Mbed TLS's own pkcs7 module cannot read Authenticode (it assumes no signed
- * attributes and one certificate), so this file walks the PKCS#7 / CMS
- * SignedData itself with mbedtls_asn1_get_tag, over a buffer it owns; every
- * length comes from mbedtls_asn1_get_tag, which checks it against the end of
- * the enclosing element. The structure is fixed, so there is no recursion.
+ * The signature's parts live beside it, each with its header: the PKCS#7 /
+ * CMS SignedData reader (cms.c), certificates and chains judged at a time
+ * with CRLs (chain.c), timestamps (timestamp.c); the file formats' readers
+ * are pe.c and msi.c.
  *
  * Layout of the file:
- *   DER reading helpers, OIDs, time conversion
- *   SignedData / SignerInfo parsing            (cms_*)
- *   signer checks shared by the signature and its timestamps (signer_*)
- *   certificate chains at a given time         (chain_*)
- *   timestamps: RFC 3161 and legacy             (timestamp_*)
- *   the primary signature                       (signature_verify)
- *   file formats and the public entry points
- *
- * Judging time. Mbed TLS 2.28 checks certificate validity against the
- * current clock inside mbedtls_x509_crt_verify_with_profile. We pass a
- * verify callback that clears MBEDTLS_X509_BADCERT_EXPIRED/FUTURE on every
- * certificate of the chain (root included) and sets them again from the
- * certificate's own dates compared with the judging time. The only other
- * use Mbed TLS makes of the clock is to prefer, among several candidate
- * parents with the same name, one valid now; a candidate that is not is
- * still used as a fallback, and our callback then judges it.
+ *   notes                                       (authenticode_note)
+ *   one signature, step by step                 (signature_*)
+ *   every signature: the verdict                (signatures_judge)
+ *   file formats: PE, MSI                       (verify_pe, verify_msi)
+ *   the policy's trust, the public entry points (verify_begin, verify_end)
  */
 #include "authenticode/authenticode.h"
-#include "authenticode/authenticode_int.h"
-#include "core/timefmt.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <mbedtls/asn1.h>
 #include <mbedtls/error.h>
 #include <mbedtls/md.h>
-#include <mbedtls/oid.h>
-#include <mbedtls/pem.h>
-#include <mbedtls/pk.h>
-#include <mbedtls/platform.h>
 #include <mbedtls/x509.h>
 #include <mbedtls/x509_crl.h>
 #include <mbedtls/x509_crt.h>
 
-#include "authenticode/mbedtls_compat.h"
+#include "authenticode/authenticode_int.h"
+#include "authenticode/chain.h"
+#include "authenticode/cms.h"
 #include "authenticode/msi.h"
 #include "authenticode/pe.h"
 #include "authenticode/subject.h"
+#include "authenticode/timestamp.h"
 #include "base/text.h"
 #include "platform/platform.h"
 
-#define MAX_CARRIED_CERTIFICATES 64      /* certificates we parse from one SignedData */
 #define MAX_CA_FILE (4u * 1024u * 1024u) /* trusted CA file size cap */
 #define MAX_SYSTEM_STORE (64u << 20)     /* "system": the OS bundle is larger */
 #define MAX_CRL_FILE (64u << 20)         /* one CRL file (a large CA's CRL is tens of MiB) */
-#define TIMESTAMP_FUTURE_SLACK 300       /* a timestamp may be this far after `now` (clock skew) */
-
-/* ---- DER reading --------------------------------------------------------- */
-
-typedef struct span {
-    unsigned char *p; /* first byte (inside a buffer this file owns) */
-    size_t len;       /* length in bytes; 0 for an absent element */
-} span;
-
-typedef struct der_reader {
-    unsigned char *p;   /* next element */
-    unsigned char *end; /* end of the enclosing element's contents */
-} der_reader;
-
-static der_reader der_of(span s)
-{
-    der_reader d = {s.p, s.p ? s.p + s.len : NULL}; /* NULL + 0 is undefined in C */
-    return d;
-}
-
-/* Reads one element with tag: contents (may be NULL) and the whole element
- * (may be NULL). Leaves the reader unmoved when the tag does not match. */
-static bool der_read(der_reader *d, int tag, span *contents, span *element)
-{
-    unsigned char *start = d->p;
-    size_t len;
-    if (d->p >= d->end || mbedtls_asn1_get_tag(&d->p, d->end, &len, tag) != 0) {
-        d->p = start;
-        return false;
-    }
-    if (contents) {
-        contents->p = d->p;
-        contents->len = len;
-    }
-    if (element) {
-        element->p = start;
-        element->len = (size_t)(d->p - start) + len;
-    }
-    d->p += len;
-    return true;
-}
-
-static bool der_peek(const der_reader *d, int tag)
-{
-    return d->p < d->end && *d->p == tag;
-}
-
-static bool der_skip(der_reader *d)
-{
-    return d->p < d->end && der_read(d, *d->p, NULL, NULL);
-}
-
-static bool der_done(const der_reader *d)
-{
-    return d->p == d->end;
-}
-
-#define TAG_SEQUENCE (MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)
-#define TAG_SET (MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SET)
-#define TAG_CONTEXT(n) (MBEDTLS_ASN1_CONTEXT_SPECIFIC | MBEDTLS_ASN1_CONSTRUCTED | (n))
-
-/* AlgorithmIdentifier: SEQUENCE { OID, parameters ANY OPTIONAL }. */
-static bool der_read_algorithm(der_reader *d, span *oid)
-{
-    span seq;
-    if (!der_read(d, TAG_SEQUENCE, &seq, NULL))
-        return false;
-    der_reader in = der_of(seq);
-    return der_read(&in, MBEDTLS_ASN1_OID, oid, NULL);
-}
-
-/* ---- OIDs (DER contents) ------------------------------------------------- */
-
-typedef struct oid_bytes {
-    const char *bytes;
-    size_t len;
-} oid_bytes;
-
-#define OID(s)                                                                                                         \
-    {                                                                                                                  \
-        s, sizeof(s) - 1                                                                                               \
-    }
-static const oid_bytes OID_SIGNED_DATA = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x07\x02");
-static const oid_bytes OID_CONTENT_TYPE = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x03");
-static const oid_bytes OID_MESSAGE_DIGEST = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x04");
-static const oid_bytes OID_SIGNING_TIME = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x05");
-static const oid_bytes OID_COUNTERSIGNATURE = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x06");
-static const oid_bytes OID_TST_INFO = OID("\x2a\x86\x48\x86\xf7\x0d\x01\x09\x10\x01\x04");
-static const oid_bytes OID_SPC_INDIRECT_DATA = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x01\x04");
-static const oid_bytes OID_SPC_PE_IMAGE_DATA = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x01\x0f");
-static const oid_bytes OID_SPC_SIPINFO = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x01\x1e");
-static const oid_bytes OID_RFC3161_TIMESTAMP = OID("\x2b\x06\x01\x04\x01\x82\x37\x03\x03\x01");
-static const oid_bytes OID_EKU_CODE_SIGNING = OID("\x2b\x06\x01\x05\x05\x07\x03\x03");
-static const oid_bytes OID_EKU_TIME_STAMPING = OID("\x2b\x06\x01\x05\x05\x07\x03\x08");
-static const oid_bytes OID_NESTED_SIGNATURE = OID("\x2b\x06\x01\x04\x01\x82\x37\x02\x04\x01");
-static const oid_bytes OID_CERTIFICATE_POLICIES = OID("\x55\x1d\x20");
-
-static bool oid_is(span s, oid_bytes oid)
-{
-    return s.len == oid.len && memcmp(s.p, oid.bytes, oid.len) == 0;
-}
-
-static bool oid_is_raw(const unsigned char *p, size_t len, oid_bytes oid)
-{
-    return len == oid.len && memcmp(p, oid.bytes, oid.len) == 0;
-}
-
-/* ---- Digests ------------------------------------------------------------- */
-
-static bool md_from_oid(span oid, mbedtls_md_type_t *md)
-{
-    mbedtls_asn1_buf buf = {MBEDTLS_ASN1_OID, oid.len, oid.p};
-    return mbedtls_oid_get_md_alg(&buf, md) == 0;
-}
-
-static const char *md_name(mbedtls_md_type_t md)
-{
-    switch (md) {
-    case MBEDTLS_MD_SHA1: return "sha1";
-    case MBEDTLS_MD_SHA256: return "sha256";
-    case MBEDTLS_MD_SHA384: return "sha384";
-    case MBEDTLS_MD_SHA512: return "sha512";
-    default: return "other";
-    }
-}
-
-/* Whether the policy accepts md for signatures, digests and chains. */
-static bool md_allowed(mbedtls_md_type_t md, const authenticode_policy *policy)
-{
-    return md == MBEDTLS_MD_SHA256 || md == MBEDTLS_MD_SHA384 || md == MBEDTLS_MD_SHA512 ||
-           (md == MBEDTLS_MD_SHA1 && policy->allow_sha1);
-}
-
-/* out must hold MBEDTLS_MD_MAX_SIZE bytes; returns the digest size, 0 on failure. */
-static size_t md_hash(mbedtls_md_type_t md, const unsigned char *data, size_t len, unsigned char *out)
-{
-    const mbedtls_md_info_t *info = mbedtls_md_info_from_type(md);
-    if (!info || mbedtls_md(info, data, len, out) != 0)
-        return 0;
-    return mbedtls_md_get_size(info);
-}
-
-static bool digest_equals(span expected, const unsigned char *actual, size_t actual_len)
-{
-    return expected.len == actual_len && memcmp(expected.p, actual, actual_len) == 0;
-}
-
-/* ---- Time ---------------------------------------------------------------- */
-
-static int64_t x509_time_to_unix(const mbedtls_x509_time *t)
-{
-    return timefmt_from_civil(t->year, t->mon, t->day, t->hour, t->min, t->sec);
-}
-
-static bool parse_digits(const unsigned char *p, int n, int *out)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return false;
-        v = v * 10 + (p[i] - '0');
-    }
-    *out = v;
-    return true;
-}
-
-/* UTCTime (YYMMDDhhmmssZ) or GeneralizedTime (YYYYMMDDhhmmss[.f*]Z). */
-static bool parse_asn1_time(der_reader *d, int64_t *out)
-{
-    span t;
-    int year, mon, day, hour, min, sec;
-    const unsigned char *p;
-    size_t rest;
-    if (der_read(d, MBEDTLS_ASN1_UTC_TIME, &t, NULL)) {
-        if (t.len != 13 || !parse_digits(t.p, 2, &year))
-            return false;
-        year += year < 50 ? 2000 : 1900;
-        p = t.p + 2;
-        rest = 11;
-    } else if (der_read(d, MBEDTLS_ASN1_GENERALIZED_TIME, &t, NULL)) {
-        if (t.len < 15 || !parse_digits(t.p, 4, &year))
-            return false;
-        p = t.p + 4;
-        rest = t.len - 4;
-    } else {
-        return false;
-    }
-    if (!parse_digits(p, 2, &mon) || !parse_digits(p + 2, 2, &day) || !parse_digits(p + 4, 2, &hour) ||
-        !parse_digits(p + 6, 2, &min) || !parse_digits(p + 8, 2, &sec))
-        return false;
-    size_t i = 10;
-    if (i < rest && p[i] == '.') {
-        for (i++; i < rest && p[i] >= '0' && p[i] <= '9'; i++)
-            ;
-    }
-    if (i + 1 != rest || p[i] != 'Z')
-        return false;
-    if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60)
-        return false;
-    *out = timefmt_from_civil(year, mon, day, hour, min, sec);
-    return true;
-}
-
-static void format_time(int64_t t, char *buf, size_t size)
-{
-    int64_t days = t >= 0 ? t / 86400 : (t - 86399) / 86400;
-    int64_t secs = t - days * 86400;
-    /* civil_from_days (H. Hinnant) */
-    int64_t z = days + 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    int64_t d = doy - (153 * mp + 2) / 5 + 1;
-    int64_t m = mp < 10 ? mp + 3 : mp - 9;
-    int64_t y = yoe + era * 400 + (m <= 2);
-    if (y < 0 || y > 9999) {
-        snprintf(buf, size, "(time out of range)");
-        return;
-    }
-    snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02dZ", (int)y, (int)m, (int)d, (int)(secs / 3600),
-             (int)(secs / 60 % 60), (int)(secs % 60));
-}
-
-/* ---- SignedData / SignerInfo --------------------------------------------- */
-
-typedef struct cms_signer {
-    span issuer;         /* issuer Name, whole element (compared with x509 issuer_raw) */
-    span serial;         /* serialNumber INTEGER contents */
-    span digest_alg;     /* digestAlgorithm OID */
-    span attrs;          /* signed attributes, whole [0] element; len 0 when absent */
-    span sig_alg;        /* signatureAlgorithm OID */
-    span signature;      /* signature OCTET STRING contents */
-    span unsigned_attrs; /* unsigned attributes [1] contents; len 0 when absent */
-} cms_signer;
-
-typedef struct cms_signed_data {
-    span content_type; /* encapsulated content type OID */
-    span content;      /* the element inside [0] EXPLICIT eContent; len 0 when absent */
-    span certificates; /* [0] IMPLICIT certificates contents; len 0 when absent */
-    cms_signer signer; /* the one SignerInfo */
-} cms_signed_data;
-
-/* Parses a SignerInfo element (version 1: issuerAndSerialNumber). */
-static bool cms_parse_signer(span element, cms_signer *s, const char **why)
-{
-    memset(s, 0, sizeof *s);
-    der_reader d = der_of(element), in;
-    span seq, ias, version;
-    *why = "SignerInfo is malformed";
-    if (!der_read(&d, TAG_SEQUENCE, &seq, NULL) || !der_done(&d))
-        return false;
-    in = der_of(seq);
-    if (!der_read(&in, MBEDTLS_ASN1_INTEGER, &version, NULL))
-        return false;
-    if (!der_read(&in, TAG_SEQUENCE, &ias, NULL)) {
-        *why = "SignerInfo names its certificate by key identifier (unsupported)";
-        return false;
-    }
-    der_reader id = der_of(ias);
-    if (!der_read(&id, TAG_SEQUENCE, NULL, &s->issuer) || !der_read(&id, MBEDTLS_ASN1_INTEGER, &s->serial, NULL) ||
-        !der_done(&id))
-        return false;
-    if (!der_read_algorithm(&in, &s->digest_alg))
-        return false;
-    if (der_peek(&in, TAG_CONTEXT(0)) && !der_read(&in, TAG_CONTEXT(0), NULL, &s->attrs))
-        return false;
-    if (!der_read_algorithm(&in, &s->sig_alg) || !der_read(&in, MBEDTLS_ASN1_OCTET_STRING, &s->signature, NULL))
-        return false;
-    if (der_peek(&in, TAG_CONTEXT(1)) && !der_read(&in, TAG_CONTEXT(1), &s->unsigned_attrs, NULL))
-        return false;
-    if (!der_done(&in) || s->signature.len == 0)
-        return false;
-    return true;
-}
-
-/* Parses ContentInfo { signedData, [0] SignedData } that fills element
- * exactly. Requires exactly one SignerInfo. */
-static bool cms_parse_signed_data(span element, cms_signed_data *sd, const char **why)
-{
-    memset(sd, 0, sizeof *sd);
-    der_reader d = der_of(element), ci, inner, body;
-    span ci_seq, type, explicit0, body_seq, version, digest_algs, encap, signers;
-    *why = "PKCS#7 SignedData is malformed";
-    if (!der_read(&d, TAG_SEQUENCE, &ci_seq, NULL) || !der_done(&d))
-        return false;
-    ci = der_of(ci_seq);
-    if (!der_read(&ci, MBEDTLS_ASN1_OID, &type, NULL))
-        return false;
-    if (!oid_is(type, OID_SIGNED_DATA)) {
-        *why = "PKCS#7 content is not SignedData";
-        return false;
-    }
-    if (!der_read(&ci, TAG_CONTEXT(0), &explicit0, NULL) || !der_done(&ci))
-        return false;
-    inner = der_of(explicit0);
-    if (!der_read(&inner, TAG_SEQUENCE, &body_seq, NULL) || !der_done(&inner))
-        return false;
-    body = der_of(body_seq);
-    if (!der_read(&body, MBEDTLS_ASN1_INTEGER, &version, NULL) || !der_read(&body, TAG_SET, &digest_algs, NULL) ||
-        !der_read(&body, TAG_SEQUENCE, &encap, NULL))
-        return false;
-    der_reader e = der_of(encap);
-    if (!der_read(&e, MBEDTLS_ASN1_OID, &sd->content_type, NULL))
-        return false;
-    if (der_peek(&e, TAG_CONTEXT(0))) {
-        span content;
-        if (!der_read(&e, TAG_CONTEXT(0), &content, NULL))
-            return false;
-        der_reader c = der_of(content);
-        if (!der_skip(&c) || !der_done(&c))
-            return false;
-        sd->content = content;
-    }
-    if (!der_done(&e))
-        return false;
-    if (der_peek(&body, TAG_CONTEXT(0)) && !der_read(&body, TAG_CONTEXT(0), &sd->certificates, NULL))
-        return false;
-    if (der_peek(&body, TAG_CONTEXT(1)) && !der_skip(&body)) /* CRLs: not used */
-        return false;
-    if (!der_read(&body, TAG_SET, &signers, NULL) || !der_done(&body))
-        return false;
-    der_reader si = der_of(signers);
-    span first;
-    if (!der_read(&si, TAG_SEQUENCE, NULL, &first)) {
-        *why = "PKCS#7 SignedData has no signer";
-        return false;
-    }
-    if (!der_done(&si)) {
-        *why = "PKCS#7 SignedData has more than one signer";
-        return false;
-    }
-    return cms_parse_signer(first, &sd->signer, why);
-}
-
-/*
- * Finds the attribute of type oid in an attribute list (the contents of a
- * SET OF Attribute) and returns the contents of its values SET. Returns
- * 0 when absent, 1 when found once, -1 when repeated or malformed.
- */
-static int cms_find_attribute(span list, oid_bytes oid, span *values)
-{
-    der_reader d = der_of(list);
-    int found = 0;
-    while (!der_done(&d)) {
-        span attr, type, set;
-        if (!der_read(&d, TAG_SEQUENCE, &attr, NULL))
-            return -1;
-        der_reader a = der_of(attr);
-        if (!der_read(&a, MBEDTLS_ASN1_OID, &type, NULL) || !der_read(&a, TAG_SET, &set, NULL) || !der_done(&a))
-            return -1;
-        if (oid_is(type, oid)) {
-            if (found)
-                return -1;
-            found = 1;
-            *values = set;
-        }
-    }
-    return found;
-}
-
-/* Contents of the signed attributes SET (attrs is the whole [0] element). */
-static span cms_attrs_contents(span attrs)
-{
-    span s = {NULL, 0};
-    der_reader d = der_of(attrs);
-    der_read(&d, TAG_CONTEXT(0), &s, NULL);
-    return s;
-}
-
-/* The one value of a single-valued attribute, whole element. */
-static bool cms_single_value(span values, span *value)
-{
-    der_reader d = der_of(values);
-    if (d.p >= d.end || !der_read(&d, *d.p, NULL, value))
-        return false;
-    return der_done(&d);
-}
 
 /* ---- Notes: what could not be read ------------------------------------- */
 
-/* Appends one printf-style note to notes (size bytes), "; " between notes,
- * cut to fit. */
-static void OUTPOST_PRINTF(3, 4) notes_add(char *notes, size_t size, const char *fmt, ...)
+void authenticode_note(char *notes, size_t size, const char *fmt, ...)
 {
     size_t used = strlen(notes);
     if (used + 3 >= size)
@@ -453,550 +57,6 @@ static void OUTPOST_PRINTF(3, 4) notes_add(char *notes, size_t size, const char 
     va_start(ap, fmt);
     vsnprintf(notes + used, size - used, fmt, ap);
     va_end(ap);
-}
-
-/* ---- Certificates -------------------------------------------------------- */
-
-/* Extensions Mbed TLS does not handle itself. A certificatePolicies
- * extension with policies it does not know (Microsoft's PCA certificates
- * mark theirs critical) only states policy: accepted. Any other unknown
- * critical extension keeps the certificate unreadable. */
-static int certs_ext_cb(void *ctx, mbedtls_x509_crt const *crt, mbedtls_x509_buf const *oid, int critical,
-                        const unsigned char *p, const unsigned char *end)
-{
-    (void)ctx;
-    (void)crt;
-    (void)p;
-    (void)end;
-    if (oid_is_raw(oid->p, oid->len, OID_CERTIFICATE_POLICIES))
-        return 0;
-    return critical ? MBEDTLS_ERR_X509_FEATURE_UNAVAILABLE : 0;
-}
-
-/* Parses one DER certificate into *pool (appending); Mbed TLS's result. */
-static int certs_add(mbedtls_x509_crt *pool, const unsigned char *der, size_t len)
-{
-    return mbedtls_x509_crt_parse_der_with_ext_cb(pool, der, len, 1, certs_ext_cb, NULL);
-}
-
-/* The subject of a certificate Mbed TLS refused, read from its DER
- * (Certificate { TBSCertificate { [0] version, serial, signature, issuer,
- * validity, subject ... } }) into out; "" when even that is unreadable. */
-static void certs_raw_subject(const unsigned char *der, size_t len, char *out, size_t size)
-{
-    out[0] = '\0';
-    span whole = {(unsigned char *)der, len}, cert, tbs, subject;
-    der_reader d = der_of(whole), c, t;
-    if (!der_read(&d, TAG_SEQUENCE, &cert, NULL))
-        return;
-    c = der_of(cert);
-    if (!der_read(&c, TAG_SEQUENCE, &tbs, NULL))
-        return;
-    t = der_of(tbs);
-    if (der_peek(&t, TAG_CONTEXT(0)))
-        der_skip(&t);
-    if (!der_read(&t, MBEDTLS_ASN1_INTEGER, NULL, NULL) || !der_read(&t, TAG_SEQUENCE, NULL, NULL) ||
-        !der_read(&t, TAG_SEQUENCE, NULL, NULL) || !der_read(&t, TAG_SEQUENCE, NULL, NULL) ||
-        !der_read(&t, TAG_SEQUENCE, &subject, NULL))
-        return;
-    mbedtls_x509_name name;
-    memset(&name, 0, sizeof name);
-    unsigned char *p = subject.p;
-    if (mbedtls_x509_get_name(&p, subject.p + subject.len, &name) == 0)
-        (void)subject_format(&name, out, size);
-    for (mbedtls_x509_name *n = name.next; n;) {
-        mbedtls_x509_name *next = n->next;
-        mbedtls_free(n);
-        n = next;
-    }
-}
-
-/* Notes that certificate number position (1-based) of where could not be
- * read: its subject when the DER shows it, and Mbed TLS's error. */
-static void certs_note_unreadable(const unsigned char *der, size_t len, const char *where, unsigned position, int ret,
-                                  char *notes, size_t notes_size)
-{
-    char subject[128], why[96];
-    certs_raw_subject(der, len, subject, sizeof subject);
-    mbedtls_strerror(ret, why, sizeof why);
-    notes_add(notes, notes_size, "certificate %u of %s%s%s%s cannot be read (Mbed TLS -0x%04x: %s)", position, where,
-              subject[0] ? " (\"" : "", subject, subject[0] ? "\")" : "", (unsigned)-ret, why);
-}
-
-/* Parses every certificate of a [0] certificates set into *pool
- * (appending). One that cannot be read is named in notes: it can only fail
- * to be found, and the chain's failure then says why. */
-static void certs_parse(span certificates, mbedtls_x509_crt *pool, const char *where, char *notes, size_t notes_size)
-{
-    der_reader d = der_of(certificates);
-    unsigned position = 0;
-    while (!der_done(&d) && position < MAX_CARRIED_CERTIFICATES) {
-        span cert;
-        if (d.p >= d.end || !der_read(&d, *d.p, NULL, &cert))
-            return;
-        position++;
-        if (*cert.p != TAG_SEQUENCE)
-            continue; /* an attribute certificate or other choice: not for chains */
-        int ret = certs_add(pool, cert.p, cert.len);
-        if (ret != 0)
-            certs_note_unreadable(cert.p, cert.len, where, position, ret, notes, notes_size);
-    }
-}
-
-static const mbedtls_x509_crt *certs_find(const mbedtls_x509_crt *pool, const cms_signer *s)
-{
-    for (const mbedtls_x509_crt *c = pool; c && c->raw.len; c = c->next) {
-        if (c->issuer_raw.len == s->issuer.len && memcmp(c->issuer_raw.p, s->issuer.p, s->issuer.len) == 0 &&
-            c->serial.len == s->serial.len && memcmp(c->serial.p, s->serial.p, s->serial.len) == 0)
-            return c;
-    }
-    return NULL;
-}
-
-/* Whether crt's extended key usage names eku explicitly. An absent
- * extension or anyExtendedKeyUsage does not count: a code-signing
- * certificate must say so. */
-static bool certs_has_eku(const mbedtls_x509_crt *crt, oid_bytes eku)
-{
-    if (!compat_x509_crt_has_ext(crt, MBEDTLS_X509_EXT_EXTENDED_KEY_USAGE))
-        return false;
-    for (const mbedtls_x509_sequence *s = &crt->COMPAT_PRIVATE(ext_key_usage); s; s = s->next) {
-        if (oid_is_raw(s->buf.p, s->buf.len, eku))
-            return true;
-    }
-    return false;
-}
-
-/* ---- Signer checks ------------------------------------------------------- */
-
-/*
- * Checks a SignerInfo against the content it signs: its digest algorithm is
- * allowed, its signed attributes are present, name content_type (unless
- * NULL), hold messageDigest = hash(content); and its signature over the
- * attributes (DER, re-tagged as SET) verifies with cert's key. Returns
- * AUTHENTICODE_VALID or the verdict with *why set.
- */
-static authenticode_verdict signer_check(const cms_signer *s, const oid_bytes *content_type,
-                                         const unsigned char *content, size_t content_len, const mbedtls_x509_crt *cert,
-                                         const authenticode_policy *policy, const char **why)
-{
-    mbedtls_md_type_t md = MBEDTLS_MD_NONE;
-    unsigned char digest[MBEDTLS_MD_MAX_SIZE];
-    span values, value;
-
-    if (!md_from_oid(s->digest_alg, &md) || !md_allowed(md, policy)) {
-        *why = md == MBEDTLS_MD_SHA1 ? "signer uses SHA-1, which the policy does not allow"
-                                     : "signer uses an unsupported digest algorithm";
-        return AUTHENTICODE_UNSUPPORTED;
-    }
-    span attrs = cms_attrs_contents(s->attrs);
-    if (s->attrs.len == 0 || attrs.p == NULL) {
-        *why = "signer has no signed attributes";
-        return AUTHENTICODE_BAD_SIGNATURE;
-    }
-    if (content_type) {
-        if (cms_find_attribute(attrs, OID_CONTENT_TYPE, &values) != 1 || !cms_single_value(values, &value)) {
-            *why = "signed attributes lack a single contentType";
-            return AUTHENTICODE_BAD_SIGNATURE;
-        }
-        der_reader v = der_of(value);
-        span oid;
-        if (!der_read(&v, MBEDTLS_ASN1_OID, &oid, NULL) || !oid_is(oid, *content_type)) {
-            *why = "signed contentType does not match the signed content";
-            return AUTHENTICODE_BAD_SIGNATURE;
-        }
-    }
-    if (cms_find_attribute(attrs, OID_MESSAGE_DIGEST, &values) != 1 || !cms_single_value(values, &value)) {
-        *why = "signed attributes lack a single messageDigest";
-        return AUTHENTICODE_BAD_SIGNATURE;
-    }
-    der_reader v = der_of(value);
-    span signed_digest;
-    size_t n = md_hash(md, content, content_len, digest);
-    if (!der_read(&v, MBEDTLS_ASN1_OCTET_STRING, &signed_digest, NULL) || n == 0 ||
-        !digest_equals(signed_digest, digest, n)) {
-        *why = "messageDigest attribute does not match the signed content";
-        return AUTHENTICODE_BAD_SIGNATURE;
-    }
-
-    /* The signature covers the attributes' DER with the SET tag (0x31) in
-     * place of the [0] IMPLICIT tag (0xa0): hash the tag byte, then the rest. */
-    const mbedtls_md_info_t *info = mbedtls_md_info_from_type(md);
-    mbedtls_md_context_t ctx;
-    mbedtls_md_init(&ctx);
-    unsigned char set_tag = TAG_SET;
-    int ret = mbedtls_md_setup(&ctx, info, 0);
-    if (ret == 0)
-        ret = mbedtls_md_starts(&ctx);
-    if (ret == 0)
-        ret = mbedtls_md_update(&ctx, &set_tag, 1);
-    if (ret == 0)
-        ret = mbedtls_md_update(&ctx, s->attrs.p + 1, s->attrs.len - 1);
-    if (ret == 0)
-        ret = mbedtls_md_finish(&ctx, digest);
-    mbedtls_md_free(&ctx);
-    if (ret != 0) {
-        *why = "cannot hash the signed attributes";
-        return AUTHENTICODE_BAD_SIGNATURE;
-    }
-
-    /* The signature algorithm names the key type (rsaEncryption,
-     * sha256WithRSAEncryption, ecdsa-with-SHA256, ecPublicKey...); it must
-     * agree with the certificate's key. RSA-PSS is not supported. */
-    mbedtls_asn1_buf alg = {MBEDTLS_ASN1_OID, s->sig_alg.len, s->sig_alg.p};
-    mbedtls_pk_type_t pk_type;
-    mbedtls_md_type_t sig_md;
-    if (mbedtls_oid_get_pk_alg(&alg, &pk_type) != 0) {
-        if (mbedtls_oid_get_sig_alg(&alg, &sig_md, &pk_type) != 0 || pk_type == MBEDTLS_PK_RSASSA_PSS) {
-            *why = "signer uses an unsupported signature algorithm";
-            return AUTHENTICODE_UNSUPPORTED;
-        }
-    }
-    if (pk_type == MBEDTLS_PK_ECKEY)
-        pk_type = MBEDTLS_PK_ECDSA;
-    if (pk_type != MBEDTLS_PK_RSA && pk_type != MBEDTLS_PK_ECDSA) {
-        *why = "signer uses an unsupported signature algorithm";
-        return AUTHENTICODE_UNSUPPORTED;
-    }
-    mbedtls_pk_context *pk = (mbedtls_pk_context *)&cert->pk;
-    if (!mbedtls_pk_can_do(pk, pk_type)) {
-        *why = "signature algorithm does not match the signer's key";
-        return AUTHENTICODE_BAD_SIGNATURE;
-    }
-    if (mbedtls_pk_verify(pk, md, digest, mbedtls_md_get_size(info), s->signature.p, s->signature.len) != 0) {
-        *why = "signature value does not verify with the signer's key";
-        return AUTHENTICODE_BAD_SIGNATURE;
-    }
-    return AUTHENTICODE_VALID;
-}
-
-/* ---- Chains -------------------------------------------------------------- */
-
-/* What the verify callback needs and finds (see chain_judge). */
-typedef struct chain_judging {
-    int64_t when;                   /* judging time */
-    bool timestamped;               /* when comes from a trusted timestamp */
-    const mbedtls_x509_crl *crls;   /* crl_files; NULL or empty: no revocation check */
-    const mbedtls_x509_crt *parent; /* the certificate judged just before (one level up) */
-    char revoked[256];              /* which certificate is revoked, and since when */
-    char *notes;                    /* CRLs that did not verify (result->notes) */
-    size_t notes_size;
-} chain_judging;
-
-/* Whether crl's signature verifies with issuer's key. */
-static bool crl_signed_by(const mbedtls_x509_crl *crl, const mbedtls_x509_crt *issuer)
-{
-    unsigned char hash[MBEDTLS_MD_MAX_SIZE];
-    mbedtls_md_type_t md = crl->COMPAT_PRIVATE(sig_md);
-    size_t n = md_hash(md, crl->tbs.p, crl->tbs.len, hash);
-    return n != 0 && mbedtls_pk_verify_ext(crl->COMPAT_PRIVATE(sig_pk), crl->COMPAT_PRIVATE(sig_opts),
-                                           (mbedtls_pk_context *)&issuer->pk, md, hash, n, crl->COMPAT_PRIVATE(sig).p,
-                                           crl->COMPAT_PRIVATE(sig).len) == 0;
-}
-
-/* Revocation of crt (issued by issuer) by the CRLs its issuer signed: fills
- * j->revoked when a CRL lists it, revoked at or before the judging time, or
- * at all without a trusted timestamp. A CRL under the issuer's name whose
- * signature does not verify is noted and ignored. */
-static void chain_check_revocation(chain_judging *j, const mbedtls_x509_crt *crt, const mbedtls_x509_crt *issuer)
-{
-    for (const mbedtls_x509_crl *crl = j->crls; crl && crl->raw.len; crl = crl->next) {
-        if (crl->issuer_raw.len != crt->issuer_raw.len ||
-            memcmp(crl->issuer_raw.p, crt->issuer_raw.p, crt->issuer_raw.len) != 0)
-            continue;
-        if (!crl_signed_by(crl, issuer)) {
-            char name[96];
-            (void)subject_format(&crl->issuer, name, sizeof name);
-            notes_add(j->notes, j->notes_size, "a CRL of \"%s\" does not verify with its issuer's key: ignored", name);
-            continue;
-        }
-        for (const mbedtls_x509_crl_entry *e = &crl->entry; e && e->raw.len; e = e->next) {
-            if (e->serial.len != crt->serial.len || memcmp(e->serial.p, crt->serial.p, crt->serial.len) != 0)
-                continue;
-            int64_t at = x509_time_to_unix(&e->revocation_date);
-            if (j->timestamped && at > j->when)
-                continue; /* revoked after the trusted signing time: the signature stands */
-            char subject[120], date[32];
-            (void)subject_format(&crt->subject, subject, sizeof subject);
-            format_time(at, date, sizeof date);
-            snprintf(j->revoked, sizeof j->revoked, "certificate \"%.120s\" was revoked on %.24s%s", subject, date,
-                     j->timestamped ? ", before the signature's timestamp"
-                                    : " and the signature has no trusted timestamp");
-            return;
-        }
-    }
-}
-
-/* Verify callback: judge every certificate's dates at j->when instead of
- * the wall clock (see the top of the file), and its revocation. Mbed TLS
- * calls it from the top of the chain down, so j->parent is the issuer. */
-static int chain_judge(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flags)
-{
-    chain_judging *j = ctx;
-    (void)depth;
-    *flags &= ~(uint32_t)(MBEDTLS_X509_BADCERT_EXPIRED | MBEDTLS_X509_BADCERT_FUTURE);
-    if (x509_time_to_unix(&crt->valid_to) < j->when)
-        *flags |= MBEDTLS_X509_BADCERT_EXPIRED;
-    if (x509_time_to_unix(&crt->valid_from) > j->when)
-        *flags |= MBEDTLS_X509_BADCERT_FUTURE;
-    if (j->parent && j->crls && !j->revoked[0]) {
-        chain_check_revocation(j, crt, j->parent);
-        if (j->revoked[0])
-            *flags |= MBEDTLS_X509_BADCERT_REVOKED;
-    }
-    j->parent = crt;
-    return 0;
-}
-
-/*
- * Verifies that leaf chains through pool to a certificate of trusted, all
- * valid at when and (with crls) none revoked. Fills why with the failure
- * (empty on success); *revoked is set when revocation was the reason.
- */
-static bool chain_verify(const mbedtls_x509_crt *leaf, const mbedtls_x509_crt *pool, mbedtls_x509_crt *trusted,
-                         chain_judging *judging, const authenticode_policy *policy, char *why, size_t why_size,
-                         bool *revoked)
-{
-    mbedtls_x509_crt chain;
-    mbedtls_x509_crt_init(&chain);
-    why[0] = '\0';
-    *revoked = false;
-    if (certs_add(&chain, leaf->raw.p, leaf->raw.len) != 0) {
-        snprintf(why, why_size, "cannot copy the signer certificate");
-        return false;
-    }
-    for (const mbedtls_x509_crt *c = pool; c && c->raw.len; c = c->next) {
-        if (c != leaf)
-            (void)certs_add(&chain, c->raw.p, c->raw.len); /* parsed once already */
-    }
-    mbedtls_x509_crt_profile profile = {
-        .allowed_mds = MBEDTLS_X509_ID_FLAG(MBEDTLS_MD_SHA256) | MBEDTLS_X509_ID_FLAG(MBEDTLS_MD_SHA384) |
-                       MBEDTLS_X509_ID_FLAG(MBEDTLS_MD_SHA512) |
-                       (policy->allow_sha1 ? MBEDTLS_X509_ID_FLAG(MBEDTLS_MD_SHA1) : 0),
-        .allowed_pks = 0x0FFFFFFF,
-        .allowed_curves = 0x0FFFFFFF,
-        .rsa_min_bitlen = 2048,
-    };
-    uint32_t flags = 0;
-    judging->parent = NULL;
-    judging->revoked[0] = '\0';
-    int ret = mbedtls_x509_crt_verify_with_profile(&chain, trusted, NULL, &profile, NULL, &flags, chain_judge, judging);
-    mbedtls_x509_crt_free(&chain);
-    if (ret == 0 && flags == 0)
-        return true;
-    char at[32];
-    format_time(judging->when, at, sizeof at);
-    if (flags & MBEDTLS_X509_BADCERT_NOT_TRUSTED)
-        snprintf(why, why_size, "does not chain to a trusted CA");
-    else if (flags & MBEDTLS_X509_BADCERT_REVOKED) {
-        *revoked = true;
-        snprintf(why, why_size, "%.*s", (int)why_size - 1, judging->revoked);
-    } else if (flags & MBEDTLS_X509_BADCERT_EXPIRED)
-        snprintf(why, why_size, "a certificate of the chain had expired at %s", at);
-    else if (flags & MBEDTLS_X509_BADCERT_FUTURE)
-        snprintf(why, why_size, "a certificate of the chain was not yet valid at %s", at);
-    else if (flags & MBEDTLS_X509_BADCERT_BAD_MD)
-        snprintf(why, why_size, "a certificate of the chain is signed with a refused hash");
-    else if (flags & (MBEDTLS_X509_BADCERT_BAD_KEY | MBEDTLS_X509_BADCERT_BAD_PK))
-        snprintf(why, why_size, "a certificate of the chain has a refused key");
-    else
-        snprintf(why, why_size, "chain verification failed (flags 0x%x)", (unsigned)flags);
-    return false;
-}
-
-/* Judging without revocation (timestamp chains): dates only. */
-static chain_judging chain_at(int64_t when)
-{
-    chain_judging j;
-    memset(&j, 0, sizeof j);
-    j.when = when;
-    return j;
-}
-
-/* ---- Verification context ------------------------------------------------ */
-
-typedef struct verify_ctx {
-    const authenticode_policy *policy;
-    authenticode_result *result; /* the signature being judged (see signatures_judge) */
-    mbedtls_x509_crt trusted;    /* trusted_ca_file */
-    mbedtls_x509_crt ts_trusted; /* timestamp_ca_file; empty (raw.len 0) when not given */
-    mbedtls_x509_crl crls;       /* crl_files; empty (raw.len 0) when none */
-    char ca_notes[512];          /* certificates of the CA files that could not be read */
-    bool ca_file_unreadable;     /* one of them is in a named file (not "system") */
-    int64_t now;                 /* judging time without a timestamp */
-    bool trust_digest;           /* authenticode_check_blob: skip the image digest */
-    unsigned char digests[MBEDTLS_MD_SHA512 + 1][MBEDTLS_MD_MAX_SIZE]; /* the file's digest per
-                                                                          algorithm, computed once */
-    bool have_digest[MBEDTLS_MD_SHA512 + 1];
-} verify_ctx;
-
-/* ---- Timestamps ---------------------------------------------------------- */
-
-/*
- * RFC 3161 timestamp (unsigned attribute 1.3.6.1.4.1.311.3.3.1): a
- * TimeStampToken (SignedData of TSTInfo) whose messageImprint is the hash of
- * the primary signer's signature value. On success sets *when to genTime.
- */
-static bool timestamp_rfc3161(verify_ctx *v, const cms_signer *primary, span values, int64_t *when, char *why,
-                              size_t why_size)
-{
-    const char *reason;
-    span token;
-    cms_signed_data sd;
-    if (!cms_single_value(values, &token) || !cms_parse_signed_data(token, &sd, &reason)) {
-        snprintf(why, why_size, "RFC 3161 token: %s", "malformed");
-        return false;
-    }
-    /* eContent is an OCTET STRING holding the TSTInfo DER. */
-    der_reader c = der_of(sd.content);
-    span tst;
-    if (!oid_is(sd.content_type, OID_TST_INFO) || !der_read(&c, MBEDTLS_ASN1_OCTET_STRING, &tst, NULL)) {
-        snprintf(why, why_size, "RFC 3161 token does not hold a TSTInfo");
-        return false;
-    }
-    der_reader t = der_of(tst), info, imprint;
-    span info_seq, version, policy_oid, imprint_seq, imprint_alg, hashed;
-    mbedtls_md_type_t imprint_md;
-    int64_t gen_time;
-    if (!der_read(&t, TAG_SEQUENCE, &info_seq, NULL) || !der_done(&t))
-        goto malformed;
-    info = der_of(info_seq);
-    if (!der_read(&info, MBEDTLS_ASN1_INTEGER, &version, NULL) ||
-        !der_read(&info, MBEDTLS_ASN1_OID, &policy_oid, NULL) || !der_read(&info, TAG_SEQUENCE, &imprint_seq, NULL) ||
-        !der_read(&info, MBEDTLS_ASN1_INTEGER, NULL, NULL) || !parse_asn1_time(&info, &gen_time))
-        goto malformed;
-    imprint = der_of(imprint_seq);
-    if (!der_read_algorithm(&imprint, &imprint_alg) || !der_read(&imprint, MBEDTLS_ASN1_OCTET_STRING, &hashed, NULL))
-        goto malformed;
-    if (!md_from_oid(imprint_alg, &imprint_md) || !md_allowed(imprint_md, v->policy)) {
-        snprintf(why, why_size, "RFC 3161 token uses a refused digest algorithm");
-        return false;
-    }
-    unsigned char digest[MBEDTLS_MD_MAX_SIZE];
-    size_t n = md_hash(imprint_md, primary->signature.p, primary->signature.len, digest);
-    if (n == 0 || !digest_equals(hashed, digest, n)) {
-        snprintf(why, why_size, "RFC 3161 token does not stamp this signature");
-        return false;
-    }
-
-    mbedtls_x509_crt pool;
-    mbedtls_x509_crt_init(&pool);
-    certs_parse(sd.certificates, &pool, "the RFC 3161 token", v->result->notes, sizeof v->result->notes);
-    bool ok = false;
-    const mbedtls_x509_crt *tsa = certs_find(&pool, &sd.signer);
-    if (!tsa) {
-        snprintf(why, why_size, "RFC 3161 token does not carry its signer's certificate");
-    } else if (signer_check(&sd.signer, &OID_TST_INFO, tst.p, tst.len, tsa, v->policy, &reason) != AUTHENTICODE_VALID) {
-        snprintf(why, why_size, "RFC 3161 token: %.100s", reason);
-    } else if (!certs_has_eku(tsa, OID_EKU_TIME_STAMPING)) {
-        snprintf(why, why_size, "RFC 3161 token signer is not a timestamping certificate");
-    } else {
-        char chain_why[200];
-        bool revoked;
-        mbedtls_x509_crt *trust = v->ts_trusted.raw.len ? &v->ts_trusted : &v->trusted;
-        chain_judging at = chain_at(gen_time);
-        if (chain_verify(tsa, &pool, trust, &at, v->policy, chain_why, sizeof chain_why, &revoked)) {
-            *when = gen_time;
-            ok = true;
-        } else {
-            snprintf(why, why_size, "RFC 3161 signer chain rejected: %.100s", chain_why);
-        }
-    }
-    mbedtls_x509_crt_free(&pool);
-    return ok;
-
-malformed:
-    snprintf(why, why_size, "RFC 3161 TSTInfo is malformed");
-    return false;
-}
-
-/*
- * Legacy Authenticode timestamp (unsigned attribute 1.2.840.113549.1.9.6):
- * a SignerInfo over the primary signer's signature value whose signed
- * attributes carry signingTime; its certificate travels in the primary
- * SignedData's certificates (carried).
- */
-static bool timestamp_legacy(verify_ctx *v, const cms_signer *primary, span values, const mbedtls_x509_crt *carried,
-                             int64_t *when, char *why, size_t why_size)
-{
-    const char *reason;
-    span element, time_values, time_value;
-    cms_signer cs;
-    int64_t signing_time;
-    if (!cms_single_value(values, &element) || !cms_parse_signer(element, &cs, &reason)) {
-        snprintf(why, why_size, "countersignature is malformed");
-        return false;
-    }
-    const mbedtls_x509_crt *tsa = certs_find(carried, &cs);
-    if (!tsa) {
-        snprintf(why, why_size, "countersignature certificate is not carried");
-        return false;
-    }
-    if (signer_check(&cs, NULL, primary->signature.p, primary->signature.len, tsa, v->policy, &reason) !=
-        AUTHENTICODE_VALID) {
-        snprintf(why, why_size, "countersignature: %.100s", reason);
-        return false;
-    }
-    der_reader tv;
-    if (cms_find_attribute(cms_attrs_contents(cs.attrs), OID_SIGNING_TIME, &time_values) != 1 ||
-        !cms_single_value(time_values, &time_value) ||
-        (tv = der_of(time_value), !parse_asn1_time(&tv, &signing_time))) {
-        snprintf(why, why_size, "countersignature has no valid signingTime");
-        return false;
-    }
-    if (!certs_has_eku(tsa, OID_EKU_TIME_STAMPING)) {
-        snprintf(why, why_size, "countersignature signer is not a timestamping certificate");
-        return false;
-    }
-    char chain_why[200];
-    bool revoked;
-    mbedtls_x509_crt *trust = v->ts_trusted.raw.len ? &v->ts_trusted : &v->trusted;
-    chain_judging at = chain_at(signing_time);
-    if (!chain_verify(tsa, carried, trust, &at, v->policy, chain_why, sizeof chain_why, &revoked)) {
-        snprintf(why, why_size, "countersignature signer chain rejected: %.100s", chain_why);
-        return false;
-    }
-    *when = signing_time;
-    return true;
-}
-
-/*
- * Looks for a timestamp in the primary signer's unsigned attributes. The
- * first one that verifies sets *when and returns true. A timestamp that
- * does not verify (or lies in the future of `now`) is ignored, as Windows
- * does: the signature is then judged at `now`, and note says why.
- */
-static bool timestamp_find(verify_ctx *v, const cms_signer *primary, const mbedtls_x509_crt *carried, int64_t *when,
-                           const char **kind, char *note, size_t note_size)
-{
-    note[0] = '\0';
-    der_reader d = der_of(primary->unsigned_attrs);
-    while (!der_done(&d)) {
-        span attr, type, values;
-        if (!der_read(&d, TAG_SEQUENCE, &attr, NULL))
-            return false;
-        der_reader a = der_of(attr);
-        if (!der_read(&a, MBEDTLS_ASN1_OID, &type, NULL) || !der_read(&a, TAG_SET, &values, NULL))
-            return false;
-        bool ok = false;
-        int64_t t = 0;
-        if (oid_is(type, OID_RFC3161_TIMESTAMP))
-            ok = timestamp_rfc3161(v, primary, values, &t, note, note_size);
-        else if (oid_is(type, OID_COUNTERSIGNATURE))
-            ok = timestamp_legacy(v, primary, values, carried, &t, note, note_size);
-        else
-            continue; /* nested signatures (signatures_judge) and anything else */
-        if (ok && t > v->now + TIMESTAMP_FUTURE_SLACK) {
-            snprintf(note, note_size, "timestamp lies in the future");
-            ok = false;
-        }
-        if (ok) {
-            *when = t;
-            *kind = oid_is(type, OID_RFC3161_TIMESTAMP) ? "rfc3161" : "legacy";
-            return true;
-        }
-    }
-    return false;
 }
 
 /* ---- One signature --------------------------------------------------------- */
@@ -1033,147 +93,200 @@ static bool signer_pinned(const authenticode_policy *policy, const char *cert_sh
     return false;
 }
 
-/* Checks one SignedData (steps 2-8 of authenticode.h) into v->result;
- * *nested is set to its signer's unsigned attributes (where nested
- * signatures live) as soon as the structure has been read. */
-static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der_len, oid_bytes data_type,
-                                              image_digest_fn digest_fn, void *format, span *nested, error_info *err)
+/* The signed content of an Authenticode signature, SpcIndirectDataContent
+ * ::= SEQUENCE { data SEQUENCE { type OID, value }, messageDigest DigestInfo }. */
+typedef struct indirect_data {
+    span signed_part;     /* the SEQUENCE's contents: what messageDigest covers */
+    span image_digest;    /* the file's digest the signer signed */
+    mbedtls_md_type_t md; /* its algorithm */
+} indirect_data;
+
+/* Step 2: reads the SignedData and its SpcIndirectDataContent, which must
+ * be for data_type (the file's format) with a digest algorithm Mbed TLS
+ * knows. *nested is set to the signer's unsigned attributes (where nested
+ * signatures live) as soon as the SignedData has been read. */
+static MUST_CHECK error_code signature_read(authenticode_result *r, unsigned char *der, size_t der_len,
+                                            oid_bytes data_type, cms_signed_data *sd, indirect_data *idc, span *nested)
 {
-    authenticode_result *r = v->result;
     const char *why;
-    cms_signed_data sd;
     span blob = {der, der_len};
-    nested->p = NULL;
-    nested->len = 0;
-    if (!cms_parse_signed_data(blob, &sd, &why))
+    if (!cms_parse_signed_data(blob, sd, &why))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "%s", why);
-    *nested = sd.signer.unsigned_attrs;
-    if (!oid_is(sd.content_type, OID_SPC_INDIRECT_DATA))
+    *nested = sd->signer.unsigned_attrs;
+    if (!oid_is(sd->content_type, OID_SPC_INDIRECT_DATA))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "signed content is not SpcIndirectDataContent");
 
-    /* SpcIndirectDataContent ::= SEQUENCE { data SEQUENCE { type OID, value },
-     *                                        messageDigest DigestInfo } */
-    der_reader c = der_of(sd.content), idc, data;
-    span idc_seq, data_seq, data_oid, info_seq, image_alg, image_digest;
-    if (!der_read(&c, TAG_SEQUENCE, &idc_seq, NULL))
+    der_reader c = der_of(sd->content), seq, data;
+    span data_seq, data_oid, info_seq, image_alg;
+    if (!der_read(&c, TAG_SEQUENCE, &idc->signed_part, NULL))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "SpcIndirectDataContent is malformed");
-    idc = der_of(idc_seq);
-    if (!der_read(&idc, TAG_SEQUENCE, &data_seq, NULL) || !der_read(&idc, TAG_SEQUENCE, &info_seq, NULL))
+    seq = der_of(idc->signed_part);
+    if (!der_read(&seq, TAG_SEQUENCE, &data_seq, NULL) || !der_read(&seq, TAG_SEQUENCE, &info_seq, NULL))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "SpcIndirectDataContent is malformed");
     data = der_of(data_seq);
     der_reader info = der_of(info_seq);
     if (!der_read(&data, MBEDTLS_ASN1_OID, &data_oid, NULL) || !der_read_algorithm(&info, &image_alg) ||
-        !der_read(&info, MBEDTLS_ASN1_OCTET_STRING, &image_digest, NULL))
+        !der_read(&info, MBEDTLS_ASN1_OCTET_STRING, &idc->image_digest, NULL))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "SpcIndirectDataContent is malformed");
     if (!oid_is(data_oid, data_type))
         return authenticode_reject(r, AUTHENTICODE_MALFORMED, "signature is for another file format");
 
-    mbedtls_md_type_t md = MBEDTLS_MD_NONE;
-    if (!md_from_oid(image_alg, &md) || mbedtls_md_info_from_type(md) == NULL)
+    idc->md = MBEDTLS_MD_NONE;
+    if (!md_from_oid(image_alg, &idc->md) || mbedtls_md_info_from_type(idc->md) == NULL)
         return authenticode_reject(r, AUTHENTICODE_UNSUPPORTED, "unknown image digest algorithm");
-    snprintf(r->digest_algorithm, sizeof r->digest_algorithm, "%s", md_name(md));
+    snprintf(r->digest_algorithm, sizeof r->digest_algorithm, "%s", md_name(idc->md));
+    return ERR_OK;
+}
 
-    /* The digest first, whatever the policy thinks of the algorithm: a
-     * signature that does not match the file rejects it (a SHA-1 one too). */
+/* Step 3: the file's digest equals the signed one. It comes first, whatever
+ * the policy thinks of the algorithm: a signature that does not match the
+ * file rejects it (a SHA-1 one too). */
+static MUST_CHECK error_code signature_check_digest(verify_ctx *v, const indirect_data *idc, image_digest_fn digest_fn,
+                                                    void *format, error_info *err)
+{
+    if (v->trust_digest)
+        return ERR_OK;
     unsigned char computed[MBEDTLS_MD_MAX_SIZE];
-    error_code rc = v->trust_digest ? ERR_OK : file_digest(v, md, digest_fn, format, computed, err);
+    error_code rc = file_digest(v, idc->md, digest_fn, format, computed, err);
     if (rc != ERR_OK)
         return rc;
-    if (!v->trust_digest && !digest_equals(image_digest, computed, mbedtls_md_get_size(mbedtls_md_info_from_type(md))))
-        return authenticode_reject(r, AUTHENTICODE_DIGEST_MISMATCH, "the file's %s digest differs from the signed one",
-                                   md_name(md));
+    if (!digest_equals(idc->image_digest, computed, mbedtls_md_get_size(mbedtls_md_info_from_type(idc->md))))
+        return authenticode_reject(v->result, AUTHENTICODE_DIGEST_MISMATCH,
+                                   "the file's %s digest differs from the signed one", md_name(idc->md));
+    return ERR_OK;
+}
+
+/* Step 4, first half: the signer's certificate among those carried, and
+ * what the result records of it (subject, SHA-256). */
+static MUST_CHECK error_code signature_find_signer(authenticode_result *r, const cms_signed_data *sd,
+                                                   const mbedtls_x509_crt *carried, const mbedtls_x509_crt **leaf)
+{
+    *leaf = certs_find(carried, &sd->signer);
+    if (!*leaf)
+        return authenticode_reject(r, AUTHENTICODE_BAD_SIGNATURE,
+                                   "the signer's certificate is not in the signature%s%s", r->notes[0] ? ": " : "",
+                                   r->notes);
+    /* Decoded from the DER, not mbedtls_x509_dn_gets (which prints every
+     * non-ASCII byte as '?'): what is shown is what the pin is compared with. */
+    (void)subject_format(&(*leaf)->subject, r->signer_subject, sizeof r->signer_subject);
+    /* The fleet mirror's manifest names the signer by this hash (PRODUCT.md section 8). */
+    unsigned char cert_digest[MBEDTLS_MD_MAX_SIZE];
+    if (md_hash(MBEDTLS_MD_SHA256, (*leaf)->raw.p, (*leaf)->raw.len, cert_digest) == 32)
+        text_hex(cert_digest, 32, r->signer_cert_sha256);
+    return ERR_OK;
+}
+
+/* Step 4, second half (and 2's algorithm rule): the signer's signed
+ * attributes and signature. messageDigest covers the contents of
+ * SpcIndirectDataContent, without its SEQUENCE tag and length
+ * (Authenticode's rule). A signer whose algorithm the policy refuses still
+ * has its signature checked, so a forged one is told apart from an old one. */
+static MUST_CHECK error_code signature_check_signer(verify_ctx *v, const cms_signed_data *sd, const indirect_data *idc,
+                                                    const mbedtls_x509_crt *leaf)
+{
+    const char *why;
+    authenticode_policy any_md = *v->policy;
+    any_md.allow_sha1 = true;
+    authenticode_verdict verdict = cms_check_signer(&sd->signer, &OID_SPC_INDIRECT_DATA, idc->signed_part.p,
+                                                    idc->signed_part.len, leaf, &any_md, &why);
+    if (verdict != AUTHENTICODE_VALID)
+        return authenticode_reject(v->result, verdict, "%s", why);
+    if (!md_allowed(idc->md, v->policy))
+        return authenticode_reject(v->result, AUTHENTICODE_UNSUPPORTED,
+                                   "image digest algorithm %s is not allowed by the policy", md_name(idc->md));
+    verdict = cms_check_signer(&sd->signer, &OID_SPC_INDIRECT_DATA, idc->signed_part.p, idc->signed_part.len, leaf,
+                               v->policy, &why);
+    if (verdict != AUTHENTICODE_VALID)
+        return authenticode_reject(v->result, verdict, "%s", why);
+    return ERR_OK;
+}
+
+/* Steps 5 and 8: the signer's chain to trusted_ca_file, judged at the time
+ * of a timestamp that verifies (else now), with the CRLs. Without a trust
+ * anchor the chain cannot be judged, nor the time it is judged at:
+ * everything else still is (PRODUCT.md 4.3), and chain_checked says so. */
+static MUST_CHECK error_code signature_check_chain(verify_ctx *v, const cms_signed_data *sd,
+                                                   const mbedtls_x509_crt *carried, const mbedtls_x509_crt *leaf)
+{
+    authenticode_result *r = v->result;
+    if (!v->policy->trusted_ca_file)
+        return ERR_OK;
+    int64_t when = v->now;
+    const char *kind = "";
+    char note[160];
+    if (timestamp_find(v, &sd->signer, carried, &when, &kind, note, sizeof note)) {
+        r->timestamped = true;
+        r->timestamp = when;
+        snprintf(r->timestamp_kind, sizeof r->timestamp_kind, "%s", kind);
+    }
+    char chain_why[200];
+    bool revoked;
+    chain_judging judging = chain_at(when);
+    judging.timestamped = r->timestamped;
+    judging.crls = v->crls.raw.len ? &v->crls : NULL;
+    judging.notes = r->notes;
+    judging.notes_size = sizeof r->notes;
+    if (!chain_verify(leaf, carried, &v->trusted, &judging, v->policy, chain_why, sizeof chain_why, &revoked)) {
+        if (revoked)
+            return authenticode_reject(r, AUTHENTICODE_REVOKED, "%s", chain_why);
+        return authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer chain rejected: %s%s%s%s%s", chain_why,
+                                   note[0] ? "; timestamp ignored: " : "", note, r->notes[0] ? "; " : "", r->notes);
+    }
+    r->chain_checked = true;
+    return ERR_OK;
+}
+
+/* Steps 6 and 7: a code-signing certificate, and the signer the policy
+ * names (signer_subject, signer_sha256) when it names one. */
+static MUST_CHECK error_code signature_check_signer_policy(verify_ctx *v, const mbedtls_x509_crt *leaf)
+{
+    authenticode_result *r = v->result;
+    if (!certs_has_eku(leaf, OID_EKU_CODE_SIGNING) ||
+        mbedtls_x509_crt_check_key_usage(leaf, MBEDTLS_X509_KU_DIGITAL_SIGNATURE) != 0)
+        return authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer certificate is not valid for code signing");
+    if (v->policy->signer_subject && !subject_matches(&leaf->subject, v->policy->signer_subject))
+        return authenticode_reject(r, AUTHENTICODE_WRONG_SIGNER, "signed by \"%s\", not \"%s\"", r->signer_subject,
+                                   v->policy->signer_subject);
+    if (v->policy->signer_sha256_count && !signer_pinned(v->policy, r->signer_cert_sha256))
+        return authenticode_reject(r, AUTHENTICODE_WRONG_SIGNER,
+                                   "signed by \"%.100s\" (certificate SHA-256 %s), which signer_sha256 does not list",
+                                   r->signer_subject, r->signer_cert_sha256);
+    return ERR_OK;
+}
+
+/* Checks one SignedData (steps 2-8 of authenticode.h) into v->result, one
+ * step after the other, the first failure giving the verdict; *nested is
+ * set to its signer's unsigned attributes (where nested signatures live) as
+ * soon as the structure has been read. */
+static MUST_CHECK error_code signature_verify(verify_ctx *v, unsigned char *der, size_t der_len, oid_bytes data_type,
+                                              image_digest_fn digest_fn, void *format, span *nested, error_info *err)
+{
+    authenticode_result *r = v->result;
+    cms_signed_data sd;
+    indirect_data idc;
+    nested->p = NULL;
+    nested->len = 0;
+    error_code rc = signature_read(r, der, der_len, data_type, &sd, &idc, nested);
+    if (rc == ERR_OK)
+        rc = signature_check_digest(v, &idc, digest_fn, format, err);
+    if (rc != ERR_OK)
+        return rc;
 
     mbedtls_x509_crt carried;
     mbedtls_x509_crt_init(&carried);
     certs_parse(sd.certificates, &carried, "the signature", r->notes, sizeof r->notes);
-    const mbedtls_x509_crt *leaf = certs_find(&carried, &sd.signer);
-    if (!leaf) {
-        rc = authenticode_reject(r, AUTHENTICODE_BAD_SIGNATURE, "the signer's certificate is not in the signature%s%s",
-                                 r->notes[0] ? ": " : "", r->notes);
-        goto cleanup;
+    const mbedtls_x509_crt *leaf = NULL;
+    rc = signature_find_signer(r, &sd, &carried, &leaf);
+    if (rc == ERR_OK)
+        rc = signature_check_signer(v, &sd, &idc, leaf);
+    if (rc == ERR_OK)
+        rc = signature_check_chain(v, &sd, &carried, leaf);
+    if (rc == ERR_OK)
+        rc = signature_check_signer_policy(v, leaf);
+    if (rc == ERR_OK) {
+        r->verdict = AUTHENTICODE_VALID;
+        r->reason[0] = '\0';
     }
-    /* Decoded from the DER, not mbedtls_x509_dn_gets (which prints every
-     * non-ASCII byte as '?'): what is shown is what the pin is compared with. */
-    (void)subject_format(&leaf->subject, r->signer_subject, sizeof r->signer_subject);
-    {
-        /* The fleet mirror's manifest names the signer by this hash (PRODUCT.md section 8). */
-        unsigned char cert_digest[MBEDTLS_MD_MAX_SIZE];
-        if (md_hash(MBEDTLS_MD_SHA256, leaf->raw.p, leaf->raw.len, cert_digest) == 32)
-            text_hex(cert_digest, 32, r->signer_cert_sha256);
-    }
-
-    /* messageDigest covers the contents of SpcIndirectDataContent, without
-     * its SEQUENCE tag and length (Authenticode's rule). A signer whose
-     * algorithm the policy refuses still has its signature checked, so a
-     * forged one is told apart from an old one. */
-    authenticode_policy any_md = *v->policy;
-    any_md.allow_sha1 = true;
-    authenticode_verdict verdict =
-        signer_check(&sd.signer, &OID_SPC_INDIRECT_DATA, idc_seq.p, idc_seq.len, leaf, &any_md, &why);
-    if (verdict != AUTHENTICODE_VALID) {
-        rc = authenticode_reject(r, verdict, "%s", why);
-        goto cleanup;
-    }
-    if (!md_allowed(md, v->policy)) {
-        rc = authenticode_reject(r, AUTHENTICODE_UNSUPPORTED, "image digest algorithm %s is not allowed by the policy",
-                                 md_name(md));
-        goto cleanup;
-    }
-    verdict = signer_check(&sd.signer, &OID_SPC_INDIRECT_DATA, idc_seq.p, idc_seq.len, leaf, v->policy, &why);
-    if (verdict != AUTHENTICODE_VALID) {
-        rc = authenticode_reject(r, verdict, "%s", why);
-        goto cleanup;
-    }
-
-    /* Without a trust anchor the chain cannot be judged, nor the time it is
-     * judged at: everything else still is (PRODUCT.md 4.3). */
-    if (v->policy->trusted_ca_file) {
-        int64_t when = v->now;
-        const char *kind = "";
-        char note[160];
-        if (timestamp_find(v, &sd.signer, &carried, &when, &kind, note, sizeof note)) {
-            r->timestamped = true;
-            r->timestamp = when;
-            snprintf(r->timestamp_kind, sizeof r->timestamp_kind, "%s", kind);
-        }
-        char chain_why[200];
-        bool revoked;
-        chain_judging judging = chain_at(when);
-        judging.timestamped = r->timestamped;
-        judging.crls = v->crls.raw.len ? &v->crls : NULL;
-        judging.notes = r->notes;
-        judging.notes_size = sizeof r->notes;
-        if (!chain_verify(leaf, &carried, &v->trusted, &judging, v->policy, chain_why, sizeof chain_why, &revoked)) {
-            if (revoked)
-                rc = authenticode_reject(r, AUTHENTICODE_REVOKED, "%s", chain_why);
-            else
-                rc = authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer chain rejected: %s%s%s%s%s",
-                                         chain_why, note[0] ? "; timestamp ignored: " : "", note,
-                                         r->notes[0] ? "; " : "", r->notes);
-            goto cleanup;
-        }
-        r->chain_checked = true;
-    }
-    if (!certs_has_eku(leaf, OID_EKU_CODE_SIGNING) ||
-        mbedtls_x509_crt_check_key_usage(leaf, MBEDTLS_X509_KU_DIGITAL_SIGNATURE) != 0) {
-        rc = authenticode_reject(r, AUTHENTICODE_UNTRUSTED_CHAIN, "signer certificate is not valid for code signing");
-        goto cleanup;
-    }
-    if (v->policy->signer_subject && !subject_matches(&leaf->subject, v->policy->signer_subject)) {
-        rc = authenticode_reject(r, AUTHENTICODE_WRONG_SIGNER, "signed by \"%s\", not \"%s\"", r->signer_subject,
-                                 v->policy->signer_subject);
-        goto cleanup;
-    }
-    if (v->policy->signer_sha256_count && !signer_pinned(v->policy, r->signer_cert_sha256)) {
-        rc = authenticode_reject(r, AUTHENTICODE_WRONG_SIGNER,
-                                 "signed by \"%.100s\" (certificate SHA-256 %s), which signer_sha256 does not list",
-                                 r->signer_subject, r->signer_cert_sha256);
-        goto cleanup;
-    }
-    r->verdict = AUTHENTICODE_VALID;
-    r->reason[0] = '\0';
-    rc = ERR_OK;
-cleanup:
     mbedtls_x509_crt_free(&carried);
     return rc;
 }
@@ -1285,10 +398,10 @@ static MUST_CHECK error_code signatures_judge(verify_ctx *v, unsigned char *der,
     snprintf(notes, sizeof notes, "%s", final->notes); /* the CA files' */
     for (size_t i = 0; i < count; i++)
         if (one[i].notes[0] && i != chosen)
-            notes_add(notes, sizeof notes, "signature %zu: %s", i + 1, one[i].notes);
+            authenticode_note(notes, sizeof notes, "signature %zu: %s", i + 1, one[i].notes);
     *final = one[chosen];
     if (final->notes[0] && strlen(notes) + strlen(final->notes) + 3 < sizeof notes)
-        notes_add(notes, sizeof notes, "%s", final->notes);
+        authenticode_note(notes, sizeof notes, "%s", final->notes);
     snprintf(final->notes, sizeof final->notes, "%s", notes);
     final->signature_index = (unsigned)chosen + 1;
     final->signature_count = (unsigned)count;
@@ -1425,51 +538,6 @@ const char *authenticode_verdict_name(authenticode_verdict v)
     return "malformed";
 }
 
-/* Parses every certificate of data (PEM blocks, or DER certificates back
- * to back) into *chain; each one that cannot be read is named in notes
- * (where names the file) and counted in *unreadable. */
-static void ca_parse(const char *data, size_t len, const char *where, mbedtls_x509_crt *chain, char *notes,
-                     size_t notes_size, unsigned *unreadable)
-{
-    static const char begin[] = "-----BEGIN CERTIFICATE-----", end[] = "-----END CERTIFICATE-----";
-    unsigned position = 0;
-    if (strstr(data, begin)) {
-        for (const char *p = strstr(data, begin); p; p = strstr(p, begin)) {
-            mbedtls_pem_context pem;
-            mbedtls_pem_init(&pem);
-            size_t used = 0;
-            position++;
-            int ret = mbedtls_pem_read_buffer(&pem, begin, end, (const unsigned char *)p, NULL, 0, &used);
-            if (ret == 0)
-                ret = certs_add(chain, pem.COMPAT_PRIVATE(buf), pem.COMPAT_PRIVATE(buflen));
-            if (ret != 0) {
-                (*unreadable)++;
-                const unsigned char *der = pem.COMPAT_PRIVATE(buf);
-                certs_note_unreadable(der, der ? pem.COMPAT_PRIVATE(buflen) : 0, where, position, ret, notes,
-                                      notes_size);
-            }
-            mbedtls_pem_free(&pem);
-            p += used ? used : sizeof begin - 1;
-        }
-        return;
-    }
-    span whole = {(unsigned char *)data, len};
-    der_reader d = der_of(whole);
-    span cert;
-    while (!der_done(&d) && der_read(&d, TAG_SEQUENCE, NULL, &cert)) {
-        position++;
-        int ret = certs_add(chain, cert.p, cert.len);
-        if (ret != 0) {
-            (*unreadable)++;
-            certs_note_unreadable(cert.p, cert.len, where, position, ret, notes, notes_size);
-        }
-    }
-    if (!der_done(&d)) {
-        (*unreadable)++;
-        notes_add(notes, notes_size, "%s holds bytes after certificate %u that are not a certificate", where, position);
-    }
-}
-
 /* Loads a PEM or DER CA file, or "system" (the OS store), into *chain;
  * ERR_CONFIG naming the file when it cannot be read or holds no readable
  * certificate. Certificates that cannot be read are named in v->ca_notes. */
@@ -1486,7 +554,7 @@ static MUST_CHECK error_code load_ca_file(verify_ctx *v, const char *path, const
     char where[200];
     snprintf(where, sizeof where, "%s %.160s", what, system ? "\"system\"" : path);
     unsigned unreadable = 0;
-    ca_parse(data, len, where, chain, v->ca_notes, sizeof v->ca_notes, &unreadable);
+    certs_parse_ca(data, len, where, chain, v->ca_notes, sizeof v->ca_notes, &unreadable);
     free(data);
     if (chain->raw.len == 0)
         return error_set(err, ERR_CONFIG, "%s %s holds no usable certificate%s%.300s", what, path,
@@ -1568,7 +636,7 @@ static MUST_CHECK error_code verify_end(verify_ctx *v, error_code rc, authentico
         char notes[sizeof result->notes];
         snprintf(notes, sizeof notes, "%s", v->ca_notes);
         if (result->notes[0])
-            notes_add(notes, sizeof notes, "%s", result->notes);
+            authenticode_note(notes, sizeof notes, "%s", result->notes);
         snprintf(result->notes, sizeof result->notes, "%s", notes);
         if (result->verdict == AUTHENTICODE_UNTRUSTED_CHAIN && !strstr(result->reason, v->ca_notes)) {
             size_t used = strlen(result->reason);

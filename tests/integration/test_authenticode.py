@@ -26,56 +26,31 @@ asserts the documented difference:
     stream is grown over them (the GlueBall / CVE-2020-1464 pattern):
     osslsigncode accepts, outpost accounts for every sector and refuses.
 """
-import json
-import os
-import shutil
 import struct
 import subprocess
-from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-FIXTURE_SCRIPT = HERE.parent / "fixtures" / "make_signing_fixtures.sh"
-PROBE = os.environ.get("OUTPOST_AUTHENTICODE_PROBE")
-TOOLS = ["openssl", "osslsigncode", "x86_64-w64-mingw32-gcc", "i686-w64-mingw32-gcc", "wixl"]
+from authenticode_fixtures import PROBE, needs_signing_tools, probe as run_probe
+from outpost_run import OUTPOST, outpost
+from outpost_config import write_config
 
 pytestmark = [
     pytest.mark.skipif(not PROBE, reason="OUTPOST_AUTHENTICODE_PROBE is not set (tests/CMakeLists.txt sets it)"),
-    pytest.mark.skipif(any(shutil.which(t) is None for t in TOOLS),
-                       reason="fixture tools missing: " + ", ".join(t for t in TOOLS if shutil.which(t) is None)),
+    needs_signing_tools,
 ]
 
 DAY = 86400
-
-
-@pytest.fixture(scope="module")
-def fx(tmp_path_factory):
-    out = tmp_path_factory.mktemp("authenticode")
-    subprocess.run(["sh", str(FIXTURE_SCRIPT), str(out)], check=True, timeout=120)
-    return out
 
 
 def now_of(fx):
     return int((fx / "now.txt").read_text().strip())
 
 
-def probe(fx, path, now=None, ca="root.pem", ts_ca="ts-root.pem", subject=None, allow_sha1=False, pins=(), crls=()):
-    cmd = [PROBE, "--ca", str(fx / ca), "--now", str(now if now is not None else now_of(fx))]
-    for pin in pins:
-        cmd += ["--pin", pin]
-    for crl in crls:
-        cmd += ["--crl", str(fx / crl)]
-    if ts_ca:
-        cmd += ["--ts-ca", str(fx / ts_ca)]
-    if subject is not None:
-        cmd += ["--subject", subject]
-    if allow_sha1:
-        cmd.append("--allow-sha1")
-    cmd.append(str(path))
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert r.returncode in (0, 1), r.stderr
-    return json.loads(r.stdout)
+def probe(fx, path, now=None, ca="root.pem", ts_ca="ts-root.pem", crls=(), **policy):
+    """The probe's verdict with the fixtures' files named by name, at the fixtures' time unless now."""
+    return run_probe(path, fx / ca, ts_ca=fx / ts_ca if ts_ca else None, now=now if now is not None else now_of(fx),
+                     crls=[fx / crl for crl in crls], **policy)
 
 
 def ossl_ok(fx, path, now=None, ca="root.pem", ts_ca="ts-root.pem"):
@@ -355,10 +330,7 @@ def test_ca_file_with_an_unreadable_certificate(fx):
     got = probe(fx, fx / "signed.exe", ca="ca-with-unreadable.pem")
     assert got["verdict"] == "valid"
     assert "Weird Root CA" in got["notes"] and "certificate 1 of trusted CA file" in got["notes"]
-    r = subprocess.run([PROBE, "--ca", str(fx / "ca-only-unreadable.pem"), "--now", str(now_of(fx)),
-                        str(fx / "signed.exe")], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1, r.stdout
-    out = json.loads(r.stdout)
+    out = run_probe(fx / "signed.exe", fx / "ca-only-unreadable.pem", now=now_of(fx), exits=(1,))
     assert out["code"] == "CONFIG" and "Weird Root CA" in out["error"] and "ca-only-unreadable.pem" in out["error"]
 
 
@@ -397,10 +369,7 @@ def test_crl_in_der_revoking_nothing(fx, ext):
 
 
 def test_unreadable_crl_file_is_a_config_error(fx):
-    r = subprocess.run([PROBE, "--ca", str(fx / "root.pem"), "--crl", str(fx / "root.pem"), str(fx / "signed.exe")],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1
-    out = json.loads(r.stdout)
+    out = run_probe(fx / "signed.exe", fx / "root.pem", crls=[fx / "root.pem"], exits=(1,))
     assert out["code"] == "CONFIG" and "root.pem" in out["error"] and "CRL" in out["error"]
 
 
@@ -499,15 +468,11 @@ def mini_stream_grown(d):
 
 def outpost_stage(fx, tmp_path, path, version):
     """`outpost stage` with the fixtures' root trusted; None without OUTPOST_BIN."""
-    binary = os.environ.get("OUTPOST_BIN")
-    if not binary:
+    if not OUTPOST:
         return None
-    cfg = tmp_path / "outpost.json"
-    cfg.write_text(json.dumps({"state_dir": str(tmp_path / "state"), "installer": {
-        "verify": {"require_signature": True, "trusted_ca_file": str(fx / "root.pem")}}}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    return subprocess.run([binary, "-c", str(cfg), "stage", str(path), "--version", version],
-                          capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    cfg, _ = write_config(tmp_path, installer={"verify": {"require_signature": True,
+                                                          "trusted_ca_file": str(fx / "root.pem")}})
+    return outpost(cfg, "stage", path, "--version", version, key=None, timeout=60)
 
 
 @pytest.mark.parametrize("change, reason", [
@@ -546,10 +511,7 @@ def test_msi_free_sector_inside_is_accepted(fx):
 # ---- configuration errors --------------------------------------------------------
 
 def test_unreadable_ca_file_is_a_config_error(fx):
-    r = subprocess.run([PROBE, "--ca", str(fx / "missing.pem"), str(fx / "signed.exe")],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1
-    out = json.loads(r.stdout)
+    out = run_probe(fx / "signed.exe", fx / "missing.pem", exits=(1,))
     assert out["code"] == "CONFIG" and "missing.pem" in out["error"]
 
 

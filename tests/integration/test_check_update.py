@@ -7,24 +7,22 @@ body, downgrade, full disk) leaving staging/ as it was.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from nginx_helper import Nginx  # noqa: E402
-from sim import write_fake_installer  # noqa: E402  (tests/sim is on sys.path via conftest)
-from simctl import Sim  # noqa: E402
+from nginx_helper import Nginx
 from outpost_config import UNSIGNED, write_config as write_outpost_config
-from outpost_run import OUTPOST, current_version, outpost, sha256_file
+from outpost_run import (OUTPOST, current_version, one_error, outpost, outpost_start, outpost_traced, sha256_file,
+                         staged_versions)
+from sim import write_fake_installer
+from simctl import Sim
+
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN is not set (tests/CMakeLists.txt sets it)")
 
 SIM_VERSION = "26.01.03.24329-0de7ab+"
@@ -38,13 +36,6 @@ def write_config(tmp_path: Path, base_url: str, ca_file=None, installed="26.01.0
                  **verify) -> tuple[Path, Path]:
     return write_outpost_config(tmp_path, base_url, ca_file, state=state_dir,
                                 installer={"installed_version": installed, "verify": {**UNSIGNED, **verify}})
-
-
-def staged(state: Path) -> list[str]:
-    root = state / "staging"
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 current = current_version
@@ -74,23 +65,14 @@ def tcp_bytes_read(cfg: Path, *args, key="sim-api-key") -> tuple[subprocess.Comp
     buffers (nginx sends megabytes there before noticing the client left)."""
     if shutil.which("strace") is None:
         pytest.skip("strace (Debian package strace) is needed to measure what outpost reads")
-    trace = cfg.parent / "strace.txt"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    env.update(OUTPOST_API_KEY=key, ASAN_OPTIONS="detect_leaks=0")  # LeakSanitizer cannot run under ptrace
-    r = subprocess.run(["strace", "-f", "-qq", "-yy", "-e", "trace=read,recvfrom,recvmsg,readv", "-o", str(trace),
-                        OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=60, env=env)
+    r, trace = outpost_traced(cfg, *args, syscalls="read,recvfrom,recvmsg,readv", trace=cfg.parent / "strace.txt",
+                              key=key, timeout=60)
     total = 0
-    for line in trace.read_text().splitlines():
+    for line in trace:
         m = re.search(r"<TCP:.*= (\d+)$", line)
         if m:
             total += int(m.group(1))
     return r, total
-
-
-def one_line_error(r: subprocess.CompletedProcess) -> str:
-    lines = [l for l in r.stderr.splitlines() if l.startswith("outpost:")]
-    assert len(lines) == 1, r.stderr
-    return lines[0]
 
 
 @pytest.fixture
@@ -133,7 +115,7 @@ def test_check_exit_codes_output_state_and_status(sim_tls, tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "up to date: 26.01.03.24329"
     assert json.loads(outpost(cfg, "--json", "check").stdout)["update_available"] is False
-    assert staged(state) == [] and downloads(state) == []
+    assert staged_versions(state) == [] and downloads(state) == []
 
 
 def test_without_tls_ca_file_the_system_store_is_trusted(sim_tls, tmp_path):
@@ -144,7 +126,7 @@ def test_without_tls_ca_file_the_system_store_is_trusted(sim_tls, tmp_path):
     # The simulator's test CA is in no system store: refused.
     r = outpost(cfg, "check", env_extra={"SSL_CERT_FILE": None})
     assert r.returncode != 0
-    assert "TLS" in one_line_error(r) and "tls.ca_file" in one_line_error(r), r.stderr
+    assert "TLS" in one_error(r) and "tls.ca_file" in one_error(r), r.stderr
 
     # The same CA named as the system bundle is trusted.
     r = outpost(cfg, "check", env_extra={"SSL_CERT_FILE": str(sim_tls.ca_file)})
@@ -181,7 +163,7 @@ def test_update_when_newer_then_already_staged(sim_tls, tmp_path):
     assert r.stdout.startswith(f"staged {SIM_VERSION}: ")
     assert r.stderr == ""  # not a terminal: no progress bar
     info = sim_tls.installer()
-    assert staged(state) == [SIM_VERSION] and current(state) == SIM_VERSION
+    assert staged_versions(state) == [SIM_VERSION] and current(state) == SIM_VERSION
     assert sha256_file(staged_file(state, SIM_VERSION)) == info["sha256"]
     assert staged_file(state, SIM_VERSION).name == "installer.exe"
     assert json.loads((state / "staging" / SIM_VERSION / "manifest.json").read_text())["file_name"] == \
@@ -202,16 +184,16 @@ def test_update_nothing_when_equal(sim, tmp_path):
     r = outpost(cfg, "update")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "up to date: 26.01.03.24329"
-    assert staged(state) == [] and downloads(state) == []
+    assert staged_versions(state) == [] and downloads(state) == []
 
 
 def test_downgrade_refused_then_allowed(sim, tmp_path):
     cfg, state = write_config(tmp_path, sim.url, installed="27.0")
     r = outpost(cfg, "update")
     assert r.returncode == 4, r.stderr
-    line = one_line_error(r)
+    line = one_error(r)
     assert "downgrade" in line and "--allow-downgrade" in line
-    assert staged(state) == [] and downloads(state) == []
+    assert staged_versions(state) == [] and downloads(state) == []
     r = outpost(cfg, "update", "--allow-downgrade")
     assert r.returncode == 0, r.stderr
     assert current(state) == SIM_VERSION
@@ -241,11 +223,11 @@ def test_redirect_from_https_to_http_is_refused(sim_factory, tmp_path):
     for command, code in (("check", 1), ("update", 1)):
         r = outpost(cfg, command)
         assert r.returncode == code, r.stderr
-        line = one_line_error(r)
+        line = one_error(r)
         assert f"from https:// to {plain.storage_url}/installer/windows/SensorSetup.exe" in line, line
         assert "sig=" not in line
     assert plain.log()["summary"]["total"] == 0, "the http:// target was asked"
-    assert staged(state) == [] and downloads(state) == []
+    assert staged_versions(state) == [] and downloads(state) == []
 
 
 # ---- update: interruptions and resume ------------------------------------------------------
@@ -260,8 +242,8 @@ def test_resume_after_several_cuts(sim_factory, tmp_path, big_installer):
     cfg, state = write_config(tmp_path, sim.url)
     r = outpost(cfg, "update")
     assert r.returncode == 75, r.stderr
-    assert "resume" in one_line_error(r)
-    assert staged(state) == []
+    assert "resume" in one_error(r)
+    assert staged_versions(state) == []
     assert downloads(state) == [f"{SIM_VERSION}.part", f"{SIM_VERSION}.part.json"]
 
     r = outpost(cfg, "update")  # the next run resumes and finishes
@@ -322,8 +304,8 @@ def test_wrong_length(sim_factory, tmp_path, big_installer):
     cfg, state = write_config(tmp_path, sim.url)
     r = outpost(cfg, "update")
     assert r.returncode == 75, r.stderr
-    one_line_error(r)
-    assert staged(state) == []
+    one_error(r)
+    assert staged_versions(state) == []
     sim.clear_faults()
     r = outpost(cfg, "update")
     assert r.returncode == 0, r.stderr
@@ -338,8 +320,8 @@ def test_html_error_page_with_200_is_rejected(sim, tmp_path):
     cfg, state = write_config(tmp_path, sim.url)
     r = outpost(cfg, "update")
     assert r.returncode == 4, r.stderr
-    assert "X-Installer-Version" in one_line_error(r)
-    assert staged(state) == [] and downloads(state) == []
+    assert "X-Installer-Version" in one_error(r)
+    assert staged_versions(state) == [] and downloads(state) == []
 
 
 def test_corrupt_body_rejected_by_expected_sha256(sim, tmp_path):
@@ -348,8 +330,8 @@ def test_corrupt_body_rejected_by_expected_sha256(sim, tmp_path):
     cfg, state = write_config(tmp_path, sim.url, expected_sha256=info["sha256"])
     r = outpost(cfg, "update")
     assert r.returncode == 4, r.stderr
-    one_line_error(r)
-    assert staged(state) == [] and downloads(state) == []
+    one_error(r)
+    assert staged_versions(state) == [] and downloads(state) == []
     r = outpost(cfg, "update")  # the rejected file is not resumed: a clean download passes
     assert r.returncode == 0, r.stderr
 
@@ -364,8 +346,8 @@ def test_unsafe_file_name_rejected(sim, tmp_path, disposition):
     before = tree(tmp_path)
     r = outpost(cfg, "update")
     assert r.returncode == 4, r.stderr
-    assert "Content-Disposition" in one_line_error(r)
-    assert staged(state) == [] and downloads(state) == []
+    assert "Content-Disposition" in one_error(r)
+    assert staged_versions(state) == [] and downloads(state) == []
     assert {p for p in tree(tmp_path) - before if not p.startswith("state")} == set()
     assert not (tmp_path / "x.exe").exists() and not (tmp_path.parent / "x.exe").exists()
 
@@ -400,8 +382,8 @@ def test_invalid_version_rejected(sim, tmp_path, version):
     for command in ("check", "update"):
         r = outpost(cfg, command)
         assert r.returncode == 4, r.stderr
-        assert "X-Installer-Version" in one_line_error(r)
-    assert staged(state) == [] and downloads(state) == []
+        assert "X-Installer-Version" in one_error(r)
+    assert staged_versions(state) == [] and downloads(state) == []
     assert {p for p in tree(tmp_path) - before if not p.startswith("state")} == set()
     assert not (tmp_path / "etc").exists()
 
@@ -423,10 +405,10 @@ def test_disk_full_keeps_the_previous_staged_version(sim, tmp_path):
         sim.config(installer=str(big), installer_version="26.02.0.1")
         r = outpost(cfg, "update")
         assert r.returncode == 1, r.stderr
-        line = one_line_error(r)
+        line = one_error(r)
         assert "space" in line and "MiB" in line
         assert current(state) == SIM_VERSION and sha256_file(first) == first_sha
-        assert staged(state) == [SIM_VERSION] and downloads(state) == []
+        assert staged_versions(state) == [SIM_VERSION] and downloads(state) == []
         status = json.loads((state / "status.json").read_text())
         last = status["installer"]["last_command"]
         assert last["command"] == "update" and last["exit_code"] == 1 and "space" in last["error"]
@@ -444,7 +426,7 @@ def test_retry_after_is_recorded_and_honoured(sim, tmp_path):
     sim.clear_faults()
     sim.clear_log()
     r = outpost(cfg, "check")
-    assert r.returncode == 75 and "Retry-After" in one_line_error(r)
+    assert r.returncode == 75 and "Retry-After" in one_error(r)
     assert installer_entries(sim) == []
     r = outpost(cfg, "update", "--force")  # an administrator's --force calls anyway
     assert r.returncode == 0, r.stderr
@@ -472,10 +454,7 @@ def test_nginx_kill_then_resume(tmp_path, large_installer, validators, ranges, r
         conf = json.loads(cfg.read_text())
         conf["installer"]["max_bytes_per_second"] = 12 * MiB
         cfg.write_text(json.dumps(conf))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-        env["OUTPOST_API_KEY"] = "any-key"
-        p = subprocess.Popen([OUTPOST, "-c", str(cfg), "update"], env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+        p = outpost_start(cfg, "update", key="any-key", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         part = state / "downloads" / "24.3.1.part.json"
         while time.monotonic() < deadline:  # wait for the first flushed 16 MiB

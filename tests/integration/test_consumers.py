@@ -13,7 +13,6 @@ import grp
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -22,8 +21,9 @@ import urllib.request
 
 import pytest
 
-from test_report import OUTPOST, make_config, outpost_env, run
-from outpost_config import update_config as set_config
+from outpost_config import sim_config, update_config as set_config
+from outpost_run import OUTPOST, as_user, jsonl_lines, outpost
+from servers import free_port
 
 NODE_EXPORTER = shutil.which("prometheus-node-exporter")
 PROMTOOL = shutil.which("promtool")
@@ -36,15 +36,6 @@ pytestmark = [
 ]
 
 
-def as_reader(gid):
-    """preexec_fn: the user nobody whose only group is gid."""
-    def drop():
-        os.setgroups([])
-        os.setgid(gid)
-        os.setuid(NOBODY)
-    return drop
-
-
 @pytest.fixture
 def readers(tmp_path, sim):
     """A collector whose state directory sits where nobody:nogroup can reach
@@ -53,19 +44,13 @@ def readers(tmp_path, sim):
     top = tempfile.mkdtemp(prefix="outpost-consumers-", dir="/tmp")
     os.chmod(top, 0o755)
     state_dir = os.path.join(top, "state")
-    config, _ = make_config(tmp_path, sim, metrics_file="outpost.prom")
+    config, _ = sim_config(tmp_path, sim, report={"metrics_file": "outpost.prom"})
     set_config(config, state_dir=state_dir, installer={"enabled": False},
                report={"readers_group": "nogroup"})
     try:
         yield config, state_dir, top, gid
     finally:
         shutil.rmtree(top, ignore_errors=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scrape(url):
@@ -84,13 +69,13 @@ def metric(text, name):
 @pytest.mark.sim_options(incidents=5, rate_limit=0)
 def test_node_exporter_scrapes_the_metrics_while_outpost_runs(sim, readers):
     config, state_dir, top, gid = readers
-    first = run(config, "run")
+    first = outpost(config, "run")
     assert first.returncode == 0, first.stderr
     port = free_port()
     exporter = subprocess.Popen(
         [NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
          "--collector.textfile", f"--collector.textfile.directory={state_dir}"],
-        preexec_fn=as_reader(gid), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        preexec_fn=as_user(NOBODY, gid), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         url = f"http://127.0.0.1:{port}/metrics"
         up = time.monotonic() + 60
@@ -118,7 +103,7 @@ def test_node_exporter_scrapes_the_metrics_while_outpost_runs(sim, readers):
         try:
             for _ in range(4):
                 sim.add_incidents(3)
-                result = run(config, "run")
+                result = outpost(config, "run")
                 assert result.returncode == 0, result.stderr
         finally:
             done.set()
@@ -141,7 +126,7 @@ def test_promtool_accepts_the_metrics_file(sim, readers):
     sim.fault("incidents", "status", status=503, count=1)  # a failed run's figures too
     set_config(config, http={"max_attempts": 1, "max_retry_wait": "0s"})
     for _ in range(2):
-        run(config, "run")
+        outpost(config, "run")
         with open(os.path.join(state_dir, "outpost.prom"), encoding="utf-8") as f:
             text = f.read()
         lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True,
@@ -173,10 +158,10 @@ def test_rsyslog_ships_every_incident_once_across_rotations(sim, readers):
     conf = os.path.join(work, "rsyslog.conf")
     with open(conf, "w", encoding="utf-8") as f:
         f.write(RSYSLOG_CONF.format(work=work, out=out, jsonl=os.path.join(state_dir, "incidents.jsonl")))
-    first = run(config, "run")
+    first = outpost(config, "run")
     assert first.returncode == 0, first.stderr
     shipper = subprocess.Popen([RSYSLOGD, "-n", "-f", conf, "-i", os.path.join(work, "rsyslogd.pid")],
-                               preexec_fn=as_reader(gid), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               preexec_fn=as_user(NOBODY, gid), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)
     try:
         def lines_in(path):
@@ -188,7 +173,7 @@ def test_rsyslog_ships_every_incident_once_across_rotations(sim, readers):
         appended = 4
         for _ in range(6):
             sim.add_incidents(8)
-            result = run(config, "run")
+            result = outpost(config, "run")
             assert result.returncode == 0, result.stderr
             appended += 8
             # outpost runs hourly, not back to back: the shipper has caught up
@@ -199,11 +184,7 @@ def test_rsyslog_ships_every_incident_once_across_rotations(sim, readers):
             caught_up = time.monotonic() + 30
             while lines_in(out) < appended and time.monotonic() < caught_up:
                 time.sleep(0.1)
-        written = []
-        for name in sorted((n for n in os.listdir(state_dir) if n.startswith("incidents.jsonl")),
-                           key=lambda n: -int(n.rsplit(".", 1)[1]) if n[-1].isdigit() else 0):
-            with open(os.path.join(state_dir, name), encoding="utf-8") as f:
-                written += f.read().splitlines()
+        written = jsonl_lines(state_dir)
         rotated = [n for n in os.listdir(state_dir) if n.startswith("incidents.jsonl.")]
         assert rotated, "the runs did not rotate incidents.jsonl; make the incidents more or the limit smaller"
         ids = [json.loads(line)["id"] for line in written]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -33,10 +32,6 @@ def write_config(root: Path, sim: Sim, name="state", **extra) -> tuple[Path, Pat
                                 defaults=defaults, **extra)
 
 
-def clean_run(cfg: Path, command: str) -> subprocess.CompletedProcess:
-    return outpost(cfg, command, timeout=60)
-
-
 # ---- the commit window, made deterministic -------------------------------------------------
 
 
@@ -53,12 +48,12 @@ def test_update_finishes_a_commit_killed_before_current_switched(tmp_path):
     with Sim.start(tls=True, rate_limit=0, installer=str(old), installer_version="27.1.0") as sim:
         cfg, state = write_config(tmp_path, sim, installer={
             "installed_version": "1.0", "keep_versions": 1, "verify": {"require_signature": False, "trusted_ca_file": None}})
-        assert clean_run(cfg, "update").returncode == 0
+        assert outpost(cfg, "update").returncode == 0
         sim.config(installer=str(new), installer_version="27.2.0")
-        assert clean_run(cfg, "update").returncode == 0
+        assert outpost(cfg, "update").returncode == 0
         # the state a kill right before `current` was replaced leaves behind
         (state / "staging" / "current").write_text("27.1.0\n")
-        r = clean_run(cfg, "update")
+        r = outpost(cfg, "update")
         assert r.returncode == 0, r.stderr
         assert (state / "staging" / "current").read_text().strip() == "27.2.0"
         status = json.loads((state / "status.json").read_text())
@@ -74,13 +69,13 @@ def test_rollback_survives_the_next_update(tmp_path):
     with Sim.start(tls=True, rate_limit=0, installer=str(old), installer_version="27.1.0") as sim:
         cfg, state = write_config(tmp_path, sim, installer={
             "installed_version": "1.0", "keep_versions": 2, "verify": {"require_signature": False, "trusted_ca_file": None}})
-        assert clean_run(cfg, "update").returncode == 0
+        assert outpost(cfg, "update").returncode == 0
         sim.config(installer=str(new), installer_version="27.2.0")
-        assert clean_run(cfg, "update").returncode == 0
-        r = clean_run(cfg, "rollback")
+        assert outpost(cfg, "update").returncode == 0
+        r = outpost(cfg, "rollback")
         assert r.returncode == 0, r.stderr
         assert (state / "staging" / "current").read_text().strip() == "27.1.0"
-        r = clean_run(cfg, "update")
+        r = outpost(cfg, "update")
         assert r.returncode == 0, r.stderr
         assert (state / "staging" / "current").read_text().strip() == "27.1.0"
 
@@ -97,16 +92,16 @@ def test_update_prunes_after_a_kill_before_pruning(tmp_path):
     with Sim.start(tls=True, rate_limit=0, installer=str(files[0]), installer_version="27.0.0") as sim:
         cfg, state = write_config(tmp_path, sim, installer={
             "installed_version": "1.0", "keep_versions": 2, "verify": {"require_signature": False, "trusted_ca_file": None}})
-        assert clean_run(cfg, "update").returncode == 0
+        assert outpost(cfg, "update").returncode == 0
         sim.config(installer=str(files[1]), installer_version="27.0.1")
-        assert clean_run(cfg, "update").returncode == 0
+        assert outpost(cfg, "update").returncode == 0
         saved = state / "saved-27.0.0"
         shutil.copytree(state / "staging" / "27.0.0", saved)
         sim.config(installer=str(files[2]), installer_version="27.0.2")
-        assert clean_run(cfg, "update").returncode == 0
+        assert outpost(cfg, "update").returncode == 0
         # the state a kill right before pruning leaves behind: 27.0.0 still there
         shutil.copytree(saved, state / "staging" / "27.0.0")
         assert len(check_staging(state, killed=False)) == 3
-        r = clean_run(cfg, "update")
+        r = outpost(cfg, "update")
         assert r.returncode == 0, r.stderr
         assert check_staging(state, killed=False) == ["27.0.1", "27.0.2"]

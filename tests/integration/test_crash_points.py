@@ -32,35 +32,29 @@ by chance, and on a loaded CI machine they often killed nothing.
 """
 from __future__ import annotations
 
-import base64
 import json
 import shutil
-import subprocess
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from mirror_helper import keygen, read_envelope, envelope_payload, verify_envelope
+from outpost_config import UNSIGNED, write_config as write_outpost_config
+from outpost_run import CRASH_BIN, OUTPOST, check_staging, current_version, jsonl_lines, outpost, sha256_file
 from schema_check import check_status_file
 from sim import write_fake_installer
 from simctl import Sim
-from outpost_config import UNSIGNED, write_config as write_outpost_config
-from outpost_run import CRASH_BIN, check_staging, current_version, outpost, sha256_file
 
-pytestmark = pytest.mark.skipif(not CRASH_BIN, reason="OUTPOST_CRASH_BIN (outpost-crashpoints) is not set")
+# The sweeps stop the crash-point build (outpost(crash_after=N)); what sets a
+# state up and what recovers from a stop is the program that ships.
+pytestmark = pytest.mark.skipif(not (CRASH_BIN and OUTPOST),
+                                reason="OUTPOST_CRASH_BIN (outpost-crashpoints) or OUTPOST_BIN is not set")
 
 CRASHED = 99          # platform/crash_point.h CRASH_POINT_EXIT
-CONTEXT = b"outpost-manifest-v1\n"
 
 
-# ---- running the crash-point binary ----------------------------------------------------------
-
-
-def run(cfg: Path | None, *args: str, crash_after: int | None = None, log: Path | None = None,
-        timeout: int = 120) -> subprocess.CompletedProcess:
-    extra = {"OUTPOST_CRASH_AFTER": None if crash_after is None else str(crash_after),
-             "OUTPOST_CRASH_LOG": None if log is None else str(log)}
-    return outpost(cfg, *args, env_extra=extra, timeout=timeout, binary=CRASH_BIN)
+# ---- a sweep ---------------------------------------------------------------------------------
 
 
 def write_config(path: Path, state: Path, sim: Sim, **sections) -> Path:
@@ -99,15 +93,15 @@ class Sweep:
     def points(self) -> list[str]:
         return self.log.read_text().splitlines() if self.log.exists() else []
 
-    def sweep(self, name: str, run_command, check_crashed, recover) -> int:
-        """Counts the points of run_command() from the starting state, then
-        stops it at each. check_crashed(point) checks the invariants right
-        after the stop; recover(reference) reruns cleanly and compares with
-        reference, a copy of work/ after the uninterrupted run. Returns the
-        number of points."""
+    def sweep(self, name: str, cfg: Path, command: str, check_crashed, recover) -> int:
+        """Counts the points of `outpost -c cfg command` from the starting
+        state, then stops it at each. check_crashed(point) checks the
+        invariants right after the stop; recover(reference) reruns cleanly
+        and compares with reference, a copy of work/ after the uninterrupted
+        run. Returns the number of points."""
         self.restore()
         self.log.unlink(missing_ok=True)
-        r = run_command(None)
+        r = outpost(cfg, command, crash_log=self.log)
         assert r.returncode == 0, f"the uninterrupted {name} failed: {r.stderr}"
         points = self.points()
         assert points, f"{name} reached no crash point"
@@ -117,7 +111,7 @@ class Sweep:
         for n, point in enumerate(points, 1):
             self.restore()
             self.log.unlink(missing_ok=True)
-            r = run_command(n)
+            r = outpost(cfg, command, crash_after=n, crash_log=self.log)
             where = f"{name} stopped at point {n} of {len(points)} ({point})"
             assert r.returncode == CRASHED, \
                 f"{where}: exit {r.returncode} instead of a stop; the points of a run are not deterministic " \
@@ -159,31 +153,20 @@ def leftovers(directory: Path) -> list[str]:
 def jsonl_items(state: Path) -> dict:
     """{id: item} over incidents.jsonl and its rotated files, asserting whole
     lines only and no id twice."""
-    rotated = sorted(state.glob("incidents.jsonl.*"), key=lambda p: -int(p.suffix[1:]))
     out = {}
-    for p in rotated + [state / "incidents.jsonl"]:
-        if not p.exists():
-            continue
-        data = p.read_text(encoding="utf-8")
-        assert data == "" or data.endswith("\n"), f"{p.name} ends in the middle of a line"
-        for line in data.splitlines():
-            item = json.loads(line)
-            assert item["id"] not in out, f"{item['id']} appended twice"
-            out[item["id"]] = item
+    for line in jsonl_lines(state):
+        item = json.loads(line)
+        assert item["id"] not in out, f"{item['id']} appended twice"
+        out[item["id"]] = item
     return out
 
 
-def verify_envelope(mirror: Path, public_pem: str) -> dict:
+def verified_manifest(mirror: Path, public_pem: str) -> dict:
     """The mirror's manifest checked as an endpoint would: the signature
     (with `cryptography`, not outpost), then the installer it names."""
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-
-    env = json.loads((mirror / "manifest.json").read_text())
-    raw = base64.b64decode(env["payload"])
-    key = serialization.load_pem_public_key(public_pem.encode())
-    key.verify(base64.b64decode(env["signatures"][0]["sig"]), CONTEXT + raw, ec.ECDSA(hashes.SHA256()))
-    doc = json.loads(raw)
+    env = read_envelope(mirror)
+    assert verify_envelope(env, public_pem), "manifest.json is not signed by the publisher's key"
+    doc = envelope_payload(env)
     installer = mirror / doc["path"]
     assert installer.is_file(), f"manifest.json (seq {doc['seq']}) names {doc['path']}, which is not there"
     assert installer.stat().st_size == doc["length"] and sha256_file(installer) == doc["sha256"], \
@@ -211,7 +194,7 @@ def update_invariants(cfg: Path, state: Path, version: str, digest: str, staged:
         assert current(state) in check_staging(state)
 
     def recover(reference):
-        r = run(cfg, "update")
+        r = outpost(cfg, "update")
         assert r.returncode == 0, f"the clean update after the stop failed: {r.stderr}"
         check_documents(state)
         ref = reference / "state"
@@ -229,15 +212,21 @@ def update_invariants(cfg: Path, state: Path, version: str, digest: str, staged:
     return crashed, recover
 
 
+def three_versions(tmp_path: Path, name: str, seed: int, release: str) -> list[tuple[str, Path]]:
+    """Three fake installers, (release.0, name0.exe) to (release.2, name2.exe), of growing sizes."""
+    files = []
+    for i in range(3):
+        path = tmp_path / f"{name}{i}.exe"
+        write_fake_installer(str(path), seed + i, 150000 + 4096 * i)
+        files.append((f"{release}.{i}", path))
+    return files
+
+
 def test_update_stopped_at_every_crash_point(tmp_path):
     """From two staged versions (keep_versions 1 keeps the current and the
     previous one) to a third: download, sidecar, private copy, manifest,
     history, directory rename, `current`, prune, status."""
-    files = []
-    for i in range(3):
-        path = tmp_path / f"v{i}.exe"
-        write_fake_installer(str(path), 60 + i, 150000 + 4096 * i)
-        files.append((f"27.0.{i}", path))
+    files = three_versions(tmp_path, "v", 60, "27.0")
     sweep = Sweep(tmp_path)
     state = sweep.work / "state"
     with Sim.start(rate_limit=0, installer=str(files[0][1]), installer_version=files[0][0]) as sim:
@@ -246,7 +235,7 @@ def test_update_stopped_at_every_crash_point(tmp_path):
         sweep.restore()
         for version, path in files[:2]:
             sim.config(installer=str(path), installer_version=version)
-            r = run(cfg, "update")
+            r = outpost(cfg, "update")
             assert r.returncode == 0, r.stderr
         sweep.save_template()
         version, path = files[2]
@@ -254,25 +243,19 @@ def test_update_stopped_at_every_crash_point(tmp_path):
         digest = sha256_file(path)
 
         crashed, recover = update_invariants(cfg, state, version, digest, ["27.0.1", "27.0.2"], "api")
-        sweep.sweep("update", lambda n: run(cfg, "update", crash_after=n, log=sweep.log), crashed, recover)
+        sweep.sweep("update", cfg, "update", crashed, recover)
 
 
 def test_mirror_update_stopped_at_every_crash_point(tmp_path):
     """The same sweep with the fleet mirror as the source (PRODUCT.md section 8): a
     file:// mirror publishes a third version; the endpoint's update downloads it through
     the one download path (sidecar, resume) and stages it. The same invariants hold."""
-    files = []
-    for i in range(3):
-        path = tmp_path / f"m{i}.exe"
-        write_fake_installer(str(path), 90 + i, 150000 + 4096 * i)
-        files.append((f"28.0.{i}", path))
+    files = three_versions(tmp_path, "m", 90, "28.0")
     sweep = Sweep(tmp_path)
     state = sweep.work / "state"
     mirror = tmp_path / "mirror"
     key_file = tmp_path / "mirror.key"
-    r = run(None, "--json", "keygen", "-o", str(key_file))
-    assert r.returncode == 0, r.stderr
-    public_pem = json.loads(r.stdout)["public_key"]
+    public_pem, _ = keygen(key_file)
     with Sim.start(rate_limit=0, installer=str(files[0][1]), installer_version=files[0][0]) as sim:
         publisher = write_config(tmp_path / "publisher.json", tmp_path / "publisher-state", sim,
                                  installer=unsigned(), report={"enabled": False},
@@ -283,19 +266,19 @@ def test_mirror_update_stopped_at_every_crash_point(tmp_path):
         sweep.restore()
         for version, path in files[:2]:
             sim.config(installer=str(path), installer_version=version)
-            r = run(publisher, "publish")
+            r = outpost(publisher, "publish")
             assert r.returncode == 0, r.stderr
-            r = run(cfg, "update")
+            r = outpost(cfg, "update")
             assert r.returncode == 0, r.stderr
         sweep.save_template()
         version, path = files[2]
         sim.config(installer=str(path), installer_version=version)
-        r = run(publisher, "publish")
+        r = outpost(publisher, "publish")
         assert r.returncode == 0, r.stderr
         digest = sha256_file(path)
 
         crashed, recover = update_invariants(cfg, state, version, digest, ["28.0.1", "28.0.2"], "mirror")
-        sweep.sweep("mirror update", lambda n: run(cfg, "update", crash_after=n, log=sweep.log), crashed, recover)
+        sweep.sweep("mirror update", cfg, "update", crashed, recover)
 
 
 def test_mirror_root_update_stopped_at_every_crash_point(tmp_path):
@@ -304,12 +287,12 @@ def test_mirror_root_update_stopped_at_every_crash_point(tmp_path):
     and installs from the mirror. Stopped anywhere, it trusts version 1, 2
     or 3 exactly as the mirror serves it (never a partial or unverified
     root, never nothing), and the clean rerun converges on version 3."""
-    from test_mirror_root import V2, Keys, Mirror, ceremony_next, ceremony_root, endpoint, kept_root_version
+    from mirror_helper import V2, Keys, MirrorDir, ceremony_next, ceremony_root, endpoint_config, kept_root_version
 
     keys = Keys(tmp_path / "keys")
     installer = tmp_path / "sensor.exe"
     write_fake_installer(str(installer), 7, 64 * 1024)
-    mirror = Mirror(tmp_path / "mirror", keys, installer)
+    mirror = MirrorDir(tmp_path / "mirror", keys, installer)
     c = tmp_path / "ceremony"
     c.mkdir()
     ceremony_root(keys, c / "1.root.json", root_keys=["r1"], root_threshold=1, manifest_keys=["m1"], signers=["r1"])
@@ -320,7 +303,7 @@ def test_mirror_root_update_stopped_at_every_crash_point(tmp_path):
     mirror.manifest(4, ["m2"])
     sweep = Sweep(tmp_path)
     sweep.work.mkdir()
-    cfg, state = endpoint(sweep.work, "e1", mirror.url, c / "1.root.json")
+    cfg, state = endpoint_config(sweep.work, "e1", [mirror.url], root_file=c / "1.root.json")
     cfg = cfg.rename(tmp_path / "endpoint.json")
     sweep.restore()
     sweep.save_template()
@@ -334,12 +317,12 @@ def test_mirror_root_update_stopped_at_every_crash_point(tmp_path):
         check_staging(state)
 
     def recover(reference):
-        r = run(cfg, "update")
+        r = outpost(cfg, "update")
         assert r.returncode == 0, f"the clean update after the stop failed: {r.stderr}"
         assert kept_root_version(state) == kept_root_version(reference / "endpoints" / "e1") == 3
         assert current(state) == V2
 
-    sweep.sweep("update (mirror root)", lambda n: run(cfg, "update", crash_after=n, log=sweep.log), crashed, recover)
+    sweep.sweep("update (mirror root)", cfg, "update", crashed, recover)
 
 
 # ---- rollback ----------------------------------------------------------------------------------
@@ -358,9 +341,9 @@ def test_rollback_stopped_at_every_crash_point(tmp_path):
         cfg = write_config(tmp_path / "outpost.json", state, sim, installer=unsigned(keep_versions=2),
                            report={"enabled": False})
         sweep.restore()
-        assert run(cfg, "update").returncode == 0
+        assert outpost(cfg, "update").returncode == 0
         sim.config(installer=str(new), installer_version="27.1.1")
-        assert run(cfg, "update").returncode == 0
+        assert outpost(cfg, "update").returncode == 0
         sweep.save_template()
 
         def crashed(point):
@@ -370,16 +353,16 @@ def test_rollback_stopped_at_every_crash_point(tmp_path):
 
         def recover(reference):
             if current(state) == "27.1.1":
-                r = run(cfg, "rollback")
+                r = outpost(cfg, "rollback")
                 assert r.returncode == 0, f"rollback after the stop failed: {r.stderr}"
             assert current(state) == current(reference / "state") == "27.1.0"
-            r = run(cfg, "update")
+            r = outpost(cfg, "update")
             assert r.returncode == 0, r.stderr
             assert current(state) == "27.1.0", "the next update undid the rollback"
             status = json.loads((state / "status.json").read_text())
             assert status["installer"]["staged"]["version"] == "27.1.0"
 
-        sweep.sweep("rollback", lambda n: run(cfg, "rollback", crash_after=n, log=sweep.log), crashed, recover)
+        sweep.sweep("rollback", cfg, "rollback", crashed, recover)
 
 
 # ---- report ------------------------------------------------------------------------------------
@@ -394,7 +377,7 @@ def test_report_stopped_at_every_crash_point(tmp_path):
     with Sim.start(rate_limit=0, incidents=8, seed=17) as sim:
         cfg = write_config(tmp_path / "outpost.json", state, sim, report=report, installer={"enabled": False})
         sweep.restore()
-        assert run(cfg, "report").returncode == 0
+        assert outpost(cfg, "report").returncode == 0
         sweep.save_template()
         sim.add_incidents(6)
         dataset = {r["incident"]["id"] for r in sim.dataset()["incidents"]}
@@ -414,7 +397,7 @@ def test_report_stopped_at_every_crash_point(tmp_path):
                 assert passed <= set(items), f"the cursor passed {sorted(passed - set(items))[:3]}, never written"
 
         def recover(reference):
-            r = run(cfg, "report")
+            r = outpost(cfg, "report")
             assert r.returncode == 0, f"the clean report after the stop failed: {r.stderr}"
             check_documents(state)
             items, expected = jsonl_items(state), jsonl_items(reference / "state")
@@ -426,7 +409,7 @@ def test_report_stopped_at_every_crash_point(tmp_path):
             assert status["incidents"]["hosts"] == ref_status["incidents"]["hosts"]
             assert status["last_run"]["result"] == "ok"
 
-        n = sweep.sweep("report", lambda n: run(cfg, "report", crash_after=n, log=sweep.log), crashed, recover)
+        n = sweep.sweep("report", cfg, "report", crashed, recover)
         assert any(" rename " in p and "incidents.jsonl" in p for p in sweep.points()), \
             "the report did not rotate incidents.jsonl: the sweep did not cover rotation"
         assert n > 6
@@ -445,32 +428,30 @@ def test_publish_stopped_at_every_crash_point(tmp_path):
     sweep = Sweep(tmp_path)
     mirror = sweep.work / "mirror"
     key_file = tmp_path / "mirror.key"
-    r = run(None, "--json", "keygen", "-o", str(key_file))
-    assert r.returncode == 0, r.stderr
-    public_pem = json.loads(r.stdout)["public_key"]
+    public_pem, _ = keygen(key_file)
     with Sim.start(rate_limit=0, installer=str(v2), installer_version="26.02.01.25000") as sim:
         cfg = write_config(tmp_path / "publisher.json", sweep.work / "state", sim, installer=unsigned(),
                            report={"enabled": False},
                            publish={"dir": str(mirror), "signing_key_file": str(key_file), "keep_installers": 1})
         sweep.restore()
-        r = run(cfg, "publish")
+        r = outpost(cfg, "publish")
         assert r.returncode == 0, r.stderr
         sweep.save_template()
-        first = verify_envelope(mirror, public_pem)
+        first = verified_manifest(mirror, public_pem)
         sim.config(installer=str(v3), installer_version="26.03.01.26000")
         digest = sha256_file(v3)
 
         def crashed(point):
             check_documents(sweep.work / "state")
             check_staging(sweep.work / "state")
-            doc = verify_envelope(mirror, public_pem)
+            doc = verified_manifest(mirror, public_pem)
             assert doc["seq"] in (first["seq"], first["seq"] + 1)
             check_mirror_files(mirror)
 
         def recover(reference):
-            r = run(cfg, "publish")
+            r = outpost(cfg, "publish")
             assert r.returncode == 0, f"the clean publish after the stop failed: {r.stderr}"
-            doc, ref = verify_envelope(mirror, public_pem), verify_envelope(reference / "mirror", public_pem)
+            doc, ref = verified_manifest(mirror, public_pem), verified_manifest(reference / "mirror", public_pem)
             assert doc["version"] == ref["version"] == "26.03.01.26000"
             assert doc["sha256"] == ref["sha256"] == digest
             assert doc["seq"] > first["seq"]
@@ -480,4 +461,4 @@ def test_publish_stopped_at_every_crash_point(tmp_path):
             assert names == sorted(p.name for p in (reference / "mirror" / "installers").iterdir()), \
                 "the mirror's installers differ from an uninterrupted publish's"
 
-        sweep.sweep("publish", lambda n: run(cfg, "publish", crash_after=n, log=sweep.log), crashed, recover)
+        sweep.sweep("publish", cfg, "publish", crashed, recover)

@@ -33,18 +33,16 @@ from __future__ import annotations
 import calendar
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from outpost_config import UNSIGNED, write_config as write_outpost_config
+from outpost_run import OUTPOST, check_staging, error_lines, jsonl_lines, outpost
 from simctl import Sim
 from squid_helper import Squid, require_squid
-from outpost_config import UNSIGNED, write_config as write_outpost_config
-from outpost_run import check_staging
 
-OUTPOST = os.environ.get("OUTPOST_BIN")
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
 
 API_KEY = "sim-api-key"
@@ -60,8 +58,6 @@ ROUTES = {"check": ("token", "installer"), "update": ("token", "installer"),
 
 RESULTS: list[tuple] = []
 PROXY_AUTH = ("matrix-proxy-user", "Matrix-proxy-pw-51c9")
-PROXY_ENV = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
-             "no_proxy", "NO_PROXY")
 
 
 # ---- the cases --------------------------------------------------------------------------
@@ -254,36 +250,16 @@ def write_config(tmp_path: Path, sim: Sim, expected_sha=None, proxy: Squid | Non
     return write_outpost_config(tmp_path, sim.url, sim.ca_file, state=state, **sections)
 
 
-def outpost(cfg: Path, *args, timeout=60) -> tuple[subprocess.CompletedProcess, float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_") and k not in PROXY_ENV}
-    started = time.monotonic()
-    r = subprocess.run([OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=timeout, env=env)
-    return r, time.monotonic() - started
-
-
 def assert_staging_verified(state: Path):
     """staging/ holds only complete version directories whose installer
     matches its manifest, and current names one of them."""
     check_staging(state, killed=False)
 
 
-def read_jsonl(state: Path) -> list[dict]:
-    path = state / "incidents.jsonl"
-    if not path.exists():
-        return []
-    data = path.read_text(encoding="utf-8")
-    assert data == "" or data.endswith("\n"), "incidents.jsonl ends in the middle of a line"
-    return [json.loads(line) for line in data.splitlines()]
-
-
 def assert_documents_parse(state: Path):
     for name in ("status.json", "state.json"):
         if (state / name).exists():
             json.loads((state / name).read_text(encoding="utf-8"))
-
-
-def error_lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if line.startswith("outpost:")]
 
 
 def honour_retry_after(state: Path):
@@ -341,17 +317,17 @@ def check_case(sim, dataset_ids, tmp_path, command, faults, expected, sha, proxy
     cfg, state = write_config(tmp_path, sim, expected_sha=sim.installer()["sha256"] if sha else None, proxy=proxy)
     for fault in faults:
         sim.fault(**fault)
-    r, elapsed = outpost(cfg, command)
-    lines = error_lines(r.stderr)
+    r = outpost(cfg, command, key=None, timeout=60)  # the key is in api_key_file
+    lines = error_lines(r)
     described = "; ".join(f"{f['route']}:{f['kind']}" + "".join(
         f",{k}={v}" for k, v in f.items() if k not in ("route", "kind", "after")) for f in faults)
 
     plan = sim.faults()
     sim.clear_faults()
     honour_retry_after(state)
-    clean, _ = outpost(cfg, command)
+    clean = outpost(cfg, command, key=None, timeout=60)
     RESULTS.append((command + (" via proxy" if proxy else ""), described, r.returncode, expected,
-                    f"{elapsed:.1f}", clean.returncode, lines[0] if lines else ""))
+                    f"{r.seconds:.1f}", clean.returncode, lines[0] if lines else ""))
 
     assert r.returncode == expected, f"exit {r.returncode}, expected {expected}: {r.stderr}"
     if expected in (0, 10):
@@ -377,7 +353,7 @@ def check_case(sim, dataset_ids, tmp_path, command, faults, expected, sha, proxy
         assert (state / "staging" / "current").read_text().strip() == SIM_VERSION
         assert not any((state / "downloads").glob("*")) if (state / "downloads").exists() else True
     if command in ("report", "run"):
-        ids = [item["id"] for item in read_jsonl(state)]
+        ids = [json.loads(line)["id"] for line in jsonl_lines(state)]
         assert len(ids) == len(set(ids)), "an incident was appended twice"
         assert set(ids) == dataset_ids, f"missing {dataset_ids - set(ids)}"
         status = json.loads((state / "status.json").read_text())

@@ -28,7 +28,6 @@ list and environment, outpost's and a deployed child's.
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import ssl
@@ -39,22 +38,13 @@ from pathlib import Path
 
 import pytest
 
-from simctl import Sim
 from outpost_config import UNSIGNED, write_config as write_outpost_config
+from outpost_run import API_KEY, OUTPOST, one_error, outpost, outpost_start
 
-OUTPOST = os.environ.get("OUTPOST_BIN")
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
 
-API_KEY = "sim-api-key"
 TOKEN = "hostile-access-token-7f3a9c"   # what the hostile server hands out
 SIM_TOKEN = re.compile(r"sim_[A-Za-z0-9_-]{20,}")
-
-
-def env(key: str | None = API_KEY) -> dict:
-    e = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    if key:
-        e["OUTPOST_API_KEY"] = key
-    return e
 
 
 def write_config(tmp_path: Path, base_url: str, ca_file=None, **extra) -> tuple[Path, Path]:
@@ -62,17 +52,6 @@ def write_config(tmp_path: Path, base_url: str, ca_file=None, **extra) -> tuple[
                 "installer": {"installed_version": "1.0", "verify": UNSIGNED},
                 "schedule": {"jitter": "0s"}}
     return write_outpost_config(tmp_path, base_url, ca_file, defaults=defaults, **extra)
-
-
-def outpost(cfg: Path, *args, key: str | None = API_KEY, timeout=60) -> subprocess.CompletedProcess:
-    return subprocess.run([OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=timeout,
-                          env=env(key))
-
-
-def one_line(r: subprocess.CompletedProcess) -> str:
-    lines = [line for line in r.stderr.splitlines() if line.startswith("outpost:")]
-    assert len(lines) == 1, r.stderr
-    return lines[0]
 
 
 # ---- a hostile server: raw HTTP on loopback, answers decided by the test ------------------
@@ -175,7 +154,7 @@ def test_deeply_nested_envelope_is_a_clean_error(hostile, tmp_path):
     cfg, state = write_config(tmp_path, server.url, http={"max_response_bytes": 1 << 20})
     r = outpost(cfg, "report")
     assert r.returncode == 1, r.stderr
-    line = one_line(r)
+    line = one_error(r)
     assert "incidents/list" in line and "not valid JSON" in line
 
 
@@ -185,7 +164,7 @@ def test_body_over_max_response_bytes(hostile, tmp_path):
     cfg, state = write_config(tmp_path, server.url, http={"max_response_bytes": 65536})
     r = outpost(cfg, "report")
     assert r.returncode == 1, r.stderr
-    assert "larger than 65536 bytes" in one_line(r)
+    assert "larger than 65536 bytes" in one_error(r)
 
 
 @pytest.mark.parametrize("command", ["report", "check"])
@@ -197,7 +176,7 @@ def test_one_mebibyte_header_line(hostile, tmp_path, command):
     # libcurl refuses a header line over its 100 KiB limit: a failed
     # transfer, not a crash.
     assert r.returncode in (1, 75), r.stderr
-    line = one_line(r)
+    line = one_error(r)
     assert len(line) < 1000
 
 
@@ -248,7 +227,7 @@ def test_control_characters_from_the_server_are_escaped_on_stderr(hostile, tmp_p
     cfg, state = write_config(tmp_path, server.url)
     r = outpost(cfg, "report")
     assert r.returncode == 1, r.stderr
-    line = one_line(r)  # one line: the forged one stays inside it
+    line = one_error(r)  # one line: the forged one stays inside it
     assert not any(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f for c in r.stderr.replace("\n", "")), repr(r.stderr)
     assert "\\x1b[2J" in line and "\\x07bad filter\\x0d\\x0aoutpost: run" in line, line
 
@@ -309,7 +288,7 @@ def test_tls_certificate_refused(hostile, tmp_path, pki, cert, why):
     cfg, state = write_config(tmp_path, server.url, ca_file=str(pki / "ca.pem"))
     r = outpost(cfg, "report")
     assert r.returncode == 1, f"a TLS failure is exit 1, not 75 ({why}): {r.stderr}"
-    line = one_line(r)
+    line = one_error(r)
     assert "TLS" in line or "certificate" in line, line
     assert server.requests == [], "no request may be sent over a refused connection"
 
@@ -318,12 +297,12 @@ def test_tls_unknown_ca_and_wrong_pin(sim_tls, tmp_path, pki):
     cfg, _ = write_config(tmp_path, sim_tls.url, ca_file=str(pki / "ca.pem"))
     r = outpost(cfg, "check")
     assert r.returncode == 1, r.stderr
-    one_line(r)
+    one_error(r)
     cfg, _ = write_config(tmp_path, sim_tls.url, ca_file=sim_tls.ca_file,
                           tls={"ca_file": sim_tls.ca_file, "pinned_public_key": "sha256//" + "A" * 43 + "="})
     r = outpost(cfg, "check")
     assert r.returncode == 1, r.stderr
-    one_line(r)
+    one_error(r)
     requests = [e for e in sim_tls.log()["requests"] if e["method"]]  # handshake failures are logged without one
     assert requests == [], f"nothing may be sent to a server that failed verification: {requests}"
 
@@ -332,7 +311,7 @@ def test_plain_http_to_a_non_loopback_host_is_a_config_error(tmp_path):
     cfg, _ = write_config(tmp_path, "http://tenant.example.com")
     r = outpost(cfg, "check")
     assert r.returncode == 2, r.stderr
-    assert "base_url" in one_line(r)
+    assert "base_url" in one_error(r)
 
 
 # ---- configuration and key file ---------------------------------------------------------------
@@ -345,7 +324,7 @@ def test_group_readable_key_file_refused(sim, tmp_path):
     cfg, _ = write_config(tmp_path, sim.url, api_key_file=str(key))
     r = outpost(cfg, "check", key=None)
     assert r.returncode == 2, r.stderr
-    line = one_line(r)
+    line = one_error(r)
     assert str(key) in line and API_KEY not in r.stderr
     key.chmod(0o600)
     assert outpost(cfg, "check", key=None).returncode == 10
@@ -358,7 +337,7 @@ def test_number_beyond_int64_in_configuration(tmp_path):
     cfg.write_text('{"state_dir": "%s", "installer": {"keep_versions": 1e300}}' % (tmp_path / "state"))
     r = outpost(cfg, "status")
     assert r.returncode == 2, r.stderr
-    assert "keep_versions" in one_line(r)
+    assert "keep_versions" in one_error(r)
 
 
 # ---- secrets --------------------------------------------------------------------------------------
@@ -396,10 +375,7 @@ def test_secrets_appear_nowhere(sim_tls, tmp_path):
         report={"initial_lookback": "24h"})
     # a partial download sidecar too: cut the installer once, in the same run
     sim_tls.fault("installer", "reset", bytes=100000, count=1)
-    e = env(key=None)
-    e["DUMP"] = str(dump)
-    p = subprocess.Popen([OUTPOST, "-c", str(cfg), "-v", "-v", "run"], env=e, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+    p = outpost_start(cfg, "-v", "-v", "run", key=None, env_extra={"DUMP": str(dump)}, text=False)
     sampled = b""
     deadline = time.monotonic() + 60
     while p.poll() is None and time.monotonic() < deadline:

@@ -13,72 +13,32 @@ credentials that no file, log line or `-vv` trace records.
 """
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-import os
 import select
 import socket
 import socketserver
 import ssl
 import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from outpost_config import UNSIGNED, write_config  # noqa: E402
-from sim import make_certificates, write_fake_installer  # noqa: E402
+from mirror_helper import endpoint_config
+from outpost_config import UNSIGNED, write_config
+from outpost_run import OUTPOST, error_lines, outpost
+from sim import make_certificates
 
-OUTPOST = os.environ.get("OUTPOST_BIN")
-pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN is not set (tests/CMakeLists.txt sets it)")
+KiB, MiB = 1024, 1024 * 1024
+pytestmark = [pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN is not set (tests/CMakeLists.txt sets it)"),
+              pytest.mark.mirror_installer(seed=5, size=3 * MiB)]  # the throttle takes seconds over it
 
 V1 = "26.01.03.24329"
-V2 = "26.02.01.25000"
-KiB, MiB = 1024, 1024 * 1024
 # Small deadlines, so that each case ends in seconds; the bound a test asserts is generous
 # (machines are loaded): what matters is that the run ends, not how fast.
 FAST = {"low_speed_timeout": "2s", "min_speed": 1024, "transfer_timeout": "4s", "connect_timeout": "5s"}
 ENDS_WITHIN = 60  # seconds: "it ended", far above the configured deadlines
 ENDLESS_CAP = 16 * MiB  # what an endless body may cost, socket buffers included
-
-
-def run(cfg: Path, *args, key: str | None = None, timeout=120) -> tuple[subprocess.CompletedProcess, float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    if key:
-        env["OUTPOST_API_KEY"] = key
-    t0 = time.monotonic()
-    r = subprocess.run([OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=timeout, env=env)
-    return r, time.monotonic() - t0
-
-
-def keygen(path: Path) -> str:
-    r = subprocess.run([OUTPOST, "--json", "keygen", "-o", str(path)], capture_output=True, text=True, timeout=60,
-                       env={k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")})
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)["public_key"]
-
-
-@pytest.fixture
-def published(tmp_path, sim):
-    """A mirror directory published from the simulator: (mirror dir, public PEM, the manifest's payload)."""
-    key_file = tmp_path / "mirror.key"
-    public_pem = keygen(key_file)
-    installer = tmp_path / "installer.exe"
-    write_fake_installer(str(installer), 5, 3 * MiB)
-    sim.config(installer=str(installer), installer_version=V2)
-    mirror = tmp_path / "mirror"
-    cfg, _ = write_config(tmp_path, sim.url, sim.ca_file, state=tmp_path / "publisher-state", name="publisher.json",
-                          installer={"verify": UNSIGNED}, report={"enabled": False},
-                          publish={"dir": str(mirror), "signing_key_file": str(key_file)})
-    r, _ = run(cfg, "publish", key="sim-api-key")
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(base64.b64decode(json.loads((mirror / "manifest.json").read_text())["payload"]))
-    return mirror, public_pem, doc
 
 
 class Hostile:
@@ -205,21 +165,18 @@ class Hostile:
 
 @pytest.fixture
 def hostile(published):
-    mirror, _, _ = published
-    server = Hostile(mirror)
+    server = Hostile(published.dir)
     yield server
     server.stop()
 
 
 def endpoint(tmp_path: Path, name: str, urls: list[str], public_pem: str, **sections) -> tuple[Path, Path]:
-    defaults = {"installer": {"installed_version": V1, "verify": UNSIGNED}, "report": {"enabled": False},
-                "mirror": {"urls": urls, "public_keys": [public_pem], "machine_id": f"m-{name}"}, "http": FAST}
-    return write_config(tmp_path, None, None, state=tmp_path / name, name=f"{name}.json", defaults=defaults,
-                        **sections)
+    """An endpoint on urls with FAST deadlines (mirror_helper.endpoint_config)."""
+    return endpoint_config(tmp_path, name, urls, [public_pem], http=FAST, **sections)
 
 
-def one_error(r: subprocess.CompletedProcess) -> str:
-    lines = [line for line in r.stderr.splitlines() if line.startswith("outpost:")]
+def last_error(r: subprocess.CompletedProcess) -> str:
+    lines = error_lines(r)
     assert lines, r.stderr
     return lines[-1]
 
@@ -239,17 +196,17 @@ CASES = [
 
 @pytest.mark.parametrize("mode,command,code,says", CASES, ids=[c[0] for c in CASES])
 def test_a_hostile_answer_ends_the_transfer_not_the_run(tmp_path, published, hostile, mode, command, code, says):
-    mirror, public_pem, doc = published
-    cfg, state = endpoint(tmp_path, mode, [hostile.url(mode)], public_pem)
-    r, seconds = run(cfg, command)
+    cfg, state = endpoint(tmp_path, mode, [hostile.url(mode)], published.public_pem)
+    r = outpost(cfg, command, key=None)
+    seconds = r.seconds
     assert r.returncode == code, r.stderr
-    message = one_error(r)
+    message = last_error(r)
     assert says in message and "127.0.0.1" in message, message
     assert seconds < ENDS_WITHIN, f"{mode}: {seconds:.1f} s"
     sent = sum(hostile.sent.values())
     assert sent < ENDLESS_CAP, f"{mode}: the server could send {sent} bytes"
     if mode == "endless200":
-        assert sent >= doc["length"]
+        assert sent >= published.payload()["length"]
         assert not list((state / "downloads").glob("*")), "bytes past the manifest's length were kept"
     status = json.loads((state / "status.json").read_text())
     assert status["installer"]["source"] == "mirror"
@@ -258,17 +215,17 @@ def test_a_hostile_answer_ends_the_transfer_not_the_run(tmp_path, published, hos
 
 
 def test_an_https_mirror_never_continues_on_http(tmp_path, published, hostile):
-    mirror, public_pem, _ = published
     tls = make_certificates(str(tmp_path / "certs"))
-    secure = Hostile(mirror, tls=tls)
+    secure = Hostile(published.dir, tls=tls)
     secure.plain_base = hostile.base
     try:
-        cfg, state = endpoint(tmp_path, "tohttp", [secure.url("tohttp")], public_pem, tls={"ca_file": tls["ca.pem"]})
-        r, seconds = run(cfg, "check")
+        cfg, state = endpoint(tmp_path, "tohttp", [secure.url("tohttp")], published.public_pem,
+                              tls={"ca_file": tls["ca.pem"]})
+        r = outpost(cfg, "check", key=None)
         assert r.returncode == 75, r.stderr
-        assert "never continues without TLS" in one_error(r)
+        assert "never continues without TLS" in last_error(r)
         assert hostile.requests == [], "the http:// target was asked"
-        assert seconds < ENDS_WITHIN
+        assert r.seconds < ENDS_WITHIN
     finally:
         secure.stop()
 
@@ -277,14 +234,13 @@ def test_an_https_mirror_never_continues_on_http(tmp_path, published, hostile):
 def test_run_still_writes_its_report_behind_a_hostile_mirror(tmp_path, sim, published, hostile):
     """`run` with both parts: the installer part fails (a stalled mirror, 75) and the report
     part still runs against the platform and writes its files."""
-    mirror, public_pem, _ = published
     cfg, state = write_config(tmp_path, sim.url, sim.ca_file, state=tmp_path / "run-state", name="run.json",
                               installer={"installed_version": V1, "verify": UNSIGNED},
-                              mirror={"urls": [hostile.url("stall")], "public_keys": [public_pem]},
+                              mirror={"urls": [hostile.url("stall")], "public_keys": [published.public_pem]},
                               http={**FAST, "rate_limit_per_minute": 100000}, schedule={"jitter": "0s"})
-    r, seconds = run(cfg, "run", key="sim-api-key")
+    r = outpost(cfg, "run")
     assert r.returncode == 75, r.stderr
-    assert seconds < ENDS_WITHIN
+    assert r.seconds < ENDS_WITHIN
     status = json.loads((state / "status.json").read_text())
     stages = [e["stage"] for e in status["last_run"]["errors"]]
     assert "report" not in stages and stages, status["last_run"]
@@ -299,11 +255,12 @@ def test_run_still_writes_its_report_behind_a_hostile_mirror(tmp_path, sim, publ
 def test_the_throttle_holds_for_a_mirror(tmp_path, published, hostile, transport):
     """installer.max_bytes_per_second from a mirror as from the API: 3 MiB at 1 MB/s take at
     least ~3 s (a lower bound only: a loaded machine is slower, never faster)."""
-    mirror, public_pem, doc = published
-    url = hostile.url("fleet") if transport == "http" else mirror.as_uri()
-    cfg, state = endpoint(tmp_path, f"throttle-{transport}", [url], public_pem,
+    doc = published.payload()
+    url = hostile.url("fleet") if transport == "http" else published.dir.as_uri()
+    cfg, state = endpoint(tmp_path, f"throttle-{transport}", [url], published.public_pem,
                           installer={"max_bytes_per_second": 1000000})
-    r, seconds = run(cfg, "update")
+    r = outpost(cfg, "update", key=None)
+    seconds = r.seconds
     assert r.returncode == 0, r.stderr
     assert seconds >= 0.75 * doc["length"] / 1000000, f"{doc['length']} bytes in {seconds:.2f} s"
     print(f"\n[throttle] {transport} mirror: {doc['length']} bytes at 1000000 B/s in {seconds:.2f} s")
@@ -313,22 +270,22 @@ def test_the_throttle_holds_for_a_mirror(tmp_path, published, hostile, transport
 
 
 def test_mirror_credentials_are_never_recorded(tmp_path, published, hostile):
-    mirror, public_pem, _ = published
     password = "s3cr3t-Pa55word"
     url = hostile.url("fleet").replace("http://", f"http://fleet-user:{password}@")
-    cfg, state = endpoint(tmp_path, "creds", [url], public_pem, log={"file": str(tmp_path / "creds" / "outpost.log")})
-    r, _ = run(cfg, "-vv", "update")
+    cfg, state = endpoint(tmp_path, "creds", [url], published.public_pem, log={"file": "outpost.log"})
+    r = outpost(cfg, "-vv", "update", key=None)
     assert r.returncode == 0, r.stderr
     assert password not in r.stderr and password not in r.stdout
-    r, _ = run(cfg, "-vv", "--json", "status")
+    r = outpost(cfg, "-vv", "--json", "status", key=None)
     assert password not in r.stderr and password not in r.stdout
     # A failure's message too: the mirror now answers 404.
-    cfg2, _ = endpoint(tmp_path, "creds", [url.replace("/fleet/", "/fleet/gone/")], public_pem,
-                       log={"file": str(tmp_path / "creds" / "outpost.log")})
-    r, _ = run(cfg2, "-vv", "check")
+    cfg2, _ = endpoint(tmp_path, "creds", [url.replace("/fleet/", "/fleet/gone/")], published.public_pem,
+                       log={"file": "outpost.log"})
+    r = outpost(cfg2, "-vv", "check", key=None)
     assert r.returncode == 1, r.stderr
     assert password not in r.stderr
-    for path in (tmp_path / "creds").rglob("*"):
+    assert (state / "outpost.log").is_file()
+    for path in state.rglob("*"):
         if path.is_file():
             assert password.encode() not in path.read_bytes(), f"{path} records the password"
     # The credentials were sent (HTTP basic authentication), just never recorded.

@@ -8,14 +8,12 @@ else outpost writes would flush it by chance (status.json and state.json
 are replaced atomically in state_dir, which flushes state_dir only).
 """
 import json
-import os
 import re
 import shutil
-import subprocess
 
 import pytest
 
-OUTPOST = os.environ.get("OUTPOST_BIN")
+from outpost_run import OUTPOST, outpost_traced
 
 pytestmark = [
     pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set"),
@@ -27,14 +25,10 @@ def traced_report(tmp_path, sim, jsonl):
     cfg = tmp_path / "outpost.json"
     cfg.write_text(json.dumps({"base_url": sim.url, "state_dir": str(tmp_path / "state"),
                                "report": {"jsonl_file": str(jsonl)}, "schedule": {"jitter": "0s"}}))
-    trace = tmp_path / "strace.txt"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    env.update(OUTPOST_API_KEY="sim-api-key", ASAN_OPTIONS="detect_leaks=0")  # LeakSanitizer cannot run under ptrace
-    r = subprocess.run(["strace", "-f", "-qq", "-yy", "-e", "trace=openat,fsync,fdatasync,rename,renameat,renameat2",
-                        "-o", str(trace), OUTPOST, "-c", str(cfg), "report"],
-                       capture_output=True, text=True, timeout=120, env=env)
+    r, trace = outpost_traced(cfg, "report", syscalls="openat,fsync,fdatasync,rename,renameat,renameat2",
+                              trace=tmp_path / "strace.txt")
     assert r.returncode == 0, r.stderr
-    return trace.read_text().splitlines()
+    return trace
 
 
 def first_index(lines, pattern, start=0):

@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from test_report import OUTPOST, make_config, outpost_env
+from outpost_config import sim_config
+from outpost_run import OUTPOST, outpost, outpost_start
 
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
 
@@ -26,20 +27,8 @@ LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (?P<command>[a-z]+)\[(?P<pi
 
 
 def configure(tmp_path, sim, **log):
-    path, state_dir = make_config(tmp_path, sim)
-    with open(path, encoding="utf-8") as f:
-        config = json.load(f)
-    config["installer"] = {"verify": {"trusted_ca_file": None}}
-    config["log"] = {"file": "outpost.log", **log}
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(config, f)
-    return path, state_dir
-
-
-def outpost(config, *args, key=KEY, timeout=120):
-    env = outpost_env()
-    env["OUTPOST_API_KEY"] = key
-    return subprocess.run([OUTPOST, "-c", config, *args], env=env, capture_output=True, text=True, timeout=timeout)
+    return sim_config(tmp_path, sim, installer={"verify": {"trusted_ca_file": None}},
+                      log={"file": "outpost.log", **log})
 
 
 def log_files(state_dir):
@@ -55,7 +44,7 @@ def read(path):
 def test_every_stderr_line_is_logged_with_time_command_and_pid(sim, tmp_path):
     config, state_dir = configure(tmp_path, sim)
     sim.fault("incidents", "forbidden", count=-1)  # report fails: an error line
-    result = outpost(config, "-v", "run")
+    result = outpost(config, "-v", "run", key=KEY)
     assert result.returncode != 0
     stderr = [l[len("outpost: "):] for l in result.stderr.splitlines() if l.startswith("outpost: ")]
     assert stderr, result.stderr
@@ -75,7 +64,7 @@ def test_every_stderr_line_is_logged_with_time_command_and_pid(sim, tmp_path):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
     # A second command appends; its lines carry its own name and pid.
-    outpost(config, "-v", "report")
+    outpost(config, "-v", "report", key=KEY)
     more = [LINE.match(l) for l in read(path).splitlines()[len(lines):]]
     assert more and all(more) and {m["command"] for m in more} == {"report"}
     assert more[0]["pid"] != parsed[0]["pid"]
@@ -85,7 +74,7 @@ def test_every_stderr_line_is_logged_with_time_command_and_pid(sim, tmp_path):
 def test_no_secret_reaches_the_log(sim, tmp_path):
     config, state_dir = configure(tmp_path, sim)
     for args in (("-vv", "run"), ("-vv", "report"), ("-vv", "check"), ("-vv", "update", "--force")):
-        outpost(config, *args)
+        outpost(config, *args, key=KEY)
     # A refused key is an error line too, which must not quote the key.
     refused = outpost(config, "-vv", "report", key="op-wrong-key-0c9d2e")
     assert refused.returncode == 3
@@ -102,11 +91,11 @@ def test_rotation_by_rename_keeps_log_keep_files(sim, tmp_path):
     config, state_dir = configure(tmp_path, sim, max_bytes=4096, keep=2)
     rotated_twice = os.path.join(state_dir, "outpost.log.2")
     for _ in range(200):
-        outpost(config, "-vv", "report")
+        outpost(config, "-vv", "report", key=KEY)
         if os.path.exists(rotated_twice):
             break
     for _ in range(10):  # more rotations: the oldest is dropped, never a .3
-        outpost(config, "-vv", "report")
+        outpost(config, "-vv", "report", key=KEY)
     files = log_files(state_dir)
     names = [os.path.basename(p) for p in files]
     assert names == ["outpost.log", "outpost.log.1", "outpost.log.2"], names
@@ -124,10 +113,7 @@ def test_rotation_by_rename_keeps_log_keep_files(sim, tmp_path):
 def test_a_kill_while_writing_leaves_at_worst_one_partial_line(sim, tmp_path):
     config, state_dir = configure(tmp_path, sim)
     path = os.path.join(state_dir, "outpost.log")
-    env = outpost_env()
-    env["OUTPOST_API_KEY"] = KEY
-    proc = subprocess.Popen([OUTPOST, "-c", config, "-vv", "report"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = outpost_start(config, "-vv", "report", key=KEY, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # Kill it once it has logged something (or let it finish: the checks hold either way).
     deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline:
@@ -141,7 +127,7 @@ def test_a_kill_while_writing_leaves_at_worst_one_partial_line(sim, tmp_path):
     with open(path, "a", encoding="utf-8") as f:
         f.write("2026-01-01T00:00:00Z report[1]: cut off in the mid")
     before = read(path)
-    result = outpost(config, "-v", "report")
+    result = outpost(config, "-v", "report", key=KEY)
     after = read(path)
     assert after.startswith(before)  # nothing before was touched
     new = after[len(before):]
@@ -161,7 +147,7 @@ def test_a_log_file_that_cannot_be_opened_is_said_once(sim, tmp_path):
     c["log"] = {"file": str(tmp_path / "no-such-dir" / "outpost.log")}
     with open(config, "w", encoding="utf-8") as f:
         json.dump(c, f)
-    result = outpost(config, "-q", "-vv", "report")
+    result = outpost(config, "-q", "-vv", "report", key=KEY)
     assert result.returncode == 0, result.stderr
     warnings = [l for l in result.stderr.splitlines() if "cannot open the log file" in l]
     assert len(warnings) == 1, result.stderr
@@ -178,7 +164,6 @@ def test_a_log_file_that_cannot_be_opened_is_said_once(sim, tmp_path):
 def test_log_keys_are_validated(tmp_path, log, message):
     config = tmp_path / "outpost.json"
     config.write_text(json.dumps({"state_dir": str(tmp_path / "state"), "log": log}))
-    result = subprocess.run([OUTPOST, "-c", str(config), "status"], env=outpost_env(), capture_output=True, text=True,
-                            timeout=60)
+    result = outpost(config, "status", timeout=60)
     assert result.returncode == 2
     assert message in result.stderr

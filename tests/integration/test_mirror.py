@@ -14,150 +14,24 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from nginx_helper import start_nginx  # noqa: E402
-from servers import free_port, stop_process  # noqa: E402
-from sim import make_certificates, write_fake_installer  # noqa: E402
+from mirror_helper import (V1, V2, endpoint_config, fake_installer, iso, keygen, manifest_payload, publisher_config,
+                           read_envelope, resign_manifest, sign_envelope, verify_envelope)
+from nginx_helper import start_nginx
+from outpost_run import OUTPOST, error_lines, outpost, staged_versions
+from servers import free_port, stop_process
+from sim import make_certificates
 
-from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
-
-OUTPOST = os.environ.get("OUTPOST_BIN")
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN is not set (tests/CMakeLists.txt sets it)")
 
-V1 = "26.01.03.24329"
-V2 = "26.02.01.25000"
 V3 = "26.03.01.26000"
-CONTEXT = b"outpost-manifest-v1\n"
-
-
-# ---- helpers ------------------------------------------------------------------------------
-
-
-def run(cfg: Path | None, *args, key: str | None = "sim-api-key", timeout=120, cwd=None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    if key:
-        env["OUTPOST_API_KEY"] = key
-    argv = [OUTPOST] + (["-c", str(cfg)] if cfg else []) + list(args)
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
-
-
-def error_lines(r: subprocess.CompletedProcess) -> list[str]:
-    return [line for line in r.stderr.splitlines() if line.startswith("outpost:")]
-
-
-def keygen(path: Path) -> tuple[str, str]:
-    r = run(None, "--json", "keygen", "-o", str(path), key=None)
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
-    return doc["public_key"], doc["key_id"]
-
-
-def publisher_config(tmp_path: Path, sim_url: str, key_file: Path, mirror_dir: Path, **publish) -> Path:
-    cfg = {
-        "base_url": sim_url,
-        "state_dir": str(tmp_path / "publisher-state"),
-        "installer": {"verify": {"require_signature": False, "trusted_ca_file": None}},
-        "report": {"enabled": False},
-        "publish": {"dir": str(mirror_dir), "signing_key_file": str(key_file), **publish},
-    }
-    path = tmp_path / "publisher.json"
-    path.write_text(json.dumps(cfg))
-    return path
-
-
-def endpoint_config(tmp_path: Path, name: str, urls: list[str], public_keys: list[str], installed=V1,
-                    channel="stable", machine_id=None, platform="windows", ca_file=None) -> tuple[Path, Path]:
-    state = tmp_path / "endpoints" / name
-    cfg = {
-        "state_dir": str(state),
-        "installer": {"installed_version": installed, "platform": platform,
-                      "verify": {"require_signature": False, "trusted_ca_file": None}},
-        "report": {"enabled": False},
-        "mirror": {"urls": urls, "public_keys": public_keys, "channel": channel,
-                   "machine_id": machine_id or f"machine-{name}"},
-    }
-    if ca_file:
-        cfg["tls"] = {"ca_file": str(ca_file)}
-    path = tmp_path / f"endpoint-{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(cfg))
-    return path, state
-
-
-def envelope(mirror: Path) -> dict:
-    return json.loads((mirror / "manifest.json").read_text())
-
-
-def payload(mirror: Path) -> dict:
-    return json.loads(base64.b64decode(envelope(mirror)["payload"]))
-
-
-def verify_independently(env: dict, public_pem: str) -> bool:
-    """ECDSA P-256/SHA-256 over CONTEXT + payload, checked with `cryptography`."""
-    key = serialization.load_pem_public_key(public_pem.encode())
-    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    keyid = hashlib.sha256(der).hexdigest()
-    data = CONTEXT + base64.b64decode(env["payload"])
-    for sig in env["signatures"]:
-        if sig["keyid"] != keyid:
-            continue
-        try:
-            key.verify(base64.b64decode(sig["sig"]), data, ec.ECDSA(hashes.SHA256()))
-            return True
-        except Exception:  # noqa: BLE001 - InvalidSignature
-            return False
-    return False
-
-
-def sign_payload(doc: dict, private_key_file: Path) -> dict:
-    """An envelope made by `cryptography`, not by outpost, for the attacks."""
-    key = serialization.load_pem_private_key(private_key_file.read_bytes(), password=None)
-    pub = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    raw = json.dumps(doc, separators=(",", ":")).encode()
-    sig = key.sign(CONTEXT + raw, ec.ECDSA(hashes.SHA256()))
-    return {"payload": base64.b64encode(raw).decode(),
-            "signatures": [{"keyid": hashlib.sha256(pub).hexdigest(), "sig": base64.b64encode(sig).decode()}]}
-
-
-def iso(t: datetime) -> str:
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def staged(state: Path) -> list[str]:
-    root = state / "staging"
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
-def fake_installer(tmp_path: Path, seed: int, size: int = 200 * 1024) -> Path:
-    path = tmp_path / f"installer-{seed}.exe"
-    write_fake_installer(str(path), seed, size)
-    return path
-
-
-@pytest.fixture
-def published(tmp_path, sim):
-    """A mirror published from the simulator: (mirror dir, publisher config, key file, public PEM)."""
-    key_file = tmp_path / "keys" / "mirror.key"
-    key_file.parent.mkdir()
-    public_pem, _ = keygen(key_file)
-    sim.config(installer=str(fake_installer(tmp_path, 1)), installer_version=V2)
-    mirror = tmp_path / "mirror"
-    cfg = publisher_config(tmp_path, sim.url, key_file, mirror)
-    r = run(cfg, "publish")
-    assert r.returncode == 0, r.stderr
-    return mirror, cfg, key_file, public_pem
 
 
 # ---- keygen -------------------------------------------------------------------------------
@@ -165,7 +39,7 @@ def published(tmp_path, sim):
 
 def test_keygen_writes_an_owner_only_key_and_never_overwrites(tmp_path):
     key_file = tmp_path / "mirror.key"
-    r = run(None, "keygen", "-o", str(key_file), key=None)
+    r = outpost(None, "keygen", "-o", str(key_file), key=None)
     assert r.returncode == 0, r.stderr
     assert "-----BEGIN PUBLIC KEY-----" in r.stdout
     key_id = r.stdout.strip().splitlines()[-1].removeprefix("key id: ")
@@ -176,12 +50,12 @@ def test_keygen_writes_an_owner_only_key_and_never_overwrites(tmp_path):
     assert key_id == hashlib.sha256(der).hexdigest()
 
     before = key_file.read_bytes()
-    r = run(None, "keygen", "-o", str(key_file), key=None)
+    r = outpost(None, "keygen", "-o", str(key_file), key=None)
     assert r.returncode != 0
     assert "already exists" in error_lines(r)[0]
     assert key_file.read_bytes() == before
 
-    r = run(None, "--json", "keygen", "-o", str(tmp_path / "second.key"), key=None)
+    r = outpost(None, "--json", "keygen", "-o", str(tmp_path / "second.key"), key=None)
     doc = json.loads(r.stdout)
     assert set(doc) == {"key_file", "key_id", "public_key"} and doc["key_id"] != key_id
 
@@ -190,10 +64,10 @@ def test_keygen_writes_an_owner_only_key_and_never_overwrites(tmp_path):
 
 
 def test_publish_writes_a_signed_content_addressed_mirror(tmp_path, sim, published):
-    mirror, cfg, key_file, public_pem = published
-    env = envelope(mirror)
-    assert verify_independently(env, public_pem)
-    doc = payload(mirror)
+    mirror, cfg, public_pem = published.dir, published.config, published.public_pem
+    env = read_envelope(mirror)
+    assert verify_envelope(env, public_pem)
+    doc = manifest_payload(mirror)
     installer = mirror / doc["path"]
     data = installer.read_bytes()
     assert doc["schema"] == 1 and doc["seq"] == 1
@@ -210,31 +84,31 @@ def test_publish_writes_a_signed_content_addressed_mirror(tmp_path, sim, publish
     assert sorted(p.name for p in mirror.iterdir()) == ["installers", "manifest.json"]
 
     # Nothing new: re-signed with the next seq, same installer, same salt, fresh expiry.
-    r = run(cfg, "--json", "publish", "--rollout", "12.5")
+    r = outpost(cfg, "--json", "publish", "--rollout", "12.5")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["seq"] == 2 and out["new_installer"] is False
-    again = payload(mirror)
+    again = manifest_payload(mirror)
     assert again["seq"] == 2 and again["sha256"] == doc["sha256"]
     assert again["rollout"] == {"percent": 12.5, "salt": doc["rollout"]["salt"]}
-    assert verify_independently(envelope(mirror), public_pem)
+    assert verify_envelope(read_envelope(mirror), public_pem)
 
 
 def test_publish_new_versions_fresh_salt_and_pruning(tmp_path, sim, published):
-    mirror, cfg, key_file, public_pem = published
-    first = payload(mirror)
+    mirror, cfg = published.dir, published.config
+    first = manifest_payload(mirror)
     salts = {first["rollout"]["salt"]}
     names = [Path(first["path"]).name]
     for seed, version in ((2, V3), (3, "26.04.01.1"), (4, "26.05.01.1")):
         sim.config(installer=str(fake_installer(tmp_path, seed)), installer_version=version)
-        r = run(cfg, "publish")
+        r = outpost(cfg, "publish")
         assert r.returncode == 0, r.stderr
-        doc = payload(mirror)
+        doc = manifest_payload(mirror)
         assert doc["version"] == version
         salts.add(doc["rollout"]["salt"])
         names.append(Path(doc["path"]).name)
     assert len(salts) == 4                                 # a fresh salt per version
-    assert payload(mirror)["seq"] == 4
+    assert manifest_payload(mirror)["seq"] == 4
     kept = sorted(p.name for p in (mirror / "installers").iterdir())
     assert kept == sorted(names[-3:])                      # keep_installers: 3
 
@@ -243,8 +117,8 @@ def test_publish_refuses_a_readable_signing_key(tmp_path, sim):
     key_file = tmp_path / "mirror.key"
     keygen(key_file)
     key_file.chmod(0o640)
-    cfg = publisher_config(tmp_path, sim.url, key_file, tmp_path / "mirror")
-    r = run(cfg, "publish")
+    cfg = publisher_config(tmp_path, sim, key_file, tmp_path / "mirror")
+    r = outpost(cfg, "publish")
     assert r.returncode == 2
     line = error_lines(r)[0]
     assert "signing key file" in line and "chmod 600" in line and "API key" not in line
@@ -256,11 +130,11 @@ def test_publish_without_key_or_dir_is_a_configuration_error(tmp_path, sim):
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"base_url": sim.url, "state_dir": str(tmp_path / "s"),
                                "publish": {"dir": str(tmp_path / "m")}}))
-    r = run(cfg, "publish")
+    r = outpost(cfg, "publish")
     assert r.returncode == 2 and "publish.signing_key_file" in error_lines(r)[0]
     cfg.write_text(json.dumps({"base_url": sim.url, "state_dir": str(tmp_path / "s"),
                                "publish": {"signing_key_file": str(tmp_path / "none.key")}}))
-    r = run(cfg, "publish")
+    r = outpost(cfg, "publish")
     assert r.returncode == 2 and "publish.dir" in error_lines(r)[0]
 
 
@@ -345,22 +219,22 @@ def test_tls_session_is_resumed_by_the_next_run_under_the_same_trust(tmp_path, s
     owner-only, and the next run resumes it (nginx's $ssl_session_reused). Only under the same
     trust: another CA file (here the same CA with one more byte) gets a full, verified handshake.
     The Debian build (libcurl over OpenSSL) keeps nothing."""
-    mirror, cfg, key_file, public_pem = published
+    mirror, public_pem = published.dir, published.public_pem
     sim.stop()
     server = MirrorServer(mirror, tmp_path / "nginx-tls", tls=True)
     try:
-        cfg, state = endpoint_config(tmp_path, "resume", [server.url], [public_pem], ca_file=server.ca_file)
-        assert run(cfg, "check", key=None).returncode == 10  # an update is available
+        cfg, state = endpoint_config(tmp_path, "resume", [server.url], [public_pem], tls={"ca_file": server.ca_file})
+        assert outpost(cfg, "check", key=None).returncode == 10  # an update is available
         kept = state / "tls-session"
         if b"mbedTLS/" not in Path(OUTPOST).read_bytes():  # libcurl (shared) over another TLS library
             assert not kept.exists()
-            assert run(cfg, "check", key=None).returncode == 10  # an update is available
+            assert outpost(cfg, "check", key=None).returncode == 10  # an update is available
             assert {e["reused"] for e in server.log()} == {"."}
             return
         assert kept.stat().st_mode & 0o077 == 0
         # Not clear_log: nginx's reload on SIGHUP makes new ticket keys.
         seen = len(server.log())
-        r = run(cfg, "check", key=None)
+        r = outpost(cfg, "check", key=None)
         assert r.returncode == 10, r.stderr
         assert [e["reused"] for e in server.log()[seen:]] == ["r"]
 
@@ -370,10 +244,10 @@ def test_tls_session_is_resumed_by_the_next_run_under_the_same_trust(tmp_path, s
         data["tls"]["ca_file"] = str(other_ca)
         cfg.write_text(json.dumps(data))
         seen = len(server.log())
-        assert run(cfg, "check", key=None).returncode == 10
+        assert outpost(cfg, "check", key=None).returncode == 10
         assert [e["reused"] for e in server.log()[seen:]] == ["."]
         seen = len(server.log())
-        assert run(cfg, "check", key=None).returncode == 10  # kept under the new trust
+        assert outpost(cfg, "check", key=None).returncode == 10  # kept under the new trust
         assert [e["reused"] for e in server.log()[seen:]] == ["r"]
     finally:
         server.stop()
@@ -381,18 +255,18 @@ def test_tls_session_is_resumed_by_the_next_run_under_the_same_trust(tmp_path, s
 
 @pytest.fixture
 def fleet(tmp_path, sim, published):
-    """The published mirror served by nginx, with the API simulator stopped."""
-    mirror, cfg, key_file, public_pem = published
+    """The published mirror served by nginx, with the API simulator stopped:
+    (server, mirror dir, signing key file, public PEM)."""
     sim.stop()
-    server = MirrorServer(mirror, tmp_path / "nginx")
-    yield server, mirror, key_file, public_pem
+    server = MirrorServer(published.dir, tmp_path / "nginx")
+    yield server, published.dir, published.key_file, published.public_pem
     server.stop()
 
 
 def test_endpoint_checks_and_updates_from_nginx_without_the_api(tmp_path, sim, fleet):
     server, mirror, key_file, public_pem = fleet
     cfg, state = endpoint_config(tmp_path, "a", [server.url], [public_pem])
-    r = run(cfg, "check", key=None)
+    r = outpost(cfg, "check", key=None)
     assert r.returncode == 10, r.stderr
     assert r.stdout.strip() == f"update available: {V1} -> {V2}"
     first = server.log()
@@ -400,7 +274,7 @@ def test_endpoint_checks_and_updates_from_nginx_without_the_api(tmp_path, sim, f
 
     # The second check asks conditionally and gets a 304.
     server.clear_log()
-    r = run(cfg, "--json", "check", key=None)
+    r = outpost(cfg, "--json", "check", key=None)
     assert r.returncode == 10, r.stderr
     doc = json.loads(r.stdout)
     assert doc["source"] == "mirror" and doc["mirror"]["not_modified"] is True and doc["mirror"]["seq"] == 1
@@ -408,10 +282,10 @@ def test_endpoint_checks_and_updates_from_nginx_without_the_api(tmp_path, sim, f
     assert [(e["path"], e["status"]) for e in second] == [("/fleet/manifest.json", 304)]
     assert second[0]["inm"] or second[0]["ims"]
 
-    r = run(cfg, "update", key=None)
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [V2]
-    pay = payload(mirror)
+    assert staged_versions(state) == [V2]
+    pay = manifest_payload(mirror)
     manifest = json.loads((state / "staging" / V2 / "manifest.json").read_text())
     assert manifest["sha256"] == pay["sha256"] and manifest["size"] == pay["length"]
     assert manifest["source_url"] == server.url + pay["path"]
@@ -428,20 +302,20 @@ def test_file_url_mirror_and_fallback_to_the_next_url(tmp_path, sim, fleet):
     server, mirror, key_file, public_pem = fleet
     dead = f"http://127.0.0.1:{free_port()}/fleet/"
     cfg, state = endpoint_config(tmp_path, "b", [dead, mirror.as_uri()], [public_pem])
-    r = run(cfg, "update", key=None)
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [V2]
+    assert staged_versions(state) == [V2]
     assert "trying the next mirror" in r.stderr
 
     # No mirror readable: down is a temporary failure, exit 75 ...
     cfg, state = endpoint_config(tmp_path, "c", [dead], [public_pem])
-    r = run(cfg, "check", key=None)
+    r = outpost(cfg, "check", key=None)
     assert r.returncode == 75, r.stderr
     line = [l for l in error_lines(r) if "warning:" not in l][0]
     assert "no mirror in `mirror.urls` could be read: try again later" in line, line
     # ... a missing share (as a 404) is a URL to fix, exit 1 naming the key (PRODUCT.md section 1).
     cfg, state = endpoint_config(tmp_path, "d", [dead, (tmp_path / "no-such-share").as_uri()], [public_pem])
-    r = run(cfg, "check", key=None)
+    r = outpost(cfg, "check", key=None)
     assert r.returncode == 1, r.stderr
     line = [l for l in error_lines(r) if "warning:" not in l][0]
     assert "no-such-share" in line and "check the URLs in `mirror.urls`" in line, line
@@ -449,12 +323,12 @@ def test_file_url_mirror_and_fallback_to_the_next_url(tmp_path, sim, fleet):
 
 def test_rollout_follows_the_hash_of_salt_and_machine_id(tmp_path, sim, fleet):
     server, mirror, key_file, public_pem = fleet
-    salt = payload(mirror)["rollout"]["salt"]
+    salt = manifest_payload(mirror)["rollout"]["salt"]
     # Re-sign with 30% (an unchanged installer keeps its salt), then pick machines on either side.
-    doc = payload(mirror)
+    doc = manifest_payload(mirror)
     doc["rollout"]["percent"] = 30
     doc["seq"] = 2
-    (mirror / "manifest.json").write_text(json.dumps(sign_payload(doc, key_file)))
+    (mirror / "manifest.json").write_text(json.dumps(sign_envelope(doc, [key_file])))
 
     def bucket(machine: str) -> float:
         h = hashlib.sha256(bytes.fromhex(salt) + machine.strip().encode()).digest()
@@ -463,19 +337,21 @@ def test_rollout_follows_the_hash_of_salt_and_machine_id(tmp_path, sim, fleet):
     machines = [f"host-{i}" for i in range(40)]
     inside = next(m for m in machines if bucket(m) < 0.30)
     outside = next(m for m in machines if bucket(m) >= 0.30)
-    cfg_in, state_in = endpoint_config(tmp_path, "in", [server.url], [public_pem], machine_id=f"  {inside}\n")
-    cfg_out, state_out = endpoint_config(tmp_path, "out", [server.url], [public_pem], machine_id=outside)
-    r = run(cfg_in, "update", key=None)
+    cfg_in, state_in = endpoint_config(tmp_path, "in", [server.url], [public_pem],
+                                        mirror={"machine_id": f"  {inside}\n"})
+    cfg_out, state_out = endpoint_config(tmp_path, "out", [server.url], [public_pem],
+                                          mirror={"machine_id": outside})
+    r = outpost(cfg_in, "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state_in) == [V2]
-    r = run(cfg_out, "update", key=None)
+    assert staged_versions(state_in) == [V2]
+    r = outpost(cfg_out, "update", key=None)
     assert r.returncode == 0, r.stderr
     assert "not in its rollout" in r.stdout
-    assert staged(state_out) == []
+    assert staged_versions(state_out) == []
     status = json.loads((state_out / "status.json").read_text())
     assert status["installer"]["mirror"]["eligible"] is False
     assert status["installer"]["mirror"]["rollout_percent"] == 30
-    r = run(cfg_out, "check", key=None)
+    r = outpost(cfg_out, "check", key=None)
     # Nothing to do on this machine yet: 0 (a publish at --rollout 0 made
     # every endpoint's check exit 10 for a version none of them stages).
     assert r.returncode == 0, r.stderr
@@ -489,43 +365,37 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(microsecond=0)
 
 
-def _resign(mirror: Path, key_file: Path, **changes) -> None:
-    doc = payload(mirror)
-    doc.update(changes)
-    (mirror / "manifest.json").write_text(json.dumps(sign_payload(doc, key_file)))
-
-
 def attack_expired(ctx):
-    _resign(ctx["mirror"], ctx["key_file"], seq=2, issued_at=iso(_now() - timedelta(days=15)),
+    resign_manifest(ctx["mirror"], ctx["key_file"], seq=2, issued_at=iso(_now() - timedelta(days=15)),
             expires_at=iso(_now() - timedelta(hours=1)))
     return 75, "re-run publish on the publishing host"
 
 
 def attack_future(ctx):
-    _resign(ctx["mirror"], ctx["key_file"], seq=2, issued_at=iso(_now() + timedelta(hours=1)),
+    resign_manifest(ctx["mirror"], ctx["key_file"], seq=2, issued_at=iso(_now() + timedelta(hours=1)),
             expires_at=iso(_now() + timedelta(days=14)))
     return 75, "in the future"
 
 
 def attack_older_seq_replayed(ctx):
     original = (ctx["mirror"] / "manifest.json").read_text()
-    _resign(ctx["mirror"], ctx["key_file"], seq=5)
-    r = run(ctx["cfg"], "check", key=None)         # the endpoint sees seq 5 ...
+    resign_manifest(ctx["mirror"], ctx["key_file"], seq=5)
+    r = outpost(ctx["cfg"], "check", key=None)         # the endpoint sees seq 5 ...
     assert r.returncode == 10, r.stderr
     (ctx["mirror"] / "manifest.json").write_text(original)  # ... then the mirror serves seq 1 again
     return 75, "mirror serving an old copy"
 
 
 def attack_same_seq_other_bytes(ctx):
-    r = run(ctx["cfg"], "check", key=None)         # seq 1 seen
+    r = outpost(ctx["cfg"], "check", key=None)         # seq 1 seen
     assert r.returncode == 10, r.stderr
-    _resign(ctx["mirror"], ctx["key_file"], allow_downgrade=True)  # another seq 1
+    resign_manifest(ctx["mirror"], ctx["key_file"], allow_downgrade=True)  # another seq 1
     return 4, "seen before with other contents"
 
 
 def attack_payload_edited(ctx):
-    env = envelope(ctx["mirror"])
-    doc = payload(ctx["mirror"])
+    env = read_envelope(ctx["mirror"])
+    doc = manifest_payload(ctx["mirror"])
     doc["length"] += 1
     env["payload"] = base64.b64encode(json.dumps(doc, separators=(",", ":")).encode()).decode()
     (ctx["mirror"] / "manifest.json").write_text(json.dumps(env))
@@ -535,17 +405,17 @@ def attack_payload_edited(ctx):
 def attack_unknown_key(ctx):
     stranger = ctx["tmp_path"] / "stranger.key"
     keygen(stranger)
-    _resign(ctx["mirror"], stranger, seq=2)
+    resign_manifest(ctx["mirror"], stranger, seq=2)
     return 4, "not signed by any key in `mirror.public_keys`"
 
 
 def attack_wrong_channel(ctx):
-    _resign(ctx["mirror"], ctx["key_file"], seq=2, channel="beta")
+    resign_manifest(ctx["mirror"], ctx["key_file"], seq=2, channel="beta")
     return 4, "channel \"beta\""
 
 
 def _installer(ctx) -> Path:
-    return ctx["mirror"] / payload(ctx["mirror"])["path"]
+    return ctx["mirror"] / manifest_payload(ctx["mirror"])["path"]
 
 
 def attack_installer_swapped(ctx):
@@ -587,7 +457,7 @@ def attack_older_genuine_installer_under_the_new_name(ctx):
 def attack_rotated_key(ctx):
     new_key = ctx["tmp_path"] / "new.key"
     new_pem, _ = keygen(new_key)
-    _resign(ctx["mirror"], new_key, seq=2)         # the publisher rotated; this endpoint pins the old key only
+    resign_manifest(ctx["mirror"], new_key, seq=2)         # the publisher rotated; this endpoint pins the old key only
     ctx["new_pem"] = new_pem
     return 4, "if the publisher rotated its key, add the new public key"
 
@@ -609,38 +479,38 @@ def test_attack_is_refused(tmp_path, sim, fleet, attack):
         # `mirror verify` judges the mirror as the endpoint is about to (no seq seen: the replays
         # need one), exits with the same code, names the same reason, and stages nothing.
         url = json.loads(ctx["cfg"].read_text())["mirror"]["urls"][0]
-        r = run(ctx["cfg"], "--json", "mirror", "verify", url, key=None)
+        r = outpost(ctx["cfg"], "--json", "mirror", "verify", url, key=None)
         assert r.returncode == code, r.stdout + r.stderr
         doc = json.loads(r.stdout)
         assert doc["exit"] == code and not doc["judgements"][-1]["ok"], doc
         assert says in doc["judgements"][-1]["message"], doc
-        assert staged(ctx["state"]) == []
-    r = run(ctx["cfg"], "update", key=None)
+        assert staged_versions(ctx["state"]) == []
+    r = outpost(ctx["cfg"], "update", key=None)
     assert r.returncode == code, r.stderr
     lines = error_lines(r)
     assert len(lines) == 1, r.stderr
     assert "mirror" in lines[0] and "127.0.0.1" in lines[0] and says in lines[0], lines[0]
-    assert staged(ctx["state"]) == []
+    assert staged_versions(ctx["state"]) == []
     assert not list((ctx["state"] / "downloads").glob("*")) if (ctx["state"] / "downloads").is_dir() else True
     status = json.loads((ctx["state"] / "status.json").read_text())
     assert status["installer"]["source"] == "mirror"
     assert status["installer"]["mirror"]["refused"] or status["installer"]["mirror"].get("error")
     if attack is attack_expired:
-        assert status["installer"]["mirror"]["stale_since"] == payload(mirror)["expires_at"]
+        assert status["installer"]["mirror"]["stale_since"] == manifest_payload(mirror)["expires_at"]
     if attack is attack_rotated_key:
         # Pinning both keys (the rotation procedure) accepts the new signature.
         cfg2, state2 = endpoint_config(tmp_path, "rotated", [server.url], [public_pem, ctx["new_pem"]])
-        r = run(cfg2, "update", key=None)
+        r = outpost(cfg2, "update", key=None)
         assert r.returncode == 0, r.stderr
-        assert staged(state2) == [V2]
+        assert staged_versions(state2) == [V2]
 
 
 def test_run_updates_from_the_mirror_without_a_key(tmp_path, sim, fleet):
     server, mirror, key_file, public_pem = fleet
     cfg, state = endpoint_config(tmp_path, "runner", [server.url], [public_pem])
-    r = run(cfg, "run", key=None)
+    r = outpost(cfg, "run", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [V2]
+    assert staged_versions(state) == [V2]
     status = json.loads((state / "status.json").read_text())
     assert status["installer"]["source"] == "mirror" and status["installer"]["mirror"]["seq"] == 1
 
@@ -649,16 +519,17 @@ def test_https_mirror_is_verified_against_tls_ca_file(tmp_path, sim, published):
     """The README's nginx example is an https server: the endpoint reads it through TLS, checked
     against tls.ca_file, and refuses it without (a TLS error is not fixed by retrying: exit 1
     after trying every URL, naming `mirror.urls`, PRODUCT.md section 1)."""
-    mirror, cfg, key_file, public_pem = published
+    mirror, public_pem = published.dir, published.public_pem
     sim.stop()
     server = MirrorServer(mirror, tmp_path / "nginx-tls", tls=True)
     try:
         assert server.url.startswith("https://localhost:")
-        cfg, state = endpoint_config(tmp_path, "tls", [server.url], [public_pem], ca_file=server.ca_file)
-        r = run(cfg, "update", key=None)
+        cfg, state = endpoint_config(tmp_path, "tls", [server.url], [public_pem], tls={"ca_file": server.ca_file})
+        r = outpost(cfg, "update", key=None)
         assert r.returncode == 0, r.stderr
-        assert staged(state) == [V2]
-        assert [e["path"] for e in server.log()] == ["/fleet/manifest.json", "/fleet/" + payload(mirror)["path"]]
+        assert staged_versions(state) == [V2]
+        installer = "/fleet/" + manifest_payload(mirror)["path"]
+        assert [e["path"] for e in server.log()] == ["/fleet/manifest.json", installer]
         # The key exchange is X25519, the fastest group both sides have (mbedTLS offers the
         # largest curve first unless told otherwise, and nginx takes the client's order).
         assert {e["curve"] for e in server.log()} == {"X25519"}
@@ -671,12 +542,13 @@ def test_https_mirror_is_verified_against_tls_ca_file(tmp_path, sim, published):
 
         # A CA that did not issue the server's certificate: nothing is read, nothing staged.
         other = make_certificates(str(tmp_path / "other-ca"))
-        cfg, state = endpoint_config(tmp_path, "tls-wrong-ca", [server.url], [public_pem], ca_file=other["ca.pem"])
-        r = run(cfg, "update", key=None)
+        cfg, state = endpoint_config(tmp_path, "tls-wrong-ca", [server.url], [public_pem],
+                                     tls={"ca_file": other["ca.pem"]})
+        r = outpost(cfg, "update", key=None)
         assert r.returncode == 1, r.stderr
         assert "TLS" in error_lines(r)[-1] and server.url in error_lines(r)[-1], r.stderr
         assert "`mirror.urls`" in error_lines(r)[-1], r.stderr
-        assert staged(state) == []
+        assert staged_versions(state) == []
     finally:
         server.stop()
 
@@ -761,7 +633,7 @@ def cutting(sim, published):
     servers = []
 
     def start(**kwargs):
-        mirror, _, _, public_pem = published
+        mirror, public_pem = published.dir, published.public_pem
         server = CuttingMirror(mirror, **kwargs)
         servers.append(server)
         return server, mirror, public_pem
@@ -787,11 +659,11 @@ def plant_partial(state: Path, pay: dict, data: bytes) -> Path:
 
 def test_a_broken_installer_transfer_resumes_in_the_same_run(tmp_path, cutting):
     server, mirror, public_pem = cutting(cuts=[70 * 1024])
-    length = payload(mirror)["length"]
+    length = manifest_payload(mirror)["length"]
     cfg, state = endpoint_config(tmp_path, "resume", [server.url], [public_pem])
-    r = run(cfg, "update", key=None)
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [V2]
+    assert staged_versions(state) == [V2]
     got = server.installer_requests()
     assert [(g["range"], g["status"]) for g in got] == [(None, 200), (f"bytes={70 * 1024}-", 206)]
     assert sum(g["bytes"] for g in got) == length, "bytes already received were downloaded again"
@@ -802,20 +674,20 @@ def test_a_partial_left_by_a_failed_run_is_resumed_by_the_next(tmp_path, cutting
     # The first response breaks at 50 KiB; the retry within the run makes no progress, so the
     # run gives up (exit 75) instead of hammering the mirror.
     server, mirror, public_pem = cutting(cuts=[50 * 1024, 0])
-    pay = payload(mirror)
+    pay = manifest_payload(mirror)
     cfg, state = endpoint_config(tmp_path, "later", [server.url], [public_pem])
-    r = run(cfg, "update", key=None)
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 75, r.stderr
-    assert staged(state) == []
+    assert staged_versions(state) == []
     part = state / "downloads" / f"{pay['version']}.part"
     assert part.stat().st_size == 50 * 1024, "the bytes that arrived were not kept"
     assert part.read_bytes() == (mirror / pay["path"]).read_bytes()[:50 * 1024]
     assert [g["range"] for g in server.installer_requests()] == [None, f"bytes={50 * 1024}-"]
 
     server.requests.clear()
-    r = run(cfg, "update", key=None)
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [V2]
+    assert staged_versions(state) == [V2]
     got = server.installer_requests()
     assert [(g["range"], g["status"]) for g in got] == [(f"bytes={50 * 1024}-", 206)]
     assert got[0]["bytes"] == pay["length"] - 50 * 1024
@@ -827,14 +699,14 @@ def test_a_partial_that_does_not_belong_is_downloaded_again_whole(tmp_path, cutt
     """A partial whose bytes are not the installer's (a power cut leaves zeros behind a file's length)
     costs one more download, never a refusal; a server that ignores Range restarts the file."""
     server, mirror, public_pem = cutting(ignore_range=ignore_range)
-    pay = payload(mirror)
+    pay = manifest_payload(mirror)
     cfg, state = endpoint_config(tmp_path, "zeros", [server.url], [public_pem])
     plant_partial(state, pay, b"\0" * (pay["length"] // 2))
     stale = state / "downloads" / "0.9.0.part"
     stale.write_bytes(b"an older installer's partial")
-    r = run(cfg, "update", key=None)
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [V2]
+    assert staged_versions(state) == [V2]
     got = server.installer_requests()
     assert got[0]["range"] == f"bytes={pay['length'] // 2}-"
     if ignore_range:
@@ -845,14 +717,14 @@ def test_a_partial_that_does_not_belong_is_downloaded_again_whole(tmp_path, cutt
 
 
 def test_a_partial_is_resumed_from_a_file_share(tmp_path, sim, published):
-    mirror, _, _, public_pem = published
+    mirror, public_pem = published.dir, published.public_pem
     sim.stop()
-    pay = payload(mirror)
+    pay = manifest_payload(mirror)
     cfg, state = endpoint_config(tmp_path, "share", [mirror.as_uri()], [public_pem])
     plant_partial(state, pay, (mirror / pay["path"]).read_bytes()[:4096])
-    r = run(cfg, "-v", "update", key=None)
+    r = outpost(cfg, "-v", "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [V2]
+    assert staged_versions(state) == [V2]
     assert f"resuming the download of {pay['version']} from 4096 bytes" in r.stderr
 
 
@@ -873,7 +745,7 @@ def test_fleet_checks_then_gets_304s_then_updates(tmp_path, sim, fleet):
 
     def each(args):
         with ThreadPoolExecutor(max_workers=8) as pool:
-            return list(pool.map(lambda c: run(c[0], *args, key=None), configs))
+            return list(pool.map(lambda c: outpost(c[0], *args, key=None), configs))
 
     timings = {}
     for label, args in (("check", ("check",)), ("check-again", ("check",)), ("update", ("update",))):
@@ -895,7 +767,7 @@ def test_fleet_checks_then_gets_304s_then_updates(tmp_path, sim, fleet):
         if label == "update":
             assert len(installers) == FLEET_SIZE and {e["status"] for e in installers} == {200}
     for _, state in configs:
-        assert staged(state) == [V2]
+        assert staged_versions(state) == [V2]
     # What the same fleet would have cost through the API: token + installer request per endpoint.
     api_requests = 2 * FLEET_SIZE
     print(f"\nfleet of {FLEET_SIZE}: check {timings['check']:.2f}s, 304 pass {timings['check-again']:.2f}s, "
@@ -905,19 +777,6 @@ def test_fleet_checks_then_gets_304s_then_updates(tmp_path, sim, fleet):
 
 # ---- Authenticode: the signer the publisher verified is the one the endpoint must find --------------
 
-FIXTURE_SCRIPT = HERE.parent / "fixtures" / "make_signing_fixtures.sh"
-FIXTURE_TOOLS = ["openssl", "osslsigncode", "x86_64-w64-mingw32-gcc", "i686-w64-mingw32-gcc", "wixl"]
-
-
-@pytest.fixture(scope="module")
-def fx(tmp_path_factory):
-    if not all(shutil.which(t) for t in FIXTURE_TOOLS):
-        pytest.skip("signing fixture tools missing")
-    out = tmp_path_factory.mktemp("signing")
-    subprocess.run(["sh", str(FIXTURE_SCRIPT), str(out)], check=True, timeout=300)
-    return out
-
-
 def test_signed_installer_signer_is_bound_by_the_manifest(tmp_path, sim, fx):
     from cryptography import x509
 
@@ -925,13 +784,11 @@ def test_signed_installer_signer_is_bound_by_the_manifest(tmp_path, sim, fx):
     public_pem, _ = keygen(key_file)
     sim.config(installer=str(fx / "signed.exe"))   # says 26.01.03.24329, as the simulator offers
     mirror = tmp_path / "mirror"
-    cfg = publisher_config(tmp_path, sim.url, key_file, mirror)
-    doc = json.loads(cfg.read_text())
-    doc["installer"]["verify"] = {"require_signature": True, "trusted_ca_file": str(fx / "root.pem")}
-    cfg.write_text(json.dumps(doc))
-    r = run(cfg, "publish")
+    verify = {"require_signature": True, "trusted_ca_file": str(fx / "root.pem")}
+    cfg = publisher_config(tmp_path, sim, key_file, mirror, installer={"verify": verify})
+    r = outpost(cfg, "publish")
     assert r.returncode == 0, r.stderr
-    pay = payload(mirror)
+    pay = manifest_payload(mirror)
     leaf = x509.load_pem_x509_certificate((fx / "leaf.pem").read_bytes())
     leaf_der = leaf.public_bytes(serialization.Encoding.DER)
     assert pay["signer"]["cert_sha256"] == hashlib.sha256(leaf_der).hexdigest()
@@ -939,16 +796,13 @@ def test_signed_installer_signer_is_bound_by_the_manifest(tmp_path, sim, fx):
     sim.stop()
 
     def endpoint(name):
-        c, s = endpoint_config(tmp_path, name, [mirror.as_uri()], [public_pem], installed="26.01.02.1")
-        d = json.loads(c.read_text())
-        d["installer"]["verify"] = {"require_signature": True, "trusted_ca_file": str(fx / "root.pem")}
-        c.write_text(json.dumps(d))
-        return c, s
+        return endpoint_config(tmp_path, name, [mirror.as_uri()], [public_pem], installed="26.01.02.1",
+                               installer={"verify": verify})
 
     cfg_ok, state_ok = endpoint("good")
-    r = run(cfg_ok, "update", key=None)
+    r = outpost(cfg_ok, "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state_ok) == [pay["version"]]
+    assert staged_versions(state_ok) == [pay["version"]]
 
     # Another installer, validly signed under the same CA but by another certificate, put in place
     # with a manifest that the mirror key signed but whose signer is still the verified one.
@@ -956,10 +810,11 @@ def test_signed_installer_signer_is_bound_by_the_manifest(tmp_path, sim, fx):
     data = other.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     shutil.copyfile(other, mirror / "installers" / f"{digest}.exe")
-    _resign(mirror, key_file, seq=pay["seq"] + 1, sha256=digest, length=len(data), path=f"installers/{digest}.exe")
+    resign_manifest(mirror, key_file, seq=pay["seq"] + 1, sha256=digest, length=len(data),
+                    path=f"installers/{digest}.exe")
     cfg_bad, state_bad = endpoint("bad")
-    r = run(cfg_bad, "update", key=None)
+    r = outpost(cfg_bad, "update", key=None)
     assert r.returncode == 4, r.stderr
     line = error_lines(r)[0]
     assert "signer check failed" in line and "mirror installer" in line, line
-    assert staged(state_bad) == []
+    assert staged_versions(state_bad) == []

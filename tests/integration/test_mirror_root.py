@@ -15,188 +15,23 @@ truncated manifest: 75.
 from __future__ import annotations
 
 import base64
-import hashlib
 import http.server
 import json
 import os
 import shutil
-import subprocess
-import sys
 import threading
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from sim import write_fake_installer  # noqa: E402
+from mirror_helper import (MAX_SEQ, ROOT_CONTEXT, V2, Keys, MirrorDir, ceremony_next, ceremony_root,
+                           endpoint_config, kept_root_version, publisher_config, root_doc)
+from outpost_run import OUTPOST, outpost, staged_versions
+from sim import write_fake_installer
 
-from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
-
-OUTPOST = os.environ.get("OUTPOST_BIN")
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN is not set (tests/CMakeLists.txt sets it)")
 
-V1 = "26.01.03.24329"
-V2 = "26.02.01.25000"
-MANIFEST_CONTEXT = b"outpost-manifest-v1\n"
-ROOT_CONTEXT = b"outpost-root-v1\n"
-MAX_SEQ = 2**53 - 1
-
-
-def run(cfg: Path | None, *args, timeout=120, env_key=False) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    if env_key:
-        env["OUTPOST_API_KEY"] = "sim-api-key"
-    argv = [OUTPOST] + (["-c", str(cfg)] if cfg else []) + [str(a) for a in args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def iso(t: datetime) -> str:
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 NOW = datetime.now(timezone.utc)
-
-
-class Keys:
-    """Signing keys made with `outpost keygen`, by name."""
-
-    def __init__(self, directory: Path):
-        self.dir = directory
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.ids: dict[str, str] = {}
-
-    def file(self, name: str) -> Path:
-        path = self.dir / f"{name}.key"
-        if not path.exists():
-            r = run(None, "--json", "keygen", "-o", path)
-            assert r.returncode == 0, r.stderr
-            doc = json.loads(r.stdout)
-            self.ids[name] = doc["key_id"]
-            (self.dir / f"{name}.pub").write_text(doc["public_key"])
-        return path
-
-    def pub(self, name: str) -> Path:
-        self.file(name)
-        return self.dir / f"{name}.pub"
-
-    def private(self, name: str):
-        return serialization.load_pem_private_key(self.file(name).read_bytes(), password=None)
-
-    def entry(self, name: str) -> dict:
-        self.file(name)
-        return {"keyid": self.ids[name], "public_key": self.pub(name).read_text()}
-
-
-def sign(doc: dict | bytes, context: bytes, keys: Keys, signers: list[str]) -> dict:
-    """An envelope made by `cryptography`, not by outpost."""
-    raw = doc if isinstance(doc, bytes) else json.dumps(doc, separators=(",", ":")).encode()
-    sigs = []
-    for name in signers:
-        sig = keys.private(name).sign(context + raw, ec.ECDSA(hashes.SHA256()))
-        sigs.append({"keyid": keys.entry(name)["keyid"], "sig": base64.b64encode(sig).decode()})
-    return {"payload": base64.b64encode(raw).decode(), "signatures": sigs}
-
-
-def root_doc(keys: Keys, version: int, expires: datetime, root_keys: list[str], root_threshold: int,
-             manifest_keys: list[str], manifest_threshold: int = 1) -> dict:
-    return {"schema": 1, "version": version, "expires_at": iso(expires),
-            "root_keys": [keys.entry(k) for k in root_keys], "root_threshold": root_threshold,
-            "manifest_keys": [keys.entry(k) for k in manifest_keys], "manifest_threshold": manifest_threshold}
-
-
-class Mirror:
-    """A mirror directory: installers/, manifest.json, roots/."""
-
-    def __init__(self, directory: Path, keys: Keys, installer: Path):
-        self.dir = directory
-        self.keys = keys
-        (directory / "installers").mkdir(parents=True)
-        (directory / "roots").mkdir()
-        data = installer.read_bytes()
-        self.sha256 = hashlib.sha256(data).hexdigest()
-        self.length = len(data)
-        shutil.copyfile(installer, directory / "installers" / f"{self.sha256}.exe")
-
-    @property
-    def url(self) -> str:
-        return self.dir.as_uri() + "/"
-
-    def manifest(self, seq, signers: list[str], version=V2, raw: bytes | None = None):
-        doc = {"schema": 1, "seq": seq, "issued_at": iso(NOW - timedelta(minutes=1)),
-               "expires_at": iso(NOW + timedelta(days=14)), "channel": "stable", "platform": "windows",
-               "version": version, "file_name": "sensor.exe", "length": self.length, "sha256": self.sha256,
-               "path": f"installers/{self.sha256}.exe", "signer": None,
-               "rollout": {"percent": 100, "salt": "ab" * 32}, "allow_downgrade": False}
-        body = raw if raw is not None else json.dumps(doc, separators=(",", ":")).encode()  # ints exact
-        (self.dir / "manifest.json").write_text(json.dumps(sign(body, MANIFEST_CONTEXT, self.keys, signers)))
-
-    def put_root(self, version: int, text: str):
-        (self.dir / "roots" / f"{version}.root.json").write_text(text)
-        (self.dir / "root.json").write_text(text)
-
-
-def ceremony_root(keys: Keys, out: Path, *, root_keys, root_threshold, manifest_keys, signers, expires="365d"):
-    """Root version 1 with the CLI, as the README's ceremony makes it."""
-    args = ["root", "init", "--root-threshold", root_threshold, "--expires", expires, "-o", out]
-    for k in root_keys:
-        args += ["--root-key", keys.pub(k)]
-    for k in manifest_keys:
-        args += ["--manifest-key", keys.pub(k)]
-    r = run(None, *args)
-    assert r.returncode == 0, r.stderr
-    for k in signers:
-        r = run(None, "root", "sign", "-k", keys.file(k), out)
-        assert r.returncode == 0, r.stderr
-    return out
-
-
-def ceremony_next(keys: Keys, prev: Path, out: Path, *, signers, expires="365d", add_root=(), remove_root=(),
-                  add_manifest=(), remove_manifest=(), root_threshold=None, manifest_threshold=None):
-    args = ["root", "next", prev, "-o", out, "--expires", expires]
-    args += sum((["--add-root-key", keys.pub(k)] for k in add_root), [])
-    args += sum((["--remove-root-key", keys.entry(k)["keyid"]] for k in remove_root), [])
-    args += sum((["--add-manifest-key", keys.pub(k)] for k in add_manifest), [])
-    args += sum((["--remove-manifest-key", keys.entry(k)["keyid"][:16]] for k in remove_manifest), [])
-    if root_threshold:
-        args += ["--root-threshold", root_threshold]
-    if manifest_threshold:
-        args += ["--manifest-threshold", manifest_threshold]
-    r = run(None, *args)
-    assert r.returncode == 0, r.stderr
-    for k in signers:
-        r = run(None, "root", "sign", "-k", keys.file(k), out)
-        assert r.returncode == 0, r.stderr
-    return out
-
-
-def endpoint(tmp_path: Path, name: str, url: str, root_file: Path | None, public_keys=()) -> tuple[Path, Path]:
-    state = tmp_path / "endpoints" / name
-    cfg = {
-        "state_dir": str(state),
-        "installer": {"installed_version": V1, "platform": "windows",
-                      "verify": {"require_signature": False, "trusted_ca_file": None}},
-        "report": {"enabled": False},
-        "mirror": {"urls": [url], "public_keys": list(public_keys), "machine_id": f"machine-{name}",
-                   "root_file": str(root_file) if root_file else None},
-    }
-    path = tmp_path / f"endpoint-{name}.json"
-    path.write_text(json.dumps(cfg))
-    return path, state
-
-
-def kept_root_version(state: Path) -> int | None:
-    path = state / "mirror-root.json"
-    if not path.exists():
-        return None
-    return json.loads(base64.b64decode(json.loads(path.read_text())["payload"]))["version"]
-
-
-def staged(state: Path) -> list[str]:
-    root = state / "staging"
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
 
 
 @pytest.fixture
@@ -205,7 +40,7 @@ def fleet(tmp_path):
     keys = Keys(tmp_path / "keys")
     installer = tmp_path / "sensor.exe"
     write_fake_installer(str(installer), 1, 64 * 1024)
-    mirror = Mirror(tmp_path / "mirror", keys, installer)
+    mirror = MirrorDir(tmp_path / "mirror", keys, installer)
     (tmp_path / "ceremony").mkdir()
     root1 = ceremony_root(keys, tmp_path / "ceremony" / "1.root.json", root_keys=["r1", "r2"], root_threshold=1,
                           manifest_keys=["m1"], signers=["r1"])
@@ -221,9 +56,9 @@ def fleet(tmp_path):
 
 def test_rotation_one_two_three_without_touching_the_endpoint(tmp_path, fleet):
     keys, mirror, pinned = fleet
-    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    cfg, state = endpoint_config(tmp_path, "e1", [mirror.url], root_file=pinned)
     mirror.manifest(5, ["m1"])
-    r = run(cfg, "check")
+    r = outpost(cfg, "check", key=None)
     assert r.returncode == 10, r.stderr  # an update is available: the manifest was trusted
     assert kept_root_version(state) is None  # no roots/2 yet: the configuration's root is the trusted one
 
@@ -233,7 +68,7 @@ def test_rotation_one_two_three_without_touching_the_endpoint(tmp_path, fleet):
                   root_threshold=2, add_manifest=["m2"], remove_manifest=["m1"])
     mirror.put_root(2, (c / "2.root.json").read_text())
     mirror.manifest(6, ["m2"])
-    r = run(cfg, "check")
+    r = outpost(cfg, "check", key=None)
     assert r.returncode == 10, r.stderr
     assert kept_root_version(state) == 2
 
@@ -243,15 +78,15 @@ def test_rotation_one_two_three_without_touching_the_endpoint(tmp_path, fleet):
                   remove_root=["r1"], add_manifest=["m3"], manifest_threshold=2)
     mirror.put_root(3, (c / "3.root.json").read_text())
     mirror.manifest(7, ["m2"])  # one manifest key of the two now needed
-    r = run(cfg, "check")
+    r = outpost(cfg, "check", key=None)
     assert r.returncode == 4, r.stderr
     assert "2" in r.stderr and "manifest keys" in r.stderr
     assert kept_root_version(state) == 3
     mirror.manifest(7, ["m2", "m3"])
-    r = run(cfg, "update")
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [V2]
-    r = run(None, "root", "verify", c / "1.root.json", c / "2.root.json", c / "3.root.json")
+    assert staged_versions(state) == [V2]
+    r = outpost(None, "root", "verify", c / "1.root.json", c / "2.root.json", c / "3.root.json", key=None)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "would trust version 3" in r.stdout
 
@@ -260,25 +95,25 @@ def test_rotation_one_two_three_without_touching_the_endpoint(tmp_path, fleet):
                                   "version_repeated"])
 def test_a_failing_root_installs_nothing_and_keeps_the_last_good(tmp_path, fleet, case):
     keys, mirror, pinned = fleet
-    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    cfg, state = endpoint_config(tmp_path, "e1", [mirror.url], root_file=pinned)
     # Version 2 would swap the root keys for r3, r4 (threshold 2) and the manifest key for m2.
     version = {"version_skipped": 3, "version_repeated": 1}.get(case, 2)
     doc = root_doc(keys, version, NOW + timedelta(days=90), ["r3", "r4"], 2, ["m2"])
     signers = {"only_new_keys": ["r3", "r4"], "only_old_keys": ["r1", "r2"],
                "one_key_twice": ["r1", "r3", "r3"]}.get(case, ["r1", "r3", "r4"])
-    env = sign(doc, ROOT_CONTEXT, keys, signers)
+    env = keys.sign(doc, ROOT_CONTEXT, signers)
     mirror.put_root(2, json.dumps(env))
     if case == "version_skipped":
         mirror.put_root(3, json.dumps(env))
     mirror.manifest(5, ["m2"])
-    r = run(cfg, "update")
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 4, r.stderr
     assert "mirror root" in r.stderr and "version 1 stays trusted" in r.stderr
-    assert staged(state) == []
+    assert staged_versions(state) == []
     assert kept_root_version(state) is None
     # The chain judged offline says the same.
     (tmp_path / "2.root.json").write_text(json.dumps(env))
-    r = run(None, "root", "verify", pinned, tmp_path / "2.root.json")
+    r = outpost(None, "root", "verify", pinned, tmp_path / "2.root.json", key=None)
     assert r.returncode == 4, r.stdout
 
 
@@ -287,20 +122,17 @@ def test_a_forged_root_on_one_mirror_stops_the_run_though_the_next_is_good(tmp_p
     # tampering seen on the first into a quiet install.
     keys, mirror, pinned = fleet
     installer = tmp_path / "sensor.exe"
-    good = Mirror(tmp_path / "mirror-good", keys, installer)
+    good = MirrorDir(tmp_path / "mirror-good", keys, installer)
     good.put_root(1, pinned.read_text())
     good.manifest(5, ["m1"])
     forged = root_doc(keys, 2, NOW + timedelta(days=90), ["r3", "r4"], 1, ["m2"])
-    mirror.put_root(2, json.dumps(sign(forged, ROOT_CONTEXT, keys, ["r3"])))  # no key of root 1 signed it
+    mirror.put_root(2, json.dumps(keys.sign(forged, ROOT_CONTEXT, ["r3"])))  # no key of root 1 signed it
     mirror.manifest(5, ["m2"])
-    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
-    doc = json.loads(cfg.read_text())
-    doc["mirror"]["urls"] = [mirror.url, good.url]
-    cfg.write_text(json.dumps(doc))
-    r = run(cfg, "update")
+    cfg, state = endpoint_config(tmp_path, "e1", [mirror.url, good.url], root_file=pinned)
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 4, r.stderr
     assert "version 1 stays trusted" in r.stderr
-    assert staged(state) == []
+    assert staged_versions(state) == []
     assert kept_root_version(state) is None
 
 
@@ -308,43 +140,43 @@ def test_expired_intermediate_root_then_valid_one(tmp_path, fleet):
     keys, mirror, _ = fleet
     old = root_doc(keys, 1, NOW - timedelta(days=400), ["r1"], 1, ["m1"])
     pinned = tmp_path / "old-root.json"
-    pinned.write_text(json.dumps(sign(old, ROOT_CONTEXT, keys, ["r1"])))
-    mirror.put_root(2, json.dumps(sign(root_doc(keys, 2, NOW - timedelta(days=30), ["r1"], 1, ["m1"]),
-                                       ROOT_CONTEXT, keys, ["r1"])))
-    mirror.put_root(3, json.dumps(sign(root_doc(keys, 3, NOW + timedelta(days=300), ["r2"], 1, ["m2"]),
-                                       ROOT_CONTEXT, keys, ["r1", "r2"])))
+    pinned.write_text(json.dumps(keys.sign(old, ROOT_CONTEXT, ["r1"])))
+    mirror.put_root(2, json.dumps(keys.sign(root_doc(keys, 2, NOW - timedelta(days=30), ["r1"], 1, ["m1"]),
+                                            ROOT_CONTEXT, ["r1"])))
+    mirror.put_root(3, json.dumps(keys.sign(root_doc(keys, 3, NOW + timedelta(days=300), ["r2"], 1, ["m2"]),
+                                            ROOT_CONTEXT, ["r1", "r2"])))
     mirror.manifest(5, ["m2"])
-    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
-    r = run(cfg, "update")
+    cfg, state = endpoint_config(tmp_path, "e1", [mirror.url], root_file=pinned)
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [V2]
+    assert staged_versions(state) == [V2]
     assert kept_root_version(state) == 3
 
 
 def test_expired_final_root_installs_nothing_and_says_attention(tmp_path, fleet):
     keys, mirror, _ = fleet
     pinned = tmp_path / "root.json"
-    pinned.write_text(json.dumps(sign(root_doc(keys, 1, NOW + timedelta(days=300), ["r1"], 1, ["m1"]),
-                                      ROOT_CONTEXT, keys, ["r1"])))
-    mirror.put_root(2, json.dumps(sign(root_doc(keys, 2, NOW - timedelta(days=1), ["r1"], 1, ["m1"]),
-                                       ROOT_CONTEXT, keys, ["r1"])))
+    pinned.write_text(json.dumps(keys.sign(root_doc(keys, 1, NOW + timedelta(days=300), ["r1"], 1, ["m1"]),
+                                           ROOT_CONTEXT, ["r1"])))
+    mirror.put_root(2, json.dumps(keys.sign(root_doc(keys, 2, NOW - timedelta(days=1), ["r1"], 1, ["m1"]),
+                                            ROOT_CONTEXT, ["r1"])))
     mirror.manifest(5, ["m1"])
-    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
-    r = run(cfg, "run")
+    cfg, state = endpoint_config(tmp_path, "e1", [mirror.url], root_file=pinned)
+    r = outpost(cfg, "run", key=None)
     assert r.returncode == 75, r.stderr
     assert "mirror root expired at" in r.stderr
-    assert staged(state) == []
-    r = run(cfg, "status")
+    assert staged_versions(state) == []
+    r = outpost(cfg, "status", key=None)
     assert r.stdout.startswith("ATTENTION"), r.stdout
     assert "mirror root expired at" in r.stdout.splitlines()[0]
 
     # Published again, valid for 10 days: installs, and status warns ahead of the cliff.
-    mirror.put_root(3, json.dumps(sign(root_doc(keys, 3, NOW + timedelta(days=10), ["r1"], 1, ["m1"]),
-                                       ROOT_CONTEXT, keys, ["r1"])))
-    r = run(cfg, "run")
+    mirror.put_root(3, json.dumps(keys.sign(root_doc(keys, 3, NOW + timedelta(days=10), ["r1"], 1, ["m1"]),
+                                            ROOT_CONTEXT, ["r1"])))
+    r = outpost(cfg, "run", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [V2]
-    r = run(cfg, "status")
+    assert staged_versions(state) == [V2]
+    r = outpost(cfg, "status", key=None)
     first = r.stdout.splitlines()[0]
     assert first.startswith("ATTENTION") and "mirror root expires at" in first, r.stdout
 
@@ -353,12 +185,12 @@ def test_a_new_root_file_starts_a_new_lineage(tmp_path, fleet):
     """Re-rooting (all root keys replaced in the configuration): the root the endpoint kept
     from the old lineage, though of a higher version, gives way to the new root_file."""
     keys, mirror, pinned = fleet
-    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    cfg, state = endpoint_config(tmp_path, "e1", [mirror.url], root_file=pinned)
     c = tmp_path / "ceremony"
     ceremony_next(keys, c / "1.root.json", c / "2.root.json", signers=["r1"])
     mirror.put_root(2, (c / "2.root.json").read_text())
     mirror.manifest(5, ["m1"])
-    assert run(cfg, "check").returncode == 10
+    assert outpost(cfg, "check", key=None).returncode == 10
     assert kept_root_version(state) == 2
     # The new lineage, version 1: root key r9, manifest key m9; the mirror is rebuilt with it.
     shutil.rmtree(mirror.dir / "roots")
@@ -368,11 +200,12 @@ def test_a_new_root_file_starts_a_new_lineage(tmp_path, fleet):
     mirror.put_root(1, (tmp_path / "new-root.json").read_text())
     mirror.manifest(1, ["m9"])
     shutil.copyfile(tmp_path / "new-root.json", pinned)
-    r = run(cfg, "update")
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [V2]
+    assert staged_versions(state) == [V2]
     assert kept_root_version(state) is None  # the old lineage's root is gone, not merely set aside
-    assert run(cfg, "check").returncode == 10  # still trusted under the new lineage (V2 is staged, not deployed)
+    # Still trusted under the new lineage (V2 is staged, not deployed).
+    assert outpost(cfg, "check", key=None).returncode == 10
     assert kept_root_version(state) is None
 
 
@@ -381,17 +214,17 @@ def test_a_new_root_file_starts_a_new_lineage(tmp_path, fleet):
 
 def test_fast_forward_by_a_leaked_key_is_recovered_by_rotation(tmp_path, fleet):
     keys, mirror, pinned = fleet
-    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    cfg, state = endpoint_config(tmp_path, "e1", [mirror.url], root_file=pinned)
     # The attacker holds m1 and signs the highest seq there is.
     mirror.manifest(MAX_SEQ, ["m1"])
-    r = run(cfg, "--json", "check")
+    r = outpost(cfg, "--json", "check", key=None)
     assert r.returncode == 10, r.stderr
     assert json.loads(r.stdout)["mirror"]["seq"] == MAX_SEQ  # printed exactly, not rounded
     st = json.loads((state / "state.json").read_text())
     assert st["mirror"]["highest_seq"] == str(MAX_SEQ)  # exact, not a rounded double
     # The publisher's next genuine manifest is refused as old...
     mirror.manifest(11, ["m1"])
-    r = run(cfg, "check")
+    r = outpost(cfg, "check", key=None)
     assert r.returncode == 75 and "old copy" in r.stderr, r.stderr
     # ...until the root's holders rotate the manifest key: the seq is forgotten with m1.
     c = tmp_path / "ceremony"
@@ -399,26 +232,26 @@ def test_fast_forward_by_a_leaked_key_is_recovered_by_rotation(tmp_path, fleet):
                   remove_manifest=["m1"])
     mirror.put_root(2, (c / "2.root.json").read_text())
     mirror.manifest(12, ["m2"])
-    r = run(cfg, "update")
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [V2]
+    assert staged_versions(state) == [V2]
     st = json.loads((state / "state.json").read_text())
     assert st["mirror"]["highest_seq"] == "12"
     # The leaked key's manifests stay refused.
     mirror.manifest(MAX_SEQ, ["m1"])
-    r = run(cfg, "check")
+    r = outpost(cfg, "check", key=None)
     assert r.returncode == 4, r.stderr
 
 
 @pytest.mark.parametrize("seq", ["9007199254740992", "9007199254740993", "18446744073709551616", "0", "1.5"])
 def test_seq_out_of_range_is_malformed(tmp_path, fleet, seq):
     keys, mirror, pinned = fleet
-    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    cfg, state = endpoint_config(tmp_path, "e1", [mirror.url], root_file=pinned)
     mirror.manifest(1, ["m1"])
     doc = json.loads(base64.b64decode(json.loads((mirror.dir / "manifest.json").read_text())["payload"]))
     raw = json.dumps(doc, separators=(",", ":")).replace('"seq":1,', f'"seq":{seq},').encode()
     mirror.manifest(1, ["m1"], raw=raw)
-    r = run(cfg, "check")
+    r = outpost(cfg, "check", key=None)
     assert r.returncode == 4, r.stderr
     assert "seq" in r.stderr
 
@@ -426,18 +259,18 @@ def test_seq_out_of_range_is_malformed(tmp_path, fleet, seq):
 @pytest.mark.parametrize("body", [b"<html><body>502 Bad Gateway</body></html>", b"", b'{"payload": "eyJzY2hl'])
 def test_error_page_empty_or_truncated_manifest_is_temporary(tmp_path, fleet, body):
     keys, mirror, pinned = fleet
-    cfg, state = endpoint(tmp_path, "e1", mirror.url, pinned)
+    cfg, state = endpoint_config(tmp_path, "e1", [mirror.url], root_file=pinned)
     (mirror.dir / "manifest.json").write_bytes(body)
-    r = run(cfg, "update")
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 75, r.stderr
     assert "manifest.json" in r.stderr and "not a signed manifest" in r.stderr
-    assert staged(state) == []
+    assert staged_versions(state) == []
 
 
 def test_root_file_that_does_not_exist_is_a_configuration_error(tmp_path, fleet):
     keys, mirror, _ = fleet
-    cfg, state = endpoint(tmp_path, "e1", mirror.url, tmp_path / "nowhere" / "root.json")
-    r = run(cfg, "check")
+    cfg, state = endpoint_config(tmp_path, "e1", [mirror.url], root_file=tmp_path / "nowhere" / "root.json")
+    r = outpost(cfg, "check", key=None)
     assert r.returncode == 2, r.stderr
     assert "mirror.root_file" in r.stderr
 
@@ -445,12 +278,12 @@ def test_root_file_that_does_not_exist_is_a_configuration_error(tmp_path, fleet)
 def test_public_keys_alone_keep_working_and_root_governs_both(tmp_path, fleet):
     keys, mirror, pinned = fleet
     mirror.manifest(5, ["m1"])
-    simple, _ = endpoint(tmp_path, "simple", mirror.url, None, [keys.pub("m1").read_text()])
-    assert run(simple, "check").returncode == 10
+    simple, _ = endpoint_config(tmp_path, "simple", [mirror.url], [keys.pub("m1").read_text()])
+    assert outpost(simple, "check", key=None).returncode == 10
     # Both set: the root governs, so a manifest by a pinned key the root does not list is refused.
     mirror.manifest(6, ["m2"])
-    both, _ = endpoint(tmp_path, "both", mirror.url, pinned, [keys.pub("m2").read_text()])
-    r = run(both, "check")
+    both, _ = endpoint_config(tmp_path, "both", [mirror.url], [keys.pub("m2").read_text()], root_file=pinned)
+    r = outpost(both, "check", key=None)
     assert r.returncode == 4, r.stderr
     assert "mirror root version 1" in r.stderr
 
@@ -461,25 +294,26 @@ def test_public_keys_alone_keep_working_and_root_governs_both(tmp_path, fleet):
 def test_root_sign_refuses_a_key_others_can_read_and_verify_names_what_fails(tmp_path):
     keys = Keys(tmp_path / "keys")
     out = tmp_path / "1.root.json"
-    r = run(None, "root", "init", "--root-key", keys.pub("r1"), "--root-key", keys.file("r2"), "--root-threshold", 2,
-            "--manifest-key", keys.pub("m1"), "--expires", "30d", "-o", out)
+    r = outpost(None, "root", "init", "--root-key", keys.pub("r1"), "--root-key", keys.file("r2"), "--root-threshold",
+                2, "--manifest-key", keys.pub("m1"), "--expires", "30d", "-o", out, key=None)
     assert r.returncode == 0, r.stderr
-    assert run(None, "root", "init", "--root-key", keys.pub("r1"), "--root-threshold", 1, "--manifest-key",
-               keys.pub("m1"), "--expires", "30d", "-o", out).returncode != 0  # never over an existing file
+    # Never over an existing file.
+    assert outpost(None, "root", "init", "--root-key", keys.pub("r1"), "--root-threshold", 1, "--manifest-key",
+                   keys.pub("m1"), "--expires", "30d", "-o", out, key=None).returncode != 0
     loose = tmp_path / "loose.key"
     shutil.copyfile(keys.file("r1"), loose)
     os.chmod(loose, 0o644)
     before = out.read_bytes()
-    r = run(None, "root", "sign", "-k", loose, out)
+    r = outpost(None, "root", "sign", "-k", loose, out, key=None)
     assert r.returncode == 2, r.stderr
     assert out.read_bytes() == before
-    assert run(None, "root", "sign", "-k", keys.file("r1"), out).returncode == 0
-    r = run(None, "--json", "root", "verify", out)
+    assert outpost(None, "root", "sign", "-k", keys.file("r1"), out, key=None).returncode == 0
+    r = outpost(None, "--json", "root", "verify", out, key=None)
     doc = json.loads(r.stdout)
     assert r.returncode == 4 and doc["exit"] == 4 and not doc["roots"][0]["ok"], doc
     assert "signed by 1 of its own 2 root keys, 2 needed" in doc["roots"][0]["error"]
-    assert run(None, "root", "sign", "-k", keys.file("r2"), out).returncode == 0
-    r = run(None, "--json", "root", "verify", out)
+    assert outpost(None, "root", "sign", "-k", keys.file("r2"), out, key=None).returncode == 0
+    r = outpost(None, "--json", "root", "verify", out, key=None)
     doc = json.loads(r.stdout)
     assert r.returncode == 0 and doc["roots"][0]["version"] == 1, doc
     assert sorted(doc["roots"][0]["root_keys"]) == sorted([keys.entry("r1")["keyid"], keys.entry("r2")["keyid"]])
@@ -495,37 +329,24 @@ def test_mirror_verify_judges_a_layout_as_the_endpoint_would(tmp_path, fleet):
                   remove_manifest=["m1"])
     mirror.put_root(2, (c / "2.root.json").read_text())
     mirror.manifest(3, ["m2"])
-    cfg, state = endpoint(tmp_path, "admin", mirror.url, pinned)
-    r = run(cfg, "mirror", "verify", mirror.dir)  # a directory, as a publisher has it
+    cfg, state = endpoint_config(tmp_path, "admin", [mirror.url], root_file=pinned)
+    r = outpost(cfg, "mirror", "verify", mirror.dir, key=None)  # a directory, as a publisher has it
     assert r.returncode == 0, r.stdout + r.stderr
     assert "trusted root version 2" in r.stdout
     assert "an endpoint would: install " + V2 in r.stdout
     assert not state.exists()  # nothing written where the endpoint keeps its state
-    r = run(cfg, "--json", "mirror", "verify", mirror.url, "--machine-id", "someone-else")
+    r = outpost(cfg, "--json", "mirror", "verify", mirror.url, "--machine-id", "someone-else", key=None)
     doc = json.loads(r.stdout)
     assert r.returncode == 0 and doc["action"] == "install" and doc["version"] == V2, doc
     assert [j["step"] for j in doc["judgements"]] == ["root", "manifest", "rollout", "installer", "verification"]
     # A manifest by the key the root dropped: what the endpoint would exit with, named.
     mirror.manifest(4, ["m1"])
-    r = run(cfg, "mirror", "verify", mirror.dir)
+    r = outpost(cfg, "mirror", "verify", mirror.dir, key=None)
     assert r.returncode == 4, r.stdout
     assert "FAIL manifest" in r.stdout and "not signed by any manifest key of mirror root version 2" in r.stdout
 
 
 # ---- publish -------------------------------------------------------------------------------
-
-
-def publisher(tmp_path: Path, sim, key_file: Path, mirror_dir: Path, roots_dir: Path) -> Path:
-    cfg = {
-        "base_url": sim.url,
-        "state_dir": str(tmp_path / "publisher-state"),
-        "installer": {"verify": {"require_signature": False, "trusted_ca_file": None}},
-        "report": {"enabled": False},
-        "publish": {"dir": str(mirror_dir), "signing_key_file": str(key_file), "roots_dir": str(roots_dir)},
-    }
-    path = tmp_path / "publisher.json"
-    path.write_text(json.dumps(cfg))
-    return path
 
 
 def test_publish_copies_the_roots_and_refuses_a_key_the_root_does_not_list(tmp_path, sim):
@@ -538,8 +359,8 @@ def test_publish_copies_the_roots_and_refuses_a_key_the_root_does_not_list(tmp_p
     ceremony_root(keys, roots / "1.root.json", root_keys=["r1"], root_threshold=1, manifest_keys=["m1"],
                   signers=["r1"], expires="20d")
     mirror_dir = tmp_path / "www"
-    cfg = publisher(tmp_path, sim, keys.file("m1"), mirror_dir, roots)
-    r = run(cfg, "publish", env_key=True)
+    cfg = publisher_config(tmp_path, sim, keys.file("m1"), mirror_dir, publish={"roots_dir": str(roots)})
+    r = outpost(cfg, "publish")
     assert r.returncode == 0, r.stderr
     assert "expires at" in r.stderr and "root next" in r.stderr  # within 30 days: warned
     assert (mirror_dir / "roots" / "1.root.json").read_bytes() == (roots / "1.root.json").read_bytes()
@@ -549,29 +370,29 @@ def test_publish_copies_the_roots_and_refuses_a_key_the_root_does_not_list(tmp_p
     assert (mirror_dir / "roots").stat().st_mode & 0o777 == 0o755
     assert (mirror_dir / "roots" / "1.root.json").stat().st_mode & 0o777 == 0o644
     # An endpoint pinning root 1 accepts the published mirror; `mirror verify` says so.
-    ecfg, state = endpoint(tmp_path, "e1", mirror_dir.as_uri(), roots / "1.root.json")
-    r = run(ecfg, "mirror", "verify", mirror_dir)
+    ecfg, state = endpoint_config(tmp_path, "e1", [mirror_dir.as_uri()], root_file=roots / "1.root.json")
+    r = outpost(ecfg, "mirror", "verify", mirror_dir, key=None)
     assert r.returncode == 0, r.stdout + r.stderr
 
     # Rotation: version 2 lists m2 instead of m1; publishing with m1 is refused, nothing replaced.
     ceremony_next(keys, roots / "1.root.json", roots / "2.root.json", signers=["r1"], add_manifest=["m2"],
                   remove_manifest=["m1"])
     manifest_before = (mirror_dir / "manifest.json").read_bytes()
-    r = run(cfg, "publish", env_key=True)
+    r = outpost(cfg, "publish")
     assert r.returncode == 2, r.stderr
     assert "not a manifest key of root version 2" in r.stderr
     assert (mirror_dir / "manifest.json").read_bytes() == manifest_before
-    cfg = publisher(tmp_path, sim, keys.file("m2"), mirror_dir, roots)
-    r = run(cfg, "publish", env_key=True)
+    cfg = publisher_config(tmp_path, sim, keys.file("m2"), mirror_dir, publish={"roots_dir": str(roots)})
+    r = outpost(cfg, "publish")
     assert r.returncode == 0, r.stderr
     assert (mirror_dir / "roots" / "2.root.json").exists()
-    r = run(ecfg, "update")
+    r = outpost(ecfg, "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [V2]
+    assert staged_versions(state) == [V2]
 
     # A published root is never rewritten.
     (mirror_dir / "roots" / "1.root.json").write_text((roots / "2.root.json").read_text())
-    r = run(cfg, "publish", env_key=True)
+    r = outpost(cfg, "publish")
     assert r.returncode == 2 and "never rewritten" in r.stderr, r.stderr
 
 
@@ -617,18 +438,18 @@ def test_rotation_over_http_where_a_missing_root_ends_the_walk(tmp_path, http_mi
                   remove_manifest=["m1"])
     mirror.put_root(2, (c / "2.root.json").read_text())
     mirror.manifest(3, ["m2"])
-    cfg, state = endpoint(tmp_path, "e1", url, pinned)
-    r = run(cfg, "update")
+    cfg, state = endpoint_config(tmp_path, "e1", [url], root_file=pinned)
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 0, r.stderr
-    assert kept_root_version(state) == 2 and staged(state) == [V2]
+    assert kept_root_version(state) == 2 and staged_versions(state) == [V2]
 
 
 def test_a_server_error_on_the_roots_is_temporary(tmp_path, http_mirror):
     keys, mirror, pinned, url, handler = http_mirror
     handler.roots_fail = True
     mirror.manifest(3, ["m1"])
-    cfg, state = endpoint(tmp_path, "e1", url, pinned)
-    r = run(cfg, "update")
+    cfg, state = endpoint_config(tmp_path, "e1", [url], root_file=pinned)
+    r = outpost(cfg, "update", key=None)
     assert r.returncode == 75, r.stderr
     assert "roots/2.root.json" in r.stderr
-    assert staged(state) == []
+    assert staged_versions(state) == []

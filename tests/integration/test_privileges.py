@@ -43,8 +43,8 @@ from pathlib import Path
 import pytest
 
 from outpost_config import UNSIGNED
+from outpost_run import OUTPOST, outpost
 
-OUTPOST = os.environ.get("OUTPOST_BIN")
 NOBODY = 65534
 RUNS = 200          # root's runs of deploy and update in each race, at most
 RACE_SECONDS = 60   # and at most this long (a loaded 2-core machine)
@@ -81,13 +81,6 @@ def base():
     os.chmod(path, 0o755)
     yield path
     shutil.rmtree(path, ignore_errors=True)
-
-
-def run(cfg: Path, *args, timeout=120, env_extra=None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    env.update(env_extra or {})
-    return subprocess.run([OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=timeout,
-                          env=env, cwd="/")
 
 
 def chown_tree(path: Path, uid: int):
@@ -182,7 +175,7 @@ def build_world(top: Path, base: Path, sim_url: str, command: str = "sh"):
            "installer": {"installed_version_file": str(ver), "verify": UNSIGNED},
            "deploy": {"command": COMMANDS[command], "timeout_s": 30}}
     cfg.write_text(json.dumps(doc))
-    r = run(cfg, "stage", str(good), "--version", VERSION)
+    r = outpost(cfg, "stage", str(good), "--version", VERSION, key=None, cwd="/")
     assert r.returncode == 0, r.stderr
     if command == "direct":
         restage_as_script(top / "state" / "staging" / VERSION, f"echo {VERSION} > '{ver}'", 0o700)
@@ -219,7 +212,7 @@ def race(cfg: Path, top: Path, evil: Path, evil_installer: Path, base: Path):
             if time.monotonic() > deadline:
                 break
             command = "update" if i % 10 == 5 else "deploy"
-            results.append((command, run(cfg, command, env_extra={"OUTPOST_API_KEY": "sim-api-key"})))
+            results.append((command, outpost(cfg, command, cwd="/")))
     finally:
         stop.write_text("")
         out, err = helper.communicate(timeout=60)
@@ -320,7 +313,7 @@ def test_installer_swapped_by_name_never_runs_when_run_from_its_descriptor(base)
     deadline = time.monotonic() + RACE_SECONDS
     try:
         while len(results) < RUNS and time.monotonic() < deadline:
-            results.append(run(cfg, "deploy"))
+            results.append(outpost(cfg, "deploy", key=None, cwd="/"))
     finally:
         stop.write_text("")
         out, err = swapper.communicate(timeout=60)
@@ -352,7 +345,7 @@ def test_a_link_below_state_dir_is_refused_not_followed(base):
     restage_as_script(other / "staging" / VERSION, f"touch '{marker}'", 0o700)
     shutil.rmtree(top / "state" / "staging")
     (top / "state" / "staging").symlink_to(other / "staging")
-    r = run(cfg, "deploy")
+    r = outpost(cfg, "deploy", key=None, cwd="/")
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert f"{top / 'state' / 'staging'}" in r.stderr and "symbolic link" in r.stderr, r.stderr
     assert not marker.exists(), "root followed a link below state_dir and ran what it found"
@@ -371,7 +364,7 @@ def test_a_linked_state_folder_is_refused_at_the_start(base, folder):
     other.mkdir(mode=0o700)
     shutil.rmtree(top / "state" / folder, ignore_errors=True)
     (top / "state" / folder).symlink_to(other)
-    r = run(cfg, "deploy")
+    r = outpost(cfg, "deploy", key=None, cwd="/")
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert f"{top / 'state' / folder}" in r.stderr and "symbolic link" in r.stderr, r.stderr
     assert list(other.iterdir()) == [], "outpost wrote through a link below state_dir"
@@ -385,7 +378,7 @@ def test_parent_directory_owned_by_a_user_is_refused(base):
     cfg.write_text(json.dumps({"state_dir": str(top / "state"), "installer": {"verify": UNSIGNED}}))
     exe = base / "a.exe"
     exe.write_bytes(polyglot("true"))
-    r = run(cfg, "stage", str(exe), "--version", "1.0")
+    r = outpost(cfg, "stage", str(exe), "--version", "1.0", key=None, cwd="/")
     assert r.returncode == 1, r.stderr
     assert f"{top}, a directory above {top / 'state'}" in r.stderr
     assert f"owned by uid {NOBODY}" in r.stderr and f"chown root:root {top}" in r.stderr
@@ -455,7 +448,7 @@ def test_untrusted_input_file_is_refused_before_any_request(sim, base, kind, fla
             cfg.write_text(text)
         named = link
     sim.clear_log()
-    r = run(cfg, *command, env_extra=env)
+    r = outpost(cfg, *command, env_extra=env, key=None, cwd="/")
     assert r.returncode == 2, (r.returncode, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert any(str(named) in line for line in lines), r.stderr
@@ -468,5 +461,5 @@ def test_trusted_input_files_as_an_administrator_keeps_them_pass(sim, base, kind
     """The same files, root's and written by root alone, do not stop the run
     at the trust check (what happens next is other tests' business)."""
     cfg, target, mode, command, env = trusted_input_case(base, sim, kind)
-    r = run(cfg, *command, env_extra=env)
+    r = outpost(cfg, *command, env_extra=env, key=None, cwd="/")
     assert "refusing it" not in r.stderr, r.stderr

@@ -22,27 +22,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from outpost_run import API_KEY, OUTPOST, error_lines, outpost
 from simctl import Sim
 from squid_helper import Squid, require_squid
 
-OUTPOST = os.environ.get("OUTPOST_BIN")
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
 
-API_KEY = "sim-api-key"
 PROXY_USER = "fleet-proxy"
 PROXY_PASSWORD = "Pr0xy-s3cret-7d41"
 SIM_VERSION = "26.01.03.24329-0de7ab+"
 INSTALLER_SIZE = 3 * 1024 * 1024
 INCIDENTS = 6
 CLEAN_EXIT = {"check": 10, "update": 0, "report": 0, "run": 0}
-PROXY_ENV = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
-             "no_proxy", "NO_PROXY")
 
 # How outpost is told about the proxy: no authentication; Basic with the
 # credentials in the config's `proxy` URL; the same in the environment.
@@ -100,7 +96,8 @@ def pick(request, mode: str) -> Squid:
 # ---- helpers -----------------------------------------------------------------------------
 
 def write_config(tmp_path: Path, sim: Sim, proxy: Squid, mode: str, **extra) -> tuple[Path, Path, dict]:
-    """Configuration and environment for one run through proxy in mode."""
+    """Configuration and environment (what outpost_run.outpost adds to its
+    own, which has no proxy variable) for one run through proxy in mode."""
     state = tmp_path / "state"
     cfg = {
         "base_url": sim.url,
@@ -112,8 +109,7 @@ def write_config(tmp_path: Path, sim: Sim, proxy: Squid, mode: str, **extra) -> 
         "schedule": {"jitter": "0s"},
     }
     cfg.update(extra)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_") and k not in PROXY_ENV}
-    env["OUTPOST_API_KEY"] = API_KEY
+    env = {}
     if mode == "auth-env":
         env["HTTPS_PROXY" if sim.tls else "http_proxy"] = proxy.url_with_credentials
     else:
@@ -121,14 +117,6 @@ def write_config(tmp_path: Path, sim: Sim, proxy: Squid, mode: str, **extra) -> 
     path = tmp_path / "outpost.json"
     path.write_text(json.dumps(cfg))
     return path, state, env
-
-
-def outpost(cfg: Path, env: dict, *args, timeout=90) -> subprocess.CompletedProcess:
-    return subprocess.run([OUTPOST, "-c", str(cfg), *args], capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def error_lines(r: subprocess.CompletedProcess) -> list[str]:
-    return [line for line in r.stderr.splitlines() if line.startswith("outpost:")]
 
 
 def staged_sha(state: Path) -> str | None:
@@ -185,7 +173,7 @@ def assert_no_secret(r: subprocess.CompletedProcess, state: Path) -> None:
 def test_every_command_through_the_proxy(request, fresh, tls_sim, tmp_path, mode, command):
     proxy = pick(request, mode)
     cfg, state, env = write_config(tmp_path, tls_sim, proxy, mode)
-    r = outpost(cfg, env, "-v", command)  # -v: the trace must not show the password either
+    r = outpost(cfg, "-v", command, env_extra=env)  # -v: the trace must not show the password either
     assert r.returncode == CLEAN_EXIT[command], r.stderr
     entries = proxied(proxy, tls_sim, expect_user=PROXY_USER if mode != "open" else None)
     assert all(e["method"] == "CONNECT" for e in entries)
@@ -204,7 +192,7 @@ def test_http_origin_through_the_proxy(request, fresh, plain_sim, tmp_path, mode
     HTTP responses on the same connection."""
     proxy = pick(request, mode)
     cfg, state, env = write_config(tmp_path, plain_sim, proxy, mode)
-    r = outpost(cfg, env, "run")
+    r = outpost(cfg, "run", env_extra=env)
     assert r.returncode == 0, r.stderr
     entries = proxied(proxy, plain_sim, expect_user=PROXY_USER if mode != "open" else None)
     methods = {e["method"] for e in entries}
@@ -229,7 +217,7 @@ def test_reset_mid_body_resumes_through_the_proxy(request, fresh, tls_sim, plain
     proxy = pick(request, mode)
     sim.fault("installer", "reset", bytes=INSTALLER_SIZE // 2, count=1)
     cfg, state, env = write_config(tmp_path, sim, proxy, mode)
-    r = outpost(cfg, env, "update")
+    r = outpost(cfg, "update", env_extra=env)
     assert r.returncode == 0, r.stderr
     assert error_lines(r) == [], r.stderr
     assert staged_sha(state) == sim.installer()["sha256"]
@@ -251,7 +239,7 @@ def test_redirect_to_second_origin_through_the_proxy(request, fresh, tls_sim, pl
     sim.config(redirect=True)
     sim.fault("storage", "reset", bytes=INSTALLER_SIZE // 3, count=1)
     cfg, state, env = write_config(tmp_path, sim, proxy, "auth-config")
-    r = outpost(cfg, env, "update")
+    r = outpost(cfg, "update", env_extra=env)
     assert r.returncode == 0, r.stderr
     assert staged_sha(state) == sim.installer()["sha256"]
     entries = installer_entries(sim)
@@ -270,13 +258,13 @@ def test_resume_on_the_next_run_through_the_proxy(request, fresh, tls_sim, plain
     proxy = request.getfixturevalue("squid_auth")
     sim.fault("installer", "truncate", bytes=INSTALLER_SIZE // 4, count=-1)
     cfg, state, env = write_config(tmp_path, sim, proxy, "auth-config")
-    r = outpost(cfg, env, "update")
+    r = outpost(cfg, "update", env_extra=env)
     assert r.returncode == 75, r.stderr
     assert len(error_lines(r)) == 1 and "resume" in error_lines(r)[0], r.stderr
     assert (state / "downloads" / f"{SIM_VERSION}.part").exists()
     sim.clear_faults()
     sim.clear_log()
-    r = outpost(cfg, env, "update")
+    r = outpost(cfg, "update", env_extra=env)
     assert r.returncode == 0, r.stderr
     entries = installer_entries(sim)
     assert len(entries) == 1 and entries[0]["status"] == 206 and entries[0]["range"], entries
@@ -294,7 +282,7 @@ def test_wrong_proxy_password_is_one_clear_line(request, fresh, tls_sim, plain_s
     doc = json.loads(cfg.read_text())
     doc["proxy"] = doc["proxy"].replace(PROXY_PASSWORD, "wrong-" + PROXY_PASSWORD)
     cfg.write_text(json.dumps(doc))
-    r = outpost(cfg, env, "check")
+    r = outpost(cfg, "check", env_extra=env)
     assert r.returncode == 3, r.stderr
     assert "Proxy Authentication Required" in r.stderr
     lines = error_lines(r)

@@ -10,53 +10,17 @@ written is validated against tests/status.schema.json.
 import json
 import math
 import os
-import subprocess
 
 import pytest
 
+from outpost_config import sim_config
+from outpost_run import OUTPOST, jsonl_lines, outpost
 from schema_check import check_status_file
-from outpost_config import write_config as write_outpost_config
-
-OUTPOST = os.environ.get("OUTPOST_BIN")
-API_KEY = "sim-api-key"
 
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
 
 
-# ---- Running outpost ---------------------------------------------------------------
-
-def make_config(directory, sim, state_name="state", **report):
-    """Writes an outpost configuration for sim; returns (config path, state dir)."""
-    path, state_dir = write_outpost_config(directory, sim.url, sim.ca_file, state=os.path.join(str(directory), state_name),
-                                           name=f"outpost-{state_name}.json", report={"details_batch": 50, **report},
-                                           schedule={"jitter": "0s"})
-    return str(path), str(state_dir)
-
-
-def outpost_env():
-    env = dict(os.environ)
-    env["OUTPOST_API_KEY"] = API_KEY
-    env.pop("OUTPOST_CONFIG", None)
-    return env
-
-
-def run(config_path, *args, timeout=120):
-    return subprocess.run([OUTPOST, "-c", config_path, *args], env=outpost_env(), capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def read_jsonl(state_dir, name="incidents.jsonl"):
-    """Every line of incidents.jsonl and its rotated files, oldest first."""
-    lines = []
-    rotated = sorted((int(f.rsplit(".", 1)[1]) for f in os.listdir(state_dir)
-                      if f.startswith(name + ".") and f.rsplit(".", 1)[1].isdigit()), reverse=True)
-    for path in [os.path.join(state_dir, f"{name}.{n}") for n in rotated] + [os.path.join(state_dir, name)]:
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                data = f.read()
-            assert data == "" or data.endswith("\n"), f"{path} ends in the middle of a line"
-            lines += data.splitlines()
-    return lines
+# ---- What outpost wrote ------------------------------------------------------------
 
 
 def status(state_dir):
@@ -150,7 +114,7 @@ def expected_hosts(items):
 
 def assert_report_matches(state_dir, dataset, *, keep=200):
     expected = expected_items(dataset)
-    lines = read_jsonl(state_dir)
+    lines = jsonl_lines(state_dir)
     written = [json.loads(line) for line in lines]
     ids = [w["id"] for w in written]
     assert len(ids) == len(set(ids)), "an incident was appended twice"
@@ -172,8 +136,8 @@ def assert_report_matches(state_dir, dataset, *, keep=200):
 
 @pytest.mark.sim_options(incidents=60, rate_limit=0, missing_fraction=0.1)
 def test_first_report_matches_data_set(sim, tmp_path):
-    config, state_dir = make_config(tmp_path, sim)
-    result = run(config, "report")
+    config, state_dir = sim_config(tmp_path, sim)
+    result = outpost(config, "report")
     assert result.returncode == 0, result.stderr
     dataset = sim.dataset()
     expected, doc = assert_report_matches(state_dir, dataset)
@@ -194,8 +158,8 @@ def test_real_world_tolerance_and_non_ascii_paths(sim, tmp_path):
     unknown fields, several pages, a state directory with non-ASCII names."""
     directory = tmp_path / "données 状态"
     directory.mkdir()
-    config, state_dir = make_config(directory, sim, state_name="état", page_size=7)
-    result = run(config, "report")
+    config, state_dir = sim_config(directory, sim, state_name="état", report={"page_size": 7})
+    result = outpost(config, "report")
     assert result.returncode == 0, result.stderr
     dataset = sim.dataset()
     assert any(r["incident"].get("ai_severity") == "severity_unspecified" for r in dataset["incidents"])
@@ -206,16 +170,16 @@ def test_real_world_tolerance_and_non_ascii_paths(sim, tmp_path):
 
 @pytest.mark.sim_options(incidents=25, rate_limit=0)
 def test_incremental_runs_append_new_incidents_exactly_once(sim, tmp_path):
-    config, state_dir = make_config(tmp_path, sim)
-    assert run(config, "report").returncode == 0
+    config, state_dir = sim_config(tmp_path, sim)
+    assert outpost(config, "report").returncode == 0
     first = status(state_dir)["incidents"]
     added = sim.add_incidents(6)
-    result = run(config, "report")
+    result = outpost(config, "report")
     assert result.returncode == 0, result.stderr
     second = status(state_dir)["incidents"]
     assert second["new"] == 6
     assert {i["id"] for i in second["items"]} >= set(added)
-    result = run(config, "report")
+    result = outpost(config, "report")
     assert result.returncode == 0, result.stderr
     third = status(state_dir)["incidents"]
     assert third["new"] == 0 and third["traced"] == 0
@@ -225,10 +189,10 @@ def test_incremental_runs_append_new_incidents_exactly_once(sim, tmp_path):
 
 @pytest.mark.sim_options(incidents=40, rate_limit=0)
 def test_rotation_loses_and_duplicates_nothing(sim, tmp_path):
-    config, state_dir = make_config(tmp_path, sim, jsonl_max_bytes=16384, jsonl_keep=100)
-    assert run(config, "report").returncode == 0
+    config, state_dir = sim_config(tmp_path, sim, report={"jsonl_max_bytes": 16384, "jsonl_keep": 100})
+    assert outpost(config, "report").returncode == 0
     sim.add_incidents(10)
-    assert run(config, "report").returncode == 0
+    assert outpost(config, "report").returncode == 0
     rotated = [f for f in os.listdir(state_dir) if f.startswith("incidents.jsonl.")]
     assert len(rotated) >= 3, "the test did not make outpost rotate"
     for name in rotated + ["incidents.jsonl"]:
@@ -242,18 +206,18 @@ def test_rotation_loses_and_duplicates_nothing(sim, tmp_path):
 
 @pytest.mark.sim_options(incidents=30, rate_limit=0)
 def test_failed_lineage_is_retried_and_appended_once(sim, tmp_path):
-    config, state_dir = make_config(tmp_path, sim)
+    config, state_dir = sim_config(tmp_path, sim)
     sim.fault("lineage", "status", status=400, count=1)
-    result = run(config, "report")
+    result = outpost(config, "report")
     assert result.returncode == 1, result.stderr
     assert "could not be traced" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     doc = status(state_dir)
     failed = [i for i in doc["incidents"]["items"] if i["lineage"]["status"] == "failed"]
     assert len(failed) == 1 and doc["incidents"]["failed"] == 1
-    assert failed[0]["id"] not in {json.loads(line)["id"] for line in read_jsonl(state_dir)}
+    assert failed[0]["id"] not in {json.loads(line)["id"] for line in jsonl_lines(state_dir)}
     assert doc["incidents"]["cursor"] <= failed[0]["trigger_time"], "the cursor moved past a failed incident"
     assert doc["last_run"]["result"] == "partial"
-    result = run(config, "report")
+    result = outpost(config, "report")
     assert result.returncode == 0, result.stderr
     assert status(state_dir)["incidents"]["new"] == 1
     assert_report_matches(state_dir, sim.dataset())
@@ -261,8 +225,8 @@ def test_failed_lineage_is_retried_and_appended_once(sim, tmp_path):
 
 @pytest.mark.sim_options(incidents=30, rate_limit=20, rate_window=5, missing_fraction=0.05)
 def test_request_count_is_the_lower_bound_without_429(sim, tmp_path):
-    config, state_dir = make_config(tmp_path, sim, page_size=10)
-    result = run(config, "report")
+    config, state_dir = sim_config(tmp_path, sim, report={"page_size": 10})
+    result = outpost(config, "report")
     assert result.returncode == 0, result.stderr
     dataset = sim.dataset()
     expected = expected_items(dataset)
@@ -282,9 +246,8 @@ def test_request_count_is_the_lower_bound_without_429(sim, tmp_path):
 def _peak_rss_kib(config_path):
     """Runs `outpost report` under GNU time (a small parent, so the figure is
     outpost's own high-water mark, not one inherited from this process)."""
-    rss_file = config_path + ".rss"
-    result = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss_file, OUTPOST, "-c", config_path, "report"],
-                            env=outpost_env(), capture_output=True, text=True, timeout=600)
+    rss_file = f"{config_path}.rss"
+    result = outpost(config_path, "report", prefix=["/usr/bin/time", "-f", "%M", "-o", rss_file], timeout=600)
     assert result.returncode == 0, result.stderr
     with open(rss_file, encoding="utf-8") as f:
         return int(f.read().split()[-1])
@@ -299,8 +262,10 @@ def test_memory_stays_flat_as_the_backlog_grows(sim, tmp_path):
     ten times larger (the same data set, a lookback ten times longer, thirty
     pages instead of three) peaks at about the same resident set. Holding
     every incident until the end costs about 3.5 KiB each: 10 MiB more here."""
-    small, small_dir = make_config(tmp_path, sim, state_name="small", page_size=100, initial_lookback="72m")
-    large, large_dir = make_config(tmp_path, sim, state_name="large", page_size=100, initial_lookback="24h")
+    small, small_dir = sim_config(tmp_path, sim, state_name="small",
+                                  report={"page_size": 100, "initial_lookback": "72m"})
+    large, large_dir = sim_config(tmp_path, sim, state_name="large",
+                                  report={"page_size": 100, "initial_lookback": "24h"})
     rss_small = _peak_rss_kib(small)
     rss_large = _peak_rss_kib(large)
     listed_small = status(small_dir)["incidents"]["new"]

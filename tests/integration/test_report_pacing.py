@@ -7,33 +7,20 @@ details call must not take the budget from them, or the details calls pile
 up for the last window, which then runs at one endpoint's 5-in-flight rate
 instead of two."""
 
-import os
-import subprocess
-
 import pytest
 
-from outpost_config import write_config as write_outpost_config
-
-OUTPOST = os.environ.get("OUTPOST_BIN")
-API_KEY = "sim-api-key"
+from outpost_config import sim_config
+from outpost_run import OUTPOST, outpost
 
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
 
 LIMIT = 10
 
 
-def run_report(tmp_path, sim, **report):
-    path, _ = write_outpost_config(tmp_path, sim.url, sim.ca_file, state=os.path.join(str(tmp_path), "state"),
-                                   name="outpost.json", report=report, schedule={"jitter": "0s"})
-    env = dict(os.environ, OUTPOST_API_KEY=API_KEY)
-    env.pop("OUTPOST_CONFIG", None)
-    return subprocess.run([OUTPOST, "-c", str(path), "report"], env=env, capture_output=True, text=True,
-                          timeout=300)
-
-
 @pytest.mark.sim_options(incidents=60, rate_limit=LIMIT, rate_window=1, latency_ms=30)
 def test_details_calls_do_not_take_the_budget_of_waiting_lineage_calls(sim, tmp_path):
-    result = run_report(tmp_path, sim, page_size=100, details_batch=30)
+    path, _ = sim_config(tmp_path, sim, report={"page_size": 100, "details_batch": 30})
+    result = outpost(path, "report", timeout=300)
     assert result.returncode == 0, result.stderr
     log = sim.log()
     assert log["summary"]["count_429"] == 0

@@ -13,14 +13,14 @@ import datetime
 import json
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from authenticode_fixtures import tiny_pe
+from outpost_config import sim_config
+from outpost_run import API_KEY, OUTPOST, jsonl_lines, only_line, outpost, outpost_start
 from schema_check import check_status_file
-from test_report import API_KEY, OUTPOST, read_jsonl
-from test_staging import HAVE_TOOLS, fx, tiny_pe  # noqa: F401 (fx is a fixture)
 
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
 
@@ -38,32 +38,10 @@ def merge(base, changes):
     return base
 
 
-def env_without_outpost(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    env.update(extra)
-    return env
-
-
-def outpost(config, *args, key=True, env=None, timeout=120, cwd=None):
-    """Runs outpost -c config; the API key from the environment unless key=False."""
-    e = env or env_without_outpost()
-    if key:
-        e["OUTPOST_API_KEY"] = API_KEY
-    argv = [OUTPOST] + (["-c", str(config)] if config else []) + list(args)
-    return subprocess.run(argv, env=e, capture_output=True, text=True, timeout=timeout, cwd=cwd)
-
-
 def write_config(tmp_path, doc, name="outpost.json"):
     path = Path(tmp_path) / name
     path.write_text(json.dumps(doc))
     return path
-
-
-def sim_config(tmp_path, sim, **changes):
-    state = Path(tmp_path) / "state"
-    doc = {"base_url": sim.url, "state_dir": str(state), "schedule": {"jitter": "0s"},
-           "report": {"details_batch": 50}}
-    return write_config(tmp_path, merge(doc, changes)), state
 
 
 def routes(sim):
@@ -72,12 +50,6 @@ def routes(sim):
 
 def status_doc(state):
     return check_status_file(str(Path(state) / "status.json"))
-
-
-def one_line(r):
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, r.stderr
-    return lines[0]
 
 
 def iso(dt):
@@ -116,15 +88,15 @@ def test_collector_role_never_touches_the_installer(sim, tmp_path):
     # (/etc/outpost/publisher-ca.pem) absent on this machine.
     assert not Path("/etc/outpost/publisher-ca.pem").exists()
     config, state = from_readme(tmp_path, sim, "collector")
-    r = outpost(config, "run", key=False)
+    r = outpost(config, "run", key=None)
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
     assert "installer" not in routes(sim), "a collector downloaded the installer"
     assert not (state / "staging").exists() and not (state / "downloads").exists()
     doc = status_doc(state)
     assert doc["last_run"]["result"] == "ok" and doc["last_run"]["errors"] == []
-    assert doc["incidents"]["new"] == 8 and len(read_jsonl(str(state))) == 8
-    s = outpost(config, "status", key=False)
+    assert doc["incidents"]["new"] == 8 and len(jsonl_lines(state)) == 8
+    s = outpost(config, "status", key=None)
     assert s.returncode == 0 and s.stdout.startswith("OK: "), s.stdout
 
 
@@ -135,7 +107,7 @@ def test_endpoint_role_never_reports(sim, tmp_path):
     config, state = from_readme(tmp_path, sim, "endpoint",
                                 installer={"verify": {"require_signature": False, "trusted_ca_file": None}},
                                 deploy={"command": ["/bin/sh", "-c", "exit 0"]}, schedule={"jitter": "0s"})
-    r = outpost(config, "run", key=False)
+    r = outpost(config, "run", key=None)
     assert r.returncode == 0, r.stderr
     by_route = routes(sim)
     assert "installer" in by_route and "incidents" not in by_route, by_route
@@ -153,7 +125,7 @@ def test_standalone_role_updates_deploys_and_reports(sim, tmp_path):
                                 installer={"verify": {"require_signature": False, "trusted_ca_file": None}},
                                 deploy={"enabled": True,
                                         "command": ["/bin/sh", "-c", f"echo installing; touch '{marker}'"]})
-    r = outpost(config, "run", key=False)
+    r = outpost(config, "run", key=None)
     assert r.returncode == 0, r.stderr
     by_route = routes(sim)
     assert "installer" in by_route and "incidents" in by_route
@@ -228,7 +200,7 @@ def test_status_max_age_turns_a_stale_status_into_75(tmp_path):
     assert json.loads(as_json.stdout)["last_run"]["exit_code"] == 0  # one JSON document, nothing else
     assert outpost(config, "status").returncode == 0  # without --max-age, status.max_age: 3h
     bad = outpost(config, "status", "--max-age", "soon")
-    assert bad.returncode == 2 and "--max-age" in one_line(bad)
+    assert bad.returncode == 2 and "--max-age" in only_line(bad)
 
 
 def test_status_names_a_pending_reboot_until_the_machine_restarts(tmp_path):
@@ -272,7 +244,7 @@ def staged_agent(tmp_path, deploy=None, state_name="state"):
     config = write_config(tmp_path, doc)
     exe = tmp_path / "Sensor Setup.exe"
     exe.write_bytes(tiny_pe())
-    r = outpost(config, "stage", str(exe), "--version", "2.0.1", key=False)
+    r = outpost(config, "stage", str(exe), "--version", "2.0.1", key=None)
     assert r.returncode == 0, r.stderr
     return config, state, status_doc(state)["installer"]["staged"]["path"]
 
@@ -283,23 +255,22 @@ def win_quote(arg):
 
 def test_default_deploy_of_a_pe_is_the_installer_with_pe_args(tmp_path):
     config, state, path = staged_agent(tmp_path, state_name="state dir")
-    r = outpost(config, "deploy", "--dry-run", key=False)
+    r = outpost(config, "deploy", "--dry-run", key=None)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split(": ", 1)[1] == f"{win_quote(path)} /quiet /norestart\n"
-    j = outpost(config, "deploy", "--dry-run", "--json", key=False)
+    j = outpost(config, "deploy", "--dry-run", "--json", key=None)
     doc = json.loads(j.stdout)  # the whole of stdout is one JSON document
     assert doc["argv"] == [path, "/quiet", "/norestart"] and doc["dry_run"] is True
     assert doc["log"].startswith(str(state / "logs" / "deploy-2.0.1-"))
 
 
-@pytest.mark.skipif(not HAVE_TOOLS, reason="signing fixture tools missing")
-def test_default_deploy_of_an_msi_is_msiexec_with_a_log(tmp_path, fx):  # noqa: F811
+def test_default_deploy_of_an_msi_is_msiexec_with_a_log(tmp_path, fx):
     state = tmp_path / "state"
     config = write_config(tmp_path, {"state_dir": str(state),
                                      "installer": {"verify": {"require_signature": False, "trusted_ca_file": None}}})
-    r = outpost(config, "stage", str(fx / "unsigned.msi"), "--version", "26.1.3.24329", key=False)
+    r = outpost(config, "stage", str(fx / "unsigned.msi"), "--version", "26.1.3.24329", key=None)
     assert r.returncode == 0, r.stderr
-    j = json.loads(outpost(config, "deploy", "--dry-run", "--json", key=False).stdout)
+    j = json.loads(outpost(config, "deploy", "--dry-run", "--json", key=None).stdout)
     path = status_doc(state)["installer"]["staged"]["path"]
     assert j["argv"][:5] == ["msiexec", "/i", path, "/qn", "/norestart"]
     assert j["argv"][5] == "/l*v" and j["argv"][6] == j["log"]
@@ -309,7 +280,7 @@ def test_default_deploy_of_an_msi_is_msiexec_with_a_log(tmp_path, fx):  # noqa: 
 def test_dry_run_quotes_by_commandlinetoargvw_rules(tmp_path):
     command = ["/bin/sh", "-c", 'echo "hi there"', "INSTALLDIR=C:\\Program Files\\", "", "{installer}"]
     config, state, path = staged_agent(tmp_path, deploy={"command": command})
-    r = outpost(config, "deploy", "--dry-run", key=False)
+    r = outpost(config, "deploy", "--dry-run", key=None)
     assert r.returncode == 0, r.stderr
     line = r.stdout.split(": ", 1)[1].rstrip("\n")
     assert line == ('/bin/sh -c "echo \\"hi there\\"" "INSTALLDIR=C:\\Program Files\\\\" "" ' + win_quote(path))
@@ -318,9 +289,9 @@ def test_dry_run_quotes_by_commandlinetoargvw_rules(tmp_path):
 def test_the_installers_output_goes_to_its_log(tmp_path):
     script = "echo out-line; echo err-line >&2; exit 3"
     config, state, _ = staged_agent(tmp_path, deploy={"command": ["/bin/sh", "-c", script]})
-    r = outpost(config, "deploy", key=False)
+    r = outpost(config, "deploy", key=None)
     assert r.returncode == 1
-    line = one_line(r)
+    line = only_line(r)
     m = re.search(r"see the installer's log (\S+\.log)$", line)
     assert m, line
     log = Path(m.group(1))
@@ -341,7 +312,7 @@ def test_bom_and_crlf_config_and_key_file_work(sim, tmp_path):
     doc = {"base_url": sim.url, "api_key_file": str(key), "state_dir": str(state)}
     config = tmp_path / "outpost.json"
     config.write_bytes(b"\xef\xbb\xbf" + json.dumps(doc, indent=2).replace("\n", "\r\n").encode())
-    r = outpost(config, "report", key=False)
+    r = outpost(config, "report", key=None)
     assert r.returncode == 0, r.stderr
     assert status_doc(state)["incidents"]["new"] == 2
 
@@ -351,17 +322,17 @@ def test_utf16_files_are_refused_with_save_it_as_utf8(tmp_path):
     for bom, encoding in ((True, "utf-16"), (False, "utf-16-le")):
         config = tmp_path / "outpost.json"
         config.write_bytes(json.dumps({"state_dir": str(state)}).encode(encoding))
-        r = outpost(config, "status", key=False)
+        r = outpost(config, "status", key=None)
         assert r.returncode == 2, r.stderr
-        line = one_line(r)
+        line = only_line(r)
         assert "UTF-16" in line and "save it as UTF-8" in line, line
     key = tmp_path / "api_key"
     key.write_bytes(API_KEY.encode("utf-16"))
     key.chmod(0o600)
     config = write_config(tmp_path, {"base_url": "http://127.0.0.1:9", "api_key_file": str(key),
                                      "state_dir": str(state), "installer": {"enabled": False}})
-    r = outpost(config, "report", key=False)
-    assert r.returncode == 2 and "save it as UTF-8" in one_line(r)
+    r = outpost(config, "report", key=None)
+    assert r.returncode == 2 and "save it as UTF-8" in only_line(r)
 
 
 def test_version_file_with_bom_and_crlf_and_utf16(tmp_path):
@@ -371,21 +342,21 @@ def test_version_file_with_bom_and_crlf_and_utf16(tmp_path):
     doc["installer"]["installed_version_file"] = str(version_file)
     config.write_text(json.dumps(doc))
     version_file.write_bytes(b"\xef\xbb\xbf2.0.1\r\n")  # Notepad / Set-Content -Encoding UTF8
-    r = outpost(config, "deploy", key=False)
+    r = outpost(config, "deploy", key=None)
     assert r.returncode == 0, r.stderr
     assert status_doc(state)["installer"]["installed_version"] == "2.0.1"
     version_file.write_bytes("2.0.1\r\n".encode("utf-16"))  # Out-File
-    r = outpost(config, "deploy", key=False)
+    r = outpost(config, "deploy", key=None)
     assert r.returncode == 2, r.stderr
-    assert "UTF-16" in one_line(r) and "save it as UTF-8" in one_line(r)
+    assert "UTF-16" in only_line(r) and "save it as UTF-8" in only_line(r)
 
 
 def test_single_backslashes_in_a_windows_path_get_the_hint(tmp_path):
     config = tmp_path / "outpost.json"
     config.write_text('{\n  "state_dir": "C:\\ProgramData\\outpost"\n}\n')
-    r = outpost(config, "status", key=False)
+    r = outpost(config, "status", key=None)
     assert r.returncode == 2
-    line = one_line(r)
+    line = only_line(r)
     assert "line 2 has a single backslash" in line and "write `\\\\` or `/`" in line, line
 
 
@@ -394,12 +365,12 @@ def test_single_backslashes_in_a_windows_path_get_the_hint(tmp_path):
 def test_state_dir_wins_without_a_configuration_file(tmp_path):
     assert not Path("/etc/outpost/outpost.json").exists()
     state = tmp_path / "elsewhere"
-    r = outpost(None, "--state-dir", str(state), "status", key=False)
+    r = outpost(None, "--state-dir", str(state), "status", key=None)
     assert r.returncode == 75
     assert f"no status file yet ({state / 'status.json'})" in r.stdout, r.stdout
-    r = outpost(None, "--state-dir", str(state), "check", key=False)
+    r = outpost(None, "--state-dir", str(state), "check", key=None)
     assert r.returncode == 2
-    assert "/etc/outpost/outpost.json does not exist" in one_line(r)
+    assert "/etc/outpost/outpost.json does not exist" in only_line(r)
     assert not Path("/var/lib/outpost/status.json").exists()
 
 
@@ -407,9 +378,9 @@ def test_vv_is_accepted(tmp_path):
     state = tmp_path / "state"
     config = write_config(tmp_path, {"state_dir": str(state)})
     craft_status(state, datetime.datetime.now(datetime.timezone.utc))
-    r = outpost(config, "-vv", "status", key=False)
+    r = outpost(config, "-vv", "status", key=None)
     assert r.returncode == 0, r.stderr
-    assert outpost(config, "status", "-vvv", key=False).returncode == 0
+    assert outpost(config, "status", "-vvv", key=None).returncode == 0
 
 
 @pytest.mark.sim_options(incidents=4, rate_limit=0)
@@ -447,9 +418,9 @@ def test_stage_force_replaces_a_staged_version(tmp_path):
     config, state, path = staged_agent(tmp_path)
     other = tmp_path / "other.exe"
     other.write_bytes(tiny_pe(7))
-    kept = outpost(config, "stage", str(other), "--version", "2.0.1", key=False)
+    kept = outpost(config, "stage", str(other), "--version", "2.0.1", key=None)
     assert kept.returncode == 0 and "use --force to replace it" in kept.stderr
-    forced = outpost(config, "stage", str(other), "--version", "2.0.1", "--force", key=False)
+    forced = outpost(config, "stage", str(other), "--version", "2.0.1", "--force", key=None)
     assert forced.returncode == 0, forced.stderr
     assert status_doc(state)["installer"]["staged"]["sha256"] == __import__("hashlib").sha256(tiny_pe(7)).hexdigest()
 
@@ -470,9 +441,7 @@ def on_a_terminal(config, *args):
     """Runs outpost with stderr on a pseudo-terminal; returns (exit code, stdout, what the terminal showed)."""
     import pty
     main_fd, tty_fd = pty.openpty()
-    e = env_without_outpost(OUTPOST_API_KEY=API_KEY)
-    p = subprocess.Popen([OUTPOST, "-c", str(config), *args], env=e, stdout=subprocess.PIPE, stderr=tty_fd,
-                         text=True)
+    p = outpost_start(config, *args, stderr=tty_fd)
     os.close(tty_fd)
     shown = b""
     while True:

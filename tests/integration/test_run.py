@@ -7,12 +7,12 @@ validated against tests/status.schema.json.
 
 import json
 import os
-import subprocess
 
 import pytest
 
+from outpost_config import sim_config, update_config as set_config
+from outpost_run import OUTPOST, jsonl_lines, outpost
 from schema_check import check_status_file
-from test_report import OUTPOST, make_config, read_jsonl, run
 
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
 
@@ -21,23 +21,15 @@ def status(state_dir):
     return check_status_file(os.path.join(state_dir, "status.json"))
 
 
-def set_config(path, **changes):
-    with open(path, encoding="utf-8") as f:
-        config = json.load(f)
-    config.update(changes)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(config, f)
-
-
 def test_status_without_a_status_file_says_so(tmp_path):
     config = tmp_path / "outpost.json"
     config.write_text(json.dumps({"state_dir": str(tmp_path / "state")}))
-    result = run(str(config), "status")
+    result = outpost(str(config), "status")
     # 75, as README, help and man page say: "not yet", not "failed".
     assert result.returncode == 75, result.stderr
     assert result.stdout.startswith("ATTENTION: no scheduled run has finished yet (outpost run)\n")
     # --json: a status document all the same, whose verdict says so.
-    raw = run(str(config), "status", "--json")
+    raw = outpost(str(config), "status", "--json")
     assert raw.returncode == 75
     doc = json.loads(raw.stdout)
     assert doc["schema_version"] == 1 and "last_run" not in doc
@@ -49,10 +41,10 @@ def test_status_without_a_status_file_says_so(tmp_path):
 
 @pytest.mark.sim_options(incidents=20, rate_limit=0)
 def test_run_reports_and_records_each_part(sim, tmp_path):
-    config, state_dir = make_config(tmp_path, sim, metrics_file="outpost.prom")
+    config, state_dir = sim_config(tmp_path, sim, report={"metrics_file": "outpost.prom"})
     # No CA file on this machine: say so (a named, missing one stops update before it downloads).
     set_config(config, installer={"verify": {"trusted_ca_file": None}})
-    result = run(config, "run")
+    result = outpost(config, "run")
     doc = status(state_dir)
     last = doc["last_run"]
     assert last["exit_code"] == result.returncode
@@ -61,7 +53,7 @@ def test_run_reports_and_records_each_part(sim, tmp_path):
     assert last["result"] == ("ok" if not stages else "partial")
     # Each failed part is one line on stderr, nothing else.
     assert len(result.stderr.strip().splitlines()) == len(stages), result.stderr
-    assert doc["incidents"]["new"] == 20 and len(read_jsonl(state_dir)) == 20
+    assert doc["incidents"]["new"] == 20 and len(jsonl_lines(state_dir)) == 20
     assert "installer" in doc
     assert "installer" in sim.log()["summary"]["by_route"], "update was not attempted"
 
@@ -70,44 +62,44 @@ def test_run_reports_and_records_each_part(sim, tmp_path):
     assert f"outpost_last_run_exit_code {result.returncode}\n" in metrics
     assert "# TYPE outpost_last_run_result gauge" in metrics
 
-    human = run(config, "status")
+    human = outpost(config, "status")
     assert human.returncode == result.returncode  # status exits with the last run's code
     assert human.stdout.startswith("OK: " if result.returncode == 0 else "ATTENTION: the last run failed")
     assert "20 new" in human.stdout and "Top hosts:" in human.stdout
-    raw = run(config, "status", "--json")
+    raw = outpost(config, "status", "--json")
     assert raw.returncode == result.returncode
     printed = json.loads(raw.stdout)
     verdict = printed.pop("verdict")  # the file as it is, plus the verdict
     assert verdict["exit_code"] == result.returncode and verdict["text"] == human.stdout.splitlines()[0]
     with open(os.path.join(state_dir, "status.json"), encoding="utf-8") as f:
         assert printed == json.load(f)
-    assert run(config, "--json", "status").stdout == raw.stdout
+    assert outpost(config, "--json", "status").stdout == raw.stdout
 
 
 @pytest.mark.sim_options(incidents=10, rate_limit=0)
 def test_a_failing_report_does_not_stop_the_update(sim, tmp_path):
-    config, state_dir = make_config(tmp_path, sim)
+    config, state_dir = sim_config(tmp_path, sim)
     set_config(config, installer={"verify": {"trusted_ca_file": None}})
     sim.fault("incidents", "forbidden", count=-1)
-    result = run(config, "run")
+    result = outpost(config, "run")
     assert result.returncode == 3, result.stderr
     last = status(state_dir)["last_run"]
     assert "report" in [e["stage"] for e in last["errors"]]
     assert last["exit_code"] == 3 and last["result"] in ("partial", "failed")
     assert "installer" in sim.log()["summary"]["by_route"], "update did not run"
-    assert not read_jsonl(state_dir)
+    assert not jsonl_lines(state_dir)
 
 
 @pytest.mark.sim_options(incidents=10, rate_limit=0)
 def test_retry_after_beyond_the_run_is_honoured_by_the_next_run(sim, tmp_path):
-    config, state_dir = make_config(tmp_path, sim)
+    config, state_dir = sim_config(tmp_path, sim)
     set_config(config, http={"max_retry_wait": "2s"}, installer={"verify": {"require_signature": False, "trusted_ca_file": None}})
     sim.fault("incidents", "status", status=429, retry_after=3600, count=-1)
-    first = run(config, "run")
+    first = outpost(config, "run")
     assert first.returncode == 75, first.stderr
     sim.clear_faults()
     sim.clear_log()
-    second = run(config, "run")
+    second = outpost(config, "run")
     assert second.returncode == 75, second.stderr
     assert sim.log()["summary"]["total"] == 0, "the platform was called before its Retry-After"
     last = status(state_dir)["last_run"]
@@ -117,9 +109,9 @@ def test_retry_after_beyond_the_run_is_honoured_by_the_next_run(sim, tmp_path):
 
 @pytest.mark.sim_options(incidents=12, rate_limit=0)
 def test_run_with_both_parts_working_is_ok(sim, tmp_path):
-    config, state_dir = make_config(tmp_path, sim)
+    config, state_dir = sim_config(tmp_path, sim)
     set_config(config, installer={"verify": {"require_signature": False, "trusted_ca_file": None}})
-    result = run(config, "run")
+    result = outpost(config, "run")
     assert result.returncode == 0, result.stderr
     doc = status(state_dir)
     assert doc["last_run"]["result"] == "ok" and doc["last_run"]["errors"] == []
@@ -128,7 +120,7 @@ def test_run_with_both_parts_working_is_ok(sim, tmp_path):
     # One access token per run: update and report share the run's client.
     assert sim.log()["summary"]["by_route"].get("token") == 1, sim.log()["summary"]["by_route"]
     # A second run has nothing new and still succeeds.
-    assert run(config, "run").returncode == 0
+    assert outpost(config, "run").returncode == 0
     assert status(state_dir)["incidents"]["new"] == 0
 
 
@@ -139,7 +131,7 @@ def test_deploy_child_gets_a_clean_environment_and_no_descriptors(sim, tmp_path)
     installer sees neither outpost's variables nor proxy URLs (they may
     carry credentials), keeps what installers need, and inherits only
     stdin, stdout and stderr."""
-    config, state_dir = make_config(tmp_path, sim)
+    config, state_dir = sim_config(tmp_path, sim)
     version_file = tmp_path / "installed-version"
     version_file.write_text("1.0\n")
     env_out, fd_out = tmp_path / "env.txt", tmp_path / "fd.txt"
@@ -150,11 +142,10 @@ def test_deploy_child_gets_a_clean_environment_and_no_descriptors(sim, tmp_path)
     set_config(config, installer={"verify": {"require_signature": False, "trusted_ca_file": None},
                                   "installed_version_file": str(version_file)},
                deploy={"enabled": True, "command": ["/bin/sh", "-c", script, "sh", "{installer}"]})
-    env = dict(os.environ, OUTPOST_API_KEY="sim-api-key", OUTPOST_TEST_MARKER="x",
-               HTTPS_PROXY="http://proxyuser:proxysecret@127.0.0.1:9", http_proxy="http://u:s@127.0.0.1:9",
-               ALL_PROXY="socks5://u:s@127.0.0.1:9", NO_PROXY="*", DEPLOY_KEEP_ME="kept")
-    env.pop("OUTPOST_CONFIG", None)
-    result = subprocess.run([OUTPOST, "-c", config, "run"], env=env, capture_output=True, text=True, timeout=120)
+    result = outpost(config, "run", env_extra={
+        "OUTPOST_TEST_MARKER": "x", "HTTPS_PROXY": "http://proxyuser:proxysecret@127.0.0.1:9",
+        "http_proxy": "http://u:s@127.0.0.1:9", "ALL_PROXY": "socks5://u:s@127.0.0.1:9", "NO_PROXY": "*",
+        "DEPLOY_KEEP_ME": "kept"})
     assert result.returncode == 0, result.stderr
     assert status(state_dir)["installer"]["deployed"]["version"] == sim.installer()["version"]
 

@@ -4,15 +4,12 @@ Linux it refuses, naming the systemd timer, before touching any directory."""
 
 import os
 import stat
-import subprocess
 
 import pytest
 
-OUTPOST = os.environ.get("OUTPOST_BIN", "outpost")
+from outpost_run import OUTPOST, outpost
 
-
-def run(*args, **kwargs):
-    return subprocess.run([OUTPOST, *args], capture_output=True, text=True, timeout=60, **kwargs)
+pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
 
 
 @pytest.mark.parametrize("action", ["install", "uninstall"])
@@ -22,7 +19,7 @@ def test_refused_on_posix_without_side_effects(tmp_path, action):
     os.chmod(state, 0o755)
     cfg = tmp_path / "outpost.json"
     cfg.write_text('{"state_dir": "%s"}' % state)
-    r = run("-c", str(cfg), "service", action)
+    r = outpost(cfg, "service", action, timeout=60)
     assert r.returncode == 1, r
     assert r.stdout == ""
     assert "no Windows Task Scheduler here" in r.stderr
@@ -38,12 +35,12 @@ def test_refused_on_posix_without_side_effects(tmp_path, action):
     (["service", "install", "uninstall"], 'unexpected argument "uninstall"'),
 ])
 def test_usage(args, message):
-    r = run(*args)
+    r = outpost(None, *args, timeout=60)
     assert r.returncode == 2
     assert message in r.stderr
 
 
 def test_help_names_the_task():
-    r = run("help", "service")
+    r = outpost(None, "help", "service", timeout=60)
     assert r.returncode == 0
     assert "\\outpost\\run" in r.stdout

@@ -22,7 +22,6 @@ osslsigncode, mingw-w64, wixl); tests that need them are skipped without
 those tools.
 """
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -30,29 +29,15 @@ from pathlib import Path
 
 import pytest
 
-from outpost_run import OUTPOST, outpost as run_outpost
+from authenticode_fixtures import PROBE, probe as run_probe
+from outpost_run import OUTPOST, only_line, outpost, outpost_traced, staged_versions
 
-HERE = Path(__file__).resolve().parent
-FIXTURE_SCRIPT = HERE.parent / "fixtures" / "make_signing_fixtures.sh"
-TOOLS = ["openssl", "osslsigncode", "x86_64-w64-mingw32-gcc", "i686-w64-mingw32-gcc", "wixl"]
-HAVE_TOOLS = all(shutil.which(t) for t in TOOLS)
-API_KEY = "sim-api-key"
 # The version the fixtures state (make_signing_fixtures.sh); staging under
 # another one is a version-binding rejection. Suffixes after a dash are
 # build metadata: each names its own staged version, all bind.
 V = "26.1.3.24329"
-PROBE = os.environ.get("OUTPOST_AUTHENTICODE_PROBE")
 
 pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN (the built outpost binary) is not set")
-
-
-@pytest.fixture(scope="module")
-def fx(tmp_path_factory):
-    if not HAVE_TOOLS:
-        pytest.skip("signing fixture tools missing: " + ", ".join(t for t in TOOLS if not shutil.which(t)))
-    out = tmp_path_factory.mktemp("signing")
-    subprocess.run(["sh", str(FIXTURE_SCRIPT), str(out)], check=True, timeout=180)
-    return out
 
 
 def write_config(root: Path, **sections) -> Path:
@@ -62,22 +47,6 @@ def write_config(root: Path, **sections) -> Path:
     path = root / "outpost.json"
     path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     return path
-
-
-def outpost(cfg: Path, *args, key=API_KEY, timeout=120):
-    """outpost_run.outpost from the configuration's directory."""
-    return run_outpost(cfg, *args, key=key or None, timeout=timeout, cwd=cfg.parent)
-
-
-def error_line(r) -> str:
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, r.stderr
-    return lines[0]
-
-
-def staged_versions(root: Path):
-    d = root / "state" / "staging"
-    return sorted(p.name for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")) if d.exists() else []
 
 
 def flipped_code_byte(fx, tmp_path: Path) -> Path:
@@ -101,8 +70,8 @@ def test_missing_trusted_ca_is_a_config_error_not_skipped(tmp_path, fx, required
                                                        "trusted_ca_file": str(missing)}})
     r = outpost(cfg, "stage", str(flipped_code_byte(fx, tmp_path)), "--version", V)
     assert r.returncode == 2, r.stderr
-    assert error_line(r).startswith(f"outpost: stage: installer.verify.trusted_ca_file: {missing} does not exist")
-    assert staged_versions(tmp_path) == []
+    assert only_line(r).startswith(f"outpost: stage: installer.verify.trusted_ca_file: {missing} does not exist")
+    assert staged_versions(tmp_path / "state") == []
 
 
 def test_missing_timestamp_ca_is_a_config_error(tmp_path, fx):
@@ -111,8 +80,8 @@ def test_missing_timestamp_ca_is_a_config_error(tmp_path, fx):
                                                        "timestamp_ca_file": str(missing)}})
     r = outpost(cfg, "stage", str(fx / "signed-ts.exe"), "--version", V)
     assert r.returncode == 2, r.stderr
-    assert error_line(r).startswith(f"outpost: stage: installer.verify.timestamp_ca_file: {missing} does not exist")
-    assert staged_versions(tmp_path) == []
+    assert only_line(r).startswith(f"outpost: stage: installer.verify.timestamp_ca_file: {missing} does not exist")
+    assert staged_versions(tmp_path / "state") == []
 
 
 @pytest.mark.sim_options(rate_limit=0)
@@ -123,9 +92,9 @@ def test_update_checks_the_ca_before_downloading(tmp_path, sim):
                                   "verify": {"require_signature": False, "trusted_ca_file": str(missing)}})
     r = outpost(cfg, "update")
     assert r.returncode == 2, r.stderr
-    assert error_line(r).startswith(f"outpost: update: installer.verify.trusted_ca_file: {missing} does not exist")
+    assert only_line(r).startswith(f"outpost: update: installer.verify.trusted_ca_file: {missing} does not exist")
     assert [e for e in sim.log()["requests"] if e["route"] in ("installer", "storage")] == []
-    assert staged_versions(tmp_path) == []
+    assert staged_versions(tmp_path / "state") == []
     # A configuration error writes nothing (PRODUCT.md section 1): no state
     # directory, no lock, no status.
     assert not (tmp_path / "state").exists()
@@ -154,7 +123,7 @@ def test_missing_tls_ca_file_is_a_config_error(tmp_path):
     for command in ("check", "report"):
         r = outpost(cfg, command)
         assert r.returncode == 2, r.stderr
-        assert error_line(r).startswith(f"outpost: {command}: tls.ca_file: {missing} does not exist")
+        assert only_line(r).startswith(f"outpost: {command}: tls.ca_file: {missing} does not exist")
 
 
 def test_missing_pinned_key_file_is_a_config_error(tmp_path):
@@ -163,7 +132,7 @@ def test_missing_pinned_key_file_is_a_config_error(tmp_path):
                        installer={"installed_version": "1.0"})
     r = outpost(cfg, "check")
     assert r.returncode == 2, r.stderr
-    assert error_line(r).startswith(f"outpost: check: tls.pinned_public_key: {missing} does not exist")
+    assert only_line(r).startswith(f"outpost: check: tls.pinned_public_key: {missing} does not exist")
 
 
 def test_missing_api_key_file_is_a_config_error(tmp_path):
@@ -172,7 +141,7 @@ def test_missing_api_key_file_is_a_config_error(tmp_path):
                        installer={"installed_version": "1.0"})
     r = outpost(cfg, "report", key=None)
     assert r.returncode == 2, r.stderr
-    assert error_line(r).startswith(f"outpost: report: api_key_file: {missing} does not exist")
+    assert only_line(r).startswith(f"outpost: report: api_key_file: {missing} does not exist")
 
 
 @pytest.mark.sim_options(rate_limit=0)
@@ -182,7 +151,7 @@ def test_missing_installed_version_file_is_a_config_error(tmp_path, sim):
     cfg = write_config(tmp_path, base_url=sim.url, installer={"installed_version_file": str(missing)})
     r = outpost(cfg, "check")
     assert r.returncode == 2, r.stderr
-    assert error_line(r).startswith(f"outpost: check: installer.installed_version_file: {missing} does not exist")
+    assert only_line(r).startswith(f"outpost: check: installer.installed_version_file: {missing} does not exist")
     missing.write_text("26.01.03.24329\n")
     r = outpost(cfg, "check")
     assert r.returncode == 0, r.stderr
@@ -192,7 +161,7 @@ def test_stage_of_a_missing_file_says_so(tmp_path):
     cfg = write_config(tmp_path, installer={"verify": {"require_signature": False, "trusted_ca_file": None}})
     r = outpost(cfg, "stage", str(tmp_path / "nothere.exe"), "--version", V)
     assert r.returncode == 2, r.stderr
-    assert error_line(r) == f"outpost: stage: cannot stage {tmp_path / 'nothere.exe'}: it does not exist"
+    assert only_line(r) == f"outpost: stage: cannot stage {tmp_path / 'nothere.exe'}: it does not exist"
 
 
 # ---- no trust anchor: everything but the chain -----------------------------------
@@ -238,8 +207,8 @@ def test_without_ca_a_digest_mismatch_is_rejected(tmp_path, fx):
     for path, why in cases:
         r = outpost(cfg, "stage", str(path), "--version", V)
         assert r.returncode == 4, (path.name, r.stderr)
-        assert why in error_line(r), path.name
-    assert staged_versions(tmp_path) == []
+        assert why in only_line(r), path.name
+    assert staged_versions(tmp_path / "state") == []
 
 
 def test_without_ca_a_good_signature_is_recorded_as_chain_skipped(tmp_path, fx):
@@ -266,11 +235,11 @@ def test_without_ca_unsigned_is_unsigned_and_signer_subject_still_applies(tmp_pa
     assert json.loads(r.stdout)["signature"] == "unsigned"
     r = outpost(cfg, "stage", str(fx / "signed.exe"), "--version", V + "-b")
     assert r.returncode == 4, r.stderr
-    assert "wrong-signer" in error_line(r)
+    assert "wrong-signer" in only_line(r)
     cfg = no_ca_agent(tmp_path, require_signature=True)
     r = outpost(cfg, "stage", str(fx / "signed.exe"), "--version", V + "-b")
     assert r.returncode == 2, r.stderr
-    assert "trusted_ca_file is not set" in error_line(r)
+    assert "trusted_ca_file is not set" in only_line(r)
 
 
 # ---- signer_subject against the DER subject ------------------------------------
@@ -312,12 +281,7 @@ def unicode_signed(fx):
 def probe(fx, path, subject=None):
     if not PROBE:
         pytest.skip("OUTPOST_AUTHENTICODE_PROBE is not set (tests/CMakeLists.txt sets it)")
-    cmd = [PROBE, "--ca", str(fx / "root.pem")]
-    if subject is not None:
-        cmd += ["--subject", subject]
-    r = subprocess.run(cmd + [str(path)], capture_output=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.decode("utf-8"))
+    return run_probe(path, fx / "root.pem", subject=subject, exits=(0,))
 
 
 def test_signer_is_shown_decoded_from_the_der(fx, unicode_signed):
@@ -359,8 +323,8 @@ def test_stage_records_the_faithful_signer(tmp_path, fx, unicode_signed):
     assert status["installer"]["staged"]["signer"] == MUELLER
     r = outpost(cfg, "stage", str(unicode_signed["maeller-utf8"]), "--version", V + "-b")
     assert r.returncode == 4, r.stderr
-    assert 'signed by "C=DE, O=Mäller GmbH, CN=Mäller GmbH", not "Müller GmbH"' in error_line(r)
-    assert staged_versions(tmp_path) == [V]
+    assert 'signed by "C=DE, O=Mäller GmbH, CN=Mäller GmbH", not "Müller GmbH"' in only_line(r)
+    assert staged_versions(tmp_path / "state") == [V]
 
 
 # ---- issue 23: every signature, pins, CRLs, "system", one pass -------------------
@@ -398,13 +362,11 @@ def test_timestamp_is_recorded(tmp_path, fx):
 
 
 def test_signer_sha256_pin_in_the_configuration(tmp_path, fx):
-    probe_out = subprocess.run([PROBE, "--ca", str(fx / "root.pem"), str(fx / "signed.exe")], capture_output=True,
-                               text=True, timeout=60)
-    cert = json.loads(probe_out.stdout)["cert_sha256"]
+    cert = probe(fx, fx / "signed.exe")["cert_sha256"]
     cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
                                                        "signer_sha256": ["0" * 64]}})
     r, _ = stage_json(cfg, fx / "signed.exe")
-    assert r.returncode == 4 and cert in error_line(r) and "signer_sha256" in error_line(r)
+    assert r.returncode == 4 and cert in only_line(r) and "signer_sha256" in only_line(r)
     cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
                                                        "signer_sha256": ["0" * 64, cert.upper()]}})
     r, _ = stage_json(cfg, fx / "signed.exe")
@@ -415,7 +377,7 @@ def test_signer_sha256_must_be_a_hash(tmp_path, fx):
     cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
                                                        "signer_sha256": ["Example Code Signing"]}})
     r, _ = stage_json(cfg, fx / "signed.exe")
-    assert r.returncode == 2 and "installer.verify.signer_sha256[0]" in error_line(r)
+    assert r.returncode == 2 and "installer.verify.signer_sha256[0]" in only_line(r)
 
 
 def test_crl_files_reject_a_revoked_signer(tmp_path, fx):
@@ -423,12 +385,12 @@ def test_crl_files_reject_a_revoked_signer(tmp_path, fx):
                                                        "crl_files": [str(fx / "crl-leaf-before.pem")]}})
     r, _ = stage_json(cfg, fx / "signed.exe")
     assert r.returncode == 4, r.stderr
-    assert "(revoked)" in error_line(r) and "Example Code Signing" in error_line(r)
+    assert "(revoked)" in only_line(r) and "Example Code Signing" in only_line(r)
     missing = tmp_path / "missing.crl"
     cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem"),
                                                        "crl_files": [str(missing)]}})
     r, _ = stage_json(cfg, fx / "signed.exe")
-    assert r.returncode == 2 and f"installer.verify.crl_files: {missing} does not exist" in error_line(r)
+    assert r.returncode == 2 and f"installer.verify.crl_files: {missing} does not exist" in only_line(r)
 
 
 def test_system_trust_store(tmp_path, fx):
@@ -437,20 +399,18 @@ def test_system_trust_store(tmp_path, fx):
     cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": "system"}})
     r, _ = stage_json(cfg, fx / "signed.exe")
     assert r.returncode == 4, r.stderr
-    assert "untrusted-chain" in error_line(r)
+    assert "untrusted-chain" in only_line(r)
     # SSL_CERT_FILE names the bundle "system" means on POSIX.
     env_cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": "system"}})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    env.update(OUTPOST_API_KEY=API_KEY, SSL_CERT_FILE=str(fx / "root.pem"))
-    r = subprocess.run([OUTPOST, "-c", str(env_cfg), "stage", str(fx / "signed.exe"), "--version", V],
-                       capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    r = outpost(env_cfg, "stage", str(fx / "signed.exe"), "--version", V,
+                env_extra={"SSL_CERT_FILE": str(fx / "root.pem")})
     assert r.returncode == 0, r.stderr
 
 
-def read_bytes_by_file(trace: Path):
+def read_bytes_by_file(trace: list[str]):
     """Bytes returned by read/pread64 per file path, from `strace -y`."""
     out = {}
-    for line in trace.read_text(errors="replace").splitlines():
+    for line in trace:
         m = re.search(r"\b(?:read|pread64)\(\d+<([^>]*)>,.*\)\s+=\s+(\d+)", line)
         if m:
             out[m.group(1)] = out.get(m.group(1), 0) + int(m.group(2))
@@ -470,12 +430,8 @@ def test_stage_reads_a_signed_pe_once(tmp_path, fx):
                    timeout=120)
     size = signed.stat().st_size
     cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem")}})
-    trace = tmp_path / "strace.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    env.update(OUTPOST_API_KEY=API_KEY, ASAN_OPTIONS="detect_leaks=0")  # LeakSanitizer cannot run under ptrace
-    r = subprocess.run(["strace", "-f", "-y", "-e", "trace=read,pread64", "-o", str(trace), OUTPOST, "-c", str(cfg),
-                        "stage", str(signed), "--version", V], capture_output=True, text=True, timeout=300,
-                       env=env, cwd=tmp_path)
+    r, trace = outpost_traced(cfg, "stage", str(signed), "--version", V, syscalls="read,pread64",
+                              trace=tmp_path / "strace.log", timeout=300)
     assert r.returncode == 0, r.stderr
     by_file = read_bytes_by_file(trace)
     source = sum(n for p, n in by_file.items() if p.endswith("/big.exe"))
@@ -494,11 +450,11 @@ def test_unreadable_certificates_are_named_at_v_and_in_the_rejection(tmp_path, f
     cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "ca-only-unreadable.pem")}})
     r = outpost(cfg, "stage", str(fx / "signed.exe"), "--version", V + "-b")
     assert r.returncode == 2, r.stderr
-    assert "Weird Root CA" in error_line(r) and "ca-only-unreadable.pem" in error_line(r)
+    assert "Weird Root CA" in only_line(r) and "ca-only-unreadable.pem" in only_line(r)
     cfg = write_config(tmp_path, installer={"verify": {"trusted_ca_file": str(fx / "root.pem")}})
     r = outpost(cfg, "stage", str(fx / "bad.exe"), "--version", V + "-c")
     assert r.returncode == 4, r.stderr
-    assert "Outpost Test Unreadable CA" in error_line(r) and "cannot be read" in error_line(r)
+    assert "Outpost Test Unreadable CA" in only_line(r) and "cannot be read" in only_line(r)
 
 
 def big_signed_pe(fx, tmp_path, mib=16):
@@ -523,11 +479,7 @@ def test_update_reads_a_signed_pe_no_more_than_an_unsigned_one(tmp_path, fx, sim
     cfg = write_config(tmp_path, base_url=sim.url,
                        installer={"installed_version": "1.0",
                                   "verify": {"trusted_ca_file": str(fx / "root.pem")}})
-    trace = tmp_path / "strace.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    env.update(OUTPOST_API_KEY=API_KEY, ASAN_OPTIONS="detect_leaks=0")  # LeakSanitizer cannot run under ptrace
-    r = subprocess.run(["strace", "-f", "-y", "-e", "trace=read,pread64", "-o", str(trace), OUTPOST, "-c", str(cfg),
-                        "update"], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    r, trace = outpost_traced(cfg, "update", syscalls="read,pread64", trace=tmp_path / "strace.log", timeout=600)
     assert r.returncode == 0, r.stderr
     assert manifest_signature(tmp_path, "26.01.03.24329-0de7ab+")["result"] == "valid"
     by_file = read_bytes_by_file(trace)

@@ -20,7 +20,6 @@ repeats it). Skipped, with the reason, only when the cache cannot be
 filled and CI is not set; in CI a missing corpus fails.
 """
 import datetime
-import json
 import os
 import re
 import subprocess
@@ -30,12 +29,13 @@ from pathlib import Path
 
 import pytest
 
+from authenticode_fixtures import PROBE, probe
+
 HERE = Path(__file__).resolve().parent
 TOOLS = HERE.parent / "tools"
 sys.path.insert(0, str(TOOLS))
 import signed_corpus as corpus  # noqa: E402
 
-PROBE = os.environ.get("OUTPOST_AUTHENTICODE_PROBE")
 SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
 # path in the package -> (outpost's verdict, why it differs from the reference)
@@ -58,12 +58,8 @@ def cache():
 
 
 def outpost(path, anchors, allow_sha1=False):
-    cmd = [PROBE, "--ca", str(anchors), "--ts-ca", str(anchors), "--now", str(corpus.JUDGE_AT)]
-    if allow_sha1:
-        cmd.append("--allow-sha1")
-    r = subprocess.run(cmd + [str(path)], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return json.loads(r.stdout)
+    """outpost's judgement (through the probe) at the corpus's fixed time."""
+    return probe(path, anchors, ts_ca=anchors, now=corpus.JUDGE_AT, allow_sha1=allow_sha1, exits=(0,))
 
 
 def osslsigncode(path, anchors=None):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from mirror_helper import endpoint_config, keygen, publisher_config
 from outpost_config import UNSIGNED, write_config
 from outpost_run import OUTPOST, check_staging, outpost
 from schema_check import load_schema, validate
@@ -31,18 +32,11 @@ def mirror_endpoint(tmp_path: Path, sim) -> tuple[Path, Path]:
     an endpoint configuration that reads it through file:// (no API key)."""
     key_file = tmp_path / "keys" / "mirror.key"
     key_file.parent.mkdir()
-    r = outpost(None, "--json", "keygen", "-o", str(key_file), key=None)
-    assert r.returncode == 0, r.stderr
-    public_pem = json.loads(r.stdout)["public_key"]
+    public_pem, _ = keygen(key_file)
     mirror = tmp_path / "mirror"
-    publisher, _ = write_config(tmp_path / "publisher", sim.url, state=tmp_path / "publisher" / "state",
-                                installer={"verify": UNSIGNED}, report={"enabled": False},
-                                publish={"dir": str(mirror), "signing_key_file": str(key_file)})
-    r = outpost(publisher, "publish")
+    r = outpost(publisher_config(tmp_path / "publisher", sim, key_file, mirror), "publish")
     assert r.returncode == 0, r.stderr
-    return write_config(tmp_path / "on-mirror", installer={"installed_version": INSTALLED, "verify": UNSIGNED},
-                        report={"enabled": False},
-                        mirror={"urls": [mirror.as_uri()], "public_keys": [public_pem], "machine_id": "m-1"})
+    return endpoint_config(tmp_path / "on-mirror", "m-1", [mirror.as_uri()], [public_pem], installed=INSTALLED)
 
 
 def json_run(cfg: Path, *args: str, key: str | None) -> dict:

@@ -12,31 +12,18 @@ checked on the installer inside them (`stage`, offline).
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import zipfile
 from pathlib import Path
 
 import pytest
+
 from outpost_config import write_config as write_outpost_config
-from outpost_run import OUTPOST, outpost
+from outpost_run import OUTPOST, one_error, outpost, staged_versions
 
-HERE = Path(__file__).resolve().parent
-FIXTURE_SCRIPT = HERE.parent / "fixtures" / "make_signing_fixtures.sh"
-TOOLS = ["openssl", "osslsigncode", "x86_64-w64-mingw32-gcc", "i686-w64-mingw32-gcc", "x86_64-w64-mingw32-windres",
-         "i686-w64-mingw32-windres", "wixl"]
-
-pytestmark = [pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN is not set (tests/CMakeLists.txt sets it)"),
-              pytest.mark.skipif(not all(shutil.which(t) for t in TOOLS), reason="signing fixture tools missing")]
+# The signed fixtures come from the `fx` fixture (conftest.py), skipped without their tools.
+pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN is not set (tests/CMakeLists.txt sets it)")
 
 SIM_VERSION = "26.01.03.24329-0de7ab+"  # the simulator's default X-Installer-Version
-
-
-@pytest.fixture(scope="module")
-def fx(tmp_path_factory):
-    out = tmp_path_factory.mktemp("signing")
-    subprocess.run(["sh", str(FIXTURE_SCRIPT), str(out)], check=True, timeout=180)
-    return out
 
 
 def write_config(tmp_path: Path, base_url: str, fx: Path, **verify) -> tuple[Path, Path]:
@@ -45,20 +32,9 @@ def write_config(tmp_path: Path, base_url: str, fx: Path, **verify) -> tuple[Pat
         "verify": {"require_signature": True, "trusted_ca_file": str(fx / "root.pem"), **verify}})
 
 
-def staged(state: Path) -> list[str]:
-    root = state / "staging"
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
-
-
 def binding(state: Path, version: str) -> dict:
     manifest = json.loads((state / "staging" / version / "manifest.json").read_text())
     return manifest["verification"]["version_binding"]
-
-
-def one_line_error(r: subprocess.CompletedProcess) -> str:
-    lines = [line for line in r.stderr.splitlines() if line.startswith("outpost:")]
-    assert len(lines) == 1, r.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize("name,version,source,file_version", [
@@ -71,7 +47,7 @@ def test_matching_version_is_bound(sim_factory, tmp_path, fx, name, version, sou
     cfg, state = write_config(tmp_path, sim.url, fx)
     r = outpost(cfg, "update")
     assert r.returncode == 0, r.stderr
-    assert staged(state) == [version]
+    assert staged_versions(state) == [version]
     assert binding(state, version) == {"status": "bound", "file_version": file_version, "source": source}
     status = json.loads((state / "status.json").read_text())
     assert status["installer"]["staged"]["version_binding"] == "bound"
@@ -88,10 +64,10 @@ def test_replayed_old_installer_rejected(sim_factory, tmp_path, fx, name, offere
     cfg, state = write_config(tmp_path, sim.url, fx)
     r = outpost(cfg, "update")
     assert r.returncode == 4, r.stderr
-    line = one_line_error(r)
+    line = one_error(r)
     assert states in line and offered in line, line
     assert "replaying an old installer" in line, line
-    assert staged(state) == []
+    assert staged_versions(state) == []
     assert not (state / "staging" / "current").exists()
 
 
@@ -109,9 +85,9 @@ def test_no_version_resource_unbound_unless_required(sim_factory, tmp_path, fx):
     cfg, state = write_config(tmp_path / "b", sim.url, fx, require_version_match=True)
     r = outpost(cfg, "update")
     assert r.returncode == 4, r.stderr
-    line = one_line_error(r)
+    line = one_error(r)
     assert "require_version_match" in line and "no version resource" in line, line
-    assert staged(state) == []
+    assert staged_versions(state) == []
 
 
 def test_installer_inside_an_archive_is_bound(tmp_path, fx):
@@ -123,8 +99,8 @@ def test_installer_inside_an_archive_is_bound(tmp_path, fx):
             zf.write(fx / name, "bin/SensorSetup.exe")
     r = outpost(cfg, "stage", str(old), "--version", SIM_VERSION)
     assert r.returncode == 4, r.stderr
-    assert "26.01.02.100" in one_line_error(r)
-    assert staged(state) == []
+    assert "26.01.02.100" in one_error(r)
+    assert staged_versions(state) == []
     r = outpost(cfg, "stage", str(good), "--version", SIM_VERSION)
     assert r.returncode == 0, r.stderr
     assert binding(state, SIM_VERSION)["status"] == "bound"

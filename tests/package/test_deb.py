@@ -10,11 +10,15 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from pkgutil import TOP, VERSION, need_tool, package
+
+sys.path.insert(0, str(TOP / "tests" / "integration"))
+from outpost_run import outpost  # noqa: E402
 
 API_KEY = "sim-api-key"
 HOST_ARCH = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True).stdout.strip()
@@ -365,11 +369,10 @@ class ScratchRoot:
         return self.root / name.lstrip("/")
 
 
-def packaged_outpost(root, *args, env=None):
-    """The packaged binary of the build machine's architecture."""
-    binary = str(root / "usr/bin/outpost")
-    argv = [binary, *args]
-    return run(argv, env=env, timeout=120)
+def packaged_outpost(root, *args, key=None):
+    """The packaged binary of the build machine's architecture, run as the
+    integration tests run outpost (tests/integration/outpost_run.py)."""
+    return outpost(None, *args, key=key, binary=str(root / "usr/bin/outpost"))
 
 
 def test_scratch_root_install_run_remove_purge(tmp_path, sim):
@@ -390,8 +393,7 @@ def test_scratch_root_install_run_remove_purge(tmp_path, sim):
     # placeholder is refused before any connection (and the key file, once
     # base_url is set), writing nothing.
     config = scratch.path("/etc/outpost/outpost.json")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTPOST_")}
-    r = packaged_outpost(scratch.root, "-c", str(config), "--state-dir", str(state), "run", env=env)
+    r = packaged_outpost(scratch.root, "-c", str(config), "--state-dir", str(state), "run")
     assert r.returncode == 2, r
     assert "`base_url` is still the placeholder https://tenant.example.com" in r.stderr
     assert sorted(os.listdir(state)) == []
@@ -403,10 +405,9 @@ def test_scratch_root_install_run_remove_purge(tmp_path, sim):
     doc["state_dir"] = str(state)
     doc["installer"]["verify"] = {"require_signature": False, "trusted_ca_file": None}
     config.write_text(json.dumps(doc))
-    env["OUTPOST_API_KEY"] = API_KEY
-    r = packaged_outpost(scratch.root, "-c", str(config), "run", env=env)
+    r = packaged_outpost(scratch.root, "-c", str(config), "run", key=API_KEY)
     assert r.returncode == 0, r.stderr
-    r = packaged_outpost(scratch.root, "-c", str(config), "status", "--json", env=env)
+    r = packaged_outpost(scratch.root, "-c", str(config), "status", "--json", key=API_KEY)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["installer"]["staged"]["version"] == sim.installer()["version"]
 

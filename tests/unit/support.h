@@ -2,7 +2,7 @@
  * support.h — what several unit tests need and each used to write for
  * itself: a private temporary directory, the pieces of a fake server
  * behind http.h's fake transport (answers, the token exchange, reading a
- * request header) and a clock that never moves. The staging fixture is in
+ * request header), a clock that never moves and a throwaway certificate. The staging fixture is in
  * support_staging.h (kept apart: its configuration and state types would
  * shadow the names tests give their variables, `config`, `state`).
  *
@@ -60,5 +60,12 @@ char *support_header_value(const char *headers, const char *name);
 /* Time 0 on both clocks, sleeps that return at once, random bytes all 0x5a:
  * for code that takes a clock_source but whose test is not about time. */
 extern const clock_source support_still_clock;
+
+/* ---- A throwaway root certificate ------------------------------------------------ */
+
+/* A self-signed EC (P-256) CA, "CN=Outpost Fuzz Root", valid from
+ * 2026-11-21T19:20:09Z to 2126-10-28T19:20:09Z, PEM: a trust anchor for
+ * Authenticode tests that need one (its key is nowhere). */
+extern const char support_ec_root_pem[];
 
 #endif

@@ -18,19 +18,7 @@
 #include "authenticode/authenticode.h"
 #include "authenticode/authenticode_int.h"
 #include "platform/platform.h"
-
-/* A throwaway EC root: the trust configuration every test needs. */
-static const char test_root[] = "-----BEGIN CERTIFICATE-----\n"
-                                "MIIBjzCCATWgAwIBAgIUEOvN2e4wP4FowjdJ3PbAqXrKQ9EwCgYIKoZIzj0EAwIw\n"
-                                "HDEaMBgGA1UEAwwRT3V0cG9zdCBGdXp6IFJvb3QwIBcNMjYxMTIxMTkyMDA5WhgP\n"
-                                "MjEyNjEwMjgxOTIwMDlaMBwxGjAYBgNVBAMMEU91dHBvc3QgRnV6eiBSb290MFkw\n"
-                                "EwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE2PT871+5Zbds8fq4rfe1lkaKCn++blSY\n"
-                                "5LQrg2MLbyCl0vZMoN6fhTaHLaIf2vtvLIBGivIjsUEyMzzi5tMr86NTMFEwHQYD\n"
-                                "VR0OBBYEFJlRrm2B9SItGGZ+FOEpnJB0G0Y4MB8GA1UdIwQYMBaAFJlRrm2B9SIt\n"
-                                "GGZ+FOEpnJB0G0Y4MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIh\n"
-                                "AJqjPqfb7tNJEYd6jMrAU8HeUGAoCI3iXtpHJ9NcV2o1AiACD6oKU3fVr/Dsdz+z\n"
-                                "zkPDdthC+SzIRlXZENJ9cHGyew==\n"
-                                "-----END CERTIFICATE-----\n";
+#include "support.h"
 
 static char ca_path[1024];
 
@@ -43,7 +31,7 @@ static int setup_ca(void **state)
     if (platform_mkdirs(dir, NULL) != ERR_OK)
         return -1;
     snprintf(ca_path, sizeof ca_path, "%s/authenticode-test-root.pem", dir);
-    return platform_write_atomic(ca_path, test_root, sizeof test_root - 1, NULL) == ERR_OK ? 0 : -1;
+    return platform_write_atomic(ca_path, support_ec_root_pem, strlen(support_ec_root_pem), NULL) == ERR_OK ? 0 : -1;
 }
 
 /* Set by the tests of a policy without a trust anchor. */
