@@ -43,11 +43,6 @@ bool update_verdict_fetches(update_verdict verdict)
     return verdict == UPDATE_FETCH_NEWER || verdict == UPDATE_FETCH_DOWNGRADE || verdict == UPDATE_FETCH_FORCED;
 }
 
-bool update_is_available(const char *latest, const char *installed)
-{
-    return latest && (!installed || version_compare(latest, installed) > 0);
-}
-
 error_code update_stage_download(const config *cfg, state *s, const download_result *dl,
                                  const update_stage_options *options, intake_result *staged, error_info *err)
 {

@@ -59,10 +59,6 @@ MUST_CHECK error_code update_decide(const update_facts *facts, update_verdict *v
 /* Whether the verdict downloads and stages the offer. */
 bool update_verdict_fetches(update_verdict verdict);
 
-/* Whether latest is an update for installed (any valid version is newer than
- * none; NULL latest never is): status.json's and check's update_available. */
-bool update_is_available(const char *latest, const char *installed);
-
 /* is_staged for update_facts: staging_has_verified(user as const config *). */
 bool update_staged_in(const void *cfg, const char *version);
 

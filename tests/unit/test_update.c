@@ -128,17 +128,6 @@ static void test_no_is_staged_means_never_staged(void **ctx)
     assert_int_equal(verdict, UPDATE_FETCH_NEWER);
 }
 
-static void test_is_available(void **ctx)
-{
-    (void)ctx;
-    assert_true(update_is_available("2.0", "1.0"));
-    assert_true(update_is_available("1.0", NULL));
-    assert_false(update_is_available("1.0", "1.0"));
-    assert_false(update_is_available("0.9", "1.0"));
-    assert_false(update_is_available(NULL, "1.0"));
-    assert_false(update_is_available(NULL, NULL));
-}
-
 static void test_action_names(void **ctx)
 {
     (void)ctx;
@@ -221,7 +210,6 @@ int main(void)
         cmocka_unit_test(test_decide_table),
         cmocka_unit_test(test_refused_downgrade_names_source_and_the_way_out),
         cmocka_unit_test(test_no_is_staged_means_never_staged),
-        cmocka_unit_test(test_is_available),
         cmocka_unit_test(test_action_names),
         cmocka_unit_test(test_report_same_members_from_both_sources),
     };
