@@ -116,7 +116,7 @@ static void record_latest(fetch_session *fs, const char *latest)
     free(fs->latest);
     fs->latest = text_dup(latest);
     timefmt_iso8601(platform_time_utc_ms() / 1000, fs->checked_at);
-    fs->update_available = update_is_available(latest, fs->installed);
+    fs->update_available = version_is_update(latest, fs->installed);
     error_info err;
     if (installer_state_set_latest(fs->s, latest, fs->checked_at, fs->update_available, &err) != ERR_OK)
         log_warn("cannot note the latest version in the state: %s", err.message);

@@ -105,7 +105,7 @@ error_code update_report_json(const config *cfg, const update_report *r, cJSON *
     cJSON *o = cJSON_CreateObject();
     bool ok = o && jsonx_add_string_or_null(o, "installed_version", r->installed) &&
               jsonx_add_string_or_null(o, "latest_version", r->latest) &&
-              cJSON_AddBoolToObject(o, "update_available", update_is_available(r->latest, r->installed)) &&
+              cJSON_AddBoolToObject(o, "update_available", version_is_update(r->latest, r->installed)) &&
               jsonx_add_string_or_null(o, "checked_at", r->checked_at && r->checked_at[0] ? r->checked_at : NULL) &&
               jsonx_add_string_or_null(o, "source", r->source);
     /* jsonx_set takes mirror in every case, o NULL included */

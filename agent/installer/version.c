@@ -168,7 +168,7 @@ int version_compare(const char *a, const char *b)
     return compare_digits(an, al, bn, bl);
 }
 
-bool update_is_available(const char *latest, const char *installed)
+bool version_is_update(const char *latest, const char *installed)
 {
     return latest && (!installed || version_compare(latest, installed) > 0);
 }

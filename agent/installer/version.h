@@ -37,7 +37,7 @@ int version_compare(const char *a, const char *b);
 
 /* Whether latest is an update for installed (any valid version is newer than
  * none; NULL latest never is): status.json's and check's update_available. */
-bool update_is_available(const char *latest, const char *installed);
+bool version_is_update(const char *latest, const char *installed);
 
 /*
  * Compares only the numeric parts of two versions, numerically, with the
