@@ -30,7 +30,7 @@
 #include "core/log.h"
 #include "report/metrics.h"
 #include "platform/platform.h"
-#include "installer/installer_state.h"
+#include "installer/deploy.h"
 #include "installer/source_mirror.h"
 #include "installer/staging.h"
 #include "core/state.h"
@@ -93,26 +93,6 @@ static bool retry_after_active(const config *cfg, char *until, size_t size)
     bool active = retry_after_pending(s, platform_time_utc_ms(), until, size);
     state_free(s);
     return active;
-}
-
-/* Deploy when enabled and the current staged version is not the deployed one. */
-static bool deploy_wanted(const config *cfg)
-{
-    if (!cfg->deploy.enabled)
-        return false;
-    char *staged = NULL;
-    error_info err;
-    if (staging_current_version(cfg, &staged, &err) != ERR_OK || !staged)
-        return false;
-    state *s = NULL;
-    bool wanted = true;
-    if (state_load(cfg->state_dir, &s, &err) == ERR_OK) {
-        const char *deployed = installer_state_deployed_version(s);
-        wanted = !deployed || strcmp(staged, deployed) != 0;
-    }
-    state_free(s);
-    free(staged);
-    return wanted;
 }
 
 /* The start jitter; on a terminal a person sees the wait (and not at -q). */
