@@ -67,9 +67,9 @@ static MUST_CHECK error_code session_open(fetch_session *fs, command_context *ct
 {
     memset(fs, 0, sizeof *fs);
     fs->ctx = ctx;
-    error_code rc = config_check_api(ctx->cfg, err);
-    if (rc == ERR_OK)
-        rc = state_load(ctx->cfg->state_dir, &fs->s, err);
+    /* base_url and the key were judged before the command started (main.c),
+     * and command_http judges them where it makes the client. */
+    error_code rc = state_load(ctx->cfg->state_dir, &fs->s, err);
     if (rc == ERR_OK)
         rc = installed_version_get(ctx->cfg, fs->s, &fs->installed, &fs->installed_source, err);
     if (rc != ERR_OK)
@@ -403,10 +403,9 @@ static MUST_CHECK error_code update_from_api(command_context *ctx, bool publishi
     intake_result staged;
     memset(&staged, 0, sizeof staged);
     job.fs = &fs;
+    /* The CA files verification reads were judged before the command
+     * started (main.c; command_publish), before any byte is downloaded. */
     error_code rc = session_open(&fs, ctx, err);
-    /* Before any byte is downloaded: the CA files verification will read. */
-    if (rc == ERR_OK)
-        rc = config_check_verify_files(&ctx->cfg->installer.verify, err);
     if (rc == ERR_OK && publishing) {
         /* The publishing host serves the fleet: its own installation is not the measure. */
         free(fs.installed);
@@ -467,10 +466,9 @@ static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info
     memset(&dl, 0, sizeof dl);
     char source[600];
     job.fs = &fs;
+    /* The CA files verification reads were judged before the command
+     * started (main.c), before any byte is downloaded. */
     error_code rc = mirror_session_open(&fs, ctx, err);
-    /* Before any byte is downloaded: the CA files verification will read. */
-    if (rc == ERR_OK)
-        rc = config_check_verify_files(&ctx->cfg->installer.verify, err);
     if (rc == ERR_OK)
         rc = mirror_offer_get(&fs, &offer, err);
     update_verdict verdict = UPDATE_UP_TO_DATE;
