@@ -1,24 +1,22 @@
 /*
- * cmd_fetch.c — `check` and `update` (PRODUCT.md sections 4.1-4.2): learn
- * the latest installer's version, and download, verify and stage it.
+ * cmd_fetch.c — `check` and `update` (PRODUCT.md sections 4.1-4.2), and the
+ * update `publish` starts with: the request made from the command line,
+ * the one flow (update_run), and what it learned and did printed.
  *
- * check: one GET of the installer route that stops after the headers (no
- * HEAD, no validators needed), X-Installer-Version validated and compared
- * with the installed version. Exit 0 up to date, 10 update available.
+ * The flow itself (offer, decide, download, stage, commit, for the API and
+ * the mirror alike) and the session around it (state, Retry-After,
+ * last_command) are written below, ahead of their move to
+ * installer/update.c; check's GET of the installer route ahead of its move
+ * to installer/source_api.c.
  *
- * update: the same GET, but the decision is taken on the answer's headers
- * and the body is streamed on (download.c) in the same request, so there is
- * no window in which the platform could publish another version between
- * the check and the download. Up to date, or this version already staged
- * and verified: nothing is downloaded. An older version than the installed
- * one is refused (exit 4) unless --allow-downgrade. The finished file is
- * handed to intake_stage(), which verifies and stages it.
- *
- * Both record latest_version / checked_at / update_available in state
- * section "installer", write status.json's "installer" member (their own
- * outcome in installer.last_command unless `run` called them; never
- * "last_run", the scheduled run's verdict), and honour a Retry-After the platform gave
- * an earlier run (state section "run", member "retry_after_until"): check
+ * check: learn the offered version and compare it with the installed one.
+ * Exit 0 up to date, 10 update available. update: the same, then, if
+ * newer, download, verify and stage it. Both record latest_version /
+ * checked_at / update_available in state section "installer", write
+ * status.json's "installer" member (their own outcome in
+ * installer.last_command unless `run` called them; never "last_run", the
+ * scheduled run's verdict), and honour a Retry-After the platform gave an
+ * earlier run (state section "run", member "retry_after_until"): check
  * always, update unless --force, because an administrator who forces an
  * update has decided to call now.
  */
@@ -31,155 +29,26 @@
 
 #include <cjson/cJSON.h>
 
-#include "net/api.h"
+#include "base/text.h"
+#include "core/log.h"
+#include "core/state.h"
+#include "core/timefmt.h"
 #include "installer/download.h"
-#include "net/http.h"
-#include "net/retry_after.h"
 #include "installer/installed.h"
 #include "installer/installer_state.h"
-#include "core/log.h"
-#include "platform/platform.h"
-#include "installer/source_mirror.h"
 #include "installer/intake.h"
+#include "installer/source_api.h"
+#include "installer/source_mirror.h"
 #include "installer/staging.h"
 #include "installer/update.h"
-#include "core/state.h"
-#include "report/status.h"
-#include "base/text.h"
-#include "core/timefmt.h"
 #include "installer/version.h"
+#include "net/api.h"
+#include "net/http.h"
+#include "net/retry_after.h"
+#include "platform/platform.h"
+#include "report/status.h"
 
-/* What one check or update learned, for state, status and output. */
-typedef struct fetch_session {
-    command_context *ctx;
-    http_client *http;
-    state *s;
-    char checked_at[TIMEFMT_ISO8601_SIZE];
-    char *installed; /* installed version, NULL when unknown */
-    const char *installed_source;
-    char *latest; /* X-Installer-Version, NULL before an answer */
-    bool update_available;
-} fetch_session;
-
-/* ---- Session: client, state, Retry-After ----------------------------------------- */
-
-static MUST_CHECK error_code session_open(fetch_session *fs, command_context *ctx, error_info *err)
-{
-    memset(fs, 0, sizeof *fs);
-    fs->ctx = ctx;
-    /* base_url and the key were judged before the command started (main.c),
-     * and command_http judges them where it makes the client. */
-    error_code rc = state_load(ctx->cfg->state_dir, &fs->s, err);
-    if (rc == ERR_OK)
-        rc = installed_version_get(ctx->cfg, fs->s, &fs->installed, &fs->installed_source, err);
-    if (rc != ERR_OK)
-        return rc;
-    return command_http(ctx, &fs->http, err);
-}
-
-static void session_close(fetch_session *fs)
-{
-    state_free(fs->s);
-    free(fs->installed);
-    free(fs->latest);
-}
-
-/* Refuses to call the platform before the time an earlier Retry-After named. */
-static MUST_CHECK error_code respect_retry_after(fetch_session *fs, bool force, error_info *err)
-{
-    char until[TIMEFMT_ISO8601_SIZE + 16];
-    if (force || !retry_after_pending(fs->s, platform_time_utc_ms(), until, sizeof until))
-        return ERR_OK;
-    return error_set(err, ERR_TEMPORARY,
-                     "the platform asked not to be called before %s (Retry-After); try again after that time%s", until,
-                     fs->ctx->opts && fs->ctx->opts->command == CLI_UPDATE ? ", or use update --force" : "");
-}
-
-/* Records the platform's Retry-After (if a request failed on one) in state
- * section "run" so the next scheduled run does not call before it. */
-static void remember_retry_after(fetch_session *fs)
-{
-    if (!fs->http)
-        return;
-    http_stats stats;
-    http_client_stats(fs->http, &stats);
-    error_info err;
-    if (retry_after_record(fs->s, stats.retry_after_until_ms, platform_time_utc_ms(), &err) != ERR_OK)
-        log_warn("%s", err.message);
-}
-
-/* ---- State, status and output -------------------------------------------------------- */
-
-/* Notes what the platform offers now in state section "installer". */
-static void record_latest(fetch_session *fs, const char *latest)
-{
-    free(fs->latest);
-    fs->latest = text_dup(latest);
-    timefmt_iso8601(platform_time_utc_ms() / 1000, fs->checked_at);
-    fs->update_available = version_is_update(latest, fs->installed);
-    error_info err;
-    if (installer_state_set_latest(fs->s, latest, fs->checked_at, fs->update_available, &err) != ERR_OK)
-        log_warn("cannot note the latest version in the state: %s", err.message);
-}
-
-/*
- * Saves state and writes status.json's installer member, with this
- * command's outcome in installer.last_command unless `run` drives us
- * (last_run is the scheduled run's). Failures here are reported but do not
- * hide the command's own outcome: a failed check stays a failed check.
- */
-static MUST_CHECK error_code finish_session(fetch_session *fs, error_code outcome, error_info *err)
-{
-    remember_retry_after(fs);
-    error_info why;
-    error_clear(&why);
-    command_record_outcome(fs->ctx, fs->s, outcome, fs->ctx->exit_code, err);
-    error_code rc = fs->s ? state_save(fs->s, &why) : ERR_OK;
-    status_parts parts = {0};
-    if (rc == ERR_OK && fs->s)
-        rc = staging_status_section(fs->ctx->cfg, fs->s, &parts.installer, &why);
-    if (rc == ERR_OK && fs->s)
-        source_status_annotate(fs->ctx->cfg, fs->s, parts.installer);
-    if (rc == ERR_OK)
-        rc = status_write(fs->ctx->cfg, &parts, &why);
-    cJSON_Delete(parts.installer);
-    if (outcome != ERR_OK)
-        return outcome;
-    if (rc != ERR_OK && err)
-        *err = why;
-    return rc;
-}
-
-static bool want_json(const fetch_session *fs)
-{
-    return fs->ctx->opts && fs->ctx->opts->json;
-}
-
-static bool use_mirror(const command_context *ctx);
-
-/* Prints what check or update learned and did with --json, the same members
- * from both sources (update_report_json). mirror is taken over. */
-static MUST_CHECK error_code print_report(const fetch_session *fs, cJSON *mirror, update_action action,
-                                          const char *staged_version, int64_t resumed_from, error_info *err)
-{
-    update_report report = {
-        .installed = fs->installed,
-        .latest = fs->latest,
-        .checked_at = fs->checked_at,
-        .source = use_mirror(fs->ctx) ? "mirror" : "api",
-        .mirror = mirror,
-        .action = action,
-        .staged_version = staged_version,
-        .resumed_from = resumed_from,
-    };
-    cJSON *o = NULL;
-    error_code rc = update_report_json(fs->ctx->cfg, &report, &o, err);
-    if (rc == ERR_OK)
-        command_print_json(o);
-    return rc;
-}
-
-/* ---- check ------------------------------------------------------------------------------ */
+/* ---- The installer route's latest version (check) ----------------------------------- */
 
 typedef struct check_answer {
     char *version;         /* X-Installer-Version, malloc'd; NULL when absent */
@@ -195,14 +64,15 @@ static http_stream_action check_on_headers(void *user, const http_stream_headers
     return HTTP_STREAM_STOP;
 }
 
-static MUST_CHECK error_code check_latest(fetch_session *fs, error_info *err)
+error_code source_api_latest(http_client *http, const char *platform, char **version, error_info *err)
 {
+    *version = NULL;
     check_answer answer = {0};
     http_stream_callbacks cb = {check_on_headers, NULL, &answer};
-    api_installer_request req = {.platform = fs->ctx->cfg->installer.platform};
+    api_installer_request req = {.platform = platform};
     http_stream_result res;
     memset(&res, 0, sizeof res);
-    error_code rc = api_installer_get(fs->http, &req, &cb, &res, err);
+    error_code rc = api_installer_get(http, &req, &cb, &res, err);
     log_trace("check: %" PRId64 " bytes of installer body read", res.body_bytes);
     if (rc == ERR_OK && !answer.version)
         rc = error_set(err, ERR_REJECTED,
@@ -211,41 +81,333 @@ static MUST_CHECK error_code check_latest(fetch_session *fs, error_info *err)
                        answer.content_type[0] ? answer.content_type : "unknown");
     if (rc == ERR_OK && !version_is_valid(answer.version, err))
         rc = error_prefix(err, "X-Installer-Version");
-    if (rc == ERR_OK)
-        record_latest(fs, answer.version);
+    if (rc == ERR_OK) {
+        *version = answer.version;
+        answer.version = NULL;
+    }
     free(answer.version);
     return rc;
 }
 
-/* ---- The fleet mirror as the source (PRODUCT.md section 8) ------------------------------ */
+/* ---- The flow: offer, decide, download, stage, commit ------------------------------- */
 
-static bool use_mirror(const command_context *ctx)
+update_source update_source_of(const config *cfg)
 {
-    return ctx->cfg->mirror.url_count > 0;
+    return cfg->mirror.url_count > 0 ? UPDATE_SOURCE_MIRROR : UPDATE_SOURCE_API;
 }
 
-/* As session_open, for the mirror: no base_url, no API key. */
-static MUST_CHECK error_code mirror_session_open(fetch_session *fs, command_context *ctx, error_info *err)
+/* One pass of the flow: what update_flow holds while it runs. */
+typedef struct update_pass {
+    const config *cfg;
+    state *s;
+    http_client *http;
+    const update_request *req;
+    update_outcome *out;
+    download_result dl; /* the installer's download */
+    bool fetch;         /* the decision (or always_fetch) fetches the offer */
+} update_pass;
+
+static bool from_mirror(const update_pass *p)
 {
-    memset(fs, 0, sizeof *fs);
-    fs->ctx = ctx;
-    error_code rc = state_load(ctx->cfg->state_dir, &fs->s, err);
-    if (rc == ERR_OK)
-        rc = installed_version_get(ctx->cfg, fs->s, &fs->installed, &fs->installed_source, err);
-    if (rc == ERR_OK)
-        rc = command_http_urls(ctx, &fs->http, err);
-    return rc;
+    return p->req->source == UPDATE_SOURCE_MIRROR;
 }
 
-static MUST_CHECK error_code mirror_offer_get(fetch_session *fs, mirror_offer *offer, error_info *err)
+/* Notes what the source offers now in state section "installer". */
+static void record_latest(update_pass *p, const char *latest)
 {
-    error_code rc = source_mirror_fetch(fs->http, fs->ctx->cfg, fs->s, platform_time_utc_ms() / 1000, offer, err);
+    update_outcome *out = p->out;
+    free(out->latest);
+    out->latest = text_dup(latest);
+    timefmt_iso8601(platform_time_utc_ms() / 1000, out->checked_at);
+    out->update_available = version_is_update(latest, out->installed);
+    error_info err;
+    if (installer_state_set_latest(p->s, latest, out->checked_at, out->update_available, &err) != ERR_OK)
+        log_warn("cannot note the latest version in the state: %s", err.message);
+}
+
+/*
+ * The offer learned ahead of any download: check's through the API is the
+ * installer route's answer, read up to its headers (source_api_latest); the
+ * mirror's is its signed manifest (source_mirror_fetch). An update through
+ * the API learns nothing ahead: the answer that brings the body is the
+ * offer (on_answer).
+ */
+static MUST_CHECK error_code pass_offer(update_pass *p, error_info *err)
+{
+    update_outcome *out = p->out;
+    if (!from_mirror(p)) {
+        char *version = NULL;
+        error_code rc = p->req->fetch ? ERR_OK : source_api_latest(p->http, p->cfg->installer.platform, &version, err);
+        if (rc == ERR_OK && version)
+            record_latest(p, version);
+        free(version);
+        return rc;
+    }
+    mirror_offer *offer = &out->offer;
+    error_code rc = source_mirror_fetch(p->http, p->cfg, p->s, platform_time_utc_ms() / 1000, offer, err);
     if (rc == ERR_OK) {
-        record_latest(fs, offer->m.version);
+        out->eligible = offer->eligible;
+        record_latest(p, offer->m.version);
         log_trace("mirror %s: seq %lld, version %s, rollout %g%% (%s)%s", offer->manifest_url, (long long)offer->m.seq,
                   offer->m.version, offer->m.rollout_percent, offer->eligible ? "eligible" : "not eligible",
                   offer->not_modified ? ", not modified" : "");
     }
+    return rc;
+}
+
+/*
+ * The decision on an offer, the same for every source (update_decide).
+ * installer/policy.c (maintenance windows, version pins, metered deferral:
+ * ARCHITECTURE.md, wave 4) joins here: every offer passes this step before
+ * a byte of it is kept, and policy may veto a verdict that fetches. With
+ * always_fetch the decision is reported, not obeyed.
+ */
+static MUST_CHECK error_code pass_decide(update_pass *p, const char *offered, error_info *err)
+{
+    const update_request *req = p->req;
+    update_outcome *out = p->out;
+    char source[600];
+    snprintf(source, sizeof source, "%s%s", from_mirror(p) ? "mirror " : "the platform",
+             from_mirror(p) ? out->offer.manifest_url : "");
+    update_facts facts = {
+        .offered = offered,
+        .installed = out->installed,
+        .source = source,
+        .force = req->force,
+        .allow_downgrade = req->allow_downgrade,
+        .source_allows_downgrade = from_mirror(p) && out->offer.m.allow_downgrade,
+        .eligible = out->eligible,
+        .is_staged = update_staged_in,
+        .is_staged_user = p->cfg,
+    };
+    error_code rc = update_decide(&facts, &out->verdict, req->always_fetch ? &out->refusal : err);
+    if (rc == ERR_OK)
+        out->action = update_action_of(out->verdict);
+    else if (!req->always_fetch)
+        out->failed = UPDATE_STEP_DECIDE;
+    p->fetch = req->always_fetch || (rc == ERR_OK && update_verdict_fetches(out->verdict));
+    return req->always_fetch ? ERR_OK : rc;
+}
+
+/* download.c's accept hook: the API's answer is the offer, decided on from
+ * its headers before any body byte is kept. */
+static MUST_CHECK error_code on_answer(void *user, const download_offer *offer, bool *skip, error_info *err)
+{
+    update_pass *p = user;
+    record_latest(p, offer->version);
+    error_code rc = pass_decide(p, offer->version, err);
+    if (rc == ERR_OK && !p->fetch)
+        *skip = true;
+    return rc;
+}
+
+/* The installer through download.c, the one download path for any offer:
+ * the API's route (its answer decided on by on_answer), or the file the
+ * mirror's manifest offers. */
+static MUST_CHECK error_code pass_download(update_pass *p, error_info *err)
+{
+    const config *cfg = p->cfg;
+    bool mirror = from_mirror(p);
+    int64_t t0 = platform_monotonic_ms();
+    error_code rc;
+    if (mirror) {
+        rc = source_mirror_download(p->http, cfg, &p->out->offer, p->req->progress, &p->dl, err);
+    } else {
+        download_request req = {
+            .state_dir = cfg->state_dir,
+            .platform = cfg->installer.platform,
+            .max_bytes_per_second = cfg->installer.max_bytes_per_second,
+            .progress = p->req->progress,
+            .accept = on_answer,
+            .accept_user = p,
+        };
+        rc = download_run(p->http, &req, &p->dl, err);
+    }
+    if (rc == ERR_OK && !p->dl.skipped)
+        log_info("downloaded %" PRId64 " bytes%s in %" PRId64 " ms", p->dl.size, mirror ? " from the mirror" : "",
+                 platform_monotonic_ms() - t0);
+    if (rc == ERR_OK && p->dl.resumed_from > 0)
+        log_info("resumed from byte %" PRId64 "; %" PRId64 " bytes received in this run", p->dl.resumed_from,
+                 p->dl.bytes_received);
+    p->out->resumed_from = p->dl.resumed_from;
+    return rc;
+}
+
+/* Verifies and stages the finished download (update_stage_download),
+ * whichever source offered it: the mirror's with the signer its signed
+ * manifest names. */
+static MUST_CHECK error_code pass_stage(update_pass *p, error_info *err)
+{
+    const update_request *req = p->req;
+    const mirror_offer *offer = &p->out->offer;
+    bool mirror = from_mirror(p);
+    update_stage_options options = {
+        .allow_downgrade = req->allow_downgrade || req->always_fetch || (mirror && offer->m.allow_downgrade),
+        .force = req->force || req->always_fetch,
+        .signer_cert_sha256 = mirror && offer->m.signed_installer ? offer->m.signer_cert_sha256 : NULL,
+    };
+    int64_t t0 = platform_monotonic_ms();
+    error_code rc = update_stage_download(p->cfg, p->s, &p->dl, &options, &p->out->staged, err);
+    log_info("verified and staged in %" PRId64 " ms", platform_monotonic_ms() - t0);
+    if (rc == ERR_OK)
+        p->out->action = p->out->staged.already_staged ? UPDATE_ACTION_ALREADY_STAGED : UPDATE_ACTION_STAGED;
+    else if (mirror)
+        error_prefix(err, "mirror installer %s", offer->installer_url);
+    return rc;
+}
+
+/* A version found staged already (by the decision, or by intake) is made
+ * current: a run killed in the middle of staging it may have left it not
+ * current yet, or older versions unpruned; what its download left is done
+ * with. */
+static MUST_CHECK error_code pass_commit(update_pass *p, error_info *err)
+{
+    update_outcome *out = p->out;
+    if (out->action != UPDATE_ACTION_ALREADY_STAGED || !out->latest)
+        return ERR_OK;
+    download_discard(p->cfg->state_dir, out->latest);
+    return staging_finish_commit(p->cfg, p->s, out->latest, err);
+}
+
+error_code update_flow(const config *cfg, state *s, http_client *http, const char *installed,
+                       const update_request *request, update_outcome *out, error_info *err)
+{
+    memset(out, 0, sizeof *out);
+    error_clear(&out->refusal);
+    out->eligible = true;
+    update_pass p = {.cfg = cfg, .s = s, .http = http, .req = request, .out = out};
+    bool mirror = from_mirror(&p);
+    update_step step = UPDATE_STEP_OPEN;
+    error_code rc =
+        installed && !(out->installed = text_dup(installed)) ? error_set(err, ERR_NOMEM, "out of memory") : ERR_OK;
+    if (rc == ERR_OK) {
+        step = UPDATE_STEP_OFFER;
+        rc = pass_offer(&p, err);
+    }
+    if (rc == ERR_OK && !request->fetch)
+        out->exit_code = out->update_available && out->eligible ? UPDATE_EXIT_AVAILABLE : 0;
+    if (rc == ERR_OK && request->fetch && mirror) {
+        step = UPDATE_STEP_DECIDE;
+        rc = pass_decide(&p, out->offer.m.version, err);
+    }
+    if (rc == ERR_OK && request->fetch && (p.fetch || !mirror)) {
+        step = UPDATE_STEP_DOWNLOAD;
+        rc = pass_download(&p, err);
+    }
+    if (rc == ERR_OK && p.fetch && !p.dl.skipped) {
+        step = UPDATE_STEP_STAGE;
+        rc = pass_stage(&p, err);
+    }
+    if (rc == ERR_OK && request->fetch) {
+        step = UPDATE_STEP_COMMIT;
+        rc = pass_commit(&p, err);
+    }
+    /* A mirror's installer refused: status.json says so beside the manifest it came with. */
+    if (rc == ERR_REJECTED && mirror && (step == UPDATE_STEP_DOWNLOAD || step == UPDATE_STEP_STAGE) && err)
+        source_mirror_record_refusal(s, err->message);
+    if (rc != ERR_OK && out->failed == UPDATE_STEP_NONE)
+        out->failed = step;
+    download_result_free(&p.dl);
+    return rc;
+}
+
+void update_outcome_free(update_outcome *out)
+{
+    if (!out)
+        return;
+    free(out->installed);
+    free(out->latest);
+    free(out->staged.path);
+    source_mirror_offer_free(&out->offer);
+    out->installed = NULL;
+    out->latest = NULL;
+    out->staged.path = NULL;
+}
+
+/* ---- The session around the flow: check, update, publish ---------------------------- */
+
+error_code update_respect_retry_after(state *s, const char *then, error_info *err)
+{
+    char until[TIMEFMT_ISO8601_SIZE + 16];
+    if (!retry_after_pending(s, platform_time_utc_ms(), until, sizeof until))
+        return ERR_OK;
+    return error_set(err, ERR_TEMPORARY, "the platform asked not to be called before %s (Retry-After); %s", until,
+                     then);
+}
+
+/* Records the platform's Retry-After (if a request failed on one) in state
+ * section "run" so the next scheduled run does not call before it. */
+static void remember_retry_after(state *s, http_client *http)
+{
+    if (!http)
+        return;
+    http_stats stats;
+    http_client_stats(http, &stats);
+    error_info err;
+    if (retry_after_record(s, stats.retry_after_until_ms, platform_time_utc_ms(), &err) != ERR_OK)
+        log_warn("%s", err.message);
+}
+
+/*
+ * Saves state and writes status.json's installer member, with the command's
+ * outcome in installer.last_command unless `run` drives it (last_run is the
+ * scheduled run's). Failures here are reported but do not hide the flow's
+ * own outcome: a failed check stays a failed check.
+ */
+static MUST_CHECK error_code finish(state *s, http_client *http, const update_request *req, update_outcome *out,
+                                    error_code outcome, error_info *err)
+{
+    remember_retry_after(s, http);
+    if (s && req->command)
+        installer_state_note_outcome(s, req->command, outcome, out->exit_code, err);
+    error_info why;
+    error_clear(&why);
+    error_code rc = s ? state_save(s, &why) : ERR_OK;
+    if (rc == ERR_OK && req->hooks.write_status)
+        rc = req->hooks.write_status(req->hooks.user, s, &why);
+    if (outcome != ERR_OK)
+        return outcome;
+    if (rc != ERR_OK) {
+        out->failed = UPDATE_STEP_FINISH;
+        if (err)
+            *err = why;
+    }
+    return rc;
+}
+
+error_code update_run(const config *cfg, const update_request *request, update_outcome *out, error_info *err)
+{
+    memset(out, 0, sizeof *out);
+    state *s = NULL;
+    http_client *http = NULL;
+    char *installed = NULL;
+    error_code rc = state_load(cfg->state_dir, &s, err);
+    if (rc == ERR_OK)
+        rc = installed_version_get(cfg, s, &installed, NULL, err);
+    if (rc == ERR_OK)
+        rc = request->hooks.transport(request->hooks.user, request->source, &http, err);
+    /* --force exists for update only: an administrator who forces an update has decided to call now. */
+    if (rc == ERR_OK && request->source == UPDATE_SOURCE_API && !request->force && !request->retry_after_judged)
+        rc = update_respect_retry_after(s,
+                                        request->fetch && !request->for_fleet
+                                            ? "try again after that time, or use update --force"
+                                            : "try again after that time",
+                                        err);
+    if (rc == ERR_OK)
+        rc = update_flow(cfg, s, http, request->for_fleet ? NULL : installed, request, out, err);
+    else
+        out->failed = UPDATE_STEP_OPEN;
+    free(installed);
+    rc = finish(s, http, request, out, rc, err);
+    state_free(s);
+    return rc;
+}
+
+error_code update_status_section(const config *cfg, state *s, cJSON **out, error_info *err)
+{
+    error_code rc = staging_status_section(cfg, s, out, err);
+    if (rc == ERR_OK)
+        source_status_annotate(cfg, s, *out);
     return rc;
 }
 
@@ -268,268 +430,153 @@ static cJSON *mirror_summary(const mirror_offer *offer)
     return m;
 }
 
-static MUST_CHECK error_code check_from_mirror(command_context *ctx, error_info *err)
+error_code update_outcome_json(const config *cfg, const update_request *request, const update_outcome *out, cJSON **doc,
+                               error_info *err)
 {
-    fetch_session fs;
-    mirror_offer offer;
-    memset(&offer, 0, sizeof offer);
-    error_code rc = mirror_session_open(&fs, ctx, err);
-    if (rc == ERR_OK)
-        rc = mirror_offer_get(&fs, &offer, err);
-    /* A version this machine's rollout does not offer yet is nothing to
-     * do here: 0, as `update` would stage nothing (a publish at 0 % stages
-     * nowhere). */
-    if (rc == ERR_OK)
-        ctx->exit_code = fs.update_available && offer.eligible ? COMMAND_EXIT_UPDATE_AVAILABLE : 0;
-    rc = finish_session(&fs, rc, err);
-    if (rc == ERR_OK && !ctx->no_stdout) {
-        if (want_json(&fs)) {
-            rc = print_report(&fs, mirror_summary(&offer), UPDATE_ACTION_NONE, NULL, 0, err);
-        } else if (!command_quiet(fs.ctx) && fs.update_available && !offer.eligible) {
-            printf("not in this rollout: %s is offered to %g%% of machines, not yet to this one; installed %s\n",
-                   fs.latest, offer.m.rollout_percent, fs.installed ? fs.installed : "(none)");
-        } else if (!command_quiet(fs.ctx) && fs.update_available) {
-            printf("update available: %s -> %s\n", fs.installed ? fs.installed : "(none installed)", fs.latest);
-        } else if (!command_quiet(fs.ctx)) {
-            printf("up to date: %s\n", fs.installed);
-        }
-    }
-    source_mirror_offer_free(&offer);
-    session_close(&fs);
-    return rc;
-}
-
-error_code command_check(command_context *ctx, error_info *err)
-{
-    if (use_mirror(ctx))
-        return check_from_mirror(ctx, err);
-    fetch_session fs;
-    error_code rc = session_open(&fs, ctx, err);
-    if (rc == ERR_OK)
-        rc = respect_retry_after(&fs, false, err);
-    if (rc == ERR_OK)
-        rc = check_latest(&fs, err);
-    if (rc == ERR_OK)
-        ctx->exit_code = fs.update_available ? COMMAND_EXIT_UPDATE_AVAILABLE : 0;
-    rc = finish_session(&fs, rc, err);
-    if (rc == ERR_OK && !ctx->no_stdout) {
-        if (want_json(&fs))
-            rc = print_report(&fs, NULL, UPDATE_ACTION_NONE, NULL, 0, err);
-        else if (!command_quiet(fs.ctx) && fs.update_available)
-            printf("update available: %s -> %s\n", fs.installed ? fs.installed : "(none installed)", fs.latest);
-        else if (!command_quiet(fs.ctx) && version_compare(fs.latest, fs.installed) < 0)
-            printf("up to date: %s (the platform offers the older %s)\n", fs.installed, fs.latest);
-        else if (!command_quiet(fs.ctx))
-            printf("up to date: %s\n", fs.installed);
-    }
-    session_close(&fs);
-    return rc;
-}
-
-/* ---- update ----------------------------------------------------------------------------- */
-
-typedef struct update_job {
-    fetch_session *fs;
-    bool force;
-    bool allow_downgrade;
-    update_action action;
-} update_job;
-
-/* The policy (update_decide), on the answer's headers before any body byte is kept. */
-static MUST_CHECK error_code update_accept(void *user, const download_offer *offer, bool *skip, error_info *err)
-{
-    update_job *job = user;
-    fetch_session *fs = job->fs;
-    record_latest(fs, offer->version);
-    update_facts facts = {
-        .offered = offer->version,
-        .installed = fs->installed,
-        .source = "the platform",
-        .force = job->force,
-        .allow_downgrade = job->allow_downgrade,
-        .eligible = true,
-        .is_staged = update_staged_in,
-        .is_staged_user = fs->ctx->cfg,
+    bool mirror = request->source == UPDATE_SOURCE_MIRROR;
+    update_report report = {
+        .installed = out->installed,
+        .latest = out->latest,
+        .checked_at = out->checked_at,
+        .source = mirror ? "mirror" : "api",
+        .mirror = mirror ? mirror_summary(&out->offer) : NULL,
+        .action = request->fetch ? out->action : UPDATE_ACTION_NONE,
+        .staged_version = out->staged.path ? out->staged.version : NULL,
+        .resumed_from = out->resumed_from,
     };
-    update_verdict verdict;
-    error_code rc = update_decide(&facts, &verdict, err);
-    if (rc == ERR_OK && !update_verdict_fetches(verdict)) {
-        job->action = update_action_of(verdict);
-        *skip = true;
-    }
-    return rc;
+    return update_report_json(cfg, &report, doc, err);
 }
 
-/* Stages the finished download (update_stage_download), with this job's options. */
-static MUST_CHECK error_code stage_download(update_job *job, const download_result *dl, const char *signer_cert_sha256,
-                                            intake_result *staged, error_info *err)
+/* ---- The command line's side: the request, the hooks, what is printed ------------------- */
+
+/* update_hooks.transport: the run's API client, or a client for URLs (the mirror). */
+static error_code fetch_transport(void *user, update_source source, http_client **http, error_info *err)
 {
-    update_stage_options options = {job->allow_downgrade, job->force, signer_cert_sha256};
-    error_code rc = update_stage_download(job->fs->ctx->cfg, job->fs->s, dl, &options, staged, err);
+    command_context *ctx = user;
+    return source == UPDATE_SOURCE_MIRROR ? command_http_urls(ctx, http, err) : command_http(ctx, http, err);
+}
+
+/* update_hooks.write_status: status.json's installer member, with this
+ * command's outcome in its last_command (never last_run: the scheduled
+ * run's). */
+static error_code fetch_write_status(void *user, state *s, error_info *err)
+{
+    const command_context *ctx = user;
+    status_parts parts = {0};
+    error_code rc = s ? update_status_section(ctx->cfg, s, &parts.installer, err) : ERR_OK;
     if (rc == ERR_OK)
-        job->action = staged->already_staged ? UPDATE_ACTION_ALREADY_STAGED : UPDATE_ACTION_STAGED;
+        rc = status_write(ctx->cfg, &parts, err);
+    cJSON_Delete(parts.installer);
     return rc;
 }
 
-/* Prints update's outcome; mirror (the mirror's part, or NULL) is taken over. */
-static MUST_CHECK error_code print_update(const update_job *job, const intake_result *staged, int64_t resumed_from,
-                                          cJSON *mirror, error_info *err)
+/* What check (fetch false) or update asks, from the command line. */
+static update_request request_of(command_context *ctx, update_source source, bool fetch)
 {
-    const fetch_session *fs = job->fs;
-    if (want_json(fs))
-        return print_report(fs, mirror, job->action, staged->path ? staged->version : NULL, resumed_from, err);
-    cJSON_Delete(mirror);
-    if (command_quiet(fs->ctx))
+    const cli_options *opts = ctx->opts;
+    bool from_run = command_from_run(ctx);
+    update_request req = {
+        .source = source,
+        .fetch = fetch,
+        .force = fetch && opts && opts->force,
+        .allow_downgrade = fetch && opts && opts->allow_downgrade,
+        .retry_after_judged = from_run, /* run judged it before its parts */
+        .progress = !command_quiet(ctx) && platform_is_terminal(stderr),
+        .command = from_run ? NULL : cli_command_name(opts ? opts->command : CLI_NONE),
+        .hooks = {fetch_transport, fetch_write_status, ctx},
+    };
+    return req;
+}
+
+static bool want_json(const command_context *ctx)
+{
+    return ctx->opts && ctx->opts->json;
+}
+
+/* --json: what check and update learned and did, the same members from both sources. */
+static MUST_CHECK error_code print_json(const command_context *ctx, const update_request *req,
+                                        const update_outcome *out, error_info *err)
+{
+    cJSON *doc = NULL;
+    error_code rc = update_outcome_json(ctx->cfg, req, out, &doc, err);
+    if (rc == ERR_OK)
+        command_print_json(doc);
+    return rc;
+}
+
+static MUST_CHECK error_code print_check(const command_context *ctx, const update_request *req,
+                                         const update_outcome *out, error_info *err)
+{
+    if (want_json(ctx))
+        return print_json(ctx, req, out, err);
+    if (command_quiet(ctx))
         return ERR_OK;
-    if (job->action == UPDATE_ACTION_UP_TO_DATE)
-        printf("up to date: %s\n", fs->installed);
-    else if (job->action == UPDATE_ACTION_NOT_ELIGIBLE)
-        printf("not updated: %s is offered, but this machine is not in its rollout yet\n", fs->latest);
-    else if (job->action == UPDATE_ACTION_ALREADY_STAGED)
-        printf("already staged: %s\n", fs->latest);
+    const char *installed = out->installed;
+    if (out->update_available && !out->eligible)
+        printf("not in this rollout: %s is offered to %g%% of machines, not yet to this one; installed %s\n",
+               out->latest, out->offer.m.rollout_percent, installed ? installed : "(none)");
+    else if (out->update_available)
+        printf("update available: %s -> %s\n", installed ? installed : "(none installed)", out->latest);
+    else if (req->source == UPDATE_SOURCE_API && version_compare(out->latest, installed) < 0)
+        printf("up to date: %s (the platform offers the older %s)\n", installed, out->latest);
+    else
+        printf("up to date: %s\n", installed);
+    return ERR_OK;
+}
+
+static MUST_CHECK error_code print_update(const command_context *ctx, const update_request *req,
+                                          const update_outcome *out, error_info *err)
+{
+    if (want_json(ctx))
+        return print_json(ctx, req, out, err);
+    if (command_quiet(ctx))
+        return ERR_OK;
+    const intake_result *staged = &out->staged;
+    if (out->action == UPDATE_ACTION_UP_TO_DATE)
+        printf("up to date: %s\n", out->installed);
+    else if (out->action == UPDATE_ACTION_NOT_ELIGIBLE)
+        printf("not updated: %s is offered, but this machine is not in its rollout yet\n", out->latest);
+    else if (out->action == UPDATE_ACTION_ALREADY_STAGED)
+        printf("already staged: %s\n", out->latest);
     else
         printf("staged %s: %s (%" PRId64 " bytes, sha256 %s, signature %s)\n", staged->version, staged->path,
                staged->size, staged->sha256, staged->signature);
     return ERR_OK;
 }
 
-static MUST_CHECK error_code update_from_api(command_context *ctx, bool publishing, error_info *err)
+error_code command_check(command_context *ctx, error_info *err)
 {
-    bool force = ctx->opts && ctx->opts->force;
-    update_job job = {.force = force, .allow_downgrade = ctx->opts && ctx->opts->allow_downgrade};
-    fetch_session fs;
-    download_result dl;
-    memset(&dl, 0, sizeof dl);
-    intake_result staged;
-    memset(&staged, 0, sizeof staged);
-    job.fs = &fs;
-    /* The CA files verification reads were judged before the command
-     * started (main.c; command_publish), before any byte is downloaded. */
-    error_code rc = session_open(&fs, ctx, err);
-    if (rc == ERR_OK && publishing) {
-        /* The publishing host serves the fleet: its own installation is not the measure. */
-        free(fs.installed);
-        fs.installed = NULL;
-    }
+    update_request req = request_of(ctx, update_source_of(ctx->cfg), false);
+    update_outcome out;
+    error_code rc = update_run(ctx->cfg, &req, &out, err);
     if (rc == ERR_OK)
-        rc = respect_retry_after(&fs, force, err);
-    if (rc == ERR_OK) {
-        download_request req = {
-            .state_dir = ctx->cfg->state_dir,
-            .platform = ctx->cfg->installer.platform,
-            .max_bytes_per_second = ctx->cfg->installer.max_bytes_per_second,
-            .progress = !command_quiet(fs.ctx) && platform_is_terminal(stderr),
-            .accept = update_accept,
-            .accept_user = &job,
-        };
-        int64_t t0 = platform_monotonic_ms();
-        rc = download_run(fs.http, &req, &dl, err);
-        if (rc == ERR_OK && !dl.skipped)
-            log_info("downloaded %" PRId64 " bytes in %" PRId64 " ms", dl.size, platform_monotonic_ms() - t0);
-        if (rc == ERR_OK && dl.resumed_from > 0)
-            log_info("resumed from byte %" PRId64 "; %" PRId64 " bytes received in this run", dl.resumed_from,
-                     dl.bytes_received);
-    }
-    if (rc == ERR_OK && !dl.skipped) {
-        int64_t t0 = platform_monotonic_ms();
-        rc = stage_download(&job, &dl, NULL, &staged, err);
-        log_info("verified and staged in %" PRId64 " ms", platform_monotonic_ms() - t0);
-    }
-    /* Already staged: a run killed in the middle of staging it may have left
-     * it not current yet, or older versions unpruned. */
-    if (rc == ERR_OK && job.action == UPDATE_ACTION_ALREADY_STAGED && fs.latest)
-        rc = staging_finish_commit(ctx->cfg, fs.s, fs.latest, err);
-    rc = finish_session(&fs, rc, err);
-    if (rc == ERR_OK && !publishing && !ctx->no_stdout)
-        rc = print_update(&job, &staged, dl.resumed_from, NULL, err);
-    else if (rc == ERR_OK && publishing && job.action == UPDATE_ACTION_STAGED)
-        log_info("staged %s for publishing", staged.version);
-    free(staged.path);
-    download_result_free(&dl);
-    session_close(&fs);
-    return rc;
-}
-
-/* update with the mirror as the source: the same policy (update_decide),
- * with the rollout and the manifest's allow_downgrade; the file then goes
- * through the same staging. */
-static MUST_CHECK error_code update_from_mirror(command_context *ctx, error_info *err)
-{
-    bool force = ctx->opts && ctx->opts->force;
-    update_job job = {.force = force, .allow_downgrade = ctx->opts && ctx->opts->allow_downgrade};
-    fetch_session fs;
-    mirror_offer offer;
-    memset(&offer, 0, sizeof offer);
-    intake_result staged;
-    memset(&staged, 0, sizeof staged);
-    download_result dl;
-    memset(&dl, 0, sizeof dl);
-    char source[600];
-    job.fs = &fs;
-    /* The CA files verification reads were judged before the command
-     * started (main.c), before any byte is downloaded. */
-    error_code rc = mirror_session_open(&fs, ctx, err);
-    if (rc == ERR_OK)
-        rc = mirror_offer_get(&fs, &offer, err);
-    update_verdict verdict = UPDATE_UP_TO_DATE;
-    if (rc == ERR_OK) {
-        snprintf(source, sizeof source, "mirror %s", offer.manifest_url);
-        update_facts facts = {
-            .offered = offer.m.version,
-            .installed = fs.installed,
-            .source = source,
-            .force = force,
-            .allow_downgrade = job.allow_downgrade,
-            .source_allows_downgrade = offer.m.allow_downgrade,
-            .eligible = offer.eligible,
-            .is_staged = update_staged_in,
-            .is_staged_user = ctx->cfg,
-        };
-        rc = update_decide(&facts, &verdict, err);
-        job.allow_downgrade = job.allow_downgrade || offer.m.allow_downgrade;
-        job.action = update_action_of(verdict);
-    }
-    bool fetch = rc == ERR_OK && update_verdict_fetches(verdict);
-    if (fetch) {
-        int64_t t0 = platform_monotonic_ms();
-        rc = source_mirror_download(fs.http, ctx->cfg, &offer, !command_quiet(fs.ctx) && platform_is_terminal(stderr),
-                                    &dl, err);
-        if (rc == ERR_OK)
-            log_info("downloaded %lld bytes from the mirror in %lld ms", (long long)offer.m.length,
-                     (long long)(platform_monotonic_ms() - t0));
-    }
-    if (rc == ERR_OK && fetch) {
-        /* the same staging as the API's download, with the signer the signed manifest names */
-        rc = stage_download(&job, &dl, offer.m.signed_installer ? offer.m.signer_cert_sha256 : NULL, &staged, err);
-        if (rc != ERR_OK)
-            error_prefix(err, "mirror installer %s", offer.installer_url);
-    }
-    if (rc == ERR_REJECTED && fetch && err)
-        source_mirror_record_refusal(fs.s, err->message);
-    /* Staged already (a run stopped after staging it): what its download left is done with. */
-    if (rc == ERR_OK && job.action == UPDATE_ACTION_ALREADY_STAGED)
-        download_discard(ctx->cfg->state_dir, offer.m.version);
-    if (rc == ERR_OK && job.action == UPDATE_ACTION_ALREADY_STAGED && fs.latest)
-        rc = staging_finish_commit(ctx->cfg, fs.s, fs.latest, err);
-    rc = finish_session(&fs, rc, err);
-    /* run --json prints one document of its own */
+        ctx->exit_code = out.exit_code;
     if (rc == ERR_OK && !ctx->no_stdout)
-        rc = print_update(&job, &staged, dl.resumed_from, mirror_summary(&offer), err);
-    free(staged.path);
-    download_result_free(&dl);
-    source_mirror_offer_free(&offer);
-    session_close(&fs);
+        rc = print_check(ctx, &req, &out, err);
+    update_outcome_free(&out);
     return rc;
 }
 
 error_code command_update(command_context *ctx, error_info *err)
 {
-    if (use_mirror(ctx))
-        return update_from_mirror(ctx, err);
-    return update_from_api(ctx, false, err);
+    update_request req = request_of(ctx, update_source_of(ctx->cfg), true);
+    update_outcome out;
+    error_code rc = update_run(ctx->cfg, &req, &out, err);
+    /* run --json prints one document of its own */
+    if (rc == ERR_OK && !ctx->no_stdout)
+        rc = print_update(ctx, &req, &out, err);
+    update_outcome_free(&out);
+    return rc;
 }
 
 error_code command_update_for_publish(command_context *ctx, error_info *err)
 {
-    return update_from_api(ctx, true, err);
+    update_request req = request_of(ctx, UPDATE_SOURCE_API, true);
+    req.for_fleet = true;
+    update_outcome out;
+    error_code rc = update_run(ctx->cfg, &req, &out, err);
+    if (rc == ERR_OK && out.action == UPDATE_ACTION_STAGED)
+        log_info("staged %s for publishing", out.staged.version);
+    update_outcome_free(&out);
+    return rc;
 }

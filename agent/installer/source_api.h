@@ -22,4 +22,12 @@
 MUST_CHECK error_code source_api_offer(const http_stream_headers *h, int64_t total_length, download_offer *offer,
                                        char **file_name, error_info *err);
 
+/*
+ * check: one GET of the installer route for platform that stops after the
+ * answer's headers (PRODUCT.md 4.1: no HEAD, no validators needed, at most
+ * 64 KiB of body read); *version (malloc'd; the caller frees it) is its
+ * X-Installer-Version, which must be there and valid (else ERR_REJECTED).
+ */
+MUST_CHECK error_code source_api_latest(http_client *http, const char *platform, char **version, error_info *err);
+
 #endif
