@@ -1,50 +1,24 @@
 /*
- * cmd_fetch.c — `check` and `update` (PRODUCT.md sections 4.1-4.2), and the
- * update `publish` starts with: the request made from the command line,
- * the one flow (update_run), and what it learned and did printed.
+ * cmd_fetch.c — `check` and `update` (PRODUCT.md sections 4.1-4.2), and
+ * the update `publish` starts with: the request made from the command line,
+ * one call of the installer's flow (update_run, installer/update.h), and
+ * what it learned and did printed. The flow decides, downloads, stages and
+ * records; this file makes the client it asks for (command_http, so a run
+ * reads the API key once) and writes the status file it hands over
+ * (report/status.h: installer/ does not include report/).
  *
- * The flow itself (offer, decide, download, stage, commit, for the API and
- * the mirror alike) and the session around it (state, Retry-After,
- * last_command) are written below, ahead of their move to
- * installer/update.c; check's GET of the installer route ahead of its move
- * to installer/source_api.c.
- *
- * check: learn the offered version and compare it with the installed one.
- * Exit 0 up to date, 10 update available. update: the same, then, if
- * newer, download, verify and stage it. Both record latest_version /
- * checked_at / update_available in state section "installer", write
- * status.json's "installer" member (their own outcome in
- * installer.last_command unless `run` called them; never "last_run", the
- * scheduled run's verdict), and honour a Retry-After the platform gave an
- * earlier run (state section "run", member "retry_after_until"): check
- * always, update unless --force, because an administrator who forces an
- * update has decided to call now.
+ * check exits 0 up to date, 10 update available (UPDATE_EXIT_AVAILABLE).
  */
 #include "cli/commands.h"
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include <cjson/cJSON.h>
 
-#include "base/text.h"
 #include "core/log.h"
-#include "core/state.h"
-#include "core/timefmt.h"
-#include "installer/download.h"
-#include "installer/installed.h"
-#include "installer/installer_state.h"
-#include "installer/intake.h"
-#include "installer/source_api.h"
-#include "installer/source_mirror.h"
-#include "installer/staging.h"
 #include "installer/update.h"
 #include "installer/version.h"
-#include "net/api.h"
-#include "net/http.h"
-#include "net/retry_after.h"
 #include "platform/platform.h"
 #include "report/status.h"
 

@@ -3,8 +3,8 @@
  * touches its members (state.h's promise: one owner per section). The
  * others call these functions:
  *
- *   latest_version, checked_at, update_available   check/update (cmd_fetch.c)
- *   last_command {command, at, exit_code, error}    an interactive command (commands.c)
+ *   latest_version, checked_at, update_available   check/update (update.c)
+ *   last_command {command, at, exit_code, error}    an interactive command (update.c, commands.c)
  *   deployed {...}, deployed_version, deploy_failure {...}   deploy.c
  *   staged_history [versions, oldest first], rolled_back_from   staging.c
  *

@@ -1,8 +1,12 @@
 /*
- * update.c — the update policy for both sources (update.h): one decision
- * on an offer, one document for `check --json` / `update --json`. Before
- * this file the decision was written twice in cli/cmd_fetch.c and the
- * "staged" object three times, and the copies had drifted apart.
+ * update.c — the one update flow (update.h): the decision on an offer, the
+ * flow offer -> decide -> download -> stage -> commit for the API, the
+ * mirror and `mirror verify` alike, the session around it (state, the
+ * platform's Retry-After, last_command), and the one document of `check
+ * --json` / `update --json`. Before this file the decision was written
+ * twice in cli/cmd_fetch.c, the flow three times (twice there and once in
+ * mirror_verify.c) and the "staged" object three times, and the copies had
+ * drifted apart.
  */
 #include "installer/update.h"
 

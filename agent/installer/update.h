@@ -1,10 +1,14 @@
 /*
- * update.h — the update policy (PRODUCT.md sections 4 and 8), one for both
- * sources of an offer, the platform's API and the fleet mirror: whether an
- * offered version is fetched (update_decide), and the one shape of what
- * `check --json` and `update --json` print (update_report_json), the
- * "staged" object being status.json's (staging_manifest_to_status).
- * cli/cmd_fetch.c learns the offer, calls these and prints.
+ * update.h — updating the installer (PRODUCT.md sections 4 and 8), one flow
+ * for both sources of an offer, the platform's API and the fleet mirror:
+ * the decision whether an offered version is fetched (update_decide); the
+ * flow offer -> decide -> download -> stage -> commit (update_flow) and the
+ * session check, update and publish run it in (update_run: state, the
+ * installed version, the platform's Retry-After, last_command, status);
+ * and the one shape of what `check --json` and `update --json` print
+ * (update_report_json), the "staged" object being status.json's
+ * (staging_manifest_to_status). cli/cmd_fetch.c builds the request, calls
+ * update_run and prints.
  */
 #ifndef OUTPOST_UPDATE_H
 #define OUTPOST_UPDATE_H
