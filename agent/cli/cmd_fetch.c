@@ -63,29 +63,9 @@ static update_request request_of(command_context *ctx, update_source source, boo
     return req;
 }
 
-static bool want_json(const command_context *ctx)
+/* check's line: update available, not in this rollout, or up to date. */
+static void say_check(const update_request *req, const update_outcome *out)
 {
-    return ctx->opts && ctx->opts->json;
-}
-
-/* --json: what check and update learned and did, the same members from both sources. */
-static MUST_CHECK error_code print_json(const command_context *ctx, const update_request *req,
-                                        const update_outcome *out, error_info *err)
-{
-    cJSON *doc = NULL;
-    error_code rc = update_outcome_json(ctx->cfg, req, out, &doc, err);
-    if (rc == ERR_OK)
-        command_print_json(doc);
-    return rc;
-}
-
-static MUST_CHECK error_code print_check(const command_context *ctx, const update_request *req,
-                                         const update_outcome *out, error_info *err)
-{
-    if (want_json(ctx))
-        return print_json(ctx, req, out, err);
-    if (command_quiet(ctx))
-        return ERR_OK;
     const char *installed = out->installed;
     if (out->update_available && !out->eligible)
         printf("not in this rollout: %s is offered to %g%% of machines, not yet to this one; installed %s\n",
@@ -96,16 +76,11 @@ static MUST_CHECK error_code print_check(const command_context *ctx, const updat
         printf("up to date: %s (the platform offers the older %s)\n", installed, out->latest);
     else
         printf("up to date: %s\n", installed);
-    return ERR_OK;
 }
 
-static MUST_CHECK error_code print_update(const command_context *ctx, const update_request *req,
-                                          const update_outcome *out, error_info *err)
+/* update's line: what it did. */
+static void say_update(const update_outcome *out)
 {
-    if (want_json(ctx))
-        return print_json(ctx, req, out, err);
-    if (command_quiet(ctx))
-        return ERR_OK;
     const intake_result *staged = &out->staged;
     if (out->action == UPDATE_ACTION_UP_TO_DATE)
         printf("up to date: %s\n", out->installed);
@@ -116,6 +91,25 @@ static MUST_CHECK error_code print_update(const command_context *ctx, const upda
     else
         printf("staged %s: %s (%" PRId64 " bytes, sha256 %s, signature %s)\n", staged->version, staged->path,
                staged->size, staged->sha256, staged->signature);
+}
+
+/* What check or update learned and did: one JSON document with --json, one line otherwise (none at -q). */
+static MUST_CHECK error_code print_outcome(const command_context *ctx, const update_request *req,
+                                           const update_outcome *out, error_info *err)
+{
+    if (ctx->opts && ctx->opts->json) {
+        cJSON *doc = NULL;
+        error_code rc = update_outcome_json(ctx->cfg, req, out, &doc, err);
+        if (rc == ERR_OK)
+            command_print_json(doc);
+        return rc;
+    }
+    if (command_quiet(ctx))
+        return ERR_OK;
+    if (req->fetch)
+        say_update(out);
+    else
+        say_check(req, out);
     return ERR_OK;
 }
 
@@ -127,7 +121,7 @@ error_code command_check(command_context *ctx, error_info *err)
     if (rc == ERR_OK)
         ctx->exit_code = out.exit_code;
     if (rc == ERR_OK && !ctx->no_stdout)
-        rc = print_check(ctx, &req, &out, err);
+        rc = print_outcome(ctx, &req, &out, err);
     update_outcome_free(&out);
     return rc;
 }
@@ -139,7 +133,7 @@ error_code command_update(command_context *ctx, error_info *err)
     error_code rc = update_run(ctx->cfg, &req, &out, err);
     /* run --json prints one document of its own */
     if (rc == ERR_OK && !ctx->no_stdout)
-        rc = print_update(ctx, &req, &out, err);
+        rc = print_outcome(ctx, &req, &out, err);
     update_outcome_free(&out);
     return rc;
 }

@@ -20,27 +20,9 @@
 
 #include "support.h"
 
-/* The platform: the installer route answers with these header lines and a body. */
-typedef struct fake_platform {
-    const char *headers;
-    int installer_requests;
-} fake_platform;
-
-static error_code fake(void *ctx, const char *method, const char *url, const char *body, size_t body_len,
-                       const char *extra, http_fake_response *r, error_info *err)
-{
-    fake_platform *p = ctx;
-    (void)method, (void)body, (void)body_len, (void)extra, (void)err;
-    if (support_answer_token(url, "tok", r))
-        return ERR_OK;
-    assert_non_null(strstr(url, "/v2/installer/windows/latest"));
-    p->installer_requests++;
-    support_answer(r, 200, p->headers, "MZ and the rest of an installer");
-    return ERR_OK;
-}
-
+/* The platform's installer route answers with platform.headers. */
 typedef struct fixture {
-    fake_platform platform;
+    support_installer_route platform;
     config cfg;
     http_client *http;
 } fixture;
@@ -51,7 +33,9 @@ static int setup(void **ctx)
     error_info err;
     assert_int_equal(config_init_defaults(&f->cfg, &err), ERR_OK);
     f->cfg.base_url = text_dup("https://platform.test");
-    http_options opts = {.fake = fake, .fake_ctx = &f->platform};
+    f->platform.body = "MZ and the rest of an installer";
+    f->platform.body_len = strlen(f->platform.body);
+    http_options opts = {.fake = support_fake_installer_route, .fake_ctx = &f->platform};
     assert_int_equal(http_client_new(&f->cfg, "key", &opts, &f->http, &err), ERR_OK);
     log_set_level(LOG_QUIET);
     *ctx = f;
@@ -75,7 +59,7 @@ static void test_latest_is_the_answers_version(void **ctx)
     error_info err;
     assert_int_equal(source_api_latest(f->http, "windows", &version, &err), ERR_OK);
     assert_string_equal(version, "26.01.03.24329-0de7ab+");
-    assert_int_equal(f->platform.installer_requests, 1);
+    assert_int_equal(f->platform.requests, 1);
     free(version);
 }
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,6 @@
 
 #include "base/error.h"
 #include "base/text.h"
-#include "core/jsonx.h"
 #include "core/state.h"
 #include "installer/update.h"
 #include "net/retry_after.h"
@@ -219,37 +219,11 @@ static void test_report_same_members_from_both_sources(void **ctx)
 
 #define INSTALLER_BYTES 4096
 
-/* The platform's installer route: version offered, the body a minimal PE. */
-typedef struct fake_platform {
-    const char *version;
-    char *body;             /* INSTALLER_BYTES */
-    int installer_requests; /* answers of the installer route */
-} fake_platform;
-
-static error_code fake(void *ctx, const char *method, const char *url, const char *body, size_t body_len,
-                       const char *extra, http_fake_response *r, error_info *err)
-{
-    fake_platform *p = ctx;
-    (void)method, (void)body, (void)body_len, (void)extra, (void)err;
-    if (support_answer_token(url, "tok", r))
-        return ERR_OK;
-    assert_non_null(strstr(url, "/v2/installer/windows/latest"));
-    p->installer_requests++;
-    char headers[256];
-    snprintf(headers, sizeof headers,
-             "X-Installer-Version: %s\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n", p->version,
-             INSTALLER_BYTES);
-    r->status = 200;
-    r->headers = text_dup(headers);
-    r->body = malloc(INSTALLER_BYTES);
-    memcpy(r->body, p->body, INSTALLER_BYTES);
-    r->body_len = INSTALLER_BYTES;
-    return ERR_OK;
-}
-
 typedef struct flow_fixture {
-    support_staging *staging; /* cfg: state_dir, no signature required */
-    fake_platform platform;
+    support_staging *staging;         /* cfg: state_dir, no signature required */
+    support_installer_route platform; /* offers version, the body a minimal PE */
+    char headers[256];
+    char *installer;
     http_client *http;
     int transports; /* times the flow asked for the client */
     int statuses;   /* times it handed the state over for status.json */
@@ -275,6 +249,15 @@ static error_code stub_write_status(void *user, state *s, error_info *err)
     return ERR_OK;
 }
 
+/* The platform offers version from now on. */
+static void offer(flow_fixture *f, const char *version)
+{
+    snprintf(f->headers, sizeof f->headers,
+             "X-Installer-Version: %s\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n", version,
+             INSTALLER_BYTES);
+    f->platform.headers = f->headers;
+}
+
 static int flow_setup(void **ctx)
 {
     flow_fixture *f = calloc(1, sizeof *f);
@@ -285,11 +268,13 @@ static int flow_setup(void **ctx)
     char *pe = support_write_pe(f->staging->dir, "fixture.exe", INSTALLER_BYTES, 3);
     size_t len = 0;
     error_info err;
-    assert_int_equal(platform_read_file(pe, INSTALLER_BYTES, &f->platform.body, &len, &err), ERR_OK);
+    assert_int_equal(platform_read_file(pe, INSTALLER_BYTES, &f->installer, &len, &err), ERR_OK);
     assert_int_equal(len, INSTALLER_BYTES);
     free(pe);
-    f->platform.version = "2.0";
-    http_options opts = {.fake = fake, .fake_ctx = &f->platform};
+    f->platform.body = f->installer;
+    f->platform.body_len = len;
+    offer(f, "2.0");
+    http_options opts = {.fake = support_fake_installer_route, .fake_ctx = &f->platform};
     assert_int_equal(http_client_new(cfg, "key", &opts, &f->http, &err), ERR_OK);
     *ctx = f;
     return 0;
@@ -299,7 +284,7 @@ static int flow_teardown(void **ctx)
 {
     flow_fixture *f = *ctx;
     http_client_free(f->http);
-    free(f->platform.body);
+    free(f->installer);
     support_staging_free(f->staging);
     free(f);
     return 0;
@@ -341,7 +326,7 @@ static void test_check_learns_the_offer_and_records_it(void **ctx)
     assert_true(out.update_available && out.eligible);
     assert_int_equal(out.action, UPDATE_ACTION_NONE);
     assert_int_equal(out.failed, UPDATE_STEP_NONE);
-    assert_int_equal(f->platform.installer_requests, 1);
+    assert_int_equal(f->platform.requests, 1);
     assert_int_equal(f->transports, 1);
     assert_true(f->statuses == 1 && f->status_had_state);
     /* Saved: what the platform offers, and the command's outcome. */
@@ -388,14 +373,14 @@ static void test_update_stages_then_finds_it_staged(void **ctx)
     assert_int_equal(out.action, UPDATE_ACTION_ALREADY_STAGED);
     assert_int_equal(out.verdict, UPDATE_ALREADY_STAGED);
     assert_null(out.staged.path);
-    assert_int_equal(f->platform.installer_requests, 2);
+    assert_int_equal(f->platform.requests, 2);
     update_outcome_free(&out);
 }
 
 static void test_update_refuses_a_downgrade(void **ctx)
 {
     flow_fixture *f = *ctx;
-    f->platform.version = "0.9";
+    offer(f, "0.9");
     update_request req = request(f, "update", true);
     update_outcome out;
     error_info err;
@@ -415,7 +400,7 @@ static void test_update_refuses_a_downgrade(void **ctx)
 static void test_publish_is_measured_for_the_fleet(void **ctx)
 {
     flow_fixture *f = *ctx;
-    f->platform.version = "1.0";
+    offer(f, "1.0");
     update_request req = request(f, "update", true);
     update_outcome out;
     error_info err;
@@ -455,17 +440,17 @@ static void test_retry_after_is_respected_where_it_should_be(void **ctx)
     assert_int_equal(update_run(&f->staging->cfg, &update, &out, &err), ERR_TEMPORARY);
     assert_non_null(strstr(err.message, "or use update --force"));
     update_outcome_free(&out);
-    assert_int_equal(f->platform.installer_requests, 0);
+    assert_int_equal(f->platform.requests, 0);
 
     update.force = true;
     assert_int_equal(update_run(&f->staging->cfg, &update, &out, &err), ERR_OK);
     update_outcome_free(&out);
-    assert_int_equal(f->platform.installer_requests, 1);
+    assert_int_equal(f->platform.requests, 1);
     check.retry_after_judged = true;
     check.command = NULL; /* run drives it: no last_command */
     assert_int_equal(update_run(&f->staging->cfg, &check, &out, &err), ERR_OK);
     update_outcome_free(&out);
-    assert_int_equal(f->platform.installer_requests, 2);
+    assert_int_equal(f->platform.requests, 2);
     cJSON *last = saved_member(f, "last_command");
     assert_string_equal(cJSON_GetObjectItem(last, "command")->valuestring, "update");
     cJSON_Delete(last);
