@@ -150,7 +150,8 @@ update_source update_source_of(const config *cfg);
  *                 installed version are read; *http stays the caller's
  *   write_status  status.json, with s's installer member
  *                 (update_status_section), once s is saved; s is NULL when
- *                 the state could not be read
+ *                 the state could not be read. NULL: no status file
+ * update_run needs transport; update_flow, given its client, needs neither.
  */
 typedef struct update_hooks {
     error_code (*transport)(void *user, update_source source, http_client **http, error_info *err);
