@@ -284,94 +284,91 @@ static void apply_option(const option_spec *o, const char *value, cli_options *o
         opts->public_out = value;
 }
 
-error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
+/* -vv, -vvv: -v given that many times. False when arg is not one. */
+static bool take_repeated_v(const char *arg, cli_options *opts)
 {
-    memset(opts, 0, sizeof *opts);
-    int command_index;
-    const command_spec *spec = locate_command(argc, argv, &command_index);
-    if (command_index > 0 && !spec)
-        return error_set(err, ERR_USAGE, "unknown command \"%s\"; `outpost help` lists the commands",
-                         argv[command_index]);
-    opts->command = spec ? spec->command : CLI_NONE;
+    if (arg[0] != '-' || arg[1] != 'v' || arg[2] != 'v' || arg[strspn(arg + 1, "v") + 1] != '\0')
+        return false;
+    for (const char *v = arg + 1; *v; v++)
+        opts->verbosity = opts->verbosity < 0 ? 1 : opts->verbosity + 1;
+    return true;
+}
 
-    bool only_operands = false;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (i == command_index)
-            continue;
-        if (!only_operands && strcmp(arg, "--") == 0) {
-            only_operands = true;
-            continue;
+/* root and mirror: global options keep their meaning; every other word is the command's own (opts->args). */
+static MUST_CHECK error_code take_own_word(int argc, char **argv, int *i, bool only_operands, cli_options *opts,
+                                           error_info *err)
+{
+    const char *arg = argv[*i];
+    const char *value = NULL;
+    const option_spec *o = !only_operands && arg[0] == '-' && arg[1] ? find_option(arg, &value) : NULL;
+    if (o && o->only_for == CLI_NONE && strcmp(o->long_name, "--version") != 0) {
+        if (o->takes_value && !value) {
+            if (*i + 1 >= argc)
+                return error_set(err, ERR_USAGE, "%s needs a value", o->long_name);
+            value = argv[++*i];
         }
-        if (!only_operands && arg[0] == '-' && arg[1] == 'v' && arg[2] == 'v' &&
-            arg[strspn(arg + 1, "v") + 1] == '\0') {
-            /* -vv, -vvv: -v given that many times. */
-            for (const char *v = arg + 1; *v; v++)
-                opts->verbosity = opts->verbosity < 0 ? 1 : opts->verbosity + 1;
-            continue;
-        }
-        if (opts->command == CLI_ROOT || opts->command == CLI_MIRROR) {
-            /* Global options keep their meaning; every other word is the command's own. */
-            const char *value = NULL;
-            const option_spec *o = !only_operands && arg[0] == '-' && arg[1] ? find_option(arg, &value) : NULL;
-            if (o && o->only_for == CLI_NONE && strcmp(o->long_name, "--version") != 0) {
-                if (o->takes_value && !value) {
-                    if (i + 1 >= argc)
-                        return error_set(err, ERR_USAGE, "%s needs a value", o->long_name);
-                    value = argv[++i];
-                }
-                apply_option(o, value, opts);
-                continue;
-            }
-            if (opts->arg_count == CLI_MAX_ARGS)
-                return error_set(err, ERR_USAGE, "too many arguments (at most %d)", CLI_MAX_ARGS);
-            opts->args[opts->arg_count++] = arg;
-            continue;
-        }
-        if (!only_operands && arg[0] == '-' && arg[1]) {
-            const char *value;
-            const option_spec *o = find_option(arg, &value);
-            if (o && strcmp(o->long_name, "--version") == 0 && opts->command != CLI_STAGE && !value) {
-                if (opts->command != CLI_NONE)
-                    return error_set(err, ERR_USAGE,
-                                     "%s does not take --version; `outpost version` prints outpost's version",
-                                     cli_command_name(opts->command));
-                opts->command = CLI_VERSION;
-                continue;
-            }
-            if (!o)
-                return error_set(err, ERR_USAGE, "unknown option %s; `outpost help %s` lists the options", arg,
-                                 opts->command ? cli_command_name(opts->command) : "");
-            if (!option_allowed(o, opts->command))
-                return error_set(err, ERR_USAGE, "%s is not an option of %s", o->long_name,
-                                 opts->command ? cli_command_name(opts->command) : "outpost without a command");
-            if (o->takes_value && !value) {
-                if (i + 1 >= argc)
-                    return error_set(err, ERR_USAGE, "%s needs a value", o->long_name);
-                value = argv[++i];
-            }
-            if (o->takes_value && !value[0])
-                return error_set(err, ERR_USAGE, "%s needs a non-empty value", o->long_name);
-            apply_option(o, value, opts);
-            continue;
-        }
-        /* An operand. */
-        if (opts->command == CLI_STAGE && !opts->file) {
-            opts->file = arg;
-        } else if (opts->command == CLI_SERVICE && !opts->action) {
-            if (strcmp(arg, "install") != 0 && strcmp(arg, "uninstall") != 0)
-                return error_set(err, ERR_USAGE, "service takes install or uninstall, not \"%s\"", arg);
-            opts->action = arg;
-        } else if (opts->command == CLI_HELP && opts->help_topic == CLI_NONE) {
-            const command_spec *topic = find_command(arg);
-            if (!topic)
-                return error_set(err, ERR_USAGE, "no help for \"%s\": not a command", arg);
-            opts->help_topic = topic->command;
-        } else {
-            return error_set(err, ERR_USAGE, "unexpected argument \"%s\"", arg);
-        }
+        apply_option(o, value, opts);
+        return ERR_OK;
     }
+    if (opts->arg_count == CLI_MAX_ARGS)
+        return error_set(err, ERR_USAGE, "too many arguments (at most %d)", CLI_MAX_ARGS);
+    opts->args[opts->arg_count++] = arg;
+    return ERR_OK;
+}
 
+/* An option (argv[*i] starts with '-'), with its value from the next word when it takes one. */
+static MUST_CHECK error_code take_option(int argc, char **argv, int *i, cli_options *opts, error_info *err)
+{
+    const char *arg = argv[*i];
+    const char *value;
+    const option_spec *o = find_option(arg, &value);
+    if (o && strcmp(o->long_name, "--version") == 0 && opts->command != CLI_STAGE && !value) {
+        if (opts->command != CLI_NONE)
+            return error_set(err, ERR_USAGE, "%s does not take --version; `outpost version` prints outpost's version",
+                             cli_command_name(opts->command));
+        opts->command = CLI_VERSION;
+        return ERR_OK;
+    }
+    if (!o)
+        return error_set(err, ERR_USAGE, "unknown option %s; `outpost help %s` lists the options", arg,
+                         opts->command ? cli_command_name(opts->command) : "");
+    if (!option_allowed(o, opts->command))
+        return error_set(err, ERR_USAGE, "%s is not an option of %s", o->long_name,
+                         opts->command ? cli_command_name(opts->command) : "outpost without a command");
+    if (o->takes_value && !value) {
+        if (*i + 1 >= argc)
+            return error_set(err, ERR_USAGE, "%s needs a value", o->long_name);
+        value = argv[++*i];
+    }
+    if (o->takes_value && !value[0])
+        return error_set(err, ERR_USAGE, "%s needs a non-empty value", o->long_name);
+    apply_option(o, value, opts);
+    return ERR_OK;
+}
+
+/* An operand: stage's FILE, service's action, help's topic; anything else is unexpected. */
+static MUST_CHECK error_code take_operand(const char *arg, cli_options *opts, error_info *err)
+{
+    if (opts->command == CLI_STAGE && !opts->file) {
+        opts->file = arg;
+    } else if (opts->command == CLI_SERVICE && !opts->action) {
+        if (strcmp(arg, "install") != 0 && strcmp(arg, "uninstall") != 0)
+            return error_set(err, ERR_USAGE, "service takes install or uninstall, not \"%s\"", arg);
+        opts->action = arg;
+    } else if (opts->command == CLI_HELP && opts->help_topic == CLI_NONE) {
+        const command_spec *topic = find_command(arg);
+        if (!topic)
+            return error_set(err, ERR_USAGE, "no help for \"%s\": not a command", arg);
+        opts->help_topic = topic->command;
+    } else {
+        return error_set(err, ERR_USAGE, "unexpected argument \"%s\"", arg);
+    }
+    return ERR_OK;
+}
+
+/* What the whole command line must hold once every word is read: help, a command, its operands, valid values. */
+static MUST_CHECK error_code check_complete(cli_options *opts, error_info *err)
+{
     if (opts->command == CLI_HELP) {
         opts->help = true;
     } else if (opts->help) {
@@ -400,4 +397,36 @@ error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
     if (opts->format && strcmp(opts->format, "zip") != 0 && strcmp(opts->format, "tar.gz") != 0)
         return error_set(err, ERR_USAGE, "--format must be zip or tar.gz, not \"%s\"", opts->format);
     return ERR_OK;
+}
+
+error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)
+{
+    memset(opts, 0, sizeof *opts);
+    int command_index;
+    const command_spec *spec = locate_command(argc, argv, &command_index);
+    if (command_index > 0 && !spec)
+        return error_set(err, ERR_USAGE, "unknown command \"%s\"; `outpost help` lists the commands",
+                         argv[command_index]);
+    opts->command = spec ? spec->command : CLI_NONE;
+
+    bool only_operands = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        error_code rc = ERR_OK;
+        if (i == command_index)
+            continue;
+        if (!only_operands && strcmp(arg, "--") == 0)
+            only_operands = true;
+        else if (!only_operands && take_repeated_v(arg, opts))
+            continue;
+        else if (opts->command == CLI_ROOT || opts->command == CLI_MIRROR)
+            rc = take_own_word(argc, argv, &i, only_operands, opts, err);
+        else if (!only_operands && arg[0] == '-' && arg[1])
+            rc = take_option(argc, argv, &i, opts, err);
+        else
+            rc = take_operand(arg, opts, err);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    return check_complete(opts, err);
 }

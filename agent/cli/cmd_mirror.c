@@ -108,8 +108,15 @@ error_code command_publish(command_context *ctx, error_info *err)
     double percent = ctx->opts->rollout ? strtod(ctx->opts->rollout, NULL) : cfg->publish.rollout_percent;
     signkey *key = NULL;
     error_code rc = load_signing_key(cfg, &key, err);
-    if (rc != ERR_OK)
+    /* What publish lacks of its own first (the signing key, the directory),
+     * then the CA files verification reads, judged once before any byte is
+     * downloaded (main.c does it for update, stage and run). */
+    if (rc == ERR_OK)
+        rc = config_check_verify_files(&cfg->installer.verify, err);
+    if (rc != ERR_OK) {
+        signkey_free(key);
         return rc;
+    }
     rc = command_update_for_publish(ctx, err);
     state *s = NULL;
     if (rc == ERR_OK)

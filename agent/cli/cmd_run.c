@@ -30,14 +30,12 @@
 #include "core/log.h"
 #include "report/metrics.h"
 #include "platform/platform.h"
-#include "installer/installer_state.h"
-#include "installer/source_mirror.h"
-#include "installer/staging.h"
+#include "installer/deploy.h"
+#include "installer/update.h"
 #include "core/state.h"
 #include "report/inventory.h"
 #include "report/status.h"
 #include "core/timefmt.h"
-#include "net/retry_after.h"
 
 typedef struct run_outcome {
     char finished_at[TIMEFMT_ISO8601_SIZE]; /* set once the parts are done */
@@ -82,37 +80,18 @@ static void run_part(command_context *ctx, run_outcome *o, const char *stage,
         o->reboot_exit = true;
 }
 
-/* Whether an earlier run was told not to call before a time still ahead. */
-static bool retry_after_active(const config *cfg, char *until, size_t size)
+/* Whether an earlier run was told not to call the platform before a time
+ * still ahead (update_respect_retry_after, the one check of it): then
+ * neither part runs, and why is in *why. */
+static bool retry_after_active(const config *cfg, error_info *why)
 {
-    until[0] = '\0';
     state *s = NULL;
     error_info err;
     if (state_load(cfg->state_dir, &s, &err) != ERR_OK)
         return false;
-    bool active = retry_after_pending(s, platform_time_utc_ms(), until, size);
+    bool active = update_respect_retry_after(s, "update and report skipped", why) != ERR_OK;
     state_free(s);
     return active;
-}
-
-/* Deploy when enabled and the current staged version is not the deployed one. */
-static bool deploy_wanted(const config *cfg)
-{
-    if (!cfg->deploy.enabled)
-        return false;
-    char *staged = NULL;
-    error_info err;
-    if (staging_current_version(cfg, &staged, &err) != ERR_OK || !staged)
-        return false;
-    state *s = NULL;
-    bool wanted = true;
-    if (state_load(cfg->state_dir, &s, &err) == ERR_OK) {
-        const char *deployed = installer_state_deployed_version(s);
-        wanted = !deployed || strcmp(staged, deployed) != 0;
-    }
-    state_free(s);
-    free(staged);
-    return wanted;
 }
 
 /* The start jitter; on a terminal a person sees the wait (and not at -q). */
@@ -172,12 +151,10 @@ static void write_status(command_context *ctx, const char *started_at, run_outco
     state *s = NULL;
     error_info err;
     if (state_load(ctx->cfg->state_dir, &s, &err) == ERR_OK &&
-        staging_status_section(ctx->cfg, s, &parts.installer, &err) != ERR_OK) {
+        update_status_section(ctx->cfg, s, &parts.installer, &err) != ERR_OK) {
         log_warn("run: cannot describe the installer in the status file: %s", err.message);
         parts.installer = NULL;
     }
-    if (s)
-        source_status_annotate(ctx->cfg, s, parts.installer);
     state_free(s);
     if (rc != ERR_OK)
         record(o, "run", built.code, built.message);
@@ -243,19 +220,17 @@ static void give_up_waiting(const config *cfg, const char *started_at, run_outco
 
 error_code command_run(command_context *ctx, error_info *err)
 {
-    char started_at[TIMEFMT_ISO8601_SIZE], until[TIMEFMT_ISO8601_SIZE + 16];
+    char started_at[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(platform_time_utc_ms() / 1000, started_at);
     run_outcome o = {.errors = cJSON_CreateArray(), .previous = previous_last_run(ctx->cfg)};
     if (!o.errors) {
         cJSON_Delete(o.previous);
         return error_set(err, ERR_NOMEM, "out of memory");
     }
-    if (retry_after_active(ctx->cfg, until, sizeof until)) {
-        char message[160];
-        snprintf(message, sizeof message,
-                 "the platform asked not to be called before %s (Retry-After); update and report skipped", until);
+    error_info why;
+    if (retry_after_active(ctx->cfg, &why)) {
         o.parts++;
-        record(&o, "run", ERR_TEMPORARY, message);
+        record(&o, "run", why.code, why.message);
     } else {
         jitter(ctx);
         /* Only the enabled parts: a part that is off needs nothing (no CA,

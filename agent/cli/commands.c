@@ -11,11 +11,8 @@
 #include <cjson/cJSON.h>
 
 #include "base/dynbuf.h"
-#include "core/log.h"
 #include "core/state.h"
 #include "installer/installer_state.h"
-#include "core/timefmt.h"
-#include "platform/platform.h"
 
 static http_options command_http_options(const command_context *ctx)
 {
@@ -72,13 +69,7 @@ void command_record_outcome(const command_context *ctx, state *s, error_code rc,
 {
     if (!s || command_from_run(ctx))
         return;
-    char at[TIMEFMT_ISO8601_SIZE];
-    timefmt_iso8601(platform_time_utc_ms() / 1000, at);
-    const char *error = rc == ERR_OK ? NULL : err && err->message[0] ? err->message : error_meaning(rc);
-    error_info why;
-    if (installer_state_set_last_command(s, cli_command_name(ctx->opts ? ctx->opts->command : CLI_NONE), at,
-                                         rc == ERR_OK ? exit_code : error_exit_code(rc), error, &why) != ERR_OK)
-        log_warn("cannot record the command's outcome in the state: %s", why.message);
+    installer_state_note_outcome(s, cli_command_name(ctx->opts ? ctx->opts->command : CLI_NONE), rc, exit_code, err);
 }
 
 bool command_print_json(cJSON *doc)

@@ -73,8 +73,10 @@ static bool needs_api(cli_command command, const config *cfg)
  * section 1: a usage or configuration error writes nothing anywhere, no
  * lock file, no state directory, no status): base_url (present, not the
  * shipped placeholder, https) and the API key for a command that needs them,
- * then the publisher CA files for a command that verifies an installer.
- * The commands check again where they read them.
+ * then the publisher CA files for a command that verifies an installer
+ * (publish judges them itself, after what it lacks of its own). The
+ * installer's flow takes them as judged; verification checks the CA files
+ * once more where it reads them.
  */
 static MUST_CHECK error_code preflight(cli_command command, const config *cfg, error_info *err)
 {

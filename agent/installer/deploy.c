@@ -452,3 +452,22 @@ cleanup:
     free(installer);
     return rc;
 }
+
+bool deploy_wanted(const config *cfg)
+{
+    if (!cfg->deploy.enabled)
+        return false;
+    char *staged = NULL;
+    error_info err;
+    if (staging_current_version(cfg, &staged, &err) != ERR_OK || !staged)
+        return false;
+    state *s = NULL;
+    bool wanted = true;
+    if (state_load(cfg->state_dir, &s, &err) == ERR_OK) {
+        const char *deployed = installer_state_deployed_version(s);
+        wanted = !deployed || strcmp(staged, deployed) != 0;
+    }
+    state_free(s);
+    free(staged);
+    return wanted;
+}

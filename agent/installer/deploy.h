@@ -120,4 +120,7 @@ bool deploy_exit_is_success(int exit_code, bool *reboot_required);
  */
 MUST_CHECK error_code deploy_run(const config *cfg, state *s, deploy_outcome *out, error_info *err);
 
+/* Deploy when enabled and the current staged version is not the deployed one. */
+bool deploy_wanted(const config *cfg);
+
 #endif

@@ -10,6 +10,9 @@
 #include <cjson/cJSON.h>
 
 #include "core/jsonx.h"
+#include "core/log.h"
+#include "core/timefmt.h"
+#include "platform/platform.h"
 
 #define SECTION "installer"
 
@@ -102,6 +105,17 @@ error_code installer_state_set_last_command(state *s, const char *command, const
 const cJSON *installer_state_last_command(state *s)
 {
     return object_member(s, "last_command");
+}
+
+void installer_state_note_outcome(state *s, const char *command, error_code rc, int exit_code, const error_info *err)
+{
+    char at[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(platform_time_utc_ms() / 1000, at);
+    const char *error = rc == ERR_OK ? NULL : err && err->message[0] ? err->message : error_meaning(rc);
+    error_info why;
+    if (installer_state_set_last_command(s, command, at, rc == ERR_OK ? exit_code : error_exit_code(rc), error, &why) !=
+        ERR_OK)
+        log_warn("cannot record the command's outcome in the state: %s", why.message);
 }
 
 /* ---- deploy ------------------------------------------------------------------------ */

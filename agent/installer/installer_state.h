@@ -3,8 +3,8 @@
  * touches its members (state.h's promise: one owner per section). The
  * others call these functions:
  *
- *   latest_version, checked_at, update_available   check/update (cmd_fetch.c)
- *   last_command {command, at, exit_code, error}    an interactive command (commands.c)
+ *   latest_version, checked_at, update_available   check/update (update.c)
+ *   last_command {command, at, exit_code, error}    an interactive command (update.c, commands.c)
  *   deployed {...}, deployed_version, deploy_failure {...}   deploy.c
  *   staged_history [versions, oldest first], rolled_back_from   staging.c
  *
@@ -38,6 +38,11 @@ const char *installer_state_checked_at(state *s);
 MUST_CHECK error_code installer_state_set_last_command(state *s, const char *command, const char *at, int exit_code,
                                                        const char *error, error_info *err);
 const struct cJSON *installer_state_last_command(state *s);
+/* Records what an interactive command (check, update, stage, deploy,
+ * rollback, publish) came to as last_command, at the time now: exit_code on
+ * ERR_OK, else rc's exit code and err's message (rc's meaning when it has
+ * none). Out of memory is a warning: the command's own outcome stands. */
+void installer_state_note_outcome(state *s, const char *command, error_code rc, int exit_code, const error_info *err);
 
 /* A deploy that succeeded: "deployed" (out's version, exit code, reboot,
  * verification and log, at, boot_id), "deployed_version"; any earlier

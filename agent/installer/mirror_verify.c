@@ -1,6 +1,7 @@
 /*
- * mirror_verify.c — the endpoint's judgement of a mirror, run against a
- * scratch state directory (see mirror_verify.h).
+ * mirror_verify.c — the endpoint's judgement of a mirror: its own update
+ * flow (update_flow) run against a scratch state directory (see
+ * mirror_verify.h), each step said as a judgement.
  */
 #include "installer/mirror_verify.h"
 
@@ -17,9 +18,7 @@
 #include "core/state.h"
 #include "core/timefmt.h"
 #include "installer/installed.h"
-#include "installer/intake.h"
 #include "installer/mirror_trust.h"
-#include "installer/source_mirror.h"
 #include "installer/update.h"
 #include "platform/platform.h"
 
@@ -134,6 +133,53 @@ static void fail(mirror_verify_result *r, const char *name, error_code code, con
     r->action = code == ERR_TEMPORARY ? "wait" : "refuse";
 }
 
+/* The endpoint's installed version, from its own configuration and state (read, not written). */
+static MUST_CHECK error_code endpoint_installed(const config *cfg, char **installed, error_info *err)
+{
+    state *own = NULL;
+    error_code rc = state_load(cfg->state_dir, &own, err);
+    if (rc == ERR_OK)
+        rc = installed_version_get(cfg, own, installed, NULL, err);
+    state_free(own);
+    return rc;
+}
+
+/* The judgements after the root's, from what the flow learned and did; the failing one last. */
+static void say_flow(const update_outcome *out, error_code judged, const error_info *why, mirror_verify_result *r)
+{
+    const mirror_offer *offer = &out->offer;
+    if (out->failed == UPDATE_STEP_OFFER) {
+        fail(r, "manifest", judged, why);
+        return;
+    }
+    char expires[TIMEFMT_ISO8601_SIZE];
+    timefmt_iso8601(offer->m.expires_at, expires);
+    snprintf(r->version, sizeof r->version, "%s", offer->m.version);
+    step(r, "manifest", true, "%s: seq %lld, version %s, channel %s, platform %s, expires %s", offer->manifest_url,
+         (long long)offer->m.seq, offer->m.version, offer->m.channel, offer->m.platform, expires);
+    step(r, "rollout", true, "%g%% of the fleet; this machine (bucket %u) is %s", offer->m.rollout_percent,
+         (unsigned)offer->bucket, offer->eligible ? "in it" : "not in it yet");
+    if (out->failed == UPDATE_STEP_DOWNLOAD) {
+        fail(r, "installer", judged, why);
+        return;
+    }
+    step(r, "installer", true, "%s: %lld bytes, SHA-256 %s as the manifest says", offer->installer_url,
+         (long long)offer->m.length, offer->m.sha256);
+    if (out->failed == UPDATE_STEP_STAGE) {
+        fail(r, "verification", judged, why);
+        return;
+    }
+    step(r, "verification", true, "signature %s%s%s; verified as update would before staging", out->staged.signature,
+         out->staged.signer[0] ? " by " : "", out->staged.signer);
+    /* The endpoint's own decision, as `update` without options takes it. */
+    if (out->refusal.code != ERR_OK)
+        fail(r, "version", ERR_REJECTED, &out->refusal);
+    else
+        r->action = out->verdict == UPDATE_UP_TO_DATE     ? "up-to-date"
+                    : out->verdict == UPDATE_NOT_ELIGIBLE ? "not-eligible"
+                                                          : "install";
+}
+
 error_code mirror_verify_run(http_client *http, const config *cfg, const char *url, const char *machine_id,
                              mirror_verify_result *r, error_info *err)
 {
@@ -150,94 +196,34 @@ error_code mirror_verify_run(http_client *http, const config *cfg, const char *u
     if (machine_id)
         c.mirror.machine_id = (char *)machine_id;
     state *s = NULL;
+    char *installed = NULL;
     rc = state_load(scratch, &s, err);
     if (rc == ERR_OK)
         copy_kept_root(cfg, s, scratch);
-    mirror_offer offer;
-    memset(&offer, 0, sizeof offer);
+    if (rc == ERR_OK)
+        rc = endpoint_installed(cfg, &installed, err);
+    /* The endpoint's own flow on the scratch state: the installer is always
+     * fetched, verified and staged there, and the decision reported. */
+    update_request request = {.source = UPDATE_SOURCE_MIRROR, .fetch = true, .always_fetch = true};
+    update_outcome out;
+    memset(&out, 0, sizeof out);
     error_info why;
     error_clear(&why);
-    char *installed = NULL, *path = NULL;
-    error_code judged =
-        rc == ERR_OK ? source_mirror_fetch(http, &c, s, platform_time_utc_ms() / 1000, &offer, &why) : rc;
+    error_code judged = rc == ERR_OK ? update_flow(&c, s, http, installed, &request, &out, &why) : rc;
     if (rc == ERR_OK)
         say_root(cfg, s, r);
-    if (rc == ERR_OK && judged == ERR_CONFIG) {
-        rc = judged; /* the configuration, not the mirror */
+    /* A judgement of the mirror, or of this machine's configuration (no machine id for the rollout), or nothing judged.
+     */
+    bool judgement = out.failed == UPDATE_STEP_NONE || out.failed == UPDATE_STEP_OFFER ||
+                     out.failed == UPDATE_STEP_DOWNLOAD || out.failed == UPDATE_STEP_STAGE;
+    if (rc == ERR_OK && ((out.failed == UPDATE_STEP_OFFER && judged == ERR_CONFIG) || !judgement)) {
+        rc = judged;
         *err = why;
-    } else if (rc == ERR_OK && judged != ERR_OK) {
-        fail(r, "manifest", judged, &why);
     } else if (rc == ERR_OK) {
-        char expires[TIMEFMT_ISO8601_SIZE];
-        timefmt_iso8601(offer.m.expires_at, expires);
-        snprintf(r->version, sizeof r->version, "%s", offer.m.version);
-        step(r, "manifest", true, "%s: seq %lld, version %s, channel %s, platform %s, expires %s", offer.manifest_url,
-             (long long)offer.m.seq, offer.m.version, offer.m.channel, offer.m.platform, expires);
-        step(r, "rollout", true, "%g%% of the fleet; this machine (bucket %u) is %s", offer.m.rollout_percent,
-             (unsigned)offer.bucket, offer.eligible ? "in it" : "not in it yet");
-        /* The endpoint's installed version, from its own configuration and state (read, not written). */
-        state *own = NULL;
-        rc = state_load(cfg->state_dir, &own, err);
-        if (rc == ERR_OK)
-            rc = installed_version_get(cfg, own, &installed, NULL, err);
-        state_free(own);
-    }
-    if (rc == ERR_OK && judged == ERR_OK) {
-        download_result dl;
-        memset(&dl, 0, sizeof dl);
-        error_code got = source_mirror_download(http, &c, &offer, false, &dl, &why);
-        path = dl.path;
-        dl.path = NULL;
-        download_result_free(&dl);
-        if (got != ERR_OK)
-            fail(r, "installer", got, &why);
-        else
-            step(r, "installer", true, "%s: %lld bytes, SHA-256 %s as the manifest says", offer.installer_url,
-                 (long long)offer.m.length, offer.m.sha256);
-        intake_candidate candidate = {
-            .path = path,
-            .take_ownership = true,
-            .version = offer.m.version,
-            .file_name = offer.m.file_name,
-            .source_url = offer.installer_url,
-            .expected_length = offer.m.length,
-            .sha256_hex = offer.m.sha256,
-            .allow_downgrade = true, /* the downgrade rule is judged below, against the installed version */
-            .force = true,
-            .expected_signer_sha256 = offer.m.signed_installer ? offer.m.signer_cert_sha256 : NULL,
-        };
-        intake_result staged;
-        memset(&staged, 0, sizeof staged);
-        if (got == ERR_OK) {
-            got = intake_stage(&c, s, &candidate, &staged, &why);
-            if (got != ERR_OK)
-                fail(r, "verification", got, &why);
-            else
-                step(r, "verification", true, "signature %s%s%s; verified as update would before staging",
-                     staged.signature, staged.signer[0] ? " by " : "", staged.signer);
-            free(staged.path);
-        }
-        if (got == ERR_OK) {
-            /* The endpoint's own decision (update_decide), as `update` without options takes it. */
-            update_facts facts = {
-                .offered = offer.m.version,
-                .installed = installed,
-                .source = "the mirror",
-                .source_allows_downgrade = offer.m.allow_downgrade,
-                .eligible = offer.eligible,
-            };
-            update_verdict verdict;
-            if (update_decide(&facts, &verdict, &why) != ERR_OK)
-                fail(r, "version", ERR_REJECTED, &why);
-            else
-                r->action = verdict == UPDATE_UP_TO_DATE     ? "up-to-date"
-                            : verdict == UPDATE_NOT_ELIGIBLE ? "not-eligible"
-                                                             : "install";
-        }
+        say_flow(&out, judged, &why, r);
     }
     free(installed);
-    free(path);
-    source_mirror_offer_free(&offer);
+    update_outcome_free(&out);
     state_free(s);
     ERROR_IGNORE(platform_remove_tree(scratch, NULL));
     free(scratch);

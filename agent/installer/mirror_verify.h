@@ -3,12 +3,13 @@
  * as an endpoint would (PRODUCT.md 8.1) and say what it would do, for
  * publishers and administrators checking a copy on a CDN or a share.
  *
- * "Exactly": the endpoint's own code runs (source_mirror_fetch with the
- * root walk, source_mirror_download, intake_stage's verification layers),
- * against a scratch state directory in the system's temporary folder that
- * is removed afterwards. The scratch directory starts with the endpoint's
- * kept mirror root (state_dir/mirror-root.json) when there is one, and
- * with no seq seen, so the endpoint's own state is never written. The
+ * "Exactly": the endpoint's own flow runs (update_flow: source_mirror_fetch
+ * with the root walk, the decision, source_mirror_download, intake_stage's
+ * verification layers), against a scratch state directory in the system's
+ * temporary folder that is removed afterwards, and says what the
+ * endpoint's `update` would say. The scratch directory starts with the
+ * endpoint's kept mirror root (state_dir/mirror-root.json) when there is
+ * one, and with no seq seen, so the endpoint's own state is never written. The
  * installer is always fetched and verified, even when an endpoint would
  * not fetch it (up to date, outside the rollout): a broken copy on a
  * mirror is what this command is for.

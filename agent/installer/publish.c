@@ -308,92 +308,97 @@ static MUST_CHECK error_code publish_roots(const config *cfg, const publish_requ
     return rc;
 }
 
-error_code publish_mirror(const config *cfg, state *s, const publish_request *req, publish_result *out, error_info *err)
+/* Where the staged installer goes in the mirror. */
+typedef struct publish_paths {
+    char name[80];        /* <sha256>.<ext> */
+    char *installers_dir; /* DIR/installers */
+    char *installer_path; /* DIR/installers/<name> */
+    char *manifest_path;  /* DIR/manifest.json */
+} publish_paths;
+
+static void publish_paths_free(publish_paths *p)
 {
-    memset(out, 0, sizeof *out);
-    char *version = NULL, *staged_path = NULL, *installers_dir = NULL, *installer_path = NULL, *manifest_path = NULL;
-    char *payload = NULL, *signed_text = NULL;
-    staging_manifest staged;
-    error_code rc = staging_current(cfg, &version, &staged, &staged_path, err);
-    if (rc != ERR_OK) {
-        error_prefix(err, "publish: nothing to publish");
-        goto cleanup;
-    }
-    const char *sha256 = staged.sha256;
-    const char *file_name = staged.file_name;
-    const char *ext = staging_manifest_is_msi(&staged) ? "msi" : "exe";
-    const char *signer_subject = staged.signer;
-    const char *signer_cert = staged.signer_cert_sha256;
-    bool signed_installer = strcmp(staged.signature, "valid") == 0 && signer_cert[0];
+    free(p->installers_dir);
+    free(p->installer_path);
+    free(p->manifest_path);
+}
 
-    /* 0. the roots, before anything an endpoint would judge by them */
-    if ((rc = publish_roots(cfg, req, err)) != ERR_OK)
-        goto cleanup;
-
-    /* 1. the installer */
-    char name[80];
-    snprintf(name, sizeof name, "%s.%s", sha256, ext);
-    installers_dir = platform_path_join(req->dir, "installers");
-    installer_path = installers_dir ? platform_path_join(installers_dir, name) : NULL;
-    manifest_path = platform_path_join(req->dir, "manifest.json");
-    if (!installer_path || !manifest_path) {
-        rc = error_set(err, ERR_NOMEM, "out of memory");
-        goto cleanup;
-    }
+/* 1. The installer, content-addressed, in a mirror directory readable by the web server. */
+static MUST_CHECK error_code place_installer(const publish_request *req, const staging_manifest *staged,
+                                             const char *staged_path, publish_paths *paths, publish_result *out,
+                                             error_info *err)
+{
+    snprintf(paths->name, sizeof paths->name, "%s.%s", staged->sha256, staging_manifest_is_msi(staged) ? "msi" : "exe");
+    paths->installers_dir = platform_path_join(req->dir, "installers");
+    paths->installer_path = paths->installers_dir ? platform_path_join(paths->installers_dir, paths->name) : NULL;
+    paths->manifest_path = platform_path_join(req->dir, "manifest.json");
+    if (!paths->installer_path || !paths->manifest_path)
+        return error_set(err, ERR_NOMEM, "out of memory");
     /* The mirror is public (signed): readable by the web server whatever
      * the umask, or endpoints get 403 while `check` says "update available". */
-    if ((rc = platform_mkdirs(installers_dir, err)) != ERR_OK ||
+    error_code rc;
+    if ((rc = platform_mkdirs(paths->installers_dir, err)) != ERR_OK ||
         (rc = platform_make_world_readable(req->dir, err)) != ERR_OK ||
-        (rc = platform_make_world_readable(installers_dir, err)) != ERR_OK) {
+        (rc = platform_make_world_readable(paths->installers_dir, err)) != ERR_OK) {
         error_prefix(err, "publish: cannot create the mirror directory");
-        goto cleanup;
+        return rc;
     }
-    int64_t length = staged.size;
-    if ((rc = write_installer(staged_path, installer_path, sha256, length, &out->new_installer, err)) != ERR_OK)
-        goto cleanup;
+    return write_installer(staged_path, paths->installer_path, staged->sha256, staged->size, &out->new_installer, err);
+}
 
-    /* 2. seq and salt, saved before the manifest that uses them */
+/*
+ * 2. The next seq and the rollout salt (kept while the same installer is
+ * re-signed, fresh for a new one) and the installers' history (name first),
+ * saved in state section "publish" before the manifest that uses them.
+ */
+static MUST_CHECK error_code advance_seq(state *s, const char *sha256, const char *version, const char *name,
+                                         int64_t *seq, char salt[2 * SALT_BYTES + 1], cJSON **history, error_info *err)
+{
     cJSON *section = state_section(s, "publish");
-    if (!section) {
-        rc = error_set(err, ERR_NOMEM, "out of memory");
-        goto cleanup;
-    }
-    int64_t seq = jsonx_int64(NULL, section, "seq", true, 0) + 1;
+    if (!section)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    *seq = jsonx_int64(NULL, section, "seq", true, 0) + 1;
     const char *last_sha = jsonx_string(NULL, section, "sha256");
     const char *last_salt = jsonx_string(NULL, section, "salt");
-    char salt[2 * SALT_BYTES + 1];
-    if (last_sha && last_salt && strcmp(last_sha, sha256) == 0 && strlen(last_salt) < sizeof salt) {
-        snprintf(salt, sizeof salt, "%s", last_salt);
+    if (last_sha && last_salt && strcmp(last_sha, sha256) == 0 && strlen(last_salt) < 2 * SALT_BYTES + 1) {
+        snprintf(salt, 2 * SALT_BYTES + 1, "%s", last_salt);
     } else {
         uint8_t rnd[SALT_BYTES];
-        if ((rc = platform_random_bytes(rnd, sizeof rnd, err)) != ERR_OK)
-            goto cleanup;
+        error_code rc = platform_random_bytes(rnd, sizeof rnd, err);
+        if (rc != ERR_OK)
+            return rc;
         text_hex(rnd, sizeof rnd, salt);
     }
-    cJSON *history = cJSON_GetObjectItemCaseSensitive(section, "installers");
-    if (!cJSON_IsArray(history)) {
-        history = cJSON_CreateArray();
-        if (!jsonx_set(section, "installers", history))
-            history = NULL; /* out of memory: jsonx_set deleted it */
+    *history = cJSON_GetObjectItemCaseSensitive(section, "installers");
+    if (!cJSON_IsArray(*history)) {
+        *history = cJSON_CreateArray();
+        if (!jsonx_set(section, "installers", *history))
+            *history = NULL; /* out of memory: jsonx_set deleted it */
     }
-    for (int i = cJSON_GetArraySize(history) - 1; i >= 0; i--) {
-        const cJSON *entry = cJSON_GetArrayItem(history, i);
+    for (int i = cJSON_GetArraySize(*history) - 1; i >= 0; i--) {
+        const cJSON *entry = cJSON_GetArrayItem(*history, i);
         if (!cJSON_IsString(entry) || strcmp(entry->valuestring, name) == 0)
-            cJSON_DeleteItemFromArray(history, i);
+            cJSON_DeleteItemFromArray(*history, i);
     }
-    cJSON_InsertItemInArray(history, 0, cJSON_CreateString(name));
+    cJSON_InsertItemInArray(*history, 0, cJSON_CreateString(name));
     char seq_text[24]; /* a string: exact (cJSON rounds numbers above 10^15) */
-    snprintf(seq_text, sizeof seq_text, "%lld", (long long)seq);
+    snprintf(seq_text, sizeof seq_text, "%lld", (long long)*seq);
     jsonx_set(section, "seq", cJSON_CreateString(seq_text));
     jsonx_set(section, "sha256", cJSON_CreateString(sha256));
     jsonx_set(section, "salt", cJSON_CreateString(salt));
     jsonx_set(section, "version", cJSON_CreateString(version));
-    if ((rc = state_save(s, err)) != ERR_OK)
-        goto cleanup;
+    return state_save(s, err);
+}
 
-    /* 3. the signed manifest, last */
+/* 3. The signed manifest, last, replaced atomically. */
+static MUST_CHECK error_code write_signed_manifest(const config *cfg, const publish_request *req,
+                                                   const staging_manifest *staged, const char *version,
+                                                   const publish_paths *paths, int64_t seq, char *salt,
+                                                   int64_t *expires_at, error_info *err)
+{
+    bool signed_installer = strcmp(staged->signature, "valid") == 0 && staged->signer_cert_sha256[0];
     char path_in_mirror[96];
-    snprintf(path_in_mirror, sizeof path_in_mirror, "installers/%s", name);
+    snprintf(path_in_mirror, sizeof path_in_mirror, "installers/%s", paths->name);
     manifest m;
     memset(&m, 0, sizeof m);
     m.schema = MANIFEST_SCHEMA;
@@ -402,52 +407,78 @@ error_code publish_mirror(const config *cfg, state *s, const publish_request *re
     m.expires_at = req->now_s + cfg->publish.expires_s;
     m.channel = cfg->publish.channel;
     m.platform = cfg->installer.platform;
-    m.version = version;
-    m.file_name = (char *)file_name;
-    m.length = length;
-    snprintf(m.sha256, sizeof m.sha256, "%s", sha256);
+    m.version = (char *)version;
+    m.file_name = (char *)staged->file_name;
+    m.length = staged->size;
+    snprintf(m.sha256, sizeof m.sha256, "%s", staged->sha256);
     m.path = path_in_mirror;
     m.signed_installer = signed_installer;
-    m.signer_subject = signed_installer ? (char *)(signer_subject ? signer_subject : "") : NULL;
+    m.signer_subject = signed_installer ? (char *)(staged->signer ? staged->signer : "") : NULL;
     if (signed_installer)
-        snprintf(m.signer_cert_sha256, sizeof m.signer_cert_sha256, "%s", signer_cert);
+        snprintf(m.signer_cert_sha256, sizeof m.signer_cert_sha256, "%s", staged->signer_cert_sha256);
     m.rollout_percent = req->rollout_percent;
     m.rollout_salt = salt;
+    char *payload = NULL, *signed_text = NULL;
     size_t envelope_len = 0;
     const signkey *keys[1] = {req->key};
-    if ((rc = manifest_payload_json(&m, &payload, err)) != ERR_OK ||
-        (rc = manifest_sign(payload, strlen(payload), (signkey *const *)keys, 1, &signed_text, &envelope_len, err)) !=
-            ERR_OK)
-        goto cleanup;
-    if ((rc = write_manifest(manifest_path, signed_text, envelope_len, err)) != ERR_OK) {
+    error_code rc = manifest_payload_json(&m, &payload, err);
+    if (rc == ERR_OK)
+        rc = manifest_sign(payload, strlen(payload), (signkey *const *)keys, 1, &signed_text, &envelope_len, err);
+    if (rc == ERR_OK && (rc = write_manifest(paths->manifest_path, signed_text, envelope_len, err)) != ERR_OK)
         error_prefix(err, "publish: cannot write the manifest");
-        goto cleanup;
-    }
-
-    /* 4. prune */
-    out->pruned = prune_installers(installers_dir, history, cfg->publish.keep_installers);
-    remove_leftovers(installers_dir, is_installer_name);
-    remove_leftovers(req->dir, is_manifest_name);
-    /* The seq was saved before the manifest; this records the pruning only. */
-    error_info serr;
-    if (state_save(s, &serr) != ERR_OK)
-        log_warn("publish: the mirror is written, but the state was not saved: %s", serr.message);
-
-    out->seq = seq;
-    snprintf(out->version, sizeof out->version, "%s", version);
-    snprintf(out->installer_path, sizeof out->installer_path, "%s", installer_path);
-    snprintf(out->manifest_path, sizeof out->manifest_path, "%s", manifest_path);
-    snprintf(out->sha256, sizeof out->sha256, "%s", sha256);
-    out->length = length;
-    out->expires_at = m.expires_at;
-cleanup:
-    free(version);
-    free(staged_path);
-    free(installers_dir);
-    free(installer_path);
-    free(manifest_path);
+    if (rc == ERR_OK)
+        *expires_at = m.expires_at;
     free(payload);
     free(signed_text);
+    return rc;
+}
+
+error_code publish_mirror(const config *cfg, state *s, const publish_request *req, publish_result *out, error_info *err)
+{
+    memset(out, 0, sizeof *out);
+    char *version = NULL, *staged_path = NULL;
+    publish_paths paths;
+    memset(&paths, 0, sizeof paths);
+    staging_manifest staged;
+    error_code rc = staging_current(cfg, &version, &staged, &staged_path, err);
+    if (rc != ERR_OK) {
+        error_prefix(err, "publish: nothing to publish");
+        free(version);
+        free(staged_path);
+        staging_manifest_free(&staged);
+        return rc;
+    }
+    int64_t seq = 0, expires_at = 0;
+    char salt[2 * SALT_BYTES + 1];
+    cJSON *history = NULL;
+    /* 0. the roots, before anything an endpoint would judge by them */
+    rc = publish_roots(cfg, req, err);
+    if (rc == ERR_OK)
+        rc = place_installer(req, &staged, staged_path, &paths, out, err);
+    if (rc == ERR_OK)
+        rc = advance_seq(s, staged.sha256, version, paths.name, &seq, salt, &history, err);
+    if (rc == ERR_OK)
+        rc = write_signed_manifest(cfg, req, &staged, version, &paths, seq, salt, &expires_at, err);
+    if (rc == ERR_OK) {
+        /* 4. prune */
+        out->pruned = prune_installers(paths.installers_dir, history, cfg->publish.keep_installers);
+        remove_leftovers(paths.installers_dir, is_installer_name);
+        remove_leftovers(req->dir, is_manifest_name);
+        /* The seq was saved before the manifest; this records the pruning only. */
+        error_info serr;
+        if (state_save(s, &serr) != ERR_OK)
+            log_warn("publish: the mirror is written, but the state was not saved: %s", serr.message);
+        out->seq = seq;
+        snprintf(out->version, sizeof out->version, "%s", version);
+        snprintf(out->installer_path, sizeof out->installer_path, "%s", paths.installer_path);
+        snprintf(out->manifest_path, sizeof out->manifest_path, "%s", paths.manifest_path);
+        snprintf(out->sha256, sizeof out->sha256, "%s", staged.sha256);
+        out->length = staged.size;
+        out->expires_at = expires_at;
+    }
+    free(version);
+    free(staged_path);
+    publish_paths_free(&paths);
     staging_manifest_free(&staged);
     return rc;
 }

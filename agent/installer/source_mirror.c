@@ -297,6 +297,128 @@ static MUST_CHECK error_code machine_identity(const config *cfg, char *buf, size
     return ERR_OK;
 }
 
+/* The most serious failure among mirror.urls so far: a refusal (4) before a transport failure (75). */
+static void note_worst(error_code *worst, error_info *worst_err, error_code code, const error_info *here)
+{
+    if (*worst == ERR_OK ||
+        error_worse_exit(error_exit_code(*worst), error_exit_code(code)) != error_exit_code(*worst)) {
+        *worst = code;
+        *worst_err = *here;
+    }
+}
+
+/* One URL's roots (8.1), walked before its manifest is judged by the newest root's keys, then the trusted root's
+ * expiry. A failure is recorded in the state's mirror status as refused "root". */
+static MUST_CHECK error_code walk_roots(http_client *http, const config *cfg, state *s, mirror_trust *trust,
+                                        const char *url, const char *shown, int64_t now_s, error_info *here)
+{
+    error_code code = mirror_trust_walk(cfg, trust, url, fetch_root, http, true, here);
+    if (code == ERR_OK)
+        code = mirror_trust_check_expiry(trust, now_s, here);
+    record_root(s, trust);
+    if (code != ERR_OK) {
+        record_status(s, shown, NULL, false, false, MANIFEST_OK, here->message);
+        jsonx_set(cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "status"), "refused",
+                  cJSON_CreateString("root"));
+    }
+    return code;
+}
+
+/*
+ * One URL's manifest: fetched (conditionally when a copy from that URL is
+ * kept: a 304 judges the kept bytes) and judged. ERR_OK fills *offer and
+ * takes *shown; a refusal is recorded in the state's mirror status.
+ */
+static MUST_CHECK error_code read_manifest(http_client *http, const config *cfg, state *s, const mirror_trust *trust,
+                                           const char *url, char **shown, int64_t now_s, mirror_offer *offer,
+                                           error_info *here)
+{
+    const cJSON *section = state_section(s, SECTION);
+    size_t kept_len = 0;
+    char *kept = kept_copy(cfg, s, *shown, &kept_len);
+    http_url_request req = {
+        .url = url,
+        .if_none_match = kept ? jsonx_string(NULL, section, "etag") : NULL,
+        .if_modified_since = kept ? jsonx_string(NULL, section, "last_modified") : NULL,
+    };
+    http_url_body res;
+    error_code code = http_url_read(http, &req, MANIFEST_MAX_BYTES, &res, here);
+    manifest m;
+    memset(&m, 0, sizeof m);
+    manifest_verdict verdict = MANIFEST_OK;
+    if (code == ERR_OK && res.status == 304 && !kept)
+        code = error_set(here, ERR_HTTP, "answered 304 Not Modified to a request that was not conditional");
+    if (code == ERR_OK) {
+        const char *bytes = res.status == 304 ? kept : res.body;
+        size_t len = res.status == 304 ? kept_len : res.body_len;
+        if (res.too_large)
+            len = MANIFEST_MAX_BYTES + 1; /* manifest_open refuses it by size */
+        code = judge(cfg, s, bytes ? bytes : "", bytes ? len : 0, trust, now_s, &m, &verdict, here);
+        if (code != ERR_OK && verdict != MANIFEST_OK) {
+            error_prefix(here, "mirror %s", *shown);
+            char fix[ERROR_MESSAGE_MAX];
+            snprintf(fix, sizeof fix, "%s", here->message);
+            record_status(s, *shown, &m, false, false, verdict, fix);
+        } else if (code != ERR_OK) {
+            error_prefix(here, "mirror %s", *shown);
+        }
+    } else {
+        error_prefix(here, "mirror");
+        record_status(s, *shown, NULL, false, false, MANIFEST_OK, here->message);
+    }
+    if (code == ERR_OK) {
+        keep_copy(cfg, s, *shown, &res, &m);
+        offer->m = m;
+        offer->manifest_url = *shown;
+        offer->installer_url = resolve(*shown, m.path);
+        offer->fetch_url = resolve(url, m.path);
+        offer->not_modified = res.status == 304;
+        *shown = NULL;
+    } else {
+        manifest_free(&m);
+    }
+    http_url_body_free(&res);
+    free(kept);
+    return code;
+}
+
+/* No mirror passed: the most serious failure, said as PRODUCT.md section 1 has it. */
+static MUST_CHECK error_code none_passed(error_code worst, error_info *worst_err, error_info *err)
+{
+    /* What retrying can fix is 75 (a network failure, a timeout, 429/5xx,
+     * a slow, stalled or withheld answer, a refused redirect); what it
+     * cannot is 1 (a host name that does not resolve, 401/403/404 or a
+     * missing file, a TLS name or CA failure): the URL needs fixing.
+     * Refusals keep their own code. */
+    bool fixable = worst == ERR_HTTP || worst == ERR_NOT_FOUND || worst == ERR_TLS || worst == ERR_NETWORK;
+    bool temporary = worst == ERR_TEMPORARY || worst == ERR_PROTOCOL || worst == ERR_IO;
+    if (fixable || temporary) {
+        if (temporary)
+            worst_err->code = worst = ERR_TEMPORARY;
+        size_t n = strlen(worst_err->message);
+        snprintf(worst_err->message + n, sizeof worst_err->message - n, "%s",
+                 fixable ? "; no mirror in `mirror.urls` could be read: check the URLs in `mirror.urls`"
+                         : "; no mirror in `mirror.urls` could be read: try again later, or check the URLs and "
+                           "the network");
+    }
+    if (err)
+        *err = *worst_err;
+    return worst;
+}
+
+/* Whether this machine is inside the accepted offer's rollout; recorded as the mirror status status.json shows. */
+static MUST_CHECK error_code judge_rollout(const config *cfg, state *s, mirror_offer *offer, error_info *err)
+{
+    char id[256];
+    error_code rc = machine_identity(cfg, id, sizeof id, err);
+    if (rc == ERR_OK)
+        rc = rollout_eligible(offer->m.rollout_salt, id, offer->m.rollout_percent, &offer->eligible, &offer->bucket,
+                              err);
+    if (rc == ERR_OK)
+        record_status(s, offer->manifest_url, &offer->m, true, offer->eligible, MANIFEST_OK, NULL);
+    return rc;
+}
+
 error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, int64_t now_s, mirror_offer *offer,
                                error_info *err)
 {
@@ -312,6 +434,7 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
     error_clear(&worst_err);
     bool accepted = false;
     for (size_t i = 0; i < cfg->mirror.url_count && !accepted; i++) {
+        bool more = i + 1 < cfg->mirror.url_count;
         char *url = manifest_url_of(cfg->mirror.urls[i]);
         /* What is shown and recorded: never the URL's user:password@. */
         char *shown = url ? text_url_redact(url) : NULL;
@@ -320,132 +443,42 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
             rc = error_set(err, ERR_NOMEM, "out of memory");
             break;
         }
-        /* The root first (8.1): the manifest is judged by the newest root's keys. */
         error_info here;
         error_clear(&here);
-        error_code code = mirror_trust_walk(cfg, &trust, url, fetch_root, http, true, &here);
-        if (code == ERR_OK)
-            code = mirror_trust_check_expiry(&trust, now_s, &here);
-        record_root(s, &trust);
+        error_code code = walk_roots(http, cfg, s, &trust, url, shown, now_s, &here);
+        bool root_failed = code != ERR_OK;
+        if (code == ERR_OK) {
+            forget_on_key_change(s, &trust);
+            code = read_manifest(http, cfg, s, &trust, url, &shown, now_s, offer, &here);
+            accepted = code == ERR_OK;
+        }
         if (code != ERR_OK) {
-            record_status(s, shown, NULL, false, false, MANIFEST_OK, here.message);
-            jsonx_set(cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "status"), "refused",
-                      cJSON_CreateString("root"));
             log_trace("%s", here.message);
-            if (i + 1 < cfg->mirror.url_count && code != ERR_REJECTED)
+            if (more && !(root_failed && code == ERR_REJECTED))
                 log_warn("%s; trying the next mirror", here.message);
-            if (worst == ERR_OK ||
-                error_worse_exit(error_exit_code(worst), error_exit_code(code)) != error_exit_code(worst)) {
-                worst = code;
-                worst_err = here;
-            }
-            free(url);
-            free(shown);
-            /* PRODUCT.md 8.1: a root that fails verification stops the run (a
-             * forged root is tampering, not a mirror to route around); one
-             * that could not be fetched or has expired lets the next mirror try. */
-            if (code == ERR_REJECTED)
-                break;
-            continue;
+            note_worst(&worst, &worst_err, code, &here);
         }
-        forget_on_key_change(s, &trust);
-        const cJSON *section = state_section(s, SECTION);
-        size_t kept_len = 0;
-        char *kept = kept_copy(cfg, s, shown, &kept_len);
-        http_url_request req = {
-            .url = url,
-            .if_none_match = kept ? jsonx_string(NULL, section, "etag") : NULL,
-            .if_modified_since = kept ? jsonx_string(NULL, section, "last_modified") : NULL,
-        };
-        http_url_body res;
-        code = http_url_read(http, &req, MANIFEST_MAX_BYTES, &res, &here);
-        manifest m;
-        memset(&m, 0, sizeof m);
-        manifest_verdict verdict = MANIFEST_OK;
-        if (code == ERR_OK && res.status == 304 && !kept)
-            code = error_set(&here, ERR_HTTP, "answered 304 Not Modified to a request that was not conditional");
-        if (code == ERR_OK) {
-            const char *bytes = res.status == 304 ? kept : res.body;
-            size_t len = res.status == 304 ? kept_len : res.body_len;
-            if (res.too_large)
-                len = MANIFEST_MAX_BYTES + 1; /* manifest_open refuses it by size */
-            code = judge(cfg, s, bytes ? bytes : "", bytes ? len : 0, &trust, now_s, &m, &verdict, &here);
-            if (code != ERR_OK && verdict != MANIFEST_OK) {
-                error_prefix(&here, "mirror %s", shown);
-                char fix[ERROR_MESSAGE_MAX];
-                snprintf(fix, sizeof fix, "%s", here.message);
-                record_status(s, shown, &m, false, false, verdict, fix);
-            } else if (code != ERR_OK) {
-                error_prefix(&here, "mirror %s", shown);
-            }
-        } else {
-            error_prefix(&here, "mirror");
-            record_status(s, shown, NULL, false, false, MANIFEST_OK, here.message);
-        }
-        if (code == ERR_OK) {
-            keep_copy(cfg, s, shown, &res, &m);
-            offer->m = m;
-            offer->manifest_url = shown;
-            offer->installer_url = resolve(shown, m.path);
-            offer->fetch_url = resolve(url, m.path);
-            offer->not_modified = res.status == 304;
-            accepted = true;
-            shown = NULL;
-        } else {
-            manifest_free(&m);
-            log_trace("%s", here.message);
-            if (i + 1 < cfg->mirror.url_count)
-                log_warn("%s; trying the next mirror", here.message);
-            if (worst == ERR_OK ||
-                error_worse_exit(error_exit_code(worst), error_exit_code(code)) != error_exit_code(worst)) {
-                worst = code;
-                worst_err = here;
-            }
-        }
-        http_url_body_free(&res);
-        free(kept);
         free(url);
         free(shown);
+        /* PRODUCT.md 8.1: a root that fails verification stops the run (a
+         * forged root is tampering, not a mirror to route around); one that
+         * could not be fetched or has expired lets the next mirror try. */
+        if (root_failed && code == ERR_REJECTED)
+            break;
     }
     mirror_trust_free(&trust);
     if (rc != ERR_OK)
         return rc;
-    if (!accepted) {
-        /* PRODUCT.md section 1: what retrying can fix is 75 (a network
-         * failure, a timeout, 429/5xx, a slow, stalled or withheld answer, a
-         * refused redirect); what it cannot is 1 (a host name that does not
-         * resolve, 401/403/404 or a missing file, a TLS name or CA failure):
-         * the URL needs fixing. Refusals keep their own code. */
-        bool fixable = worst == ERR_HTTP || worst == ERR_NOT_FOUND || worst == ERR_TLS || worst == ERR_NETWORK;
-        bool temporary = worst == ERR_TEMPORARY || worst == ERR_PROTOCOL || worst == ERR_IO;
-        if (fixable || temporary) {
-            if (temporary)
-                worst_err.code = worst = ERR_TEMPORARY;
-            size_t n = strlen(worst_err.message);
-            snprintf(worst_err.message + n, sizeof worst_err.message - n, "%s",
-                     fixable ? "; no mirror in `mirror.urls` could be read: check the URLs in `mirror.urls`"
-                             : "; no mirror in `mirror.urls` could be read: try again later, or check the URLs and "
-                               "the network");
-        }
-        if (err)
-            *err = worst_err;
-        return worst;
-    }
+    if (!accepted)
+        return none_passed(worst, &worst_err, err);
     if (!offer->installer_url || !offer->fetch_url) {
         source_mirror_offer_free(offer);
         return error_set(err, ERR_NOMEM, "out of memory");
     }
-    char id[256];
-    rc = machine_identity(cfg, id, sizeof id, err);
-    if (rc == ERR_OK)
-        rc = rollout_eligible(offer->m.rollout_salt, id, offer->m.rollout_percent, &offer->eligible, &offer->bucket,
-                              err);
-    if (rc != ERR_OK) {
+    rc = judge_rollout(cfg, s, offer, err);
+    if (rc != ERR_OK)
         source_mirror_offer_free(offer);
-        return rc;
-    }
-    record_status(s, offer->manifest_url, &offer->m, true, offer->eligible, MANIFEST_OK, NULL);
-    return ERR_OK;
+    return rc;
 }
 
 /* ---- The installer ------------------------------------------------------------------- */

@@ -24,7 +24,6 @@
 #include "installer/disposition.h"
 #include "installer/installed.h"
 #include "installer/installer_state.h"
-#include "installer/update.h"
 #include "core/log.h"
 #include "platform/platform.h"
 #include "base/text.h"
@@ -780,7 +779,7 @@ error_code staging_status_section(const config *cfg, state *s, cJSON **out, erro
         latest = NULL;
     jsonx_add_string_or_null(obj, "installed_version", installed);
     jsonx_add_string_or_null(obj, "latest_version", latest);
-    cJSON_AddBoolToObject(obj, "update_available", update_is_available(latest, installed));
+    cJSON_AddBoolToObject(obj, "update_available", version_is_update(latest, installed));
     jsonx_add_string_or_null(obj, "checked_at", installer_state_checked_at(s));
     cJSON_AddItemToObject(obj, "staged", staged_object(cfg));
     add_copy_or_null(obj, "deployed", installer_state_deployed(s));

@@ -1,10 +1,14 @@
 /*
- * update.h — the update policy (PRODUCT.md sections 4 and 8), one for both
- * sources of an offer, the platform's API and the fleet mirror: whether an
- * offered version is fetched (update_decide), and the one shape of what
- * `check --json` and `update --json` print (update_report_json), the
- * "staged" object being status.json's (staging_manifest_to_status).
- * cli/cmd_fetch.c learns the offer, calls these and prints.
+ * update.h — updating the installer (PRODUCT.md sections 4 and 8), one flow
+ * for both sources of an offer, the platform's API and the fleet mirror:
+ * the decision whether an offered version is fetched (update_decide); the
+ * flow offer -> decide -> download -> stage -> commit (update_flow) and the
+ * session check, update and publish run it in (update_run: state, the
+ * installed version, the platform's Retry-After, last_command, status);
+ * and the one shape of what `check --json` and `update --json` print
+ * (update_report_json), the "staged" object being status.json's
+ * (staging_manifest_to_status). cli/cmd_fetch.c builds the request, calls
+ * update_run and prints.
  */
 #ifndef OUTPOST_UPDATE_H
 #define OUTPOST_UPDATE_H
@@ -15,8 +19,11 @@
 #include "base/error.h"
 #include "core/config.h"
 #include "core/state.h"
+#include "core/timefmt.h"
 #include "installer/download.h"
 #include "installer/intake.h"
+#include "installer/source_mirror.h"
+#include "net/http.h"
 
 struct cJSON;
 
@@ -58,10 +65,6 @@ MUST_CHECK error_code update_decide(const update_facts *facts, update_verdict *v
 
 /* Whether the verdict downloads and stages the offer. */
 bool update_verdict_fetches(update_verdict verdict);
-
-/* Whether latest is an update for installed (any valid version is newer than
- * none; NULL latest never is): status.json's and check's update_available. */
-bool update_is_available(const char *latest, const char *installed);
 
 /* is_staged for update_facts: staging_has_verified(user as const config *). */
 bool update_staged_in(const void *cfg, const char *version);
@@ -124,5 +127,136 @@ typedef struct update_report {
  */
 MUST_CHECK error_code update_report_json(const config *cfg, const update_report *report, struct cJSON **out,
                                          error_info *err);
+
+/* ---- The flow: decide -> download -> stage -> commit ------------------------------------ */
+
+/* Where the offer comes from. */
+typedef enum update_source {
+    UPDATE_SOURCE_API,   /* the platform's installer route (source_api.h): needs the API key */
+    UPDATE_SOURCE_MIRROR /* the fleet mirror (source_mirror.h): mirror.urls */
+} update_source;
+
+/* The source check and update use: the mirror when mirror.urls is set (PRODUCT.md section 2). */
+update_source update_source_of(const config *cfg);
+
+/* check's exit code when this machine is offered an update (PRODUCT.md section 1). */
+#define UPDATE_EXIT_AVAILABLE 10
+
+/*
+ * What the flow needs from the program around it, handed down so that
+ * installer/ neither makes clients (cli/commands.c reads the API key once
+ * per run) nor writes report/'s status file:
+ *   transport     the client for source, asked for once the state and the
+ *                 installed version are read; *http stays the caller's
+ *   write_status  status.json, with s's installer member
+ *                 (update_status_section), once s is saved; s is NULL when
+ *                 the state could not be read. NULL: no status file
+ * update_run needs transport; update_flow, given its client, needs neither.
+ */
+typedef struct update_hooks {
+    error_code (*transport)(void *user, update_source source, http_client **http, error_info *err);
+    error_code (*write_status)(void *user, state *s, error_info *err);
+    void *user;
+} update_hooks;
+
+/* What check, update, publish and mirror verify ask of the flow. */
+typedef struct update_request {
+    update_source source;
+    bool fetch;              /* update: download, stage and commit what the decision fetches; false: check */
+    bool force;              /* update --force: fetched and staged again, and the platform called
+                                despite a Retry-After (an administrator decided to call now) */
+    bool allow_downgrade;    /* update --allow-downgrade */
+    bool for_fleet;          /* publish: the host's own installed version is not the measure */
+    bool retry_after_judged; /* `run` judged the platform's Retry-After before its parts */
+    bool always_fetch;       /* mirror verify: fetched, verified and staged whatever the decision,
+                                which is reported (verdict, refusal), not obeyed */
+    bool progress;           /* a progress bar on stderr */
+    const char *command;     /* recorded as installer.last_command; NULL when `run` drives
+                                (last_run is the scheduled run's) */
+    update_hooks hooks;      /* update_run's */
+} update_request;
+
+/* The flow's steps, for update_outcome.failed. */
+typedef enum update_step {
+    UPDATE_STEP_NONE,     /* nothing failed */
+    UPDATE_STEP_OPEN,     /* the state, the installed version, the transport, Retry-After */
+    UPDATE_STEP_OFFER,    /* learning the offer: the installer route's headers (check), the mirror's manifest */
+    UPDATE_STEP_DECIDE,   /* the decision refused the offer (a downgrade) */
+    UPDATE_STEP_DOWNLOAD, /* the installer's transfer (the API's: its answer too) */
+    UPDATE_STEP_STAGE,    /* verification and staging (intake) */
+    UPDATE_STEP_COMMIT,   /* a version staged before made current */
+    UPDATE_STEP_FINISH    /* the state saved, the status file written */
+} update_step;
+
+/* What the flow learned and did; the strings are malloc'd (update_outcome_free). */
+typedef struct update_outcome {
+    char *installed;                       /* the installed version weighed; NULL: none known (publish: always) */
+    char *latest;                          /* the offered version; NULL before an offer */
+    char checked_at[TIMEFMT_ISO8601_SIZE]; /* when the offer was learned */
+    bool update_available;                 /* latest is newer than installed (version_is_update) */
+    bool eligible;                         /* inside the offer's rollout (the API offers to every machine) */
+    mirror_offer offer;                    /* UPDATE_SOURCE_MIRROR: the accepted manifest; else empty */
+    update_verdict verdict;                /* the decision, once an offer was decided on */
+    error_info refusal;                    /* always_fetch: why the decision refused the offer; code ERR_OK if not */
+    update_action action;                  /* update: what it did; UPDATE_ACTION_NONE for check */
+    intake_result staged;                  /* UPDATE_ACTION_STAGED: what intake staged */
+    int64_t resumed_from;                  /* the byte the download resumed from (0: from the start) */
+    int exit_code;                         /* check: UPDATE_EXIT_AVAILABLE when this machine is offered an update */
+    update_step failed;                    /* where the error the flow returned came from */
+} update_outcome;
+
+/*
+ * check, update and publish (and `run`'s update): the state and the
+ * installed version read (installed_version_get), the transport asked for,
+ * the platform's Retry-After respected (the API only; not with force, nor
+ * when `run` judged it), then update_flow on them. Whatever came of it: the
+ * Retry-After the platform gave now recorded (net/retry_after.h), the
+ * outcome recorded as installer.last_command (request->command), the state
+ * saved and the status written (hooks.write_status); a failure there is
+ * returned only when the flow itself succeeded. Free *out with
+ * update_outcome_free in every case.
+ */
+MUST_CHECK error_code update_run(const config *cfg, const update_request *request, update_outcome *out,
+                                 error_info *err);
+
+/*
+ * The flow on what the caller holds, the same for every source: the offer
+ * learned (check: the installer route's headers; the mirror: its manifest,
+ * source_mirror_fetch), decided on (update_decide, where policy will veto),
+ * downloaded (download.c; the API's answer is its own offer, decided on
+ * before any body byte is kept), staged (intake_stage) and committed (a
+ * version staged before made current: staging_finish_commit). installed is
+ * the version decisions weigh (copied). What is learned is noted in s
+ * (state sections "installer" and "mirror"), which is not saved here:
+ * `mirror verify` runs the flow on a scratch state. Free *out with
+ * update_outcome_free in every case.
+ */
+MUST_CHECK error_code update_flow(const config *cfg, state *s, http_client *http, const char *installed,
+                                  const update_request *request, update_outcome *out, error_info *err);
+
+void update_outcome_free(update_outcome *out);
+
+/*
+ * The one check of the platform's Retry-After kept in state (state section
+ * "run", net/retry_after.h), for check, update and publish (update_run) and
+ * for `run` before its parts: ERR_TEMPORARY "the platform asked not to be
+ * called before <time> (Retry-After); <then>" while that time is ahead.
+ */
+MUST_CHECK error_code update_respect_retry_after(state *s, const char *then, error_info *err);
+
+/*
+ * status.json's "installer" member: staging_status_section, with the
+ * source and the mirror's status (source_status_annotate). *out is the
+ * caller's (cJSON_Delete).
+ */
+MUST_CHECK error_code update_status_section(const config *cfg, state *s, struct cJSON **out, error_info *err);
+
+/*
+ * What `check --json` / `update --json` print for what the flow learned and
+ * did (update_report_json), the mirror's part from out->offer. *doc is the
+ * caller's.
+ */
+MUST_CHECK error_code update_outcome_json(const config *cfg, const update_request *request, const update_outcome *out,
+                                          struct cJSON **doc, error_info *err);
 
 #endif

@@ -168,6 +168,11 @@ int version_compare(const char *a, const char *b)
     return compare_digits(an, al, bn, bl);
 }
 
+bool version_is_update(const char *latest, const char *installed)
+{
+    return latest && (!installed || version_compare(latest, installed) > 0);
+}
+
 int version_compare_numbers(const char *a, const char *b)
 {
     return compare_numbers(&a, &b);

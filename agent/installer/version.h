@@ -35,6 +35,10 @@ bool version_is_valid(const char *text, error_info *err);
  */
 int version_compare(const char *a, const char *b);
 
+/* Whether latest is an update for installed (any valid version is newer than
+ * none; NULL latest never is): status.json's and check's update_available. */
+bool version_is_update(const char *latest, const char *installed);
+
 /*
  * Compares only the numeric parts of two versions, numerically, with the
  * rules above (leading zeros allowed, missing parts are 0), and ignores any

@@ -193,6 +193,24 @@ bool support_answer_token(const char *url, const char *token, http_fake_response
     return true;
 }
 
+error_code support_fake_installer_route(void *ctx, const char *method, const char *url, const char *body,
+                                        size_t body_len, const char *extra, http_fake_response *r, error_info *err)
+{
+    support_installer_route *route = ctx;
+    (void)method, (void)body, (void)body_len, (void)extra, (void)err;
+    if (support_answer_token(url, "tok", r))
+        return ERR_OK;
+    assert_non_null(strstr(url, "/v2/installer/windows/latest"));
+    route->requests++;
+    r->status = 200;
+    r->headers = support_dup(route->headers);
+    r->body = malloc(route->body_len + 1);
+    assert_non_null(r->body);
+    memcpy(r->body, route->body, route->body_len);
+    r->body_len = route->body_len;
+    return ERR_OK;
+}
+
 char *support_header_value(const char *headers, const char *name)
 {
     const char *p = headers ? strstr(headers, name) : NULL;

@@ -50,6 +50,22 @@ void support_answer(http_fake_response *r, long status, const char *headers, con
  */
 bool support_answer_token(const char *url, const char *token, http_fake_response *r);
 
+/*
+ * A platform whose installer route for "windows" answers 200 with headers
+ * and the body's bytes (the token exchange answered too): the fake
+ * transport (http_fake_fn, ctx a support_installer_route) of the tests of
+ * the installer's source and flow. Any other route fails the test.
+ */
+typedef struct support_installer_route {
+    const char *headers; /* "Name: value\r\n" lines */
+    const char *body;    /* body_len bytes */
+    size_t body_len;
+    int requests; /* answers of the installer route so far */
+} support_installer_route;
+
+error_code support_fake_installer_route(void *ctx, const char *method, const char *url, const char *body,
+                                        size_t body_len, const char *extra, http_fake_response *r, error_info *err);
+
 /* The value of header name ("Range: bytes=" style: name includes the colon
  * and what precedes the value) in a request's header lines, malloc'd; NULL
  * when absent. */

@@ -356,6 +356,29 @@ static void test_swapped_same_size_not_run(void **ctx)
 }
 
 /* What the installer's environment keeps and drops (PRODUCT.md section 9). */
+/* run deploys when deploy is enabled and the current staged version is not
+ * the one deployed: never with nothing staged, never twice. */
+static void test_deploy_wanted(void **ctx)
+{
+    fixture *f = *ctx;
+    assert_false(deploy_wanted(&f->cfg)); /* deploy.enabled is false by default */
+    f->cfg.deploy.enabled = true;
+    assert_false(deploy_wanted(&f->cfg)); /* nothing staged */
+    prepare(f, "2.0", "exit 0");
+    assert_true(deploy_wanted(&f->cfg));
+    deploy_outcome out;
+    error_info err;
+    assert_int_equal(deploy_run(&f->cfg, f->s, &out, &err), ERR_OK);
+    assert_false(deploy_wanted(&f->cfg));
+    f->cfg.deploy.enabled = false;
+    char *next = support_write_pe(f->dir, "next.exe", 1024, 9);
+    support_stage(f, next, "3.0");
+    free(next);
+    assert_false(deploy_wanted(&f->cfg));
+    f->cfg.deploy.enabled = true;
+    assert_true(deploy_wanted(&f->cfg));
+}
+
 static void test_child_environment_filter(void **unused)
 {
     (void)unused;
@@ -454,6 +477,7 @@ int main(void)
         SUPPORT_STAGING_TEST(test_tampered_not_run),
         SUPPORT_STAGING_TEST(test_writable_staged_dir_not_run),
         SUPPORT_STAGING_TEST(test_swapped_same_size_not_run),
+        SUPPORT_STAGING_TEST(test_deploy_wanted),
         cmocka_unit_test(test_child_environment_filter),
         SUPPORT_STAGING_TEST(test_child_environment_and_descriptors),
     };

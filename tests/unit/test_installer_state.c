@@ -81,6 +81,30 @@ static void test_last_command_moves_to_the_end(void **ctx)
     assert_string_equal(cJSON_GetObjectItem(installer_state_last_command(f->s), "command")->valuestring, "check");
 }
 
+/* An interactive command's outcome: its exit code on success; on failure
+ * the error's exit code and message, or the code's meaning without one. */
+static void test_note_outcome(void **ctx)
+{
+    fixture *f = *ctx;
+    const cJSON *last;
+    installer_state_note_outcome(f->s, "check", ERR_OK, 10, NULL);
+    last = installer_state_last_command(f->s);
+    assert_string_equal(cJSON_GetObjectItem(last, "command")->valuestring, "check");
+    assert_int_equal(cJSON_GetObjectItem(last, "exit_code")->valueint, 10);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(last, "error")));
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(last, "at")));
+    error_info err;
+    error_set(&err, ERR_REJECTED, "the signature is not valid");
+    installer_state_note_outcome(f->s, "update", ERR_REJECTED, 0, &err);
+    last = installer_state_last_command(f->s);
+    assert_int_equal(cJSON_GetObjectItem(last, "exit_code")->valueint, 4);
+    assert_string_equal(cJSON_GetObjectItem(last, "error")->valuestring, "the signature is not valid");
+    installer_state_note_outcome(f->s, "update", ERR_TEMPORARY, 0, NULL);
+    last = installer_state_last_command(f->s);
+    assert_int_equal(cJSON_GetObjectItem(last, "exit_code")->valueint, 75);
+    assert_string_equal(cJSON_GetObjectItem(last, "error")->valuestring, error_meaning(ERR_TEMPORARY));
+}
+
 static void test_deploy_records(void **ctx)
 {
     fixture *f = *ctx;
@@ -204,6 +228,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_latest_replaced_in_place, setup, teardown),
         cmocka_unit_test_setup_teardown(test_last_command_moves_to_the_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_note_outcome, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deploy_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_history, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_history_is_replaced, setup, teardown),

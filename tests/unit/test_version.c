@@ -196,11 +196,22 @@ static void test_numbers_of(void **unused)
     }
 }
 
+static void test_is_update(void **ctx)
+{
+    (void)ctx;
+    assert_true(version_is_update("2.0", "1.0"));
+    assert_true(version_is_update("1.0", NULL));
+    assert_false(version_is_update("1.0", "1.0"));
+    assert_false(version_is_update("0.9", "1.0"));
+    assert_false(version_is_update(NULL, "1.0"));
+    assert_false(version_is_update(NULL, NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),           cmocka_unit_test(test_invalid),    cmocka_unit_test(test_compare),
-        cmocka_unit_test(test_compare_numbers), cmocka_unit_test(test_numbers_of),
+        cmocka_unit_test(test_compare_numbers), cmocka_unit_test(test_numbers_of), cmocka_unit_test(test_is_update),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
