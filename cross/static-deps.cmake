@@ -68,11 +68,11 @@ function(outpost_mbedtls_alt option define symbol what)
   endif()
 endfunction()
 
-# SHA-256 blocks: agent/core/sha256accel.c (the CPU's SHA instructions).
+# SHA-256 blocks: agent/crypto/sha256accel.c (the CPU's SHA instructions).
 outpost_mbedtls_alt(MBEDTLS_SHA256_PROCESS_ALT OUTPOST_SHA256_ALT mbedtls_internal_sha256_process SHA-256)
-# ChaCha20: agent/core/chacha20accel.c (four blocks at a time in vector registers).
+# ChaCha20: agent/crypto/chacha20accel.c (four blocks at a time in vector registers).
 outpost_mbedtls_alt(MBEDTLS_CHACHA20_ALT OUTPOST_CHACHA20_ALT mbedtls_chacha20_update ChaCha20)
-# AES-GCM: agent/core/gcmaccel.c (AES-NI + PCLMULQDQ, ARMv8 AES + PMULL).
+# AES-GCM: agent/crypto/gcmaccel.c (AES-NI + PCLMULQDQ, ARMv8 AES + PMULL).
 outpost_mbedtls_alt(MBEDTLS_GCM_ALT OUTPOST_GCM_ALT mbedtls_gcm_auth_decrypt AES-GCM)
 
 # libcurl in the prefix runs over this mbedTLS (cross/build-deps): outpost

@@ -40,6 +40,9 @@ def test_a_copy_passes_before_anything_is_planted(tree):
 
 @pytest.mark.parametrize("victim, line, expected", [
     ("agent/core/config.c", '#include "cli/cli.h"', 'core/ may not include "cli/cli.h"'),
+    ("agent/core/config.c", '#include "crypto/sha256.h"', 'core/ may not include "crypto/sha256.h"'),
+    ("agent/crypto/sha256.c", '#include "core/log.h"', 'crypto/ may not include "core/log.h"'),
+    ("agent/crypto/gcmaccel.c", '#include "net/http.h"', 'crypto/ may not include "net/http.h"'),
     ("agent/net/http.c", '#include "installer/download.h"', 'net/ may not include "installer/download.h"'),
     ("agent/installer/staging.c", '#include "report/status.h"', 'installer/ may not include "report/status.h"'),
     ("agent/report/report.c", '#include "installer/staging.h"', 'report/ may not include "installer/staging.h"'),
