@@ -1,0 +1,13 @@
+error_code platform_installed_version(const char *display_name, char **version, error_info *err)
+{
+    return error_set(err, ERR_NOT_FOUND,
+                     "cannot read the installed version of %s: no software inventory on this platform", display_name);
+}
+
+error_code platform_inventory_write(const platform_inventory_value *values, size_t count, error_info *err)
+{
+    (void)values;
+    (void)count;
+    (void)err;
+    return ERR_OK;
+}

@@ -1,0 +1,64 @@
+/* ---- Error translation --------------------------------------------------- */
+
+/* The error_code for a GetLastError() value (platform.h conventions): the
+ * Win32 twin of platform_os_error_code's errno table. */
+error_code platform_win32_error_code(unsigned long e)
+{
+    switch (e) {
+    case ERROR_FILE_NOT_FOUND:
+    case ERROR_PATH_NOT_FOUND:
+    case ERROR_INVALID_DRIVE:
+    case ERROR_BAD_NETPATH:
+    case ERROR_BAD_NET_NAME: return ERR_NOT_FOUND;
+    case ERROR_DISK_FULL:
+    case ERROR_HANDLE_DISK_FULL: return ERR_DISK_FULL;
+    case ERROR_ACCESS_DENIED:
+    case ERROR_PRIVILEGE_NOT_HELD: return ERR_PERMISSION;
+    case ERROR_NOT_ENOUGH_MEMORY:
+    case ERROR_OUTOFMEMORY: return ERR_NOMEM;
+    default: return ERR_IO;
+    }
+}
+
+static MUST_CHECK error_code win_code(DWORD e)
+{
+    return platform_win32_error_code(e);
+}
+
+/* The system's text for e, one line without the final period, into buf. */
+static const char *win_message(DWORD e, char *buf, size_t size)
+{
+    wchar_t text[256];
+    DWORD n =
+        FormatMessageW(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL, e,
+                       MAKELANGID(LANG_NEUTRAL, SUBLANG_DEFAULT), text, (DWORD)(sizeof text / sizeof text[0]), NULL);
+    while (n > 0 && (text[n - 1] == L'\r' || text[n - 1] == L'\n' || text[n - 1] == L' ' || text[n - 1] == L'.'))
+        n--;
+    char *utf8 = n > 0 ? narrow_n(text, (int)n) : NULL;
+    if (utf8)
+        snprintf(buf, size, "%s", utf8);
+    else
+        snprintf(buf, size, "Windows error %lu", (unsigned long)e);
+    free(utf8);
+    return buf;
+}
+
+/* Fills err with "<what> <path>: <system text>" and the matching code. */
+static MUST_CHECK error_code fail_win(error_info *err, DWORD e, const char *what, const char *path)
+{
+    char text[256];
+    return error_set_os(err, win_code(e), (int)e, "%s %s: %s", what, path, win_message(e, text, sizeof text));
+}
+
+/* As fail_win but always ERR_IO: for walks and removals, where "not found"
+ * would mislead the caller. */
+static MUST_CHECK error_code fail_io(error_info *err, DWORD e, const char *what, const char *path)
+{
+    char text[256];
+    return error_set_os(err, ERR_IO, (int)e, "%s %s: %s", what, path, win_message(e, text, sizeof text));
+}
+
+static error_code fail_nomem(error_info *err) /* fills err; the code is for convenience */
+{
+    return error_set_os(err, ERR_NOMEM, ERROR_NOT_ENOUGH_MEMORY, "out of memory");
+}
