@@ -26,7 +26,7 @@ if(WIN32)
   # MinGW's C99 printf: %zu and %lld work, and error.h's OUTPOST_PRINTF
   # checks formats against it (__MINGW_PRINTF_FORMAT is gnu_printf then).
   target_link_options(outpost_core PUBLIC -static -static-libgcc)
-  # win32.c uses Windows threads; FindThreads' -lpthread would only drag
+  # platform/win32/ uses Windows threads; FindThreads' -lpthread would only drag
   # winpthread's emulation into the executable.
   set_property(TARGET Threads::Threads PROPERTY INTERFACE_LINK_LIBRARIES "")
   enable_language(RC)

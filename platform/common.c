@@ -1,10 +1,10 @@
 /*
  * common.c — the parts of platform.h whose code is the same on every
- * system, built beside posix.c or win32.c (CMakeLists.txt):
+ * system, built beside platform/posix/ or platform/win32/ (CMakeLists.txt):
  *  - the errno half of error translation: errno means the same in glibc,
  *    the BSDs' libc and the Windows C runtime, so one table serves every
  *    platform and a full quota is "disk full" on every path. GetLastError()
- *    values, which only Windows has, are translated by win32.c
+ *    values, which only Windows has, are translated by win32/error.c
  *    (platform_win32_error_code);
  *  - 64-bit file sizes and offsets over a stdio stream. fseek and ftell
  *    take a `long`, 32 bits on Windows; the 64-bit pair is fseeko/ftello
@@ -16,9 +16,8 @@
  *    stream without a descriptor (fmemopen, which the fuzzers use) works
  *    as a file does;
  *  - path and file helpers written over the calls above (the directory
- *    part of a path, a temporary name, copying a file);
- *  - the CPU's crypto instructions: CPUID on x86 whatever the system (Windows
- *    has no feature flag for SHA-NI), the kernel's HWCAP on Linux/AArch64.
+ *    part of a path, a temporary name, copying a file).
+ * (The CPU's crypto instructions are cpu.c's, beside this file.)
  */
 #if !defined(_WIN32) && !defined(_FILE_OFFSET_BITS)
 #define _FILE_OFFSET_BITS 64
@@ -29,14 +28,6 @@
 #include "base/text.h"
 
 #include <errno.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#elif defined(__aarch64__) && defined(__linux__)
-#include <asm/hwcap.h>
-#include <sys/auxv.h>
-#elif defined(__aarch64__) && defined(_WIN32)
-#include <windows.h>
-#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,21 @@
+/*
+ * cpu.c — whether the CPU has the instructions crypto/'s accelerators use
+ * (platform_cpu_has_sha256, platform_cpu_has_aes_clmul), one file for both
+ * sides: CPUID on x86 whatever the system (Windows has no feature flag for
+ * SHA-NI), the kernel's HWCAP on Linux/AArch64, IsProcessorFeaturePresent
+ * on Windows/AArch64.
+ */
+#include "platform/platform.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#elif defined(__aarch64__) && defined(_WIN32)
+#include <windows.h>
+#endif
+
 bool platform_cpu_has_sha256(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -2,10 +2,10 @@
  * platform.h — the whole operating-system surface outpost uses.
  *
  * The portable core (agent/) calls only these functions for anything the C
- * standard library cannot do portably; platform/posix.c and platform/win32.c
- * implement them, and CMake picks one (platform/common.c, built beside
- * either, holds what is the same on both). Strings are UTF-8 everywhere (the
- * Win32 side converts to UTF-16 underneath).
+ * standard library cannot do portably; platform/posix/ and platform/win32/
+ * implement them, and CMake picks one (platform/common.c and cpu.c, built
+ * beside either, hold what is the same on both). Strings are UTF-8
+ * everywhere (the Win32 side converts to UTF-16 underneath).
  *
  * Conventions, the same on every implementation:
  *  - Functions that can fail return an error_code and fill *err (which may
@@ -13,7 +13,7 @@
  *    GetLastError() goes to err->os_error. Out-parameters are left untouched
  *    on failure unless the comment says otherwise.
  *  - OS errors become error_codes by one table (platform_os_error_code;
- *    GetLastError() values by its Win32 twin in win32.c): ERR_NOT_FOUND
+ *    GetLastError() values by its Win32 twin in win32/error.c): ERR_NOT_FOUND
  *    means "the path (or value) does not exist"; ERR_DISK_FULL means
  *    ENOSPC/EDQUOT or ERROR_DISK_FULL/ERROR_HANDLE_DISK_FULL, whatever
  *    the call; ERR_PERMISSION that the OS refused access; other file

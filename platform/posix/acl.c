@@ -1,3 +1,19 @@
+/*
+ * acl.c — who may read and write what outpost creates, on POSIX the owner,
+ * group and mode bits (the Win32 twin sets access lists): the state
+ * directory private to outpost (platform_mkdirs_private,
+ * platform_make_private_dir: mode 0700), the files report.readers_group may
+ * read (platform_group_exists, platform_share_with_group: the group and
+ * 0640/0750) and a published mirror readable by all
+ * (platform_make_world_readable).
+ */
+#include "platform/posix/posix_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <unistd.h>
+
 error_code platform_mkdirs_private(const char *path, error_info *err)
 {
     /* platform_mkdirs already creates every new level 0700. */
@@ -7,7 +23,7 @@ error_code platform_mkdirs_private(const char *path, error_info *err)
 error_code platform_make_private_dir(const char *path, error_info *err)
 {
     if (chmod(path, 0700) != 0)
-        return fail_path(err, errno, "cannot make directory private: chmod", path);
+        return posix_fail_path(err, errno, "cannot make directory private: chmod", path);
     return ERR_OK;
 }
 
@@ -40,18 +56,18 @@ error_code platform_share_with_group(const char *path, const char *group, error_
     const struct group *found = &entry;
     /* Through a descriptor of the file itself (never a link's target):
      * what is judged is what is changed. */
-    int fd = open_in(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+    int fd = posix_open_in(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
     if (fd < 0)
-        return fail_path(err, errno, "cannot read the permissions of", path);
+        return posix_fail_path(err, errno, "cannot read the permissions of", path);
     struct stat st;
     if (fstat(fd, &st) != 0)
-        rc = fail_path(err, errno, "cannot read the permissions of", path);
+        rc = posix_fail_path(err, errno, "cannot read the permissions of", path);
     else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
         rc = error_set(err, ERR_IO, "%s is not a file or a directory", path);
     else if (fchown(fd, (uid_t)-1, found->gr_gid) != 0)
-        rc = fail_path(err, errno, "cannot give the readers group access to", path);
+        rc = posix_fail_path(err, errno, "cannot give the readers group access to", path);
     else if (fchmod(fd, S_ISDIR(st.st_mode) ? 0750 : 0640) != 0)
-        rc = fail_path(err, errno, "cannot set the permissions of", path);
+        rc = posix_fail_path(err, errno, "cannot set the permissions of", path);
     close(fd);
     return rc;
 }
@@ -60,10 +76,10 @@ error_code platform_make_world_readable(const char *path, error_info *err)
 {
     struct stat st;
     if (lstat(path, &st) != 0)
-        return fail_path(err, errno, "cannot read the permissions of", path);
+        return posix_fail_path(err, errno, "cannot read the permissions of", path);
     if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
         return error_set(err, ERR_IO, "%s is not a file or a directory", path);
     if (chmod(path, S_ISDIR(st.st_mode) ? 0755 : 0644) != 0)
-        return fail_path(err, errno, "cannot make readable by all:", path);
+        return posix_fail_path(err, errno, "cannot make readable by all:", path);
     return ERR_OK;
 }

@@ -1,3 +1,14 @@
+/*
+ * certstore.c — the system's trusted root certificates (platform.h, "The
+ * system's certificate store"): on POSIX a PEM bundle file, found among the
+ * distributions' paths (SSL_CERT_FILE first), which libcurl reads for TLS
+ * and which serves as the code-signing roots of trusted_ca_file "system".
+ */
+#include "platform/posix/posix_int.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
 error_code platform_system_ca_bundle(char **pem, size_t *len, error_info *err)
 {
     (void)pem;

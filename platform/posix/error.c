@@ -1,37 +1,32 @@
-/* ---- Error translation --------------------------------------------------- */
+/*
+ * error.c — how the POSIX files say what failed: one line naming what and
+ * the path, the system's reason, the error_code from common.c's errno table
+ * (platform_os_error_code) and the raw errno in os_error (posix_int.h).
+ */
+#include "platform/posix/posix_int.h"
 
-/* The error_code for an errno value: common.c's table, shared with win32.c. */
-static MUST_CHECK error_code errno_code(int e)
-{
-    return platform_os_error_code(e);
-}
+#include <errno.h>
+#include <string.h>
 
-/* strerror(e), except for what outpost's own O_NOFOLLOW means: ELOOP is a
- * symbolic link met where outpost follows none (below the state directory,
- * or a file it creates). (A ".." below the state directory is EPERM,
- * "Operation not permitted", as strerror says it.) */
-static const char *os_reason(int e)
+const char *posix_os_reason(int e)
 {
     if (e == ELOOP)
         return "it is, or goes through, a symbolic link, which outpost never follows here; refusing it";
     return strerror(e);
 }
 
-/* Fills err with "<what> <path>: <reason>" and the errno-derived code. */
-static MUST_CHECK error_code fail_path(error_info *err, int e, const char *what, const char *path)
+error_code posix_fail_path(error_info *err, int e, const char *what, const char *path)
 {
-    return error_set_os(err, errno_code(e), e, "%s %s: %s", what, path, os_reason(e));
+    return error_set_os(err, platform_os_error_code(e), e, "%s %s: %s", what, path, posix_os_reason(e));
 }
 
-/* As fail_path with the current errno, but always ERR_IO: for walks and
- * removals, where "not found" would mislead the caller. */
-static MUST_CHECK error_code fail_io(error_info *err, const char *what, const char *path)
+error_code posix_fail_io(error_info *err, const char *what, const char *path)
 {
     int e = errno;
-    return error_set_os(err, ERR_IO, e, "%s %s: %s", what, path, os_reason(e));
+    return error_set_os(err, ERR_IO, e, "%s %s: %s", what, path, posix_os_reason(e));
 }
 
-static MUST_CHECK error_code fail_nomem(error_info *err)
+error_code posix_fail_nomem(error_info *err)
 {
     return error_set_os(err, ERR_NOMEM, ENOMEM, "out of memory");
 }

@@ -1,55 +1,22 @@
 /*
- * posix.c — the platform layer (platform.h) for Linux and other POSIX
- * systems: files and atomic replacement, the single-instance lock, clocks and
- * randomness, running programs with a timeout, threads, host facts.
- *
- * Layout follows platform.h section by section. OS errors are translated
- * by the one errno table of common.c (errno_code() below), and every
- * message names the path and strerror(), with the raw errno kept in
- * os_error.
- * Every descriptor we open is close-on-exec, and a spawned program closes
- * every other one above stderr too (libraries open theirs without it), so
- * it inherits only stdin (the null device), stdout and stderr. Linux/glibc is the
- * reference; `#ifdef` blocks below only pick cheaper or safer calls where a
- * system has them (getrandom, F_FULLFSYNC, arc4random_buf).
+ * fs.c — files for POSIX (platform.h, "Files"): opening with UTF-8 names and
+ * close-on-exec, flushing to disk, atomic replacement (a flushed temporary
+ * file renamed over the old one, then the directory flushed), whole-file
+ * reads with a cap, removal, directories and listing. A path under the held
+ * state directory is reached through its handle (stateroot.c), never by
+ * name. Each write, rename, flush and removal passes a crash point
+ * (crash_point.h) for the crash tests.
  */
-#if defined(__linux__) && !defined(_GNU_SOURCE)
-#define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np (glibc 2.34+) */
-#endif
-#if defined(__APPLE__) && !defined(_DARWIN_C_SOURCE)
-#define _DARWIN_C_SOURCE /* flock, arc4random_buf, F_FULLFSYNC beside _POSIX_C_SOURCE */
-#endif
-
-#include "platform/platform.h"
+#include "platform/posix/posix_int.h"
 #include "platform/crash_point.h"
-#include "platform/private_dir.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <limits.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/types.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
-
-/* ---- Small file helpers -------------------------------------------------- */
 
 /* fsync that reaches the platter on macOS too (plain fsync does not there). */
 static int fsync_fd(int fd)
@@ -69,12 +36,12 @@ static int fsync_fd(int fd)
  * systems that cannot fsync a directory (EINVAL, ENOTSUP) count as done. */
 static MUST_CHECK error_code sync_dir(const char *dir, error_info *err)
 {
-    int fd = open_in(dir, O_RDONLY | O_DIRECTORY, 0);
+    int fd = posix_open_in(dir, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0)
-        return fail_path(err, errno, "cannot open directory", dir);
+        return posix_fail_path(err, errno, "cannot open directory", dir);
     error_code rc = ERR_OK;
     if (fsync_fd(fd) != 0 && errno != EINVAL && errno != ENOTSUP && errno != EROFS)
-        rc = fail_path(err, errno, "cannot flush directory", dir);
+        rc = posix_fail_path(err, errno, "cannot flush directory", dir);
     close(fd);
     return rc;
 }
@@ -84,14 +51,13 @@ static MUST_CHECK error_code sync_parent(const char *path, error_info *err)
 {
     char *dir = platform_path_dir(path);
     if (!dir)
-        return fail_nomem(err);
+        return posix_fail_nomem(err);
     error_code rc = sync_dir(dir, err);
     free(dir);
     return rc;
 }
 
-/* Writes all len bytes, retrying short writes and EINTR. 0 or -1 (errno). */
-static int write_all(int fd, const void *data, size_t len)
+int posix_write_all(int fd, const void *data, size_t len)
 {
     const unsigned char *p = data;
     while (len > 0) {
@@ -111,8 +77,6 @@ static int write_all(int fd, const void *data, size_t len)
     }
     return 0;
 }
-
-/* ---- Files --------------------------------------------------------------- */
 
 char platform_path_separator(void)
 {
@@ -135,7 +99,7 @@ char *platform_path_join(const char *dir, const char *name)
 }
 
 /*
- * fopen of a path under the state directory, through its handle (open_in):
+ * fopen of a path under the state directory, through its handle (posix_open_in):
  * the open(2) flags mode means, O_CREAT always when private (created 0600,
  * as platform_fopen_private promises), then fdopen. NULL with errno set.
  */
@@ -153,7 +117,7 @@ static FILE *fopen_under_root(const char *path, const char *mode, bool private_f
         flags |= O_EXCL;
     if (private_file)
         flags |= O_CREAT;
-    int fd = open_in(path, flags | O_NOCTTY, private_file ? 0600 : 0666);
+    int fd = posix_open_in(path, flags | O_NOCTTY, private_file ? 0600 : 0666);
     if (fd < 0)
         return NULL;
     char plain[8]; /* fdopen's mode: the letters it knows */
@@ -173,7 +137,7 @@ static FILE *fopen_under_root(const char *path, const char *mode, bool private_f
 
 FILE *platform_fopen(const char *path, const char *mode)
 {
-    if (under_root(path))
+    if (posix_under_root(path))
         return fopen_under_root(path, mode, false);
     char mode_e[16];
     size_t mode_len = strlen(mode);
@@ -200,7 +164,7 @@ FILE *platform_fopen(const char *path, const char *mode)
 
 FILE *platform_fopen_private(const char *path, const char *mode)
 {
-    if (under_root(path))
+    if (posix_under_root(path))
         return fopen_under_root(path, mode, true);
     /* The file is created 0600 first, then opened as asked: fopen creates
      * with 0666 less the umask, which is world-readable under the usual 022. */
@@ -222,12 +186,12 @@ error_code platform_fsync_file(FILE *f, error_info *err)
     crash_point("fsync", NULL);
     if (fflush(f) != 0) {
         int e = errno;
-        return error_set_os(err, errno_code(e), e, "cannot write file: %s", strerror(e));
+        return error_set_os(err, platform_os_error_code(e), e, "cannot write file: %s", strerror(e));
     }
     /* A pipe or terminal has nothing to flush to disk: EINVAL is not a failure. */
     if (fsync_fd(fileno(f)) != 0 && errno != EINVAL && errno != ENOTSUP) {
         int e = errno;
-        return error_set_os(err, errno_code(e), e, "cannot flush file to disk: %s", strerror(e));
+        return error_set_os(err, platform_os_error_code(e), e, "cannot flush file to disk: %s", strerror(e));
     }
     return ERR_OK;
 }
@@ -257,7 +221,7 @@ error_code platform_append(FILE *f, const void *data, size_t len, error_info *er
                 clearerr(f);
                 continue;
             }
-            return error_set_os(err, errno_code(e), e, "%s", strerror(e));
+            return error_set_os(err, platform_os_error_code(e), e, "%s", strerror(e));
         }
         p += n;
         len -= n;
@@ -272,7 +236,7 @@ static MUST_CHECK error_code open_temp(const char *path, int *fd_out, char **tmp
     size_t size = strlen(path) + 1 + 16 + 4 + 1;
     char *tmp = malloc(size);
     if (!tmp)
-        return fail_nomem(err);
+        return posix_fail_nomem(err);
     for (int attempt = 0; attempt < 16; attempt++) {
         unsigned char rnd[8];
         if (platform_random_bytes(rnd, sizeof rnd, NULL) != ERR_OK) {
@@ -282,7 +246,7 @@ static MUST_CHECK error_code open_temp(const char *path, int *fd_out, char **tmp
         }
         snprintf(tmp, size, "%s.%02x%02x%02x%02x%02x%02x%02x%02x.tmp", path, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
                  rnd[5], rnd[6], rnd[7]);
-        int fd = open_in(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        int fd = posix_open_in(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
         if (fd >= 0) {
             *fd_out = fd;
             *tmp_path = tmp;
@@ -291,8 +255,8 @@ static MUST_CHECK error_code open_temp(const char *path, int *fd_out, char **tmp
         if (errno != EEXIST && errno != EINTR) {
             int e = errno;
             free(tmp);
-            return error_set_os(err, errno_code(e), e, "cannot create a temporary file to replace %s: %s", path,
-                                os_reason(e));
+            return error_set_os(err, platform_os_error_code(e), e, "cannot create a temporary file to replace %s: %s",
+                                path, posix_os_reason(e));
         }
     }
     free(tmp);
@@ -307,7 +271,7 @@ static int fill_temp(int fd, mode_t mode, const void *data, size_t len, const ch
     if (mode != 0600 && fchmod(fd, mode) != 0) {
         e = errno;
         *what = "cannot set the mode of the temporary file for";
-    } else if (write_all(fd, data, len) != 0) {
+    } else if (posix_write_all(fd, data, len) != 0) {
         e = errno;
         *what = "cannot write";
     } else if (fsync_fd(fd) != 0) {
@@ -326,7 +290,7 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
     /* Keep the permissions of the file being replaced; new files are 0600. */
     mode_t mode = 0600;
     struct stat st;
-    if (stat_in(path, &st, true) == 0 && S_ISREG(st.st_mode))
+    if (posix_stat_in(path, &st, true) == 0 && S_ISREG(st.st_mode))
         mode = st.st_mode & 0777;
 
     crash_point("write_atomic", path);
@@ -340,15 +304,15 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
     int e = fill_temp(fd, mode, data, len, &what);
     if (e == 0)
         crash_point("write_atomic_rename", path); /* leaves the flushed temporary file behind */
-    if (e == 0 && rename_in(tmp, path) != 0) {
+    if (e == 0 && posix_rename_in(tmp, path) != 0) {
         e = errno;
         what = "cannot rename the temporary file over";
     }
     if (e != 0) {
-        (void)unlink_in(tmp, 0);
+        (void)posix_unlink_in(tmp, 0);
         free(tmp);
         /* A missing directory is "not found"; ENOSPC/EDQUOT "disk full". */
-        return error_set_os(err, errno_code(e), e, "%s %s: %s", what, path, os_reason(e));
+        return error_set_os(err, platform_os_error_code(e), e, "%s %s: %s", what, path, posix_os_reason(e));
     }
     free(tmp);
     return sync_parent(path, err);
@@ -358,7 +322,7 @@ error_code platform_write_new_file(const char *path, const void *data, size_t le
 {
     crash_point("write_new_file", path);
     mode_t mode = owner_only ? 0600 : 0644;
-    int fd = open_in(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+    int fd = posix_open_in(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
     if (fd < 0) {
         int e = errno;
         if (e == EEXIST)
@@ -366,22 +330,22 @@ error_code platform_write_new_file(const char *path, const void *data, size_t le
                                 "%s already exists; it is not replaced (remove it first, or choose "
                                 "another name)",
                                 path);
-        return fail_path(err, e, "cannot create", path);
+        return posix_fail_path(err, e, "cannot create", path);
     }
     const char *what = NULL;
     /* fchmod: the exact mode, whatever the umask says. */
     int e = fchmod(fd, mode) != 0 ? errno : 0;
     if (e)
         what = "cannot set the mode of";
-    if (!e && write_all(fd, data, len) != 0)
+    if (!e && posix_write_all(fd, data, len) != 0)
         e = errno, what = "cannot write";
     if (!e && fsync_fd(fd) != 0 && errno != EINVAL && errno != ENOTSUP)
         e = errno, what = "cannot flush to disk";
     if (close(fd) != 0 && !e)
         e = errno, what = "cannot write";
     if (e) {
-        (void)unlink_in(path, 0);
-        return error_set_os(err, errno_code(e), e, "%s %s: %s", what, path, os_reason(e));
+        (void)posix_unlink_in(path, 0);
+        return error_set_os(err, platform_os_error_code(e), e, "%s %s: %s", what, path, posix_os_reason(e));
     }
     return sync_parent(path, err);
 }
@@ -389,17 +353,18 @@ error_code platform_write_new_file(const char *path, const void *data, size_t le
 error_code platform_rename(const char *from, const char *to, error_info *err)
 {
     crash_point("rename", to);
-    if (rename_in(from, to) != 0) {
+    if (posix_rename_in(from, to) != 0) {
         int e = errno;
         if (e == EXDEV)
             return error_set_os(err, ERR_IO, e, "cannot rename %s to %s: they are on different volumes", from, to);
-        return error_set_os(err, errno_code(e), e, "cannot rename %s to %s: %s", from, to, os_reason(e));
+        return error_set_os(err, platform_os_error_code(e), e, "cannot rename %s to %s: %s", from, to,
+                            posix_os_reason(e));
     }
     char *to_dir = platform_path_dir(to);
     char *from_dir = platform_path_dir(from);
     error_code rc;
     if (!to_dir || !from_dir)
-        rc = fail_nomem(err);
+        rc = posix_fail_nomem(err);
     else {
         rc = sync_dir(to_dir, err);
         if (rc == ERR_OK && strcmp(to_dir, from_dir) != 0)
@@ -439,7 +404,7 @@ static MUST_CHECK error_code read_capped(int fd, const char *path, size_t limit,
             ssize_t n = read_probe(fd, &byte);
             if (n < 0) {
                 *buf_io = buf;
-                return fail_path(err, errno, "cannot read", path);
+                return posix_fail_path(err, errno, "cannot read", path);
             }
             if (n == 0)
                 break;
@@ -453,7 +418,7 @@ static MUST_CHECK error_code read_capped(int fd, const char *path, size_t limit,
             char *bigger = realloc(buf, new_cap);
             if (!bigger) {
                 *buf_io = buf;
-                return fail_nomem(err);
+                return posix_fail_nomem(err);
             }
             buf = bigger;
             cap = new_cap;
@@ -465,7 +430,7 @@ static MUST_CHECK error_code read_capped(int fd, const char *path, size_t limit,
             if (errno == EINTR)
                 continue;
             *buf_io = buf;
-            return fail_path(err, errno, "cannot read", path);
+            return posix_fail_path(err, errno, "cannot read", path);
         }
         if (n == 0)
             break;
@@ -480,14 +445,14 @@ error_code platform_read_file(const char *path, size_t max_size, char **data, si
 {
     /* limit + 1 (content and NUL) must not overflow. */
     size_t limit = max_size > SIZE_MAX - 1 ? SIZE_MAX - 1 : max_size;
-    int fd = open_in(path, O_RDONLY, 0);
+    int fd = posix_open_in(path, O_RDONLY, 0);
     if (fd < 0)
-        return fail_path(err, errno, "cannot open", path);
+        return posix_fail_path(err, errno, "cannot open", path);
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return fail_path(err, e, "cannot read", path);
+        return posix_fail_path(err, e, "cannot read", path);
     }
     if (S_ISDIR(st.st_mode)) {
         close(fd);
@@ -504,7 +469,7 @@ error_code platform_read_file(const char *path, size_t max_size, char **data, si
     char *buf = malloc(cap);
     if (!buf) {
         close(fd);
-        return fail_nomem(err);
+        return posix_fail_nomem(err);
     }
     size_t used = 0;
     error_code rc = read_capped(fd, path, limit, &buf, cap, &used, err);
@@ -523,9 +488,9 @@ error_code platform_read_file(const char *path, size_t max_size, char **data, si
 error_code platform_remove_file(const char *path, error_info *err)
 {
     crash_point("remove", path);
-    if (unlink_in(path, 0) != 0 && errno != ENOENT) {
+    if (posix_unlink_in(path, 0) != 0 && errno != ENOENT) {
         int e = errno;
-        return error_set_os(err, errno_code(e), e, "cannot remove %s: %s", path, os_reason(e));
+        return error_set_os(err, platform_os_error_code(e), e, "cannot remove %s: %s", path, posix_os_reason(e));
     }
     return ERR_OK;
 }
@@ -550,7 +515,7 @@ static MUST_CHECK error_code empty_dir(int dir_fd, const char *dir_path, error_i
         struct dirent *entry = readdir(dir);
         if (!entry) {
             if (errno != 0)
-                rc = fail_io(err, "cannot list", dir_path);
+                rc = posix_fail_io(err, "cannot list", dir_path);
             break;
         }
         const char *name = entry->d_name;
@@ -558,18 +523,18 @@ static MUST_CHECK error_code empty_dir(int dir_fd, const char *dir_path, error_i
             continue;
         char *child = platform_path_join(dir_path, name);
         if (!child) {
-            rc = fail_nomem(err);
+            rc = posix_fail_nomem(err);
             break;
         }
         struct stat st;
         int flags = 0;
         if (fstatat(dirfd(dir), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
             if (errno != ENOENT)
-                rc = fail_io(err, "cannot remove", child);
+                rc = posix_fail_io(err, "cannot remove", child);
         } else if (S_ISDIR(st.st_mode)) {
             int sub = openat(dirfd(dir), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub < 0)
-                rc = fail_io(err, "cannot open", child);
+                rc = posix_fail_io(err, "cannot open", child);
             else
                 rc = empty_dir(sub, child, err);
             flags = AT_REMOVEDIR;
@@ -577,7 +542,7 @@ static MUST_CHECK error_code empty_dir(int dir_fd, const char *dir_path, error_i
         if (rc == ERR_OK)
             crash_point("remove_tree_entry", child); /* a half-removed tree is a state of its own */
         if (rc == ERR_OK && unlinkat(dirfd(dir), name, flags) != 0 && errno != ENOENT)
-            rc = fail_io(err, "cannot remove", child);
+            rc = posix_fail_io(err, "cannot remove", child);
         free(child);
         if (rc != ERR_OK)
             break;
@@ -588,45 +553,45 @@ static MUST_CHECK error_code empty_dir(int dir_fd, const char *dir_path, error_i
 
 error_code platform_remove_tree(const char *path, error_info *err)
 {
-    const char *below = under_root(path);
+    const char *below = posix_under_root(path);
     if (below && *below == '\0') /* it would be emptied, then fail to go */
         return error_set(err, ERR_IO, "refusing to remove %s: it is the state directory this run holds", path);
     struct stat st;
-    if (stat_in(path, &st, false) != 0) {
+    if (posix_stat_in(path, &st, false) != 0) {
         if (errno == ENOENT)
             return ERR_OK;
-        return fail_io(err, "cannot remove", path);
+        return posix_fail_io(err, "cannot remove", path);
     }
     if (!S_ISDIR(st.st_mode))
         return platform_remove_file(path, err); /* a file, or a link: the link itself */
     crash_point("remove_tree", path);
-    int fd = open_in(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+    int fd = posix_open_in(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
     if (fd < 0)
-        return fail_io(err, "cannot open", path);
+        return posix_fail_io(err, "cannot open", path);
     error_code rc = empty_dir(fd, path, err);
     if (rc != ERR_OK)
         return rc;
-    if (unlink_in(path, AT_REMOVEDIR) != 0 && errno != ENOENT)
-        return fail_io(err, "cannot remove", path);
+    if (posix_unlink_in(path, AT_REMOVEDIR) != 0 && errno != ENOENT)
+        return posix_fail_io(err, "cannot remove", path);
     return ERR_OK;
 }
 
 /* mkdir of one level: success if it now exists as a directory. */
 static MUST_CHECK error_code mkdir_one(const char *dir, const char *full, error_info *err)
 {
-    if (mkdir_in(dir) == 0)
+    if (posix_mkdir_in(dir) == 0)
         return ERR_OK;
     int e = errno;
     struct stat st;
-    if (stat_in(dir, &st, true) == 0) {
+    if (posix_stat_in(dir, &st, true) == 0) {
         if (S_ISDIR(st.st_mode))
             return ERR_OK;
         return error_set_os(err, ERR_IO, EEXIST, "cannot create directory %s: %s exists and is not a directory", full,
                             dir);
     }
     /* Parents are made first: a missing one here is a race, not "not found". */
-    error_code code = errno_code(e) == ERR_NOT_FOUND ? ERR_IO : errno_code(e);
-    return error_set_os(err, code, e, "cannot create directory %s: %s: %s", full, dir, os_reason(e));
+    error_code code = platform_os_error_code(e) == ERR_NOT_FOUND ? ERR_IO : platform_os_error_code(e);
+    return error_set_os(err, code, e, "cannot create directory %s: %s: %s", full, dir, posix_os_reason(e));
 }
 
 error_code platform_mkdirs(const char *path, error_info *err)
@@ -635,7 +600,7 @@ error_code platform_mkdirs(const char *path, error_info *err)
         return error_set(err, ERR_IO, "cannot create a directory with an empty name");
     char *copy = strdup(path);
     if (!copy)
-        return fail_nomem(err);
+        return posix_fail_nomem(err);
     error_code rc = ERR_OK;
     /* Create each prefix ending at a separator, then the whole path. */
     for (char *p = copy + 1;; p++) {
@@ -657,7 +622,7 @@ error_code platform_mkdirs(const char *path, error_info *err)
 platform_path_kind platform_path_stat(const char *path, uint64_t *size)
 {
     struct stat st;
-    if (stat_in(path, &st, false) != 0)
+    if (posix_stat_in(path, &st, false) != 0)
         return PLATFORM_PATH_NONE;
     if (S_ISREG(st.st_mode)) {
         if (size)
@@ -685,14 +650,14 @@ void platform_free_names(char **names, size_t count)
 
 error_code platform_list_dir(const char *path, char ***names, size_t *count, error_info *err)
 {
-    int fd = open_in(path, O_RDONLY | O_DIRECTORY, 0);
+    int fd = posix_open_in(path, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0)
-        return fail_path(err, errno, "cannot list", path);
+        return posix_fail_path(err, errno, "cannot list", path);
     DIR *dir = fdopendir(fd);
     if (!dir) {
         int e = errno;
         close(fd);
-        return fail_path(err, e, "cannot list", path);
+        return posix_fail_path(err, e, "cannot list", path);
     }
     char **list = NULL;
     size_t used = 0, cap = 0;
@@ -702,7 +667,7 @@ error_code platform_list_dir(const char *path, char ***names, size_t *count, err
         struct dirent *entry = readdir(dir);
         if (!entry) {
             if (errno != 0)
-                rc = fail_io(err, "cannot list", path);
+                rc = posix_fail_io(err, "cannot list", path);
             break;
         }
         if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
@@ -711,7 +676,7 @@ error_code platform_list_dir(const char *path, char ***names, size_t *count, err
             size_t new_cap = cap ? cap * 2 : 16;
             char **bigger = realloc(list, new_cap * sizeof *list);
             if (!bigger) {
-                rc = fail_nomem(err);
+                rc = posix_fail_nomem(err);
                 break;
             }
             list = bigger;
@@ -719,7 +684,7 @@ error_code platform_list_dir(const char *path, char ***names, size_t *count, err
         }
         list[used] = strdup(entry->d_name);
         if (!list[used]) {
-            rc = fail_nomem(err);
+            rc = posix_fail_nomem(err);
             break;
         }
         used++;
@@ -740,7 +705,7 @@ error_code platform_free_space(const char *path, uint64_t *bytes, error_info *er
 {
     struct statvfs vfs;
     if (statvfs(path, &vfs) != 0)
-        return fail_path(err, errno, "cannot read the free space of", path);
+        return posix_fail_path(err, errno, "cannot read the free space of", path);
     *bytes = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
     return ERR_OK;
 }

@@ -1,4 +1,19 @@
-/* ---- Host and environment ------------------------------------------------ */
+/*
+ * host.c — facts about this machine (platform.h, "Host"): its name, OS and
+ * architecture (uname, read once), the current boot, its machine id
+ * (/etc/machine-id), the environment, whether a stream is a terminal, and
+ * where outpost keeps its configuration and state by default. (The CPU's
+ * instructions are platform/cpu.c's.)
+ */
+#include "platform/posix/posix_int.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 void platform_hostname(char *buf, size_t size)
 {

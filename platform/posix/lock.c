@@ -1,4 +1,17 @@
-/* ---- Single-instance lock ------------------------------------------------ */
+/*
+ * lock.c — the single-instance lock (platform_lock_acquire): flock on
+ * outpost.lock, which dies with the process, so a killed run never blocks
+ * the next. The file holds the holder's PID for a human to read.
+ */
+#include "platform/posix/posix_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 struct platform_lock {
     int fd; /* open lock file holding the flock; closing it releases the lock */
@@ -7,9 +20,9 @@ struct platform_lock {
 error_code platform_lock_acquire(const char *path, platform_lock **lock, error_info *err)
 {
     /* O_NOFOLLOW: the lock file is ours; never truncate a link's target. */
-    int fd = open_in(path, O_CREAT | O_RDWR | O_NOFOLLOW, 0600);
+    int fd = posix_open_in(path, O_CREAT | O_RDWR | O_NOFOLLOW, 0600);
     if (fd < 0)
-        return fail_path(err, errno, "cannot open the lock file", path);
+        return posix_fail_path(err, errno, "cannot open the lock file", path);
     int rc;
     do {
         rc = flock(fd, LOCK_EX | LOCK_NB);
@@ -24,7 +37,7 @@ error_code platform_lock_acquire(const char *path, platform_lock **lock, error_i
     platform_lock *l = malloc(sizeof *l);
     if (!l) {
         close(fd);
-        return fail_nomem(err);
+        return posix_fail_nomem(err);
     }
     l->fd = fd;
     /* The PID is informational (for a human looking at a stuck lock). */

@@ -1,4 +1,16 @@
-/* ---- The log file and the system log ------------------------------------- */
+/*
+ * log.c — the log file (platform.h, "The log file"): opened once with
+ * O_APPEND, created owner-only, never through a link, so that every line is
+ * one write at the end of the file, whoever else appends or rotates it.
+ */
+#include "platform/posix/posix_int.h"
+#include "platform/crash_point.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 struct platform_append_file {
     int fd;
@@ -9,15 +21,15 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
     /* O_EXCL first, to know whether the file is new and gets the exact mode
      * (the umask could leave more or fewer bits); an existing file keeps its own. */
     int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW;
-    int fd = open_in(path, flags | O_CREAT | O_EXCL, 0600);
+    int fd = posix_open_in(path, flags | O_CREAT | O_EXCL, 0600);
     bool created = fd >= 0;
     if (fd < 0 && errno == EEXIST)
-        fd = open_in(path, flags, 0);
+        fd = posix_open_in(path, flags, 0);
     if (fd < 0) {
         int e = errno;
         if (e == ELOOP)
-            return error_set_os(err, ERR_IO, e, "cannot open %s for appending: %s", path, os_reason(e));
-        return fail_path(err, e, "cannot open for appending", path);
+            return error_set_os(err, ERR_IO, e, "cannot open %s for appending: %s", path, posix_os_reason(e));
+        return posix_fail_path(err, e, "cannot open for appending", path);
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (created && fchmod(fd, 0600) != 0)) {
@@ -28,7 +40,7 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
     platform_append_file *f = malloc(sizeof *f);
     if (!f) {
         close(fd);
-        return fail_nomem(err);
+        return posix_fail_nomem(err);
     }
     f->fd = fd;
     if (size)
@@ -40,9 +52,9 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
 error_code platform_append_write(platform_append_file *file, const void *data, size_t len, error_info *err)
 {
     crash_point("append_log", NULL);
-    if (write_all(file->fd, data, len) != 0) {
+    if (posix_write_all(file->fd, data, len) != 0) {
         int e = errno;
-        return error_set_os(err, errno_code(e), e, "cannot append to the log file: %s", strerror(e));
+        return error_set_os(err, platform_os_error_code(e), e, "cannot append to the log file: %s", strerror(e));
     }
     return ERR_OK;
 }

@@ -1,9 +1,30 @@
+/*
+ * process.c — running programs and this process (platform.h, "Processes"):
+ * posix_spawn with the null device as stdin, a process group the timeout
+ * kills whole, no descriptor inherited above stderr, and a held file run by
+ * its descriptor (fexecve's way, so the file hashed is the file run); the
+ * process's own hardening, environment, id, executable and Ctrl-C.
+ */
+#include "platform/posix/posix_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
 extern char **environ; /* POSIX; glibc declares it only with _GNU_SOURCE */
 
 /* Longest time the spawn wait loop sleeps between two waitpid() polls. */
 #define SPAWN_POLL_MAX_MS 50
-
-/* ---- Processes ----------------------------------------------------------- */
 
 /* Turns a waitpid() status into platform_spawn_result's exit_code. */
 static int decode_status(int status)
@@ -97,12 +118,12 @@ struct platform_held_file {
 error_code platform_held_open(const char *path, platform_held_file **file, error_info *err)
 {
     /* O_NOFOLLOW: a link planted at the last component is refused, not followed. */
-    int fd = open_in(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY, 0);
+    int fd = posix_open_in(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY, 0);
     if (fd < 0) {
         int e = errno;
         if (e == ELOOP)
             return error_set_os(err, ERR_IO, e, "%s is, or goes through, a symbolic link; refusing it", path);
-        return fail_path(err, e, "cannot open", path);
+        return posix_fail_path(err, e, "cannot open", path);
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -116,7 +137,7 @@ error_code platform_held_open(const char *path, platform_held_file **file, error
     if (!held || !held->stream) {
         free(held);
         close(fd);
-        return fail_nomem(err);
+        return posix_fail_nomem(err);
     }
     *file = held;
     return ERR_OK;
@@ -196,16 +217,16 @@ static pid_t spawn_start(const char *const argv[], char *const envp[], const pla
     /* The output file and the working directory under the state directory
      * are reached through its handle, here, not by name in the child. */
     int output_fd = -1, cwd_fd = -1;
-    if (rc == 0 && o->output_path && under_root(o->output_path)) {
-        output_fd = fd_above_held(open_in(o->output_path, O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY, 0600));
+    if (rc == 0 && o->output_path && posix_under_root(o->output_path)) {
+        output_fd = fd_above_held(posix_open_in(o->output_path, O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY, 0600));
         if (output_fd < 0)
             rc = errno;
     }
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
     /* Before spawn_setup: its last action closes every descriptor above
      * the ones the child keeps, cwd_fd too. */
-    if (rc == 0 && o->cwd && under_root(o->cwd)) {
-        cwd_fd = fd_above_held(open_in(o->cwd, O_RDONLY | O_DIRECTORY, 0));
+    if (rc == 0 && o->cwd && posix_under_root(o->cwd)) {
+        cwd_fd = fd_above_held(posix_open_in(o->cwd, O_RDONLY | O_DIRECTORY, 0));
         rc = cwd_fd < 0 ? errno : posix_spawn_file_actions_addfchdir_np(&actions, cwd_fd);
     } else if (rc == 0 && o->cwd) {
         rc = posix_spawn_file_actions_addchdir_np(&actions, o->cwd);
@@ -274,12 +295,12 @@ error_code platform_environment(char ***vars, size_t *count, error_info *err)
         n++;
     char **list = calloc(n + 1, sizeof *list);
     if (!list)
-        return fail_nomem(err);
+        return posix_fail_nomem(err);
     for (size_t i = 0; i < n; i++) {
         list[i] = strdup(environ[i]);
         if (!list[i]) {
             platform_free_names(list, i);
-            return fail_nomem(err);
+            return posix_fail_nomem(err);
         }
     }
     *vars = list;
@@ -344,6 +365,8 @@ error_code platform_spawn_with(const char *const argv[], const platform_spawn_op
     return ERR_OK;
 }
 
+/* ---- This process ---------------------------------------------------------- */
+
 long platform_process_id(void)
 {
     return (long)getpid();
@@ -375,11 +398,11 @@ error_code platform_executable_path(char **path, error_info *err)
     char buf[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
     if (n < 0)
-        return fail_path(err, errno, "cannot find this program's file: readlink", "/proc/self/exe");
+        return posix_fail_path(err, errno, "cannot find this program's file: readlink", "/proc/self/exe");
     buf[n] = '\0';
     char *copy = strdup(buf);
     if (!copy)
-        return fail_nomem(err);
+        return posix_fail_nomem(err);
     *path = copy;
     return ERR_OK;
 }

@@ -1,4 +1,9 @@
-/* ---- The scheduled task ---------------------------------------------------- */
+/*
+ * schedtask.c — POSIX has no Task Scheduler: systemd (or cron) runs outpost
+ * here, through the Debian package's outpost.service and outpost.timer, so
+ * `outpost service install|uninstall` is refused with a pointer to them.
+ */
+#include "platform/posix/posix_int.h"
 
 /* systemd (or cron) schedules outpost here: the Debian package ships
  * outpost.service and outpost.timer. */

@@ -1,4 +1,18 @@
-/* ---- The state directory's handle (PRODUCT.md section 9) ------------------ */
+/*
+ * stateroot.c — the state directory held open (platform_state_root_open,
+ * PRODUCT.md section 9), and the calls that reach a path under it from that
+ * descriptor instead of by its name (posix_open_in, posix_stat_in,
+ * posix_unlink_in, posix_mkdir_in, posix_rename_in: posix_int.h), which
+ * every file of this folder uses for a path that may lie below it.
+ */
+#include "platform/posix/posix_int.h"
+#include "platform/private_dir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 /*
  * Once platform_state_root_open has run, a path under the state directory
@@ -16,9 +30,7 @@ static struct {
     size_t len;   /* strlen(prefix) */
 } state_root = {-1, NULL, 0};
 
-/* The part of path below the held state directory ("" for the directory
- * itself), or NULL when path is not under it (or nothing is held). */
-static const char *under_root(const char *path)
+const char *posix_under_root(const char *path)
 {
     if (state_root.fd < 0 || strncmp(path, state_root.prefix, state_root.len) != 0)
         return NULL;
@@ -58,7 +70,7 @@ static int at_resolve(const char *path, at_path *at)
     at->dir = AT_FDCWD;
     at->leaf = path;
     at->copy = NULL;
-    const char *rest = under_root(path);
+    const char *rest = posix_under_root(path);
     if (!rest)
         return 0;
     char *copy = strdup(rest);
@@ -117,10 +129,7 @@ static int at_resolve(const char *path, at_path *at)
     return 0;
 }
 
-/* open() of path: under the state directory relative to its handle and
- * never through a link (O_NOFOLLOW at every step); elsewhere by name with
- * flags as given. Always O_CLOEXEC. The descriptor, or -1 with errno. */
-static int open_in(const char *path, int flags, mode_t mode)
+int posix_open_in(const char *path, int flags, mode_t mode)
 {
     at_path at;
     if (at_resolve(path, &at) != 0)
@@ -138,9 +147,7 @@ static int open_in(const char *path, int flags, mode_t mode)
     return fd;
 }
 
-/* lstat() (follow false) or stat() of path; under the state directory
- * always without following a final link. 0 or -1 with errno. */
-static int stat_in(const char *path, struct stat *st, bool follow)
+int posix_stat_in(const char *path, struct stat *st, bool follow)
 {
     at_path at;
     if (at_resolve(path, &at) != 0)
@@ -153,8 +160,7 @@ static int stat_in(const char *path, struct stat *st, bool follow)
     return rc;
 }
 
-/* unlink() (flags 0) or rmdir() (AT_REMOVEDIR) of path. 0 or -1 with errno. */
-static int unlink_in(const char *path, int flags)
+int posix_unlink_in(const char *path, int flags)
 {
     at_path at;
     if (at_resolve(path, &at) != 0)
@@ -166,8 +172,7 @@ static int unlink_in(const char *path, int flags)
     return rc;
 }
 
-/* mkdir(path, 0700). 0 or -1 with errno. */
-static int mkdir_in(const char *path)
+int posix_mkdir_in(const char *path)
 {
     at_path at;
     if (at_resolve(path, &at) != 0)
@@ -179,8 +184,7 @@ static int mkdir_in(const char *path)
     return rc;
 }
 
-/* rename(from, to), each side relative to its own handle. 0 or -1 with errno. */
-static int rename_in(const char *from, const char *to)
+int posix_rename_in(const char *from, const char *to)
 {
     at_path a, b;
     if (at_resolve(from, &a) != 0)
@@ -206,16 +210,16 @@ error_code platform_state_root_open(const char *path, error_info *err)
      * it; the directory itself is opened without following a link. */
     char *resolved = realpath(path, NULL);
     if (!resolved)
-        return fail_path(err, errno, "cannot open the state directory", path);
+        return posix_fail_path(err, errno, "cannot open the state directory", path);
     int fd = open(resolved, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
     struct stat held, named;
     error_code rc = ERR_OK;
     char why[128];
     if (fd < 0)
-        rc = fail_path(err, e, "cannot open the state directory", path);
+        rc = posix_fail_path(err, e, "cannot open the state directory", path);
     else if (fstat(fd, &held) != 0 || stat(resolved, &named) != 0)
-        rc = fail_path(err, errno, "cannot read the state directory", path);
+        rc = posix_fail_path(err, errno, "cannot read the state directory", path);
     else if (held.st_dev != named.st_dev || held.st_ino != named.st_ino)
         /* Swapped between the two looks: only someone who may rename it can. */
         rc = error_set(err, ERR_PERMISSION, "the state directory %s was replaced while outpost opened it; refusing it",
@@ -229,7 +233,7 @@ error_code platform_state_root_open(const char *path, error_info *err)
         len--;
     char *prefix = rc == ERR_OK ? malloc(len + 1) : NULL;
     if (rc == ERR_OK && !prefix)
-        rc = fail_nomem(err);
+        rc = posix_fail_nomem(err);
     if (rc != ERR_OK) {
         if (fd >= 0)
             close(fd);

@@ -1,4 +1,14 @@
-/* ---- Threads ------------------------------------------------------------- */
+/*
+ * thread.c — threads, mutexes and condition variables over pthreads, for the
+ * download's writer and the Authenticode digest beside the hash (platform.h,
+ * "Threads").
+ */
+#include "platform/posix/posix_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 struct platform_thread {
     pthread_t id;          /* the running thread */
@@ -25,7 +35,7 @@ error_code platform_thread_start(platform_thread **thread, void (*fn)(void *arg)
 {
     platform_thread *t = malloc(sizeof *t);
     if (!t)
-        return fail_nomem(err);
+        return posix_fail_nomem(err);
     t->fn = fn;
     t->arg = arg;
     int rc = pthread_create(&t->id, NULL, thread_main, t);

@@ -1,9 +1,22 @@
+/*
+ * time.c — clocks and randomness (platform.h, "Time and randomness"): the
+ * wall clock and the monotonic clock in milliseconds, sleeping, and the
+ * OS's secure random source (getrandom where glibc has it, arc4random_buf
+ * on macOS and the BSDs, else /dev/urandom).
+ */
+#include "platform/posix/posix_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 #if defined(__linux__) && defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 25))
 #include <sys/random.h>
 #define PLATFORM_HAVE_GETRANDOM 1
 #endif
-
-/* ---- Time and randomness ------------------------------------------------- */
 
 static int64_t clock_ms(clockid_t id)
 {

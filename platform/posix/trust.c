@@ -1,3 +1,25 @@
+/*
+ * trust.c — whether what outpost runs as root can be trusted (PRODUCT.md
+ * section 9): the state directory and every directory above it
+ * (platform_check_private_dir), and the files that decide what runs, the
+ * configuration, trust anchors and keys (platform_check_trusted_file,
+ * platform_check_secret_file). The decisions themselves are pure functions
+ * of owner and mode (platform/private_dir.h), tested on their own by
+ * tests/unit/test_platform.c; this file gathers the facts: links resolved
+ * once (realpath), then lstat from "/" down, or, below the held state
+ * directory, fstat through its handle.
+ */
+#include "platform/posix/posix_int.h"
+#include "platform/private_dir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 bool platform_posix_dir_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, char *why, size_t size)
 {
     if (owner_uid != euid && owner_uid != 0) {
@@ -96,14 +118,14 @@ static void resolved_note(const char *path, const char *resolved, char *buf, siz
  */
 static MUST_CHECK error_code check_private_below_root(const char *path, error_info *err)
 {
-    int fd = open_in(path, O_RDONLY | O_DIRECTORY, 0);
+    int fd = posix_open_in(path, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0)
-        return fail_path(err, errno, "cannot read the permissions of", path);
+        return posix_fail_path(err, errno, "cannot read the permissions of", path);
     struct stat st;
     char why[128], owner[32];
     error_code rc = ERR_OK;
     if (fstat(fd, &st) != 0)
-        rc = fail_path(err, errno, "cannot read the permissions of", path);
+        rc = posix_fail_path(err, errno, "cannot read the permissions of", path);
     else if (!platform_posix_dir_trusted((unsigned long)st.st_uid, (unsigned long)st.st_mode, (unsigned long)geteuid(),
                                          why, sizeof why)) {
         owner_hint(owner, sizeof owner);
@@ -118,13 +140,13 @@ static MUST_CHECK error_code check_private_below_root(const char *path, error_in
 
 error_code platform_check_private_dir(const char *path, error_info *err)
 {
-    const char *below = under_root(path);
+    const char *below = posix_under_root(path);
     if (below && *below)
         return check_private_below_root(path, err);
     /* Links resolved once; the resolved path is what is judged, down from "/". */
     char *resolved = realpath(path, NULL);
     if (!resolved)
-        return fail_path(err, errno, "cannot read the permissions of", path);
+        return posix_fail_path(err, errno, "cannot read the permissions of", path);
     char note[PATH_MAX + 64], bad[PATH_MAX], why[128], owner[32];
     resolved_note(path, resolved, note, sizeof note);
     owner_hint(owner, sizeof owner);
@@ -145,7 +167,7 @@ error_code platform_check_private_dir(const char *path, error_info *err)
     }
     struct stat st;
     if (lstat(resolved, &st) != 0) {
-        rc = fail_path(err, errno, "cannot read the permissions of", path);
+        rc = posix_fail_path(err, errno, "cannot read the permissions of", path);
     } else if (!S_ISDIR(st.st_mode)) {
         rc = error_set(err, ERR_IO, "%s is not a directory", path);
     } else if (!platform_posix_dir_trusted((unsigned long)st.st_uid, (unsigned long)st.st_mode,
@@ -164,7 +186,7 @@ error_code platform_check_trusted_file(const char *what, const char *path, bool 
     char *resolved = realpath(path, NULL);
     if (!resolved) {
         int e = errno;
-        if (errno_code(e) == ERR_NOT_FOUND)
+        if (platform_os_error_code(e) == ERR_NOT_FOUND)
             return error_set_os(err, ERR_NOT_FOUND, e, "%s %s does not exist", what, path);
         return error_set_os(err, ERR_CONFIG, e, "cannot read %s %s: %s", what, path, strerror(e));
     }

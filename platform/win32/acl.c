@@ -1,6 +1,22 @@
-/* The SID of the user this process runs as (the token's user), malloc'd;
- * NULL on failure. */
-static PSID current_user_sid(void)
+/*
+ * acl.c — who may read and write what outpost creates, on Windows its access
+ * lists (the POSIX twin sets owner, group and mode bits): the state
+ * directory's protected DACL (SYSTEM, Administrators, the running user),
+ * given to a new directory (platform_mkdirs_private) or to an existing one
+ * and everything below it, taking ownership where the token allows
+ * (platform_make_private_dir, `service install`); the entry that lets
+ * report.readers_group read (platform_group_exists,
+ * platform_share_with_group); and the user this process runs as, which
+ * trust.c judges by too.
+ */
+#include "platform/win32/win32_int.h"
+
+#include <aclapi.h>
+#include <sddl.h>
+#include <stdlib.h>
+#include <string.h>
+
+PSID win32_current_user_sid(void)
 {
     HANDLE token = NULL;
     if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token))
@@ -31,7 +47,7 @@ static MUST_CHECK error_code private_dir_sd(const char *path, const char *what, 
      * below inherits the same three entries. The user running outpost is
      * named too, so a non-elevated run can use what it creates; as SYSTEM
      * that entry is the SYSTEM one again and is left out. */
-    PSID user = current_user_sid();
+    PSID user = win32_current_user_sid();
     if (!user)
         return error_set_os(err, ERR_IO, (int)GetLastError(), "%s %s: cannot read the user this process runs as", what,
                             path);
@@ -59,7 +75,7 @@ error_code platform_mkdirs_private(const char *path, error_info *err)
     if (rc != ERR_OK)
         return rc;
     SECURITY_ATTRIBUTES sa = {sizeof sa, sd, FALSE};
-    rc = mkdirs_with(path, &sa, err);
+    rc = win32_mkdirs_with(path, &sa, err);
     LocalFree(sd);
     return rc;
 }
@@ -149,7 +165,7 @@ static DWORD protect_tree(const wchar_t *dir, PSID owner, PACL dacl)
 error_code platform_make_private_dir(const char *path, error_info *err)
 {
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     PSECURITY_DESCRIPTOR sd = NULL;
@@ -187,7 +203,7 @@ error_code platform_make_private_dir(const char *path, error_info *err)
     LocalFree(sd);
     free(wpath);
     if (e != ERROR_SUCCESS)
-        return fail_win(err, e, "cannot set the access list of", path);
+        return win32_fail(err, e, "cannot set the access list of", path);
     return ERR_OK;
 }
 
@@ -199,7 +215,7 @@ static error_code group_sid(const char *group, BYTE sid_buf[SECURITY_MAX_SID_SIZ
 {
     *sid = NULL;
     *from_text = NULL;
-    wchar_t *wgroup = widen(group);
+    wchar_t *wgroup = win32_widen(group);
     error_code rc = ERR_OK;
     if (!wgroup) {
         rc = error_set(err, ERR_NOMEM, "out of memory");
@@ -233,7 +249,7 @@ error_code platform_group_exists(const char *group, error_info *err)
 error_code platform_share_with_group(const char *path, const char *group, error_info *err)
 {
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     PSID sid = NULL, from_text = NULL;
@@ -268,7 +284,7 @@ error_code platform_share_with_group(const char *path, const char *group, error_
         if (e == ERROR_SUCCESS)
             e = SetNamedSecurityInfoW(wpath, SE_FILE_OBJECT, what, NULL, NULL, acl, NULL);
         if (e != ERROR_SUCCESS)
-            rc = fail_win(err, e, "cannot give the readers group access to", path);
+            rc = win32_fail(err, e, "cannot give the readers group access to", path);
     }
     LocalFree(acl);
     LocalFree(sd);

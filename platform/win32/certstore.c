@@ -1,3 +1,16 @@
+/*
+ * certstore.c — the system's trusted root certificates (platform.h, "The
+ * system's certificate store"): the ROOT store as one PEM bundle, for TLS
+ * (libcurl over mbedTLS has no CA store of its own) and, only the
+ * certificates valid for code signing, for trusted_ca_file "system".
+ */
+#include "platform/win32/win32_int.h"
+
+#include <wincrypt.h>
+
+#include <stdlib.h>
+#include <string.h>
+
 const char *platform_system_ca_file(void)
 {
     return NULL; /* the ROOT store, through platform_system_ca_bundle */

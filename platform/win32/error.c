@@ -1,4 +1,13 @@
-/* ---- Error translation --------------------------------------------------- */
+/*
+ * error.c — how the Win32 files say what failed: GetLastError() values to
+ * outpost's error_code (platform_win32_error_code, win32_error.h, the twin
+ * of common.c's errno table), FormatMessage's text, and one line naming
+ * what failed and the path, with the raw value in os_error (win32_int.h).
+ */
+#include "platform/win32/win32_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
 
 /* The error_code for a GetLastError() value (platform.h conventions): the
  * Win32 twin of platform_os_error_code's errno table. */
@@ -20,13 +29,7 @@ error_code platform_win32_error_code(unsigned long e)
     }
 }
 
-static MUST_CHECK error_code win_code(DWORD e)
-{
-    return platform_win32_error_code(e);
-}
-
-/* The system's text for e, one line without the final period, into buf. */
-static const char *win_message(DWORD e, char *buf, size_t size)
+const char *win32_message(DWORD e, char *buf, size_t size)
 {
     wchar_t text[256];
     DWORD n =
@@ -34,7 +37,7 @@ static const char *win_message(DWORD e, char *buf, size_t size)
                        MAKELANGID(LANG_NEUTRAL, SUBLANG_DEFAULT), text, (DWORD)(sizeof text / sizeof text[0]), NULL);
     while (n > 0 && (text[n - 1] == L'\r' || text[n - 1] == L'\n' || text[n - 1] == L' ' || text[n - 1] == L'.'))
         n--;
-    char *utf8 = n > 0 ? narrow_n(text, (int)n) : NULL;
+    char *utf8 = n > 0 ? win32_narrow_n(text, (int)n) : NULL;
     if (utf8)
         snprintf(buf, size, "%s", utf8);
     else
@@ -43,22 +46,20 @@ static const char *win_message(DWORD e, char *buf, size_t size)
     return buf;
 }
 
-/* Fills err with "<what> <path>: <system text>" and the matching code. */
-static MUST_CHECK error_code fail_win(error_info *err, DWORD e, const char *what, const char *path)
+error_code win32_fail(error_info *err, DWORD e, const char *what, const char *path)
 {
     char text[256];
-    return error_set_os(err, win_code(e), (int)e, "%s %s: %s", what, path, win_message(e, text, sizeof text));
+    return error_set_os(err, platform_win32_error_code(e), (int)e, "%s %s: %s", what, path,
+                        win32_message(e, text, sizeof text));
 }
 
-/* As fail_win but always ERR_IO: for walks and removals, where "not found"
- * would mislead the caller. */
-static MUST_CHECK error_code fail_io(error_info *err, DWORD e, const char *what, const char *path)
+error_code win32_fail_io(error_info *err, DWORD e, const char *what, const char *path)
 {
     char text[256];
-    return error_set_os(err, ERR_IO, (int)e, "%s %s: %s", what, path, win_message(e, text, sizeof text));
+    return error_set_os(err, ERR_IO, (int)e, "%s %s: %s", what, path, win32_message(e, text, sizeof text));
 }
 
-static error_code fail_nomem(error_info *err) /* fills err; the code is for convenience */
+error_code win32_fail_nomem(error_info *err)
 {
     return error_set_os(err, ERR_NOMEM, ERROR_NOT_ENOUGH_MEMORY, "out of memory");
 }

@@ -1,4 +1,14 @@
 /*
+ * eventlog.c — the Application event log, source "outpost"
+ * (platform_event_log), where an administrator looks when stderr went
+ * nowhere. The POSIX twin does nothing: journald and cron keep stderr.
+ */
+#include "platform/win32/win32_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/*
  * ReportEventW with the text as the single insertion string. The event id
  * has no severity bits (the message table, cross/windows/outpost-events.mc,
  * declares each id with "%1"), so Event Viewer shows it as is; the level
@@ -14,7 +24,7 @@ error_code platform_event_log(platform_event_level level, unsigned event_id, con
         lines += *p == '\n';
     char *crlf = malloc(strlen(text) + lines + 1);
     if (!crlf)
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     char *q = crlf;
     for (const char *p = text; *p; p++) {
         if (*p == '\n' && (p == text || p[-1] != '\r'))
@@ -22,15 +32,15 @@ error_code platform_event_log(platform_event_level level, unsigned event_id, con
         *q++ = *p;
     }
     *q = '\0';
-    wchar_t *wtext = widen(crlf);
+    wchar_t *wtext = win32_widen(crlf);
     free(crlf);
     if (!wtext)
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     HANDLE source = RegisterEventSourceW(NULL, L"outpost");
     if (!source) {
         DWORD e = GetLastError();
         free(wtext);
-        return fail_win(err, e, "cannot open the Application event log for", "source outpost");
+        return win32_fail(err, e, "cannot open the Application event log for", "source outpost");
     }
     WORD type = level == PLATFORM_EVENT_ERROR     ? EVENTLOG_ERROR_TYPE
                 : level == PLATFORM_EVENT_WARNING ? EVENTLOG_WARNING_TYPE
@@ -41,6 +51,6 @@ error_code platform_event_log(platform_event_level level, unsigned event_id, con
     DeregisterEventSource(source);
     free(wtext);
     if (!ok)
-        return fail_win(err, e, "cannot write to the Application event log as", "source outpost");
+        return win32_fail(err, e, "cannot write to the Application event log as", "source outpost");
     return ERR_OK;
 }

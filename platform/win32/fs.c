@@ -1,73 +1,27 @@
 /*
- * win32.c — the platform layer (platform.h) for Windows 10 / Server 2016 and
- * later: files and atomic replacement, the single-instance lock, clocks and
- * randomness, running programs with a timeout, threads, host facts, the
- * registry's software inventory and the API key file's access list.
- *
- * Layout follows platform.h section by section. Strings are UTF-8 at the
- * interface and UTF-16 underneath: every path goes through widen() before it
- * reaches a ...W function, so non-ASCII paths work whatever the ANSI code
- * page. OS errors are translated once: win_code() maps GetLastError() to an
- * error_code (errno values from the C runtime go through common.c's table),
- * messages carry FormatMessage's text, and the raw value is kept in
- * os_error. Handles are created non-inheritable; platform_spawn hands
- * the child exactly stdin (the null device), stdout and stderr, through an
- * explicit handle list (libraries' handles, Winsock sockets, may be
- * inheritable), and spawns nothing when the list cannot be set.
- *
- * Choices where Windows differs from POSIX (README.md, "Windows notes for
- * administrators", says what they mean for whoever runs outpost):
- *  - the secret file check reads the file's DACL and refuses read access for
- *    Everyone, Authenticated Users, Users, Guests and Anonymous;
- *  - state_dir is created with a protected DACL (SYSTEM, Administrators, the
- *    running user) and a directory is trusted by its owner and DACL
- *    (platform_win32_dir_trusted), where POSIX looks at owner and mode bits;
- *  - the lock is LockFileEx on a byte range past the PID text, so the PID
- *    stays readable while the lock is held;
- *  - renames over a file retry briefly on sharing violations, which virus
- *    scanners and indexers cause by opening fresh files for a moment.
+ * fs.c — files for Windows (platform.h, "Files"): _wfopen with UTF-8 names
+ * and handles no child inherits, FlushFileBuffers, atomic replacement (a
+ * flushed temporary file moved over the old one, retried while a scanner
+ * holds it), whole-file reads with a cap, removal that never leaves the
+ * tree through a reparse point, directories and listing. Each write, rename,
+ * flush and removal passes a crash point (crash_point.h) for the crash
+ * tests.
  */
-#ifndef _WIN32_WINNT
-#define _WIN32_WINNT 0x0A00 /* Windows 10: GetSystemTimePreciseAsFileTime, handle lists */
-#endif
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef UNICODE
-#define UNICODE
-#endif
-
-#include "platform/platform.h"
+#include "platform/win32/win32_int.h"
 #include "platform/crash_point.h"
-#include "platform/private_dir.h"
-#include "platform/win32_error.h"
 
-#include <windows.h>
-
-#include <wincrypt.h>
-
-#include <aclapi.h>
-#include <bcrypt.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <io.h>
-#include <knownfolders.h>
-#include <process.h>
 #include <sddl.h>
-#include <shlobj.h>
 #include <stdlib.h>
 #include <string.h>
-#include <wchar.h>
-#if defined(__x86_64__) || defined(__i386__)
-#endif
 
 /* How long a rename waits out another process's open handle on the target
  * (virus scanners, indexers, a log shipper reading status.json). */
 #define RENAME_RETRY_MS 2000
 
-/* ---- Small path helpers -------------------------------------------------- */
-
-static bool is_sep(wchar_t c)
+bool win32_is_sep(wchar_t c)
 {
     return c == L'\\' || c == L'/';
 }
@@ -81,7 +35,7 @@ static bool is_sep8(char c)
 static wchar_t *parent_dir_w(const wchar_t *path)
 {
     size_t len = wcslen(path);
-    while (len > 0 && !is_sep(path[len - 1]))
+    while (len > 0 && !win32_is_sep(path[len - 1]))
         len--;
     if (len == 0)
         return _wcsdup(L".");
@@ -96,11 +50,10 @@ static wchar_t *parent_dir_w(const wchar_t *path)
     return dir;
 }
 
-/* "<dir>\<name>" in UTF-16; malloc'd, NULL on OOM. */
-static wchar_t *join_w(const wchar_t *dir, const wchar_t *name)
+wchar_t *win32_join_w(const wchar_t *dir, const wchar_t *name)
 {
     size_t dir_len = wcslen(dir), name_len = wcslen(name);
-    bool need_sep = dir_len > 0 && !is_sep(dir[dir_len - 1]);
+    bool need_sep = dir_len > 0 && !win32_is_sep(dir[dir_len - 1]);
     wchar_t *joined = malloc((dir_len + need_sep + name_len + 1) * sizeof *joined);
     if (!joined)
         return NULL;
@@ -130,8 +83,6 @@ static BOOL move_replace(const wchar_t *from, const wchar_t *to)
             pause *= 2;
     }
 }
-
-/* ---- Files --------------------------------------------------------------- */
 
 char platform_path_separator(void)
 {
@@ -169,7 +120,7 @@ FILE *platform_fopen(const char *path, const char *mode)
     }
     for (size_t i = 0; i <= mode_len; i++)
         wmode[i] = (wchar_t)(unsigned char)mode[i];
-    wchar_t *wpath = widen(path);
+    wchar_t *wpath = win32_widen(path);
     if (!wpath)
         return NULL;
     /* "N": not inherited by spawned processes (_O_NOINHERIT). Older CRTs that
@@ -204,8 +155,8 @@ error_code platform_fsync_file(FILE *f, error_info *err)
     if (!FlushFileBuffers(h)) {
         DWORD e = GetLastError();
         char text[256];
-        return error_set_os(err, win_code(e), (int)e, "cannot flush file to disk: %s",
-                            win_message(e, text, sizeof text));
+        return error_set_os(err, platform_win32_error_code(e), (int)e, "cannot flush file to disk: %s",
+                            win32_message(e, text, sizeof text));
     }
     return ERR_OK;
 }
@@ -226,27 +177,27 @@ error_code platform_sync_parent_dir(const char *path, error_info *err)
 {
     crash_point("sync_parent_dir", path);
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     wchar_t *dir = parent_dir_w(wpath);
     free(wpath);
     if (!dir)
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     HANDLE h = CreateFileW(dir, GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
                            NULL, OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
     free(dir);
     if (h == INVALID_HANDLE_VALUE) {
         DWORD e = GetLastError();
         if (e == ERROR_FILE_NOT_FOUND || e == ERROR_PATH_NOT_FOUND)
-            return fail_win(err, e, "cannot flush the directory of", path);
+            return win32_fail(err, e, "cannot flush the directory of", path);
         return ERR_OK;
     }
     if (!FlushFileBuffers(h)) {
         DWORD e = GetLastError();
         if (e != ERROR_ACCESS_DENIED && e != ERROR_INVALID_FUNCTION && e != ERROR_INVALID_PARAMETER &&
             e != ERROR_NOT_SUPPORTED)
-            rc = fail_win(err, e, "cannot flush the directory of", path);
+            rc = win32_fail(err, e, "cannot flush the directory of", path);
     }
     CloseHandle(h);
     return rc;
@@ -269,8 +220,7 @@ error_code platform_append(FILE *f, const void *data, size_t len, error_info *er
     return ERR_OK;
 }
 
-/* Writes all len bytes to h. FALSE with GetLastError() on failure. */
-static BOOL write_all(HANDLE h, const void *data, size_t len)
+BOOL win32_write_all(HANDLE h, const void *data, size_t len)
 {
     const unsigned char *p = data;
     while (len > 0) {
@@ -296,7 +246,7 @@ static MUST_CHECK error_code open_temp(const wchar_t *wpath, const char *path, H
     size_t size = wcslen(wpath) + 1 + 16 + 4 + 1;
     wchar_t *tmp = malloc(size * sizeof *tmp);
     if (!tmp)
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     for (int attempt = 0; attempt < 16; attempt++) {
         unsigned char rnd[8];
         if (platform_random_bytes(rnd, sizeof rnd, NULL) != ERR_OK) {
@@ -315,7 +265,7 @@ static MUST_CHECK error_code open_temp(const wchar_t *wpath, const char *path, H
         DWORD e = GetLastError();
         if (e != ERROR_FILE_EXISTS && e != ERROR_ALREADY_EXISTS) {
             free(tmp);
-            return fail_win(err, e, "cannot create a temporary file to replace", path);
+            return win32_fail(err, e, "cannot create a temporary file to replace", path);
         }
     }
     free(tmp);
@@ -327,7 +277,7 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
     wchar_t *wpath = NULL, *tmp = NULL;
     HANDLE h = INVALID_HANDLE_VALUE;
     crash_point("write_atomic", path);
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     rc = open_temp(wpath, path, &h, &tmp, err);
@@ -336,7 +286,7 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
 
     const char *what = NULL;
     DWORD e = 0;
-    if (!write_all(h, data, len))
+    if (!win32_write_all(h, data, len))
         e = GetLastError(), what = "cannot write";
     else if (!FlushFileBuffers(h))
         e = GetLastError(), what = "cannot flush to disk";
@@ -347,7 +297,7 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
         e = GetLastError(), what = "cannot rename the temporary file over";
     if (what) {
         DeleteFileW(tmp);
-        rc = fail_win(err, e, what, path);
+        rc = win32_fail(err, e, what, path);
     }
 
 cleanup:
@@ -360,7 +310,7 @@ error_code platform_write_new_file(const char *path, const void *data, size_t le
 {
     crash_point("write_new_file", path);
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     /* Owner only: a protected DACL (nothing inherited) for the owner, SYSTEM
@@ -371,7 +321,7 @@ error_code platform_write_new_file(const char *path, const void *data, size_t le
         if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(L"D:P(A;;FA;;;OW)(A;;FA;;;SY)(A;;FA;;;BA)",
                                                                   SDDL_REVISION_1, &sd, NULL)) {
             free(wpath);
-            return fail_win(err, GetLastError(), "cannot prepare the permissions of", path);
+            return win32_fail(err, GetLastError(), "cannot prepare the permissions of", path);
         }
         sa.lpSecurityDescriptor = sd;
     }
@@ -387,18 +337,18 @@ error_code platform_write_new_file(const char *path, const void *data, size_t le
                                 "%s already exists; it is not replaced (remove it first, or "
                                 "choose another name)",
                                 path);
-        return fail_win(err, e, "cannot create", path);
+        return win32_fail(err, e, "cannot create", path);
     }
     const char *what = NULL;
     DWORD e = 0;
-    if (!write_all(h, data, len))
+    if (!win32_write_all(h, data, len))
         e = GetLastError(), what = "cannot write";
     else if (!FlushFileBuffers(h))
         e = GetLastError(), what = "cannot flush to disk";
     CloseHandle(h);
     if (what) {
         DeleteFileW(wpath);
-        rc = fail_win(err, e, what, path);
+        rc = win32_fail(err, e, what, path);
     }
     free(wpath);
     return rc;
@@ -408,17 +358,17 @@ error_code platform_rename(const char *from, const char *to, error_info *err)
 {
     crash_point("rename", to);
     wchar_t *wfrom = NULL, *wto = NULL;
-    error_code rc = widen_path(from, &wfrom, err);
+    error_code rc = win32_widen_path(from, &wfrom, err);
     if (rc == ERR_OK)
-        rc = widen_path(to, &wto, err);
+        rc = win32_widen_path(to, &wto, err);
     if (rc == ERR_OK && !move_replace(wfrom, wto)) {
         DWORD e = GetLastError();
         char text[256];
         if (e == ERROR_NOT_SAME_DEVICE)
             rc = error_set_os(err, ERR_IO, (int)e, "cannot rename %s to %s: they are on different volumes", from, to);
         else
-            rc = error_set_os(err, win_code(e), (int)e, "cannot rename %s to %s: %s", from, to,
-                              win_message(e, text, sizeof text));
+            rc = error_set_os(err, platform_win32_error_code(e), (int)e, "cannot rename %s to %s: %s", from, to,
+                              win32_message(e, text, sizeof text));
     }
     free(wfrom);
     free(wto);
@@ -433,7 +383,7 @@ static MUST_CHECK error_code read_handle(HANDLE h, const char *path, size_t limi
     size_t cap = (hint < limit ? hint : limit) + 1;
     char *buf = malloc(cap);
     if (!buf)
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     size_t used = 0;
     for (;;) {
         if (used == cap - 1) {
@@ -444,7 +394,7 @@ static MUST_CHECK error_code read_handle(HANDLE h, const char *path, size_t limi
                 if (!ReadFile(h, &probe, 1, &got, NULL)) {
                     DWORD e = GetLastError();
                     free(buf);
-                    return fail_win(err, e, "cannot read", path);
+                    return win32_fail(err, e, "cannot read", path);
                 }
                 if (got == 0)
                     break;
@@ -456,7 +406,7 @@ static MUST_CHECK error_code read_handle(HANDLE h, const char *path, size_t limi
             char *bigger = realloc(buf, cap + (grow < room ? grow : room));
             if (!bigger) {
                 free(buf);
-                return fail_nomem(err);
+                return win32_fail_nomem(err);
             }
             buf = bigger;
             cap += grow < room ? grow : room;
@@ -468,7 +418,7 @@ static MUST_CHECK error_code read_handle(HANDLE h, const char *path, size_t limi
             if (e == ERROR_BROKEN_PIPE || e == ERROR_HANDLE_EOF)
                 break;
             free(buf);
-            return fail_win(err, e, "cannot read", path);
+            return win32_fail(err, e, "cannot read", path);
         }
         if (got == 0)
             break;
@@ -485,7 +435,7 @@ error_code platform_read_file(const char *path, size_t max_size, char **data, si
 {
     size_t limit = max_size > SIZE_MAX - 1 ? SIZE_MAX - 1 : max_size;
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     DWORD attrs = GetFileAttributesW(wpath);
@@ -499,7 +449,7 @@ error_code platform_read_file(const char *path, size_t max_size, char **data, si
                            OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_SEQUENTIAL_SCAN, NULL);
     free(wpath);
     if (h == INVALID_HANDLE_VALUE)
-        return fail_win(err, GetLastError(), "cannot open", path);
+        return win32_fail(err, GetLastError(), "cannot open", path);
     LARGE_INTEGER size;
     size_t hint = 4096;
     if (GetFileSizeEx(h, &size) && size.QuadPart > 0)
@@ -531,13 +481,13 @@ error_code platform_remove_file(const char *path, error_info *err)
 {
     crash_point("remove", path);
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     if (!delete_file(wpath)) {
         DWORD e = GetLastError();
         if (e != ERROR_FILE_NOT_FOUND && e != ERROR_PATH_NOT_FOUND)
-            rc = fail_io(err, e, "cannot remove", path);
+            rc = win32_fail_io(err, e, "cannot remove", path);
     }
     free(wpath);
     return rc;
@@ -550,23 +500,23 @@ error_code platform_remove_file(const char *path, error_info *err)
  */
 static MUST_CHECK error_code empty_dir(const wchar_t *wdir, const char *path, error_info *err)
 {
-    wchar_t *pattern = join_w(wdir, L"*");
+    wchar_t *pattern = win32_join_w(wdir, L"*");
     if (!pattern)
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     WIN32_FIND_DATAW fd;
     HANDLE find = FindFirstFileExW(pattern, FindExInfoBasic, &fd, FindExSearchNameMatch, NULL, 0);
     free(pattern);
     if (find == INVALID_HANDLE_VALUE) {
         DWORD e = GetLastError();
-        return e == ERROR_FILE_NOT_FOUND ? ERR_OK : fail_io(err, e, "cannot list", path);
+        return e == ERROR_FILE_NOT_FOUND ? ERR_OK : win32_fail_io(err, e, "cannot list", path);
     }
     error_code rc = ERR_OK;
     do {
         if (wcscmp(fd.cFileName, L".") == 0 || wcscmp(fd.cFileName, L"..") == 0)
             continue;
-        wchar_t *child = join_w(wdir, fd.cFileName);
+        wchar_t *child = win32_join_w(wdir, fd.cFileName);
         if (!child) {
-            rc = fail_nomem(err);
+            rc = win32_fail_nomem(err);
             break;
         }
         DWORD attrs = fd.dwFileAttributes;
@@ -582,15 +532,15 @@ static MUST_CHECK error_code empty_dir(const wchar_t *wdir, const char *path, er
         if (rc == ERR_OK && !ok) {
             DWORD e = GetLastError();
             if (e != ERROR_FILE_NOT_FOUND && e != ERROR_PATH_NOT_FOUND) {
-                char *name = narrow(child);
-                rc = fail_io(err, e, "cannot remove", name ? name : path);
+                char *name = win32_narrow(child);
+                rc = win32_fail_io(err, e, "cannot remove", name ? name : path);
                 free(name);
             }
         }
         free(child);
     } while (rc == ERR_OK && FindNextFileW(find, &fd));
     if (rc == ERR_OK && GetLastError() != ERROR_NO_MORE_FILES)
-        rc = fail_io(err, GetLastError(), "cannot list", path);
+        rc = win32_fail_io(err, GetLastError(), "cannot list", path);
     FindClose(find);
     return rc;
 }
@@ -598,25 +548,25 @@ static MUST_CHECK error_code empty_dir(const wchar_t *wdir, const char *path, er
 error_code platform_remove_tree(const char *path, error_info *err)
 {
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     DWORD attrs = GetFileAttributesW(wpath);
     if (attrs == INVALID_FILE_ATTRIBUTES) {
         DWORD e = GetLastError();
         if (e != ERROR_FILE_NOT_FOUND && e != ERROR_PATH_NOT_FOUND)
-            rc = fail_io(err, e, "cannot remove", path);
+            rc = win32_fail_io(err, e, "cannot remove", path);
     } else if (!(attrs & FILE_ATTRIBUTE_DIRECTORY)) {
         crash_point("remove", path);
         if (!delete_file(wpath))
-            rc = fail_io(err, GetLastError(), "cannot remove", path);
+            rc = win32_fail_io(err, GetLastError(), "cannot remove", path);
     } else {
         crash_point("remove_tree", path);
         /* A link to a directory: remove the link, not what it points to. */
         if (!(attrs & FILE_ATTRIBUTE_REPARSE_POINT))
             rc = empty_dir(wpath, path, err);
         if (rc == ERR_OK && !RemoveDirectoryW(wpath) && GetLastError() != ERROR_FILE_NOT_FOUND)
-            rc = fail_io(err, GetLastError(), "cannot remove", path);
+            rc = win32_fail_io(err, GetLastError(), "cannot remove", path);
     }
     free(wpath);
     return rc;
@@ -630,14 +580,14 @@ static size_t root_length(const wchar_t *p)
         size_t n = 4;
         if (p[n] && p[n + 1] == L':')
             return p[n + 2] ? n + 3 : n + 2;
-        while (p[n] && !is_sep(p[n]))
+        while (p[n] && !win32_is_sep(p[n]))
             n++;
         return p[n] ? n + 1 : n;
     }
-    if (is_sep(p[0]) && is_sep(p[1])) { /* \\server\share\ */
+    if (win32_is_sep(p[0]) && win32_is_sep(p[1])) { /* \\server\share\ */
         size_t n = 2;
         for (int parts = 0; parts < 2 && p[n]; parts++) {
-            while (p[n] && !is_sep(p[n]))
+            while (p[n] && !win32_is_sep(p[n]))
                 n++;
             if (p[n])
                 n++;
@@ -645,8 +595,8 @@ static size_t root_length(const wchar_t *p)
         return n;
     }
     if (p[0] && p[1] == L':')
-        return is_sep(p[2]) ? 3 : 2;
-    return is_sep(p[0]) ? 1 : 0;
+        return win32_is_sep(p[2]) ? 3 : 2;
+    return win32_is_sep(p[0]) ? 1 : 0;
 }
 
 /* CreateDirectoryW of one level with security sa (NULL: inherited from the
@@ -660,7 +610,7 @@ static MUST_CHECK error_code mkdir_one(const wchar_t *dir, const char *full, SEC
     if (attrs != INVALID_FILE_ATTRIBUTES) {
         if (attrs & FILE_ATTRIBUTE_DIRECTORY)
             return ERR_OK;
-        char *name = narrow(dir);
+        char *name = win32_narrow(dir);
         error_code rc =
             error_set_os(err, ERR_IO, ERROR_ALREADY_EXISTS,
                          "cannot create directory %s: %s exists and is not a directory", full, name ? name : full);
@@ -668,27 +618,26 @@ static MUST_CHECK error_code mkdir_one(const wchar_t *dir, const char *full, SEC
         return rc;
     }
     /* Parents are made first: a missing one here is a race, not "not found". */
-    error_code code = win_code(e) == ERR_NOT_FOUND ? ERR_IO : win_code(e);
+    error_code code = platform_win32_error_code(e) == ERR_NOT_FOUND ? ERR_IO : platform_win32_error_code(e);
     char text[256];
-    return error_set_os(err, code, (int)e, "cannot create directory %s: %s", full, win_message(e, text, sizeof text));
+    return error_set_os(err, code, (int)e, "cannot create directory %s: %s", full, win32_message(e, text, sizeof text));
 }
 
-/* platform_mkdirs, every new level created with security sa. */
-static MUST_CHECK error_code mkdirs_with(const char *path, SECURITY_ATTRIBUTES *sa, error_info *err)
+error_code win32_mkdirs_with(const char *path, SECURITY_ATTRIBUTES *sa, error_info *err)
 {
     if (path[0] == '\0')
         return error_set(err, ERR_IO, "cannot create a directory with an empty name");
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     /* Create each prefix ending at a separator (after the root), then the
      * whole path. */
     size_t start = root_length(wpath);
     for (wchar_t *p = wpath + start;; p++) {
-        if (*p != L'\0' && !is_sep(*p))
+        if (*p != L'\0' && !win32_is_sep(*p))
             continue;
-        if (p == wpath + start || is_sep(p[-1])) {
+        if (p == wpath + start || win32_is_sep(p[-1])) {
             if (*p == L'\0')
                 break;
             continue; /* "a\\b" or a trailing separator: nothing new */
@@ -706,12 +655,12 @@ static MUST_CHECK error_code mkdirs_with(const char *path, SECURITY_ATTRIBUTES *
 
 error_code platform_mkdirs(const char *path, error_info *err)
 {
-    return mkdirs_with(path, NULL, err);
+    return win32_mkdirs_with(path, NULL, err);
 }
 
 platform_path_kind platform_path_stat(const char *path, uint64_t *size)
 {
-    wchar_t *wpath = widen(path);
+    wchar_t *wpath = win32_widen(path);
     if (!wpath)
         return PLATFORM_PATH_NONE;
     WIN32_FILE_ATTRIBUTE_DATA data;
@@ -744,20 +693,19 @@ void platform_free_names(char **names, size_t count)
     free(names);
 }
 
-/* Appends a copy of name to *list (growing it). */
-static MUST_CHECK error_code names_append(char ***list, size_t *used, size_t *cap, const wchar_t *name, error_info *err)
+error_code win32_names_append(char ***list, size_t *used, size_t *cap, const wchar_t *name, error_info *err)
 {
     if (*used == *cap) {
         size_t new_cap = *cap ? *cap * 2 : 16;
         char **bigger = realloc(*list, new_cap * sizeof **list);
         if (!bigger)
-            return fail_nomem(err);
+            return win32_fail_nomem(err);
         *list = bigger;
         *cap = new_cap;
     }
-    char *copy = narrow(name);
+    char *copy = win32_narrow(name);
     if (!copy)
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     (*list)[(*used)++] = copy;
     return ERR_OK;
 }
@@ -765,12 +713,12 @@ static MUST_CHECK error_code names_append(char ***list, size_t *used, size_t *ca
 error_code platform_list_dir(const char *path, char ***names, size_t *count, error_info *err)
 {
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     DWORD attrs = GetFileAttributesW(wpath);
     if (attrs == INVALID_FILE_ATTRIBUTES) {
-        rc = fail_win(err, GetLastError(), "cannot list", path);
+        rc = win32_fail(err, GetLastError(), "cannot list", path);
         free(wpath);
         return rc;
     }
@@ -778,10 +726,10 @@ error_code platform_list_dir(const char *path, char ***names, size_t *count, err
         free(wpath);
         return error_set_os(err, ERR_IO, ERROR_DIRECTORY, "cannot list %s: not a directory", path);
     }
-    wchar_t *pattern = join_w(wpath, L"*");
+    wchar_t *pattern = win32_join_w(wpath, L"*");
     free(wpath);
     if (!pattern)
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     WIN32_FIND_DATAW fd;
     HANDLE find = FindFirstFileExW(pattern, FindExInfoBasic, &fd, FindExSearchNameMatch, NULL, 0);
     free(pattern);
@@ -790,15 +738,15 @@ error_code platform_list_dir(const char *path, char ***names, size_t *count, err
     if (find == INVALID_HANDLE_VALUE) {
         DWORD e = GetLastError();
         if (e != ERROR_FILE_NOT_FOUND)
-            return fail_win(err, e, "cannot list", path);
+            return win32_fail(err, e, "cannot list", path);
     } else {
         do {
             if (wcscmp(fd.cFileName, L".") == 0 || wcscmp(fd.cFileName, L"..") == 0)
                 continue;
-            rc = names_append(&list, &used, &cap, fd.cFileName, err);
+            rc = win32_names_append(&list, &used, &cap, fd.cFileName, err);
         } while (rc == ERR_OK && FindNextFileW(find, &fd));
         if (rc == ERR_OK && GetLastError() != ERROR_NO_MORE_FILES)
-            rc = fail_io(err, GetLastError(), "cannot list", path);
+            rc = win32_fail_io(err, GetLastError(), "cannot list", path);
         FindClose(find);
     }
     if (rc != ERR_OK) {
@@ -815,7 +763,7 @@ error_code platform_list_dir(const char *path, char ***names, size_t *count, err
 error_code platform_free_space(const char *path, uint64_t *bytes, error_info *err)
 {
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     ULARGE_INTEGER avail;
@@ -829,7 +777,7 @@ error_code platform_free_space(const char *path, uint64_t *bytes, error_info *er
     if (ok)
         *bytes = avail.QuadPart;
     else
-        rc = fail_win(err, GetLastError(), "cannot read the free space of", path);
+        rc = win32_fail(err, GetLastError(), "cannot read the free space of", path);
     free(wpath);
     return rc;
 }

@@ -1,4 +1,19 @@
-/* ---- Host and environment ------------------------------------------------ */
+/*
+ * host.c — facts about this machine (platform.h, "Host"): its DNS host name,
+ * OS and architecture (the real machine, even under x64 emulation on ARM64),
+ * the current boot, its machine id (the registry's MachineGuid), the
+ * environment as UTF-8, whether a stream is a console, and where outpost
+ * keeps its configuration and state by default (%ProgramData%\outpost).
+ * (The CPU's instructions are platform/cpu.c's.)
+ */
+#include "platform/win32/win32_int.h"
+
+#include <io.h>
+#include <knownfolders.h>
+#include <shlobj.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 void platform_hostname(char *buf, size_t size)
 {
@@ -8,7 +23,7 @@ void platform_hostname(char *buf, size_t size)
     DWORD n = (DWORD)(sizeof name / sizeof name[0]);
     char *utf8 = NULL;
     if (GetComputerNameExW(ComputerNameDnsHostname, name, &n) && n > 0)
-        utf8 = narrow_n(name, (int)n);
+        utf8 = win32_narrow_n(name, (int)n);
     snprintf(buf, size, "%s", utf8 && *utf8 ? utf8 : "unknown");
     free(utf8);
 }
@@ -69,7 +84,7 @@ static SRWLOCK env_lock = SRWLOCK_INIT;
 /* The variable's value as malloc'd UTF-8; NULL when unset (or on failure). */
 static char *read_env(const char *name)
 {
-    wchar_t *wname = widen(name);
+    wchar_t *wname = win32_widen(name);
     if (!wname)
         return NULL;
     char *value = NULL;
@@ -81,7 +96,7 @@ static char *read_env(const char *name)
             break;
         DWORD got = GetEnvironmentVariableW(wname, wide, n);
         if (got < n)
-            value = narrow_n(wide, (int)got);
+            value = win32_narrow_n(wide, (int)got);
         else
             n = got;
         free(wide);
@@ -137,7 +152,7 @@ static char *program_data_path(const char *suffix)
     char *base = NULL;
     wchar_t *known = NULL;
     if (SUCCEEDED(SHGetKnownFolderPath(&FOLDERID_ProgramData, KF_FLAG_DEFAULT, NULL, &known)) && known)
-        base = narrow(known);
+        base = win32_narrow(known);
     CoTaskMemFree(known);
     if (!base) {
         char *env = read_env("ProgramData");
@@ -187,7 +202,7 @@ error_code platform_machine_id(char *buf, size_t size, error_info *err)
     char *value = NULL;
     if (RegOpenKeyExW(HKEY_LOCAL_MACHINE, L"SOFTWARE\\Microsoft\\Cryptography", 0, KEY_READ | KEY_WOW64_64KEY, &key) ==
         ERROR_SUCCESS) {
-        value = registry_string(key, L"MachineGuid");
+        value = win32_registry_string(key, L"MachineGuid");
         RegCloseKey(key);
     }
     size_t n = value ? strlen(value) : 0;

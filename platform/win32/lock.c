@@ -1,4 +1,12 @@
-/* ---- Single-instance lock ------------------------------------------------ */
+/*
+ * lock.c — the single-instance lock (platform_lock_acquire): LockFileEx on
+ * outpost.lock, which dies with the process, so a killed run never blocks
+ * the next. The file holds the holder's PID for a human to read.
+ */
+#include "platform/win32/win32_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
 
 /* Where the lock's byte range starts: far past the PID text, so readers of
  * the lock file are not blocked by the lock. */
@@ -11,7 +19,7 @@ struct platform_lock {
 error_code platform_lock_acquire(const char *path, platform_lock **lock, error_info *err)
 {
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     /* Shared open: a second instance must get as far as LockFileEx to learn
@@ -20,7 +28,7 @@ error_code platform_lock_acquire(const char *path, platform_lock **lock, error_i
                            NULL, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
     free(wpath);
     if (h == INVALID_HANDLE_VALUE)
-        return fail_win(err, GetLastError(), "cannot open the lock file", path);
+        return win32_fail(err, GetLastError(), "cannot open the lock file", path);
     OVERLAPPED at = {0};
     at.OffsetHigh = LOCK_OFFSET_HIGH;
     if (!LockFileEx(h, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &at)) {
@@ -28,12 +36,12 @@ error_code platform_lock_acquire(const char *path, platform_lock **lock, error_i
         CloseHandle(h);
         if (e == ERROR_LOCK_VIOLATION || e == ERROR_IO_PENDING)
             return error_set_os(err, ERR_LOCKED, (int)e, "another outpost run holds the lock %s", path);
-        return fail_win(err, e, "cannot lock", path);
+        return win32_fail(err, e, "cannot lock", path);
     }
     platform_lock *l = malloc(sizeof *l);
     if (!l) {
         CloseHandle(h);
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     }
     l->file = h;
     /* The PID is informational (for a human looking at a stuck lock). */

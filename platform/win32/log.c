@@ -1,4 +1,14 @@
-/* ---- The log file and the system log ------------------------------------- */
+/*
+ * log.c — the log file (platform.h, "The log file"): opened with
+ * FILE_APPEND_DATA alone, created owner-only, never through a reparse
+ * point, and shared for deletion, so that every line is one write at the
+ * end of the file while another outpost may rotate it.
+ */
+#include "platform/win32/win32_int.h"
+#include "platform/crash_point.h"
+
+#include <sddl.h>
+#include <stdlib.h>
 
 struct platform_append_file {
     HANDLE handle;
@@ -7,7 +17,7 @@ struct platform_append_file {
 error_code platform_append_open(const char *path, platform_append_file **file, uint64_t *size, error_info *err)
 {
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     /* A new file gets the owner-only DACL (it applies only when OPEN_ALWAYS
@@ -20,7 +30,7 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
     if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(L"D:P(A;;FA;;;OW)(A;;FA;;;SY)(A;;FA;;;BA)",
                                                               SDDL_REVISION_1, &sd, NULL)) {
         free(wpath);
-        return fail_win(err, GetLastError(), "cannot prepare the permissions of", path);
+        return win32_fail(err, GetLastError(), "cannot prepare the permissions of", path);
     }
     sa.lpSecurityDescriptor = sd;
     HANDLE h =
@@ -30,7 +40,7 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
     LocalFree(sd);
     free(wpath);
     if (h == INVALID_HANDLE_VALUE)
-        return fail_win(err, e, "cannot open for appending", path);
+        return win32_fail(err, e, "cannot open for appending", path);
     BY_HANDLE_FILE_INFORMATION info;
     if (!GetFileInformationByHandle(h, &info) || (info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)) {
         CloseHandle(h);
@@ -39,7 +49,7 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
     platform_append_file *f = malloc(sizeof *f);
     if (!f) {
         CloseHandle(h);
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     }
     f->handle = h;
     if (size)
@@ -51,11 +61,11 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
 error_code platform_append_write(platform_append_file *file, const void *data, size_t len, error_info *err)
 {
     crash_point("append_log", NULL);
-    if (!write_all(file->handle, data, len)) {
+    if (!win32_write_all(file->handle, data, len)) {
         DWORD e = GetLastError();
         char text[256];
-        return error_set_os(err, win_code(e), (int)e, "cannot append to the log file: %s",
-                            win_message(e, text, sizeof text));
+        return error_set_os(err, platform_win32_error_code(e), (int)e, "cannot append to the log file: %s",
+                            win32_message(e, text, sizeof text));
     }
     return ERR_OK;
 }

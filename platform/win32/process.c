@@ -1,4 +1,20 @@
-/* ---- Processes ----------------------------------------------------------- */
+/*
+ * process.c — running programs and this process (platform.h, "Processes"):
+ * CreateProcessW with a command line quoted for CommandLineToArgvW, the
+ * program found in PATH but never in the current directory, exactly three
+ * inherited handles, a job object the timeout kills whole, and a held file
+ * run by its full name while its handle denies writers; the process's own
+ * hardening, environment, id, executable and Ctrl-C.
+ */
+#include "platform/win32/win32_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <io.h>
+#include <process.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Growable UTF-16 buffer for building a command line. */
 typedef struct wbuf {
@@ -76,7 +92,7 @@ static wchar_t *command_line(const char *const argv[], error_info *err)
 {
     wbuf b = {0};
     for (size_t i = 0; argv[i]; i++) {
-        wchar_t *arg = widen(argv[i]);
+        wchar_t *arg = win32_widen(argv[i]);
         if (!arg) {
             free(b.s);
             error_set(err, ERR_SPAWN, "cannot run %s: argument %zu is not valid UTF-8", argv[0], i);
@@ -99,7 +115,7 @@ static wchar_t *command_line(const char *const argv[], error_info *err)
     }
     if (b.failed || !b.s) {
         free(b.s);
-        fail_nomem(err);
+        win32_fail_nomem(err);
         return NULL;
     }
     return b.s;
@@ -143,7 +159,7 @@ static wchar_t *find_program(const wchar_t *argv0)
             if (!name)
                 break;
             swprintf(name, size, L"%ls%ls", argv0, suffixes[s]);
-            wchar_t *candidate = join_w(dir, name);
+            wchar_t *candidate = win32_join_w(dir, name);
             free(name);
             if (candidate && is_file_w(candidate))
                 found = candidate;
@@ -237,7 +253,7 @@ static MUST_CHECK error_code spawn_handle_list(spawn_ctx *c, const char *name, e
     InitializeProcThreadAttributeList(NULL, 1, 0, &size);
     LPPROC_THREAD_ATTRIBUTE_LIST list = size ? malloc(size) : NULL;
     if (!list)
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     if (!InitializeProcThreadAttributeList(list, 1, 0, &size)) {
         DWORD e = GetLastError();
         free(list);
@@ -259,7 +275,7 @@ static wchar_t *environment_block(const char *const envp[], const char *name, er
 {
     wbuf b = {0};
     for (size_t i = 0; envp[i]; i++) {
-        wchar_t *var = widen(envp[i]);
+        wchar_t *var = win32_widen(envp[i]);
         if (!var) {
             free(b.s);
             error_set(err, ERR_SPAWN, "cannot run %s: environment entry %zu is not valid UTF-8", name, i);
@@ -271,7 +287,7 @@ static wchar_t *environment_block(const char *const envp[], const char *name, er
     wbuf_put(&b, L"\0", 2); /* the block's end; an empty block needs two */
     if (b.failed || !b.s) {
         free(b.s);
-        fail_nomem(err);
+        win32_fail_nomem(err);
         return NULL;
     }
     return b.s;
@@ -281,12 +297,12 @@ error_code platform_environment(char ***vars, size_t *count, error_info *err)
 {
     wchar_t *block = GetEnvironmentStringsW();
     if (!block)
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     char **list = NULL;
     size_t used = 0, cap = 0;
     error_code rc = ERR_OK;
     for (const wchar_t *p = block; *p && rc == ERR_OK; p += wcslen(p) + 1)
-        rc = names_append(&list, &used, &cap, p, err);
+        rc = win32_names_append(&list, &used, &cap, p, err);
     FreeEnvironmentStringsW(block);
     if (rc != ERR_OK) {
         platform_free_names(list, used);
@@ -317,7 +333,7 @@ static MUST_CHECK error_code spawn_start(spawn_ctx *c, const char *name, error_i
         DWORD e = GetLastError();
         char text[256];
         memset(&c->pi, 0, sizeof c->pi);
-        return error_set_os(err, ERR_SPAWN, (int)e, "cannot run %s: %s", name, win_message(e, text, sizeof text));
+        return error_set_os(err, ERR_SPAWN, (int)e, "cannot run %s: %s", name, win32_message(e, text, sizeof text));
     }
     /* Without the job (a parent job forbidding nesting) only the child itself
      * can be killed at the timeout. */
@@ -332,7 +348,7 @@ static MUST_CHECK error_code spawn_start(spawn_ctx *c, const char *name, error_i
 /* An inheritable handle appending to path (created when missing), or NULL. */
 static HANDLE append_handle(const char *path)
 {
-    wchar_t *wide = widen(path);
+    wchar_t *wide = win32_widen(path);
     if (!wide)
         return NULL;
     SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
@@ -352,7 +368,7 @@ struct platform_held_file {
 error_code platform_held_open(const char *path, platform_held_file **file, error_info *err)
 {
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     /* FILE_SHARE_READ only: while held, nobody may write, rename or delete
@@ -361,7 +377,7 @@ error_code platform_held_open(const char *path, platform_held_file **file, error
     HANDLE h = CreateFileW(wpath, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING,
                            FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
     if (h == INVALID_HANDLE_VALUE) {
-        rc = fail_win(err, GetLastError(), "cannot open", path);
+        rc = win32_fail(err, GetLastError(), "cannot open", path);
         free(wpath);
         return rc;
     }
@@ -378,14 +394,14 @@ error_code platform_held_open(const char *path, platform_held_file **file, error
         CloseHandle(h);
         free(held);
         free(wpath);
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     }
     held->stream = _fdopen(fd, "rb");
     if (!held->stream) {
         _close(fd);
         free(held);
         free(wpath);
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     }
     held->path = wpath;
     *file = held;
@@ -412,7 +428,7 @@ char *platform_system_program(const char *name)
     UINT n = GetSystemDirectoryW(dir, MAX_PATH);
     if (n == 0 || n >= MAX_PATH)
         return NULL;
-    char *dir8 = narrow(dir);
+    char *dir8 = win32_narrow(dir);
     char *path = dir8 ? platform_path_join(dir8, name) : NULL;
     free(dir8);
     return path;
@@ -471,11 +487,11 @@ error_code platform_spawn_with(const char *const argv[], const platform_spawn_op
         rc = error_set(err, ERR_SPAWN, "cannot run %s: a held program needs its full path", argv[0]);
         goto cleanup;
     }
-    if (options->cwd && !(c.cwd = widen(options->cwd))) {
+    if (options->cwd && !(c.cwd = win32_widen(options->cwd))) {
         rc = error_set(err, ERR_SPAWN, "cannot run %s: the working directory is not valid UTF-8", argv[0]);
         goto cleanup;
     }
-    wchar_t *argv0 = widen(argv[0]);
+    wchar_t *argv0 = win32_widen(argv[0]);
     if (!argv0) {
         rc = error_set(err, ERR_SPAWN, "cannot run %s: the name is not valid UTF-8", argv[0]);
         goto cleanup;
@@ -498,7 +514,7 @@ error_code platform_spawn_with(const char *const argv[], const platform_spawn_op
             DWORD e = GetLastError();
             char text[256];
             rc = error_set_os(err, ERR_SPAWN, (int)e, "cannot run %s: cannot open its output file %s: %s", argv[0],
-                              output_path, win_message(e, text, sizeof text));
+                              output_path, win32_message(e, text, sizeof text));
             goto cleanup;
         }
         c.std[2] = inheritable(c.std[1], false);
@@ -556,6 +572,8 @@ cleanup:
     return rc;
 }
 
+/* ---- This process ---------------------------------------------------------- */
+
 long platform_process_id(void)
 {
     return (long)GetCurrentProcessId();
@@ -588,18 +606,18 @@ error_code platform_executable_path(char **path, error_info *err)
     for (int attempt = 0; attempt < 6; attempt++, cap *= 4) {
         wchar_t *buf = malloc(cap * sizeof *buf);
         if (!buf)
-            return fail_nomem(err);
+            return win32_fail_nomem(err);
         DWORD n = GetModuleFileNameW(NULL, buf, cap);
         if (n == 0) {
             DWORD e = GetLastError();
             free(buf);
-            return fail_win(err, e, "cannot find this program's file:", "GetModuleFileNameW");
+            return win32_fail(err, e, "cannot find this program's file:", "GetModuleFileNameW");
         }
         if (n < cap) {
-            char *utf8 = narrow_n(buf, (int)n);
+            char *utf8 = win32_narrow_n(buf, (int)n);
             free(buf);
             if (!utf8)
-                return fail_nomem(err);
+                return win32_fail_nomem(err);
             *path = utf8;
             return ERR_OK;
         }

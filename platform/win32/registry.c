@@ -1,9 +1,20 @@
+/*
+ * registry.c — what outpost reads from and writes to the registry: the
+ * installed version of a product from the Uninstall keys, 64-bit view then
+ * 32-bit (platform_installed_version), and the values under
+ * HKLM\SOFTWARE\outpost that SCCM/Intune detection rules and hardware
+ * inventory read (platform_inventory_write); win32_registry_string serves
+ * host.c's machine id too. The POSIX twin has neither.
+ */
+#include "platform/win32/win32_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
 /* Longest value read from the registry (characters). */
 #define REGISTRY_VALUE_MAX 1024
 
-/* A REG_SZ / REG_EXPAND_SZ value of key as malloc'd UTF-8; NULL when absent,
- * of another type or longer than REGISTRY_VALUE_MAX characters. */
-static char *registry_string(HKEY key, const wchar_t *value_name)
+char *win32_registry_string(HKEY key, const wchar_t *value_name)
 {
     wchar_t value[REGISTRY_VALUE_MAX + 1];
     DWORD type = 0, size = sizeof value - sizeof value[0];
@@ -15,7 +26,7 @@ static char *registry_string(HKEY key, const wchar_t *value_name)
     value[chars] = L'\0'; /* the stored string need not be terminated */
     while (chars > 0 && value[chars - 1] == L'\0')
         chars--;
-    return narrow_n(value, (int)chars);
+    return win32_narrow_n(value, (int)chars);
 }
 
 /* Whether s starts with prefix, ignoring case (ordinal, as Windows compares
@@ -46,10 +57,10 @@ static void search_uninstall(REGSAM view, const wchar_t *wname, char **version)
         HKEY entry;
         if (RegOpenKeyExW(root, sub, 0, KEY_READ | view, &entry) != ERROR_SUCCESS)
             continue;
-        char *display = registry_string(entry, L"DisplayName");
-        wchar_t *wdisplay = display ? widen(display) : NULL;
+        char *display = win32_registry_string(entry, L"DisplayName");
+        wchar_t *wdisplay = display ? win32_widen(display) : NULL;
         if (wdisplay && starts_with_nocase(wdisplay, wname)) {
-            char *v = registry_string(entry, L"DisplayVersion");
+            char *v = win32_registry_string(entry, L"DisplayVersion");
             if (v && *v)
                 *version = v;
             else
@@ -66,7 +77,7 @@ error_code platform_installed_version(const char *display_name, char **version, 
 {
     if (!display_name || !*display_name)
         return error_set(err, ERR_NOT_FOUND, "cannot read the installed version: no product name given");
-    wchar_t *wname = widen(display_name);
+    wchar_t *wname = win32_widen(display_name);
     if (!wname)
         return error_set(err, ERR_NOT_FOUND, "cannot read the installed version of %s: the name is not valid UTF-8",
                          display_name);
@@ -95,8 +106,8 @@ error_code platform_inventory_write(const platform_inventory_value *values, size
                             "cannot open HKLM\\SOFTWARE\\outpost for the inventory values");
     error_code rc = ERR_OK;
     for (size_t i = 0; i < count && rc == ERR_OK; i++) {
-        wchar_t *name = widen(values[i].name);
-        wchar_t *text = values[i].text ? widen(values[i].text) : NULL;
+        wchar_t *name = win32_widen(values[i].name);
+        wchar_t *text = values[i].text ? win32_widen(values[i].text) : NULL;
         if (!name || (values[i].text && !text)) {
             rc = error_set(err, ERR_NOMEM, "out of memory");
         } else if (values[i].is_number) {

@@ -1,4 +1,14 @@
-/* ---- The scheduled task ---------------------------------------------------- */
+/*
+ * schedtask.c — the Task Scheduler task that runs outpost (`outpost service
+ * install|uninstall`): registered from its XML definition and removed by
+ * %SystemRoot%\System32\schtasks.exe, run by its full path. The POSIX twin
+ * refuses both, naming the systemd timer.
+ */
+#include "platform/win32/win32_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* %SystemRoot%\System32\<name> as UTF-8, malloc'd: schtasks is run by its
  * full path, never looked up in PATH. NULL on failure. */
@@ -10,7 +20,7 @@ static char *system_file(const wchar_t *name)
         return NULL;
     wchar_t full[MAX_PATH];
     swprintf(full, MAX_PATH, L"%ls\\%ls", dir, name);
-    return narrow(full);
+    return win32_narrow(full);
 }
 
 /* Runs schtasks.exe with args (after the program), waiting up to a minute.
@@ -40,14 +50,14 @@ static MUST_CHECK error_code run_schtasks(const char *const args[], int *exit_co
 error_code platform_task_register(const char *name, const char *xml, error_info *err)
 {
     /* schtasks /XML reads UTF-16 with a byte-order mark. */
-    wchar_t *wide = widen(xml);
+    wchar_t *wide = win32_widen(xml);
     if (!wide)
         return error_set(err, ERR_INTERNAL, "the task definition is not valid UTF-8");
     size_t chars = wcslen(wide);
     unsigned char *bytes = malloc(2 + chars * 2);
     if (!bytes) {
         free(wide);
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     }
     bytes[0] = 0xff;
     bytes[1] = 0xfe;
@@ -61,7 +71,7 @@ error_code platform_task_register(const char *name, const char *xml, error_info 
      * SYSTEM task between this write and schtasks reading it. */
     wchar_t temp_dir[MAX_PATH + 1];
     DWORD n = GetTempPathW(MAX_PATH + 1, temp_dir);
-    char *dir = n > 0 && n <= MAX_PATH ? narrow_n(temp_dir, (int)n) : NULL;
+    char *dir = n > 0 && n <= MAX_PATH ? win32_narrow_n(temp_dir, (int)n) : NULL;
     unsigned char rnd[8] = {0};
     if (platform_random_bytes(rnd, sizeof rnd, err) != ERR_OK) {
         free(dir);

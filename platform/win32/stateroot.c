@@ -1,4 +1,12 @@
 /*
+ * stateroot.c — the state directory held open (platform_state_root_open,
+ * PRODUCT.md section 9). Where the POSIX twin reaches every path below it
+ * from the handle, Windows holds the directory so that it cannot be
+ * renamed or replaced while outpost runs; the file calls keep their names.
+ */
+#include "platform/win32/win32_int.h"
+
+/*
  * The state directory's handle (PRODUCT.md section 9). Windows has no
  * openat, so the file functions keep using names here; what the handle
  * gives instead is that, opened without FILE_SHARE_DELETE, the directory
@@ -14,7 +22,7 @@ error_code platform_state_root_open(const char *path, error_info *err)
 {
     platform_state_root_close();
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     HANDLE h = CreateFileW(wpath, FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | READ_CONTROL,
@@ -23,10 +31,10 @@ error_code platform_state_root_open(const char *path, error_info *err)
     DWORD e = GetLastError();
     free(wpath);
     if (h == INVALID_HANDLE_VALUE)
-        return fail_win(err, e, "cannot open the state directory", path);
+        return win32_fail(err, e, "cannot open the state directory", path);
     BY_HANDLE_FILE_INFORMATION info;
     if (!GetFileInformationByHandle(h, &info))
-        rc = fail_io(err, GetLastError(), "cannot read the state directory", path);
+        rc = win32_fail_io(err, GetLastError(), "cannot read the state directory", path);
     else if (info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)
         rc = error_set(err, ERR_PERMISSION,
                        "the state directory %s is a reparse point (a junction or link); refusing it", path);

@@ -1,4 +1,15 @@
-/* ---- Threads ------------------------------------------------------------- */
+/*
+ * thread.c — threads, mutexes and condition variables over the C runtime's
+ * _beginthreadex, SRW locks and condition variables, for the download's
+ * writer and the Authenticode digest beside the hash (platform.h,
+ * "Threads").
+ */
+#include "platform/win32/win32_int.h"
+
+#include <errno.h>
+#include <process.h>
+#include <stdlib.h>
+#include <string.h>
 
 struct platform_thread {
     HANDLE handle;         /* the running thread */
@@ -25,7 +36,7 @@ error_code platform_thread_start(platform_thread **thread, void (*fn)(void *arg)
 {
     platform_thread *t = malloc(sizeof *t);
     if (!t)
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     t->fn = fn;
     t->arg = arg;
     /* _beginthreadex, not CreateThread: the C runtime's per-thread state

@@ -1,4 +1,11 @@
-/* ---- Time and randomness ------------------------------------------------- */
+/*
+ * time.c — clocks and randomness (platform.h, "Time and randomness"): the
+ * precise system time and the performance counter in milliseconds,
+ * sleeping, and BCryptGenRandom with the system's preferred generator.
+ */
+#include "platform/win32/win32_int.h"
+
+#include <bcrypt.h>
 
 /* 100 ns intervals between 1601-01-01 (FILETIME) and 1970-01-01. */
 #define FILETIME_UNIX_EPOCH 116444736000000000LL

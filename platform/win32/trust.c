@@ -1,3 +1,23 @@
+/*
+ * trust.c — whether what outpost runs as SYSTEM can be trusted (PRODUCT.md
+ * section 9): the state directory and every folder above it
+ * (platform_check_private_dir), and the files that decide what runs, the
+ * configuration, trust anchors and keys (platform_check_trusted_file,
+ * platform_check_secret_file). Windows judges owners and access lists
+ * where POSIX judges owners and mode bits; the decisions over a security
+ * descriptor are pure functions (platform/private_dir.h), tested under
+ * wine by cross/tests/test_platform_win32.c. No reparse point (junction,
+ * link) is accepted anywhere in a judged path.
+ */
+#include "platform/win32/win32_int.h"
+#include "platform/private_dir.h"
+
+#include <aclapi.h>
+#include <sddl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 /* ---- The API key file's access list -------------------------------------- */
 
 /* Groups whose read access makes a secret readable by other users. */
@@ -63,7 +83,7 @@ static int dacl_broad_reader(ACL *dacl, PSID sids[BROAD_GROUPS])
  */
 error_code platform_check_secret_file(const char *path, error_info *err)
 {
-    wchar_t *wpath = widen(path);
+    wchar_t *wpath = win32_widen(path);
     if (!wpath)
         return error_set(err, ERR_CONFIG, "API key file %s: the path is not valid UTF-8", path);
     error_code rc = ERR_OK;
@@ -77,7 +97,7 @@ error_code platform_check_secret_file(const char *path, error_info *err)
             rc = error_set_os(err, ERR_CONFIG, (int)e, "API key file %s does not exist", path);
         else
             rc = error_set_os(err, ERR_CONFIG, (int)e, "cannot read API key file %s: %s", path,
-                              win_message(e, text, sizeof text));
+                              win32_message(e, text, sizeof text));
         goto cleanup;
     }
     if (attrs & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_DEVICE)) {
@@ -89,7 +109,7 @@ error_code platform_check_secret_file(const char *path, error_info *err)
     if (e != ERROR_SUCCESS) {
         char text[256];
         rc = error_set_os(err, ERR_CONFIG, (int)e, "cannot read the permissions of API key file %s: %s", path,
-                          win_message(e, text, sizeof text));
+                          win32_message(e, text, sizeof text));
         goto cleanup;
     }
     int reader = -1;
@@ -261,26 +281,26 @@ static MUST_CHECK error_code judge_parents_w(const wchar_t *wfull, const char *p
     size_t len = wcslen(wfull);
     wchar_t *prefix = malloc((len + 1) * sizeof *prefix);
     if (!prefix)
-        return fail_nomem(err);
-    PSID user = current_user_sid();
+        return win32_fail_nomem(err);
+    PSID user = win32_current_user_sid();
     error_code rc = ERR_OK;
     /* Past "C:\" or "\\server\share\": the first component Windows does not keep. */
     size_t start = 3;
-    if (len > 2 && is_sep(wfull[0]) && is_sep(wfull[1])) {
+    if (len > 2 && win32_is_sep(wfull[0]) && win32_is_sep(wfull[1])) {
         int seps = 0;
         for (start = 2; start < len && seps < 2; start++)
-            seps += is_sep(wfull[start]);
+            seps += win32_is_sep(wfull[start]);
     }
     for (size_t i = start; i <= len && rc == ERR_OK; i++) {
-        if (i < len && !is_sep(wfull[i]))
+        if (i < len && !win32_is_sep(wfull[i]))
             continue;
         bool last = i == len || (i == len - 1);
         memcpy(prefix, wfull, i * sizeof *prefix);
         prefix[i] = L'\0';
-        char *here = narrow(prefix);
+        char *here = win32_narrow(prefix);
         DWORD attrs = GetFileAttributesW(prefix);
         if (attrs == INVALID_FILE_ATTRIBUTES) {
-            rc = fail_win(err, GetLastError(), "cannot read the permissions of", here ? here : path);
+            rc = win32_fail(err, GetLastError(), "cannot read the permissions of", here ? here : path);
         } else if ((attrs & FILE_ATTRIBUTE_REPARSE_POINT) && (!last || last_too)) {
             rc = error_set(err, code,
                            "%s%s%s is a reparse point (a junction or symbolic link), which its owner could point "
@@ -293,7 +313,7 @@ static MUST_CHECK error_code judge_parents_w(const wchar_t *wfull, const char *p
                                             NULL, &sd);
             char who[128];
             if (e != ERROR_SUCCESS) {
-                rc = fail_io(err, e, "cannot read the owner of", here ? here : path);
+                rc = win32_fail_io(err, e, "cannot read the owner of", here ? here : path);
             } else if (!owner || !sid_is_trusted(owner, user)) {
                 if (owner)
                     describe_sid(owner, who, sizeof who);
@@ -328,18 +348,18 @@ static wchar_t *full_path_w(const wchar_t *wpath)
 error_code platform_check_private_dir(const char *path, error_info *err)
 {
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return rc;
     PSECURITY_DESCRIPTOR sd = NULL;
     PSID user = NULL;
     DWORD attrs = GetFileAttributesW(wpath);
     if (attrs == INVALID_FILE_ATTRIBUTES) {
-        rc = fail_win(err, GetLastError(), "cannot read the permissions of", path);
+        rc = win32_fail(err, GetLastError(), "cannot read the permissions of", path);
         goto cleanup;
     }
     wchar_t *full = full_path_w(wpath);
-    rc = full ? judge_parents_w(full, path, true, ERR_PERMISSION, err) : fail_nomem(err);
+    rc = full ? judge_parents_w(full, path, true, ERR_PERMISSION, err) : win32_fail_nomem(err);
     free(full);
     if (rc != ERR_OK)
         goto cleanup;
@@ -352,10 +372,10 @@ error_code platform_check_private_dir(const char *path, error_info *err)
     DWORD e = GetNamedSecurityInfoW(wpath, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
                                     &owner, NULL, &dacl, NULL, &sd);
     if (e != ERROR_SUCCESS) {
-        rc = fail_io(err, e, "cannot read the permissions of", path);
+        rc = win32_fail_io(err, e, "cannot read the permissions of", path);
         goto cleanup;
     }
-    user = current_user_sid();
+    user = win32_current_user_sid();
     char why[160];
     if (!platform_win32_dir_trusted(sd, user, why, sizeof why))
         rc = error_set(err, ERR_PERMISSION,
@@ -375,7 +395,7 @@ cleanup:
 error_code platform_check_trusted_file(const char *what, const char *path, bool secret, error_info *err)
 {
     wchar_t *wpath = NULL;
-    error_code rc = widen_path(path, &wpath, err);
+    error_code rc = win32_widen_path(path, &wpath, err);
     if (rc != ERR_OK)
         return error_set(err, ERR_CONFIG, "%s %s: not a valid UTF-8 path", what, path);
     PSECURITY_DESCRIPTOR sd = NULL;
@@ -384,8 +404,9 @@ error_code platform_check_trusted_file(const char *what, const char *path, bool 
     DWORD attrs = GetFileAttributesW(wpath);
     if (attrs == INVALID_FILE_ATTRIBUTES) {
         DWORD e = GetLastError();
-        rc = win_code(e) == ERR_NOT_FOUND ? error_set_os(err, ERR_NOT_FOUND, (int)e, "%s %s does not exist", what, path)
-                                          : fail_win(err, e, "cannot read", path);
+        rc = platform_win32_error_code(e) == ERR_NOT_FOUND
+                 ? error_set_os(err, ERR_NOT_FOUND, (int)e, "%s %s does not exist", what, path)
+                 : win32_fail(err, e, "cannot read", path);
         if (rc != ERR_NOT_FOUND)
             rc = err ? (err->code = ERR_CONFIG) : ERR_CONFIG;
         goto cleanup;
@@ -397,7 +418,7 @@ error_code platform_check_trusted_file(const char *what, const char *path, bool 
     /* Links anywhere in the path (the file included) are refused: their
      * owner could point them elsewhere; the folders above need trusted owners. */
     full = full_path_w(wpath);
-    rc = full ? judge_parents_w(full, path, true, ERR_CONFIG, err) : fail_nomem(err);
+    rc = full ? judge_parents_w(full, path, true, ERR_CONFIG, err) : win32_fail_nomem(err);
     if (rc != ERR_OK)
         goto cleanup;
     PSID owner = NULL;
@@ -405,13 +426,13 @@ error_code platform_check_trusted_file(const char *what, const char *path, bool 
     DWORD e = GetNamedSecurityInfoW(wpath, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
                                     &owner, NULL, &dacl, NULL, &sd);
     if (e != ERROR_SUCCESS) {
-        rc = fail_io(err, e, "cannot read the permissions of", path);
+        rc = win32_fail_io(err, e, "cannot read the permissions of", path);
         if (err)
             err->code = ERR_CONFIG;
         rc = ERR_CONFIG;
         goto cleanup;
     }
-    user = current_user_sid();
+    user = win32_current_user_sid();
     char why[160];
     if (!platform_win32_file_trusted(sd, user, secret, why, sizeof why))
         rc = error_set(err, ERR_CONFIG,

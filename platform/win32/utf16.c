@@ -1,8 +1,15 @@
-/* ---- UTF-8 <-> UTF-16 ---------------------------------------------------- */
+/*
+ * utf16.c — UTF-8 at platform.h's interface, UTF-16 underneath: the
+ * conversions every file of this folder makes before a ...W call and after
+ * it (win32_int.h). Windows only: POSIX takes the UTF-8 bytes as they are.
+ */
+#include "platform/win32/win32_int.h"
 
-/* UTF-16 copy of a UTF-8 string; malloc'd. NULL on invalid UTF-8 (errno
- * EINVAL) or out of memory (errno ENOMEM). */
-static wchar_t *widen(const char *utf8)
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+wchar_t *win32_widen(const char *utf8)
 {
     int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, utf8, -1, NULL, 0);
     if (n <= 0) {
@@ -22,9 +29,7 @@ static wchar_t *widen(const char *utf8)
     return wide;
 }
 
-/* UTF-8 copy of the first len characters of a UTF-16 string (len < 0: up to
- * the NUL); malloc'd, NULL on failure. Unpaired surrogates become U+FFFD. */
-static char *narrow_n(const wchar_t *wide, int len)
+char *win32_narrow_n(const wchar_t *wide, int len)
 {
     if (len == 0)
         return strdup("");
@@ -42,18 +47,17 @@ static char *narrow_n(const wchar_t *wide, int len)
     return utf8;
 }
 
-static char *narrow(const wchar_t *wide)
+char *win32_narrow(const wchar_t *wide)
 {
-    return narrow_n(wide, (int)wcslen(wide));
+    return win32_narrow_n(wide, (int)wcslen(wide));
 }
 
-/* widen() for a path, with the error filled in on failure. */
-static MUST_CHECK error_code widen_path(const char *path, wchar_t **wide, error_info *err)
+error_code win32_widen_path(const char *path, wchar_t **wide, error_info *err)
 {
-    *wide = widen(path);
+    *wide = win32_widen(path);
     if (*wide)
         return ERR_OK;
     if (errno == ENOMEM)
-        return fail_nomem(err);
+        return win32_fail_nomem(err);
     return error_set(err, ERR_IO, "invalid path %s: not valid UTF-8", path);
 }
