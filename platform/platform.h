@@ -4,8 +4,12 @@
  * The portable core (agent/) calls only these functions for anything the C
  * standard library cannot do portably; platform/posix/ and platform/win32/
  * implement them, and CMake picks one (platform/common.c and cpu.c, built
- * beside either, hold what is the same on both). Strings are UTF-8
- * everywhere (the Win32 side converts to UTF-16 underneath).
+ * beside either, hold what is the same on both). Each section below names
+ * the file that implements it: the same name on both sides
+ * (platform/posix/fs.c and platform/win32/fs.c for "Files"), in the order
+ * of the sections; a section only Windows has says what its POSIX file
+ * does instead. Strings are UTF-8 everywhere (the Win32 side converts to
+ * UTF-16 underneath, win32/utf16.c).
  *
  * Conventions, the same on every implementation:
  *  - Functions that can fail return an error_code and fill *err (which may
@@ -35,7 +39,11 @@
 
 #include "base/error.h"
 
-/* ---- OS errors ----------------------------------------------------------- */
+/* ---- OS errors (common.c) ------------------------------------------------ */
+
+/* Each side's error.c turns its own failures into messages the same way;
+ * GetLastError() values have their own table (win32/error.c,
+ * platform/win32_error.h). */
 
 /*
  * outpost's error_code for an errno value (the C library's, on Windows the
@@ -67,7 +75,7 @@ error_code platform_os_error(error_info *err, int os_error, const char *fmt, ...
  */
 error_code platform_stdio_error(error_info *err, const char *fmt, ...) OUTPOST_PRINTF(2, 3);
 
-/* ---- Files --------------------------------------------------------------- */
+/* ---- Files (fs.c; the helpers written over it: common.c) ----------------- */
 
 /* Directory separator of this platform: '/' or '\\'. */
 char platform_path_separator(void);
@@ -241,7 +249,7 @@ void platform_free_names(char **names, size_t count);
 /* Free bytes available to this user on the volume holding path. */
 MUST_CHECK error_code platform_free_space(const char *path, uint64_t *bytes, error_info *err);
 
-/* ---- The state directory held open --------------------------------------- */
+/* ---- The state directory held open (stateroot.c) ------------------------- */
 
 /*
  * Opens the state directory path once and holds it (PRODUCT.md section 9:
@@ -271,7 +279,7 @@ MUST_CHECK error_code platform_state_root_open(const char *path, error_info *err
  * are looked up by name again. Nothing held: nothing to do. */
 void platform_state_root_close(void);
 
-/* ---- Trust --------------------------------------------------------------- */
+/* ---- Trust: the state directory and what decides what runs (trust.c) ----- */
 
 /*
  * Checks that the existing directory path can be trusted with what outpost
@@ -311,7 +319,9 @@ MUST_CHECK error_code platform_check_trusted_file(const char *what, const char *
  */
 MUST_CHECK error_code platform_check_secret_file(const char *path, error_info *err);
 
-/* ---- Access lists -------------------------------------------------------- */
+/* ---- Access lists: who may read what outpost creates (acl.c) ------------- */
+
+/* POSIX: the owner, group and mode bits; Windows: the access list (DACL). */
 
 /*
  * Creates the state directory path, and any missing parents, private to
@@ -363,7 +373,7 @@ MUST_CHECK error_code platform_group_exists(const char *group, error_info *err);
  */
 MUST_CHECK error_code platform_make_world_readable(const char *path, error_info *err);
 
-/* ---- Single-instance lock ------------------------------------------------ */
+/* ---- Single-instance lock (lock.c) --------------------------------------- */
 
 typedef struct platform_lock platform_lock;
 
@@ -378,7 +388,7 @@ MUST_CHECK error_code platform_lock_acquire(const char *path, platform_lock **lo
 /* Releases and frees the lock; NULL is ignored. */
 void platform_lock_release(platform_lock *lock);
 
-/* ---- Time and randomness ------------------------------------------------- */
+/* ---- Time and randomness (time.c) ---------------------------------------- */
 
 /* Wall clock, UTC, in milliseconds since 1970-01-01T00:00:00Z. */
 int64_t platform_time_utc_ms(void);
@@ -392,7 +402,7 @@ void platform_sleep_ms(int64_t ms);
 /* Fills buf with len bytes from the OS's secure random source. */
 MUST_CHECK error_code platform_random_bytes(void *buf, size_t len, error_info *err);
 
-/* ---- Processes ----------------------------------------------------------- */
+/* ---- Processes, held files and this process (process.c) ------------------ */
 
 typedef struct platform_spawn_result {
     int exit_code;  /* the child's exit status (0-255 on POSIX, a DWORD on Windows);
@@ -512,7 +522,7 @@ void platform_exit_on_interrupt(const char *message);
  */
 MUST_CHECK error_code platform_executable_path(char **path, error_info *err);
 
-/* ---- Threads (for overlapping network, hashing and disk I/O) ------------- */
+/* ---- Threads (thread.c: overlapping network, hashing and disk I/O) ------- */
 
 typedef struct platform_thread platform_thread;
 typedef struct platform_mutex platform_mutex;
@@ -535,7 +545,7 @@ void platform_cond_free(platform_cond *c);
 void platform_cond_wait(platform_cond *c, platform_mutex *m);
 void platform_cond_broadcast(platform_cond *c);
 
-/* ---- Host ---------------------------------------------------------------- */
+/* ---- Host (host.c) ------------------------------------------------------- */
 
 /*
  * An identifier of the current boot of the operating system into buf ("" when
@@ -577,7 +587,7 @@ char *platform_default_state_dir(void);
  */
 MUST_CHECK error_code platform_machine_id(char *buf, size_t size, error_info *err);
 
-/* ---- The CPU ------------------------------------------------------------- */
+/* ---- The CPU (cpu.c, one file for both sides) ---------------------------- */
 
 /* Whether the CPU has SHA-256 instructions the OS lets this process use:
  * x86 SHA extensions (SHA-NI, with SSSE3 and SSE4.1) from CPUID, or the
@@ -592,7 +602,7 @@ bool platform_cpu_has_sha256(void);
  * other CPU. */
 bool platform_cpu_has_aes_clmul(void);
 
-/* ---- The system's certificate store -------------------------------------- */
+/* ---- The system's certificate store (certstore.c) ------------------------ */
 
 /*
  * The operating system's trusted root certificates as one PEM bundle, for a
@@ -626,7 +636,7 @@ const char *platform_system_ca_file(void);
  */
 MUST_CHECK error_code platform_system_code_signing_roots(char **pem, size_t *len, error_info *err);
 
-/* ---- The log file (log.file, PRODUCT.md section 10) ---------------------- */
+/* ---- The log file (log.c; log.file, PRODUCT.md section 10) --------------- */
 
 typedef struct platform_append_file platform_append_file;
 
@@ -650,7 +660,10 @@ MUST_CHECK error_code platform_append_write(platform_append_file *file, const vo
 /* Closes the file; NULL is ignored. */
 void platform_append_close(platform_append_file *file);
 
-/* ---- The registry -------------------------------------------------------- */
+/* ---- The registry (registry.c): Windows only ----------------------------- */
+
+/* POSIX has no registry: posix/registry.c finds no installed version and
+ * has no inventory values to write. */
 
 /*
  * Installed version of the product whose display name starts with
@@ -676,7 +689,9 @@ typedef struct platform_inventory_value {
  */
 MUST_CHECK error_code platform_inventory_write(const platform_inventory_value *values, size_t count, error_info *err);
 
-/* ---- The event log ------------------------------------------------------- */
+/* ---- The event log (eventlog.c): Windows only ---------------------------- */
+
+/* POSIX: posix/eventlog.c does nothing (journald and cron keep stderr). */
 
 typedef enum { PLATFORM_EVENT_ERROR, PLATFORM_EVENT_WARNING, PLATFORM_EVENT_INFORMATION } platform_event_level;
 
@@ -690,7 +705,10 @@ typedef enum { PLATFORM_EVENT_ERROR, PLATFORM_EVENT_WARNING, PLATFORM_EVENT_INFO
 MUST_CHECK error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text,
                                          error_info *err);
 
-/* ---- The scheduled task (outpost service install|uninstall) -------------- */
+/* ---- The scheduled task (schedtask.c): Windows only ---------------------- */
+
+/* `outpost service install|uninstall`. POSIX has no Task Scheduler:
+ * posix/schedtask.c refuses, naming the systemd timer. */
 
 /*
  * Registers the Task Scheduler task name ("\outpost\run"), replacing one of
