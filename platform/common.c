@@ -16,7 +16,11 @@
  *    stream without a descriptor (fmemopen, which the fuzzers use) works
  *    as a file does;
  *  - path and file helpers written over the calls above (the directory
- *    part of a path, a temporary name, copying a file).
+ *    part of a path, a temporary name, copying a file), and freeing a list
+ *    of names;
+ *  - the shorthands of platform_spawn_with that each side's process.c
+ *    implements (platform_spawn, platform_spawn_to_file,
+ *    platform_spawn_env).
  * (The CPU's crypto instructions are cpu.c's, beside this file.)
  */
 #if !defined(_WIN32) && !defined(_FILE_OFFSET_BITS)
@@ -248,4 +252,33 @@ error_code platform_copy_file(const char *from, const char *to,
     if (rc != ERR_OK && out)
         ERROR_IGNORE(platform_remove_file(to, NULL));
     return rc;
+}
+
+void platform_free_names(char **names, size_t count)
+{
+    if (!names)
+        return;
+    for (size_t i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* ---- The shorthands of platform_spawn_with --------------------------------- */
+
+error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result, error_info *err)
+{
+    return platform_spawn_env(argv, NULL, NULL, timeout_ms, result, err);
+}
+
+error_code platform_spawn_to_file(const char *const argv[], const char *output_path, int64_t timeout_ms,
+                                  platform_spawn_result *result, error_info *err)
+{
+    return platform_spawn_env(argv, NULL, output_path, timeout_ms, result, err);
+}
+
+error_code platform_spawn_env(const char *const argv[], const char *const envp[], const char *output_path,
+                              int64_t timeout_ms, platform_spawn_result *result, error_info *err)
+{
+    platform_spawn_options options = {.envp = envp, .output_path = output_path};
+    return platform_spawn_with(argv, &options, timeout_ms, result, err);
 }

@@ -77,6 +77,10 @@ error_code platform_stdio_error(error_info *err, const char *fmt, ...) OUTPOST_P
 
 /* ---- Files (fs.c; the helpers written over it: common.c) ----------------- */
 
+/* common.c: platform_path_dir, platform_temp_name, platform_copy_file, the
+ * 64-bit offsets (platform_file_size, platform_seek, platform_read_at) and
+ * platform_free_names, the same on both sides. */
+
 /* Directory separator of this platform: '/' or '\\'. */
 char platform_path_separator(void);
 
@@ -403,6 +407,9 @@ void platform_sleep_ms(int64_t ms);
 MUST_CHECK error_code platform_random_bytes(void *buf, size_t len, error_info *err);
 
 /* ---- Processes, held files and this process (process.c) ------------------ */
+
+/* platform_spawn, platform_spawn_to_file and platform_spawn_env, shorthands
+ * of platform_spawn_with, are written once, in common.c. */
 
 typedef struct platform_spawn_result {
     int exit_code;  /* the child's exit status (0-255 on POSIX, a DWORD on Windows);

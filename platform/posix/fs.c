@@ -639,15 +639,6 @@ static int compare_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void platform_free_names(char **names, size_t count)
-{
-    if (!names)
-        return;
-    for (size_t i = 0; i < count; i++)
-        free(names[i]);
-    free(names);
-}
-
 error_code platform_list_dir(const char *path, char ***names, size_t *count, error_info *err)
 {
     int fd = posix_open_in(path, O_RDONLY | O_DIRECTORY, 0);

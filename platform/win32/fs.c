@@ -684,15 +684,6 @@ static int compare_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void platform_free_names(char **names, size_t count)
-{
-    if (!names)
-        return;
-    for (size_t i = 0; i < count; i++)
-        free(names[i]);
-    free(names);
-}
-
 error_code win32_names_append(char ***list, size_t *used, size_t *cap, const wchar_t *name, error_info *err)
 {
     if (*used == *cap) {

@@ -453,24 +453,6 @@ void platform_harden_process(void)
     }
 }
 
-error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result, error_info *err)
-{
-    return platform_spawn_env(argv, NULL, NULL, timeout_ms, result, err);
-}
-
-error_code platform_spawn_to_file(const char *const argv[], const char *output_path, int64_t timeout_ms,
-                                  platform_spawn_result *result, error_info *err)
-{
-    return platform_spawn_env(argv, NULL, output_path, timeout_ms, result, err);
-}
-
-error_code platform_spawn_env(const char *const argv[], const char *const envp[], const char *output_path,
-                              int64_t timeout_ms, platform_spawn_result *result, error_info *err)
-{
-    platform_spawn_options options = {.envp = envp, .output_path = output_path};
-    return platform_spawn_with(argv, &options, timeout_ms, result, err);
-}
-
 error_code platform_spawn_with(const char *const argv[], const platform_spawn_options *options, int64_t timeout_ms,
                                platform_spawn_result *result, error_info *err)
 {
