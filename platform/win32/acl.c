@@ -6,8 +6,9 @@
  * and everything below it, taking ownership where the token allows
  * (platform_make_private_dir, `service install`); the entry that lets
  * report.readers_group read (platform_group_exists,
- * platform_share_with_group); and the user this process runs as, which
- * trust.c judges by too.
+ * platform_share_with_group); the owner-only list of a file created
+ * private (fs.c, log.c); and the user this process runs as, which trust.c
+ * judges by too.
  */
 #include "platform/win32/win32_int.h"
 
@@ -36,6 +37,14 @@ PSID win32_current_user_sid(void)
     free(info);
     CloseHandle(token);
     return sid;
+}
+
+error_code win32_owner_only_sd(const char *path, PSECURITY_DESCRIPTOR *sd, error_info *err)
+{
+    if (ConvertStringSecurityDescriptorToSecurityDescriptorW(L"D:P(A;;FA;;;OW)(A;;FA;;;SY)(A;;FA;;;BA)",
+                                                             SDDL_REVISION_1, sd, NULL))
+        return ERR_OK;
+    return win32_fail(err, GetLastError(), "cannot prepare the permissions of", path);
 }
 
 /* The private directory's security descriptor (platform_mkdirs_private):

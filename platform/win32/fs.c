@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <io.h>
-#include <sddl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -318,10 +317,10 @@ error_code platform_write_new_file(const char *path, const void *data, size_t le
     SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, FALSE};
     PSECURITY_DESCRIPTOR sd = NULL;
     if (owner_only) {
-        if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(L"D:P(A;;FA;;;OW)(A;;FA;;;SY)(A;;FA;;;BA)",
-                                                                  SDDL_REVISION_1, &sd, NULL)) {
+        rc = win32_owner_only_sd(path, &sd, err);
+        if (rc != ERR_OK) {
             free(wpath);
-            return win32_fail(err, GetLastError(), "cannot prepare the permissions of", path);
+            return rc;
         }
         sa.lpSecurityDescriptor = sd;
     }

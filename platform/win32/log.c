@@ -7,7 +7,6 @@
 #include "platform/win32/win32_int.h"
 #include "platform/crash_point.h"
 
-#include <sddl.h>
 #include <stdlib.h>
 
 struct platform_append_file {
@@ -27,10 +26,10 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
      * (rename) the file while this one holds it. */
     SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, FALSE};
     PSECURITY_DESCRIPTOR sd = NULL;
-    if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(L"D:P(A;;FA;;;OW)(A;;FA;;;SY)(A;;FA;;;BA)",
-                                                              SDDL_REVISION_1, &sd, NULL)) {
+    rc = win32_owner_only_sd(path, &sd, err);
+    if (rc != ERR_OK) {
         free(wpath);
-        return win32_fail(err, GetLastError(), "cannot prepare the permissions of", path);
+        return rc;
     }
     sa.lpSecurityDescriptor = sd;
     HANDLE h =

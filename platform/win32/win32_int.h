@@ -112,6 +112,12 @@ MUST_CHECK error_code win32_names_append(char ***list, size_t *used, size_t *cap
  * NULL on failure. */
 PSID win32_current_user_sid(void);
 
+/* The security descriptor of a file created owner-only: a protected DACL
+ * (nothing inherited) granting full control to its owner, SYSTEM and
+ * Administrators alone. *sd is the caller's, freed with LocalFree; a
+ * failure names path. */
+MUST_CHECK error_code win32_owner_only_sd(const char *path, PSECURITY_DESCRIPTOR *sd, error_info *err);
+
 /* ---- The registry (registry.c) ------------------------------------------------ */
 
 /* A REG_SZ / REG_EXPAND_SZ value of key as malloc'd UTF-8; NULL when absent,
