@@ -10,24 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* %SystemRoot%\System32\<name> as UTF-8, malloc'd: schtasks is run by its
- * full path, never looked up in PATH. NULL on failure. */
-static char *system_file(const wchar_t *name)
-{
-    wchar_t dir[MAX_PATH];
-    UINT n = GetSystemDirectoryW(dir, MAX_PATH);
-    if (n == 0 || n >= MAX_PATH - wcslen(name) - 2)
-        return NULL;
-    wchar_t full[MAX_PATH];
-    swprintf(full, MAX_PATH, L"%ls\\%ls", dir, name);
-    return win32_narrow(full);
-}
-
 /* Runs schtasks.exe with args (after the program), waiting up to a minute.
  * Its output goes to ours. *exit_code is its exit status. */
 static MUST_CHECK error_code run_schtasks(const char *const args[], int *exit_code, error_info *err)
 {
-    char *exe = system_file(L"schtasks.exe");
+    char *exe = platform_system_program("schtasks.exe"); /* never looked up in PATH */
     if (!exe)
         return error_set(err, ERR_SPAWN, "cannot find schtasks.exe in the system directory");
     const char *argv[12] = {exe};
@@ -116,7 +103,7 @@ error_code platform_task_delete(const char *name, error_info *err)
     /* schtasks says "cannot find the file" for a missing task with the same
      * exit code as for a refusal: the task store (System32\Tasks, one file
      * per task) tells them apart. */
-    char *tasks = system_file(L"Tasks");
+    char *tasks = platform_system_program("Tasks");
     char *stored = tasks ? platform_path_join(tasks, name[0] == '\\' ? name + 1 : name) : NULL;
     bool exists = !stored || platform_path_stat(stored, NULL) != PLATFORM_PATH_NONE;
     free(tasks);
