@@ -11,7 +11,6 @@
 #include "platform/crash_point.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <io.h>
 #include <stdlib.h>
 #include <string.h>

@@ -8,10 +8,8 @@
  */
 #include "platform/win32/win32_int.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <io.h>
-#include <process.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
