@@ -1,7 +1,8 @@
 /*
  * registry.c — POSIX has no registry: the two calls the Win32 twin answers
  * from it find nothing here. There is no software inventory to ask for the
- * sensor's installed version (installer.installed_version_file says it),
+ * sensor's installed version (installer.installed_version or
+ * installed_version_file say it, else the last version outpost deployed),
  * and status.json is the inventory that the Windows values under
  * HKLM\SOFTWARE\outpost stand for.
  */
