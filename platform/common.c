@@ -49,7 +49,7 @@ typedef off_t file_offset;
 #endif
 _Static_assert(sizeof(file_offset) == 8, "file offsets must be 64-bit");
 
-/* ---- OS errors ------------------------------------------------------------ */
+/* ---- OS errors ----------------------------------------------------------- */
 
 error_code platform_os_error_code(int os_error)
 {
@@ -119,7 +119,7 @@ error_code platform_stdio_error(error_info *err, const char *fmt, ...)
     return code;
 }
 
-/* ---- 64-bit file offsets --------------------------------------------------- */
+/* ---- 64-bit file offsets ------------------------------------------------- */
 
 error_code platform_file_size(FILE *f, uint64_t *size, error_info *err)
 {
@@ -163,7 +163,7 @@ error_code platform_read_at(FILE *f, uint64_t offset, void *buf, size_t len, err
                      (unsigned long long)offset, got);
 }
 
-/* ---- Paths and whole files ---------------------------------------------------- */
+/* ---- Paths and whole files ----------------------------------------------- */
 
 static bool is_separator(char c)
 {
@@ -263,7 +263,7 @@ void platform_free_names(char **names, size_t count)
     free(names);
 }
 
-/* ---- The shorthands of platform_spawn_with --------------------------------- */
+/* ---- The shorthands of platform_spawn_with ------------------------------- */
 
 error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result, error_info *err)
 {

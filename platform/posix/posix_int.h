@@ -37,7 +37,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-/* ---- Errors (error.c) ------------------------------------------------------ */
+/* ---- Errors (error.c) ---------------------------------------------------- */
 
 /* strerror(e), except for what outpost's own O_NOFOLLOW means: ELOOP is a
  * symbolic link met where outpost follows none (below the state directory,
@@ -55,7 +55,7 @@ MUST_CHECK error_code posix_fail_io(error_info *err, const char *what, const cha
 /* Fills err with "out of memory" (ENOMEM). */
 MUST_CHECK error_code posix_fail_nomem(error_info *err);
 
-/* ---- Paths under the held state directory (stateroot.c) -------------------- */
+/* ---- Paths under the held state directory (stateroot.c) ------------------ */
 
 /* The part of path below the held state directory ("" for the directory
  * itself), or NULL when path is not under it (or nothing is held). */
@@ -79,7 +79,7 @@ int posix_mkdir_in(const char *path);
 /* rename(from, to), each side relative to its own handle. 0 or -1 with errno. */
 int posix_rename_in(const char *from, const char *to);
 
-/* ---- Writing (fs.c) ---------------------------------------------------------- */
+/* ---- Writing (fs.c) ------------------------------------------------------ */
 
 /* Writes all len bytes, retrying short writes and EINTR. 0 or -1 (errno). */
 int posix_write_all(int fd, const void *data, size_t len);

@@ -109,7 +109,7 @@ static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *a
     return 0;
 }
 
-/* ---- Held files (the installer hashed is the installer run) --------------- */
+/* ---- Held files (the installer hashed is the installer run) -------------- */
 
 struct platform_held_file {
     FILE *stream; /* over the open descriptor; closing it closes the file */
@@ -347,7 +347,7 @@ error_code platform_spawn_with(const char *const argv[], const platform_spawn_op
     return ERR_OK;
 }
 
-/* ---- This process ---------------------------------------------------------- */
+/* ---- This process -------------------------------------------------------- */
 
 long platform_process_id(void)
 {

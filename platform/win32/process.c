@@ -356,7 +356,7 @@ static HANDLE append_handle(const char *path)
     return h == INVALID_HANDLE_VALUE ? NULL : h;
 }
 
-/* ---- Held files (the installer hashed is the installer run) --------------- */
+/* ---- Held files (the installer hashed is the installer run) -------------- */
 
 struct platform_held_file {
     FILE *stream;  /* over the handle (_open_osfhandle); closing it closes the handle */
@@ -552,7 +552,7 @@ cleanup:
     return rc;
 }
 
-/* ---- This process ---------------------------------------------------------- */
+/* ---- This process -------------------------------------------------------- */
 
 long platform_process_id(void)
 {

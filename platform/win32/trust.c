@@ -137,7 +137,7 @@ cleanup:
     return rc;
 }
 
-/* ---- Directories and files that decide what runs --------------------------- */
+/* ---- Directories and files that decide what runs ------------------------- */
 
 /* Rights that let a holder put, replace or remove something in a directory,
  * or give itself those rights. */

@@ -56,7 +56,7 @@
 #include <stddef.h>
 #include <wchar.h>
 
-/* ---- UTF-8 and UTF-16 (utf16.c) ---------------------------------------------- */
+/* ---- UTF-8 and UTF-16 (utf16.c) ------------------------------------------ */
 
 /* UTF-16 copy of a UTF-8 string; malloc'd. NULL on invalid UTF-8 (errno
  * EINVAL) or out of memory (errno ENOMEM). */
@@ -72,7 +72,7 @@ char *win32_narrow(const wchar_t *wide);
 /* win32_widen() for a path, with the error filled in on failure. */
 MUST_CHECK error_code win32_widen_path(const char *path, wchar_t **wide, error_info *err);
 
-/* ---- Errors (error.c) ---------------------------------------------------------- */
+/* ---- Errors (error.c) ---------------------------------------------------- */
 
 /* The system's text for e, one line without the final period, into buf. */
 const char *win32_message(DWORD e, char *buf, size_t size);
@@ -87,7 +87,7 @@ MUST_CHECK error_code win32_fail_io(error_info *err, DWORD e, const char *what, 
 /* Fills err with "out of memory"; the code is returned for convenience. */
 error_code win32_fail_nomem(error_info *err);
 
-/* ---- Paths and files (fs.c) ------------------------------------------------------ */
+/* ---- Paths and files (fs.c) ---------------------------------------------- */
 
 /* Whether c separates path components ('\\' or '/'). */
 bool win32_is_sep(wchar_t c);
@@ -106,7 +106,7 @@ MUST_CHECK error_code win32_mkdirs_with(const char *path, SECURITY_ATTRIBUTES *s
  * growing it. */
 MUST_CHECK error_code win32_names_append(char ***list, size_t *used, size_t *cap, const wchar_t *name, error_info *err);
 
-/* ---- Access lists (acl.c) ------------------------------------------------------- */
+/* ---- Access lists (acl.c) ------------------------------------------------ */
 
 /* The SID of the user this process runs as (the token's user), malloc'd;
  * NULL on failure. */
@@ -118,7 +118,7 @@ PSID win32_current_user_sid(void);
  * failure names path. */
 MUST_CHECK error_code win32_owner_only_sd(const char *path, PSECURITY_DESCRIPTOR *sd, error_info *err);
 
-/* ---- The registry (registry.c) ------------------------------------------------ */
+/* ---- The registry (registry.c) ------------------------------------------- */
 
 /* A REG_SZ / REG_EXPAND_SZ value of key as malloc'd UTF-8; NULL when absent,
  * of another type or longer than 1024 characters (REGISTRY_VALUE_MAX). */
