@@ -231,6 +231,17 @@ MUST_CHECK error_code platform_remove_tree(const char *path, error_info *err);
  * existing directory is success. */
 MUST_CHECK error_code platform_mkdirs(const char *path, error_info *err);
 
+/*
+ * Creates the state directory path, and any missing parents, private to
+ * outpost (PRODUCT.md section 9): POSIX mode 0700; Windows a protected DACL,
+ * not inherited from the parent (whose default under %ProgramData% lets
+ * every user create files in subfolders), granting full control to SYSTEM,
+ * Administrators and the user running outpost, inherited by everything
+ * created below. An existing directory is success and is left as it is:
+ * platform_check_private_dir judges it.
+ */
+MUST_CHECK error_code platform_mkdirs_private(const char *path, error_info *err);
+
 typedef enum {
     PLATFORM_PATH_NONE = 0, /* does not exist */
     PLATFORM_PATH_FILE,
@@ -326,17 +337,6 @@ MUST_CHECK error_code platform_check_secret_file(const char *path, error_info *e
 /* ---- Access lists: who may read what outpost creates (acl.c) ------------- */
 
 /* POSIX: the owner, group and mode bits; Windows: the access list (DACL). */
-
-/*
- * Creates the state directory path, and any missing parents, private to
- * outpost (PRODUCT.md section 9): POSIX mode 0700; Windows a protected DACL,
- * not inherited from the parent (whose default under %ProgramData% lets
- * every user create files in subfolders), granting full control to SYSTEM,
- * Administrators and the user running outpost, inherited by everything
- * created below. An existing directory is success and is left as it is:
- * platform_check_private_dir judges it.
- */
-MUST_CHECK error_code platform_mkdirs_private(const char *path, error_info *err);
 
 /*
  * Makes the existing directory path private to outpost, as

@@ -14,12 +14,6 @@
 #include <grp.h>
 #include <unistd.h>
 
-error_code platform_mkdirs_private(const char *path, error_info *err)
-{
-    /* platform_mkdirs already creates every new level 0700. */
-    return platform_mkdirs(path, err);
-}
-
 error_code platform_make_private_dir(const char *path, error_info *err)
 {
     if (chmod(path, 0700) != 0)

@@ -619,6 +619,12 @@ error_code platform_mkdirs(const char *path, error_info *err)
     return rc;
 }
 
+error_code platform_mkdirs_private(const char *path, error_info *err)
+{
+    /* platform_mkdirs already creates every new level 0700. */
+    return platform_mkdirs(path, err);
+}
+
 platform_path_kind platform_path_stat(const char *path, uint64_t *size)
 {
     struct stat st;

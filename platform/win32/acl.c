@@ -77,18 +77,6 @@ static MUST_CHECK error_code private_dir_sd(const char *path, const char *what, 
     return ERR_OK;
 }
 
-error_code platform_mkdirs_private(const char *path, error_info *err)
-{
-    PSECURITY_DESCRIPTOR sd = NULL;
-    error_code rc = private_dir_sd(path, "cannot create directory", &sd, err);
-    if (rc != ERR_OK)
-        return rc;
-    SECURITY_ATTRIBUTES sa = {sizeof sa, sd, FALSE};
-    rc = win32_mkdirs_with(path, &sa, err);
-    LocalFree(sd);
-    return rc;
-}
-
 /* Enables the privilege name in this process's token when the token holds
  * it (an elevated administrator's does, disabled); anything else is ignored. */
 static void enable_privilege(const wchar_t *name)

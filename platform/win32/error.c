@@ -63,3 +63,13 @@ error_code win32_fail_nomem(error_info *err)
 {
     return error_set_os(err, ERR_NOMEM, ERROR_NOT_ENOUGH_MEMORY, "out of memory");
 }
+
+error_code win32_widen_path(const char *path, wchar_t **wide, error_info *err)
+{
+    *wide = win32_widen(path);
+    if (*wide)
+        return ERR_OK;
+    if (errno == ENOMEM)
+        return win32_fail_nomem(err);
+    return error_set(err, ERR_IO, "invalid path %s: not valid UTF-8", path);
+}

@@ -656,6 +656,18 @@ error_code platform_mkdirs(const char *path, error_info *err)
     return win32_mkdirs_with(path, NULL, err);
 }
 
+error_code platform_mkdirs_private(const char *path, error_info *err)
+{
+    PSECURITY_DESCRIPTOR sd = NULL;
+    error_code rc = private_dir_sd(path, "cannot create directory", &sd, err);
+    if (rc != ERR_OK)
+        return rc;
+    SECURITY_ATTRIBUTES sa = {sizeof sa, sd, FALSE};
+    rc = win32_mkdirs_with(path, &sa, err);
+    LocalFree(sd);
+    return rc;
+}
+
 platform_path_kind platform_path_stat(const char *path, uint64_t *size)
 {
     wchar_t *wpath = win32_widen(path);

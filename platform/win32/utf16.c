@@ -52,12 +52,3 @@ char *win32_narrow(const wchar_t *wide)
     return win32_narrow_n(wide, (int)wcslen(wide));
 }
 
-error_code win32_widen_path(const char *path, wchar_t **wide, error_info *err)
-{
-    *wide = win32_widen(path);
-    if (*wide)
-        return ERR_OK;
-    if (errno == ENOMEM)
-        return win32_fail_nomem(err);
-    return error_set(err, ERR_IO, "invalid path %s: not valid UTF-8", path);
-}
