@@ -1,9 +1,9 @@
 /*
  * acl.c — who may read and write what outpost creates, on POSIX the owner,
- * group and mode bits (the Win32 twin sets access lists): the state
- * directory private to outpost (platform_mkdirs_private,
- * platform_make_private_dir: mode 0700), the files report.readers_group may
- * read (platform_group_exists, platform_share_with_group: the group and
+ * group and mode bits (the Win32 twin sets access lists): an existing state
+ * directory made private to outpost (platform_make_private_dir: mode 0700; a
+ * new one is created so by fs.c), the files report.readers_group may read
+ * (platform_group_exists, platform_share_with_group: the group and
  * 0640/0750) and a published mirror readable by all
  * (platform_make_world_readable).
  */

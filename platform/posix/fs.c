@@ -2,9 +2,9 @@
  * fs.c — files for POSIX (platform.h, "Files"): opening with UTF-8 names and
  * close-on-exec, flushing to disk, atomic replacement (a flushed temporary
  * file renamed over the old one, then the directory flushed), whole-file
- * reads with a cap, removal, directories and listing. A path under the held
- * state directory is reached through its handle (stateroot.c), never by
- * name. Each write, rename, flush and removal passes a crash point
+ * reads with a cap, removal, directories (0700) and listing. A path under
+ * the held state directory is reached through its handle (stateroot.c),
+ * never by name. Each write, rename, flush and removal passes a crash point
  * (crash_point.h) for the crash tests.
  */
 #include "platform/posix/posix_int.h"

@@ -2,13 +2,13 @@
  * acl.c — who may read and write what outpost creates, on Windows its access
  * lists (the POSIX twin sets owner, group and mode bits): the state
  * directory's protected DACL (SYSTEM, Administrators, the running user),
- * given to a new directory (platform_mkdirs_private) or to an existing one
- * and everything below it, taking ownership where the token allows
- * (platform_make_private_dir, `service install`); the entry that lets
+ * built for a new directory (fs.c's platform_mkdirs_private) and given to an
+ * existing one and everything below it, taking ownership where the token
+ * allows (platform_make_private_dir, `service install`); the entry that lets
  * report.readers_group read (platform_group_exists,
- * platform_share_with_group); the owner-only list of a file created
- * private (fs.c, log.c); and the user this process runs as, which trust.c
- * judges by too.
+ * platform_share_with_group); the owner-only list of a file created private
+ * (fs.c, log.c); and the user this process runs as, which trust.c judges by
+ * too.
  */
 #include "platform/win32/win32_int.h"
 
@@ -47,10 +47,7 @@ error_code win32_owner_only_sd(const char *path, PSECURITY_DESCRIPTOR *sd, error
     return win32_fail(err, GetLastError(), "cannot prepare the permissions of", path);
 }
 
-/* The private directory's security descriptor (platform_mkdirs_private):
- * *sd is LocalFree'd by the caller. what names the operation for errors. */
-static MUST_CHECK error_code private_dir_sd(const char *path, const char *what, PSECURITY_DESCRIPTOR *sd,
-                                            error_info *err)
+error_code win32_private_dir_sd(const char *path, const char *what, PSECURITY_DESCRIPTOR *sd, error_info *err)
 {
     /* P: protected, nothing inherited from the parent; OICI: what is created
      * below inherits the same three entries. The user running outpost is
@@ -166,7 +163,7 @@ error_code platform_make_private_dir(const char *path, error_info *err)
     if (rc != ERR_OK)
         return rc;
     PSECURITY_DESCRIPTOR sd = NULL;
-    rc = private_dir_sd(path, "cannot make directory private:", &sd, err);
+    rc = win32_private_dir_sd(path, "cannot make directory private:", &sd, err);
     if (rc != ERR_OK) {
         free(wpath);
         return rc;

@@ -1,11 +1,13 @@
 /*
  * error.c — how the Win32 files say what failed: GetLastError() values to
  * outpost's error_code (platform_win32_error_code, win32_error.h, the twin
- * of common.c's errno table), FormatMessage's text, and one line naming
- * what failed and the path, with the raw value in os_error (win32_int.h).
+ * of common.c's errno table), FormatMessage's text, and one line naming what
+ * failed and the path, with the raw value in os_error (win32_int.h); and a
+ * path in UTF-16 or the error that says why not (win32_widen_path).
  */
 #include "platform/win32/win32_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 

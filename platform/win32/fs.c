@@ -2,10 +2,10 @@
  * fs.c — files for Windows (platform.h, "Files"): _wfopen with UTF-8 names
  * and handles no child inherits, FlushFileBuffers, atomic replacement (a
  * flushed temporary file moved over the old one, retried while a scanner
- * holds it), whole-file reads with a cap, removal that never leaves the
- * tree through a reparse point, directories and listing. Each write, rename,
- * flush and removal passes a crash point (crash_point.h) for the crash
- * tests.
+ * holds it), whole-file reads with a cap, removal that never leaves the tree
+ * through a reparse point, directories (the state directory's created with
+ * acl.c's protected list) and listing. Each write, rename, flush and removal
+ * passes a crash point (crash_point.h) for the crash tests.
  */
 #include "platform/win32/win32_int.h"
 #include "platform/crash_point.h"
@@ -621,7 +621,9 @@ static MUST_CHECK error_code mkdir_one(const wchar_t *dir, const char *full, SEC
     return error_set_os(err, code, (int)e, "cannot create directory %s: %s", full, win32_message(e, text, sizeof text));
 }
 
-error_code win32_mkdirs_with(const char *path, SECURITY_ATTRIBUTES *sa, error_info *err)
+/* platform_mkdirs, every new level created with security sa (NULL: inherited
+ * from the parent). */
+static MUST_CHECK error_code mkdirs_with(const char *path, SECURITY_ATTRIBUTES *sa, error_info *err)
 {
     if (path[0] == '\0')
         return error_set(err, ERR_IO, "cannot create a directory with an empty name");
@@ -653,17 +655,17 @@ error_code win32_mkdirs_with(const char *path, SECURITY_ATTRIBUTES *sa, error_in
 
 error_code platform_mkdirs(const char *path, error_info *err)
 {
-    return win32_mkdirs_with(path, NULL, err);
+    return mkdirs_with(path, NULL, err);
 }
 
 error_code platform_mkdirs_private(const char *path, error_info *err)
 {
     PSECURITY_DESCRIPTOR sd = NULL;
-    error_code rc = private_dir_sd(path, "cannot create directory", &sd, err);
+    error_code rc = win32_private_dir_sd(path, "cannot create directory", &sd, err);
     if (rc != ERR_OK)
         return rc;
     SECURITY_ATTRIBUTES sa = {sizeof sa, sd, FALSE};
-    rc = win32_mkdirs_with(path, &sa, err);
+    rc = mkdirs_with(path, &sa, err);
     LocalFree(sd);
     return rc;
 }

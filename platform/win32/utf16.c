@@ -51,4 +51,3 @@ char *win32_narrow(const wchar_t *wide)
 {
     return win32_narrow_n(wide, (int)wcslen(wide));
 }
-

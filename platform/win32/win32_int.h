@@ -69,9 +69,6 @@ char *win32_narrow_n(const wchar_t *wide, int len);
 /* UTF-8 copy of a NUL-terminated UTF-16 string; malloc'd, NULL on failure. */
 char *win32_narrow(const wchar_t *wide);
 
-/* win32_widen() for a path, with the error filled in on failure. */
-MUST_CHECK error_code win32_widen_path(const char *path, wchar_t **wide, error_info *err);
-
 /* ---- Errors (error.c) ---------------------------------------------------- */
 
 /* The system's text for e, one line without the final period, into buf. */
@@ -87,6 +84,10 @@ MUST_CHECK error_code win32_fail_io(error_info *err, DWORD e, const char *what, 
 /* Fills err with "out of memory"; the code is returned for convenience. */
 error_code win32_fail_nomem(error_info *err);
 
+/* win32_widen() for a path, with the error filled in on failure: ERR_NOMEM,
+ * or ERR_IO naming the path that is not valid UTF-8. */
+MUST_CHECK error_code win32_widen_path(const char *path, wchar_t **wide, error_info *err);
+
 /* ---- Paths and files (fs.c) ---------------------------------------------- */
 
 /* Whether c separates path components ('\\' or '/'). */
@@ -98,10 +99,6 @@ wchar_t *win32_join_w(const wchar_t *dir, const wchar_t *name);
 /* Writes all len bytes to h. FALSE with GetLastError() on failure. */
 BOOL win32_write_all(HANDLE h, const void *data, size_t len);
 
-/* platform_mkdirs, every new level created with security sa (NULL: inherited
- * from the parent). */
-MUST_CHECK error_code win32_mkdirs_with(const char *path, SECURITY_ATTRIBUTES *sa, error_info *err);
-
 /* Appends a UTF-8 copy of name to *list of *used names (room for *cap),
  * growing it. */
 MUST_CHECK error_code win32_names_append(char ***list, size_t *used, size_t *cap, const wchar_t *name, error_info *err);
@@ -111,6 +108,14 @@ MUST_CHECK error_code win32_names_append(char ***list, size_t *used, size_t *cap
 /* The SID of the user this process runs as (the token's user), malloc'd;
  * NULL on failure. */
 PSID win32_current_user_sid(void);
+
+/* The state directory's security descriptor (platform_mkdirs_private,
+ * platform_make_private_dir): a protected DACL granting SYSTEM,
+ * Administrators and the user running outpost full control, inherited by
+ * everything created below. *sd is the caller's, freed with LocalFree; what
+ * and path name a failure. */
+MUST_CHECK error_code win32_private_dir_sd(const char *path, const char *what, PSECURITY_DESCRIPTOR *sd,
+                                           error_info *err);
 
 /* The security descriptor of a file created owner-only: a protected DACL
  * (nothing inherited) granting full control to its owner, SYSTEM and
