@@ -26,7 +26,7 @@ if(WIN32)
   # MinGW's C99 printf: %zu and %lld work, and error.h's OUTPOST_PRINTF
   # checks formats against it (__MINGW_PRINTF_FORMAT is gnu_printf then).
   target_link_options(outpost_core PUBLIC -static -static-libgcc)
-  # win32.c uses Windows threads; FindThreads' -lpthread would only drag
+  # platform/win32/ uses Windows threads; FindThreads' -lpthread would only drag
   # winpthread's emulation into the executable.
   set_property(TARGET Threads::Threads PROPERTY INTERFACE_LINK_LIBRARIES "")
   enable_language(RC)
@@ -68,11 +68,11 @@ function(outpost_mbedtls_alt option define symbol what)
   endif()
 endfunction()
 
-# SHA-256 blocks: agent/core/sha256accel.c (the CPU's SHA instructions).
+# SHA-256 blocks: agent/crypto/sha256accel.c (the CPU's SHA instructions).
 outpost_mbedtls_alt(MBEDTLS_SHA256_PROCESS_ALT OUTPOST_SHA256_ALT mbedtls_internal_sha256_process SHA-256)
-# ChaCha20: agent/core/chacha20accel.c (four blocks at a time in vector registers).
+# ChaCha20: agent/crypto/chacha20accel.c (four blocks at a time in vector registers).
 outpost_mbedtls_alt(MBEDTLS_CHACHA20_ALT OUTPOST_CHACHA20_ALT mbedtls_chacha20_update ChaCha20)
-# AES-GCM: agent/core/gcmaccel.c (AES-NI + PCLMULQDQ, ARMv8 AES + PMULL).
+# AES-GCM: agent/crypto/gcmaccel.c (AES-NI + PCLMULQDQ, ARMv8 AES + PMULL).
 outpost_mbedtls_alt(MBEDTLS_GCM_ALT OUTPOST_GCM_ALT mbedtls_gcm_auth_decrypt AES-GCM)
 
 # libcurl in the prefix runs over this mbedTLS (cross/build-deps): outpost

@@ -1,10 +1,10 @@
 /*
  * common.c — the parts of platform.h whose code is the same on every
- * system, built beside posix.c or win32.c (CMakeLists.txt):
+ * system, built beside platform/posix/ or platform/win32/ (CMakeLists.txt):
  *  - the errno half of error translation: errno means the same in glibc,
  *    the BSDs' libc and the Windows C runtime, so one table serves every
  *    platform and a full quota is "disk full" on every path. GetLastError()
- *    values, which only Windows has, are translated by win32.c
+ *    values, which only Windows has, are translated by win32/error.c
  *    (platform_win32_error_code);
  *  - 64-bit file sizes and offsets over a stdio stream. fseek and ftell
  *    take a `long`, 32 bits on Windows; the 64-bit pair is fseeko/ftello
@@ -16,9 +16,12 @@
  *    stream without a descriptor (fmemopen, which the fuzzers use) works
  *    as a file does;
  *  - path and file helpers written over the calls above (the directory
- *    part of a path, a temporary name, copying a file);
- *  - the CPU's crypto instructions: CPUID on x86 whatever the system (Windows
- *    has no feature flag for SHA-NI), the kernel's HWCAP on Linux/AArch64.
+ *    part of a path, a temporary name, copying a file), and freeing a list
+ *    of names;
+ *  - the shorthands of platform_spawn_with that each side's process.c
+ *    implements (platform_spawn, platform_spawn_to_file,
+ *    platform_spawn_env).
+ * (The CPU's crypto instructions are cpu.c's, beside this file.)
  */
 #if !defined(_WIN32) && !defined(_FILE_OFFSET_BITS)
 #define _FILE_OFFSET_BITS 64
@@ -29,14 +32,6 @@
 #include "base/text.h"
 
 #include <errno.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#elif defined(__aarch64__) && defined(__linux__)
-#include <asm/hwcap.h>
-#include <sys/auxv.h>
-#elif defined(__aarch64__) && defined(_WIN32)
-#include <windows.h>
-#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +49,7 @@ typedef off_t file_offset;
 #endif
 _Static_assert(sizeof(file_offset) == 8, "file offsets must be 64-bit");
 
-/* ---- OS errors ------------------------------------------------------------ */
+/* ---- OS errors ----------------------------------------------------------- */
 
 error_code platform_os_error_code(int os_error)
 {
@@ -124,7 +119,7 @@ error_code platform_stdio_error(error_info *err, const char *fmt, ...)
     return code;
 }
 
-/* ---- 64-bit file offsets --------------------------------------------------- */
+/* ---- 64-bit file offsets ------------------------------------------------- */
 
 error_code platform_file_size(FILE *f, uint64_t *size, error_info *err)
 {
@@ -168,7 +163,7 @@ error_code platform_read_at(FILE *f, uint64_t offset, void *buf, size_t len, err
                      (unsigned long long)offset, got);
 }
 
-/* ---- Paths and whole files ---------------------------------------------------- */
+/* ---- Paths and whole files ----------------------------------------------- */
 
 static bool is_separator(char c)
 {
@@ -259,38 +254,31 @@ error_code platform_copy_file(const char *from, const char *to,
     return rc;
 }
 
-bool platform_cpu_has_sha256(void)
+void platform_free_names(char **names, size_t count)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned int eax, ebx, ecx, edx;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
-        return false;
-    bool ssse3 = (ecx & bit_SSSE3) != 0, sse41 = (ecx & bit_SSE4_1) != 0;
-    if (__get_cpuid_max(0, NULL) < 7 || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
-        return false;
-    return ssse3 && sse41 && (ebx & (1u << 29)) != 0; /* leaf 7 EBX bit 29: SHA */
-#elif defined(__aarch64__) && defined(__linux__)
-    return (getauxval(AT_HWCAP) & HWCAP_SHA2) != 0;
-#elif defined(__aarch64__) && defined(_WIN32)
-    return IsProcessorFeaturePresent(PF_ARM_V8_CRYPTO_INSTRUCTIONS_AVAILABLE) != 0;
-#else
-    return false;
-#endif
+    if (!names)
+        return;
+    for (size_t i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
 }
 
-bool platform_cpu_has_aes_clmul(void)
+/* ---- The shorthands of platform_spawn_with ------------------------------- */
+
+error_code platform_spawn(const char *const argv[], int64_t timeout_ms, platform_spawn_result *result, error_info *err)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned int eax, ebx, ecx, edx;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
-        return false;
-    return (ecx & bit_AES) != 0 && (ecx & bit_PCLMUL) != 0 && (ecx & bit_SSSE3) != 0 && (ecx & bit_SSE4_1) != 0;
-#elif defined(__aarch64__) && defined(__linux__)
-    unsigned long hwcap = getauxval(AT_HWCAP);
-    return (hwcap & HWCAP_AES) != 0 && (hwcap & HWCAP_PMULL) != 0;
-#elif defined(__aarch64__) && defined(_WIN32)
-    return IsProcessorFeaturePresent(PF_ARM_V8_CRYPTO_INSTRUCTIONS_AVAILABLE) != 0;
-#else
-    return false;
-#endif
+    return platform_spawn_env(argv, NULL, NULL, timeout_ms, result, err);
+}
+
+error_code platform_spawn_to_file(const char *const argv[], const char *output_path, int64_t timeout_ms,
+                                  platform_spawn_result *result, error_info *err)
+{
+    return platform_spawn_env(argv, NULL, output_path, timeout_ms, result, err);
+}
+
+error_code platform_spawn_env(const char *const argv[], const char *const envp[], const char *output_path,
+                              int64_t timeout_ms, platform_spawn_result *result, error_info *err)
+{
+    platform_spawn_options options = {.envp = envp, .output_path = output_path};
+    return platform_spawn_with(argv, &options, timeout_ms, result, err);
 }

@@ -2,10 +2,14 @@
  * platform.h — the whole operating-system surface outpost uses.
  *
  * The portable core (agent/) calls only these functions for anything the C
- * standard library cannot do portably; platform/posix.c and platform/win32.c
- * implement them, and CMake picks one (platform/common.c, built beside
- * either, holds what is the same on both). Strings are UTF-8 everywhere (the
- * Win32 side converts to UTF-16 underneath).
+ * standard library cannot do portably; platform/posix/ and platform/win32/
+ * implement them, and CMake picks one (platform/common.c and cpu.c, built
+ * beside either, hold what is the same on both). Each section below names
+ * the file that implements it: the same name on both sides
+ * (platform/posix/fs.c and platform/win32/fs.c for "Files"), in the order
+ * of the sections; a section only Windows has says what its POSIX file
+ * does instead. Strings are UTF-8 everywhere (the Win32 side converts to
+ * UTF-16 underneath, win32/utf16.c).
  *
  * Conventions, the same on every implementation:
  *  - Functions that can fail return an error_code and fill *err (which may
@@ -13,7 +17,7 @@
  *    GetLastError() goes to err->os_error. Out-parameters are left untouched
  *    on failure unless the comment says otherwise.
  *  - OS errors become error_codes by one table (platform_os_error_code;
- *    GetLastError() values by its Win32 twin in win32.c): ERR_NOT_FOUND
+ *    GetLastError() values by its Win32 twin in win32/error.c): ERR_NOT_FOUND
  *    means "the path (or value) does not exist"; ERR_DISK_FULL means
  *    ENOSPC/EDQUOT or ERROR_DISK_FULL/ERROR_HANDLE_DISK_FULL, whatever
  *    the call; ERR_PERMISSION that the OS refused access; other file
@@ -35,7 +39,11 @@
 
 #include "base/error.h"
 
-/* ---- OS errors ------------------------------------------------------------ */
+/* ---- OS errors (common.c) ------------------------------------------------ */
+
+/* Each side's error.c turns its own failures into messages the same way;
+ * GetLastError() values have their own table (win32/error.c,
+ * platform/win32_error.h). */
 
 /*
  * outpost's error_code for an errno value (the C library's, on Windows the
@@ -67,7 +75,11 @@ error_code platform_os_error(error_info *err, int os_error, const char *fmt, ...
  */
 error_code platform_stdio_error(error_info *err, const char *fmt, ...) OUTPOST_PRINTF(2, 3);
 
-/* ---- Files ------------------------------------------------------------- */
+/* ---- Files (fs.c; the helpers written over it: common.c) ----------------- */
+
+/* common.c: platform_path_dir, platform_temp_name, platform_copy_file, the
+ * 64-bit offsets (platform_file_size, platform_seek, platform_read_at) and
+ * platform_free_names, the same on both sides. */
 
 /* Directory separator of this platform: '/' or '\\'. */
 char platform_path_separator(void);
@@ -182,6 +194,18 @@ MUST_CHECK error_code platform_sync_parent_dir(const char *path, error_info *err
 MUST_CHECK error_code platform_write_atomic(const char *path, const void *data, size_t len, error_info *err);
 
 /*
+ * Creates path holding exactly len bytes of data, refusing an existing path
+ * (ERR_IO saying it exists; a symbolic link is never followed): keygen's
+ * private key must never replace another file. owner_only: readable by the
+ * owner alone (POSIX 0600; Windows a protected DACL granting the owner,
+ * SYSTEM and Administrators); otherwise readable by all (0644; inherited
+ * DACL), as files a web server or file share serves must be. Flushed to
+ * disk before it returns; a partly written file is removed on failure.
+ */
+MUST_CHECK error_code platform_write_new_file(const char *path, const void *data, size_t len, bool owner_only,
+                                              error_info *err);
+
+/*
  * Renames from over to, replacing to if it exists, atomically, and makes the
  * rename durable (directory flushed). Both must be on the same volume.
  */
@@ -218,22 +242,29 @@ MUST_CHECK error_code platform_mkdirs(const char *path, error_info *err);
  */
 MUST_CHECK error_code platform_mkdirs_private(const char *path, error_info *err);
 
+typedef enum {
+    PLATFORM_PATH_NONE = 0, /* does not exist */
+    PLATFORM_PATH_FILE,
+    PLATFORM_PATH_DIR,
+    PLATFORM_PATH_OTHER /* link, device, fifo, socket... */
+} platform_path_kind;
+
+/* What path is, without following a final symbolic link (lstat). Never fails:
+ * any error reads as PLATFORM_PATH_NONE. *size (may be NULL) is set for files. */
+platform_path_kind platform_path_stat(const char *path, uint64_t *size);
+
 /*
- * Checks that the existing directory path can be trusted with what outpost
- * runs as root or SYSTEM: no less privileged principal owns it or may write
- * to it, nor any directory above it, which could rename it away (rules:
- * platform/private_dir.h). Symbolic links in path are resolved once and the
- * resolved path is judged from the root of the file system down; a parent
- * may be a root-owned sticky directory such as /tmp. Windows: no reparse
- * point (junction, symbolic link) in path or above it. A refusal is
- * ERR_PERMISSION (exit 1) with one line naming the directory, what is wrong
- * and the command that fixes it; ERR_NOT_FOUND when path does not exist;
- * ERR_IO when it is not a directory or its owner and permissions cannot be
- * read. A path below the state directory held by platform_state_root_open
- * is judged through that handle instead: no link is resolved on the way
- * (one is refused), and the directories above are the held one's.
+ * Lists the names in directory path (not "." or ".."), sorted bytewise.
+ * *names is a malloc'd array of *count malloc'd strings; free it with
+ * platform_free_names.
  */
-MUST_CHECK error_code platform_check_private_dir(const char *path, error_info *err);
+MUST_CHECK error_code platform_list_dir(const char *path, char ***names, size_t *count, error_info *err);
+void platform_free_names(char **names, size_t count);
+
+/* Free bytes available to this user on the volume holding path. */
+MUST_CHECK error_code platform_free_space(const char *path, uint64_t *bytes, error_info *err);
+
+/* ---- The state directory held open (stateroot.c) ------------------------- */
 
 /*
  * Opens the state directory path once and holds it (PRODUCT.md section 9:
@@ -263,6 +294,25 @@ MUST_CHECK error_code platform_state_root_open(const char *path, error_info *err
  * are looked up by name again. Nothing held: nothing to do. */
 void platform_state_root_close(void);
 
+/* ---- Trust: the state directory and what decides what runs (trust.c) ----- */
+
+/*
+ * Checks that the existing directory path can be trusted with what outpost
+ * runs as root or SYSTEM: no less privileged principal owns it or may write
+ * to it, nor any directory above it, which could rename it away (rules:
+ * platform/private_dir.h). Symbolic links in path are resolved once and the
+ * resolved path is judged from the root of the file system down; a parent
+ * may be a root-owned sticky directory such as /tmp. Windows: no reparse
+ * point (junction, symbolic link) in path or above it. A refusal is
+ * ERR_PERMISSION (exit 1) with one line naming the directory, what is wrong
+ * and the command that fixes it; ERR_NOT_FOUND when path does not exist;
+ * ERR_IO when it is not a directory or its owner and permissions cannot be
+ * read. A path below the state directory held by platform_state_root_open
+ * is judged through that handle instead: no link is resolved on the way
+ * (one is refused), and the directories above are the held one's.
+ */
+MUST_CHECK error_code platform_check_private_dir(const char *path, error_info *err);
+
 /*
  * Checks that a file that decides what outpost runs (the configuration, a
  * trust anchor, a key; PRODUCT.md section 9) can be trusted: what path
@@ -277,28 +327,6 @@ void platform_state_root_close(void);
  */
 MUST_CHECK error_code platform_check_trusted_file(const char *what, const char *path, bool secret, error_info *err);
 
-typedef enum {
-    PLATFORM_PATH_NONE = 0, /* does not exist */
-    PLATFORM_PATH_FILE,
-    PLATFORM_PATH_DIR,
-    PLATFORM_PATH_OTHER /* link, device, fifo, socket... */
-} platform_path_kind;
-
-/* What path is, without following a final symbolic link (lstat). Never fails:
- * any error reads as PLATFORM_PATH_NONE. *size (may be NULL) is set for files. */
-platform_path_kind platform_path_stat(const char *path, uint64_t *size);
-
-/*
- * Lists the names in directory path (not "." or ".."), sorted bytewise.
- * *names is a malloc'd array of *count malloc'd strings; free it with
- * platform_free_names.
- */
-MUST_CHECK error_code platform_list_dir(const char *path, char ***names, size_t *count, error_info *err);
-void platform_free_names(char **names, size_t count);
-
-/* Free bytes available to this user on the volume holding path. */
-MUST_CHECK error_code platform_free_space(const char *path, uint64_t *bytes, error_info *err);
-
 /*
  * Checks that a file holding a secret (the API key) is readable by its owner
  * only: platform_check_trusted_file("API key file", path, true), a missing
@@ -306,26 +334,50 @@ MUST_CHECK error_code platform_free_space(const char *path, uint64_t *bytes, err
  */
 MUST_CHECK error_code platform_check_secret_file(const char *path, error_info *err);
 
-/*
- * Creates path holding exactly len bytes of data, refusing an existing path
- * (ERR_IO saying it exists; a symbolic link is never followed): keygen's
- * private key must never replace another file. owner_only: readable by the
- * owner alone (POSIX 0600; Windows a protected DACL granting the owner,
- * SYSTEM and Administrators); otherwise readable by all (0644; inherited
- * DACL), as files a web server or file share serves must be. Flushed to
- * disk before it returns; a partly written file is removed on failure.
- */
-MUST_CHECK error_code platform_write_new_file(const char *path, const void *data, size_t len, bool owner_only,
-                                              error_info *err);
+/* ---- Access lists: who may read what outpost creates (acl.c) ------------- */
+
+/* POSIX: the owner, group and mode bits; Windows: the access list (DACL). */
 
 /*
- * This machine's stable identifier as the OS keeps it (/etc/machine-id,
- * else /var/lib/dbus/machine-id; the registry's Cryptography\MachineGuid on
- * Windows), trimmed, into buf. ERR_NOT_FOUND when there is none.
+ * Makes the existing directory path private to outpost, as
+ * platform_mkdirs_private creates a new one (PRODUCT.md section 9): POSIX
+ * mode 0700; Windows the same protected DACL (SYSTEM, Administrators, the
+ * running user; inherited by what is below, which gets it too). The MSI
+ * creates %ProgramData%\outpost with the inherited DACL that lets every user
+ * create files there; `service install` fixes it with this. Windows also
+ * takes ownership (Administrators) of the directory and everything below
+ * it, and resets what is below to inherit the protected list alone
+ * (explicit entries dropped), so a file a user planted there stops being
+ * theirs; without the privilege to take ownership only the access lists
+ * are reset, and platform_check_private_dir judges the owners afterwards.
  */
-MUST_CHECK error_code platform_machine_id(char *buf, size_t size, error_info *err);
+MUST_CHECK error_code platform_make_private_dir(const char *path, error_info *err);
 
-/* ---- Single-instance lock ------------------------------------------------ */
+/*
+ * Lets the group named group read path (report.readers_group, PRODUCT.md
+ * section 2): POSIX: the file's group becomes it (getgrnam) and the mode
+ * 0640 (a directory 0750; the owner is unchanged); Windows: group is a
+ * group name or an "S-1-..." SID, granted read access (a directory: list
+ * and traverse) by one entry added to the file's access list. ERR_CONFIG
+ * when there is no such group; other failures name the path.
+ */
+MUST_CHECK error_code platform_share_with_group(const char *path, const char *group, error_info *err);
+
+/* Whether report.readers_group names a group of this machine (a POSIX group
+ * name; Windows: a group name or an "S-1-..." SID): ERR_OK, else ERR_CONFIG
+ * naming it. Checked before anything is written (PRODUCT.md section 1). */
+MUST_CHECK error_code platform_group_exists(const char *group, error_info *err);
+
+/*
+ * Makes path readable by everyone, whatever the umask: what a web server
+ * or file share serves (the fleet mirror `publish` writes; it is signed and
+ * public). POSIX: 0755 for a directory, 0644 for a file; Windows: nothing
+ * to do (the files inherit the mirror directory's access list, which the
+ * administrator sets for the share or the web server).
+ */
+MUST_CHECK error_code platform_make_world_readable(const char *path, error_info *err);
+
+/* ---- Single-instance lock (lock.c) --------------------------------------- */
 
 typedef struct platform_lock platform_lock;
 
@@ -340,7 +392,7 @@ MUST_CHECK error_code platform_lock_acquire(const char *path, platform_lock **lo
 /* Releases and frees the lock; NULL is ignored. */
 void platform_lock_release(platform_lock *lock);
 
-/* ---- Time and randomness ------------------------------------------------- */
+/* ---- Time and randomness (time.c) ---------------------------------------- */
 
 /* Wall clock, UTC, in milliseconds since 1970-01-01T00:00:00Z. */
 int64_t platform_time_utc_ms(void);
@@ -354,7 +406,10 @@ void platform_sleep_ms(int64_t ms);
 /* Fills buf with len bytes from the OS's secure random source. */
 MUST_CHECK error_code platform_random_bytes(void *buf, size_t len, error_info *err);
 
-/* ---- Processes ----------------------------------------------------------- */
+/* ---- Processes, held files and this process (process.c) ------------------ */
+
+/* platform_spawn, platform_spawn_to_file and platform_spawn_env, shorthands
+ * of platform_spawn_with, are written once, in common.c. */
 
 typedef struct platform_spawn_result {
     int exit_code;  /* the child's exit status (0-255 on POSIX, a DWORD on Windows);
@@ -455,7 +510,26 @@ void platform_harden_process(void);
  */
 MUST_CHECK error_code platform_environment(char ***vars, size_t *count, error_info *err);
 
-/* ---- Threads (for overlapping network, hashing and disk I/O) ------------- */
+/* This process's id, for log lines. */
+long platform_process_id(void);
+
+/*
+ * From now on, Ctrl-C (SIGINT; Windows: CTRL_C_EVENT, CTRL_BREAK_EVENT)
+ * writes message to stderr and ends the process at once with exit code 130,
+ * which the next run resumes from (downloads resume, staging and the state
+ * are crash-safe, the lock dies with the process). message must live for
+ * the process's lifetime; it is written as is (end it with a newline).
+ */
+void platform_exit_on_interrupt(const char *message);
+
+/*
+ * The absolute path of the running program's executable file (Windows:
+ * GetModuleFileNameW; Linux: /proc/self/exe), for the scheduled task to
+ * run. *path is malloc'd.
+ */
+MUST_CHECK error_code platform_executable_path(char **path, error_info *err);
+
+/* ---- Threads (thread.c: overlapping network, hashing and disk I/O) ------- */
 
 typedef struct platform_thread platform_thread;
 typedef struct platform_mutex platform_mutex;
@@ -478,7 +552,7 @@ void platform_cond_free(platform_cond *c);
 void platform_cond_wait(platform_cond *c, platform_mutex *m);
 void platform_cond_broadcast(platform_cond *c);
 
-/* ---- Host and environment ------------------------------------------------ */
+/* ---- Host (host.c) ------------------------------------------------------- */
 
 /*
  * An identifier of the current boot of the operating system into buf ("" when
@@ -498,19 +572,6 @@ const char *platform_os_name(void);
 /* "x86_64", "aarch64", ... as status.json's agent.arch. */
 const char *platform_arch(void);
 
-/* Whether the CPU has SHA-256 instructions the OS lets this process use:
- * x86 SHA extensions (SHA-NI, with SSSE3 and SSE4.1) from CPUID, or the
- * ARMv8 SHA2 crypto extension (Linux: getauxval(AT_HWCAP); Windows:
- * IsProcessorFeaturePresent). false on any other CPU. */
-bool platform_cpu_has_sha256(void);
-
-/* Whether the CPU has AES and carry-less multiply instructions the OS lets
- * this process use: x86 AES-NI and PCLMULQDQ (with SSSE3 and SSE4.1) from
- * CPUID, or the ARMv8 AES and PMULL crypto extensions (Linux:
- * getauxval(AT_HWCAP); Windows: IsProcessorFeaturePresent). false on any
- * other CPU. */
-bool platform_cpu_has_aes_clmul(void);
-
 /* Environment variable as UTF-8, NULL when unset. The pointer is valid until
  * the next platform_getenv call on the same variable; do not free it. */
 const char *platform_getenv(const char *name);
@@ -527,12 +588,28 @@ char *platform_default_config_path(void);
 char *platform_default_state_dir(void);
 
 /*
- * Installed version of the product whose display name starts with
- * display_name, as the OS's software inventory knows it (the registry's
- * Uninstall keys on Windows). Returns ERR_NOT_FOUND where the OS has no such
- * inventory (POSIX) or nothing matches. *version is malloc'd.
+ * This machine's stable identifier as the OS keeps it (/etc/machine-id,
+ * else /var/lib/dbus/machine-id; the registry's Cryptography\MachineGuid on
+ * Windows), trimmed, into buf. ERR_NOT_FOUND when there is none.
  */
-MUST_CHECK error_code platform_installed_version(const char *display_name, char **version, error_info *err);
+MUST_CHECK error_code platform_machine_id(char *buf, size_t size, error_info *err);
+
+/* ---- The CPU (cpu.c, one file for both sides) ---------------------------- */
+
+/* Whether the CPU has SHA-256 instructions the OS lets this process use:
+ * x86 SHA extensions (SHA-NI, with SSSE3 and SSE4.1) from CPUID, or the
+ * ARMv8 SHA2 crypto extension (Linux: getauxval(AT_HWCAP); Windows:
+ * IsProcessorFeaturePresent). false on any other CPU. */
+bool platform_cpu_has_sha256(void);
+
+/* Whether the CPU has AES and carry-less multiply instructions the OS lets
+ * this process use: x86 AES-NI and PCLMULQDQ (with SSSE3 and SSE4.1) from
+ * CPUID, or the ARMv8 AES and PMULL crypto extensions (Linux:
+ * getauxval(AT_HWCAP); Windows: IsProcessorFeaturePresent). false on any
+ * other CPU. */
+bool platform_cpu_has_aes_clmul(void);
+
+/* ---- The system's certificate store (certstore.c) ------------------------ */
 
 /*
  * The operating system's trusted root certificates as one PEM bundle, for a
@@ -566,7 +643,7 @@ const char *platform_system_ca_file(void);
  */
 MUST_CHECK error_code platform_system_code_signing_roots(char **pem, size_t *len, error_info *err);
 
-/* ---- The log file and the system log (log.file, PRODUCT.md section 10) -- */
+/* ---- The log file (log.c; log.file, PRODUCT.md section 10) --------------- */
 
 typedef struct platform_append_file platform_append_file;
 
@@ -590,41 +667,18 @@ MUST_CHECK error_code platform_append_write(platform_append_file *file, const vo
 /* Closes the file; NULL is ignored. */
 void platform_append_close(platform_append_file *file);
 
-/* This process's id, for log lines. */
-long platform_process_id(void);
+/* ---- The registry (registry.c): Windows only ----------------------------- */
+
+/* POSIX has no registry: posix/registry.c finds no installed version and
+ * has no inventory values to write. */
 
 /*
- * From now on, Ctrl-C (SIGINT; Windows: CTRL_C_EVENT, CTRL_BREAK_EVENT)
- * writes message to stderr and ends the process at once with exit code 130,
- * which the next run resumes from (downloads resume, staging and the state
- * are crash-safe, the lock dies with the process). message must live for
- * the process's lifetime; it is written as is (end it with a newline).
+ * Installed version of the product whose display name starts with
+ * display_name, as the OS's software inventory knows it (the registry's
+ * Uninstall keys on Windows). Returns ERR_NOT_FOUND where the OS has no such
+ * inventory (POSIX) or nothing matches. *version is malloc'd.
  */
-void platform_exit_on_interrupt(const char *message);
-
-/*
- * Lets the group named group read path (report.readers_group, PRODUCT.md
- * section 2): POSIX: the file's group becomes it (getgrnam) and the mode
- * 0640 (a directory 0750; the owner is unchanged); Windows: group is a
- * group name or an "S-1-..." SID, granted read access (a directory: list
- * and traverse) by one entry added to the file's access list. ERR_CONFIG
- * when there is no such group; other failures name the path.
- */
-MUST_CHECK error_code platform_share_with_group(const char *path, const char *group, error_info *err);
-
-/* Whether report.readers_group names a group of this machine (a POSIX group
- * name; Windows: a group name or an "S-1-..." SID): ERR_OK, else ERR_CONFIG
- * naming it. Checked before anything is written (PRODUCT.md section 1). */
-MUST_CHECK error_code platform_group_exists(const char *group, error_info *err);
-
-/*
- * Makes path readable by everyone, whatever the umask: what a web server
- * or file share serves (the fleet mirror `publish` writes; it is signed and
- * public). POSIX: 0755 for a directory, 0644 for a file; Windows: nothing
- * to do (the files inherit the mirror directory's access list, which the
- * administrator sets for the share or the web server).
- */
-MUST_CHECK error_code platform_make_world_readable(const char *path, error_info *err);
+MUST_CHECK error_code platform_installed_version(const char *display_name, char **version, error_info *err);
 
 /* One value of the machine's inventory key (platform_inventory_write). */
 typedef struct platform_inventory_value {
@@ -642,6 +696,10 @@ typedef struct platform_inventory_value {
  */
 MUST_CHECK error_code platform_inventory_write(const platform_inventory_value *values, size_t count, error_info *err);
 
+/* ---- The event log (eventlog.c): Windows only ---------------------------- */
+
+/* POSIX: posix/eventlog.c does nothing (journald and cron keep stderr). */
+
 typedef enum { PLATFORM_EVENT_ERROR, PLATFORM_EVENT_WARNING, PLATFORM_EVENT_INFORMATION } platform_event_level;
 
 /*
@@ -654,29 +712,10 @@ typedef enum { PLATFORM_EVENT_ERROR, PLATFORM_EVENT_WARNING, PLATFORM_EVENT_INFO
 MUST_CHECK error_code platform_event_log(platform_event_level level, unsigned event_id, const char *text,
                                          error_info *err);
 
-/* ---- The scheduled task (outpost service install|uninstall) -------------- */
+/* ---- The scheduled task (schedtask.c): Windows only ---------------------- */
 
-/*
- * The absolute path of the running program's executable file (Windows:
- * GetModuleFileNameW; Linux: /proc/self/exe), for the scheduled task to
- * run. *path is malloc'd.
- */
-MUST_CHECK error_code platform_executable_path(char **path, error_info *err);
-
-/*
- * Makes the existing directory path private to outpost, as
- * platform_mkdirs_private creates a new one (PRODUCT.md section 9): POSIX
- * mode 0700; Windows the same protected DACL (SYSTEM, Administrators, the
- * running user; inherited by what is below, which gets it too). The MSI
- * creates %ProgramData%\outpost with the inherited DACL that lets every user
- * create files there; `service install` fixes it with this. Windows also
- * takes ownership (Administrators) of the directory and everything below
- * it, and resets what is below to inherit the protected list alone
- * (explicit entries dropped), so a file a user planted there stops being
- * theirs; without the privilege to take ownership only the access lists
- * are reset, and platform_check_private_dir judges the owners afterwards.
- */
-MUST_CHECK error_code platform_make_private_dir(const char *path, error_info *err);
+/* `outpost service install|uninstall`. POSIX has no Task Scheduler:
+ * posix/schedtask.c refuses, naming the systemd timer. */
 
 /*
  * Registers the Task Scheduler task name ("\outpost\run"), replacing one of

@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 /*
- * POSIX (posix.c): a directory owned by owner_uid with permission bits mode
+ * POSIX (posix/trust.c): a directory owned by owner_uid with permission bits mode
  * is trusted by a process whose effective user is euid when the owner is
  * euid or root and neither group nor others may write (mode & 022 == 0;
  * the sticky bit does not help: others could still create files). On
@@ -47,7 +47,7 @@ bool platform_posix_file_trusted(unsigned long owner_uid, unsigned long mode, un
                                  char *why, size_t size);
 
 /*
- * Windows (win32.c): sd is a SECURITY_DESCRIPTOR (absolute or
+ * Windows (win32/trust.c): sd is a SECURITY_DESCRIPTOR (absolute or
  * self-relative) holding at least the owner and the DACL; user is the SID
  * of the user running outpost. Trusted when the owner is SYSTEM,
  * Administrators, TrustedInstaller or user, and no allow ACE (effective or

@@ -1,9 +1,9 @@
 /*
- * win32_error.h — win32.c's table from GetLastError() values to outpost's
- * error_code, the Win32 twin of platform_os_error_code (platform.h), kept
- * out of platform.h because only Windows has these values. Declared here so
- * that cross/tests/test_platform_win32.c (under wine) can check the table;
- * agent/ never includes this header.
+ * win32_error.h — win32/error.c's table from GetLastError() values to
+ * outpost's error_code, the Win32 twin of platform_os_error_code
+ * (platform.h), kept out of platform.h because only Windows has these
+ * values. Declared here so that cross/tests/test_platform_win32.c (under
+ * wine) can check the table; agent/ never includes this header.
  */
 #ifndef OUTPOST_WIN32_ERROR_H
 #define OUTPOST_WIN32_ERROR_H

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "authenticode/authenticode_int.h"
-#include "core/sha256.h"
+#include "crypto/sha256.h"
 #include "platform/platform.h"
 
 #define PE_HASH_BUFFER (64u * 1024u) /* streaming buffer for the image digest */

@@ -19,7 +19,7 @@
 
 #include "authenticode/pe.h"
 #include "core/jsonx.h"
-#include "core/sha256.h"
+#include "crypto/sha256.h"
 #include "net/api.h"
 #include "installer/disposition.h"
 #include "installer/source_api.h"

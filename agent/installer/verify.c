@@ -19,7 +19,7 @@
 #include "base/text.h"
 #include "core/jsonx.h"
 #include "core/log.h"
-#include "core/sha256.h"
+#include "crypto/sha256.h"
 #include "core/timefmt.h"
 #include "installer/version.h"
 #include "platform/platform.h"

@@ -12,7 +12,7 @@
 #include <mbedtls/ssl_ciphersuites.h>
 #include <mbedtls/version.h>
 
-#include "core/gcmaccel.h"
+#include "crypto/gcmaccel.h"
 #include "net/tlssession.h"
 
 #ifdef OUTPOST_CURL_MBEDTLS

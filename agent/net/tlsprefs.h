@@ -13,7 +13,7 @@
  *
  * Likewise the cipher suites: mbedTLS offers ChaCha20-Poly1305 first, and
  * nginx (like most servers) follows the client's order. Where AES-GCM runs
- * on the CPU's AES and carry-less multiply instructions (core/gcmaccel.h:
+ * on the CPU's AES and carry-less multiply instructions (crypto/gcmaccel.h:
  * AES-NI + PCLMULQDQ, ARMv8 AES + PMULL) it is several times faster, and
  * its ECDHE suites are then offered first.
  */

@@ -2,7 +2,7 @@
  * chacha20_alt.h — mbedTLS 2.28's ChaCha20 context when it is built with
  * MBEDTLS_CHACHA20_ALT (cross/build-deps copies this file next to
  * mbedtls/chacha20.h): the functions are outpost's, in
- * agent/core/chacha20accel.c, which processes four blocks at a time in
+ * agent/crypto/chacha20accel.c, which processes four blocks at a time in
  * vector registers.
  */
 #ifndef OUTPOST_MBEDTLS_CHACHA20_ALT_H

@@ -1,5 +1,5 @@
 /*
- * test_platform_win32.c — unit tests of platform/win32.c, run under wine by
+ * test_platform_win32.c — unit tests of platform/win32/, run under wine by
  * CTest in the Windows cross build (registered by cross/static-deps.cmake;
  * tests/unit/test_platform.c is the POSIX counterpart).
  *
@@ -251,7 +251,7 @@ static void test_file_offsets_past_2gib(void **state)
     free(path);
 }
 
-/* Both tables: the C runtime's errno (common.c) and GetLastError() (win32.c). */
+/* Both tables: the C runtime's errno (common.c) and GetLastError() (win32/error.c). */
 static void test_os_error_tables(void **state)
 {
     (void)state;

@@ -1,7 +1,7 @@
 /* sha256_speed.c — SHA-256 throughput of each implementation this CPU can
- * run (agent/core/sha256accel.c) and of mbedTLS as this build links it (in
+ * run (agent/crypto/sha256accel.c) and of mbedTLS as this build links it (in
  * the release builds: through the same module, on the active
- * implementation), and of core/sha256's streaming hash that the bulk file
+ * implementation), and of crypto/sha256's streaming hash that the bulk file
  * hashes use. For the README's figures, not a test:
  *
  *   sha256_speed [MiB]      default 256; prints MB/s (10^6 bytes per second)
@@ -12,8 +12,8 @@
 
 #include <mbedtls/sha256.h>
 
-#include "core/sha256.h"
-#include "core/sha256accel.h"
+#include "crypto/sha256.h"
+#include "crypto/sha256accel.h"
 #include "platform/platform.h"
 
 /* The platform layer's clock: mingw's C runtime has no timespec_get. */
@@ -42,7 +42,7 @@ int main(int argc, char **argv)
         double dt = seconds() - t0;
         printf("%-12s %8.0f MB/s\n", sha256accel_name(impls[k]), mib * chunk / dt / 1e6);
     }
-    /* core/sha256's streaming hash, as the bulk file hashes run it */
+    /* crypto/sha256's streaming hash, as the bulk file hashes run it */
     sha256_ctx stream;
     unsigned char md[32];
     double s0 = seconds();

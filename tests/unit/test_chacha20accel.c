@@ -1,4 +1,4 @@
-/* test_chacha20accel.c — the ChaCha20 keystream (agent/core/chacha20accel.c):
+/* test_chacha20accel.c — the ChaCha20 keystream (agent/crypto/chacha20accel.c):
  * the portable code against RFC 8439's vectors (appendix A.1 #1 and #4,
  * A.2 #2); the vector code of this architecture (SSE2 on x86-64, NEON on
  * AArch64: natively, under qemu-aarch64 or under wine) against the same
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/chacha20accel.h"
+#include "crypto/chacha20accel.h"
 
 #ifdef OUTPOST_CHACHA20_ALT
 #include <mbedtls/chacha20.h>

@@ -1,4 +1,4 @@
-/* test_gcmaccel.c — AES-GCM (agent/core/gcmaccel.c) on every implementation
+/* test_gcmaccel.c — AES-GCM (agent/crypto/gcmaccel.c) on every implementation
  * this CPU can run (the portable code, and AES-NI + PCLMULQDQ on x86-64):
  * NIST CAVP gcmEncryptExtIV/gcmDecrypt vectors and 96-bit-IV vectors of
  * lengths no multiple of 16 (gcm_vectors.inc, from gcm_vectors.py), whole
@@ -20,7 +20,7 @@
 
 #include <mbedtls/gcm.h>
 
-#include "core/gcmaccel.h"
+#include "crypto/gcmaccel.h"
 #include "platform/platform.h"
 
 #ifdef OUTPOST_GCM_ALT

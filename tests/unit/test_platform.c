@@ -1,5 +1,5 @@
 /*
- * test_platform.c — unit tests of the platform layer as platform/posix.c
+ * test_platform.c — unit tests of the platform layer as platform/posix/
  * implements it: files and atomic replacement (including a process killed
  * while replacing), the single-instance lock across processes, clocks and
  * randomness, spawning with exit codes, timeouts and start failures,

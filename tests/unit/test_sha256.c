@@ -1,4 +1,4 @@
-/* test_sha256.c — the streaming SHA-256 (agent/core/sha256.c): the FIPS
+/* test_sha256.c — the streaming SHA-256 (agent/crypto/sha256.c): the FIPS
  * 180-2 / NIST example vectors, and random splits of a long message against
  * mbedTLS, on every block function this CPU can run (the portable code and
  * the CPU's, when it has one; CTest also runs this program with
@@ -15,7 +15,7 @@
 
 #include <mbedtls/sha256.h>
 
-#include "core/sha256.h"
+#include "crypto/sha256.h"
 
 static const sha256accel_impl ALL[] = {SHA256ACCEL_PORTABLE, SHA256ACCEL_X86_SHA, SHA256ACCEL_ARMV8};
 #define NIMPL (sizeof(ALL) / sizeof(ALL[0]))

@@ -1,4 +1,4 @@
-/* test_sha256accel.c — SHA-256 block functions (agent/core/sha256accel.c):
+/* test_sha256accel.c — SHA-256 block functions (agent/crypto/sha256accel.c):
  * every implementation this CPU can run (the portable code, and x86 SHA-NI
  * or the ARMv8 crypto extensions where present: natively, or under
  * qemu-aarch64, which emulates them) against the NIST/CAVS short-message,
@@ -19,7 +19,7 @@
 
 #include <mbedtls/sha256.h>
 
-#include "core/sha256accel.h"
+#include "crypto/sha256accel.h"
 #include "platform/platform.h"
 
 #include "sha256_vectors.inc"

@@ -13,8 +13,8 @@
  * OUTPOST_SHA256_PORTABLE=1 in the environment forces the portable code
  * (to test the fallback, or to rule the CPU path out).
  */
-#ifndef OUTPOST_CORE_SHA256ACCEL_H
-#define OUTPOST_CORE_SHA256ACCEL_H
+#ifndef OUTPOST_CRYPTO_SHA256ACCEL_H
+#define OUTPOST_CRYPTO_SHA256ACCEL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -22,8 +22,8 @@
  * error codes (0, MBEDTLS_ERR_GCM_BAD_INPUT, MBEDTLS_ERR_GCM_AUTH_FAILED):
  * they are mbedTLS's GCM in the release builds.
  */
-#ifndef OUTPOST_CORE_GCMACCEL_H
-#define OUTPOST_CORE_GCMACCEL_H
+#ifndef OUTPOST_CRYPTO_GCMACCEL_H
+#define OUTPOST_CRYPTO_GCMACCEL_H
 
 #include <stdbool.h>
 #include <stddef.h>

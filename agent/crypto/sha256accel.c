@@ -6,7 +6,7 @@
  * decided once, from the CPU (platform_cpu_has_sha256) and
  * OUTPOST_SHA256_PORTABLE. With OUTPOST_SHA256_ALT, mbedTLS's block hook.
  */
-#include "core/sha256accel.h"
+#include "crypto/sha256accel.h"
 
 #include <stdatomic.h>
 #include <string.h>

@@ -6,13 +6,13 @@
  * The context is plain data owned by the caller (no heap, nothing to free);
  * the block function is sha256accel_active()'s, chosen at sha256_init.
  */
-#ifndef OUTPOST_CORE_SHA256_H
-#define OUTPOST_CORE_SHA256_H
+#ifndef OUTPOST_CRYPTO_SHA256_H
+#define OUTPOST_CRYPTO_SHA256_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/sha256accel.h"
+#include "crypto/sha256accel.h"
 
 typedef struct {
     uint32_t state[8];

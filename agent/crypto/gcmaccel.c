@@ -8,7 +8,7 @@
  * runs is decided once, from the CPU (platform_cpu_has_aes_clmul) and
  * OUTPOST_GCM_PORTABLE. With OUTPOST_GCM_ALT, mbedTLS's GCM functions.
  */
-#include "core/gcmaccel.h"
+#include "crypto/gcmaccel.h"
 
 #include <stdatomic.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * consecutive blocks. With OUTPOST_CHACHA20_ALT, mbedTLS's ChaCha20
  * functions (MBEDTLS_CHACHA20_ALT) on top of them.
  */
-#include "core/chacha20accel.h"
+#include "crypto/chacha20accel.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * sha256.c — streaming SHA-256 on sha256accel's block function: buffering
  * of partial blocks, and padding and length per FIPS 180-4 section 5.1.1.
  */
-#include "core/sha256.h"
+#include "crypto/sha256.h"
 
 #include <string.h>
 

@@ -13,8 +13,8 @@
  * OUTPOST_CHACHA20_ALT). The Debian build links Debian's mbedTLS, which has
  * its own; there this module is only reachable through its tests.
  */
-#ifndef OUTPOST_CORE_CHACHA20ACCEL_H
-#define OUTPOST_CORE_CHACHA20ACCEL_H
+#ifndef OUTPOST_CRYPTO_CHACHA20ACCEL_H
+#define OUTPOST_CRYPTO_CHACHA20ACCEL_H
 
 #include <stdbool.h>
 #include <stddef.h>

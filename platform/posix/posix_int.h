@@ -1,0 +1,87 @@
+/*
+ * posix_int.h — what the files of platform/posix/ share, and nothing outside
+ * this folder includes (scripts/check-layering holds that; agent/ sees only
+ * platform.h). Every .c here includes it first: it sets the feature-test
+ * macros the system headers must see before the first of them is read.
+ *
+ * platform/posix/ is the POSIX half of platform.h (Linux/glibc the
+ * reference; `#ifdef` blocks only pick cheaper or safer calls where a system
+ * has them), one file per concern, named as its Win32 twin in
+ * platform/win32/ (platform.h's sections say which file holds what). Rules
+ * every file here keeps:
+ *  - OS errors are translated by the one errno table of common.c
+ *    (platform_os_error_code), and every message names the path and the
+ *    system's reason (posix_fail_path below), with the raw errno kept in
+ *    os_error.
+ *  - Every descriptor opened is close-on-exec, and a spawned program closes
+ *    every other one above stderr too (libraries open theirs without it), so
+ *    it inherits only stdin (the null device), stdout and stderr.
+ *  - A path under the state directory held by platform_state_root_open is
+ *    reached through that handle (stateroot.c: posix_open_in and its
+ *    siblings), never by its name.
+ */
+#ifndef OUTPOST_POSIX_INT_H
+#define OUTPOST_POSIX_INT_H
+
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np (glibc 2.34+), sync_file_range */
+#endif
+#if defined(__APPLE__) && !defined(_DARWIN_C_SOURCE)
+#define _DARWIN_C_SOURCE /* flock, arc4random_buf, F_FULLFSYNC beside _POSIX_C_SOURCE */
+#endif
+
+#include "platform/platform.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* ---- Errors (error.c) ---------------------------------------------------- */
+
+/* strerror(e), except for what outpost's own O_NOFOLLOW means: ELOOP is a
+ * symbolic link met where outpost follows none (below the state directory,
+ * or a file it creates). (A ".." below the state directory is EPERM,
+ * "Operation not permitted", as strerror says it.) */
+const char *posix_os_reason(int e);
+
+/* Fills err with "<what> <path>: <reason>" and the errno-derived code. */
+MUST_CHECK error_code posix_fail_path(error_info *err, int e, const char *what, const char *path);
+
+/* As posix_fail_path with the current errno, but always ERR_IO: for walks and
+ * removals, where "not found" would mislead the caller. */
+MUST_CHECK error_code posix_fail_io(error_info *err, const char *what, const char *path);
+
+/* Fills err with "out of memory" (ENOMEM). */
+MUST_CHECK error_code posix_fail_nomem(error_info *err);
+
+/* ---- Paths under the held state directory (stateroot.c) ------------------ */
+
+/* The part of path below the held state directory ("" for the directory
+ * itself), or NULL when path is not under it (or nothing is held). */
+const char *posix_under_root(const char *path);
+
+/* open() of path: under the state directory relative to its handle and
+ * never through a link (O_NOFOLLOW at every step); elsewhere by name with
+ * flags as given. Always O_CLOEXEC. The descriptor, or -1 with errno. */
+int posix_open_in(const char *path, int flags, mode_t mode);
+
+/* lstat() (follow false) or stat() of path; under the state directory
+ * always without following a final link. 0 or -1 with errno. */
+int posix_stat_in(const char *path, struct stat *st, bool follow);
+
+/* unlink() (flags 0) or rmdir() (AT_REMOVEDIR) of path. 0 or -1 with errno. */
+int posix_unlink_in(const char *path, int flags);
+
+/* mkdir(path, 0700). 0 or -1 with errno. */
+int posix_mkdir_in(const char *path);
+
+/* rename(from, to), each side relative to its own handle. 0 or -1 with errno. */
+int posix_rename_in(const char *from, const char *to);
+
+/* ---- Writing (fs.c) ------------------------------------------------------ */
+
+/* Writes all len bytes, retrying short writes and EINTR. 0 or -1 (errno). */
+int posix_write_all(int fd, const void *data, size_t len);
+
+#endif

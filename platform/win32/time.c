@@ -1,0 +1,60 @@
+/*
+ * time.c — clocks and randomness (platform.h, "Time and randomness"): the
+ * precise system time and the performance counter in milliseconds,
+ * sleeping, and BCryptGenRandom with the system's preferred generator.
+ */
+#include "platform/win32/win32_int.h"
+
+#include <bcrypt.h>
+
+/* 100 ns intervals between 1601-01-01 (FILETIME) and 1970-01-01. */
+#define FILETIME_UNIX_EPOCH 116444736000000000LL
+
+int64_t platform_time_utc_ms(void)
+{
+    FILETIME ft;
+    GetSystemTimePreciseAsFileTime(&ft);
+    int64_t t = (int64_t)(((uint64_t)ft.dwHighDateTime << 32) | ft.dwLowDateTime);
+    return (t - FILETIME_UNIX_EPOCH) / 10000;
+}
+
+int64_t platform_monotonic_ms(void)
+{
+    static LARGE_INTEGER frequency; /* constant since boot; a race writes the same value */
+    if (frequency.QuadPart == 0 && !QueryPerformanceFrequency(&frequency))
+        return (int64_t)GetTickCount64();
+    LARGE_INTEGER now;
+    if (!QueryPerformanceCounter(&now))
+        return (int64_t)GetTickCount64();
+    int64_t f = frequency.QuadPart;
+    /* Split to avoid overflowing counter * 1000. */
+    return now.QuadPart / f * 1000 + now.QuadPart % f * 1000 / f;
+}
+
+void platform_sleep_ms(int64_t ms)
+{
+    if (ms <= 0) {
+        SwitchToThread();
+        return;
+    }
+    while (ms > 0) {
+        DWORD chunk = ms > 0x7fffffff ? 0x7fffffff : (DWORD)ms;
+        Sleep(chunk);
+        ms -= chunk;
+    }
+}
+
+error_code platform_random_bytes(void *buf, size_t len, error_info *err)
+{
+    unsigned char *p = buf;
+    while (len > 0) {
+        ULONG chunk = len > 0x40000000u ? 0x40000000u : (ULONG)len;
+        NTSTATUS status = BCryptGenRandom(NULL, p, chunk, BCRYPT_USE_SYSTEM_PREFERRED_RNG);
+        if (status < 0)
+            return error_set_os(err, ERR_INTERNAL, (int)status,
+                                "cannot read random bytes: BCryptGenRandom failed (0x%08lx)", (unsigned long)status);
+        p += chunk;
+        len -= chunk;
+    }
+    return ERR_OK;
+}
