@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 /*
- * POSIX (posix/trust.c): a directory owned by owner_uid with permission bits mode
+ * POSIX (posix/private_dir.c): a directory owned by owner_uid with permission bits mode
  * is trusted by a process whose effective user is euid when the owner is
  * euid or root and neither group nor others may write (mode & 022 == 0;
  * the sticky bit does not help: others could still create files). On

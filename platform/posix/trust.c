@@ -4,7 +4,7 @@
  * (platform_check_private_dir), and the files that decide what runs, the
  * configuration, trust anchors and keys (platform_check_trusted_file,
  * platform_check_secret_file). The decisions themselves are pure functions
- * of owner and mode (platform/private_dir.h), tested on their own by
+ * of owner and mode (platform/private_dir.h, posix/private_dir.c), tested on their own by
  * tests/unit/test_platform.c; this file gathers the facts: links resolved
  * once (realpath), then lstat from "/" down, or, below the held state
  * directory, fstat through its handle.
@@ -19,39 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-bool platform_posix_dir_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, char *why, size_t size)
-{
-    if (owner_uid != euid && owner_uid != 0) {
-        snprintf(why, size, "owned by uid %lu", owner_uid);
-        return false;
-    }
-    if (mode & 022) {
-        const char *who = (mode & 020) && (mode & 002) ? "group and others" : (mode & 020) ? "its group" : "others";
-        snprintf(why, size, "writable by %s (mode %04lo)", who, mode & 07777);
-        return false;
-    }
-    return true;
-}
-
-bool platform_posix_parent_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, char *why,
-                                   size_t size)
-{
-    if (owner_uid == 0 && (mode & S_ISVTX))
-        return true;
-    return platform_posix_dir_trusted(owner_uid, mode, euid, why, size);
-}
-
-bool platform_posix_file_trusted(unsigned long owner_uid, unsigned long mode, unsigned long euid, bool secret,
-                                 char *why, size_t size)
-{
-    /* The owner first; for a secret any group or other bit is the finding. */
-    if (secret && (owner_uid == euid || owner_uid == 0) && (mode & 077)) {
-        snprintf(why, size, "readable by group or others (mode %04lo)", mode & 07777);
-        return false;
-    }
-    return platform_posix_dir_trusted(owner_uid, mode, euid, why, size);
-}
 
 /* "root:root" or the running uid, for the chown in a refusal. */
 static void owner_hint(char *buf, size_t size)
