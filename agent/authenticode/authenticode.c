@@ -10,7 +10,6 @@
  * are pe.c and msi.c.
  *
  * Layout of the file:
- *   notes                                       (authenticode_note)
  *   one signature, step by step                 (signature_*)
  *   every signature: the verdict                (signatures_judge)
  *   file formats: PE, MSI                       (verify_pe, verify_msi)
@@ -39,25 +38,7 @@
 #include "platform/platform.h"
 
 #define MAX_CA_FILE (4u * 1024u * 1024u) /* trusted CA file size cap */
-#define MAX_SYSTEM_STORE (64u << 20)     /* "system": the OS bundle is larger */
 #define MAX_CRL_FILE (64u << 20)         /* one CRL file (a large CA's CRL is tens of MiB) */
-
-/* ---- Notes: what could not be read ------------------------------------- */
-
-void authenticode_note(char *notes, size_t size, const char *fmt, ...)
-{
-    size_t used = strlen(notes);
-    if (used + 3 >= size)
-        return;
-    if (used) {
-        memcpy(notes + used, "; ", 3);
-        used += 2;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(notes + used, size - used, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- One signature --------------------------------------------------------- */
 

@@ -5,15 +5,19 @@
  *
  * Layout: DER reading (der_*), OIDs (oid_*), digests (md_*), times
  * (der_read_time), SignedData / SignerInfo (cms_parse_*, attributes), the
- * signer check (cms_check_signer).
+ * signer check (cms_check_signer), and the notes every part of the
+ * folder appends to (authenticode_note: what could not be read).
  */
 #include "authenticode/cms.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <mbedtls/oid.h>
 #include <mbedtls/pk.h>
 
+#include "authenticode/authenticode_int.h"
 #include "core/timefmt.h"
 
 /* ---- DER reading --------------------------------------------------------- */
@@ -432,4 +436,21 @@ authenticode_verdict cms_check_signer(const cms_signer *s, const oid_bytes *cont
         return AUTHENTICODE_BAD_SIGNATURE;
     }
     return AUTHENTICODE_VALID;
+}
+
+/* ---- Notes: what could not be read ------------------------------------- */
+
+void authenticode_note(char *notes, size_t size, const char *fmt, ...)
+{
+    size_t used = strlen(notes);
+    if (used + 3 >= size)
+        return;
+    if (used) {
+        memcpy(notes + used, "; ", 3);
+        used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(notes + used, size - used, fmt, ap);
+    va_end(ap);
 }
