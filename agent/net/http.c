@@ -31,8 +31,7 @@
 #include "base/text.h"
 #include "core/timefmt.h"
 #include "net/token.h"
-#include "net/tlsprefs.h"
-#include "net/tlssession.h"
+#include "net/tls.h"
 
 #define MAX_REDIRECTS 5
 #define FILE_CHUNK (256 * 1024)
@@ -154,14 +153,9 @@ struct http_client {
     char *base_url; /* without trailing slash */
     char *origin;   /* "https://host:443" of base_url */
     config_http cfg;
-    char *ca_file;
-    char *ca_bundle; /* OS root store as PEM when the TLS library has none (Windows); NULL otherwise */
-    size_t ca_bundle_len;
-    const char *ca_system; /* the system bundle file otherwise (platform_system_ca_file); NULL: none */
-    char *pinned_key;
     char *proxy;
-    tlssession *tls; /* the TLS session kept between runs (tlssession.h); NULL: none kept */
-    char *api_key;   /* wiped on free */
+    tls_setup *tls; /* CA, options, kept session (tls.h); NULL with the fake transport */
+    char *api_key;  /* wiped on free */
     token_state token;
     xfer *token_xfer; /* exchange queued or running, NULL if none */
 
@@ -552,7 +546,7 @@ static bool on_header_line(xfer *x, const char *line, size_t len)
     }
     if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
         /* The handshake is over once an answer arrives: keep its session. */
-        tlssession_outcome kept = tlssession_keep(x->client->tls, x->easy);
+        tlssession_outcome kept = tls_keep_session(x->client->tls, x->easy);
         if (kept != TLSSESSION_NONE)
             trace(x->client, 2, "TLS session %s",
                   kept == TLSSESSION_RESUMED ? "resumed from an earlier run" : "kept for the next run");
@@ -817,12 +811,9 @@ error_code http_client_new(const config *cfg, const char *api_key, const http_op
     c->base_url = trimmed_base_url(platform ? cfg->base_url : "");
     c->origin = platform && c->base_url ? url_origin(c->base_url, NULL, NULL) : text_dup("");
     c->api_key = text_dup(platform ? api_key : "");
-    c->ca_file = cfg->tls_ca_file ? text_dup(cfg->tls_ca_file) : NULL;
-    c->pinned_key = cfg->tls_pinned_public_key ? text_dup(cfg->tls_pinned_public_key) : NULL;
     c->proxy = cfg->proxy ? text_dup(cfg->proxy) : NULL;
     c->rl = ratelimit_new(c->cfg.rate_limit_per_minute, 60000, c->cfg.max_in_flight);
-    if (!c->base_url || !c->origin || !c->api_key || !c->rl || (cfg->tls_ca_file && !c->ca_file) ||
-        (cfg->tls_pinned_public_key && !c->pinned_key) || (cfg->proxy && !c->proxy)) {
+    if (!c->base_url || !c->origin || !c->api_key || !c->rl || (cfg->proxy && !c->proxy)) {
         http_client_free(c);
         return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
     }
@@ -832,18 +823,15 @@ error_code http_client_new(const config *cfg, const char *api_key, const http_op
             return error_set(err, ERR_INTERNAL, "libcurl could not be initialised");
         }
         c->curl_initialised = true;
-        /* Without a CA file, trust the OS store: in memory on Windows, a
-         * file (platform_system_ca_file) elsewhere. */
-        error_info ignored;
-        if (!c->ca_file && platform_system_ca_bundle(&c->ca_bundle, &c->ca_bundle_len, &ignored) != ERR_OK)
-            c->ca_bundle = NULL;
-        if (!c->ca_file && !c->ca_bundle)
-            c->ca_system = platform_system_ca_file();
         char *kept = opts && opts->keep_tls_session && cfg->state_dir
                          ? platform_path_join(cfg->state_dir, TLSSESSION_FILE)
                          : NULL;
-        c->tls = tlssession_new(kept, c->ca_file, c->ca_bundle, c->ca_bundle_len, c->ca_system);
+        rc = tls_new(cfg->tls_ca_file, cfg->tls_pinned_public_key, kept, &c->tls, err);
         free(kept);
+        if (rc != ERR_OK) {
+            http_client_free(c);
+            return rc;
+        }
         c->multi = curl_multi_init();
         c->share = curl_share_init();
         if (!c->multi || !c->share) {
@@ -893,10 +881,7 @@ void http_client_free(http_client *c)
     dynbuf_secret_free(c->api_key);
     free(c->base_url);
     free(c->origin);
-    tlssession_free(c->tls); /* borrows ca_bundle */
-    free(c->ca_file);
-    free(c->ca_bundle);
-    free(c->pinned_key);
+    tls_free(c->tls);
     free(c->proxy);
     ratelimit_free(c->rl);
     free(c);
@@ -1781,26 +1766,11 @@ static bool curl_attempt(http_client *c, xfer *x)
     curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, curl_progress_cb);
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, (void *)x);
-    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-    tlsprefs_apply(e, c->tls);
+    tls_apply(c->tls, e, x->same_origin);
     /* Servers close idle keep-alive connections after about a minute
      * (nginx 75 s, load balancers 60 s); a run that waited for its rate
      * window must not trip over a connection the server already dropped. */
     curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, 50L);
-    /* The CA file applies to every host (a TLS-inspecting proxy re-signs
-     * the storage host too); the pinned key is the platform's own. */
-    if (c->ca_file) {
-        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
-    } else if (c->ca_bundle) {
-#if LIBCURL_VERSION_NUM >= 0x074d00 /* 7.77.0: CURLOPT_CAINFO_BLOB */
-        struct curl_blob blob = {c->ca_bundle, c->ca_bundle_len, CURL_BLOB_NOCOPY};
-        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
-#endif
-    } else if (c->ca_system) {
-        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_system);
-    }
-    if (c->pinned_key && x->same_origin)
-        curl_easy_setopt(e, CURLOPT_PINNEDPUBLICKEY, c->pinned_key);
     if (c->proxy)
         curl_easy_setopt(e, CURLOPT_PROXY, c->proxy);
     curl_easy_setopt(e, CURLOPT_PROXYAUTH, (long)CURLAUTH_ANY);

@@ -1,23 +1,14 @@
 /*
  * tlsprefs.c — the order of key-exchange groups and of cipher suites in
- * outpost's TLS handshakes (see tlsprefs.h for why), set through libcurl's
- * CURLOPT_SSL_CTX_FUNCTION, which hands mbedTLS's configuration to us
- * before the handshake starts.
+ * outpost's TLS handshakes (see tlsprefs.h for why); tls.c hands the
+ * ordered lists to libcurl's mbedTLS.
  */
 #include "net/tlsprefs.h"
 
-#include <string.h>
-
 #include <mbedtls/ecp.h>
 #include <mbedtls/ssl_ciphersuites.h>
-#include <mbedtls/version.h>
 
 #include "core/gcmaccel.h"
-#include "net/tlssession.h"
-
-#ifdef OUTPOST_CURL_MBEDTLS
-#include <mbedtls/ssl.h>
-#endif
 
 /* Fastest first; all four are what a TLS 1.2 server is likely to have. */
 static const int PREFERRED[] = {MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_SECP256R1, MBEDTLS_ECP_DP_SECP384R1,
