@@ -676,8 +676,8 @@ error_code http_client_new(const config *cfg, const char *api_key, const http_op
     c->clock = opts && opts->clock ? opts->clock : clock_default();
     c->verbosity = opts ? opts->verbosity : 0;
     c->trace = opts ? opts->trace : NULL;
-    c->fake = opts ? opts->fake : NULL;
-    c->fake_ctx = opts ? opts->fake_ctx : NULL;
+    c->fake = opts && opts->fake ? opts->fake->answer : NULL;
+    c->fake_ctx = opts && opts->fake ? opts->fake->ctx : NULL;
     c->base_url = trimmed_base_url(platform ? cfg->base_url : "");
     c->origin = platform && c->base_url ? url_origin(c->base_url, NULL, NULL) : text_dup("");
     c->api_key = text_dup(platform ? api_key : "");

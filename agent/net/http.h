@@ -96,9 +96,9 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "base/error.h"
-#include "net/http_fake.h"
 
 typedef struct http_client http_client;
+struct http_fake;
 
 /* What is kept (and read) of a body that is not handed on: an error page or
  * a redirect's body, for the message. */
@@ -107,15 +107,15 @@ typedef struct http_client http_client;
 /* ---- Client -------------------------------------------------------------- */
 
 typedef struct http_options {
-    const clock_source *clock; /* NULL: clock_default() */
-    int verbosity;             /* 0: silent; 1: one trace line per attempt;
-                                  2: also pacing and token decisions */
-    FILE *trace;               /* where the trace goes; NULL: stderr */
-    http_fake_fn fake;         /* NULL: libcurl (the normal case) */
-    void *fake_ctx;            /* passed to fake */
-    bool keep_tls_session;     /* resume the TLS session kept in state_dir and keep the new
-                                  one (tlssession.h): only for a run that holds state_dir's
-                                  lock, as every writer under it must */
+    const clock_source *clock;    /* NULL: clock_default() */
+    int verbosity;                /* 0: silent; 1: one trace line per attempt;
+                                     2: also pacing and token decisions */
+    FILE *trace;                  /* where the trace goes; NULL: stderr */
+    const struct http_fake *fake; /* a transport that replaces libcurl, for unit tests
+                                     (net/http_fake.h; copied); NULL: libcurl */
+    bool keep_tls_session;        /* resume the TLS session kept in state_dir and keep the new
+                                     one (tlssession.h): only for a run that holds state_dir's
+                                     lock, as every writer under it must */
 } http_options;
 
 /*

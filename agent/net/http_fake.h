@@ -1,5 +1,9 @@
 /*
- * http_fake.h — a transport that replaces libcurl in unit tests.
+ * http_fake.h — a transport that replaces libcurl in unit tests: the tests
+ * answer each attempt from a function (http_options.fake), and the engine
+ * (fake.c) reads the answer through the same response code libcurl's
+ * answers go through. Only tests include this header; the program never
+ * sets http_options.fake.
  */
 #ifndef OUTPOST_NET_HTTP_FAKE_H
 #define OUTPOST_NET_HTTP_FAKE_H
@@ -7,8 +11,6 @@
 #include <stddef.h>
 
 #include "base/error.h"
-
-/* ---- Test transport -------------------------------------------------------- */
 
 /*
  * What a fake transport answers for one attempt. The fake fills it; the
@@ -41,5 +43,11 @@ typedef struct http_fake_response {
 typedef error_code (*http_fake_fn)(void *ctx, const char *method, const char *url, const char *body, size_t body_len,
                                    const char *extra_headers, /* "Range: ...\r\n" lines or "" */
                                    http_fake_response *response, error_info *err);
+
+/* What http_options.fake points to. */
+typedef struct http_fake {
+    http_fake_fn answer; /* answers every attempt */
+    void *ctx;           /* passed to answer */
+} http_fake;
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "base/dynbuf.h"
 #include "net/http.h"
+#include "net/http_fake.h"
 #include "net/ratelimit.h"
 #include "net/tls.h"
 #include "net/token.h"

@@ -19,6 +19,7 @@
 
 #include "core/clock.h"
 #include "net/http.h"
+#include "net/http_fake.h"
 
 #include "support.h"
 
@@ -240,8 +241,8 @@ static int teardown(void **state)
 
 static void open_client(fixture *f, int verbosity)
 {
-    http_options opts = {
-        .clock = &f->clock, .verbosity = verbosity, .trace = f->trace, .fake = fake_server, .fake_ctx = &f->w};
+    http_fake fake = {fake_server, &f->w};
+    http_options opts = {.clock = &f->clock, .verbosity = verbosity, .trace = f->trace, .fake = &fake};
     error_info err;
     assert_int_equal(http_client_new(&f->cfg, API_KEY, &opts, &f->http, &err), ERR_OK);
 }
@@ -921,7 +922,8 @@ static void test_client_refuses_bad_config(void **state)
 
 static void open_url_client(fixture *f)
 {
-    http_options opts = {.clock = &f->clock, .trace = f->trace, .fake = fake_server, .fake_ctx = &f->w};
+    http_fake fake = {fake_server, &f->w};
+    http_options opts = {.clock = &f->clock, .trace = f->trace, .fake = &fake};
     error_info err;
     f->cfg.base_url = NULL; /* the mirror needs no platform */
     assert_int_equal(http_client_new(&f->cfg, NULL, &opts, &f->http, &err), ERR_OK);

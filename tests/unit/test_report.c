@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "net/http_fake.h"
 #include "report/report.h"
 #include "report/status.h"
 #include "core/timefmt.h"
@@ -152,7 +153,8 @@ static void setup_fixture(fixture *f)
 
 static error_code report_once(fixture *f, report_summary *sum, error_info *err)
 {
-    http_options options = {.clock = &fake_clock, .fake = fake, .fake_ctx = &f->srv};
+    http_fake transport = {fake, &f->srv};
+    http_options options = {.clock = &fake_clock, .fake = &transport};
     http_client *http = NULL;
     assert_int_equal(http_client_new(&f->cfg, "key", &options, &http, err), ERR_OK);
     state *s = NULL;
