@@ -174,6 +174,29 @@ void api_envelope_free(api_envelope *env)
     memset(env, 0, sizeof *env);
 }
 
+void http_envelope_first_error(const char *body, size_t len, char *buf, size_t size)
+{
+    if (size == 0)
+        return;
+    buf[0] = '\0';
+    if (!body || len == 0)
+        return;
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    if (!root)
+        return;
+    const cJSON *errors = cJSON_GetObjectItemCaseSensitive(root, "errors");
+    const cJSON *first = cJSON_IsArray(errors) ? cJSON_GetArrayItem(errors, 0) : NULL;
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(first, "code");
+    const cJSON *message = cJSON_GetObjectItemCaseSensitive(first, "message");
+    const char *cs = cJSON_IsString(code) ? code->valuestring : NULL;
+    const char *ms = cJSON_IsString(message) ? message->valuestring : NULL;
+    if (cs && ms)
+        snprintf(buf, size, "%.60s: %.200s", cs, ms);
+    else if (ms || cs)
+        snprintf(buf, size, "%.200s", ms ? ms : cs);
+    cJSON_Delete(root);
+}
+
 void api_envelope_first_error(const char *body, size_t len, char *buf, size_t size)
 {
     http_envelope_first_error(body, len, buf, size);
