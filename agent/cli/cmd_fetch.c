@@ -189,8 +189,9 @@ typedef struct check_answer {
 static http_stream_action check_on_headers(void *user, const http_stream_headers *h)
 {
     check_answer *answer = user;
-    if (h->installer_version)
-        answer->version = text_dup(h->installer_version);
+    const char *version = api_installer_version(h);
+    if (version)
+        answer->version = text_dup(version);
     snprintf(answer->content_type, sizeof answer->content_type, "%s", h->content_type ? h->content_type : "");
     return HTTP_STREAM_STOP;
 }

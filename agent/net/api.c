@@ -1,11 +1,12 @@
 /*
- * api.c — the platform's routes over http.c (see api.h): envelope parsing,
- * typed views with the document's defaults, the incident paging loop, the
- * event-lineage and event-details calls (queued or synchronous), and the
- * installer download.
+ * api.c — the platform's routes over http.c (see api.h): what the engine
+ * is told of the API (its token route, its error envelope, its /public
+ * hint), envelope parsing, typed views with the document's defaults, the
+ * incident paging loop, the event-lineage and event-details calls (queued
+ * or synchronous), and the installer download.
  *
  * Layout: the enum reader (over core/jsonx, whose readers name the field in
- * errors), the envelope, the views, then one section per route.
+ * errors), the envelope, the client, the views, then one section per route.
  */
 #include "net/api.h"
 
@@ -17,6 +18,7 @@
 
 #include "base/text.h"
 #include "core/jsonx.h"
+#include "net/token.h"
 
 #define NAME_INCIDENTS "incidents/list"
 #define NAME_LINEAGE "event-lineage"
@@ -174,7 +176,7 @@ void api_envelope_free(api_envelope *env)
     memset(env, 0, sizeof *env);
 }
 
-void http_envelope_first_error(const char *body, size_t len, char *buf, size_t size)
+void api_envelope_first_error(const char *body, size_t len, char *buf, size_t size)
 {
     if (size == 0)
         return;
@@ -197,9 +199,27 @@ void http_envelope_first_error(const char *body, size_t len, char *buf, size_t s
     cJSON_Delete(root);
 }
 
-void api_envelope_first_error(const char *body, size_t len, char *buf, size_t size)
+/* ---- Client -------------------------------------------------------------------- */
+
+static const http_service api_service = {
+    .token_route = API_ROUTE_TOKEN,
+    .token_label = "token exchange",
+    .token_body = token_request_body,
+    .token_accept = token_accept,
+    .token_refused_advice = "check OUTPOST_API_KEY or api_key_file",
+    .error_detail = api_envelope_first_error,
+    .not_found_advice = "check `base_url` (a path prefix such as /public belongs in it)",
+};
+
+error_code api_client_new(const config *cfg, const char *api_key, const http_options *opts, http_client **client,
+                          error_info *err)
 {
-    http_envelope_first_error(body, len, buf, size);
+    /* base_url's faults are named first (http_client_new), then the key's. */
+    error_info ignored;
+    bool base_ok = cfg && cfg->base_url && cfg->base_url[0] && http_check_url(cfg->base_url, &ignored) == ERR_OK;
+    if (base_ok && (!api_key || !api_key[0]))
+        return error_set(err, ERR_CONFIG, "the API key is empty; set OUTPOST_API_KEY or api_key_file");
+    return http_client_new(cfg, &api_service, api_key, opts, client, err);
 }
 
 static size_t resources_count(const api_envelope *env)
@@ -818,7 +838,13 @@ error_code api_installer_get(http_client *http, const api_installer_request *req
                          platform);
     char route[96];
     snprintf(route, sizeof route, "/v2/installer/%s/latest", platform);
-    http_stream_request sreq = {route, request->range, request->if_range, request->max_bytes_per_second,
-                                NAME_INSTALLER};
+    static const char *const keep[] = {API_HEADER_INSTALLER_VERSION, NULL};
+    http_stream_request sreq = {route, request->range, request->if_range, request->max_bytes_per_second, NAME_INSTALLER,
+                                keep};
     return http_stream_get(http, &sreq, callbacks, result, err);
+}
+
+const char *api_installer_version(const http_stream_headers *h)
+{
+    return http_stream_header(h, API_HEADER_INSTALLER_VERSION);
 }

@@ -47,9 +47,17 @@
 /* ---- Response headers we read ------------------------------------------------- */
 
 static const char *const header_names[H__COUNT] = {
-    "retry-after",    "x-ratelimit-remaining", "x-ratelimit-reset",   "location",
-    "content-length", "content-range",         "content-type",        "etag",
-    "last-modified",  "content-disposition",   "x-installer-version", "date",
+    "retry-after",
+    "x-ratelimit-remaining",
+    "x-ratelimit-reset",
+    "location",
+    "content-length",
+    "content-range",
+    "content-type",
+    "etag",
+    "last-modified",
+    "content-disposition",
+    "date",
 };
 
 /* ---- Small helpers ---------------------------------------------------------------- */
@@ -276,6 +284,18 @@ static void xfer_clear_headers(xfer *x)
         free(x->headers[i]);
         x->headers[i] = NULL;
     }
+    for (int i = 0; i < HTTP_KEEP_HEADERS_MAX; i++) {
+        free(x->kept[i]);
+        x->kept[i] = NULL;
+    }
+}
+
+static void xfer_clear_hop_headers(xfer *x)
+{
+    for (int i = 0; i < HTTP_KEEP_HEADERS_MAX; i++) {
+        free(x->hop_kept[i]);
+        x->hop_kept[i] = NULL;
+    }
 }
 
 static void xfer_free(xfer *x)
@@ -283,7 +303,7 @@ static void xfer_free(xfer *x)
     if (!x)
         return;
     xfer_clear_headers(x);
-    free(x->hop_installer_version);
+    xfer_clear_hop_headers(x);
     if (x->body) {
         dynbuf_wipe(x->body, x->body_len);
         free(x->body);
@@ -377,6 +397,15 @@ static bool is_final_status(long status)
     return status >= 200 && status != 401 && status != 407;
 }
 
+/* Replaces *slot with a copy of the n bytes at v. */
+static void keep_value(xfer *x, char **slot, const char *v, size_t n)
+{
+    free(*slot);
+    *slot = dup_n(v, n);
+    if (!*slot)
+        x->out_of_memory = true;
+}
+
 /* One header line, CRLF included or not. Returns false to abort. */
 static bool on_header_line(xfer *x, const char *line, size_t len)
 {
@@ -420,20 +449,22 @@ static bool on_header_line(xfer *x, const char *line, size_t len)
     if (!colon)
         return true;
     size_t name_len = (size_t)(colon - line);
+    const char *v = colon + 1;
+    const char *end = line + len;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+        end--;
     for (int i = 0; i < H__COUNT; i++) {
         if (strlen(header_names[i]) == name_len && text_equal_nocase_n(line, header_names[i], name_len)) {
-            const char *v = colon + 1;
-            const char *end = line + len;
-            while (v < end && (*v == ' ' || *v == '\t'))
-                v++;
-            while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
-                end--;
-            free(x->headers[i]);
-            x->headers[i] = dup_n(v, (size_t)(end - v));
-            if (!x->headers[i])
-                x->out_of_memory = true;
+            keep_value(x, &x->headers[i], v, (size_t)(end - v));
             break;
         }
+    }
+    for (size_t i = 0; x->stream && i < x->stream->keep_count; i++) {
+        const char *name = x->stream->keep_headers[i];
+        if (strlen(name) == name_len && text_equal_nocase_n(line, name, name_len))
+            keep_value(x, &x->kept[i], v, (size_t)(end - v));
     }
     return true;
 }
@@ -576,11 +607,12 @@ static void parse_content_range(const char *value, http_stream_headers *h)
 static void stream_deliver_headers(xfer *x)
 {
     stream_ctx *s = x->stream;
-    if (x->status >= 300 && x->status < 400 && x->headers[H_INSTALLER_VERSION]) {
-        /* A redirect that names the version: kept in case the storage
-         * host's answer does not (the final answer's own value wins). */
-        free(x->hop_installer_version);
-        x->hop_installer_version = text_dup(x->headers[H_INSTALLER_VERSION]);
+    for (size_t i = 0; x->status >= 300 && x->status < 400 && i < s->keep_count; i++) {
+        /* A redirect that names the value (the installer route's version):
+         * kept in case the storage host's answer does not (the final
+         * answer's own value wins). */
+        if (x->kept[i])
+            keep_value(x, &x->hop_kept[i], x->kept[i], strlen(x->kept[i]));
     }
     if (x->status != 200 && x->status != 206 && x->status != 416 && !(x->direct && x->status == 304))
         return;
@@ -594,7 +626,11 @@ static void stream_deliver_headers(xfer *x)
     h.etag = x->headers[H_ETAG];
     h.last_modified = x->headers[H_LAST_MODIFIED];
     h.content_disposition = x->headers[H_CONTENT_DISPOSITION];
-    h.installer_version = x->headers[H_INSTALLER_VERSION] ? x->headers[H_INSTALLER_VERSION] : x->hop_installer_version;
+    const char *kept[HTTP_KEEP_HEADERS_MAX];
+    for (size_t i = 0; i < s->keep_count; i++)
+        kept[i] = x->kept[i] ? x->kept[i] : x->hop_kept[i];
+    h.keep_names = s->keep_count ? s->keep_headers : NULL;
+    h.kept = s->keep_count ? kept : NULL;
     char *url = url_without_query(x->url);
     h.url = url ? url : "";
     h.redirects = x->redirects;
@@ -622,18 +658,18 @@ static char *trimmed_base_url(const char *url)
     return dup_n(url, n);
 }
 
-error_code http_client_new(const config *cfg, const char *api_key, const http_options *opts, http_client **client,
-                           error_info *err)
+error_code http_client_new(const config *cfg, const http_service *service, const char *secret, const http_options *opts,
+                           http_client **client, error_info *err)
 {
-    bool platform = api_key != NULL; /* NULL: URL GETs only (the mirror) */
+    bool platform = service != NULL; /* NULL: URL GETs only (the mirror) */
     if (!cfg || (platform && (!cfg->base_url || !cfg->base_url[0])))
         return error_set(err, ERR_CONFIG,
                          "`base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com");
     error_code rc = platform ? http_check_url(cfg->base_url, err) : ERR_OK;
     if (rc != ERR_OK)
         return error_prefix(err, "base_url");
-    if (platform && !api_key[0])
-        return error_set(err, ERR_CONFIG, "the API key is empty; set OUTPOST_API_KEY or api_key_file");
+    if (platform && (!secret || !secret[0]))
+        return error_set(err, ERR_CONFIG, "the secret of %s is empty", service->token_label);
 
     http_client *c = calloc(1, sizeof *c);
     if (!c)
@@ -657,10 +693,11 @@ error_code http_client_new(const config *cfg, const char *api_key, const http_op
     c->fake_ctx = opts && opts->fake ? opts->fake->ctx : NULL;
     c->base_url = trimmed_base_url(platform ? cfg->base_url : "");
     c->origin = platform && c->base_url ? url_origin(c->base_url, NULL, NULL) : text_dup("");
-    c->api_key = text_dup(platform ? api_key : "");
+    c->service = service;
+    c->secret = text_dup(platform ? secret : "");
     c->proxy = cfg->proxy ? text_dup(cfg->proxy) : NULL;
     c->rl = ratelimit_new(c->cfg.rate_limit_per_minute, 60000, c->cfg.max_in_flight);
-    if (!c->base_url || !c->origin || !c->api_key || !c->rl || (cfg->proxy && !c->proxy)) {
+    if (!c->base_url || !c->origin || !c->secret || !c->rl || (cfg->proxy && !c->proxy)) {
         http_client_free(c);
         return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
     }
@@ -725,7 +762,7 @@ void http_client_free(http_client *c)
         curl_share_cleanup(c->share);
     bool curl_initialised = c->curl_initialised;
     token_state_clear(&c->token);
-    dynbuf_secret_free(c->api_key);
+    dynbuf_secret_free(c->secret);
     free(c->base_url);
     free(c->origin);
     tls_free(c->tls);
@@ -738,7 +775,7 @@ void http_client_free(http_client *c)
 
 bool http_client_has_key(const http_client *c)
 {
-    return c && c->api_key && c->api_key[0];
+    return c && c->secret && c->secret[0];
 }
 
 void http_client_set_verbosity(http_client *c, int verbosity)
@@ -847,8 +884,7 @@ static void set_initial_url(http_client *c, xfer *x)
     x->url = url;
     x->same_origin = !x->direct;
     x->redirects = 0;
-    free(x->hop_installer_version);
-    x->hop_installer_version = NULL;
+    xfer_clear_hop_headers(x);
 }
 
 /* Records a Retry-After the run cannot honour, for the caller's state. */
@@ -1070,9 +1106,9 @@ static void handle_response(http_client *c, xfer *x, int64_t now)
     }
     /* Never quote the token exchange's body: it might echo the key. */
     detail[0] = '\0';
-    if (x->kind != XFER_TOKEN) {
+    if (x->kind != XFER_TOKEN && c->service && c->service->error_detail) {
         char first[280];
-        http_envelope_first_error(x->response.data, x->response.len, first, sizeof first);
+        c->service->error_detail(x->response.data, x->response.len, first, sizeof first);
         if (first[0])
             snprintf(detail, sizeof detail, " (%s)", first);
     }
@@ -1090,8 +1126,8 @@ static void handle_response(http_client *c, xfer *x, int64_t now)
         return;
     }
     if (x->kind == XFER_TOKEN && (status == 400 || status == 401)) {
-        xfer_fail(c, x, ERR_AUTH, "the platform refused the API key (HTTP %ld); check OUTPOST_API_KEY or api_key_file",
-                  status);
+        xfer_fail(c, x, ERR_AUTH, "the platform refused the API key (HTTP %ld); %s", status,
+                  c->service->token_refused_advice);
         return;
     }
     if (status == 401) {
@@ -1124,8 +1160,9 @@ static void handle_response(http_client *c, xfer *x, int64_t now)
         xfer_fail(c, x, ERR_HTTP, "unexpected redirect (HTTP %ld)", status);
         return;
     }
-    xfer_fail(c, x, ERR_HTTP, "the platform answered HTTP %ld %s%s%s", status, reason_phrase(status), detail,
-              status == 404 ? "; check `base_url` (a path prefix such as /public belongs in it)" : "");
+    xfer_fail(c, x, ERR_HTTP, "the platform answered HTTP %ld %s%s%s%s", status, reason_phrase(status), detail,
+              status == 404 && c->service->not_found_advice ? "; " : "",
+              status == 404 && c->service->not_found_advice ? c->service->not_found_advice : "");
 }
 
 /* An attempt ended (libcurl or fake). message: libcurl's or the fake's text. */
@@ -1718,10 +1755,10 @@ static void collect_curl(http_client *c)
 
 static bool token_request(http_client *c, int64_t now)
 {
-    xfer *x = xfer_new(c, XFER_TOKEN, HTTP_POST, "/v2/auth/token/access", "token exchange");
+    xfer *x = xfer_new(c, XFER_TOKEN, HTTP_POST, c->service->token_route, c->service->token_label);
     if (!x)
         return false;
-    x->body = token_request_body(c->api_key, &x->body_len);
+    x->body = c->service->token_body(c->secret, &x->body_len);
     if (!x->body) {
         xfer_free(x);
         return false;
@@ -1746,7 +1783,8 @@ static void token_complete(http_client *c, xfer *x, error_code code, const error
     error_info e;
     if (code == ERR_OK) {
         error_clear(&e);
-        code = token_accept(&c->token, x->response.data ? x->response.data : "", x->response.len, x->started_ms, &e);
+        code = c->service->token_accept(&c->token, x->response.data ? x->response.data : "", x->response.len,
+                                        x->started_ms, &e);
         if (code == ERR_OK)
             trace(c, 2, "token: obtained; valid %" PRId64 " s, renewed after %" PRId64 " s",
                   c->token.lifetime_ms / 1000, (c->token.renew_at_ms - c->token.obtained_ms) / 1000);
@@ -1930,6 +1968,8 @@ error_code http_submit(http_client *c, const http_request *request, http_done_fn
 {
     if (!c || !request || !request->route || request->route[0] != '/' || !done)
         return error_set(err, ERR_INTERNAL, "http_submit: invalid request");
+    if (!http_client_has_key(c))
+        return error_set(err, ERR_CONFIG, "`base_url` and an API key are needed to call the platform");
     xfer *x = xfer_new(c, XFER_JSON, request->method, request->route, request->label);
     if (!x)
         return error_set(err, ERR_NOMEM, "out of memory queuing a request");
@@ -2083,10 +2123,22 @@ error_code http_stream_get(http_client *c, const http_stream_request *request, c
     s.if_range = request->if_range;
     s.max_bytes_per_second = request->max_bytes_per_second;
     s.scale_deadline = callbacks->on_data != NULL; /* an installer: its length is announced */
+    s.keep_headers = request->keep_headers;
+    while (s.keep_headers && s.keep_headers[s.keep_count])
+        if (++s.keep_count > HTTP_KEEP_HEADERS_MAX)
+            return error_set(err, ERR_INTERNAL, "http_stream_get: more than %d headers to keep", HTTP_KEEP_HEADERS_MAX);
     xfer *x = xfer_new(c, XFER_STREAM, HTTP_GET, request->route, request->label);
     if (!x)
         return error_set(err, ERR_NOMEM, "out of memory starting a download");
     return stream_run(c, x, &s, result, err);
+}
+
+const char *http_stream_header(const http_stream_headers *h, const char *name)
+{
+    for (size_t i = 0; h->keep_names && h->keep_names[i]; i++)
+        if (text_equal_nocase(h->keep_names[i], name))
+            return h->kept[i];
+    return NULL;
 }
 
 error_code http_url_get(http_client *c, const http_url_request *request, const http_stream_callbacks *callbacks,

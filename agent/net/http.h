@@ -99,10 +99,14 @@
 
 typedef struct http_client http_client;
 struct http_fake;
+struct token_state;
 
 /* What is kept (and read) of a body that is not handed on: an error page or
  * a redirect's body, for the message. */
 #define HTTP_ERROR_BODY_KEEP (8 * 1024)
+
+/* The most response headers a stream request may name in keep_headers. */
+#define HTTP_KEEP_HEADERS_MAX 4
 
 /* ---- Client -------------------------------------------------------------- */
 
@@ -119,26 +123,55 @@ typedef struct http_options {
 } http_options;
 
 /*
- * Creates the run's client from cfg (base_url, tls_ca_file,
- * tls_pinned_public_key, proxy, config_http) and the API key. Everything
- * needed is copied: cfg and api_key may be freed (and the key wiped) as soon
- * as this returns. opts may be NULL (defaults). No request is made here; the
- * first token exchange happens with the first call.
- * api_key NULL makes a client for URL GETs only (the mirror without the
- * platform): base_url is then not needed, and the route calls fail with
- * ERR_CONFIG.
- * Fails with ERR_CONFIG (no base_url, a base_url that is not https:// or
- * http:// to a loopback host, an empty key) or ERR_NOMEM / ERR_INTERNAL.
- * *client is set on success only; free it with http_client_free.
+ * What the engine needs to know of the service behind base_url beyond HTTP
+ * (api.c describes the platform's API; the engine knows no route of it):
+ * how the bearer token its routes want is obtained, and how its error
+ * answers read. The engine sends the exchange like any request (paced,
+ * retried), before the first call and whenever the token is due or was
+ * refused once with a 401, and sends the token to base_url's origin only.
+ * A static description: the client keeps the pointer.
  */
-MUST_CHECK error_code http_client_new(const config *cfg, const char *api_key, const http_options *opts,
-                                      http_client **client, error_info *err);
+typedef struct http_service {
+    const char *token_route; /* the exchange, POSTed to base_url + token_route */
+    const char *token_label; /* its name in errors and the trace */
+    /* The exchange's JSON body for the secret, malloc'd, its length in
+     * *len; it holds the secret (the engine wipes it). NULL: out of memory. */
+    char *(*token_body)(const char *secret, size_t *len);
+    /* Reads a 2xx answer of the exchange into *token (token.h), sent at
+     * sent_at_ms on the client's monotonic clock; never quotes the body. */
+    error_code (*token_accept)(struct token_state *token, const char *body, size_t len, int64_t sent_at_ms,
+                               error_info *err);
+    const char *token_refused_advice; /* what to do when the exchange is refused (400, 401) */
+    /* The gist of an error answer's body as one short line into buf ("" when
+     * there is none); NULL: error bodies are not quoted. */
+    void (*error_detail)(const char *body, size_t len, char *buf, size_t size);
+    const char *not_found_advice; /* added to the message of a 404 from base_url; NULL: none */
+} http_service;
+
+/*
+ * Creates the run's client from cfg (base_url, tls_ca_file,
+ * tls_pinned_public_key, proxy, config_http), the service behind base_url
+ * and its secret (api.c's api_client_new passes the platform's API and the
+ * API key). Everything needed is copied but service (static): cfg and
+ * secret may be freed (and the secret wiped) as soon as this returns. opts
+ * may be NULL (defaults). No request is made here; the first token exchange
+ * happens with the first call.
+ * service and secret NULL make a client for URL GETs only (the mirror
+ * without the platform): base_url is then not needed, and the route calls
+ * fail with ERR_CONFIG.
+ * Fails with ERR_CONFIG (no base_url, a base_url that is not https:// or
+ * http:// to a loopback host, a service without a secret) or ERR_NOMEM /
+ * ERR_INTERNAL. *client is set on success only; free it with
+ * http_client_free.
+ */
+MUST_CHECK error_code http_client_new(const config *cfg, const http_service *service, const char *secret,
+                                      const http_options *opts, http_client **client, error_info *err);
 
 /* Wipes the secrets, closes the connections, frees everything. Submitted
  * requests still pending are dropped without their callbacks. NULL is ignored. */
 void http_client_free(http_client *client);
 
-/* Whether the client holds an API key (it can call the platform's routes). */
+/* Whether the client holds a service's secret (it can call base_url's routes). */
 bool http_client_has_key(const http_client *client);
 
 /* Changes the trace level (the --verbose flag) after creation. */
@@ -253,12 +286,18 @@ typedef struct http_stream_headers {
     const char *etag;
     const char *last_modified;
     const char *content_disposition;
-    const char *installer_version; /* X-Installer-Version of the final response, or of the
-                                     last redirect hop that carried one */
+    const char *const *keep_names; /* the request's keep_headers (NULL: none) */
+    const char *const *kept;       /* their values, in the same order: the final response's,
+                                      or the last redirect hop's that carried one; NULL when
+                                      absent (read them with http_stream_header) */
     const char *url;               /* URL of the final response, without user info, query or
                                       fragment (signed storage URLs carry secrets there) */
     int redirects;                 /* redirect hops followed */
 } http_stream_headers;
+
+/* The value of the response header name (any case), which the request named
+ * in keep_headers; NULL when absent or not named. Borrowed like h. */
+const char *http_stream_header(const http_stream_headers *h, const char *name);
 
 typedef enum {
     HTTP_STREAM_CONTINUE = 0, /* keep reading */
@@ -280,12 +319,15 @@ typedef struct http_stream_callbacks {
 } http_stream_callbacks;
 
 typedef struct http_stream_request {
-    const char *route;            /* appended to base_url: "/v2/installer/windows/latest" */
-    const char *range;            /* Range header value ("bytes=1048576-"), or NULL */
-    const char *if_range;         /* If-Range value (an ETag or an HTTP date), or NULL;
-                                     only sent with range */
-    int64_t max_bytes_per_second; /* receive cap; 0: none */
-    const char *label;            /* name in errors and trace; NULL: the route */
+    const char *route;               /* appended to base_url: "/v2/installer/windows/latest" */
+    const char *range;               /* Range header value ("bytes=1048576-"), or NULL */
+    const char *if_range;            /* If-Range value (an ETag or an HTTP date), or NULL;
+                                        only sent with range */
+    int64_t max_bytes_per_second;    /* receive cap; 0: none */
+    const char *label;               /* name in errors and trace; NULL: the route */
+    const char *const *keep_headers; /* NULL-terminated names of further response headers to
+                                        hand to on_headers (at most HTTP_KEEP_HEADERS_MAX), the
+                                        service's own ("X-Installer-Version"); NULL: none */
 } http_stream_request;
 
 typedef struct http_stream_result {
@@ -387,13 +429,6 @@ void http_url_body_free(http_url_body *body);
 char *http_file_url_path(const char *url);
 
 /* ---- Helpers for other modules -------------------------------------------- */
-
-/*
- * The first error of an envelope-shaped body as "code: message" into buf
- * (each part cut to a short line of the server's text), "" when there is
- * none or body is not JSON. Used to say why a request failed. Never fails.
- */
-void http_envelope_first_error(const char *body, size_t len, char *buf, size_t size);
 
 /*
  * Whether url may be used: https://, or http:// to a loopback host

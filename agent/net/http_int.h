@@ -28,7 +28,6 @@ enum {
     H_ETAG,
     H_LAST_MODIFIED,
     H_CONTENT_DISPOSITION,
-    H_INSTALLER_VERSION,
     H_DATE,
     H__COUNT
 };
@@ -76,19 +75,20 @@ typedef struct xfer {
     char *url;                 /* this attempt's URL (redirects change it) */
     bool same_origin;          /* url is on base_url's scheme, host and port */
     int redirects;
-    bool hop_pending;            /* the next start follows a redirect (not a retry) */
-    long status;                 /* status of the response being read */
-    bool headers_done;           /* blank line after a final status seen */
-    bool final_ended;            /* the final response's headers ended: later header
-                                    lines are trailers, a later status line a second
-                                    response */
-    bool second_response;        /* a second final response came on this attempt */
-    char *headers[H__COUNT];     /* values of this response's headers */
-    char *hop_installer_version; /* X-Installer-Version from a redirect hop */
-    dynbuf response;             /* JSON body, or a failed answer's start; secret for the token exchange */
-    bool too_large;              /* body went over the cap */
-    bool stopped;                /* a stream callback said stop */
-    bool delivering;             /* stream body goes to on_data */
+    bool hop_pending;                      /* the next start follows a redirect (not a retry) */
+    long status;                           /* status of the response being read */
+    bool headers_done;                     /* blank line after a final status seen */
+    bool final_ended;                      /* the final response's headers ended: later header
+                                              lines are trailers, a later status line a second
+                                              response */
+    bool second_response;                  /* a second final response came on this attempt */
+    char *headers[H__COUNT];               /* values of this response's headers */
+    char *kept[HTTP_KEEP_HEADERS_MAX];     /* values of the stream's keep_headers in this response */
+    char *hop_kept[HTTP_KEEP_HEADERS_MAX]; /* the same from the last redirect hop that carried them */
+    dynbuf response;                       /* JSON body, or a failed answer's start; secret for the token exchange */
+    bool too_large;                        /* body went over the cap */
+    bool stopped;                          /* a stream callback said stop */
+    bool delivering;                       /* stream body goes to on_data */
     bool out_of_memory;
     bool body_capped;    /* a body not handed on reached HTTP_ERROR_BODY_KEEP: stopped there */
     int64_t deadline_ms; /* on the client's clock: past it the attempt is aborted */
@@ -106,6 +106,8 @@ struct stream_ctx {
     const char *if_range;
     const char *if_none_match;
     const char *if_modified_since;
+    const char *const *keep_headers; /* further headers the caller reads, borrowed; keep_count of them */
+    size_t keep_count;
     int64_t max_bytes_per_second;
     int64_t expected_bytes; /* > 0: the deadline grows by it at min_speed */
     bool scale_deadline;    /* the deadline grows by the announced length (the API's installer) */
@@ -120,8 +122,9 @@ struct http_client {
     char *origin;   /* "https://host:443" of base_url */
     config_http cfg;
     char *proxy;
-    tls_setup *tls; /* CA, options, kept session (tls.h); NULL with the fake transport */
-    char *api_key;  /* wiped on free */
+    tls_setup *tls;              /* CA, options, kept session (tls.h); NULL with the fake transport */
+    const http_service *service; /* what base_url's routes need beyond HTTP (static); NULL: URL GETs only */
+    char *secret;                /* the service's secret ("" without a service), wiped on free */
     token_state token;
     xfer *token_xfer; /* exchange queued or running, NULL if none */
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "net/api.h"
 #include "net/http.h"
 #include "net/http_fake.h"
 
@@ -25,6 +26,9 @@
 
 #define API_KEY "test-api-key-0123456789"
 #define BASE "https://tenant.example.com/public/"
+
+/* The header the installer route's version check reads (api.c names it). */
+static const char *const KEEP[] = {"X-Installer-Version", NULL};
 
 /* ---- the fake world: a clock and a scriptable server ------------------------- */
 
@@ -244,7 +248,7 @@ static void open_client(fixture *f, int verbosity)
     http_fake fake = {fake_server, &f->w};
     http_options opts = {.clock = &f->clock, .verbosity = verbosity, .trace = f->trace, .fake = &fake};
     error_info err;
-    assert_int_equal(http_client_new(&f->cfg, API_KEY, &opts, &f->http, &err), ERR_OK);
+    assert_int_equal(api_client_new(&f->cfg, API_KEY, &opts, &f->http, &err), ERR_OK);
 }
 
 static error_code call(fixture *f, const char *route, error_info *err, long *status)
@@ -508,7 +512,8 @@ static http_stream_action on_headers(void *user, const http_stream_headers *h)
     stream_seen *s = user;
     s->headers_calls++;
     s->status = h->status;
-    snprintf(s->version, sizeof s->version, "%s", h->installer_version ? h->installer_version : "");
+    snprintf(s->version, sizeof s->version, "%s",
+             http_stream_header(h, "X-Installer-Version") ? http_stream_header(h, "X-Installer-Version") : "");
     snprintf(s->url, sizeof s->url, "%s", h->url);
     s->redirects = h->redirects;
     s->content_length = h->content_length;
@@ -536,7 +541,7 @@ static void test_stream_redirect_keeps_token_home(void **state)
            "Content-Length: 10\r\nContent-Range: bytes 10-19/20\r\nETag: \"abc\"\r\n", "0123456789");
     stream_seen s = {0};
     http_stream_callbacks cb = {on_headers, on_data, &s};
-    http_stream_request req = {"/v2/installer/windows/latest", "bytes=10-", "\"abc\"", 0, "installer"};
+    http_stream_request req = {"/v2/installer/windows/latest", "bytes=10-", "\"abc\"", 0, "installer", KEEP};
     http_stream_result result;
     error_info err;
     assert_int_equal(http_stream_get(f->http, &req, &cb, &result, &err), ERR_OK);
@@ -564,7 +569,7 @@ static void test_stream_stop_after_headers(void **state)
     stream_seen s = {0};
     s.stop_at_headers = true;
     http_stream_callbacks cb = {on_headers, on_data, &s};
-    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL, KEEP};
     http_stream_result result;
     error_info err;
     assert_int_equal(http_stream_get(f->http, &req, &cb, &result, &err), ERR_OK);
@@ -581,7 +586,7 @@ static void test_stream_refuses_plain_http_redirect(void **state)
     script(&f->w, "/v2/installer/windows/latest", 301, "Location: http://cdn.example.net/f.exe\r\n", "");
     stream_seen s = {0};
     http_stream_callbacks cb = {on_headers, on_data, &s};
-    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL, KEEP};
     error_info err;
     assert_int_equal(http_stream_get(f->http, &req, &cb, NULL, &err), ERR_PROTOCOL);
     assert_non_null(strstr(err.message, "redirect"));
@@ -596,7 +601,7 @@ static void test_stream_retries_before_headers(void **state)
     script(&f->w, "/v2/installer/windows/latest", 200, "Content-Length: 4\r\n", "MZ!!");
     stream_seen s = {0};
     http_stream_callbacks cb = {on_headers, on_data, &s};
-    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL, KEEP};
     error_info err;
     assert_int_equal(http_stream_get(f->http, &req, &cb, NULL, &err), ERR_OK);
     assert_int_equal(s.headers_calls, 1);
@@ -606,7 +611,7 @@ static void test_stream_retries_before_headers(void **state)
 static error_code get_installer(fixture *f, stream_seen *s, error_info *err)
 {
     http_stream_callbacks cb = {on_headers, on_data, s};
-    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL, KEEP};
     return http_stream_get(f->http, &req, &cb, NULL, err);
 }
 
@@ -756,7 +761,7 @@ static void test_stream_content_range_parsing(void **state)
         stream_seen s = {0};
         s.stop_at_headers = true;
         http_stream_callbacks cb = {on_headers, on_data, &s};
-        http_stream_request req = {"/v2/installer/windows/latest", "bytes=10-", NULL, 0, NULL};
+        http_stream_request req = {"/v2/installer/windows/latest", "bytes=10-", NULL, 0, NULL, KEEP};
         error_info err;
         assert_int_equal(http_stream_get(f->http, &req, &cb, NULL, &err), ERR_OK);
         if (s.range_start != cases[i].start || s.range_total != cases[i].total || s.content_length != cases[i].length)
@@ -909,12 +914,12 @@ static void test_client_refuses_bad_config(void **state)
     http_client *c = NULL;
     error_info err;
     f->cfg.base_url = "http://tenant.example.com";
-    assert_int_equal(http_client_new(&f->cfg, API_KEY, NULL, &c, &err), ERR_CONFIG);
+    assert_int_equal(api_client_new(&f->cfg, API_KEY, NULL, &c, &err), ERR_CONFIG);
     assert_non_null(strstr(err.message, "base_url"));
     f->cfg.base_url = NULL;
-    assert_int_equal(http_client_new(&f->cfg, API_KEY, NULL, &c, &err), ERR_CONFIG);
+    assert_int_equal(api_client_new(&f->cfg, API_KEY, NULL, &c, &err), ERR_CONFIG);
     f->cfg.base_url = BASE;
-    assert_int_equal(http_client_new(&f->cfg, "", NULL, &c, &err), ERR_CONFIG);
+    assert_int_equal(api_client_new(&f->cfg, "", NULL, &c, &err), ERR_CONFIG);
     assert_null(c);
 }
 
@@ -926,7 +931,7 @@ static void open_url_client(fixture *f)
     http_options opts = {.clock = &f->clock, .trace = f->trace, .fake = &fake};
     error_info err;
     f->cfg.base_url = NULL; /* the mirror needs no platform */
-    assert_int_equal(http_client_new(&f->cfg, NULL, &opts, &f->http, &err), ERR_OK);
+    assert_int_equal(http_client_new(&f->cfg, NULL, NULL, &opts, &f->http, &err), ERR_OK);
     assert_false(http_client_has_key(f->http));
 }
 
@@ -961,7 +966,7 @@ static void test_url_get_no_token_conditional(void **state)
     assert_false(f->w.seen[0].conditional);
     assert_true(f->w.seen[1].conditional);
     /* The platform's routes need the key. */
-    http_stream_request sreq = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    http_stream_request sreq = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL, KEEP};
     http_stream_callbacks cb = {NULL, NULL, NULL};
     assert_int_equal(http_stream_get(f->http, &sreq, &cb, NULL, &err), ERR_CONFIG);
 }

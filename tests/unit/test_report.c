@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "net/api.h"
 #include "net/http_fake.h"
 #include "report/report.h"
 #include "report/status.h"
@@ -156,7 +157,7 @@ static error_code report_once(fixture *f, report_summary *sum, error_info *err)
     http_fake transport = {fake, &f->srv};
     http_options options = {.clock = &fake_clock, .fake = &transport};
     http_client *http = NULL;
-    assert_int_equal(http_client_new(&f->cfg, "key", &options, &http, err), ERR_OK);
+    assert_int_equal(api_client_new(&f->cfg, "key", &options, &http, err), ERR_OK);
     state *s = NULL;
     assert_int_equal(state_load(f->cfg.state_dir, &s, err), ERR_OK);
     report_options opts = {.now_s = fake_now_ms / 1000, .write_last_run = true};
