@@ -19,6 +19,7 @@
 #include "base/text.h"
 #include "core/jsonx.h"
 #include "net/token.h"
+#include "net/url.h"
 
 #define NAME_INCIDENTS "incidents/list"
 #define NAME_LINEAGE "event-lineage"
@@ -216,7 +217,7 @@ error_code api_client_new(const config *cfg, const char *api_key, const http_opt
 {
     /* base_url's faults are named first (http_client_new), then the key's. */
     error_info ignored;
-    bool base_ok = cfg && cfg->base_url && cfg->base_url[0] && http_check_url(cfg->base_url, &ignored) == ERR_OK;
+    bool base_ok = cfg && cfg->base_url && cfg->base_url[0] && url_check(cfg->base_url, &ignored) == ERR_OK;
     if (base_ok && (!api_key || !api_key[0]))
         return error_set(err, ERR_CONFIG, "the API key is empty; set OUTPOST_API_KEY or api_key_file");
     return http_client_new(cfg, &api_service, api_key, opts, client, err);

@@ -1,48 +1,45 @@
 /*
- * http.c — the API client's engine (see http.h for the contract).
+ * http.c — the API client's engine (see http.h for the contract), in one
+ * file until its parts move to their own (http_int.h names them).
  *
  * Every request is an xfer that lives from http_submit to its completion
  * callback across any number of attempts. Xfers wait in one FIFO list until
  * the token, the pacing (ratelimit.c) and their retry delay let them start;
- * a started attempt runs on libcurl's multi handle (or, in unit tests, on
- * the fake transport, synchronously); when it ends, finish_attempt decides:
- * done, failed, retried later (backoff.c), renewed-and-retried (401), or
- * redirected (streams). drive() is the one loop that does all this; it is
- * run by http_run, http_call and http_stream_get.
- *
- * Layout: small helpers (buffers, URLs, headers), the client, attempt start
- * (curl and fake), attempt end (classification, retry, completion), the
- * token exchange, the loop, then the public entry points.
+ * a started attempt runs on libcurl's multi handle (or reads a file:// URL,
+ * or, in unit tests, asks the fake transport, synchronously). When it ends,
+ * its transport hands back an attempt_end, outcome_decide turns that into a
+ * verdict (done, failed, retried later, renewed-and-retried after a 401, or
+ * redirected) and attempt_finished acts on it. drive() is the one loop that
+ * does all this; it is run by http_run, http_call and http_stream_get.
  */
 #include "net/http.h"
 
-#include <cjson/cJSON.h>
-#include <curl/curl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/backoff.h"
-#include "net/http_int.h"
-#include "core/log.h"
-#include "platform/platform.h"
-#include "net/ratelimit.h"
+#include <curl/curl.h>
+
 #include "base/dynbuf.h"
 #include "base/text.h"
 #include "core/timefmt.h"
-#include "net/token.h"
+#include "net/backoff.h"
+#include "net/http_int.h"
+#include "net/proxy.h"
+#include "net/ratelimit.h"
+#include "net/speed.h"
 #include "net/tls.h"
+#include "net/token.h"
+#include "net/url.h"
+#include "platform/platform.h"
 
+#define POLL_MAX_MS 1000
 #define MAX_REDIRECTS 5
 #define FILE_CHUNK (256 * 1024)
 #define RETRY_AFTER_RECORD_CAP_MS (24LL * 3600 * 1000)
-#define POLL_MAX_MS 1000
 #define MAX_CLOCK_OFFSET_MS (3600LL * 1000) /* a Date further off is not believed */
-/* Never names the proxy URL: it may carry the password. */
-#define PROXY_AUTH_ADVICE                                                                                              \
-    "the proxy refused outpost's credentials (HTTP 407 Proxy Authentication Required); put the right user name and "   \
-    "password in the `proxy` URL (http://user:password@host:port) or in HTTPS_PROXY"
 
 /* ---- Response headers we read ------------------------------------------------- */
 
@@ -62,53 +59,75 @@ static const char *const header_names[H__COUNT] = {
 
 /* ---- Small helpers ---------------------------------------------------------------- */
 
-static void trace(http_client *c, int level, const char *fmt, ...) OUTPOST_PRINTF(3, 4);
-
-static void trace(http_client *c, int level, const char *fmt, ...)
+int64_t speed_minimum(int64_t configured, int64_t cap)
 {
-    if (c->verbosity < level)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    if (!c->trace) {
-        /* stderr through log.c: escaped, and into the log file too. */
-        char line[2048];
-        vsnprintf(line, sizeof line, fmt, ap);
-        va_end(ap);
-        log_always("%s", line);
-        return;
-    }
-    fputs("outpost: ", c->trace);
-    vfprintf(c->trace, fmt, ap);
-    fputc('\n', c->trace);
-    va_end(ap);
-    fflush(c->trace);
-}
-
-/* The speed a transfer must keep up: http.min_speed, or half its receive
- * cap when that is lower (a throttled download is slow on purpose). */
-static int64_t min_speed(const http_client *c, const xfer *x)
-{
-    int64_t v = c->cfg.min_speed > 0 ? c->cfg.min_speed : 1024;
-    int64_t cap = x->stream ? x->stream->max_bytes_per_second : 0;
+    int64_t v = configured > 0 ? configured : SPEED_DEFAULT_MINIMUM;
     if (cap > 0 && v > cap / 2)
         v = cap / 2 > 0 ? cap / 2 : 1;
     return v;
 }
 
-/* The time bytes take at the minimum speed, added to an installer's
- * deadline. Divided before it is scaled and capped at 30 days, so a hostile
- * Content-Length near INT64_MAX cannot overflow the deadline. */
-static int64_t transfer_allowance_ms(const http_client *c, const xfer *x, int64_t bytes)
+int64_t speed_allowance_ms(int64_t bytes, int64_t minimum)
 {
     const int64_t cap_s = 30 * 86400;
-    int64_t s = bytes / min_speed(c, x) + 1;
+    int64_t s = bytes / minimum + 1;
     return (s > cap_s ? cap_s : s) * 1000;
 }
 
-static char *dup_n(const char *s, size_t n)
+int64_t speed_pace_wait_ms(int64_t from_ms, int64_t taken, int64_t cap, int64_t now_ms)
 {
-    return text_dup_n(s, n);
+    if (cap <= 0)
+        return 0;
+    int64_t due = from_ms + taken * 1000 / cap;
+    return due > now_ms ? due - now_ms : 0;
+}
+
+size_t speed_read_size(int64_t cap, size_t normal)
+{
+    if (cap > 0 && (int64_t)normal > cap / 8)
+        return cap / 8 > 4096 ? (size_t)(cap / 8) : 4096;
+    return normal;
+}
+
+/* The receive cap of x's body: a stream's, while its body is handed on. */
+static int64_t receive_cap(const xfer *x)
+{
+    return x->kind == XFER_STREAM && x->delivering ? x->stream->max_bytes_per_second : 0;
+}
+
+int64_t speed_xfer_minimum(const http_client *c, const xfer *x)
+{
+    return speed_minimum(c->cfg.min_speed, x->stream ? x->stream->max_bytes_per_second : 0);
+}
+
+void speed_xfer_start(http_client *c, xfer *x, int64_t now)
+{
+    x->deadline_ms = now + c->cfg.transfer_timeout_s * 1000;
+    if (x->stream && x->stream->expected_bytes > 0)
+        x->deadline_ms += speed_allowance_ms(x->stream->expected_bytes, speed_xfer_minimum(c, x));
+}
+
+void speed_xfer_body(xfer *x, int64_t now, int64_t length)
+{
+    x->paced_from_ms = now;
+    x->paced_bytes = 0;
+    if (x->delivering && x->stream->scale_deadline && length > 0)
+        x->deadline_ms += speed_allowance_ms(length, speed_xfer_minimum(x->client, x));
+}
+
+bool speed_xfer_late(const xfer *x, int64_t now)
+{
+    return now > x->deadline_ms;
+}
+
+int64_t speed_xfer_wait(const xfer *x, int64_t now)
+{
+    return speed_pace_wait_ms(x->paced_from_ms, x->paced_bytes, receive_cap(x), now);
+}
+
+void speed_xfer_took(xfer *x, size_t len)
+{
+    x->paced_bytes += (int64_t)len;
 }
 
 static const char *reason_phrase(long status)
@@ -139,13 +158,7 @@ static bool is_retryable_status(long status)
 
 /* ---- URLs ---------------------------------------------------------------------- */
 
-/*
- * Reads the decimal digits at *p (at least one, at most max_value) into *out
- * and moves *p past them. Values from the network go through this rather
- * than sscanf("%lld") / "%u", whose behaviour on overflow is undefined, or
- * strtoll, which also takes signs and white space no header may carry.
- */
-static bool parse_digits(const char **p, int64_t max_value, int64_t *out)
+bool text_parse_digits(const char **p, int64_t max_value, int64_t *out)
 {
     const char *s = *p;
     int64_t v = 0;
@@ -166,7 +179,7 @@ static bool parse_digits(const char **p, int64_t max_value, int64_t *out)
 static int64_t parse_int64(const char *s)
 {
     int64_t v;
-    if (!s || !parse_digits(&s, INT64_MAX, &v) || *s)
+    if (!s || !text_parse_digits(&s, INT64_MAX, &v) || *s)
         return -1;
     return v;
 }
@@ -178,14 +191,13 @@ static bool host_is_loopback(const char *host)
     const char *p = host;
     int64_t part[4];
     for (int i = 0; i < 4; i++) {
-        if ((i > 0 && *p++ != '.') || !parse_digits(&p, 255, &part[i]))
+        if ((i > 0 && *p++ != '.') || !text_parse_digits(&p, 255, &part[i]))
             return false;
     }
     return *p == '\0' && part[0] == 127;
 }
 
-/* Scheme, host and port of url as "scheme://host:port"; NULL if unparsable. */
-static char *url_origin(const char *url, char **scheme_out, char **host_out)
+char *url_origin(const char *url, char **scheme_out, char **host_out)
 {
     CURLU *u = curl_url();
     if (!u)
@@ -215,7 +227,7 @@ static char *url_origin(const char *url, char **scheme_out, char **host_out)
     return origin;
 }
 
-error_code http_check_url(const char *url, error_info *err)
+error_code url_check(const char *url, error_info *err)
 {
     char *scheme = NULL, *host = NULL;
     char *origin = url ? url_origin(url, &scheme, &host) : NULL;
@@ -237,8 +249,7 @@ error_code http_check_url(const char *url, error_info *err)
     return rc;
 }
 
-/* Resolves a Location value against the URL it came from; malloc'd. */
-static char *url_resolve(const char *from, const char *location)
+char *url_resolve(const char *from, const char *location)
 {
     CURLU *u = curl_url();
     if (!u)
@@ -253,9 +264,7 @@ static char *url_resolve(const char *from, const char *location)
     return out;
 }
 
-/* url as it may be shown or recorded: without user info, query and
- * fragment (signed storage URLs carry their secrets there). malloc'd. */
-static char *url_without_query(const char *url)
+char *url_without_query(const char *url)
 {
     CURLU *u = curl_url();
     char *out = NULL;
@@ -272,13 +281,13 @@ static char *url_without_query(const char *url)
     }
     curl_url_cleanup(u);
     if (!out) /* not parsable: cut at the first '?', '#' or '@' */
-        out = dup_n(url, strcspn(url, "?#@"));
+        out = text_dup_n(url, strcspn(url, "?#@"));
     return out;
 }
 
 /* ---- Xfer lifetime ------------------------------------------------------------- */
 
-static void xfer_clear_headers(xfer *x)
+void response_clear(xfer *x)
 {
     for (int i = 0; i < H__COUNT; i++) {
         free(x->headers[i]);
@@ -290,7 +299,7 @@ static void xfer_clear_headers(xfer *x)
     }
 }
 
-static void xfer_clear_hop_headers(xfer *x)
+void url_forget_hops(xfer *x)
 {
     for (int i = 0; i < HTTP_KEEP_HEADERS_MAX; i++) {
         free(x->hop_kept[i]);
@@ -302,8 +311,8 @@ static void xfer_free(xfer *x)
 {
     if (!x)
         return;
-    xfer_clear_headers(x);
-    xfer_clear_hop_headers(x);
+    response_clear(x);
+    url_forget_hops(x);
     if (x->body) {
         dynbuf_wipe(x->body, x->body_len);
         free(x->body);
@@ -327,7 +336,7 @@ static xfer *xfer_new(http_client *c, xfer_kind kind, http_method method, const 
     x->method = method;
     x->retry_after_ms = -1;
     x->route = text_dup(route);
-    x->endpoint = x->route ? dup_n(route, strcspn(route, "?#")) : NULL;
+    x->endpoint = x->route ? text_dup_n(route, strcspn(route, "?#")) : NULL;
     x->label = label ? text_dup(label) : (x->endpoint ? text_dup(x->endpoint) : NULL);
     if (!x->route || !x->endpoint || !x->label) {
         xfer_free(x);
@@ -365,9 +374,35 @@ static void waiting_remove(http_client *c, xfer *x, xfer *prev)
     x->next = NULL;
 }
 
+static void running_add(http_client *c, xfer *x)
+{
+    x->run_prev = NULL;
+    x->run_next = c->running_head;
+    if (c->running_head)
+        c->running_head->run_prev = x;
+    c->running_head = x;
+    x->running = true;
+    c->running++;
+    if ((int64_t)c->running > c->stats.max_in_flight)
+        c->stats.max_in_flight = (int64_t)c->running;
+}
+
+static void running_remove(http_client *c, xfer *x)
+{
+    if (x->run_prev)
+        x->run_prev->run_next = x->run_next;
+    else
+        c->running_head = x->run_next;
+    if (x->run_next)
+        x->run_next->run_prev = x->run_prev;
+    x->run_next = x->run_prev = NULL;
+    x->running = false;
+    c->running--;
+}
+
 /* ---- Reading a response (shared by libcurl and the fake) -------------------------- */
 
-static void stream_deliver_headers(xfer *x);
+static void deliver_headers(xfer *x);
 
 /* The status code of a status line ("HTTP/1.1 200 OK", "HTTP/2 206"); 0 if
  * it has none. */
@@ -381,7 +416,7 @@ static long status_code(const char *line, size_t len)
     digits[3] = '\0';
     const char *p = digits;
     int64_t v;
-    return parse_digits(&p, 999, &v) && *p == '\0' && v >= 100 ? (long)v : 0;
+    return text_parse_digits(&p, 999, &v) && *p == '\0' && v >= 100 ? (long)v : 0;
 }
 
 /*
@@ -401,13 +436,12 @@ static bool is_final_status(long status)
 static void keep_value(xfer *x, char **slot, const char *v, size_t n)
 {
     free(*slot);
-    *slot = dup_n(v, n);
+    *slot = text_dup_n(v, n);
     if (!*slot)
         x->out_of_memory = true;
 }
 
-/* One header line, CRLF included or not. Returns false to abort. */
-static bool on_header_line(xfer *x, const char *line, size_t len)
+bool response_header_line(xfer *x, const char *line, size_t len)
 {
     while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n'))
         len--;
@@ -421,15 +455,10 @@ static bool on_header_line(xfer *x, const char *line, size_t len)
         return true; /* trailers after a chunked body: not the response's headers */
     }
     if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
-        /* The handshake is over once an answer arrives: keep its session. */
-        tlssession_outcome kept = tls_keep_session(x->client->tls, x->easy);
-        if (kept != TLSSESSION_NONE)
-            trace(x->client, 2, "TLS session %s",
-                  kept == TLSSESSION_RESUMED ? "resumed from an earlier run" : "kept for the next run");
         /* A new response (after an interim one): start over, body included. */
         x->status = status_code(line, len);
         x->headers_done = false;
-        xfer_clear_headers(x);
+        response_clear(x);
         dynbuf_free(&x->response);
         return true;
     }
@@ -438,7 +467,7 @@ static bool on_header_line(xfer *x, const char *line, size_t len)
             x->headers_done = true;
             x->final_ended = is_final_status(x->status);
             if (x->kind == XFER_STREAM && x->final_ended)
-                stream_deliver_headers(x);
+                deliver_headers(x);
             if (x->kind != XFER_STREAM && x->headers[H_CONTENT_LENGTH] && x->status >= 200 && x->status < 300 &&
                 parse_int64(x->headers[H_CONTENT_LENGTH]) > x->client->cfg.max_response_bytes)
                 x->too_large = true;
@@ -469,8 +498,7 @@ static bool on_header_line(xfer *x, const char *line, size_t len)
     return true;
 }
 
-/* Body bytes. Returns false to abort the transfer. */
-static bool on_body(xfer *x, const char *data, size_t len)
+bool response_body(xfer *x, const char *data, size_t len)
 {
     if (x->kind == XFER_STREAM && x->delivering) {
         stream_ctx *s = x->stream;
@@ -508,10 +536,18 @@ static bool on_body(xfer *x, const char *data, size_t len)
     return true;
 }
 
-static size_t curl_header_cb(char *buffer, size_t size, size_t nitems, void *userdata)
+static size_t header_cb(char *buffer, size_t size, size_t nitems, void *userdata)
 {
     size_t n = size * nitems;
-    return on_header_line(userdata, buffer, n) ? n : 0;
+    xfer *x = userdata;
+    if (!x->final_ended && n >= 5 && memcmp(buffer, "HTTP/", 5) == 0) {
+        /* The handshake is over once an answer arrives: keep its session. */
+        tlssession_outcome kept = tls_keep_session(x->client->tls, x->easy);
+        if (kept != TLSSESSION_NONE)
+            http_trace(x->client, 2, "TLS session %s",
+                       kept == TLSSESSION_RESUMED ? "resumed from an earlier run" : "kept for the next run");
+    }
+    return response_header_line(x, buffer, n) ? n : 0;
 }
 
 /*
@@ -519,35 +555,30 @@ static size_t curl_header_cb(char *buffer, size_t size, size_t nitems, void *use
  * faster than the cap from its first byte on. libcurl's own limit reads a
  * whole burst of buffers before it looks at the rate, so a file of a few
  * MiB came at full speed; pausing the transfer here (drive() resumes it)
- * holds the rate for any length, as file_attempt does for file://.
+ * holds the rate for any length, as file.c does for file://.
  */
 static bool pace_wait(xfer *x, size_t len)
 {
-    int64_t cap = x->kind == XFER_STREAM && x->delivering ? x->stream->max_bytes_per_second : 0;
-    if (cap <= 0)
-        return false;
     int64_t now = clock_now_ms(x->client->clock);
-    int64_t due = x->paced_from_ms + x->paced_bytes * 1000 / cap;
-    if (due > now) {
-        x->resume_at_ms = due;
+    int64_t wait = speed_xfer_wait(x, now);
+    if (wait > 0) {
+        x->resume_at_ms = now + wait;
         x->paused = true;
         return true;
     }
-    x->paced_bytes += (int64_t)len;
+    speed_xfer_took(x, len);
     return false;
 }
 
-static size_t curl_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
+static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
     size_t n = size * nmemb;
     if (pace_wait(userdata, n))
         return CURL_WRITEFUNC_PAUSE; /* libcurl keeps the chunk and hands it again on resume */
-    return on_body(userdata, ptr, n) ? n : 0;
+    return response_body(userdata, ptr, n) ? n : 0;
 }
 
-/* Resumes the paused transfers whose time came; returns the ms until the
- * next one is due (-1: none paused). */
-static int64_t pace_resume(http_client *c)
+int64_t curl_pool_resume(http_client *c)
 {
     int64_t wake = -1;
     int64_t now = clock_now_ms(c->clock);
@@ -567,14 +598,7 @@ static int64_t pace_resume(http_client *c)
 
 /* ---- Streams: headers to the caller ------------------------------------------------ */
 
-/*
- * Content-Range (RFC 9110 section 14.4): "bytes FIRST-LAST/COMPLETE",
- * the same with an asterisk for COMPLETE (unknown), or an asterisk for
- * FIRST-LAST (a 416's "bytes *" "/COMPLETE"). Anything else, a value that
- * does not fit in 63 bits, or LAST before FIRST leaves all three at -1
- * (the download then does not take the answer as continuing its partial).
- */
-static void parse_content_range(const char *value, http_stream_headers *h)
+void response_parse_content_range(const char *value, http_stream_headers *h)
 {
     h->range_start = h->range_end = h->range_total = -1;
     if (!value || !text_starts_with(value, "bytes "))
@@ -585,7 +609,7 @@ static void parse_content_range(const char *value, http_stream_headers *h)
     int64_t first = -1, last = -1, total = -1;
     if (*p == '*') {
         p++;
-    } else if (!parse_digits(&p, INT64_MAX, &first) || *p++ != '-' || !parse_digits(&p, INT64_MAX, &last) ||
+    } else if (!text_parse_digits(&p, INT64_MAX, &first) || *p++ != '-' || !text_parse_digits(&p, INT64_MAX, &last) ||
                last < first) {
         return;
     }
@@ -593,7 +617,7 @@ static void parse_content_range(const char *value, http_stream_headers *h)
         return;
     if (*p == '*' && first >= 0)
         p++;
-    else if (!parse_digits(&p, INT64_MAX, &total) || (first >= 0 && last >= total))
+    else if (!text_parse_digits(&p, INT64_MAX, &total) || (first >= 0 && last >= total))
         return;
     if (*p)
         return;
@@ -603,8 +627,9 @@ static void parse_content_range(const char *value, http_stream_headers *h)
 }
 
 /* Called at the end of a stream response's headers: hands the final
- * response's headers to the caller when it is one to deliver. */
-static void stream_deliver_headers(xfer *x)
+ * response's headers to the caller when it is one to deliver (200, 206,
+ * 416, and a URL GET's 304 to a conditional request). */
+static void deliver_headers(xfer *x)
 {
     stream_ctx *s = x->stream;
     for (size_t i = 0; x->status >= 300 && x->status < 400 && i < s->keep_count; i++) {
@@ -621,7 +646,7 @@ static void stream_deliver_headers(xfer *x)
     h.status = x->status;
     h.content_length = parse_int64(x->headers[H_CONTENT_LENGTH]);
     h.content_range = x->headers[H_CONTENT_RANGE];
-    parse_content_range(h.content_range, &h);
+    response_parse_content_range(h.content_range, &h);
     h.content_type = x->headers[H_CONTENT_TYPE];
     h.etag = x->headers[H_ETAG];
     h.last_modified = x->headers[H_LAST_MODIFIED];
@@ -637,10 +662,7 @@ static void stream_deliver_headers(xfer *x)
     s->result.status = x->status;
     s->result.headers_delivered = true;
     x->delivering = x->status != 416 && x->status != 304;
-    x->paced_from_ms = clock_now_ms(x->client->clock);
-    x->paced_bytes = 0;
-    if (x->delivering && s->scale_deadline && h.content_length > 0)
-        x->deadline_ms += transfer_allowance_ms(x->client, x, h.content_length);
+    speed_xfer_body(x, clock_now_ms(x->client->clock), h.content_length);
     if (s->callbacks->on_headers && s->callbacks->on_headers(s->callbacks->user, &h) == HTTP_STREAM_STOP) {
         x->stopped = true;
         s->result.stopped = true;
@@ -655,7 +677,7 @@ static char *trimmed_base_url(const char *url)
     size_t n = strlen(url);
     while (n > 0 && url[n - 1] == '/')
         n--;
-    return dup_n(url, n);
+    return text_dup_n(url, n);
 }
 
 error_code http_client_new(const config *cfg, const http_service *service, const char *secret, const http_options *opts,
@@ -665,7 +687,7 @@ error_code http_client_new(const config *cfg, const http_service *service, const
     if (!cfg || (platform && (!cfg->base_url || !cfg->base_url[0])))
         return error_set(err, ERR_CONFIG,
                          "`base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com");
-    error_code rc = platform ? http_check_url(cfg->base_url, err) : ERR_OK;
+    error_code rc = platform ? url_check(cfg->base_url, err) : ERR_OK;
     if (rc != ERR_OK)
         return error_prefix(err, "base_url");
     if (platform && (!secret || !secret[0]))
@@ -685,7 +707,7 @@ error_code http_client_new(const config *cfg, const http_service *service, const
     if (c->cfg.transfer_timeout_s <= 0)
         c->cfg.transfer_timeout_s = 600;
     if (c->cfg.min_speed <= 0)
-        c->cfg.min_speed = 1024;
+        c->cfg.min_speed = SPEED_DEFAULT_MINIMUM;
     c->clock = opts && opts->clock ? opts->clock : clock_default();
     c->verbosity = opts ? opts->verbosity : 0;
     c->trace = opts ? opts->trace : NULL;
@@ -695,18 +717,17 @@ error_code http_client_new(const config *cfg, const http_service *service, const
     c->origin = platform && c->base_url ? url_origin(c->base_url, NULL, NULL) : text_dup("");
     c->service = service;
     c->secret = text_dup(platform ? secret : "");
-    c->proxy = cfg->proxy ? text_dup(cfg->proxy) : NULL;
     c->rl = ratelimit_new(c->cfg.rate_limit_per_minute, 60000, c->cfg.max_in_flight);
-    if (!c->base_url || !c->origin || !c->secret || !c->rl || (cfg->proxy && !c->proxy)) {
+    if (!c->base_url || !c->origin || !c->secret || !c->rl) {
         http_client_free(c);
         return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
     }
+    if ((rc = proxy_new(cfg->proxy, &c->proxy, err)) != ERR_OK ||
+        (!c->fake && (rc = curl_pool_open(c, err)) != ERR_OK)) {
+        http_client_free(c);
+        return rc;
+    }
     if (!c->fake) {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-            http_client_free(c);
-            return error_set(err, ERR_INTERNAL, "libcurl could not be initialised");
-        }
-        c->curl_initialised = true;
         char *kept = opts && opts->keep_tls_session && cfg->state_dir
                          ? platform_path_join(cfg->state_dir, TLSSESSION_FILE)
                          : NULL;
@@ -716,15 +737,6 @@ error_code http_client_new(const config *cfg, const http_service *service, const
             http_client_free(c);
             return rc;
         }
-        c->multi = curl_multi_init();
-        c->share = curl_share_init();
-        if (!c->multi || !c->share) {
-            http_client_free(c);
-            return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
-        }
-        curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-        curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-        curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 32L);
     }
     *client = c;
     return ERR_OK;
@@ -746,31 +758,19 @@ void http_client_free(http_client *c)
     x = c->running_head;
     while (x) {
         xfer *next = x->run_next;
-        if (x->easy) {
-            curl_multi_remove_handle(c->multi, x->easy);
-            curl_easy_cleanup(x->easy);
-        }
-        curl_slist_free_all(x->request_headers);
+        curl_attempt_drop(c, x);
         xfer_free(x);
         x = next;
     }
-    for (int i = 0; i < c->idle_count; i++)
-        curl_easy_cleanup(c->idle[i]);
-    if (c->multi)
-        curl_multi_cleanup(c->multi);
-    if (c->share)
-        curl_share_cleanup(c->share);
-    bool curl_initialised = c->curl_initialised;
+    curl_pool_close(c);
     token_state_clear(&c->token);
     dynbuf_secret_free(c->secret);
     free(c->base_url);
     free(c->origin);
     tls_free(c->tls);
-    free(c->proxy);
+    proxy_free(c->proxy);
     ratelimit_free(c->rl);
     free(c);
-    if (curl_initialised)
-        curl_global_cleanup();
 }
 
 bool http_client_has_key(const http_client *c)
@@ -791,34 +791,6 @@ void http_client_stats(const http_client *c, http_stats *stats)
 size_t http_pending(const http_client *c)
 {
     return c->pending;
-}
-
-/* ---- Running list ------------------------------------------------------------------ */
-
-static void running_add(http_client *c, xfer *x)
-{
-    x->run_prev = NULL;
-    x->run_next = c->running_head;
-    if (c->running_head)
-        c->running_head->run_prev = x;
-    c->running_head = x;
-    x->running = true;
-    c->running++;
-    if ((int64_t)c->running > c->stats.max_in_flight)
-        c->stats.max_in_flight = (int64_t)c->running;
-}
-
-static void running_remove(http_client *c, xfer *x)
-{
-    if (x->run_prev)
-        x->run_prev->run_next = x->run_next;
-    else
-        c->running_head = x->run_next;
-    if (x->run_next)
-        x->run_next->run_prev = x->run_prev;
-    x->run_next = x->run_prev = NULL;
-    x->running = false;
-    c->running--;
 }
 
 /* ---- Completion --------------------------------------------------------------------- */
@@ -859,22 +831,23 @@ static void xfer_complete(http_client *c, xfer *x, error_code code, const error_
     }
 }
 
-static void xfer_fail(http_client *c, xfer *x, error_code code, const char *fmt, ...) OUTPOST_PRINTF(4, 5);
+/* The verdict that x fails with code and a message naming its label. */
+static void fail(const xfer *x, outcome_verdict *v, error_code code, const char *fmt, ...) OUTPOST_PRINTF(4, 5);
 
-static void xfer_fail(http_client *c, xfer *x, error_code code, const char *fmt, ...)
+static void fail(const xfer *x, outcome_verdict *v, error_code code, const char *fmt, ...)
 {
-    error_info e;
-    error_clear(&e);
     char text[ERROR_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    error_set(&e, code, "%s: %s", x->label, text);
-    xfer_complete(c, x, code, &e);
+    v->again = false;
+    v->code = code;
+    error_clear(&v->err);
+    error_set(&v->err, code, "%s: %s", x->label, text);
 }
 
-static void set_initial_url(http_client *c, xfer *x)
+void url_set_start(http_client *c, xfer *x)
 {
     size_t n = strlen(c->base_url) + strlen(x->route) + 1;
     char *url = x->direct ? text_dup(x->route) : malloc(n);
@@ -884,7 +857,7 @@ static void set_initial_url(http_client *c, xfer *x)
     x->url = url;
     x->same_origin = !x->direct;
     x->redirects = 0;
-    xfer_clear_hop_headers(x);
+    url_forget_hops(x);
 }
 
 /* Records a Retry-After the run cannot honour, for the caller's state. */
@@ -898,20 +871,20 @@ static void record_retry_after(http_client *c, int64_t retry_after_ms)
 }
 
 /* Schedules another attempt after backoff, or gives up with ERR_TEMPORARY. */
-static void xfer_retry(http_client *c, xfer *x, int64_t now, const char *reason)
+static void retry(http_client *c, xfer *x, int64_t now, const char *reason, outcome_verdict *v)
 {
     int64_t budget_ms = c->cfg.max_retry_wait_s * 1000;
     int64_t spent_s = x->waited_ms / 1000;
     if (x->direct) {
         /* A URL GET is not retried here: the next mirror, or the next run, is. */
-        xfer_fail(c, x, ERR_TEMPORARY, "%s; try again later", reason);
+        fail(x, v, ERR_TEMPORARY, "%s; try again later", reason);
         return;
     }
     if (x->attempts >= c->cfg.max_attempts) {
         if (x->retry_after_ms > 0)
             record_retry_after(c, x->retry_after_ms);
-        xfer_fail(c, x, ERR_TEMPORARY, "%s; gave up after %d attempts over %" PRId64 " s; try again later", reason,
-                  x->attempts, spent_s);
+        fail(x, v, ERR_TEMPORARY, "%s; gave up after %d attempts over %" PRId64 " s; try again later", reason,
+             x->attempts, spent_s);
         return;
     }
     int64_t delay;
@@ -924,20 +897,19 @@ static void xfer_retry(http_client *c, xfer *x, int64_t now, const char *reason)
             record_retry_after(c, x->retry_after_ms);
             char until[TIMEFMT_ISO8601_SIZE];
             timefmt_iso8601(c->stats.retry_after_until_ms / 1000, until);
-            xfer_fail(c, x, ERR_TEMPORARY,
-                      "%s and the platform asked to wait %" PRId64 " s (Retry-After), longer than this run may wait "
-                      "(http.max_retry_wait %" PRId64 " s); try again after %s",
-                      reason, (x->retry_after_ms + 999) / 1000, c->cfg.max_retry_wait_s, until);
+            fail(x, v, ERR_TEMPORARY,
+                 "%s and the platform asked to wait %" PRId64 " s (Retry-After), longer than this run may wait "
+                 "(http.max_retry_wait %" PRId64 " s); try again after %s",
+                 reason, (x->retry_after_ms + 999) / 1000, c->cfg.max_retry_wait_s, until);
         } else {
-            xfer_fail(c, x, ERR_TEMPORARY,
-                      "%s; gave up after %d attempts and %" PRId64
-                      " s of waiting (http.max_retry_wait); try again later",
-                      reason, x->attempts, spent_s);
+            fail(x, v, ERR_TEMPORARY,
+                 "%s; gave up after %d attempts and %" PRId64 " s of waiting (http.max_retry_wait); try again later",
+                 reason, x->attempts, spent_s);
         }
         return;
     }
-    trace(c, 2, "http: %s %s: %s; retrying in %" PRId64 " ms", x->method == HTTP_POST ? "POST" : "GET", x->endpoint,
-          reason, delay);
+    http_trace(c, 2, "http: %s %s: %s; retrying in %" PRId64 " ms", x->method == HTTP_POST ? "POST" : "GET",
+               x->endpoint, reason, delay);
     x->waited_ms += delay;
     if (delay > c->stats.retry_wait_longest_ms)
         c->stats.retry_wait_longest_ms = delay;
@@ -945,40 +917,35 @@ static void xfer_retry(http_client *c, xfer *x, int64_t now, const char *reason)
         c->stats.retry_wait_most_ms = x->waited_ms;
     x->not_before = now + delay;
     if (x->kind == XFER_STREAM)
-        set_initial_url(c, x); /* start again from the platform (signed URLs expire) */
-    waiting_push_front(c, x);
+        url_set_start(c, x); /* start again from the platform (signed URLs expire) */
+    v->again = true;
 }
 
-static void xfer_redirect(http_client *c, xfer *x, int64_t now)
+error_code url_follow(http_client *c, xfer *x, error_info *why)
 {
     const char *location = x->headers[H_LOCATION];
-    if (!location || !*location) {
-        xfer_fail(c, x, ERR_PROTOCOL, "redirect (HTTP %ld) without a Location header", x->status);
-        return;
-    }
-    if (x->redirects >= MAX_REDIRECTS) {
-        xfer_fail(c, x, ERR_PROTOCOL, "more than %d redirects; giving up", MAX_REDIRECTS);
-        return;
-    }
+    if (!location || !*location)
+        return error_set(why, ERR_PROTOCOL, "redirect (HTTP %ld) without a Location header", x->status);
+    if (x->redirects >= MAX_REDIRECTS)
+        return error_set(why, ERR_PROTOCOL, "more than %d redirects; giving up", MAX_REDIRECTS);
     char *target = url_resolve(x->url, location);
     error_info check;
     bool web = target && (text_equal_nocase_n(target, "https://", 8) || text_equal_nocase_n(target, "http://", 7));
     if (x->direct && target && !web) {
         char *shown = url_without_query(target);
-        xfer_fail(c, x, ERR_PROTOCOL, "refused a redirect to %.200s: only https:// and http:// are followed",
+        error_set(why, ERR_PROTOCOL, "refused a redirect to %.200s: only https:// and http:// are followed",
                   shown ? shown : "another scheme");
         free(shown);
         free(target);
-        return;
+        return ERR_PROTOCOL;
     }
-    if (!target || (!x->direct && http_check_url(target, &check) != ERR_OK)) {
+    if (!target || (!x->direct && url_check(target, &check) != ERR_OK)) {
         char *shown = target ? url_without_query(target) : NULL;
-        xfer_fail(c, x, ERR_PROTOCOL,
-                  "refused a redirect to %.200s: only https:// (or http:// to loopback) is followed",
+        error_set(why, ERR_PROTOCOL, "refused a redirect to %.200s: only https:// (or http:// to loopback) is followed",
                   shown ? shown : location);
         free(shown);
         free(target);
-        return;
+        return ERR_PROTOCOL;
     }
     if (text_starts_with(x->url, "https://") && !text_starts_with(target, "https://")) {
         /* Once on TLS, never off it (PRODUCT.md section 9): http:// is
@@ -986,13 +953,13 @@ static void xfer_redirect(http_client *c, xfer *x, int64_t now)
          * an https:// answer redirecting to it would hand the rest of the
          * download, and what it decides, to anything listening there. */
         char *shown = url_without_query(target);
-        xfer_fail(c, x, ERR_PROTOCOL,
+        error_set(why, ERR_PROTOCOL,
                   "refused a redirect from https:// to %.200s: a transfer that started on https:// never continues "
                   "without TLS; the platform or its storage host must redirect to https://",
                   shown ? shown : "an http:// URL");
         free(shown);
         free(target);
-        return;
+        return ERR_PROTOCOL;
     }
     char *origin = url_origin(target, NULL, NULL);
     free(x->url);
@@ -1001,13 +968,20 @@ static void xfer_redirect(http_client *c, xfer *x, int64_t now)
     free(origin);
     x->redirects++;
     x->hop_pending = true;
-    x->not_before = now;
-    waiting_push_front(c, x);
+    return ERR_OK;
 }
 
-static const char *method_name(const xfer *x)
+/* Follows a redirect (url.c's rules), or fails with why it is refused. */
+static void redirect(http_client *c, xfer *x, int64_t now, outcome_verdict *v)
 {
-    return x->method == HTTP_POST ? "POST" : "GET";
+    error_info why;
+    error_code rc = url_follow(c, x, &why);
+    if (rc != ERR_OK) {
+        fail(x, v, rc, "%s", why.message);
+        return;
+    }
+    x->not_before = now;
+    v->again = true;
 }
 
 /*
@@ -1077,31 +1051,27 @@ static void trace_attempt(http_client *c, xfer *x, attempt_outcome outcome, cons
                  x->headers[H_RL_RESET] ? x->headers[H_RL_RESET] : "-",
                  x->headers[H_RETRY_AFTER] ? ", retry-after " : "",
                  x->headers[H_RETRY_AFTER] ? x->headers[H_RETRY_AFTER] : "");
-    trace(c, 1, "http: %s %s -> %s in %" PRId64 " ms (attempt %d%s, %" PRIu64 " in flight%s)", method_name(x), where,
-          result, ms, x->attempts, x->redirects ? ", after redirect" : "", (uint64_t)c->running, rate);
+    http_trace(c, 1, "http: %s %s -> %s in %" PRId64 " ms (attempt %d%s, %" PRIu64 " in flight%s)", xfer_method(x),
+               where, result, ms, x->attempts, x->redirects ? ", after redirect" : "", (uint64_t)c->running, rate);
 }
 
 /* Decides what an HTTP answer means for its xfer. */
-static void handle_response(http_client *c, xfer *x, int64_t now)
+static void handle_response(http_client *c, xfer *x, int64_t now, outcome_verdict *v)
 {
     long status = x->status;
     char detail[300];
-    if (x->stopped) {
-        xfer_complete(c, x, ERR_OK, NULL);
-        return;
-    }
+    if (x->stopped)
+        return; /* done: the caller had what it wanted */
     if (x->too_large) {
-        xfer_fail(c, x, ERR_PROTOCOL, "response larger than %" PRId64 " bytes (http.max_response_bytes)",
-                  c->cfg.max_response_bytes);
+        fail(x, v, ERR_PROTOCOL, "response larger than %" PRId64 " bytes (http.max_response_bytes)",
+             c->cfg.max_response_bytes);
         return;
     }
     if ((status >= 200 && status < 300) || (x->kind == XFER_STREAM && status == 416) ||
-        (x->direct && status == 304 && x->stream->result.headers_delivered)) {
-        xfer_complete(c, x, ERR_OK, NULL);
-        return;
-    }
+        (x->direct && status == 304 && x->stream->result.headers_delivered))
+        return; /* done */
     if (status >= 300 && status < 400 && x->kind == XFER_STREAM) {
-        xfer_redirect(c, x, now);
+        redirect(c, x, now, v);
         return;
     }
     /* Never quote the token exchange's body: it might echo the key. */
@@ -1113,62 +1083,65 @@ static void handle_response(http_client *c, xfer *x, int64_t now)
             snprintf(detail, sizeof detail, " (%s)", first);
     }
     if (status == 407) {
-        xfer_fail(c, x, ERR_AUTH, "%s", PROXY_AUTH_ADVICE);
+        fail(x, v, ERR_AUTH, "%s", PROXY_AUTH_ADVICE);
         return;
     }
     if (x->direct) {
         char reason[120];
         snprintf(reason, sizeof reason, "the server answered HTTP %ld %s", status, reason_phrase(status));
         if (is_retryable_status(status) || status >= 500)
-            xfer_retry(c, x, now, reason);
+            retry(c, x, now, reason, v);
         else
-            xfer_fail(c, x, ERR_HTTP, "the server answered HTTP %ld %s; check the URL", status, reason_phrase(status));
+            fail(x, v, ERR_HTTP, "the server answered HTTP %ld %s; check the URL", status, reason_phrase(status));
         return;
     }
     if (x->kind == XFER_TOKEN && (status == 400 || status == 401)) {
-        xfer_fail(c, x, ERR_AUTH, "the platform refused the API key (HTTP %ld); %s", status,
-                  c->service->token_refused_advice);
+        fail(x, v, ERR_AUTH, "the platform refused the API key (HTTP %ld); %s", status,
+             c->service->token_refused_advice);
         return;
     }
     if (status == 401) {
         if (x->auth_renewals < 1 && x->token_generation) {
             x->auth_renewals++;
             if (token_invalidate(&c->token, x->token_generation))
-                trace(c, 2, "token: refused with 401 on %s; renewing it once", x->endpoint);
+                http_trace(c, 2, "token: refused with 401 on %s; renewing it once", x->endpoint);
             x->not_before = now;
-            waiting_push_front(c, x);
+            v->again = true;
             return;
         }
         if (x->token_generation)
-            xfer_fail(c, x, ERR_AUTH, "the platform refused a freshly renewed access token (HTTP 401)%s", detail);
+            fail(x, v, ERR_AUTH, "the platform refused a freshly renewed access token (HTTP 401)%s", detail);
         else
-            xfer_fail(c, x, ERR_AUTH, "the redirect target refused the request (HTTP 401)%s", detail);
+            fail(x, v, ERR_AUTH, "the redirect target refused the request (HTTP 401)%s", detail);
         return;
     }
     if (status == 403) {
-        xfer_fail(c, x, ERR_FORBIDDEN, "the platform denied access (HTTP 403)%s; the API key lacks permission for this",
-                  detail);
+        fail(x, v, ERR_FORBIDDEN, "the platform denied access (HTTP 403)%s; the API key lacks permission for this",
+             detail);
         return;
     }
     if (is_retryable_status(status)) {
         char reason[340];
         snprintf(reason, sizeof reason, "the platform answered HTTP %ld %s%s", status, reason_phrase(status), detail);
-        xfer_retry(c, x, now, reason);
+        retry(c, x, now, reason, v);
         return;
     }
     if (status >= 300 && status < 400) {
-        xfer_fail(c, x, ERR_HTTP, "unexpected redirect (HTTP %ld)", status);
+        fail(x, v, ERR_HTTP, "unexpected redirect (HTTP %ld)", status);
         return;
     }
-    xfer_fail(c, x, ERR_HTTP, "the platform answered HTTP %ld %s%s%s%s", status, reason_phrase(status), detail,
-              status == 404 && c->service->not_found_advice ? "; " : "",
-              status == 404 && c->service->not_found_advice ? c->service->not_found_advice : "");
+    fail(x, v, ERR_HTTP, "the platform answered HTTP %ld %s%s%s%s", status, reason_phrase(status), detail,
+         status == 404 && c->service->not_found_advice ? "; " : "",
+         status == 404 && c->service->not_found_advice ? c->service->not_found_advice : "");
 }
 
-/* An attempt ended (libcurl or fake). message: libcurl's or the fake's text. */
-static void attempt_done(http_client *c, xfer *x, attempt_outcome outcome, const char *message)
+void outcome_decide(http_client *c, xfer *x, const attempt_end *end, outcome_verdict *v)
 {
-    running_remove(c, x);
+    attempt_outcome outcome = end->outcome;
+    const char *message = end->message[0] ? end->message : NULL;
+    v->again = false;
+    v->code = ERR_OK;
+    error_clear(&v->err);
     int64_t now = clock_now_ms(c->clock);
     ratelimit_answer answer;
     bool answered = x->status > 0 && x->headers_done;
@@ -1185,60 +1158,59 @@ static void attempt_done(http_client *c, xfer *x, attempt_outcome outcome, const
     trace_attempt(c, x, outcome, message, now - x->started_ms);
 
     if (x->out_of_memory || outcome == OUTCOME_NOMEM) {
-        xfer_fail(c, x, ERR_NOMEM, "out of memory");
+        fail(x, v, ERR_NOMEM, "out of memory");
         return;
     }
     if (x->second_response) {
-        xfer_fail(c, x, ERR_PROTOCOL,
-                  "a second HTTP response arrived for one request (from the server or a proxy in between); it was "
-                  "refused rather than mixed with the first; run again, and check any proxy or gateway if it recurs");
+        fail(x, v, ERR_PROTOCOL,
+             "a second HTTP response arrived for one request (from the server or a proxy in between); it was "
+             "refused rather than mixed with the first; run again, and check any proxy or gateway if it recurs");
         return;
     }
     if (x->deadline_hit || outcome == OUTCOME_DEADLINE) {
         int64_t limit_s = (x->deadline_ms - x->started_ms + 999) / 1000;
-        xfer_fail(c, x, ERR_TEMPORARY,
-                  "the transfer took longer than its deadline of %" PRId64 " s (http.transfer_timeout, plus the "
-                  "announced length at http.min_speed) and was stopped%s; try again later",
-                  limit_s,
-                  x->kind == XFER_STREAM && x->stream->result.headers_delivered ? " (what arrived is kept)" : "");
+        fail(x, v, ERR_TEMPORARY,
+             "the transfer took longer than its deadline of %" PRId64 " s (http.transfer_timeout, plus the "
+             "announced length at http.min_speed) and was stopped%s; try again later",
+             limit_s, x->kind == XFER_STREAM && x->stream->result.headers_delivered ? " (what arrived is kept)" : "");
         return;
     }
     if (x->stopped || x->too_large || x->body_capped || outcome == OUTCOME_RESPONSE) {
-        handle_response(c, x, now);
+        handle_response(c, x, now, v);
         return;
     }
     if (x->kind == XFER_STREAM && x->stream->result.headers_delivered) {
-        xfer_fail(c, x, ERR_TEMPORARY, "connection lost after %" PRId64 " bytes of the body (%.200s); resume later",
-                  x->stream->result.body_bytes, message ? message : "");
+        fail(x, v, ERR_TEMPORARY, "connection lost after %" PRId64 " bytes of the body (%.200s); resume later",
+             x->stream->result.body_bytes, message ? message : "");
         return;
     }
     switch (outcome) {
     case OUTCOME_NETWORK: {
         char reason[300];
         snprintf(reason, sizeof reason, "network failure (%.250s)", message ? message : "unknown");
-        xfer_retry(c, x, now, reason);
+        retry(c, x, now, reason, v);
         return;
     }
     case OUTCOME_TLS:
-        xfer_fail(c, x, ERR_TLS,
-                  "TLS failure (%.250s); check %s, tls.ca_file, tls.pinned_public_key and the server's certificate; "
-                  "retrying will not help",
-                  message ? message : "", x->direct ? "the URL" : "`base_url`");
+        fail(x, v, ERR_TLS,
+             "TLS failure (%.250s); check %s, tls.ca_file, tls.pinned_public_key and the server's certificate; "
+             "retrying will not help",
+             message ? message : "", x->direct ? "the URL" : "`base_url`");
         return;
-    case OUTCOME_CONFIG: xfer_fail(c, x, ERR_CONFIG, "%.300s", message ? message : "unusable URL"); return;
+    case OUTCOME_CONFIG: fail(x, v, ERR_CONFIG, "%.300s", message ? message : "unusable URL"); return;
     case OUTCOME_RESOLVE:
         /* A name that does not resolve is a wrong URL far more often than a
          * passing DNS failure: retrying will not fix it (PRODUCT.md section 1). */
-        xfer_fail(c, x, ERR_NETWORK, "%.250s; check the host name in %s%s", message ? message : "cannot resolve",
-                  x->direct ? "the URL" : "`base_url`", c->proxy ? " and `proxy`" : "");
+        fail(x, v, ERR_NETWORK, "%.250s; check the host name in %s%s", message ? message : "cannot resolve",
+             x->direct ? "the URL" : "`base_url`", proxy_configured(c->proxy) ? " and `proxy`" : "");
         return;
-    case OUTCOME_NOT_FOUND: xfer_fail(c, x, ERR_NOT_FOUND, "%.300s", message ? message : "no such file"); return;
-    case OUTCOME_PROXY_AUTH: xfer_fail(c, x, ERR_AUTH, "%s", PROXY_AUTH_ADVICE); return;
-    default: xfer_fail(c, x, ERR_NETWORK, "%.300s", message ? message : "transfer failed"); return;
+    case OUTCOME_NOT_FOUND: fail(x, v, ERR_NOT_FOUND, "%.300s", message ? message : "no such file"); return;
+    case OUTCOME_PROXY_AUTH: fail(x, v, ERR_AUTH, "%s", PROXY_AUTH_ADVICE); return;
+    default: fail(x, v, ERR_NETWORK, "%.300s", message ? message : "transfer failed"); return;
     }
 }
 
-static attempt_outcome classify_curl(CURLcode cc, const char *errbuf)
+attempt_outcome outcome_of_curl(CURLcode cc, const char *errbuf)
 {
     switch (cc) {
     case CURLE_OK: return OUTCOME_RESPONSE;
@@ -1282,9 +1254,9 @@ static attempt_outcome classify_curl(CURLcode cc, const char *errbuf)
 
 /* ---- Starting an attempt ------------------------------------------------------------- */
 
-static void attempt_reset(xfer *x)
+void response_reset(xfer *x)
 {
-    xfer_clear_headers(x);
+    response_clear(x);
     x->status = 0;
     x->headers_done = false;
     x->final_ended = false;
@@ -1298,12 +1270,9 @@ static void attempt_reset(xfer *x)
     x->deadline_hit = false;
     x->paused = false;
     x->errbuf[0] = '\0';
-    x->token_generation = 0;
 }
 
-/* The request headers of this attempt, as "Name: value" lines; the bearer
- * token is added separately. */
-static struct curl_slist *request_header_list(const xfer *x, bool *ok)
+struct curl_slist *curl_request_headers(const xfer *x, bool *ok)
 {
     struct curl_slist *list = NULL, *next;
     char line[1200];
@@ -1346,10 +1315,10 @@ static struct curl_slist *request_header_list(const xfer *x, bool *ok)
     return list;
 }
 
-static void fake_attempt(http_client *c, xfer *x)
+void fake_attempt(http_client *c, xfer *x, attempt_end *end)
 {
     bool ok = true;
-    struct curl_slist *list = request_header_list(x, &ok);
+    struct curl_slist *list = curl_request_headers(x, &ok);
     dynbuf extra;
     dynbuf_init(&extra, 0, true); /* the Authorization header */
     for (struct curl_slist *l = list; l && ok; l = l->next)
@@ -1362,65 +1331,64 @@ static void fake_attempt(http_client *c, xfer *x)
     }
     if (!ok) {
         dynbuf_free(&extra);
-        attempt_done(c, x, OUTCOME_NOMEM, NULL);
+        end->outcome = OUTCOME_NOMEM;
         return;
     }
     http_fake_response r;
     memset(&r, 0, sizeof r);
     error_info fe;
     error_clear(&fe);
-    error_code rc = c->fake(c->fake_ctx, method_name(x), x->url, x->body ? x->body : "", x->body_len,
+    error_code rc = c->fake(c->fake_ctx, xfer_method(x), x->url, x->body ? x->body : "", x->body_len,
                             extra.data ? extra.data : "", &r, &fe);
     dynbuf_free(&extra);
     if (rc != ERR_OK) {
         free(r.headers);
         free(r.body);
         free(r.trailers);
-        attempt_done(c, x, rc == ERR_TLS ? OUTCOME_TLS : OUTCOME_NETWORK,
-                     fe.message[0] ? fe.message : error_meaning(rc));
+        end->outcome = rc == ERR_TLS ? OUTCOME_TLS : OUTCOME_NETWORK;
+        snprintf(end->message, sizeof end->message, "%s", fe.message[0] ? fe.message : error_meaning(rc));
         return;
     }
     char status_line[64];
     snprintf(status_line, sizeof status_line, "HTTP/1.1 %ld Fake\r\n", r.status);
-    bool go = on_header_line(x, status_line, strlen(status_line));
+    bool go = response_header_line(x, status_line, strlen(status_line));
     for (const char *p = r.headers; go && p && *p;) {
         size_t n = strcspn(p, "\n");
-        go = on_header_line(x, p, n); /* an empty line ends an interim response */
+        go = response_header_line(x, p, n); /* an empty line ends an interim response */
         p += n;
         if (*p == '\n')
             p++;
     }
     if (go)
-        go = on_header_line(x, "\r\n", 2);
+        go = response_header_line(x, "\r\n", 2);
     bool cut = !go;
     for (size_t off = 0; go && off < r.body_len;) {
         size_t n = r.body_len - off < 16384 ? r.body_len - off : 16384;
-        go = on_body(x, r.body + off, n);
+        go = response_body(x, r.body + off, n);
         off += n;
     }
     for (const char *p = r.trailers; go && p && *p;) {
         size_t n = strcspn(p, "\n");
-        go = on_header_line(x, p, n);
+        go = response_header_line(x, p, n);
         p += n;
         if (*p == '\n')
             p++;
     }
     if (go && r.trailers)
-        go = on_header_line(x, "\r\n", 2);
+        go = response_header_line(x, "\r\n", 2);
     if (!go && !x->stopped && !x->too_large && !x->body_capped)
         cut = true;
     free(r.headers);
     free(r.body);
     free(r.trailers);
-    attempt_done(c, x,
-                 cut && !x->stopped && !x->too_large && !x->body_capped && !x->out_of_memory ? OUTCOME_OTHER
-                                                                                             : OUTCOME_RESPONSE,
-                 cut ? "aborted" : NULL);
+    end->outcome =
+        cut && !x->stopped && !x->too_large && !x->body_capped && !x->out_of_memory ? OUTCOME_OTHER : OUTCOME_RESPONSE;
+    snprintf(end->message, sizeof end->message, "%s", cut ? "aborted" : "");
 }
 
 /* ---- file:// ------------------------------------------------------------------------- */
 
-char *http_file_url_path(const char *url)
+char *file_url_path(const char *url)
 {
     if (!url || !text_equal_nocase_n(url, "file://", 7))
         return NULL;
@@ -1477,7 +1445,14 @@ static int64_t range_from(const char *range)
     if (!p || !text_starts_with(p, "bytes="))
         return 0;
     p += 6;
-    return parse_digits(&p, INT64_MAX, &from) && *p == '-' ? from : 0;
+    return text_parse_digits(&p, INT64_MAX, &from) && *p == '-' ? from : 0;
+}
+
+/* Ends the attempt with outcome and its message. */
+static void end_with(attempt_end *end, attempt_outcome outcome, const char *message)
+{
+    end->outcome = outcome;
+    snprintf(end->message, sizeof end->message, "%s", message);
 }
 
 /*
@@ -1487,25 +1462,25 @@ static int64_t range_from(const char *range)
  * 206 from a Range's offset, 416 past the end. The receive cap and the
  * deadline hold here too: a share that drips is stopped like a server.
  */
-static void file_attempt(http_client *c, xfer *x)
+void file_attempt(http_client *c, xfer *x, attempt_end *end)
 {
-    char message[400];
-    char *path = http_file_url_path(x->url);
+    char *message = end->message;
+    char *path = file_url_path(x->url);
     if (!path) {
-        attempt_done(c, x, OUTCOME_CONFIG,
-                     "not a usable file:// URL (file:///path, file:///C:/path or file://server/share/path)");
+        end_with(end, OUTCOME_CONFIG,
+                 "not a usable file:// URL (file:///path, file:///C:/path or file://server/share/path)");
         return;
     }
     uint64_t size = 0;
     if (platform_path_stat(path, &size) != PLATFORM_PATH_FILE) {
         free(path);
-        attempt_done(c, x, OUTCOME_NOT_FOUND, "no such file");
+        end_with(end, OUTCOME_NOT_FOUND, "no such file");
         return;
     }
     FILE *f = platform_fopen(path, "rb");
     free(path);
     if (!f) {
-        attempt_done(c, x, OUTCOME_NOT_FOUND, "the file cannot be opened");
+        end_with(end, OUTCOME_NOT_FOUND, "the file cannot be opened");
         return;
     }
     const stream_ctx *s = x->stream;
@@ -1513,61 +1488,97 @@ static void file_attempt(http_client *c, xfer *x)
     long status = from > 0 ? ((uint64_t)from < size ? 206 : 416) : 200;
     char line[160];
     snprintf(line, sizeof line, "HTTP/1.1 %ld File", status);
-    bool go = on_header_line(x, line, strlen(line));
+    bool go = response_header_line(x, line, strlen(line));
     if (status == 416) {
         snprintf(line, sizeof line, "Content-Range: bytes */%" PRIu64, size);
-        go = go && on_header_line(x, line, strlen(line));
+        go = go && response_header_line(x, line, strlen(line));
     } else {
         snprintf(line, sizeof line, "Content-Length: %" PRIu64, size - (uint64_t)from);
-        go = go && on_header_line(x, line, strlen(line));
+        go = go && response_header_line(x, line, strlen(line));
         if (status == 206) {
             snprintf(line, sizeof line, "Content-Range: bytes %" PRId64 "-%" PRIu64 "/%" PRIu64, from, size - 1, size);
-            go = go && on_header_line(x, line, strlen(line));
+            go = go && response_header_line(x, line, strlen(line));
         }
     }
-    go = go && on_header_line(x, "", 0);
+    go = go && response_header_line(x, "", 0);
     attempt_outcome outcome = OUTCOME_RESPONSE;
-    message[0] = '\0';
-    int64_t cap = s->max_bytes_per_second;
-    size_t chunk = FILE_CHUNK;
-    if (cap > 0 && (int64_t)chunk > cap / 8)
-        chunk = cap / 8 > 4096 ? (size_t)(cap / 8) : 4096;
+    size_t chunk = speed_read_size(s->max_bytes_per_second, FILE_CHUNK);
     char *buf = go && status != 416 ? malloc(chunk) : NULL;
     if (go && status != 416 && !buf)
         outcome = OUTCOME_NOMEM;
     if (buf && from > 0 && platform_seek(f, (uint64_t)from, NULL) != ERR_OK) {
         outcome = OUTCOME_NETWORK;
-        snprintf(message, sizeof message, "read error (is the share reachable?)");
+        snprintf(message, sizeof end->message, "read error (is the share reachable?)");
     }
-    int64_t start = clock_now_ms(c->clock), sent = 0;
     while (buf && outcome == OUTCOME_RESPONSE) {
         size_t n = fread(buf, 1, chunk, f);
-        if (n > 0 && !on_body(x, buf, n))
+        if (n > 0 && !response_body(x, buf, n))
             break;
-        sent += (int64_t)n;
+        speed_xfer_took(x, n);
         if (n < chunk) {
             if (ferror(f)) {
                 outcome = OUTCOME_NETWORK;
-                snprintf(message, sizeof message, "read error (is the share reachable?)");
+                snprintf(message, sizeof end->message, "read error (is the share reachable?)");
             }
             break;
         }
+        /* The receive cap, as libcurl's transfers keep it: never ahead of the rate. */
         int64_t now = clock_now_ms(c->clock);
-        if (cap > 0) {
-            /* The receive cap, as libcurl keeps it for http: never ahead of the rate. */
-            int64_t due = start + sent * 1000 / cap;
-            if (due > now)
-                clock_sleep_ms(c->clock, due - now);
+        int64_t wait = speed_xfer_wait(x, now);
+        if (wait > 0) {
+            clock_sleep_ms(c->clock, wait);
             now = clock_now_ms(c->clock);
         }
-        if (now > x->deadline_ms) {
+        if (speed_xfer_late(x, now)) {
             outcome = OUTCOME_DEADLINE;
             break;
         }
     }
     free(buf);
     fclose(f);
-    attempt_done(c, x, outcome, message[0] ? message : NULL);
+    end->outcome = outcome;
+}
+
+error_code curl_pool_open(http_client *c, error_info *err)
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return error_set(err, ERR_INTERNAL, "libcurl could not be initialised");
+    c->curl_initialised = true;
+    c->multi = curl_multi_init();
+    c->share = curl_share_init();
+    if (!c->multi || !c->share)
+        return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
+    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 32L);
+    return ERR_OK;
+}
+
+void curl_pool_close(http_client *c)
+{
+    for (int i = 0; i < c->idle_count; i++)
+        curl_easy_cleanup(c->idle[i]);
+    c->idle_count = 0;
+    if (c->multi)
+        curl_multi_cleanup(c->multi);
+    if (c->share)
+        curl_share_cleanup(c->share);
+    c->multi = NULL;
+    c->share = NULL;
+    if (c->curl_initialised)
+        curl_global_cleanup();
+    c->curl_initialised = false;
+}
+
+void curl_pool_perform(http_client *c)
+{
+    int still = 0;
+    curl_multi_perform(c->multi, &still);
+}
+
+bool curl_pool_wait(http_client *c, long timeout_ms)
+{
+    return curl_multi_poll(c->multi, NULL, 0, (int)timeout_ms, NULL) == CURLM_OK;
 }
 
 static CURL *easy_take(http_client *c)
@@ -1591,37 +1602,38 @@ static void easy_give_back(http_client *c, CURL *e)
 /* libcurl's progress callback, at least once a second while a transfer
  * runs, stalled or not: where the overall deadline is enforced (it grows
  * when a body's length is announced, which CURLOPT_TIMEOUT cannot do). */
-static int curl_progress_cb(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+static int progress_cb(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
 {
     (void)dltotal;
     (void)dlnow;
     (void)ultotal;
     (void)ulnow;
     xfer *x = user;
-    if (clock_now_ms(x->client->clock) <= x->deadline_ms)
+    if (!speed_xfer_late(x, clock_now_ms(x->client->clock)))
         return 0;
     x->deadline_hit = true;
     return 1;
 }
 
-static bool curl_attempt(http_client *c, xfer *x)
+/* Sets up x's attempt on an easy handle and adds it to the multi handle. */
+static bool attempt_setup(http_client *c, xfer *x)
 {
     bool ok = true;
     CURL *e = easy_take(c);
     if (!e)
         return false;
     x->easy = e;
-    x->request_headers = request_header_list(x, &ok);
+    x->request_headers = curl_request_headers(x, &ok);
     if (!ok)
         return false;
     curl_easy_setopt(e, CURLOPT_URL, x->url);
     curl_easy_setopt(e, CURLOPT_PRIVATE, (void *)x);
     curl_easy_setopt(e, CURLOPT_SHARE, c->share);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* redirects are ours: see xfer_redirect */
-    /* Protocols: http and https only (file:// is ours: file_attempt). Redirect
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* redirects are ours: see url_follow */
+    /* Protocols: http and https only (file:// is ours: file.c). Redirect
      * protocols too, should libcurl ever follow one itself: https only, as
-     * xfer_redirect decides for the ones we follow. */
+     * url_follow decides for the ones we follow. */
 #if LIBCURL_VERSION_NUM >= 0x075500
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
@@ -1632,27 +1644,21 @@ static bool curl_attempt(http_client *c, xfer *x)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)c->cfg.connect_timeout_s);
     /* The minimum speed and the deadline (PRODUCT.md section 8): a server
      * that drips or stalls ends the transfer, never the run. */
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)min_speed(c, x));
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)speed_xfer_minimum(c, x));
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)c->cfg.low_speed_time_s);
     curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, curl_progress_cb);
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, progress_cb);
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, (void *)x);
     tls_apply(c->tls, e, x->same_origin);
     /* Servers close idle keep-alive connections after about a minute
      * (nginx 75 s, load balancers 60 s); a run that waited for its rate
      * window must not trip over a connection the server already dropped. */
     curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, 50L);
-    if (c->proxy)
-        curl_easy_setopt(e, CURLOPT_PROXY, c->proxy);
-    curl_easy_setopt(e, CURLOPT_PROXYAUTH, (long)CURLAUTH_ANY);
-    /* The proxy's answer to CONNECT ("200 Connection established") is not
-     * the server's: without this libcurl hands it to the header callback
-     * as if it were the response (issue 13). */
-    curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+    proxy_apply(c->proxy, e, x->url);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "outpost/" OUTPOST_VERSION);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, curl_header_cb);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, (void *)x);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, curl_write_cb);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, (void *)x);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
     if (x->kind == XFER_STREAM) {
@@ -1681,9 +1687,82 @@ static bool curl_attempt(http_client *c, xfer *x)
     return curl_multi_add_handle(c->multi, e) == CURLM_OK;
 }
 
+bool curl_attempt_start(http_client *c, xfer *x)
+{
+    if (attempt_setup(c, x))
+        return true;
+    curl_attempt_drop(c, x);
+    return false;
+}
+
+void curl_attempt_drop(http_client *c, xfer *x)
+{
+    if (x->easy) {
+        curl_multi_remove_handle(c->multi, x->easy);
+        easy_give_back(c, x->easy);
+        x->easy = NULL;
+    }
+    curl_slist_free_all(x->request_headers);
+    x->request_headers = NULL;
+}
+
+struct proxy_setup {
+    char *url; /* the configuration's `proxy` (may hold a password), or NULL: the environment's */
+};
+
+error_code proxy_new(const char *configured, proxy_setup **out, error_info *err)
+{
+    proxy_setup *p = calloc(1, sizeof *p);
+    if (p && configured)
+        p->url = text_dup(configured);
+    if (!p || (configured && !p->url)) {
+        free(p);
+        return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
+    }
+    *out = p;
+    return ERR_OK;
+}
+
+void proxy_free(proxy_setup *p)
+{
+    if (!p)
+        return;
+    dynbuf_secret_free(p->url);
+    free(p);
+}
+
+void proxy_apply(const proxy_setup *p, CURL *e, const char *url)
+{
+    (void)url; /* the same proxy for every URL until the system's settings (PAC) land */
+    if (p->url)
+        curl_easy_setopt(e, CURLOPT_PROXY, p->url);
+    curl_easy_setopt(e, CURLOPT_PROXYAUTH, (long)CURLAUTH_ANY);
+    /* The proxy's answer to CONNECT ("200 Connection established") is not
+     * the server's: without this libcurl hands it to the header callback
+     * as if it were the response (issue 13). */
+    curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+}
+
+bool proxy_configured(const proxy_setup *p)
+{
+    return p && p->url;
+}
+
+/* An attempt ended: outcome.c says what it means, and this acts on it. */
+static void attempt_finished(http_client *c, xfer *x, const attempt_end *end)
+{
+    running_remove(c, x);
+    outcome_verdict verdict;
+    outcome_decide(c, x, end, &verdict);
+    if (verdict.again)
+        waiting_push_front(c, x);
+    else
+        xfer_complete(c, x, verdict.code, &verdict.err);
+}
+
 static void start_attempt(http_client *c, xfer *x, int64_t now)
 {
-    attempt_reset(x);
+    response_reset(x);
     if (x->hop_pending) {
         x->hop_pending = false;
     } else {
@@ -1695,33 +1774,24 @@ static void start_attempt(http_client *c, xfer *x, int64_t now)
     if (x->kind == XFER_TOKEN)
         c->stats.token_exchanges++;
     x->started_ms = now;
-    x->deadline_ms = now + c->cfg.transfer_timeout_s * 1000;
-    if (x->stream && x->stream->expected_bytes > 0)
-        x->deadline_ms += transfer_allowance_ms(c, x, x->stream->expected_bytes);
-    if (x->kind != XFER_TOKEN && x->same_origin)
-        x->token_generation = c->token.generation;
+    speed_xfer_start(c, x, now);
+    x->token_generation = x->kind != XFER_TOKEN && x->same_origin ? c->token.generation : 0;
     running_add(c, x);
-    if (x->direct && text_equal_nocase_n(x->url, "file://", 7)) {
-        file_attempt(c, x);
-        return;
-    }
-    if (c->fake) {
-        fake_attempt(c, x);
-        return;
-    }
-    if (!curl_attempt(c, x)) {
-        if (x->easy) {
-            easy_give_back(c, x->easy);
-            x->easy = NULL;
-        }
-        curl_slist_free_all(x->request_headers);
-        x->request_headers = NULL;
-        attempt_done(c, x, OUTCOME_NOMEM, NULL);
-    }
+    attempt_end end;
+    end.outcome = OUTCOME_RESPONSE;
+    end.message[0] = '\0';
+    if (x->direct && text_equal_nocase_n(x->url, "file://", 7))
+        file_attempt(c, x, &end);
+    else if (c->fake)
+        fake_attempt(c, x, &end);
+    else if (curl_attempt_start(c, x))
+        return; /* running: drive() collects its end */
+    else
+        end.outcome = OUTCOME_NOMEM;
+    attempt_finished(c, x, &end);
 }
 
-/* Ends libcurl's finished transfers. */
-static void collect_curl(http_client *c)
+bool curl_attempt_collect(http_client *c, xfer **done, attempt_end *end)
 {
     CURLMsg *m;
     int left;
@@ -1733,12 +1803,12 @@ static void collect_curl(http_client *c)
         xfer *x = NULL;
         curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
         curl_multi_remove_handle(c->multi, e);
-        char message[CURL_ERROR_SIZE + 64];
-        snprintf(message, sizeof message, "%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc));
+        char *message = end->message;
+        snprintf(message, sizeof end->message, "%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc));
         size_t n = strlen(message);
         while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == '\r'))
             message[--n] = '\0';
-        attempt_outcome outcome = classify_curl(cc, message);
+        attempt_outcome outcome = outcome_of_curl(cc, message);
         long connect_code = 0;
         if (cc != CURLE_OK && curl_easy_getinfo(e, CURLINFO_HTTP_CONNECTCODE, &connect_code) == CURLE_OK &&
             connect_code == 407)
@@ -1747,8 +1817,22 @@ static void collect_curl(http_client *c)
         x->easy = NULL;
         curl_slist_free_all(x->request_headers);
         x->request_headers = NULL;
-        attempt_done(c, x, outcome, cc == CURLE_OK ? NULL : message);
+        end->outcome = outcome;
+        if (cc == CURLE_OK)
+            end->message[0] = '\0';
+        *done = x;
+        return true;
     }
+    return false;
+}
+
+/* Ends libcurl's finished transfers. */
+static void collect_curl(http_client *c)
+{
+    xfer *x = NULL;
+    attempt_end end;
+    while (curl_attempt_collect(c, &x, &end))
+        attempt_finished(c, x, &end);
 }
 
 /* ---- The token exchange -------------------------------------------------------------- */
@@ -1763,15 +1847,15 @@ static bool token_request(http_client *c, int64_t now)
         xfer_free(x);
         return false;
     }
-    set_initial_url(c, x);
+    url_set_start(c, x);
     if (!x->url) {
         xfer_free(x);
         return false;
     }
     if (c->token.access_token)
-        trace(c, 2, "token: renewing the access token (%s)", c->token.invalid ? "refused by the platform" : "due");
+        http_trace(c, 2, "token: renewing the access token (%s)", c->token.invalid ? "refused by the platform" : "due");
     else
-        trace(c, 2, "token: exchanging the API key for an access token");
+        http_trace(c, 2, "token: exchanging the API key for an access token");
     x->not_before = now;
     c->token_xfer = x;
     waiting_push_front(c, x);
@@ -1786,8 +1870,8 @@ static void token_complete(http_client *c, xfer *x, error_code code, const error
         code = c->service->token_accept(&c->token, x->response.data ? x->response.data : "", x->response.len,
                                         x->started_ms, &e);
         if (code == ERR_OK)
-            trace(c, 2, "token: obtained; valid %" PRId64 " s, renewed after %" PRId64 " s",
-                  c->token.lifetime_ms / 1000, (c->token.renew_at_ms - c->token.obtained_ms) / 1000);
+            http_trace(c, 2, "token: obtained; valid %" PRId64 " s, renewed after %" PRId64 " s",
+                       c->token.lifetime_ms / 1000, (c->token.renew_at_ms - c->token.obtained_ms) / 1000);
     } else {
         e = *err;
     }
@@ -1897,25 +1981,24 @@ static MUST_CHECK error_code drive(http_client *c, drive_done_fn done, const voi
         if (done(c, arg))
             break;
         if (c->running > 0 && c->multi) {
-            int still = 0;
             long timeout = wake < 0 || wake > POLL_MAX_MS ? POLL_MAX_MS : (long)wake;
-            curl_multi_perform(c->multi, &still);
+            curl_pool_perform(c);
             collect_curl(c);
             if (done(c, arg))
                 break;
-            int64_t paced = pace_resume(c);
+            int64_t paced = curl_pool_resume(c);
             if (paced >= 0 && paced < timeout)
                 timeout = (long)paced;
-            if (curl_multi_poll(c->multi, NULL, 0, (int)timeout, NULL) != CURLM_OK) {
+            if (!curl_pool_wait(c, timeout)) {
                 rc = error_set(err, ERR_INTERNAL, "http: libcurl's multi interface failed");
                 break;
             }
-            curl_multi_perform(c->multi, &still);
+            curl_pool_perform(c);
             collect_curl(c);
         } else if (wake >= 0) {
             if (c->verbosity >= 2 && wake >= 200 && wake != last_wait_note)
-                trace(c, 2, "ratelimit: waiting %" PRId64 " ms (%s)", wake,
-                      ratelimit_get_mode(c->rl) == RATELIMIT_HEADERS ? "budget spent until the reset" : "pacing");
+                http_trace(c, 2, "ratelimit: waiting %" PRId64 " ms (%s)", wake,
+                           ratelimit_get_mode(c->rl) == RATELIMIT_HEADERS ? "budget spent until the reset" : "pacing");
             last_wait_note = wake;
             clock_sleep_ms(c->clock, wake);
         } else if (c->running == 0) {
@@ -1946,13 +2029,7 @@ static void abandon(http_client *c, const void *user, const stream_ctx *stream)
     for (xfer *x = c->running_head, *next; x; x = next) {
         next = x->run_next;
         if ((stream && x->stream == stream) || (user && x->kind == XFER_JSON && x->user == user)) {
-            if (x->easy) {
-                curl_multi_remove_handle(c->multi, x->easy);
-                easy_give_back(c, x->easy);
-                x->easy = NULL;
-            }
-            curl_slist_free_all(x->request_headers);
-            x->request_headers = NULL;
+            curl_attempt_drop(c, x);
             ratelimit_release(c->rl, &x->ticket, clock_now_ms(c->clock), NULL);
             running_remove(c, x);
             if (x->kind == XFER_JSON)
@@ -1985,7 +2062,7 @@ error_code http_submit(http_client *c, const http_request *request, http_done_fn
         x->body[len] = '\0';
         x->body_len = len;
     }
-    set_initial_url(c, x);
+    url_set_start(c, x);
     if (!x->url) {
         xfer_free(x);
         return error_set(err, ERR_NOMEM, "out of memory queuing a request");
@@ -2089,7 +2166,7 @@ static MUST_CHECK error_code stream_run(http_client *c, xfer *x, stream_ctx *s, 
                                         error_info *err)
 {
     x->stream = s;
-    set_initial_url(c, x);
+    url_set_start(c, x);
     if (!x->url) {
         xfer_free(x);
         return error_set(err, ERR_NOMEM, "out of memory starting a download");
@@ -2167,7 +2244,7 @@ error_code http_url_get(http_client *c, const http_url_request *request, const h
     s.if_modified_since = request->if_modified_since;
     s.max_bytes_per_second = request->max_bytes_per_second;
     s.expected_bytes = request->expected_bytes;
-    /* The route is the URL itself (set_initial_url), the label what may be shown. */
+    /* The route is the URL itself (url_set_start), the label what may be shown. */
     xfer *x = xfer_new(c, XFER_STREAM, HTTP_GET, "/", request->label ? request->label : shown);
     free(shown);
     if (!x)

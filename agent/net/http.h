@@ -422,18 +422,4 @@ MUST_CHECK error_code http_url_read(http_client *client, const http_url_request 
 
 void http_url_body_free(http_url_body *body);
 
-/*
- * The local path a file:// URL names (percent-escapes decoded), malloc'd;
- * NULL when url is not a usable file:// URL.
- */
-char *http_file_url_path(const char *url);
-
-/* ---- Helpers for other modules -------------------------------------------- */
-
-/*
- * Whether url may be used: https://, or http:// to a loopback host
- * (localhost, 127.0.0.0/8, ::1). Sets ERR_CONFIG naming the URL otherwise.
- */
-MUST_CHECK error_code http_check_url(const char *url, error_info *err);
-
 #endif

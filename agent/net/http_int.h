@@ -1,21 +1,50 @@
 /*
- * http_int.h — the part of http.h that only net/'s engine sees: the
- * transfer (xfer), its stream context and the client's state, shared by the
- * files of the engine. Callers outside net/ include http.h.
+ * http_int.h — the transfer engine's own part, shared by its files and
+ * seen by nothing else: callers include http.h, and scripts/check-layering
+ * refuses this header outside net/. The engine is split by job, as curl's
+ * lib/ is:
+ *
+ *   http.c      the client, its queues, the token exchange, the drive loop
+ *               and the public entry points
+ *   response.c  reading an answer: status line, headers, body and its caps,
+ *               what a stream's caller is handed (ranges, conditional GET)
+ *   outcome.c   what an ended attempt means: done, failed, retried
+ *               (backoff, Retry-After), renewed, redirected; libcurl's
+ *               result codes sorted
+ *   url.c       the URL rules (url.h), a transfer's start and its redirects
+ *   speed.c     the minimum speed, the deadline and the receive cap, once
+ *               for every transport (speed.h)
+ *   curl.c      libcurl: the multi handle, the pool of easy handles, their
+ *               options and callbacks
+ *   file.c      file:// URLs through the platform layer
+ *   fake.c      the unit tests' transport (http_fake.h)
+ *   proxy.c, tls.c  what every easy handle is given (proxy.h, tls.h)
+ *
+ * Whatever the transport, what arrives goes to response.c, and an attempt's
+ * end goes back to http.c as an attempt_end, which outcome.c turns into a
+ * verdict that http.c acts on: calls run one way, from http.c down.
  */
 #ifndef OUTPOST_NET_HTTP_INT_H
 #define OUTPOST_NET_HTTP_INT_H
 
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
 #include <curl/curl.h>
 
 #include "base/dynbuf.h"
+#include "core/log.h"
 #include "net/http.h"
 #include "net/http_fake.h"
+#include "net/proxy.h"
 #include "net/ratelimit.h"
 #include "net/tls.h"
 #include "net/token.h"
 
-/* ---- Response headers we read ------------------------------------------------- */
+/* ---- Response headers the engine reads (response.c names them) ------------------- */
 
 enum {
     H_RETRY_AFTER,
@@ -121,7 +150,7 @@ struct http_client {
     char *base_url; /* without trailing slash */
     char *origin;   /* "https://host:443" of base_url */
     config_http cfg;
-    char *proxy;
+    proxy_setup *proxy;          /* the proxy of every transfer (proxy.h) */
     tls_setup *tls;              /* CA, options, kept session (tls.h); NULL with the fake transport */
     const http_service *service; /* what base_url's routes need beyond HTTP (static); NULL: URL GETs only */
     char *secret;                /* the service's secret ("" without a service), wiped on free */
@@ -163,5 +192,171 @@ typedef enum {
     OUTCOME_OTHER,      /* anything else libcurl reports: final */
     OUTCOME_NOMEM
 } attempt_outcome;
+
+/* How an attempt ended, as its transport saw it (curl.c, file.c, fake.c). */
+typedef struct attempt_end {
+    attempt_outcome outcome;         /* what happened */
+    char message[ERROR_MESSAGE_MAX]; /* libcurl's or the transport's words; "" when none */
+} attempt_end;
+
+/* What becomes of an xfer whose attempt ended: outcome.c decides, http.c acts. */
+typedef struct outcome_verdict {
+    bool again;      /* another attempt (a retry, a renewal, a redirect hop) from x->not_before */
+    error_code code; /* otherwise the xfer completes with this (ERR_OK: done) */
+    error_info err;  /* and this error */
+} outcome_verdict;
+
+/* A line of the client's trace when its verbosity is at least level (1: one
+ * line per attempt; 2: pacing, token and TLS session decisions too): to
+ * the options' trace file, else to stderr through log.c (escaped, and into
+ * the log file too). Never handed a secret. */
+static inline void http_trace(http_client *c, int level, const char *fmt, ...) OUTPOST_PRINTF(3, 4);
+
+static inline void http_trace(http_client *c, int level, const char *fmt, ...)
+{
+    if (c->verbosity < level)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    if (!c->trace) {
+        char line[2048];
+        vsnprintf(line, sizeof line, fmt, ap);
+        va_end(ap);
+        log_always("%s", line);
+        return;
+    }
+    fputs("outpost: ", c->trace);
+    vfprintf(c->trace, fmt, ap);
+    fputc('\n', c->trace);
+    va_end(ap);
+    fflush(c->trace);
+}
+
+static inline const char *xfer_method(const xfer *x)
+{
+    return x->method == HTTP_POST ? "POST" : "GET";
+}
+
+/* ---- response.c: reading an answer ------------------------------------------------ */
+
+/* One header line of x's answer (a status line, a header, the blank line
+ * that ends them, or a trailer), CRLF included or not. Returns false to
+ * abort the transfer (stopped by the caller, over a cap, out of memory, a
+ * second final answer). */
+bool response_header_line(xfer *x, const char *line, size_t len);
+
+/* Body bytes of x's answer: handed on to a stream's caller, or kept (a JSON
+ * answer up to http.max_response_bytes, an error page's or a redirect's
+ * first HTTP_ERROR_BODY_KEEP bytes). Returns false to abort the transfer. */
+bool response_body(xfer *x, const char *data, size_t len);
+
+/* Forgets x's answer before its next attempt (headers, status, body, flags). */
+void response_reset(xfer *x);
+
+/* Frees the header values of x's answer. */
+void response_clear(xfer *x);
+
+/*
+ * Content-Range (RFC 9110 section 14.4) into h's range_start, range_end and
+ * range_total: "bytes FIRST-LAST/COMPLETE", the same with an asterisk for
+ * COMPLETE (unknown), or an asterisk for FIRST-LAST (a 416's "bytes *" "/COMPLETE").
+ * Anything else, a value that does not fit in 63 bits, or LAST before FIRST
+ * leaves all three at -1 (the download then does not take the answer as
+ * continuing its partial).
+ */
+void response_parse_content_range(const char *value, http_stream_headers *h);
+
+/* ---- outcome.c: what an ended attempt means ------------------------------------------- */
+
+/* Decides what becomes of x, whose attempt ended as end says (x is off the
+ * running list): releases its pacing ticket with what the answer said,
+ * traces the attempt, and fills *verdict. */
+void outcome_decide(http_client *c, xfer *x, const attempt_end *end, outcome_verdict *verdict);
+
+/* The outcome of a libcurl result code; errbuf (libcurl's error text) tells
+ * a handshake cut by the network from a TLS verdict. */
+attempt_outcome outcome_of_curl(CURLcode cc, const char *errbuf);
+
+/* ---- url.c: a transfer's URL ------------------------------------------------------------ */
+
+/* Sets x's URL to where it starts: base_url + route, or a URL GET's URL;
+ * no redirect hops, their carried headers forgotten (x->url NULL when out
+ * of memory). */
+void url_set_start(http_client *c, xfer *x);
+
+/* Follows the redirect x's answer asked for (its Location) when the rules
+ * allow it: x's URL, origin and hop count change. Otherwise ERR_PROTOCOL
+ * and why (without x's label). */
+MUST_CHECK error_code url_follow(http_client *c, xfer *x, error_info *why);
+
+/* Frees the header values x's redirect hops carried. */
+void url_forget_hops(xfer *x);
+
+/* ---- speed.c: the minimum speed, the deadline and the receive cap --------------------- */
+
+/* The speed x must keep up, in bytes/s (http.min_speed, or half its cap). */
+int64_t speed_xfer_minimum(const http_client *c, const xfer *x);
+
+/* Sets x's deadline as its attempt starts at now: http.transfer_timeout,
+ * plus a URL GET's expected length at the minimum speed. */
+void speed_xfer_start(http_client *c, xfer *x, int64_t now);
+
+/* x's stream body starts at now (its headers were handed on), with length
+ * announced (-1: not): the receive cap counts from here, and an installer's
+ * deadline grows by the length at the minimum speed. */
+void speed_xfer_body(xfer *x, int64_t now, int64_t length);
+
+/* Whether x's deadline has passed at now. */
+bool speed_xfer_late(const xfer *x, int64_t now);
+
+/* How many ms from now before x's body may take more under its receive
+ * cap (0: at once); speed_xfer_took counts what it took. */
+int64_t speed_xfer_wait(const xfer *x, int64_t now);
+void speed_xfer_took(xfer *x, size_t len);
+
+/* ---- curl.c: libcurl --------------------------------------------------------------------- */
+
+/* Initialises libcurl and makes c's multi handle and share (DNS, TLS
+ * sessions); curl_pool_close undoes it, the idle easy handles included. */
+MUST_CHECK error_code curl_pool_open(http_client *c, error_info *err);
+void curl_pool_close(http_client *c);
+
+/* Lets libcurl move every transfer on; waits up to timeout_ms for one of
+ * them to have something to do (false: libcurl's multi interface failed). */
+void curl_pool_perform(http_client *c);
+bool curl_pool_wait(http_client *c, long timeout_ms);
+
+/* Resumes the transfers paused by the receive cap whose time came; returns
+ * the ms until the next one is due (-1: none paused). */
+int64_t curl_pool_resume(http_client *c);
+
+/* Starts x's attempt on an easy handle of the pool; false when out of
+ * memory (nothing is left running). */
+bool curl_attempt_start(http_client *c, xfer *x);
+
+/* The next attempt libcurl finished: *x and how it ended; false when none. */
+bool curl_attempt_collect(http_client *c, xfer **x, attempt_end *end);
+
+/* Takes x's attempt off libcurl (the client is freed or the call abandoned). */
+void curl_attempt_drop(http_client *c, xfer *x);
+
+/* The request headers of x's attempt as "Name: value" lines (Range,
+ * If-Range, If-None-Match, If-Modified-Since; Accept and Content-Type for
+ * JSON); the bearer token is added separately. *ok false when out of
+ * memory. */
+struct curl_slist *curl_request_headers(const xfer *x, bool *ok);
+
+/* ---- file.c and fake.c: the other transports -------------------------------------------- */
+
+/* Reads x's file:// URL as its attempt; the attempt has ended on return. */
+void file_attempt(http_client *c, xfer *x, attempt_end *end);
+
+/* The local path a file:// URL names (percent-escapes decoded), malloc'd;
+ * NULL when url is not a usable file:// URL. file:///C:/x is C:/x,
+ * file://server/share/x is the UNC path //server/share/x. */
+char *file_url_path(const char *url);
+
+/* Asks the test's fake transport for x's attempt; the attempt has ended on return. */
+void fake_attempt(http_client *c, xfer *x, attempt_end *end);
 
 #endif

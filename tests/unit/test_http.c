@@ -21,6 +21,8 @@
 #include "net/api.h"
 #include "net/http.h"
 #include "net/http_fake.h"
+#include "net/http_int.h"
+#include "net/url.h"
 
 #include "support.h"
 
@@ -890,22 +892,22 @@ static void test_check_url(void **state)
 {
     (void)state;
     error_info err;
-    assert_int_equal(http_check_url("https://tenant.example.com", &err), ERR_OK);
-    assert_int_equal(http_check_url("http://127.0.0.1:8080/public", &err), ERR_OK);
-    assert_int_equal(http_check_url("http://localhost:1", &err), ERR_OK);
-    assert_int_equal(http_check_url("http://[::1]:1", &err), ERR_OK);
-    assert_int_equal(http_check_url("http://tenant.example.com", &err), ERR_CONFIG);
+    assert_int_equal(url_check("https://tenant.example.com", &err), ERR_OK);
+    assert_int_equal(url_check("http://127.0.0.1:8080/public", &err), ERR_OK);
+    assert_int_equal(url_check("http://localhost:1", &err), ERR_OK);
+    assert_int_equal(url_check("http://[::1]:1", &err), ERR_OK);
+    assert_int_equal(url_check("http://tenant.example.com", &err), ERR_CONFIG);
     assert_non_null(strstr(err.message, "http://"));
-    assert_int_equal(http_check_url("http://127.0.0.1.example.com", &err), ERR_CONFIG);
-    assert_int_equal(http_check_url("http://127.255.255.254:1", &err), ERR_OK);
-    assert_int_equal(http_check_url("http://128.0.0.1", &err), ERR_CONFIG);
-    assert_int_equal(http_check_url("http://1.0.0.127", &err), ERR_CONFIG);
+    assert_int_equal(url_check("http://127.0.0.1.example.com", &err), ERR_CONFIG);
+    assert_int_equal(url_check("http://127.255.255.254:1", &err), ERR_OK);
+    assert_int_equal(url_check("http://128.0.0.1", &err), ERR_CONFIG);
+    assert_int_equal(url_check("http://1.0.0.127", &err), ERR_CONFIG);
     /* Octets are parsed with overflow checks (sscanf "%u" wrapped this one to
      * 127.0.0.1 and let a name that is not loopback use http://). */
-    assert_int_equal(http_check_url("http://127.0.0.4294967297/", &err), ERR_CONFIG);
-    assert_int_equal(http_check_url("http://127.0.0.256/", &err), ERR_CONFIG);
-    assert_int_equal(http_check_url("ftp://tenant.example.com", &err), ERR_CONFIG);
-    assert_int_equal(http_check_url("not a url", &err), ERR_CONFIG);
+    assert_int_equal(url_check("http://127.0.0.4294967297/", &err), ERR_CONFIG);
+    assert_int_equal(url_check("http://127.0.0.256/", &err), ERR_CONFIG);
+    assert_int_equal(url_check("ftp://tenant.example.com", &err), ERR_CONFIG);
+    assert_int_equal(url_check("not a url", &err), ERR_CONFIG);
 }
 
 static void test_client_refuses_bad_config(void **state)
@@ -1057,7 +1059,7 @@ static void test_file_url_paths(void **unused)
         {"https://example.com/m.json", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *path = http_file_url_path(cases[i].url);
+        char *path = file_url_path(cases[i].url);
         if (!cases[i].path) {
             if (path)
                 fail_msg("%s: should be refused, got %s", cases[i].url, path);
