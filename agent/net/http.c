@@ -158,23 +158,6 @@ static bool is_retryable_status(long status)
 
 /* ---- URLs ---------------------------------------------------------------------- */
 
-bool text_parse_digits(const char **p, int64_t max_value, int64_t *out)
-{
-    const char *s = *p;
-    int64_t v = 0;
-    if (*s < '0' || *s > '9')
-        return false;
-    for (; *s >= '0' && *s <= '9'; s++) {
-        int digit = *s - '0';
-        if (v > (max_value - digit) / 10)
-            return false;
-        v = v * 10 + digit;
-    }
-    *p = s;
-    *out = v;
-    return true;
-}
-
 /* A whole string of digits (a Content-Length); -1 when it is anything else. */
 static int64_t parse_int64(const char *s)
 {
