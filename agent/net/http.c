@@ -1,31 +1,31 @@
 /*
- * http.c — the API client's engine (see http.h for the contract), in one
- * file until its parts move to their own (http_int.h names them).
+ * http.c — the client (see http.h for the contract): its queues, the token
+ * exchange, the drive loop and the public entry points.
  *
- * Every request is an xfer that lives from http_submit to its completion
- * callback across any number of attempts. Xfers wait in one FIFO list until
- * the token, the pacing (ratelimit.c) and their retry delay let them start;
- * a started attempt runs on libcurl's multi handle (or reads a file:// URL,
- * or, in unit tests, asks the fake transport, synchronously). When it ends,
- * its transport hands back an attempt_end, outcome_decide turns that into a
- * verdict (done, failed, retried later, renewed-and-retried after a 401, or
- * redirected) and attempt_finished acts on it. drive() is the one loop that
- * does all this; it is run by http_run, http_call and http_stream_get.
+ * Every request is an xfer that lives from its submission to its
+ * completion across any number of attempts. Xfers wait in one FIFO list
+ * until the token, the pacing (ratelimit.c) and their retry delay let them
+ * start. An attempt runs on libcurl's multi handle (curl.c), or reads a
+ * file:// URL (file.c), or, in unit tests, asks the fake transport (fake.c),
+ * the last two at once; whatever the transport, what arrives is read by
+ * response.c. The attempt's end comes back here as an attempt_end:
+ * outcome.c decides what it means (done, failed, retried after backoff,
+ * renewed after a 401, redirected by url.c's rules) and this file acts on
+ * the verdict, completing the xfer or queuing it again. drive() is the one
+ * loop that does all this; http_run, http_call, http_stream_get and
+ * http_url_get run it.
+ *
+ * Layout: the xfers and their two lists, the client, an attempt's start and
+ * end, the token exchange, the loop, then the public entry points.
  */
 #include "net/http.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 #include "base/dynbuf.h"
 #include "base/text.h"
-#include "core/timefmt.h"
-#include "net/backoff.h"
 #include "net/http_int.h"
 #include "net/proxy.h"
 #include "net/ratelimit.h"
@@ -37,7 +37,7 @@
 
 #define POLL_MAX_MS 1000
 
-/* ---- Xfer lifetime ------------------------------------------------------------- */
+/* ---- Xfers and their lists ------------------------------------------------------- */
 
 static void xfer_free(xfer *x)
 {
@@ -132,7 +132,7 @@ static void running_remove(http_client *c, xfer *x)
     c->running--;
 }
 
-/* ---- Client ------------------------------------------------------------------------ */
+/* ---- The client ------------------------------------------------------------------ */
 
 static char *trimmed_base_url(const char *url)
 {
@@ -255,7 +255,7 @@ size_t http_pending(const http_client *c)
     return c->pending;
 }
 
-/* ---- Completion --------------------------------------------------------------------- */
+/* ---- An attempt's start and end ---------------------------------------------------- */
 
 static void token_complete(http_client *c, xfer *x, error_code code, const error_info *err);
 
@@ -292,8 +292,6 @@ static void xfer_complete(http_client *c, xfer *x, error_code code, const error_
     }
     }
 }
-
-/* ---- file:// ------------------------------------------------------------------------- */
 
 /* An attempt ended: outcome.c says what it means, and this acts on it. */
 static void attempt_finished(http_client *c, xfer *x, const attempt_end *end)

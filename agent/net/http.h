@@ -1,5 +1,9 @@
 /*
- * http.h — outpost's HTTP client: the one way anything talks to the platform.
+ * http.h — outpost's transfer engine: the one way anything talks to the
+ * platform, a fleet mirror or a file:// share. It knows HTTP, not the
+ * platform's API: what it needs of a service behind base_url (the token
+ * route, how its error answers read) it is told through an http_service
+ * (api.c's api_client_new describes the platform's).
  *
  * One http_client per run. It owns:
  *  - one libcurl multi handle and its connection cache (keep-alive, TLS
@@ -10,8 +14,9 @@
  *    the proxy (config `proxy`, else libcurl's usual HTTPS_PROXY / NO_PROXY
  *    handling; any proxy authentication scheme, NTLM and Negotiate
  *    included), connect and low-speed timeouts;
- *  - the access token (token.h): exchanged from the API key before the first
- *    call, renewed before it expires, renewed once on a 401;
+ *  - the access token (token.h): exchanged from the service's secret (the
+ *    API key) before the first call, renewed before it expires, renewed
+ *    once on a 401;
  *  - the pacing (ratelimit.h): the documented 60 requests per minute per key
  *    and 5 in flight per endpoint until the server's X-RateLimit-Remaining /
  *    X-RateLimit-Reset headers say otherwise, so a healthy server never has
@@ -23,7 +28,7 @@
  *    config http.max_attempts and http.max_retry_wait_s;
  *  - the counters status.json reports (api_calls, 429s, retries).
  *
- * Three ways to make requests:
+ * Four ways to make requests:
  *  - http_call: one JSON request, synchronous; the body is handed back.
  *  - http_submit + http_run: many JSON requests, each with a completion
  *    callback, run concurrently through the multi handle under the pacing
@@ -50,8 +55,9 @@
  *    a redirect's body): HTTP_ERROR_BODY_KEEP bytes are kept for the
  *    message and the transfer stops there, so an endless error body costs
  *    a few KiB, not the run.
- * TLS trust, proxy, protocols, redirects (never https:// to http://) and
- * these limits are set up in one place (curl_attempt) for every transfer.
+ * TLS trust (tls.h), the proxy (proxy.h), protocols, redirects (url.h:
+ * never https:// to http://) and these limits (speed.h) are each set up in
+ * one place for every transfer; http_int.h maps the engine's files.
  *
  * Errors (error.h), one line each, naming the method and route:
  *  ERR_AUTH       token exchange refused, or 401 again after one renewal, or
@@ -68,8 +74,9 @@
  *                 http:// included), token answer without a token, a second
  *                 response on one transfer
  *  ERR_HTTP       any other non-2xx status (400, 404, 409, ...), never retried;
- *                 the message carries the envelope's first error message (a
- *                 404 also says to check `base_url`)
+ *                 the message carries the gist of the error answer and, for
+ *                 a 404, the service's advice (the platform's: the API's
+ *                 envelope error, and to check `base_url`)
  *  ERR_CONFIG     unusable base_url (http:// to a host that is not loopback)
  *
  * Secrets: the API key and the access token never reach a log line, the
