@@ -5,8 +5,8 @@
  * host), parallel submissions, pacing from rate headers, counters, and the
  * trace never showing a secret; the URL GETs of the fleet mirror (no token,
  * conditional, one attempt, the error-body cap, the redirect rules, file://
- * paths and reads). Nothing here sleeps or opens a socket; http(s) against
- * real servers is tests/integration/test_mirror.py and test_hostile_mirror.py. */
+ * reads). The URL rules are test_url.c's, file:// paths test_file.c's. Nothing here sleeps or opens a socket; http(s)
+ * against real servers is tests/integration/test_mirror.py and test_hostile_mirror.py. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,8 +21,6 @@
 #include "net/api.h"
 #include "net/http.h"
 #include "net/http_fake.h"
-#include "net/http_int.h"
-#include "net/url.h"
 
 #include "support.h"
 
@@ -888,28 +886,6 @@ static void test_trace_shows_requests_never_secrets(void **state)
     free(text);
 }
 
-static void test_check_url(void **state)
-{
-    (void)state;
-    error_info err;
-    assert_int_equal(url_check("https://tenant.example.com", &err), ERR_OK);
-    assert_int_equal(url_check("http://127.0.0.1:8080/public", &err), ERR_OK);
-    assert_int_equal(url_check("http://localhost:1", &err), ERR_OK);
-    assert_int_equal(url_check("http://[::1]:1", &err), ERR_OK);
-    assert_int_equal(url_check("http://tenant.example.com", &err), ERR_CONFIG);
-    assert_non_null(strstr(err.message, "http://"));
-    assert_int_equal(url_check("http://127.0.0.1.example.com", &err), ERR_CONFIG);
-    assert_int_equal(url_check("http://127.255.255.254:1", &err), ERR_OK);
-    assert_int_equal(url_check("http://128.0.0.1", &err), ERR_CONFIG);
-    assert_int_equal(url_check("http://1.0.0.127", &err), ERR_CONFIG);
-    /* Octets are parsed with overflow checks (sscanf "%u" wrapped this one to
-     * 127.0.0.1 and let a name that is not loopback use http://). */
-    assert_int_equal(url_check("http://127.0.0.4294967297/", &err), ERR_CONFIG);
-    assert_int_equal(url_check("http://127.0.0.256/", &err), ERR_CONFIG);
-    assert_int_equal(url_check("ftp://tenant.example.com", &err), ERR_CONFIG);
-    assert_int_equal(url_check("not a url", &err), ERR_CONFIG);
-}
-
 static void test_client_refuses_bad_config(void **state)
 {
     fixture *f = *state;
@@ -1040,37 +1016,6 @@ static void test_url_get_body_cap_and_redirects(void **state)
     http_url_body_free(&b);
 }
 
-static void test_file_url_paths(void **unused)
-{
-    (void)unused;
-    static const struct {
-        const char *url;
-        const char *path; /* NULL: refused */
-    } cases[] = {
-        {"file:///srv/mirror/manifest.json", "/srv/mirror/manifest.json"},
-        {"FILE:///srv/mirror/a%20b.json", "/srv/mirror/a b.json"},
-        {"file:///C:/mirror/manifest.json", "C:/mirror/manifest.json"},
-        {"file:///c|/mirror/manifest.json", "c|/mirror/manifest.json"},
-        {"file://localhost/srv/m.json", "/srv/m.json"},
-        {"file://fileserver/outpost$/manifest.json", "//fileserver/outpost$/manifest.json"},
-        {"file:///srv/m.json?x=1", "/srv/m.json"},
-        {"file:///srv/%00.json", NULL},
-        {"file://", NULL},
-        {"https://example.com/m.json", NULL},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *path = file_url_path(cases[i].url);
-        if (!cases[i].path) {
-            if (path)
-                fail_msg("%s: should be refused, got %s", cases[i].url, path);
-            continue;
-        }
-        if (!path || strcmp(path, cases[i].path) != 0)
-            fail_msg("%s: got %s, want %s", cases[i].url, path ? path : "(null)", cases[i].path);
-        free(path);
-    }
-}
-
 typedef struct file_seen {
     long status;
     int64_t range_start;
@@ -1198,12 +1143,10 @@ int main(void)
         T(test_paces_from_rate_headers),
         T(test_server_clock_behind_ours),
         T(test_trace_shows_requests_never_secrets),
-        T(test_check_url),
         T(test_client_refuses_bad_config),
         T(test_url_get_no_token_conditional),
         T(test_url_get_failures_one_attempt),
         T(test_url_get_body_cap_and_redirects),
-        cmocka_unit_test(test_file_url_paths),
         T(test_file_url_reads),
     };
 #undef T
