@@ -20,8 +20,8 @@ int64_t speed_minimum(int64_t configured, int64_t cap)
 int64_t speed_allowance_ms(int64_t bytes, int64_t minimum)
 {
     const int64_t cap_s = 30 * 86400;
-    int64_t s = bytes / minimum + 1;
-    return (s > cap_s ? cap_s : s) * 1000;
+    int64_t s = bytes / minimum; /* capped before the second is added: at 1 byte/s INT64_MAX + 1 would overflow */
+    return (s >= cap_s ? cap_s : s + 1) * 1000;
 }
 
 int64_t speed_pace_wait_ms(int64_t from_ms, int64_t taken, int64_t cap, int64_t now_ms)
