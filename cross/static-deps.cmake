@@ -76,8 +76,8 @@ outpost_mbedtls_alt(MBEDTLS_CHACHA20_ALT OUTPOST_CHACHA20_ALT mbedtls_chacha20_u
 outpost_mbedtls_alt(MBEDTLS_GCM_ALT OUTPOST_GCM_ALT mbedtls_gcm_auth_decrypt AES-GCM)
 
 # libcurl in the prefix runs over this mbedTLS (cross/build-deps): outpost
-# may hand it mbedTLS settings (agent/net/tlsprefs.c, the order of the
-# key-exchange groups).
+# may hand it mbedTLS settings (agent/net/tls.c: the order of the
+# key-exchange groups and suites, the TLS session kept between runs).
 target_compile_definitions(outpost_agent PUBLIC OUTPOST_CURL_MBEDTLS)
 
 # Link-time optimisation of outpost itself (scripts/release). Fat LTO

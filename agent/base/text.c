@@ -46,6 +46,23 @@ bool text_starts_with(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+bool text_parse_digits(const char **p, int64_t max_value, int64_t *out)
+{
+    const char *s = *p;
+    int64_t v = 0;
+    if (*s < '0' || *s > '9')
+        return false;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        int digit = *s - '0';
+        if (v > (max_value - digit) / 10)
+            return false;
+        v = v * 10 + digit;
+    }
+    *p = s;
+    *out = v;
+    return true;
+}
+
 static bool is_c1_lead(const unsigned char *p)
 {
     return p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;

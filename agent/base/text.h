@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* malloc'd copy of s (NULL when s is NULL or on out of memory). */
 char *text_dup(const char *s);
@@ -22,6 +23,15 @@ bool text_equal_nocase(const char *a, const char *b);
 
 /* Whether s starts with prefix (case-sensitive). */
 bool text_starts_with(const char *s, const char *prefix);
+
+/*
+ * Reads the decimal digits at *p (at least one, at most max_value) into *out
+ * and moves *p past them; false (nothing moved) otherwise. Values from the
+ * network go through this rather than sscanf("%lld") / "%u", whose
+ * behaviour on overflow is undefined, or strtoll, which also takes signs
+ * and white space no header may carry.
+ */
+bool text_parse_digits(const char **p, int64_t max_value, int64_t *out);
 
 /* Writes the n bytes at bytes as lower-case hex into out, which holds
  * 2 * n + 1 bytes, and NUL-terminates it: the one hex encoder of outpost

@@ -13,6 +13,7 @@
 #include "base/dynbuf.h"
 #include "core/state.h"
 #include "installer/installer_state.h"
+#include "net/api.h"
 
 static http_options command_http_options(const command_context *ctx)
 {
@@ -39,7 +40,7 @@ error_code command_http(command_context *ctx, http_client **http, error_info *er
         if ((rc = config_load_api_key(ctx->cfg, &key, err)) != ERR_OK)
             return rc;
         http_options options = command_http_options(ctx);
-        rc = http_client_new(ctx->cfg, key, &options, &ctx->http, err);
+        rc = api_client_new(ctx->cfg, key, &options, &ctx->http, err);
         dynbuf_secret_free(key);
         if (rc != ERR_OK)
             return rc;
@@ -52,7 +53,7 @@ error_code command_http_urls(command_context *ctx, http_client **http, error_inf
 {
     if (!ctx->http) {
         http_options options = command_http_options(ctx);
-        error_code rc = http_client_new(ctx->cfg, NULL, &options, &ctx->http, err);
+        error_code rc = http_client_new(ctx->cfg, NULL, NULL, &options, &ctx->http, err);
         if (rc != ERR_OK)
             return rc;
     }

@@ -21,7 +21,7 @@ error_code source_api_offer(const http_stream_headers *h, int64_t total_length, 
     memset(offer, 0, sizeof *offer);
     if (file_name)
         *file_name = NULL;
-    const char *version = h->installer_version;
+    const char *version = api_installer_version(h);
     if (!version) {
         /* An absent version is an empty one: rejected (PRODUCT.md 4.1). */
         return error_set(err, ERR_REJECTED,

@@ -1,11 +1,12 @@
 /*
- * api.c — the platform's routes over http.c (see api.h): envelope parsing,
- * typed views with the document's defaults, the incident paging loop, the
- * event-lineage and event-details calls (queued or synchronous), and the
- * installer download.
+ * api.c — the platform's routes over http.c (see api.h): what the engine
+ * is told of the API (its token route, its error envelope, its /public
+ * hint), envelope parsing, typed views with the document's defaults, the
+ * incident paging loop, the event-lineage and event-details calls (queued
+ * or synchronous), and the installer download.
  *
  * Layout: the enum reader (over core/jsonx, whose readers name the field in
- * errors), the envelope, the views, then one section per route.
+ * errors), the envelope, the client, the views, then one section per route.
  */
 #include "net/api.h"
 
@@ -17,6 +18,8 @@
 
 #include "base/text.h"
 #include "core/jsonx.h"
+#include "net/token.h"
+#include "net/url.h"
 
 #define NAME_INCIDENTS "incidents/list"
 #define NAME_LINEAGE "event-lineage"
@@ -176,7 +179,48 @@ void api_envelope_free(api_envelope *env)
 
 void api_envelope_first_error(const char *body, size_t len, char *buf, size_t size)
 {
-    http_envelope_first_error(body, len, buf, size);
+    if (size == 0)
+        return;
+    buf[0] = '\0';
+    if (!body || len == 0)
+        return;
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    if (!root)
+        return;
+    const cJSON *errors = cJSON_GetObjectItemCaseSensitive(root, "errors");
+    const cJSON *first = cJSON_IsArray(errors) ? cJSON_GetArrayItem(errors, 0) : NULL;
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(first, "code");
+    const cJSON *message = cJSON_GetObjectItemCaseSensitive(first, "message");
+    const char *cs = cJSON_IsString(code) ? code->valuestring : NULL;
+    const char *ms = cJSON_IsString(message) ? message->valuestring : NULL;
+    if (cs && ms)
+        snprintf(buf, size, "%.60s: %.200s", cs, ms);
+    else if (ms || cs)
+        snprintf(buf, size, "%.200s", ms ? ms : cs);
+    cJSON_Delete(root);
+}
+
+/* ---- Client -------------------------------------------------------------------- */
+
+static const http_service api_service = {
+    .token_route = API_ROUTE_TOKEN,
+    .token_label = "token exchange",
+    .token_body = token_request_body,
+    .token_accept = token_accept,
+    .token_refused_advice = "check OUTPOST_API_KEY or api_key_file",
+    .error_detail = api_envelope_first_error,
+    .not_found_advice = "check `base_url` (a path prefix such as /public belongs in it)",
+};
+
+error_code api_client_new(const config *cfg, const char *api_key, const http_options *opts, http_client **client,
+                          error_info *err)
+{
+    /* base_url's faults are named first (http_client_new), then the key's. */
+    error_info ignored;
+    bool base_ok = cfg && cfg->base_url && cfg->base_url[0] && url_check(cfg->base_url, &ignored) == ERR_OK;
+    if (base_ok && (!api_key || !api_key[0]))
+        return error_set(err, ERR_CONFIG, "the API key is empty; set OUTPOST_API_KEY or api_key_file");
+    return http_client_new(cfg, &api_service, api_key, opts, client, err);
 }
 
 static size_t resources_count(const api_envelope *env)
@@ -795,7 +839,13 @@ error_code api_installer_get(http_client *http, const api_installer_request *req
                          platform);
     char route[96];
     snprintf(route, sizeof route, "/v2/installer/%s/latest", platform);
-    http_stream_request sreq = {route, request->range, request->if_range, request->max_bytes_per_second,
-                                NAME_INSTALLER};
+    static const char *const keep[] = {API_HEADER_INSTALLER_VERSION, NULL};
+    http_stream_request sreq = {route, request->range, request->if_range, request->max_bytes_per_second, NAME_INSTALLER,
+                                keep};
     return http_stream_get(http, &sreq, callbacks, result, err);
+}
+
+const char *api_installer_version(const http_stream_headers *h)
+{
+    return http_stream_header(h, API_HEADER_INSTALLER_VERSION);
 }

@@ -1,7 +1,8 @@
 /*
  * api.h — the Security Platform API v2.0 routes as outpost uses them, over
- * http.h: request builders for the six routes, the response envelope, and
- * typed, defaulted views of incidents and events.
+ * http.h: the client of the platform (its token route, the envelope's
+ * errors in messages), request builders for the six routes, the response
+ * envelope, and typed, defaulted views of incidents and events.
  *
  * Envelope (API document 2.1): `type` is ignored (it varies between
  * deployments); `size`, `resources`, `errors` and `page_response` are
@@ -33,11 +34,26 @@
 struct cJSON;
 
 /* Route paths (appended to base_url). */
-#define API_ROUTE_TOKEN "/v2/auth/token/access"
+#define API_ROUTE_TOKEN "/v2/auth/token/access" /* the token exchange (token.h) */
 #define API_ROUTE_INCIDENTS "/v2/incidents/list"
 #define API_ROUTE_LINEAGE "/v2/event-lineage"
 #define API_ROUTE_DETAILS "/v2/event-details"
 /* The installer route is "/v2/installer/<platform>/latest". */
+
+/* The installer route's answer names the version it serves. */
+#define API_HEADER_INSTALLER_VERSION "X-Installer-Version"
+
+/* ---- Client ------------------------------------------------------------------ */
+
+/*
+ * The run's client of the platform: http_client_new with the API's service
+ * (the token exchanged from api_key at API_ROUTE_TOKEN, the envelope's first
+ * error quoted in failure messages, a 404 pointing at `base_url`). api_key
+ * is copied; the caller may wipe and free it at once. Fails with ERR_CONFIG
+ * for an empty key or an unusable base_url, as http_client_new otherwise.
+ */
+MUST_CHECK error_code api_client_new(const config *cfg, const char *api_key, const http_options *opts,
+                                     http_client **client, error_info *err);
 
 /* ---- Envelope ------------------------------------------------------------- */
 
@@ -264,11 +280,16 @@ typedef struct api_installer_request {
  * redirect, retry and callback rules. A version check passes an on_headers
  * that returns HTTP_STREAM_STOP; the headers carry status, Content-Length,
  * Content-Range, ETag, Last-Modified, Content-Disposition and
- * X-Installer-Version (from whichever hop carried it). platform must be
- * [A-Za-z0-9_-]+ (ERR_CONFIG otherwise).
+ * X-Installer-Version (api_installer_version: from whichever hop carried
+ * it). platform must be [A-Za-z0-9_-]+ (ERR_CONFIG otherwise).
  */
 MUST_CHECK error_code api_installer_get(http_client *http, const api_installer_request *request,
                                         const http_stream_callbacks *callbacks, http_stream_result *result,
                                         error_info *err);
+
+/* X-Installer-Version of an answer of api_installer_get (the final
+ * response's, or the last redirect hop's that carried one), borrowed like
+ * h; NULL when none carried it. */
+const char *api_installer_version(const http_stream_headers *h);
 
 #endif

@@ -1,448 +1,50 @@
 /*
- * http.c — the API client's engine (see http.h for the contract).
+ * http.c — the client (see http.h for the contract): its queues, the token
+ * exchange, the drive loop and the public entry points.
  *
- * Every request is an xfer that lives from http_submit to its completion
- * callback across any number of attempts. Xfers wait in one FIFO list until
- * the token, the pacing (ratelimit.c) and their retry delay let them start;
- * a started attempt runs on libcurl's multi handle (or, in unit tests, on
- * the fake transport, synchronously); when it ends, finish_attempt decides:
- * done, failed, retried later (backoff.c), renewed-and-retried (401), or
- * redirected (streams). drive() is the one loop that does all this; it is
- * run by http_run, http_call and http_stream_get.
+ * Every request is an xfer that lives from its submission to its
+ * completion across any number of attempts. Xfers wait in one FIFO list
+ * until the token, the pacing (ratelimit.c) and their retry delay let them
+ * start. An attempt runs on libcurl's multi handle (curl.c), or reads a
+ * file:// URL (file.c), or, in unit tests, asks the fake transport (fake.c),
+ * the last two at once; whatever the transport, what arrives is read by
+ * response.c. The attempt's end comes back here as an attempt_end:
+ * outcome.c decides what it means (done, failed, retried after backoff,
+ * renewed after a 401, redirected by url.c's rules) and this file acts on
+ * the verdict, completing the xfer or queuing it again. drive() is the one
+ * loop that does all this; http_run, http_call, http_stream_get and
+ * http_url_get run it.
  *
- * Layout: small helpers (buffers, URLs, headers), the client, attempt start
- * (curl and fake), attempt end (classification, retry, completion), the
- * token exchange, the loop, then the public entry points.
+ * Layout: the xfers and their two lists, the client, an attempt's start and
+ * end, the token exchange, the loop, then the public entry points.
  */
 #include "net/http.h"
 
-#include <cjson/cJSON.h>
-#include <curl/curl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/backoff.h"
-#include "core/log.h"
-#include "platform/platform.h"
-#include "net/ratelimit.h"
 #include "base/dynbuf.h"
 #include "base/text.h"
-#include "core/timefmt.h"
+#include "net/http_int.h"
+#include "net/proxy.h"
+#include "net/ratelimit.h"
+#include "net/speed.h"
+#include "net/tls.h"
 #include "net/token.h"
-#include "net/tlsprefs.h"
-#include "net/tlssession.h"
+#include "net/url.h"
+#include "platform/platform.h"
 
-#define MAX_REDIRECTS 5
-#define FILE_CHUNK (256 * 1024)
-#define RETRY_AFTER_RECORD_CAP_MS (24LL * 3600 * 1000)
 #define POLL_MAX_MS 1000
-#define MAX_CLOCK_OFFSET_MS (3600LL * 1000) /* a Date further off is not believed */
-/* Never names the proxy URL: it may carry the password. */
-#define PROXY_AUTH_ADVICE                                                                                              \
-    "the proxy refused outpost's credentials (HTTP 407 Proxy Authentication Required); put the right user name and "   \
-    "password in the `proxy` URL (http://user:password@host:port) or in HTTPS_PROXY"
 
-/* ---- Response headers we read ------------------------------------------------- */
-
-enum {
-    H_RETRY_AFTER,
-    H_RL_REMAINING,
-    H_RL_RESET,
-    H_LOCATION,
-    H_CONTENT_LENGTH,
-    H_CONTENT_RANGE,
-    H_CONTENT_TYPE,
-    H_ETAG,
-    H_LAST_MODIFIED,
-    H_CONTENT_DISPOSITION,
-    H_INSTALLER_VERSION,
-    H_DATE,
-    H__COUNT
-};
-
-static const char *const header_names[H__COUNT] = {
-    "retry-after",    "x-ratelimit-remaining", "x-ratelimit-reset",   "location",
-    "content-length", "content-range",         "content-type",        "etag",
-    "last-modified",  "content-disposition",   "x-installer-version", "date",
-};
-
-/* ---- Xfers ---------------------------------------------------------------------- */
-
-typedef enum {
-    XFER_JSON,  /* submitted JSON request */
-    XFER_TOKEN, /* the client's own token exchange */
-    XFER_STREAM /* http_stream_get, http_url_get */
-} xfer_kind;
-
-typedef struct stream_ctx stream_ctx;
-
-typedef struct xfer {
-    struct xfer *next;     /* waiting list link */
-    struct xfer *run_next; /* running list link */
-    struct xfer *run_prev;
-    http_client *client;
-    xfer_kind kind;
-    http_method method;
-    char *route;    /* as submitted, query included */
-    char *endpoint; /* route without the query: the pacing key */
-    char *label;    /* name in errors and the trace */
-    char *body;     /* POST body (the token exchange's holds the key) */
-    size_t body_len;
-    http_done_fn done;
-    void *user;
-    stream_ctx *stream; /* XFER_STREAM only */
-    bool direct;        /* a URL GET: no token, no pacing, one attempt, mirror redirect rules */
-
-    int attempts;           /* attempts started, redirect hops excluded */
-    int auth_renewals;      /* 401s answered by a renewal */
-    int64_t waited_ms;      /* time spent waiting to retry */
-    int64_t not_before;     /* monotonic ms before which it must not start */
-    int64_t retry_after_ms; /* last Retry-After seen, -1 none */
-
-    /* The current attempt. */
-    CURL *easy;
-    struct curl_slist *request_headers;
-    bool running; /* in the multi handle / being faked */
-    ratelimit_ticket ticket;
-    int64_t started_ms;
-    uint64_t token_generation; /* token sent, 0 if none */
-    char *url;                 /* this attempt's URL (redirects change it) */
-    bool same_origin;          /* url is on base_url's scheme, host and port */
-    int redirects;
-    bool hop_pending;            /* the next start follows a redirect (not a retry) */
-    long status;                 /* status of the response being read */
-    bool headers_done;           /* blank line after a final status seen */
-    bool final_ended;            /* the final response's headers ended: later header
-                                    lines are trailers, a later status line a second
-                                    response */
-    bool second_response;        /* a second final response came on this attempt */
-    char *headers[H__COUNT];     /* values of this response's headers */
-    char *hop_installer_version; /* X-Installer-Version from a redirect hop */
-    dynbuf response;             /* JSON body, or a failed answer's start; secret for the token exchange */
-    bool too_large;              /* body went over the cap */
-    bool stopped;                /* a stream callback said stop */
-    bool delivering;             /* stream body goes to on_data */
-    bool out_of_memory;
-    bool body_capped;    /* a body not handed on reached HTTP_ERROR_BODY_KEEP: stopped there */
-    int64_t deadline_ms; /* on the client's clock: past it the attempt is aborted */
-    bool deadline_hit;
-    int64_t paced_from_ms; /* the receive cap: when the body started, */
-    int64_t paced_bytes;   /* how much of it was taken since, */
-    int64_t resume_at_ms;  /* and, while paused, when to take more */
-    bool paused;
-    char errbuf[CURL_ERROR_SIZE];
-} xfer;
-
-struct stream_ctx {
-    const http_stream_callbacks *callbacks;
-    const char *range; /* request headers, borrowed from the caller's request */
-    const char *if_range;
-    const char *if_none_match;
-    const char *if_modified_since;
-    int64_t max_bytes_per_second;
-    int64_t expected_bytes; /* > 0: the deadline grows by it at min_speed */
-    bool scale_deadline;    /* the deadline grows by the announced length (the API's installer) */
-    http_stream_result result;
-    bool finished;
-    error_code code;
-    error_info err;
-};
-
-struct http_client {
-    char *base_url; /* without trailing slash */
-    char *origin;   /* "https://host:443" of base_url */
-    config_http cfg;
-    char *ca_file;
-    char *ca_bundle; /* OS root store as PEM when the TLS library has none (Windows); NULL otherwise */
-    size_t ca_bundle_len;
-    const char *ca_system; /* the system bundle file otherwise (platform_system_ca_file); NULL: none */
-    char *pinned_key;
-    char *proxy;
-    tlssession *tls; /* the TLS session kept between runs (tlssession.h); NULL: none kept */
-    char *api_key;   /* wiped on free */
-    token_state token;
-    xfer *token_xfer; /* exchange queued or running, NULL if none */
-
-    const clock_source *clock;
-    int verbosity;
-    FILE *trace;
-    http_fake_fn fake;
-    void *fake_ctx;
-
-    bool curl_initialised; /* curl_global_init done: undone on free */
-    CURLM *multi;
-    CURLSH *share;
-    CURL *idle[8]; /* easy handles kept for reuse */
-    int idle_count;
-    ratelimit *rl;
-    bool have_offset;         /* server_offset_ms is known */
-    int64_t server_offset_ms; /* lower bound of (server clock - our clock), from Date */
-
-    xfer *waiting_head, *waiting_tail;
-    xfer *running_head; /* attempts in flight */
-    size_t running;     /* how many */
-    size_t pending;     /* submitted JSON xfers not yet completed */
-    bool driving;       /* inside drive(): no nested drive */
-    http_stats stats;
-};
-
-/* ---- Small helpers ---------------------------------------------------------------- */
-
-static void trace(http_client *c, int level, const char *fmt, ...) OUTPOST_PRINTF(3, 4);
-
-static void trace(http_client *c, int level, const char *fmt, ...)
-{
-    if (c->verbosity < level)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    if (!c->trace) {
-        /* stderr through log.c: escaped, and into the log file too. */
-        char line[2048];
-        vsnprintf(line, sizeof line, fmt, ap);
-        va_end(ap);
-        log_always("%s", line);
-        return;
-    }
-    fputs("outpost: ", c->trace);
-    vfprintf(c->trace, fmt, ap);
-    fputc('\n', c->trace);
-    va_end(ap);
-    fflush(c->trace);
-}
-
-/* The speed a transfer must keep up: http.min_speed, or half its receive
- * cap when that is lower (a throttled download is slow on purpose). */
-static int64_t min_speed(const http_client *c, const xfer *x)
-{
-    int64_t v = c->cfg.min_speed > 0 ? c->cfg.min_speed : 1024;
-    int64_t cap = x->stream ? x->stream->max_bytes_per_second : 0;
-    if (cap > 0 && v > cap / 2)
-        v = cap / 2 > 0 ? cap / 2 : 1;
-    return v;
-}
-
-/* The time bytes take at the minimum speed, added to an installer's
- * deadline. Divided before it is scaled and capped at 30 days, so a hostile
- * Content-Length near INT64_MAX cannot overflow the deadline. */
-static int64_t transfer_allowance_ms(const http_client *c, const xfer *x, int64_t bytes)
-{
-    const int64_t cap_s = 30 * 86400;
-    int64_t s = bytes / min_speed(c, x) + 1;
-    return (s > cap_s ? cap_s : s) * 1000;
-}
-
-static char *dup_n(const char *s, size_t n)
-{
-    return text_dup_n(s, n);
-}
-
-static const char *reason_phrase(long status)
-{
-    switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 407: return "Proxy Authentication Required";
-    case 409: return "Conflict";
-    case 413: return "Payload Too Large";
-    case 416: return "Range Not Satisfiable";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "";
-    }
-}
-
-static bool is_retryable_status(long status)
-{
-    return status == 429 || status == 500 || status == 502 || status == 503;
-}
-
-void http_envelope_first_error(const char *body, size_t len, char *buf, size_t size)
-{
-    if (size == 0)
-        return;
-    buf[0] = '\0';
-    if (!body || len == 0)
-        return;
-    cJSON *root = cJSON_ParseWithLength(body, len);
-    if (!root)
-        return;
-    const cJSON *errors = cJSON_GetObjectItemCaseSensitive(root, "errors");
-    const cJSON *first = cJSON_IsArray(errors) ? cJSON_GetArrayItem(errors, 0) : NULL;
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(first, "code");
-    const cJSON *message = cJSON_GetObjectItemCaseSensitive(first, "message");
-    const char *cs = cJSON_IsString(code) ? code->valuestring : NULL;
-    const char *ms = cJSON_IsString(message) ? message->valuestring : NULL;
-    if (cs && ms)
-        snprintf(buf, size, "%.60s: %.200s", cs, ms);
-    else if (ms || cs)
-        snprintf(buf, size, "%.200s", ms ? ms : cs);
-    cJSON_Delete(root);
-}
-
-/* ---- URLs ---------------------------------------------------------------------- */
-
-/*
- * Reads the decimal digits at *p (at least one, at most max_value) into *out
- * and moves *p past them. Values from the network go through this rather
- * than sscanf("%lld") / "%u", whose behaviour on overflow is undefined, or
- * strtoll, which also takes signs and white space no header may carry.
- */
-static bool parse_digits(const char **p, int64_t max_value, int64_t *out)
-{
-    const char *s = *p;
-    int64_t v = 0;
-    if (*s < '0' || *s > '9')
-        return false;
-    for (; *s >= '0' && *s <= '9'; s++) {
-        int digit = *s - '0';
-        if (v > (max_value - digit) / 10)
-            return false;
-        v = v * 10 + digit;
-    }
-    *p = s;
-    *out = v;
-    return true;
-}
-
-/* A whole string of digits (a Content-Length); -1 when it is anything else. */
-static int64_t parse_int64(const char *s)
-{
-    int64_t v;
-    if (!s || !parse_digits(&s, INT64_MAX, &v) || *s)
-        return -1;
-    return v;
-}
-
-static bool host_is_loopback(const char *host)
-{
-    if (text_equal_nocase(host, "localhost") || strcmp(host, "[::1]") == 0 || strcmp(host, "::1") == 0)
-        return true;
-    const char *p = host;
-    int64_t part[4];
-    for (int i = 0; i < 4; i++) {
-        if ((i > 0 && *p++ != '.') || !parse_digits(&p, 255, &part[i]))
-            return false;
-    }
-    return *p == '\0' && part[0] == 127;
-}
-
-/* Scheme, host and port of url as "scheme://host:port"; NULL if unparsable. */
-static char *url_origin(const char *url, char **scheme_out, char **host_out)
-{
-    CURLU *u = curl_url();
-    if (!u)
-        return NULL;
-    char *scheme = NULL, *host = NULL, *port = NULL, *origin = NULL;
-    if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
-        size_t n = strlen(scheme) + strlen(host) + strlen(port) + 5;
-        origin = malloc(n);
-        if (origin) {
-            snprintf(origin, n, "%s://%s:%s", scheme, host, port);
-            for (char *p = origin; *p; p++)
-                if (*p >= 'A' && *p <= 'Z')
-                    *p = (char)(*p - 'A' + 'a');
-        }
-        if (scheme_out)
-            *scheme_out = text_dup(scheme);
-        if (host_out)
-            *host_out = text_dup(host);
-    }
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
-    curl_url_cleanup(u);
-    return origin;
-}
-
-error_code http_check_url(const char *url, error_info *err)
-{
-    char *scheme = NULL, *host = NULL;
-    char *origin = url ? url_origin(url, &scheme, &host) : NULL;
-    error_code rc = ERR_OK;
-    if (!origin || !scheme || !host)
-        rc = error_set(err, ERR_CONFIG, "\"%.200s\" is not a usable URL", url ? url : "(none)");
-    else if (text_equal_nocase(scheme, "https"))
-        rc = ERR_OK;
-    else if (text_equal_nocase(scheme, "http") && host_is_loopback(host))
-        rc = ERR_OK;
-    else if (text_equal_nocase(scheme, "http"))
-        rc = error_set(err, ERR_CONFIG,
-                       "\"%.200s\" uses http:// to a host that is not loopback; only https:// is allowed there", url);
-    else
-        rc = error_set(err, ERR_CONFIG, "\"%.200s\" is not an https:// URL", url);
-    free(origin);
-    free(scheme);
-    free(host);
-    return rc;
-}
-
-/* Resolves a Location value against the URL it came from; malloc'd. */
-static char *url_resolve(const char *from, const char *location)
-{
-    CURLU *u = curl_url();
-    if (!u)
-        return NULL;
-    char *out = NULL, *resolved = NULL;
-    if (curl_url_set(u, CURLUPART_URL, from, 0) == CURLUE_OK &&
-        curl_url_set(u, CURLUPART_URL, location, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_URL, &resolved, 0) == CURLUE_OK)
-        out = text_dup(resolved);
-    curl_free(resolved);
-    curl_url_cleanup(u);
-    return out;
-}
-
-/* url as it may be shown or recorded: without user info, query and
- * fragment (signed storage URLs carry their secrets there). malloc'd. */
-static char *url_without_query(const char *url)
-{
-    CURLU *u = curl_url();
-    char *out = NULL;
-    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK) {
-        curl_url_set(u, CURLUPART_USER, NULL, 0);
-        curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
-        curl_url_set(u, CURLUPART_OPTIONS, NULL, 0);
-        curl_url_set(u, CURLUPART_QUERY, NULL, 0);
-        curl_url_set(u, CURLUPART_FRAGMENT, NULL, 0);
-        char *clean = NULL;
-        if (curl_url_get(u, CURLUPART_URL, &clean, 0) == CURLUE_OK)
-            out = text_dup(clean);
-        curl_free(clean);
-    }
-    curl_url_cleanup(u);
-    if (!out) /* not parsable: cut at the first '?', '#' or '@' */
-        out = dup_n(url, strcspn(url, "?#@"));
-    return out;
-}
-
-/* ---- Xfer lifetime ------------------------------------------------------------- */
-
-static void xfer_clear_headers(xfer *x)
-{
-    for (int i = 0; i < H__COUNT; i++) {
-        free(x->headers[i]);
-        x->headers[i] = NULL;
-    }
-}
+/* ---- Xfers and their lists ------------------------------------------------------- */
 
 static void xfer_free(xfer *x)
 {
     if (!x)
         return;
-    xfer_clear_headers(x);
-    free(x->hop_installer_version);
+    response_clear(x);
+    url_forget_hops(x);
     if (x->body) {
         dynbuf_wipe(x->body, x->body_len);
         free(x->body);
@@ -466,7 +68,7 @@ static xfer *xfer_new(http_client *c, xfer_kind kind, http_method method, const 
     x->method = method;
     x->retry_after_ms = -1;
     x->route = text_dup(route);
-    x->endpoint = x->route ? dup_n(route, strcspn(route, "?#")) : NULL;
+    x->endpoint = x->route ? text_dup_n(route, strcspn(route, "?#")) : NULL;
     x->label = label ? text_dup(label) : (x->endpoint ? text_dup(x->endpoint) : NULL);
     if (!x->route || !x->endpoint || !x->label) {
         xfer_free(x);
@@ -504,428 +106,6 @@ static void waiting_remove(http_client *c, xfer *x, xfer *prev)
     x->next = NULL;
 }
 
-/* ---- Reading a response (shared by libcurl and the fake) -------------------------- */
-
-static void stream_deliver_headers(xfer *x);
-
-/* The status code of a status line ("HTTP/1.1 200 OK", "HTTP/2 206"); 0 if
- * it has none. */
-static long status_code(const char *line, size_t len)
-{
-    const char *sp = memchr(line, ' ', len);
-    char digits[4];
-    if (!sp || (size_t)(line + len - sp) < 4)
-        return 0;
-    memcpy(digits, sp + 1, 3);
-    digits[3] = '\0';
-    const char *p = digits;
-    int64_t v;
-    return parse_digits(&p, 999, &v) && *p == '\0' && v >= 100 ? (long)v : 0;
-}
-
-/*
- * Whether a response whose headers just ended is the transfer's last. One
- * libcurl transfer shows one final response: the proxy's CONNECT answers
- * are suppressed (CURLOPT_SUPPRESS_CONNECT_HEADERS), redirects are ours.
- * What may come before it is an interim 1xx, or a 401 / 407 that libcurl
- * answers itself with credentials (proxy authentication to a plain http://
- * origin) and follows with the real request on the same transfer.
- */
-static bool is_final_status(long status)
-{
-    return status >= 200 && status != 401 && status != 407;
-}
-
-/* One header line, CRLF included or not. Returns false to abort. */
-static bool on_header_line(xfer *x, const char *line, size_t len)
-{
-    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n'))
-        len--;
-    if (x->final_ended) {
-        if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
-            /* Never mixed with the first: its headers may already be in the
-             * caller's hands (a download has started writing). */
-            x->second_response = true;
-            return false;
-        }
-        return true; /* trailers after a chunked body: not the response's headers */
-    }
-    if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
-        /* The handshake is over once an answer arrives: keep its session. */
-        tlssession_outcome kept = tlssession_keep(x->client->tls, x->easy);
-        if (kept != TLSSESSION_NONE)
-            trace(x->client, 2, "TLS session %s",
-                  kept == TLSSESSION_RESUMED ? "resumed from an earlier run" : "kept for the next run");
-        /* A new response (after an interim one): start over, body included. */
-        x->status = status_code(line, len);
-        x->headers_done = false;
-        xfer_clear_headers(x);
-        dynbuf_free(&x->response);
-        return true;
-    }
-    if (len == 0) {
-        if (x->status >= 200) {
-            x->headers_done = true;
-            x->final_ended = is_final_status(x->status);
-            if (x->kind == XFER_STREAM && x->final_ended)
-                stream_deliver_headers(x);
-            if (x->kind != XFER_STREAM && x->headers[H_CONTENT_LENGTH] && x->status >= 200 && x->status < 300 &&
-                parse_int64(x->headers[H_CONTENT_LENGTH]) > x->client->cfg.max_response_bytes)
-                x->too_large = true;
-        }
-        return !x->stopped && !x->too_large;
-    }
-    const char *colon = memchr(line, ':', len);
-    if (!colon)
-        return true;
-    size_t name_len = (size_t)(colon - line);
-    for (int i = 0; i < H__COUNT; i++) {
-        if (strlen(header_names[i]) == name_len && text_equal_nocase_n(line, header_names[i], name_len)) {
-            const char *v = colon + 1;
-            const char *end = line + len;
-            while (v < end && (*v == ' ' || *v == '\t'))
-                v++;
-            while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
-                end--;
-            free(x->headers[i]);
-            x->headers[i] = dup_n(v, (size_t)(end - v));
-            if (!x->headers[i])
-                x->out_of_memory = true;
-            break;
-        }
-    }
-    return true;
-}
-
-/* Body bytes. Returns false to abort the transfer. */
-static bool on_body(xfer *x, const char *data, size_t len)
-{
-    if (x->kind == XFER_STREAM && x->delivering) {
-        stream_ctx *s = x->stream;
-        if (s->callbacks->on_data && s->callbacks->on_data(s->callbacks->user, data, len) == HTTP_STREAM_STOP) {
-            x->stopped = true;
-            s->result.stopped = true;
-            s->result.body_bytes += (int64_t)len;
-            return false;
-        }
-        s->result.body_bytes += (int64_t)len;
-        return true;
-    }
-    bool success = x->status >= 200 && x->status < 300;
-    if (x->kind == XFER_STREAM || !success) {
-        /* A redirect's or failure's body: keep the start for the message,
-         * and read no further (an endless error page must not hold the run). */
-        size_t room = x->response.len < HTTP_ERROR_BODY_KEEP ? HTTP_ERROR_BODY_KEEP - x->response.len : 0;
-        bool capped = len > room;
-        if (capped)
-            len = room;
-        if (len && !dynbuf_append(&x->response, data, len))
-            x->out_of_memory = true;
-        if (capped)
-            x->body_capped = true;
-        return !x->out_of_memory && !capped;
-    }
-    if ((int64_t)(x->response.len + len) > x->client->cfg.max_response_bytes) {
-        x->too_large = true;
-        return false;
-    }
-    if (!dynbuf_append(&x->response, data, len)) {
-        x->out_of_memory = true;
-        return false;
-    }
-    return true;
-}
-
-static size_t curl_header_cb(char *buffer, size_t size, size_t nitems, void *userdata)
-{
-    size_t n = size * nitems;
-    return on_header_line(userdata, buffer, n) ? n : 0;
-}
-
-/*
- * The receive cap (installer.max_bytes_per_second): a body is taken no
- * faster than the cap from its first byte on. libcurl's own limit reads a
- * whole burst of buffers before it looks at the rate, so a file of a few
- * MiB came at full speed; pausing the transfer here (drive() resumes it)
- * holds the rate for any length, as file_attempt does for file://.
- */
-static bool pace_wait(xfer *x, size_t len)
-{
-    int64_t cap = x->kind == XFER_STREAM && x->delivering ? x->stream->max_bytes_per_second : 0;
-    if (cap <= 0)
-        return false;
-    int64_t now = clock_now_ms(x->client->clock);
-    int64_t due = x->paced_from_ms + x->paced_bytes * 1000 / cap;
-    if (due > now) {
-        x->resume_at_ms = due;
-        x->paused = true;
-        return true;
-    }
-    x->paced_bytes += (int64_t)len;
-    return false;
-}
-
-static size_t curl_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-    size_t n = size * nmemb;
-    if (pace_wait(userdata, n))
-        return CURL_WRITEFUNC_PAUSE; /* libcurl keeps the chunk and hands it again on resume */
-    return on_body(userdata, ptr, n) ? n : 0;
-}
-
-/* Resumes the paused transfers whose time came; returns the ms until the
- * next one is due (-1: none paused). */
-static int64_t pace_resume(http_client *c)
-{
-    int64_t wake = -1;
-    int64_t now = clock_now_ms(c->clock);
-    for (xfer *x = c->running_head; x; x = x->run_next) {
-        if (!x->paused || !x->easy)
-            continue;
-        if (x->resume_at_ms <= now) {
-            x->paused = false;
-            curl_easy_pause(x->easy, CURLPAUSE_CONT);
-            continue;
-        }
-        int64_t w = x->resume_at_ms - now;
-        wake = wake < 0 || w < wake ? w : wake;
-    }
-    return wake;
-}
-
-/* ---- Streams: headers to the caller ------------------------------------------------ */
-
-/*
- * Content-Range (RFC 9110 section 14.4): "bytes FIRST-LAST/COMPLETE",
- * the same with an asterisk for COMPLETE (unknown), or an asterisk for
- * FIRST-LAST (a 416's "bytes *" "/COMPLETE"). Anything else, a value that
- * does not fit in 63 bits, or LAST before FIRST leaves all three at -1
- * (the download then does not take the answer as continuing its partial).
- */
-static void parse_content_range(const char *value, http_stream_headers *h)
-{
-    h->range_start = h->range_end = h->range_total = -1;
-    if (!value || !text_starts_with(value, "bytes "))
-        return;
-    const char *p = value + 6;
-    while (*p == ' ')
-        p++;
-    int64_t first = -1, last = -1, total = -1;
-    if (*p == '*') {
-        p++;
-    } else if (!parse_digits(&p, INT64_MAX, &first) || *p++ != '-' || !parse_digits(&p, INT64_MAX, &last) ||
-               last < first) {
-        return;
-    }
-    if (*p++ != '/')
-        return;
-    if (*p == '*' && first >= 0)
-        p++;
-    else if (!parse_digits(&p, INT64_MAX, &total) || (first >= 0 && last >= total))
-        return;
-    if (*p)
-        return;
-    h->range_start = first;
-    h->range_end = last;
-    h->range_total = total;
-}
-
-/* Called at the end of a stream response's headers: hands the final
- * response's headers to the caller when it is one to deliver. */
-static void stream_deliver_headers(xfer *x)
-{
-    stream_ctx *s = x->stream;
-    if (x->status >= 300 && x->status < 400 && x->headers[H_INSTALLER_VERSION]) {
-        /* A redirect that names the version: kept in case the storage
-         * host's answer does not (the final answer's own value wins). */
-        free(x->hop_installer_version);
-        x->hop_installer_version = text_dup(x->headers[H_INSTALLER_VERSION]);
-    }
-    if (x->status != 200 && x->status != 206 && x->status != 416 && !(x->direct && x->status == 304))
-        return;
-    http_stream_headers h;
-    memset(&h, 0, sizeof h);
-    h.status = x->status;
-    h.content_length = parse_int64(x->headers[H_CONTENT_LENGTH]);
-    h.content_range = x->headers[H_CONTENT_RANGE];
-    parse_content_range(h.content_range, &h);
-    h.content_type = x->headers[H_CONTENT_TYPE];
-    h.etag = x->headers[H_ETAG];
-    h.last_modified = x->headers[H_LAST_MODIFIED];
-    h.content_disposition = x->headers[H_CONTENT_DISPOSITION];
-    h.installer_version = x->headers[H_INSTALLER_VERSION] ? x->headers[H_INSTALLER_VERSION] : x->hop_installer_version;
-    char *url = url_without_query(x->url);
-    h.url = url ? url : "";
-    h.redirects = x->redirects;
-    s->result.status = x->status;
-    s->result.headers_delivered = true;
-    x->delivering = x->status != 416 && x->status != 304;
-    x->paced_from_ms = clock_now_ms(x->client->clock);
-    x->paced_bytes = 0;
-    if (x->delivering && s->scale_deadline && h.content_length > 0)
-        x->deadline_ms += transfer_allowance_ms(x->client, x, h.content_length);
-    if (s->callbacks->on_headers && s->callbacks->on_headers(s->callbacks->user, &h) == HTTP_STREAM_STOP) {
-        x->stopped = true;
-        s->result.stopped = true;
-    }
-    free(url);
-}
-
-/* ---- Client ------------------------------------------------------------------------ */
-
-static char *trimmed_base_url(const char *url)
-{
-    size_t n = strlen(url);
-    while (n > 0 && url[n - 1] == '/')
-        n--;
-    return dup_n(url, n);
-}
-
-error_code http_client_new(const config *cfg, const char *api_key, const http_options *opts, http_client **client,
-                           error_info *err)
-{
-    bool platform = api_key != NULL; /* NULL: URL GETs only (the mirror) */
-    if (!cfg || (platform && (!cfg->base_url || !cfg->base_url[0])))
-        return error_set(err, ERR_CONFIG,
-                         "`base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com");
-    error_code rc = platform ? http_check_url(cfg->base_url, err) : ERR_OK;
-    if (rc != ERR_OK)
-        return error_prefix(err, "base_url");
-    if (platform && !api_key[0])
-        return error_set(err, ERR_CONFIG, "the API key is empty; set OUTPOST_API_KEY or api_key_file");
-
-    http_client *c = calloc(1, sizeof *c);
-    if (!c)
-        return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
-    token_state_init(&c->token);
-    c->cfg = cfg->http;
-    if (c->cfg.max_attempts < 1)
-        c->cfg.max_attempts = 1;
-    if (c->cfg.max_response_bytes <= 0)
-        c->cfg.max_response_bytes = 64LL * 1024 * 1024;
-    if (c->cfg.max_in_flight < 1)
-        c->cfg.max_in_flight = 1;
-    if (c->cfg.transfer_timeout_s <= 0)
-        c->cfg.transfer_timeout_s = 600;
-    if (c->cfg.min_speed <= 0)
-        c->cfg.min_speed = 1024;
-    c->clock = opts && opts->clock ? opts->clock : clock_default();
-    c->verbosity = opts ? opts->verbosity : 0;
-    c->trace = opts ? opts->trace : NULL;
-    c->fake = opts ? opts->fake : NULL;
-    c->fake_ctx = opts ? opts->fake_ctx : NULL;
-    c->base_url = trimmed_base_url(platform ? cfg->base_url : "");
-    c->origin = platform && c->base_url ? url_origin(c->base_url, NULL, NULL) : text_dup("");
-    c->api_key = text_dup(platform ? api_key : "");
-    c->ca_file = cfg->tls_ca_file ? text_dup(cfg->tls_ca_file) : NULL;
-    c->pinned_key = cfg->tls_pinned_public_key ? text_dup(cfg->tls_pinned_public_key) : NULL;
-    c->proxy = cfg->proxy ? text_dup(cfg->proxy) : NULL;
-    c->rl = ratelimit_new(c->cfg.rate_limit_per_minute, 60000, c->cfg.max_in_flight);
-    if (!c->base_url || !c->origin || !c->api_key || !c->rl || (cfg->tls_ca_file && !c->ca_file) ||
-        (cfg->tls_pinned_public_key && !c->pinned_key) || (cfg->proxy && !c->proxy)) {
-        http_client_free(c);
-        return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
-    }
-    if (!c->fake) {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-            http_client_free(c);
-            return error_set(err, ERR_INTERNAL, "libcurl could not be initialised");
-        }
-        c->curl_initialised = true;
-        /* Without a CA file, trust the OS store: in memory on Windows, a
-         * file (platform_system_ca_file) elsewhere. */
-        error_info ignored;
-        if (!c->ca_file && platform_system_ca_bundle(&c->ca_bundle, &c->ca_bundle_len, &ignored) != ERR_OK)
-            c->ca_bundle = NULL;
-        if (!c->ca_file && !c->ca_bundle)
-            c->ca_system = platform_system_ca_file();
-        char *kept = opts && opts->keep_tls_session && cfg->state_dir
-                         ? platform_path_join(cfg->state_dir, TLSSESSION_FILE)
-                         : NULL;
-        c->tls = tlssession_new(kept, c->ca_file, c->ca_bundle, c->ca_bundle_len, c->ca_system);
-        free(kept);
-        c->multi = curl_multi_init();
-        c->share = curl_share_init();
-        if (!c->multi || !c->share) {
-            http_client_free(c);
-            return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
-        }
-        curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-        curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-        curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 32L);
-    }
-    *client = c;
-    return ERR_OK;
-}
-
-void http_client_free(http_client *c)
-{
-    if (!c)
-        return;
-    xfer *x = c->waiting_head;
-    while (x) {
-        xfer *next = x->next;
-        if (x->kind == XFER_TOKEN && c->token_xfer == x)
-            c->token_xfer = NULL;
-        xfer_free(x);
-        x = next;
-    }
-    /* Attempts still running (the client is freed mid-run) are dropped. */
-    x = c->running_head;
-    while (x) {
-        xfer *next = x->run_next;
-        if (x->easy) {
-            curl_multi_remove_handle(c->multi, x->easy);
-            curl_easy_cleanup(x->easy);
-        }
-        curl_slist_free_all(x->request_headers);
-        xfer_free(x);
-        x = next;
-    }
-    for (int i = 0; i < c->idle_count; i++)
-        curl_easy_cleanup(c->idle[i]);
-    if (c->multi)
-        curl_multi_cleanup(c->multi);
-    if (c->share)
-        curl_share_cleanup(c->share);
-    bool curl_initialised = c->curl_initialised;
-    token_state_clear(&c->token);
-    dynbuf_secret_free(c->api_key);
-    free(c->base_url);
-    free(c->origin);
-    tlssession_free(c->tls); /* borrows ca_bundle */
-    free(c->ca_file);
-    free(c->ca_bundle);
-    free(c->pinned_key);
-    free(c->proxy);
-    ratelimit_free(c->rl);
-    free(c);
-    if (curl_initialised)
-        curl_global_cleanup();
-}
-
-bool http_client_has_key(const http_client *c)
-{
-    return c && c->api_key && c->api_key[0];
-}
-
-void http_client_set_verbosity(http_client *c, int verbosity)
-{
-    c->verbosity = verbosity;
-}
-
-void http_client_stats(const http_client *c, http_stats *stats)
-{
-    *stats = c->stats;
-}
-
-size_t http_pending(const http_client *c)
-{
-    return c->pending;
-}
-
-/* ---- Running list ------------------------------------------------------------------ */
-
 static void running_add(http_client *c, xfer *x)
 {
     x->run_prev = NULL;
@@ -952,7 +132,130 @@ static void running_remove(http_client *c, xfer *x)
     c->running--;
 }
 
-/* ---- Completion --------------------------------------------------------------------- */
+/* ---- The client ------------------------------------------------------------------ */
+
+static char *trimmed_base_url(const char *url)
+{
+    size_t n = strlen(url);
+    while (n > 0 && url[n - 1] == '/')
+        n--;
+    return text_dup_n(url, n);
+}
+
+error_code http_client_new(const config *cfg, const http_service *service, const char *secret, const http_options *opts,
+                           http_client **client, error_info *err)
+{
+    bool platform = service != NULL; /* NULL: URL GETs only (the mirror) */
+    if (!cfg || (platform && (!cfg->base_url || !cfg->base_url[0])))
+        return error_set(err, ERR_CONFIG,
+                         "`base_url` is not set; it names the platform tenant, e.g. https://tenant.example.com");
+    error_code rc = platform ? url_check(cfg->base_url, err) : ERR_OK;
+    if (rc != ERR_OK)
+        return error_prefix(err, "base_url");
+    if (platform && (!secret || !secret[0]))
+        return error_set(err, ERR_CONFIG, "the secret of %s is empty", service->token_label);
+
+    http_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
+    token_state_init(&c->token);
+    c->cfg = cfg->http;
+    if (c->cfg.max_attempts < 1)
+        c->cfg.max_attempts = 1;
+    if (c->cfg.max_response_bytes <= 0)
+        c->cfg.max_response_bytes = 64LL * 1024 * 1024;
+    if (c->cfg.max_in_flight < 1)
+        c->cfg.max_in_flight = 1;
+    if (c->cfg.transfer_timeout_s <= 0)
+        c->cfg.transfer_timeout_s = 600;
+    if (c->cfg.min_speed <= 0)
+        c->cfg.min_speed = SPEED_DEFAULT_MINIMUM;
+    c->clock = opts && opts->clock ? opts->clock : clock_default();
+    c->verbosity = opts ? opts->verbosity : 0;
+    c->trace = opts ? opts->trace : NULL;
+    c->fake = opts && opts->fake ? opts->fake->answer : NULL;
+    c->fake_ctx = opts && opts->fake ? opts->fake->ctx : NULL;
+    c->base_url = trimmed_base_url(platform ? cfg->base_url : "");
+    c->origin = platform && c->base_url ? url_origin(c->base_url, NULL, NULL) : text_dup("");
+    c->service = service;
+    c->secret = text_dup(platform ? secret : "");
+    c->rl = ratelimit_new(c->cfg.rate_limit_per_minute, 60000, c->cfg.max_in_flight);
+    if (!c->base_url || !c->origin || !c->secret || !c->rl) {
+        http_client_free(c);
+        return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
+    }
+    if ((rc = proxy_new(cfg->proxy, &c->proxy, err)) != ERR_OK ||
+        (!c->fake && (rc = curl_pool_open(c, err)) != ERR_OK)) {
+        http_client_free(c);
+        return rc;
+    }
+    if (!c->fake) {
+        char *kept = opts && opts->keep_tls_session && cfg->state_dir
+                         ? platform_path_join(cfg->state_dir, TLSSESSION_FILE)
+                         : NULL;
+        rc = tls_new(cfg->tls_ca_file, cfg->tls_pinned_public_key, kept, &c->tls, err);
+        free(kept);
+        if (rc != ERR_OK) {
+            http_client_free(c);
+            return rc;
+        }
+    }
+    *client = c;
+    return ERR_OK;
+}
+
+void http_client_free(http_client *c)
+{
+    if (!c)
+        return;
+    xfer *x = c->waiting_head;
+    while (x) {
+        xfer *next = x->next;
+        if (x->kind == XFER_TOKEN && c->token_xfer == x)
+            c->token_xfer = NULL;
+        xfer_free(x);
+        x = next;
+    }
+    /* Attempts still running (the client is freed mid-run) are dropped. */
+    x = c->running_head;
+    while (x) {
+        xfer *next = x->run_next;
+        curl_attempt_drop(c, x);
+        xfer_free(x);
+        x = next;
+    }
+    curl_pool_close(c);
+    token_state_clear(&c->token);
+    dynbuf_secret_free(c->secret);
+    free(c->base_url);
+    free(c->origin);
+    tls_free(c->tls);
+    proxy_free(c->proxy);
+    ratelimit_free(c->rl);
+    free(c);
+}
+
+bool http_client_has_key(const http_client *c)
+{
+    return c && c->secret && c->secret[0];
+}
+
+void http_client_set_verbosity(http_client *c, int verbosity)
+{
+    c->verbosity = verbosity;
+}
+
+void http_client_stats(const http_client *c, http_stats *stats)
+{
+    *stats = c->stats;
+}
+
+size_t http_pending(const http_client *c)
+{
+    return c->pending;
+}
+
+/* ---- An attempt's start and end ---------------------------------------------------- */
 
 static void token_complete(http_client *c, xfer *x, error_code code, const error_info *err);
 
@@ -990,859 +293,21 @@ static void xfer_complete(http_client *c, xfer *x, error_code code, const error_
     }
 }
 
-static void xfer_fail(http_client *c, xfer *x, error_code code, const char *fmt, ...) OUTPOST_PRINTF(4, 5);
-
-static void xfer_fail(http_client *c, xfer *x, error_code code, const char *fmt, ...)
-{
-    error_info e;
-    error_clear(&e);
-    char text[ERROR_MESSAGE_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    error_set(&e, code, "%s: %s", x->label, text);
-    xfer_complete(c, x, code, &e);
-}
-
-static void set_initial_url(http_client *c, xfer *x)
-{
-    size_t n = strlen(c->base_url) + strlen(x->route) + 1;
-    char *url = x->direct ? text_dup(x->route) : malloc(n);
-    if (url && !x->direct)
-        snprintf(url, n, "%s%s", c->base_url, x->route);
-    free(x->url);
-    x->url = url;
-    x->same_origin = !x->direct;
-    x->redirects = 0;
-    free(x->hop_installer_version);
-    x->hop_installer_version = NULL;
-}
-
-/* Records a Retry-After the run cannot honour, for the caller's state. */
-static void record_retry_after(http_client *c, int64_t retry_after_ms)
-{
-    if (retry_after_ms > RETRY_AFTER_RECORD_CAP_MS)
-        retry_after_ms = RETRY_AFTER_RECORD_CAP_MS;
-    int64_t until = clock_utc_ms(c->clock) + retry_after_ms;
-    if (until > c->stats.retry_after_until_ms)
-        c->stats.retry_after_until_ms = until;
-}
-
-/* Schedules another attempt after backoff, or gives up with ERR_TEMPORARY. */
-static void xfer_retry(http_client *c, xfer *x, int64_t now, const char *reason)
-{
-    int64_t budget_ms = c->cfg.max_retry_wait_s * 1000;
-    int64_t spent_s = x->waited_ms / 1000;
-    if (x->direct) {
-        /* A URL GET is not retried here: the next mirror, or the next run, is. */
-        xfer_fail(c, x, ERR_TEMPORARY, "%s; try again later", reason);
-        return;
-    }
-    if (x->attempts >= c->cfg.max_attempts) {
-        if (x->retry_after_ms > 0)
-            record_retry_after(c, x->retry_after_ms);
-        xfer_fail(c, x, ERR_TEMPORARY, "%s; gave up after %d attempts over %" PRId64 " s; try again later", reason,
-                  x->attempts, spent_s);
-        return;
-    }
-    int64_t delay;
-    if (x->retry_after_ms >= 0)
-        delay = x->retry_after_ms;
-    else
-        delay = backoff_delay_ms(x->attempts, BACKOFF_BASE_MS, BACKOFF_CAP_MS, c->clock);
-    if (x->waited_ms + delay > budget_ms) {
-        if (x->retry_after_ms >= 0) {
-            record_retry_after(c, x->retry_after_ms);
-            char until[TIMEFMT_ISO8601_SIZE];
-            timefmt_iso8601(c->stats.retry_after_until_ms / 1000, until);
-            xfer_fail(c, x, ERR_TEMPORARY,
-                      "%s and the platform asked to wait %" PRId64 " s (Retry-After), longer than this run may wait "
-                      "(http.max_retry_wait %" PRId64 " s); try again after %s",
-                      reason, (x->retry_after_ms + 999) / 1000, c->cfg.max_retry_wait_s, until);
-        } else {
-            xfer_fail(c, x, ERR_TEMPORARY,
-                      "%s; gave up after %d attempts and %" PRId64
-                      " s of waiting (http.max_retry_wait); try again later",
-                      reason, x->attempts, spent_s);
-        }
-        return;
-    }
-    trace(c, 2, "http: %s %s: %s; retrying in %" PRId64 " ms", x->method == HTTP_POST ? "POST" : "GET", x->endpoint,
-          reason, delay);
-    x->waited_ms += delay;
-    if (delay > c->stats.retry_wait_longest_ms)
-        c->stats.retry_wait_longest_ms = delay;
-    if (x->waited_ms > c->stats.retry_wait_most_ms)
-        c->stats.retry_wait_most_ms = x->waited_ms;
-    x->not_before = now + delay;
-    if (x->kind == XFER_STREAM)
-        set_initial_url(c, x); /* start again from the platform (signed URLs expire) */
-    waiting_push_front(c, x);
-}
-
-static void xfer_redirect(http_client *c, xfer *x, int64_t now)
-{
-    const char *location = x->headers[H_LOCATION];
-    if (!location || !*location) {
-        xfer_fail(c, x, ERR_PROTOCOL, "redirect (HTTP %ld) without a Location header", x->status);
-        return;
-    }
-    if (x->redirects >= MAX_REDIRECTS) {
-        xfer_fail(c, x, ERR_PROTOCOL, "more than %d redirects; giving up", MAX_REDIRECTS);
-        return;
-    }
-    char *target = url_resolve(x->url, location);
-    error_info check;
-    bool web = target && (text_equal_nocase_n(target, "https://", 8) || text_equal_nocase_n(target, "http://", 7));
-    if (x->direct && target && !web) {
-        char *shown = url_without_query(target);
-        xfer_fail(c, x, ERR_PROTOCOL, "refused a redirect to %.200s: only https:// and http:// are followed",
-                  shown ? shown : "another scheme");
-        free(shown);
-        free(target);
-        return;
-    }
-    if (!target || (!x->direct && http_check_url(target, &check) != ERR_OK)) {
-        char *shown = target ? url_without_query(target) : NULL;
-        xfer_fail(c, x, ERR_PROTOCOL,
-                  "refused a redirect to %.200s: only https:// (or http:// to loopback) is followed",
-                  shown ? shown : location);
-        free(shown);
-        free(target);
-        return;
-    }
-    if (text_starts_with(x->url, "https://") && !text_starts_with(target, "https://")) {
-        /* Once on TLS, never off it (PRODUCT.md section 9): http:// is
-         * allowed to a loopback base_url for tests and local gateways, but
-         * an https:// answer redirecting to it would hand the rest of the
-         * download, and what it decides, to anything listening there. */
-        char *shown = url_without_query(target);
-        xfer_fail(c, x, ERR_PROTOCOL,
-                  "refused a redirect from https:// to %.200s: a transfer that started on https:// never continues "
-                  "without TLS; the platform or its storage host must redirect to https://",
-                  shown ? shown : "an http:// URL");
-        free(shown);
-        free(target);
-        return;
-    }
-    char *origin = url_origin(target, NULL, NULL);
-    free(x->url);
-    x->url = target;
-    x->same_origin = !x->direct && origin && strcmp(origin, c->origin) == 0;
-    free(origin);
-    x->redirects++;
-    x->hop_pending = true;
-    x->not_before = now;
-    waiting_push_front(c, x);
-}
-
-typedef enum {
-    OUTCOME_RESPONSE,   /* an HTTP answer came (maybe cut short by us) */
-    OUTCOME_NETWORK,    /* connect failure, reset, timeout, partial body: retryable */
-    OUTCOME_TLS,        /* certificate, host name or pin: final */
-    OUTCOME_CONFIG,     /* unusable URL or protocol */
-    OUTCOME_PROXY_AUTH, /* the proxy refused the CONNECT with 407: final */
-    OUTCOME_RESOLVE,    /* the host name does not resolve: final (a wrong URL) */
-    OUTCOME_NOT_FOUND,  /* a file:// path that does not exist: final */
-    OUTCOME_DEADLINE,   /* the overall deadline passed: final */
-    OUTCOME_OTHER,      /* anything else libcurl reports: final */
-    OUTCOME_NOMEM
-} attempt_outcome;
-
-static const char *method_name(const xfer *x)
-{
-    return x->method == HTTP_POST ? "POST" : "GET";
-}
-
-/*
- * The server's clock as far as we can be sure of it. X-RateLimit-Reset and
- * a Retry-After date are read on the server's clock; an endpoint whose own
- * clock runs ahead would otherwise call before the reset. Each Date header
- * (whole seconds, so the server's time was at least that when it answered)
- * gives a lower bound of the offset; the highest one seen is kept. Adding a
- * lower bound never makes a wait shorter than the server meant, and after a
- * few answers it is within milliseconds of the truth.
- */
-static int64_t server_utc_ms(http_client *c, const xfer *x)
-{
-    int64_t utc = clock_utc_ms(c->clock);
-    int64_t date_s;
-    if (x && x->same_origin && timefmt_parse_http_date(x->headers[H_DATE], &date_s)) {
-        int64_t offset = date_s * 1000 - utc;
-        if (offset < MAX_CLOCK_OFFSET_MS && -offset < MAX_CLOCK_OFFSET_MS) {
-            if (!c->have_offset || offset > c->server_offset_ms)
-                c->server_offset_ms = offset;
-            c->have_offset = true;
-        }
-    }
-    return c->have_offset ? utc + c->server_offset_ms : utc;
-}
-
-/* The attempt's HTTP answer, as the pacing wants it. */
-static void read_rate_answer(http_client *c, xfer *x, ratelimit_answer *a)
-{
-    memset(a, 0, sizeof *a);
-    a->retry_after_ms = -1;
-    int64_t utc = server_utc_ms(c, x);
-    a->has_remaining = ratelimit_parse_remaining(x->headers[H_RL_REMAINING], &a->remaining);
-    a->has_reset = ratelimit_parse_reset(x->headers[H_RL_RESET], utc, &a->reset_in_ms);
-    a->has_reset_utc = ratelimit_parse_reset_utc(x->headers[H_RL_RESET], utc, &a->reset_utc_ms);
-    a->too_many = x->status == 429;
-    int64_t ra;
-    if (backoff_parse_retry_after(x->headers[H_RETRY_AFTER], utc, &ra))
-        a->retry_after_ms = ra;
-}
-
-static void trace_attempt(http_client *c, xfer *x, attempt_outcome outcome, const char *message, int64_t ms)
-{
-    if (c->verbosity < 1)
-        return;
-    char where[300];
-    if (x->same_origin) {
-        snprintf(where, sizeof where, "%s", x->endpoint);
-    } else {
-        char *shown = url_without_query(x->url);
-        snprintf(where, sizeof where, "%s", shown ? shown : "(redirect)");
-        free(shown);
-    }
-    char result[200];
-    if (x->stopped)
-        snprintf(result, sizeof result, "%ld (stopped by the caller)", x->status);
-    else if (x->too_large)
-        snprintf(result, sizeof result, "%ld (over the size cap)", x->status);
-    else if (outcome == OUTCOME_RESPONSE)
-        snprintf(result, sizeof result, "%ld", x->status);
-    else
-        snprintf(result, sizeof result, "failed (%.150s)", message ? message : "");
-    char rate[120] = "";
-    if (x->headers[H_RL_REMAINING] || x->headers[H_RL_RESET] || x->headers[H_RETRY_AFTER])
-        snprintf(rate, sizeof rate, ", remaining %.20s, reset %.20s%s%.20s",
-                 x->headers[H_RL_REMAINING] ? x->headers[H_RL_REMAINING] : "-",
-                 x->headers[H_RL_RESET] ? x->headers[H_RL_RESET] : "-",
-                 x->headers[H_RETRY_AFTER] ? ", retry-after " : "",
-                 x->headers[H_RETRY_AFTER] ? x->headers[H_RETRY_AFTER] : "");
-    trace(c, 1, "http: %s %s -> %s in %" PRId64 " ms (attempt %d%s, %" PRIu64 " in flight%s)", method_name(x), where,
-          result, ms, x->attempts, x->redirects ? ", after redirect" : "", (uint64_t)c->running, rate);
-}
-
-/* Decides what an HTTP answer means for its xfer. */
-static void handle_response(http_client *c, xfer *x, int64_t now)
-{
-    long status = x->status;
-    char detail[300];
-    if (x->stopped) {
-        xfer_complete(c, x, ERR_OK, NULL);
-        return;
-    }
-    if (x->too_large) {
-        xfer_fail(c, x, ERR_PROTOCOL, "response larger than %" PRId64 " bytes (http.max_response_bytes)",
-                  c->cfg.max_response_bytes);
-        return;
-    }
-    if ((status >= 200 && status < 300) || (x->kind == XFER_STREAM && status == 416) ||
-        (x->direct && status == 304 && x->stream->result.headers_delivered)) {
-        xfer_complete(c, x, ERR_OK, NULL);
-        return;
-    }
-    if (status >= 300 && status < 400 && x->kind == XFER_STREAM) {
-        xfer_redirect(c, x, now);
-        return;
-    }
-    /* Never quote the token exchange's body: it might echo the key. */
-    detail[0] = '\0';
-    if (x->kind != XFER_TOKEN) {
-        char first[280];
-        http_envelope_first_error(x->response.data, x->response.len, first, sizeof first);
-        if (first[0])
-            snprintf(detail, sizeof detail, " (%s)", first);
-    }
-    if (status == 407) {
-        xfer_fail(c, x, ERR_AUTH, "%s", PROXY_AUTH_ADVICE);
-        return;
-    }
-    if (x->direct) {
-        char reason[120];
-        snprintf(reason, sizeof reason, "the server answered HTTP %ld %s", status, reason_phrase(status));
-        if (is_retryable_status(status) || status >= 500)
-            xfer_retry(c, x, now, reason);
-        else
-            xfer_fail(c, x, ERR_HTTP, "the server answered HTTP %ld %s; check the URL", status, reason_phrase(status));
-        return;
-    }
-    if (x->kind == XFER_TOKEN && (status == 400 || status == 401)) {
-        xfer_fail(c, x, ERR_AUTH, "the platform refused the API key (HTTP %ld); check OUTPOST_API_KEY or api_key_file",
-                  status);
-        return;
-    }
-    if (status == 401) {
-        if (x->auth_renewals < 1 && x->token_generation) {
-            x->auth_renewals++;
-            if (token_invalidate(&c->token, x->token_generation))
-                trace(c, 2, "token: refused with 401 on %s; renewing it once", x->endpoint);
-            x->not_before = now;
-            waiting_push_front(c, x);
-            return;
-        }
-        if (x->token_generation)
-            xfer_fail(c, x, ERR_AUTH, "the platform refused a freshly renewed access token (HTTP 401)%s", detail);
-        else
-            xfer_fail(c, x, ERR_AUTH, "the redirect target refused the request (HTTP 401)%s", detail);
-        return;
-    }
-    if (status == 403) {
-        xfer_fail(c, x, ERR_FORBIDDEN, "the platform denied access (HTTP 403)%s; the API key lacks permission for this",
-                  detail);
-        return;
-    }
-    if (is_retryable_status(status)) {
-        char reason[340];
-        snprintf(reason, sizeof reason, "the platform answered HTTP %ld %s%s", status, reason_phrase(status), detail);
-        xfer_retry(c, x, now, reason);
-        return;
-    }
-    if (status >= 300 && status < 400) {
-        xfer_fail(c, x, ERR_HTTP, "unexpected redirect (HTTP %ld)", status);
-        return;
-    }
-    xfer_fail(c, x, ERR_HTTP, "the platform answered HTTP %ld %s%s%s", status, reason_phrase(status), detail,
-              status == 404 ? "; check `base_url` (a path prefix such as /public belongs in it)" : "");
-}
-
-/* An attempt ended (libcurl or fake). message: libcurl's or the fake's text. */
-static void attempt_done(http_client *c, xfer *x, attempt_outcome outcome, const char *message)
+/* An attempt ended: outcome.c says what it means, and this acts on it. */
+static void attempt_finished(http_client *c, xfer *x, const attempt_end *end)
 {
     running_remove(c, x);
-    int64_t now = clock_now_ms(c->clock);
-    ratelimit_answer answer;
-    bool answered = x->status > 0 && x->headers_done;
-    if (answered)
-        read_rate_answer(c, x, &answer);
-    /* An answer without rate headers says "this server sends none" only
-     * when it comes from the API itself: 401s and gateway 5xx never carry
-     * them, whatever the server does otherwise. */
-    bool informative = answered && (answer.has_remaining || answer.too_many || (x->status != 401 && x->status < 500));
-    ratelimit_release(c->rl, &x->ticket, now, informative ? &answer : NULL);
-    x->retry_after_ms = answered && is_retryable_status(x->status) ? answer.retry_after_ms : -1;
-    if (answered && x->status == 429)
-        c->stats.responses_429++;
-    trace_attempt(c, x, outcome, message, now - x->started_ms);
-
-    if (x->out_of_memory || outcome == OUTCOME_NOMEM) {
-        xfer_fail(c, x, ERR_NOMEM, "out of memory");
-        return;
-    }
-    if (x->second_response) {
-        xfer_fail(c, x, ERR_PROTOCOL,
-                  "a second HTTP response arrived for one request (from the server or a proxy in between); it was "
-                  "refused rather than mixed with the first; run again, and check any proxy or gateway if it recurs");
-        return;
-    }
-    if (x->deadline_hit || outcome == OUTCOME_DEADLINE) {
-        int64_t limit_s = (x->deadline_ms - x->started_ms + 999) / 1000;
-        xfer_fail(c, x, ERR_TEMPORARY,
-                  "the transfer took longer than its deadline of %" PRId64 " s (http.transfer_timeout, plus the "
-                  "announced length at http.min_speed) and was stopped%s; try again later",
-                  limit_s,
-                  x->kind == XFER_STREAM && x->stream->result.headers_delivered ? " (what arrived is kept)" : "");
-        return;
-    }
-    if (x->stopped || x->too_large || x->body_capped || outcome == OUTCOME_RESPONSE) {
-        handle_response(c, x, now);
-        return;
-    }
-    if (x->kind == XFER_STREAM && x->stream->result.headers_delivered) {
-        xfer_fail(c, x, ERR_TEMPORARY, "connection lost after %" PRId64 " bytes of the body (%.200s); resume later",
-                  x->stream->result.body_bytes, message ? message : "");
-        return;
-    }
-    switch (outcome) {
-    case OUTCOME_NETWORK: {
-        char reason[300];
-        snprintf(reason, sizeof reason, "network failure (%.250s)", message ? message : "unknown");
-        xfer_retry(c, x, now, reason);
-        return;
-    }
-    case OUTCOME_TLS:
-        xfer_fail(c, x, ERR_TLS,
-                  "TLS failure (%.250s); check %s, tls.ca_file, tls.pinned_public_key and the server's certificate; "
-                  "retrying will not help",
-                  message ? message : "", x->direct ? "the URL" : "`base_url`");
-        return;
-    case OUTCOME_CONFIG: xfer_fail(c, x, ERR_CONFIG, "%.300s", message ? message : "unusable URL"); return;
-    case OUTCOME_RESOLVE:
-        /* A name that does not resolve is a wrong URL far more often than a
-         * passing DNS failure: retrying will not fix it (PRODUCT.md section 1). */
-        xfer_fail(c, x, ERR_NETWORK, "%.250s; check the host name in %s%s", message ? message : "cannot resolve",
-                  x->direct ? "the URL" : "`base_url`", c->proxy ? " and `proxy`" : "");
-        return;
-    case OUTCOME_NOT_FOUND: xfer_fail(c, x, ERR_NOT_FOUND, "%.300s", message ? message : "no such file"); return;
-    case OUTCOME_PROXY_AUTH: xfer_fail(c, x, ERR_AUTH, "%s", PROXY_AUTH_ADVICE); return;
-    default: xfer_fail(c, x, ERR_NETWORK, "%.300s", message ? message : "transfer failed"); return;
-    }
-}
-
-static attempt_outcome classify_curl(CURLcode cc, const char *errbuf)
-{
-    switch (cc) {
-    case CURLE_OK: return OUTCOME_RESPONSE;
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY: return OUTCOME_RESOLVE;
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_WEIRD_SERVER_REPLY:
-    case CURLE_WRITE_ERROR: return OUTCOME_NETWORK;
-    case CURLE_SSL_CONNECT_ERROR:
-        /* A handshake cut by the network (reset, EOF) is not a TLS verdict. */
-        if (errbuf &&
-            (strstr(errbuf, "reset") || strstr(errbuf, "SYSCALL") || strstr(errbuf, "EOF") || strstr(errbuf, "eof")))
-            return OUTCOME_NETWORK;
-        return OUTCOME_TLS;
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-    case CURLE_SSL_INVALIDCERTSTATUS:
-    case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_CRL_BADFILE:
-    case CURLE_SSL_ENGINE_NOTFOUND:
-    case CURLE_SSL_ENGINE_SETFAILED:
-    case CURLE_SSL_ENGINE_INITFAILED:
-    case CURLE_SSL_SHUTDOWN_FAILED:
-    case CURLE_USE_SSL_FAILED: return OUTCOME_TLS;
-    case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_URL_MALFORMAT: return OUTCOME_CONFIG;
-    case CURLE_OUT_OF_MEMORY: return OUTCOME_NOMEM;
-    default: return OUTCOME_OTHER;
-    }
-}
-
-/* ---- Starting an attempt ------------------------------------------------------------- */
-
-static void attempt_reset(xfer *x)
-{
-    xfer_clear_headers(x);
-    x->status = 0;
-    x->headers_done = false;
-    x->final_ended = false;
-    x->second_response = false;
-    dynbuf_free(&x->response);
-    x->too_large = false;
-    x->stopped = false;
-    x->delivering = false;
-    x->out_of_memory = false;
-    x->body_capped = false;
-    x->deadline_hit = false;
-    x->paused = false;
-    x->errbuf[0] = '\0';
-    x->token_generation = 0;
-}
-
-/* The request headers of this attempt, as "Name: value" lines; the bearer
- * token is added separately. */
-static struct curl_slist *request_header_list(const xfer *x, bool *ok)
-{
-    struct curl_slist *list = NULL, *next;
-    char line[1200];
-    *ok = true;
-#define ADD(text)                                                                                                      \
-    do {                                                                                                               \
-        next = curl_slist_append(list, (text));                                                                        \
-        if (!next) {                                                                                                   \
-            *ok = false;                                                                                               \
-            return list;                                                                                               \
-        }                                                                                                              \
-        list = next;                                                                                                   \
-    } while (0)
-    if (x->kind == XFER_STREAM) {
-        const stream_ctx *r = x->stream;
-        if (r->range) {
-            snprintf(line, sizeof line, "Range: %.1000s", r->range);
-            ADD(line);
-            if (r->if_range) {
-                snprintf(line, sizeof line, "If-Range: %.1000s", r->if_range);
-                ADD(line);
-            }
-        }
-        if (r->if_none_match) {
-            snprintf(line, sizeof line, "If-None-Match: %.1000s", r->if_none_match);
-            ADD(line);
-        }
-        if (r->if_modified_since) {
-            snprintf(line, sizeof line, "If-Modified-Since: %.1000s", r->if_modified_since);
-            ADD(line);
-        }
-    } else {
-        ADD("Accept: application/json");
-        if (x->method == HTTP_POST) {
-            ADD("Content-Type: application/json");
-            ADD("Expect:");
-        }
-    }
-#undef ADD
-    return list;
-}
-
-static void fake_attempt(http_client *c, xfer *x)
-{
-    bool ok = true;
-    struct curl_slist *list = request_header_list(x, &ok);
-    dynbuf extra;
-    dynbuf_init(&extra, 0, true); /* the Authorization header */
-    for (struct curl_slist *l = list; l && ok; l = l->next)
-        ok = dynbuf_append(&extra, l->data, strlen(l->data)) && dynbuf_append(&extra, "\r\n", 2);
-    curl_slist_free_all(list);
-    if (ok && x->token_generation) {
-        ok = dynbuf_append(&extra, "Authorization: Bearer ", 22) &&
-             dynbuf_append(&extra, c->token.access_token, strlen(c->token.access_token)) &&
-             dynbuf_append(&extra, "\r\n", 2);
-    }
-    if (!ok) {
-        dynbuf_free(&extra);
-        attempt_done(c, x, OUTCOME_NOMEM, NULL);
-        return;
-    }
-    http_fake_response r;
-    memset(&r, 0, sizeof r);
-    error_info fe;
-    error_clear(&fe);
-    error_code rc = c->fake(c->fake_ctx, method_name(x), x->url, x->body ? x->body : "", x->body_len,
-                            extra.data ? extra.data : "", &r, &fe);
-    dynbuf_free(&extra);
-    if (rc != ERR_OK) {
-        free(r.headers);
-        free(r.body);
-        free(r.trailers);
-        attempt_done(c, x, rc == ERR_TLS ? OUTCOME_TLS : OUTCOME_NETWORK,
-                     fe.message[0] ? fe.message : error_meaning(rc));
-        return;
-    }
-    char status_line[64];
-    snprintf(status_line, sizeof status_line, "HTTP/1.1 %ld Fake\r\n", r.status);
-    bool go = on_header_line(x, status_line, strlen(status_line));
-    for (const char *p = r.headers; go && p && *p;) {
-        size_t n = strcspn(p, "\n");
-        go = on_header_line(x, p, n); /* an empty line ends an interim response */
-        p += n;
-        if (*p == '\n')
-            p++;
-    }
-    if (go)
-        go = on_header_line(x, "\r\n", 2);
-    bool cut = !go;
-    for (size_t off = 0; go && off < r.body_len;) {
-        size_t n = r.body_len - off < 16384 ? r.body_len - off : 16384;
-        go = on_body(x, r.body + off, n);
-        off += n;
-    }
-    for (const char *p = r.trailers; go && p && *p;) {
-        size_t n = strcspn(p, "\n");
-        go = on_header_line(x, p, n);
-        p += n;
-        if (*p == '\n')
-            p++;
-    }
-    if (go && r.trailers)
-        go = on_header_line(x, "\r\n", 2);
-    if (!go && !x->stopped && !x->too_large && !x->body_capped)
-        cut = true;
-    free(r.headers);
-    free(r.body);
-    free(r.trailers);
-    attempt_done(c, x,
-                 cut && !x->stopped && !x->too_large && !x->body_capped && !x->out_of_memory ? OUTCOME_OTHER
-                                                                                             : OUTCOME_RESPONSE,
-                 cut ? "aborted" : NULL);
-}
-
-/* ---- file:// ------------------------------------------------------------------------- */
-
-char *http_file_url_path(const char *url)
-{
-    if (!url || !text_equal_nocase_n(url, "file://", 7))
-        return NULL;
-    const char *rest = url + 7;
-    if (!rest[0])
-        return NULL;
-    char *raw;
-    if (rest[0] == '/') {
-        /* file:///C:/x -> C:/x; file:///srv/x -> /srv/x */
-        if (((rest[1] >= 'a' && rest[1] <= 'z') || (rest[1] >= 'A' && rest[1] <= 'Z')) &&
-            (rest[2] == ':' || rest[2] == '|'))
-            rest++;
-        raw = text_dup(rest);
-    } else if (text_equal_nocase_n(rest, "localhost/", 10)) {
-        raw = text_dup(rest + 9);
-    } else {
-        /* file://server/share/x: a UNC path, //server/share/x */
-        size_t n = strlen(rest);
-        raw = malloc(n + 3);
-        if (raw)
-            snprintf(raw, n + 3, "//%s", rest);
-    }
-    if (!raw)
-        return NULL;
-    char *out = raw;
-    for (char *in = raw; *in; in++) {
-        if (*in == '%' && text_hex_value(in[1]) >= 0 && text_hex_value(in[2]) >= 0) {
-            char c = (char)(text_hex_value(in[1]) * 16 + text_hex_value(in[2]));
-            if (c == '\0') {
-                free(raw);
-                return NULL;
-            }
-            *out++ = c;
-            in += 2;
-        } else if (*in == '?' || *in == '#') {
-            break;
-        } else {
-            *out++ = *in;
-        }
-    }
-    *out = '\0';
-    if (!raw[0]) {
-        free(raw);
-        return NULL;
-    }
-    return raw;
-}
-
-/* The N of a "bytes=N-" Range value; 0 when there is none. */
-static int64_t range_from(const char *range)
-{
-    int64_t from = 0;
-    const char *p = range;
-    if (!p || !text_starts_with(p, "bytes="))
-        return 0;
-    p += 6;
-    return parse_digits(&p, INT64_MAX, &from) && *p == '-' ? from : 0;
-}
-
-/*
- * A file:// URL, read through the platform layer (the cross builds' libcurl
- * has no file: support, and a Windows share is a common distribution
- * point) and shown to the response readers as an HTTP answer would be: 200,
- * 206 from a Range's offset, 416 past the end. The receive cap and the
- * deadline hold here too: a share that drips is stopped like a server.
- */
-static void file_attempt(http_client *c, xfer *x)
-{
-    char message[400];
-    char *path = http_file_url_path(x->url);
-    if (!path) {
-        attempt_done(c, x, OUTCOME_CONFIG,
-                     "not a usable file:// URL (file:///path, file:///C:/path or file://server/share/path)");
-        return;
-    }
-    uint64_t size = 0;
-    if (platform_path_stat(path, &size) != PLATFORM_PATH_FILE) {
-        free(path);
-        attempt_done(c, x, OUTCOME_NOT_FOUND, "no such file");
-        return;
-    }
-    FILE *f = platform_fopen(path, "rb");
-    free(path);
-    if (!f) {
-        attempt_done(c, x, OUTCOME_NOT_FOUND, "the file cannot be opened");
-        return;
-    }
-    const stream_ctx *s = x->stream;
-    int64_t from = range_from(s->range);
-    long status = from > 0 ? ((uint64_t)from < size ? 206 : 416) : 200;
-    char line[160];
-    snprintf(line, sizeof line, "HTTP/1.1 %ld File", status);
-    bool go = on_header_line(x, line, strlen(line));
-    if (status == 416) {
-        snprintf(line, sizeof line, "Content-Range: bytes */%" PRIu64, size);
-        go = go && on_header_line(x, line, strlen(line));
-    } else {
-        snprintf(line, sizeof line, "Content-Length: %" PRIu64, size - (uint64_t)from);
-        go = go && on_header_line(x, line, strlen(line));
-        if (status == 206) {
-            snprintf(line, sizeof line, "Content-Range: bytes %" PRId64 "-%" PRIu64 "/%" PRIu64, from, size - 1, size);
-            go = go && on_header_line(x, line, strlen(line));
-        }
-    }
-    go = go && on_header_line(x, "", 0);
-    attempt_outcome outcome = OUTCOME_RESPONSE;
-    message[0] = '\0';
-    int64_t cap = s->max_bytes_per_second;
-    size_t chunk = FILE_CHUNK;
-    if (cap > 0 && (int64_t)chunk > cap / 8)
-        chunk = cap / 8 > 4096 ? (size_t)(cap / 8) : 4096;
-    char *buf = go && status != 416 ? malloc(chunk) : NULL;
-    if (go && status != 416 && !buf)
-        outcome = OUTCOME_NOMEM;
-    if (buf && from > 0 && platform_seek(f, (uint64_t)from, NULL) != ERR_OK) {
-        outcome = OUTCOME_NETWORK;
-        snprintf(message, sizeof message, "read error (is the share reachable?)");
-    }
-    int64_t start = clock_now_ms(c->clock), sent = 0;
-    while (buf && outcome == OUTCOME_RESPONSE) {
-        size_t n = fread(buf, 1, chunk, f);
-        if (n > 0 && !on_body(x, buf, n))
-            break;
-        sent += (int64_t)n;
-        if (n < chunk) {
-            if (ferror(f)) {
-                outcome = OUTCOME_NETWORK;
-                snprintf(message, sizeof message, "read error (is the share reachable?)");
-            }
-            break;
-        }
-        int64_t now = clock_now_ms(c->clock);
-        if (cap > 0) {
-            /* The receive cap, as libcurl keeps it for http: never ahead of the rate. */
-            int64_t due = start + sent * 1000 / cap;
-            if (due > now)
-                clock_sleep_ms(c->clock, due - now);
-            now = clock_now_ms(c->clock);
-        }
-        if (now > x->deadline_ms) {
-            outcome = OUTCOME_DEADLINE;
-            break;
-        }
-    }
-    free(buf);
-    fclose(f);
-    attempt_done(c, x, outcome, message[0] ? message : NULL);
-}
-
-static CURL *easy_take(http_client *c)
-{
-    if (c->idle_count > 0) {
-        CURL *e = c->idle[--c->idle_count];
-        curl_easy_reset(e);
-        return e;
-    }
-    return curl_easy_init();
-}
-
-static void easy_give_back(http_client *c, CURL *e)
-{
-    if (c->idle_count < (int)(sizeof c->idle / sizeof c->idle[0]))
-        c->idle[c->idle_count++] = e;
+    outcome_verdict verdict;
+    outcome_decide(c, x, end, &verdict);
+    if (verdict.again)
+        waiting_push_front(c, x);
     else
-        curl_easy_cleanup(e);
-}
-
-/* libcurl's progress callback, at least once a second while a transfer
- * runs, stalled or not: where the overall deadline is enforced (it grows
- * when a body's length is announced, which CURLOPT_TIMEOUT cannot do). */
-static int curl_progress_cb(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
-{
-    (void)dltotal;
-    (void)dlnow;
-    (void)ultotal;
-    (void)ulnow;
-    xfer *x = user;
-    if (clock_now_ms(x->client->clock) <= x->deadline_ms)
-        return 0;
-    x->deadline_hit = true;
-    return 1;
-}
-
-static bool curl_attempt(http_client *c, xfer *x)
-{
-    bool ok = true;
-    CURL *e = easy_take(c);
-    if (!e)
-        return false;
-    x->easy = e;
-    x->request_headers = request_header_list(x, &ok);
-    if (!ok)
-        return false;
-    curl_easy_setopt(e, CURLOPT_URL, x->url);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, (void *)x);
-    curl_easy_setopt(e, CURLOPT_SHARE, c->share);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* redirects are ours: see xfer_redirect */
-    /* Protocols: http and https only (file:// is ours: file_attempt). Redirect
-     * protocols too, should libcurl ever follow one itself: https only, as
-     * xfer_redirect decides for the ones we follow. */
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-#else
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long)CURLPROTO_HTTPS);
-#endif
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)c->cfg.connect_timeout_s);
-    /* The minimum speed and the deadline (PRODUCT.md section 8): a server
-     * that drips or stalls ends the transfer, never the run. */
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)min_speed(c, x));
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)c->cfg.low_speed_time_s);
-    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, curl_progress_cb);
-    curl_easy_setopt(e, CURLOPT_XFERINFODATA, (void *)x);
-    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-    tlsprefs_apply(e, c->tls);
-    /* Servers close idle keep-alive connections after about a minute
-     * (nginx 75 s, load balancers 60 s); a run that waited for its rate
-     * window must not trip over a connection the server already dropped. */
-    curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, 50L);
-    /* The CA file applies to every host (a TLS-inspecting proxy re-signs
-     * the storage host too); the pinned key is the platform's own. */
-    if (c->ca_file) {
-        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
-    } else if (c->ca_bundle) {
-#if LIBCURL_VERSION_NUM >= 0x074d00 /* 7.77.0: CURLOPT_CAINFO_BLOB */
-        struct curl_blob blob = {c->ca_bundle, c->ca_bundle_len, CURL_BLOB_NOCOPY};
-        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
-#endif
-    } else if (c->ca_system) {
-        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_system);
-    }
-    if (c->pinned_key && x->same_origin)
-        curl_easy_setopt(e, CURLOPT_PINNEDPUBLICKEY, c->pinned_key);
-    if (c->proxy)
-        curl_easy_setopt(e, CURLOPT_PROXY, c->proxy);
-    curl_easy_setopt(e, CURLOPT_PROXYAUTH, (long)CURLAUTH_ANY);
-    /* The proxy's answer to CONNECT ("200 Connection established") is not
-     * the server's: without this libcurl hands it to the header callback
-     * as if it were the response (issue 13). */
-    curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "outpost/" OUTPOST_VERSION);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, curl_header_cb);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, (void *)x);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, curl_write_cb);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, (void *)x);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
-    if (x->kind == XFER_STREAM) {
-        /* A download takes large reads (fewer callbacks); a version check
-         * (no on_data) keeps libcurl's 16 KiB so that stopping after the
-         * headers reads little body. */
-        if (x->stream->callbacks->on_data)
-            curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
-    } else {
-        curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* the size cap counts decoded bytes */
-    }
-    if (x->method == HTTP_POST) {
-        curl_easy_setopt(e, CURLOPT_POST, 1L);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body ? x->body : "");
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body_len);
-    } else {
-        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    }
-    if (x->token_generation) {
-        /* libcurl's bearer option, not a custom header: libcurl itself never
-         * sends it to another host, and our redirects never ask it to. */
-        curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
-        curl_easy_setopt(e, CURLOPT_XOAUTH2_BEARER, c->token.access_token);
-    }
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->request_headers);
-    return curl_multi_add_handle(c->multi, e) == CURLM_OK;
+        xfer_complete(c, x, verdict.code, &verdict.err);
 }
 
 static void start_attempt(http_client *c, xfer *x, int64_t now)
 {
-    attempt_reset(x);
+    response_reset(x);
     if (x->hop_pending) {
         x->hop_pending = false;
     } else {
@@ -1854,83 +319,53 @@ static void start_attempt(http_client *c, xfer *x, int64_t now)
     if (x->kind == XFER_TOKEN)
         c->stats.token_exchanges++;
     x->started_ms = now;
-    x->deadline_ms = now + c->cfg.transfer_timeout_s * 1000;
-    if (x->stream && x->stream->expected_bytes > 0)
-        x->deadline_ms += transfer_allowance_ms(c, x, x->stream->expected_bytes);
-    if (x->kind != XFER_TOKEN && x->same_origin)
-        x->token_generation = c->token.generation;
+    speed_xfer_start(c, x, now);
+    x->token_generation = x->kind != XFER_TOKEN && x->same_origin ? c->token.generation : 0;
     running_add(c, x);
-    if (x->direct && text_equal_nocase_n(x->url, "file://", 7)) {
-        file_attempt(c, x);
-        return;
-    }
-    if (c->fake) {
-        fake_attempt(c, x);
-        return;
-    }
-    if (!curl_attempt(c, x)) {
-        if (x->easy) {
-            easy_give_back(c, x->easy);
-            x->easy = NULL;
-        }
-        curl_slist_free_all(x->request_headers);
-        x->request_headers = NULL;
-        attempt_done(c, x, OUTCOME_NOMEM, NULL);
-    }
+    attempt_end end;
+    end.outcome = OUTCOME_RESPONSE;
+    end.message[0] = '\0';
+    if (x->direct && text_equal_nocase_n(x->url, "file://", 7))
+        file_attempt(c, x, &end);
+    else if (c->fake)
+        fake_attempt(c, x, &end);
+    else if (curl_attempt_start(c, x))
+        return; /* running: drive() collects its end */
+    else
+        end.outcome = OUTCOME_NOMEM;
+    attempt_finished(c, x, &end);
 }
 
 /* Ends libcurl's finished transfers. */
 static void collect_curl(http_client *c)
 {
-    CURLMsg *m;
-    int left;
-    while ((m = curl_multi_info_read(c->multi, &left))) {
-        if (m->msg != CURLMSG_DONE)
-            continue;
-        CURL *e = m->easy_handle;
-        CURLcode cc = m->data.result;
-        xfer *x = NULL;
-        curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
-        curl_multi_remove_handle(c->multi, e);
-        char message[CURL_ERROR_SIZE + 64];
-        snprintf(message, sizeof message, "%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc));
-        size_t n = strlen(message);
-        while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == '\r'))
-            message[--n] = '\0';
-        attempt_outcome outcome = classify_curl(cc, message);
-        long connect_code = 0;
-        if (cc != CURLE_OK && curl_easy_getinfo(e, CURLINFO_HTTP_CONNECTCODE, &connect_code) == CURLE_OK &&
-            connect_code == 407)
-            outcome = OUTCOME_PROXY_AUTH;
-        easy_give_back(c, e);
-        x->easy = NULL;
-        curl_slist_free_all(x->request_headers);
-        x->request_headers = NULL;
-        attempt_done(c, x, outcome, cc == CURLE_OK ? NULL : message);
-    }
+    xfer *x = NULL;
+    attempt_end end;
+    while (curl_attempt_collect(c, &x, &end))
+        attempt_finished(c, x, &end);
 }
 
 /* ---- The token exchange -------------------------------------------------------------- */
 
 static bool token_request(http_client *c, int64_t now)
 {
-    xfer *x = xfer_new(c, XFER_TOKEN, HTTP_POST, "/v2/auth/token/access", "token exchange");
+    xfer *x = xfer_new(c, XFER_TOKEN, HTTP_POST, c->service->token_route, c->service->token_label);
     if (!x)
         return false;
-    x->body = token_request_body(c->api_key, &x->body_len);
+    x->body = c->service->token_body(c->secret, &x->body_len);
     if (!x->body) {
         xfer_free(x);
         return false;
     }
-    set_initial_url(c, x);
+    url_set_start(c, x);
     if (!x->url) {
         xfer_free(x);
         return false;
     }
     if (c->token.access_token)
-        trace(c, 2, "token: renewing the access token (%s)", c->token.invalid ? "refused by the platform" : "due");
+        http_trace(c, 2, "token: renewing the access token (%s)", c->token.invalid ? "refused by the platform" : "due");
     else
-        trace(c, 2, "token: exchanging the API key for an access token");
+        http_trace(c, 2, "token: exchanging the API key for an access token");
     x->not_before = now;
     c->token_xfer = x;
     waiting_push_front(c, x);
@@ -1942,10 +377,11 @@ static void token_complete(http_client *c, xfer *x, error_code code, const error
     error_info e;
     if (code == ERR_OK) {
         error_clear(&e);
-        code = token_accept(&c->token, x->response.data ? x->response.data : "", x->response.len, x->started_ms, &e);
+        code = c->service->token_accept(&c->token, x->response.data ? x->response.data : "", x->response.len,
+                                        x->started_ms, &e);
         if (code == ERR_OK)
-            trace(c, 2, "token: obtained; valid %" PRId64 " s, renewed after %" PRId64 " s",
-                  c->token.lifetime_ms / 1000, (c->token.renew_at_ms - c->token.obtained_ms) / 1000);
+            http_trace(c, 2, "token: obtained; valid %" PRId64 " s, renewed after %" PRId64 " s",
+                       c->token.lifetime_ms / 1000, (c->token.renew_at_ms - c->token.obtained_ms) / 1000);
     } else {
         e = *err;
     }
@@ -2055,25 +491,24 @@ static MUST_CHECK error_code drive(http_client *c, drive_done_fn done, const voi
         if (done(c, arg))
             break;
         if (c->running > 0 && c->multi) {
-            int still = 0;
             long timeout = wake < 0 || wake > POLL_MAX_MS ? POLL_MAX_MS : (long)wake;
-            curl_multi_perform(c->multi, &still);
+            curl_pool_perform(c);
             collect_curl(c);
             if (done(c, arg))
                 break;
-            int64_t paced = pace_resume(c);
+            int64_t paced = curl_pool_resume(c);
             if (paced >= 0 && paced < timeout)
                 timeout = (long)paced;
-            if (curl_multi_poll(c->multi, NULL, 0, (int)timeout, NULL) != CURLM_OK) {
+            if (!curl_pool_wait(c, timeout)) {
                 rc = error_set(err, ERR_INTERNAL, "http: libcurl's multi interface failed");
                 break;
             }
-            curl_multi_perform(c->multi, &still);
+            curl_pool_perform(c);
             collect_curl(c);
         } else if (wake >= 0) {
             if (c->verbosity >= 2 && wake >= 200 && wake != last_wait_note)
-                trace(c, 2, "ratelimit: waiting %" PRId64 " ms (%s)", wake,
-                      ratelimit_get_mode(c->rl) == RATELIMIT_HEADERS ? "budget spent until the reset" : "pacing");
+                http_trace(c, 2, "ratelimit: waiting %" PRId64 " ms (%s)", wake,
+                           ratelimit_get_mode(c->rl) == RATELIMIT_HEADERS ? "budget spent until the reset" : "pacing");
             last_wait_note = wake;
             clock_sleep_ms(c->clock, wake);
         } else if (c->running == 0) {
@@ -2104,13 +539,7 @@ static void abandon(http_client *c, const void *user, const stream_ctx *stream)
     for (xfer *x = c->running_head, *next; x; x = next) {
         next = x->run_next;
         if ((stream && x->stream == stream) || (user && x->kind == XFER_JSON && x->user == user)) {
-            if (x->easy) {
-                curl_multi_remove_handle(c->multi, x->easy);
-                easy_give_back(c, x->easy);
-                x->easy = NULL;
-            }
-            curl_slist_free_all(x->request_headers);
-            x->request_headers = NULL;
+            curl_attempt_drop(c, x);
             ratelimit_release(c->rl, &x->ticket, clock_now_ms(c->clock), NULL);
             running_remove(c, x);
             if (x->kind == XFER_JSON)
@@ -2126,6 +555,8 @@ error_code http_submit(http_client *c, const http_request *request, http_done_fn
 {
     if (!c || !request || !request->route || request->route[0] != '/' || !done)
         return error_set(err, ERR_INTERNAL, "http_submit: invalid request");
+    if (!http_client_has_key(c))
+        return error_set(err, ERR_CONFIG, "`base_url` and an API key are needed to call the platform");
     xfer *x = xfer_new(c, XFER_JSON, request->method, request->route, request->label);
     if (!x)
         return error_set(err, ERR_NOMEM, "out of memory queuing a request");
@@ -2141,7 +572,7 @@ error_code http_submit(http_client *c, const http_request *request, http_done_fn
         x->body[len] = '\0';
         x->body_len = len;
     }
-    set_initial_url(c, x);
+    url_set_start(c, x);
     if (!x->url) {
         xfer_free(x);
         return error_set(err, ERR_NOMEM, "out of memory queuing a request");
@@ -2245,7 +676,7 @@ static MUST_CHECK error_code stream_run(http_client *c, xfer *x, stream_ctx *s, 
                                         error_info *err)
 {
     x->stream = s;
-    set_initial_url(c, x);
+    url_set_start(c, x);
     if (!x->url) {
         xfer_free(x);
         return error_set(err, ERR_NOMEM, "out of memory starting a download");
@@ -2279,10 +710,22 @@ error_code http_stream_get(http_client *c, const http_stream_request *request, c
     s.if_range = request->if_range;
     s.max_bytes_per_second = request->max_bytes_per_second;
     s.scale_deadline = callbacks->on_data != NULL; /* an installer: its length is announced */
+    s.keep_headers = request->keep_headers;
+    while (s.keep_headers && s.keep_headers[s.keep_count])
+        if (++s.keep_count > HTTP_KEEP_HEADERS_MAX)
+            return error_set(err, ERR_INTERNAL, "http_stream_get: more than %d headers to keep", HTTP_KEEP_HEADERS_MAX);
     xfer *x = xfer_new(c, XFER_STREAM, HTTP_GET, request->route, request->label);
     if (!x)
         return error_set(err, ERR_NOMEM, "out of memory starting a download");
     return stream_run(c, x, &s, result, err);
+}
+
+const char *http_stream_header(const http_stream_headers *h, const char *name)
+{
+    for (size_t i = 0; h->keep_names && h->keep_names[i]; i++)
+        if (text_equal_nocase(h->keep_names[i], name))
+            return h->kept[i];
+    return NULL;
 }
 
 error_code http_url_get(http_client *c, const http_url_request *request, const http_stream_callbacks *callbacks,
@@ -2311,7 +754,7 @@ error_code http_url_get(http_client *c, const http_url_request *request, const h
     s.if_modified_since = request->if_modified_since;
     s.max_bytes_per_second = request->max_bytes_per_second;
     s.expected_bytes = request->expected_bytes;
-    /* The route is the URL itself (set_initial_url), the label what may be shown. */
+    /* The route is the URL itself (url_set_start), the label what may be shown. */
     xfer *x = xfer_new(c, XFER_STREAM, HTTP_GET, "/", request->label ? request->label : shown);
     free(shown);
     if (!x)

@@ -1,5 +1,9 @@
 /*
- * http.h — outpost's HTTP client: the one way anything talks to the platform.
+ * http.h — outpost's transfer engine: the one way anything talks to the
+ * platform, a fleet mirror or a file:// share. It knows HTTP, not the
+ * platform's API: what it needs of a service behind base_url (the token
+ * route, how its error answers read) it is told through an http_service
+ * (api.c's api_client_new describes the platform's).
  *
  * One http_client per run. It owns:
  *  - one libcurl multi handle and its connection cache (keep-alive, TLS
@@ -10,8 +14,9 @@
  *    the proxy (config `proxy`, else libcurl's usual HTTPS_PROXY / NO_PROXY
  *    handling; any proxy authentication scheme, NTLM and Negotiate
  *    included), connect and low-speed timeouts;
- *  - the access token (token.h): exchanged from the API key before the first
- *    call, renewed before it expires, renewed once on a 401;
+ *  - the access token (token.h): exchanged from the service's secret (the
+ *    API key) before the first call, renewed before it expires, renewed
+ *    once on a 401;
  *  - the pacing (ratelimit.h): the documented 60 requests per minute per key
  *    and 5 in flight per endpoint until the server's X-RateLimit-Remaining /
  *    X-RateLimit-Reset headers say otherwise, so a healthy server never has
@@ -23,7 +28,7 @@
  *    config http.max_attempts and http.max_retry_wait_s;
  *  - the counters status.json reports (api_calls, 429s, retries).
  *
- * Three ways to make requests:
+ * Four ways to make requests:
  *  - http_call: one JSON request, synchronous; the body is handed back.
  *  - http_submit + http_run: many JSON requests, each with a completion
  *    callback, run concurrently through the multi handle under the pacing
@@ -50,8 +55,9 @@
  *    a redirect's body): HTTP_ERROR_BODY_KEEP bytes are kept for the
  *    message and the transfer stops there, so an endless error body costs
  *    a few KiB, not the run.
- * TLS trust, proxy, protocols, redirects (never https:// to http://) and
- * these limits are set up in one place (curl_attempt) for every transfer.
+ * TLS trust (tls.h), the proxy (proxy.h), protocols, redirects (url.h:
+ * never https:// to http://) and these limits (speed.h) are each set up in
+ * one place for every transfer; http_int.h maps the engine's files.
  *
  * Errors (error.h), one line each, naming the method and route:
  *  ERR_AUTH       token exchange refused, or 401 again after one renewal, or
@@ -68,8 +74,9 @@
  *                 http:// included), token answer without a token, a second
  *                 response on one transfer
  *  ERR_HTTP       any other non-2xx status (400, 404, 409, ...), never retried;
- *                 the message carries the envelope's first error message (a
- *                 404 also says to check `base_url`)
+ *                 the message carries the gist of the error answer and, for
+ *                 a 404, the service's advice (the platform's: the API's
+ *                 envelope error, and to check `base_url`)
  *  ERR_CONFIG     unusable base_url (http:// to a host that is not loopback)
  *
  * Secrets: the API key and the access token never reach a log line, the
@@ -98,80 +105,80 @@
 #include "base/error.h"
 
 typedef struct http_client http_client;
+struct http_fake;
+struct token_state;
 
 /* What is kept (and read) of a body that is not handed on: an error page or
  * a redirect's body, for the message. */
 #define HTTP_ERROR_BODY_KEEP (8 * 1024)
 
-/* ---- Test transport -------------------------------------------------------- */
-
-/*
- * What a fake transport answers for one attempt. The fake fills it; the
- * client takes ownership of body and headers and frees them with free().
- */
-typedef struct http_fake_response {
-    long status;     /* HTTP status, e.g. 200 */
-    char *headers;   /* malloc'd "Name: value\r\n" lines, or NULL. An empty
-                        line ends a response's headers early, and what
-                        follows (from an "HTTP/1.1 200 OK" status line on)
-                        is a further response on the same transfer, as
-                        libcurl shows interim answers: a 1xx, a proxy's
-                        407 it answers itself, a CONNECT answer */
-    char *body;      /* malloc'd body (need not be NUL-terminated), or NULL */
-    size_t body_len; /* bytes in body */
-    char *trailers;  /* malloc'd trailer lines after the body (chunked
-                        encoding), or NULL */
-} http_fake_response;
-
-/*
- * A transport that replaces libcurl, for unit tests of the layers above
- * (report, installer) and of this one: every attempt the client would send
- * (token exchanges, retries and redirects included) is handed to fake
- * instead, with the full URL. Returning ERR_NETWORK, ERR_TIMEOUT or
- * ERR_TEMPORARY simulates a network failure (retried); ERR_TLS a TLS failure.
- * Pacing, retries and token renewal run exactly as with libcurl, on the
- * options' clock. body is NUL-terminated for convenience (body_len excludes
- * the NUL); for the token exchange it holds the API key.
- */
-typedef error_code (*http_fake_fn)(void *ctx, const char *method, const char *url, const char *body, size_t body_len,
-                                   const char *extra_headers, /* "Range: ...\r\n" lines or "" */
-                                   http_fake_response *response, error_info *err);
+/* The most response headers a stream request may name in keep_headers. */
+#define HTTP_KEEP_HEADERS_MAX 4
 
 /* ---- Client -------------------------------------------------------------- */
 
 typedef struct http_options {
-    const clock_source *clock; /* NULL: clock_default() */
-    int verbosity;             /* 0: silent; 1: one trace line per attempt;
-                                  2: also pacing and token decisions */
-    FILE *trace;               /* where the trace goes; NULL: stderr */
-    http_fake_fn fake;         /* NULL: libcurl (the normal case) */
-    void *fake_ctx;            /* passed to fake */
-    bool keep_tls_session;     /* resume the TLS session kept in state_dir and keep the new
-                                  one (tlssession.h): only for a run that holds state_dir's
-                                  lock, as every writer under it must */
+    const clock_source *clock;    /* NULL: clock_default() */
+    int verbosity;                /* 0: silent; 1: one trace line per attempt;
+                                     2: also pacing and token decisions */
+    FILE *trace;                  /* where the trace goes; NULL: stderr */
+    const struct http_fake *fake; /* a transport that replaces libcurl, for unit tests
+                                     (net/http_fake.h; copied); NULL: libcurl */
+    bool keep_tls_session;        /* resume the TLS session kept in state_dir and keep the new
+                                     one (tlssession.h): only for a run that holds state_dir's
+                                     lock, as every writer under it must */
 } http_options;
 
 /*
- * Creates the run's client from cfg (base_url, tls_ca_file,
- * tls_pinned_public_key, proxy, config_http) and the API key. Everything
- * needed is copied: cfg and api_key may be freed (and the key wiped) as soon
- * as this returns. opts may be NULL (defaults). No request is made here; the
- * first token exchange happens with the first call.
- * api_key NULL makes a client for URL GETs only (the mirror without the
- * platform): base_url is then not needed, and the route calls fail with
- * ERR_CONFIG.
- * Fails with ERR_CONFIG (no base_url, a base_url that is not https:// or
- * http:// to a loopback host, an empty key) or ERR_NOMEM / ERR_INTERNAL.
- * *client is set on success only; free it with http_client_free.
+ * What the engine needs to know of the service behind base_url beyond HTTP
+ * (api.c describes the platform's API; the engine knows no route of it):
+ * how the bearer token its routes want is obtained, and how its error
+ * answers read. The engine sends the exchange like any request (paced,
+ * retried), before the first call and whenever the token is due or was
+ * refused once with a 401, and sends the token to base_url's origin only.
+ * A static description: the client keeps the pointer.
  */
-MUST_CHECK error_code http_client_new(const config *cfg, const char *api_key, const http_options *opts,
-                                      http_client **client, error_info *err);
+typedef struct http_service {
+    const char *token_route; /* the exchange, POSTed to base_url + token_route */
+    const char *token_label; /* its name in errors and the trace */
+    /* The exchange's JSON body for the secret, malloc'd, its length in
+     * *len; it holds the secret (the engine wipes it). NULL: out of memory. */
+    char *(*token_body)(const char *secret, size_t *len);
+    /* Reads a 2xx answer of the exchange into *token (token.h), sent at
+     * sent_at_ms on the client's monotonic clock; never quotes the body. */
+    error_code (*token_accept)(struct token_state *token, const char *body, size_t len, int64_t sent_at_ms,
+                               error_info *err);
+    const char *token_refused_advice; /* what to do when the exchange is refused (400, 401) */
+    /* The gist of an error answer's body as one short line into buf ("" when
+     * there is none); NULL: error bodies are not quoted. */
+    void (*error_detail)(const char *body, size_t len, char *buf, size_t size);
+    const char *not_found_advice; /* added to the message of a 404 from base_url; NULL: none */
+} http_service;
+
+/*
+ * Creates the run's client from cfg (base_url, tls_ca_file,
+ * tls_pinned_public_key, proxy, config_http), the service behind base_url
+ * and its secret (api.c's api_client_new passes the platform's API and the
+ * API key). Everything needed is copied but service (static): cfg and
+ * secret may be freed (and the secret wiped) as soon as this returns. opts
+ * may be NULL (defaults). No request is made here; the first token exchange
+ * happens with the first call.
+ * service and secret NULL make a client for URL GETs only (the mirror
+ * without the platform): base_url is then not needed, and the route calls
+ * fail with ERR_CONFIG.
+ * Fails with ERR_CONFIG (no base_url, a base_url that is not https:// or
+ * http:// to a loopback host, a service without a secret) or ERR_NOMEM /
+ * ERR_INTERNAL. *client is set on success only; free it with
+ * http_client_free.
+ */
+MUST_CHECK error_code http_client_new(const config *cfg, const http_service *service, const char *secret,
+                                      const http_options *opts, http_client **client, error_info *err);
 
 /* Wipes the secrets, closes the connections, frees everything. Submitted
  * requests still pending are dropped without their callbacks. NULL is ignored. */
 void http_client_free(http_client *client);
 
-/* Whether the client holds an API key (it can call the platform's routes). */
+/* Whether the client holds a service's secret (it can call base_url's routes). */
 bool http_client_has_key(const http_client *client);
 
 /* Changes the trace level (the --verbose flag) after creation. */
@@ -286,12 +293,18 @@ typedef struct http_stream_headers {
     const char *etag;
     const char *last_modified;
     const char *content_disposition;
-    const char *installer_version; /* X-Installer-Version of the final response, or of the
-                                     last redirect hop that carried one */
+    const char *const *keep_names; /* the request's keep_headers (NULL: none) */
+    const char *const *kept;       /* their values, in the same order: the final response's,
+                                      or the last redirect hop's that carried one; NULL when
+                                      absent (read them with http_stream_header) */
     const char *url;               /* URL of the final response, without user info, query or
                                       fragment (signed storage URLs carry secrets there) */
     int redirects;                 /* redirect hops followed */
 } http_stream_headers;
+
+/* The value of the response header name (any case), which the request named
+ * in keep_headers; NULL when absent or not named. Borrowed like h. */
+const char *http_stream_header(const http_stream_headers *h, const char *name);
 
 typedef enum {
     HTTP_STREAM_CONTINUE = 0, /* keep reading */
@@ -313,12 +326,15 @@ typedef struct http_stream_callbacks {
 } http_stream_callbacks;
 
 typedef struct http_stream_request {
-    const char *route;            /* appended to base_url: "/v2/installer/windows/latest" */
-    const char *range;            /* Range header value ("bytes=1048576-"), or NULL */
-    const char *if_range;         /* If-Range value (an ETag or an HTTP date), or NULL;
-                                     only sent with range */
-    int64_t max_bytes_per_second; /* receive cap; 0: none */
-    const char *label;            /* name in errors and trace; NULL: the route */
+    const char *route;               /* appended to base_url: "/v2/installer/windows/latest" */
+    const char *range;               /* Range header value ("bytes=1048576-"), or NULL */
+    const char *if_range;            /* If-Range value (an ETag or an HTTP date), or NULL;
+                                        only sent with range */
+    int64_t max_bytes_per_second;    /* receive cap; 0: none */
+    const char *label;               /* name in errors and trace; NULL: the route */
+    const char *const *keep_headers; /* NULL-terminated names of further response headers to
+                                        hand to on_headers (at most HTTP_KEEP_HEADERS_MAX), the
+                                        service's own ("X-Installer-Version"); NULL: none */
 } http_stream_request;
 
 typedef struct http_stream_result {
@@ -412,26 +428,5 @@ MUST_CHECK error_code http_url_read(http_client *client, const http_url_request 
                                     http_url_body *out, error_info *err);
 
 void http_url_body_free(http_url_body *body);
-
-/*
- * The local path a file:// URL names (percent-escapes decoded), malloc'd;
- * NULL when url is not a usable file:// URL.
- */
-char *http_file_url_path(const char *url);
-
-/* ---- Helpers for other modules -------------------------------------------- */
-
-/*
- * The first error of an envelope-shaped body as "code: message" into buf
- * (each part cut to a short line of the server's text), "" when there is
- * none or body is not JSON. Used to say why a request failed. Never fails.
- */
-void http_envelope_first_error(const char *body, size_t len, char *buf, size_t size);
-
-/*
- * Whether url may be used: https://, or http:// to a loopback host
- * (localhost, 127.0.0.0/8, ::1). Sets ERR_CONFIG naming the URL otherwise.
- */
-MUST_CHECK error_code http_check_url(const char *url, error_info *err);
 
 #endif

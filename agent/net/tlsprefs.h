@@ -9,7 +9,8 @@
  * what browsers offer. Every curve mbedTLS accepted before stays accepted
  * (for ECDHE and in the server's certificate), only later in the list.
  * With libcurl over another TLS library (the Debian build: OpenSSL, which
- * already prefers X25519) nothing is changed.
+ * already prefers X25519) nothing is changed. This module only orders the
+ * lists; tls.c hands them to the handshakes.
  *
  * Likewise the cipher suites: mbedTLS offers ChaCha20-Poly1305 first, and
  * nginx (like most servers) follows the client's order. Where AES-GCM runs
@@ -21,10 +22,6 @@
 #define OUTPOST_NET_TLSPREFS_H
 
 #include <stddef.h>
-
-#include <curl/curl.h>
-
-#include "net/tlssession.h"
 
 /* Fills out with the group ids (mbedTLS's mbedtls_ecp_group_id values)
  * of the preferred groups that supported[] holds, in preference order,
@@ -45,14 +42,5 @@ size_t tlsprefs_order_suites(const int *supported, int aes_gcm_first, int *out, 
  * carry-less multiply instructions. Otherwise mbedTLS's order stands,
  * ChaCha20-Poly1305 first: the faster of its AEADs without them. */
 int tlsprefs_aes_gcm_first(void);
-
-/* Sets the handshake preferences on e when libcurl's TLS library is the
- * mbedTLS outpost was built with, and offers sessions' kept session to its
- * handshakes (tlssession.h; sessions may be NULL); does nothing otherwise. */
-void tlsprefs_apply(CURL *e, tlssession *sessions);
-
-/* Whether tlsprefs_apply changes anything in this build (libcurl over the
- * same mbedTLS). */
-int tlsprefs_active(void);
 
 #endif

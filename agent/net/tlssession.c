@@ -46,8 +46,9 @@ const unsigned char *tlssession_decode(const unsigned char *data, size_t len, co
 #include <mbedtls/platform_util.h>
 #include <mbedtls/ssl.h>
 
+#include <curl/curl.h>
+
 #include "base/text.h"
-#include "net/tlsprefs.h"
 #include "platform/platform.h"
 
 /* A session without a ticket resumes only from the server's cache; a
@@ -76,7 +77,7 @@ struct tlssession {
 tlssession *tlssession_new(const char *path, const char *ca_file, const char *ca_bundle, size_t ca_bundle_len,
                            const char *ca_system)
 {
-    if (!path || !tlsprefs_active() || (!ca_file && !ca_bundle && !ca_system))
+    if (!path || (!ca_file && !ca_bundle && !ca_system))
         return NULL;
     tlssession *s = calloc(1, sizeof *s);
     if (!s)
@@ -137,22 +138,12 @@ static bool trust_ready(tlssession *s)
     return s->trust_state == 1;
 }
 
-static mbedtls_ssl_context *ssl_of(CURL *e)
-{
-    struct curl_tlssessioninfo *info = NULL;
-    if (curl_easy_getinfo(e, CURLINFO_TLS_SSL_PTR, &info) != CURLE_OK || !info ||
-        info->backend != CURLSSLBACKEND_MBEDTLS)
-        return NULL;
-    return info->internals;
-}
-
-/* "host:port trust" of the handshake on e: the host name mbedTLS checks
+/* "host:port trust" of the handshake of url: the host name mbedTLS checks
  * the certificate against, which must be the URL's (not a proxy's own
  * handshake). NULL when it cannot be told. */
-static char *key_of(tlssession *s, CURL *e, const mbedtls_ssl_context *ssl)
+static char *key_of(tlssession *s, const char *url, const mbedtls_ssl_context *ssl)
 {
-    const char *url = NULL;
-    if (!ssl->hostname || !trust_ready(s) || curl_easy_getinfo(e, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK || !url)
+    if (!ssl->hostname || !trust_ready(s) || !url)
         return NULL;
     CURLU *u = curl_url();
     char *host = NULL, *port = NULL, *key = NULL;
@@ -211,7 +202,7 @@ static bool adopt(tlssession *s, const char *key, const unsigned char *blob, siz
     return s->have;
 }
 
-void tlssession_offer(tlssession *s, CURL *e, void *mbedtls_ssl_config)
+void tlssession_offer(tlssession *s, void *mbedtls_ssl_config, void *mbedtls_ssl, const char *url)
 {
     if (!s)
         return;
@@ -219,10 +210,10 @@ void tlssession_offer(tlssession *s, CURL *e, void *mbedtls_ssl_config)
      * no session cache (nginx's default) resume. */
     mbedtls_ssl_conf_session_tickets((struct mbedtls_ssl_config *)mbedtls_ssl_config,
                                      MBEDTLS_SSL_SESSION_TICKETS_ENABLED);
-    mbedtls_ssl_context *ssl = ssl_of(e);
+    mbedtls_ssl_context *ssl = mbedtls_ssl;
     if (!ssl)
         return;
-    char *key = key_of(s, e, ssl);
+    char *key = key_of(s, url, ssl);
     if (!key)
         return;
     if (!s->loaded) {
@@ -242,9 +233,9 @@ void tlssession_offer(tlssession *s, CURL *e, void *mbedtls_ssl_config)
     free(key);
 }
 
-tlssession_outcome tlssession_keep(tlssession *s, CURL *e)
+tlssession_outcome tlssession_keep(tlssession *s, void *mbedtls_ssl, const char *url)
 {
-    mbedtls_ssl_context *ssl = s ? ssl_of(e) : NULL;
+    mbedtls_ssl_context *ssl = s ? mbedtls_ssl : NULL;
     if (!ssl || ssl->state != MBEDTLS_SSL_HANDSHAKE_OVER || !ssl->session)
         return TLSSESSION_NONE;
     const mbedtls_ssl_session *now = ssl->session;
@@ -257,7 +248,7 @@ tlssession_outcome tlssession_keep(tlssession *s, CURL *e)
     tlssession_outcome outcome = resumed ? TLSSESSION_RESUMED : TLSSESSION_NONE;
     if ((s->have && same_session(now, &s->current)) || (now->ticket_len == 0 && now->id_len == 0))
         return outcome;
-    char *key = key_of(s, e, ssl);
+    char *key = key_of(s, url, ssl);
     if (!key)
         return outcome;
     size_t blob_len = 0, file_len = 0;
@@ -305,17 +296,19 @@ void tlssession_free(tlssession *s)
     (void)s;
 }
 
-void tlssession_offer(tlssession *s, CURL *e, void *mbedtls_ssl_config)
+void tlssession_offer(tlssession *s, void *mbedtls_ssl_config, void *mbedtls_ssl, const char *url)
 {
     (void)s;
-    (void)e;
     (void)mbedtls_ssl_config;
+    (void)mbedtls_ssl;
+    (void)url;
 }
 
-tlssession_outcome tlssession_keep(tlssession *s, CURL *e)
+tlssession_outcome tlssession_keep(tlssession *s, void *mbedtls_ssl, const char *url)
 {
     (void)s;
-    (void)e;
+    (void)mbedtls_ssl;
+    (void)url;
     return TLSSESSION_NONE;
 }
 

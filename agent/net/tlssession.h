@@ -28,8 +28,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include <curl/curl.h>
-
 #define TLSSESSION_FILE "tls-session"
 #define TLSSESSION_MAX (16 * 1024) /* a saved session with a certificate chain fits easily */
 
@@ -45,9 +43,10 @@ typedef enum tlssession_outcome {
  * A store kept in path (NULL: offer and keep nothing). The CA material the
  * client trusts, exactly one of: ca_file (a file's path), ca_bundle (PEM in
  * memory, borrowed until tlssession_free) or ca_system (a file's path); all
- * NULL: nothing is kept. Nothing is read until the first handshake. Returns
- * NULL when this build cannot resume (libcurl over another TLS library) or
- * when out of memory: the caller then just goes without.
+ * NULL: nothing is kept. Nothing is read until the first handshake. Only
+ * for libcurl over the mbedTLS outpost was built with (tls.c asks
+ * tls_uses_our_mbedtls first). Returns NULL when this build cannot resume
+ * or when out of memory: the caller then just goes without.
  */
 tlssession *tlssession_new(const char *path, const char *ca_file, const char *ca_bundle, size_t ca_bundle_len,
                            const char *ca_system);
@@ -55,14 +54,17 @@ tlssession *tlssession_new(const char *path, const char *ca_file, const char *ca
 /* Frees the store (its copy of the session secret wiped). NULL is ignored. */
 void tlssession_free(tlssession *s);
 
-/* From libcurl's SSL context callback (tlsprefs.c), before a handshake:
- * lets the handshake take session tickets and offers the kept session
- * when host, port and trust match and it has not expired. */
-void tlssession_offer(tlssession *s, CURL *e, void *mbedtls_ssl_config);
+/* From libcurl's SSL context callback (tls.c), before a handshake of url
+ * (the URL being fetched) on mbedtls_ssl (its mbedtls_ssl_context, NULL:
+ * not known yet) configured by mbedtls_ssl_config: lets the handshake take
+ * session tickets and offers the kept session when host, port and trust
+ * match and it has not expired. */
+void tlssession_offer(tlssession *s, void *mbedtls_ssl_config, void *mbedtls_ssl, const char *url);
 
-/* Once a response has begun on e (its handshake is over): keeps the
+/* Once a response has begun on the connection whose mbedtls_ssl_context is
+ * mbedtls_ssl (NULL: none), fetching url (its handshake is over): keeps the
  * connection's session when it is a new one. Cheap when nothing changed. */
-tlssession_outcome tlssession_keep(tlssession *s, CURL *e);
+tlssession_outcome tlssession_keep(tlssession *s, void *mbedtls_ssl, const char *url);
 
 /* The file's layout, separate from mbedTLS so that it is tested on every
  * build: "outpost-tls-session 1\n" KEY "\n" BLOB. key must not contain a

@@ -237,7 +237,7 @@ static http_stream_action installer_headers(void *user, const http_stream_header
     add_string_or_null(o, "etag", h->etag);
     add_string_or_null(o, "last_modified", h->last_modified);
     add_string_or_null(o, "content_disposition", h->content_disposition);
-    add_string_or_null(o, "installer_version", h->installer_version);
+    add_string_or_null(o, "installer_version", api_installer_version(h));
     cJSON_AddStringToObject(o, "url", h->url);
     cJSON_AddNumberToObject(o, "redirects", h->redirects);
     return c->stop_at_headers ? HTTP_STREAM_STOP : HTTP_STREAM_CONTINUE;
@@ -499,7 +499,7 @@ int main(int argc, char **argv)
         rc = config_load_api_key(&p.cfg, &key, &err);
     if (rc == ERR_OK) {
         http_options opts = {.verbosity = verbosity, .trace = stderr};
-        rc = http_client_new(&p.cfg, key, &opts, &p.http, &err);
+        rc = api_client_new(&p.cfg, key, &opts, &p.http, &err);
     }
     dynbuf_secret_free(key);
     if (rc == ERR_OK) {

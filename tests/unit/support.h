@@ -19,6 +19,7 @@
 
 #include "core/clock.h"
 #include "net/http.h"
+#include "net/http_fake.h"
 
 /* ---- Temporary directories ------------------------------------------------- */
 

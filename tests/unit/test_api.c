@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "net/api.h"
+#include "net/http_fake.h"
 
 #include "support.h"
 
@@ -361,9 +362,10 @@ static int setup(void **state)
     f->cfg.http.max_retry_wait_s = 60;
     f->cfg.http.rate_limit_per_minute = 100000;
     f->cfg.http.max_in_flight = 5;
-    http_options opts = {.clock = &f->clock, .fake = fake, .fake_ctx = &f->s};
+    http_fake transport = {fake, &f->s};
+    http_options opts = {.clock = &f->clock, .fake = &transport};
     error_info err;
-    assert_int_equal(http_client_new(&f->cfg, "key", &opts, &f->http, &err), ERR_OK);
+    assert_int_equal(api_client_new(&f->cfg, "key", &opts, &f->http, &err), ERR_OK);
     *state = f;
     return 0;
 }
@@ -585,7 +587,7 @@ typedef struct installer_seen {
 static http_stream_action installer_headers(void *user, const http_stream_headers *h)
 {
     installer_seen *s = user;
-    snprintf(s->version, sizeof s->version, "%s", h->installer_version ? h->installer_version : "");
+    snprintf(s->version, sizeof s->version, "%s", api_installer_version(h) ? api_installer_version(h) : "");
     return HTTP_STREAM_CONTINUE;
 }
 

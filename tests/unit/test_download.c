@@ -21,7 +21,9 @@
 
 #include "core/config.h"
 #include "installer/download.h"
+#include "net/api.h"
 #include "net/http.h"
+#include "net/http_fake.h"
 #include "core/log.h"
 #include "platform/platform.h"
 #include "base/text.h"
@@ -123,8 +125,9 @@ static int setup(void **ctx)
     error_info err;
     assert_int_equal(config_init_defaults(&f->cfg, &err), ERR_OK);
     f->cfg.base_url = text_dup("https://platform.test");
-    http_options opts = {.fake = fake, .fake_ctx = &f->server};
-    assert_int_equal(http_client_new(&f->cfg, "key", &opts, &f->http, &err), ERR_OK);
+    http_fake transport = {fake, &f->server};
+    http_options opts = {.fake = &transport};
+    assert_int_equal(api_client_new(&f->cfg, "key", &opts, &f->http, &err), ERR_OK);
     snprintf(f->path, sizeof f->path, "%s%cdownloads%c24.3.1.part", f->dir, platform_path_separator(),
              platform_path_separator());
     log_set_level(LOG_QUIET);

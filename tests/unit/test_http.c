@@ -5,8 +5,8 @@
  * host), parallel submissions, pacing from rate headers, counters, and the
  * trace never showing a secret; the URL GETs of the fleet mirror (no token,
  * conditional, one attempt, the error-body cap, the redirect rules, file://
- * paths and reads). Nothing here sleeps or opens a socket; http(s) against
- * real servers is tests/integration/test_mirror.py and test_hostile_mirror.py. */
+ * reads). The URL rules are test_url.c's, file:// paths test_file.c's. Nothing here sleeps or opens a socket; http(s)
+ * against real servers is tests/integration/test_mirror.py and test_hostile_mirror.py. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,12 +18,17 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "net/api.h"
 #include "net/http.h"
+#include "net/http_fake.h"
 
 #include "support.h"
 
 #define API_KEY "test-api-key-0123456789"
 #define BASE "https://tenant.example.com/public/"
+
+/* The header the installer route's version check reads (api.c names it). */
+static const char *const KEEP[] = {"X-Installer-Version", NULL};
 
 /* ---- the fake world: a clock and a scriptable server ------------------------- */
 
@@ -240,10 +245,10 @@ static int teardown(void **state)
 
 static void open_client(fixture *f, int verbosity)
 {
-    http_options opts = {
-        .clock = &f->clock, .verbosity = verbosity, .trace = f->trace, .fake = fake_server, .fake_ctx = &f->w};
+    http_fake fake = {fake_server, &f->w};
+    http_options opts = {.clock = &f->clock, .verbosity = verbosity, .trace = f->trace, .fake = &fake};
     error_info err;
-    assert_int_equal(http_client_new(&f->cfg, API_KEY, &opts, &f->http, &err), ERR_OK);
+    assert_int_equal(api_client_new(&f->cfg, API_KEY, &opts, &f->http, &err), ERR_OK);
 }
 
 static error_code call(fixture *f, const char *route, error_info *err, long *status)
@@ -507,7 +512,8 @@ static http_stream_action on_headers(void *user, const http_stream_headers *h)
     stream_seen *s = user;
     s->headers_calls++;
     s->status = h->status;
-    snprintf(s->version, sizeof s->version, "%s", h->installer_version ? h->installer_version : "");
+    snprintf(s->version, sizeof s->version, "%s",
+             http_stream_header(h, "X-Installer-Version") ? http_stream_header(h, "X-Installer-Version") : "");
     snprintf(s->url, sizeof s->url, "%s", h->url);
     s->redirects = h->redirects;
     s->content_length = h->content_length;
@@ -535,7 +541,7 @@ static void test_stream_redirect_keeps_token_home(void **state)
            "Content-Length: 10\r\nContent-Range: bytes 10-19/20\r\nETag: \"abc\"\r\n", "0123456789");
     stream_seen s = {0};
     http_stream_callbacks cb = {on_headers, on_data, &s};
-    http_stream_request req = {"/v2/installer/windows/latest", "bytes=10-", "\"abc\"", 0, "installer"};
+    http_stream_request req = {"/v2/installer/windows/latest", "bytes=10-", "\"abc\"", 0, "installer", KEEP};
     http_stream_result result;
     error_info err;
     assert_int_equal(http_stream_get(f->http, &req, &cb, &result, &err), ERR_OK);
@@ -563,7 +569,7 @@ static void test_stream_stop_after_headers(void **state)
     stream_seen s = {0};
     s.stop_at_headers = true;
     http_stream_callbacks cb = {on_headers, on_data, &s};
-    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL, KEEP};
     http_stream_result result;
     error_info err;
     assert_int_equal(http_stream_get(f->http, &req, &cb, &result, &err), ERR_OK);
@@ -580,7 +586,7 @@ static void test_stream_refuses_plain_http_redirect(void **state)
     script(&f->w, "/v2/installer/windows/latest", 301, "Location: http://cdn.example.net/f.exe\r\n", "");
     stream_seen s = {0};
     http_stream_callbacks cb = {on_headers, on_data, &s};
-    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL, KEEP};
     error_info err;
     assert_int_equal(http_stream_get(f->http, &req, &cb, NULL, &err), ERR_PROTOCOL);
     assert_non_null(strstr(err.message, "redirect"));
@@ -595,7 +601,7 @@ static void test_stream_retries_before_headers(void **state)
     script(&f->w, "/v2/installer/windows/latest", 200, "Content-Length: 4\r\n", "MZ!!");
     stream_seen s = {0};
     http_stream_callbacks cb = {on_headers, on_data, &s};
-    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL, KEEP};
     error_info err;
     assert_int_equal(http_stream_get(f->http, &req, &cb, NULL, &err), ERR_OK);
     assert_int_equal(s.headers_calls, 1);
@@ -605,7 +611,7 @@ static void test_stream_retries_before_headers(void **state)
 static error_code get_installer(fixture *f, stream_seen *s, error_info *err)
 {
     http_stream_callbacks cb = {on_headers, on_data, s};
-    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    http_stream_request req = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL, KEEP};
     return http_stream_get(f->http, &req, &cb, NULL, err);
 }
 
@@ -755,7 +761,7 @@ static void test_stream_content_range_parsing(void **state)
         stream_seen s = {0};
         s.stop_at_headers = true;
         http_stream_callbacks cb = {on_headers, on_data, &s};
-        http_stream_request req = {"/v2/installer/windows/latest", "bytes=10-", NULL, 0, NULL};
+        http_stream_request req = {"/v2/installer/windows/latest", "bytes=10-", NULL, 0, NULL, KEEP};
         error_info err;
         assert_int_equal(http_stream_get(f->http, &req, &cb, NULL, &err), ERR_OK);
         if (s.range_start != cases[i].start || s.range_total != cases[i].total || s.content_length != cases[i].length)
@@ -880,40 +886,18 @@ static void test_trace_shows_requests_never_secrets(void **state)
     free(text);
 }
 
-static void test_check_url(void **state)
-{
-    (void)state;
-    error_info err;
-    assert_int_equal(http_check_url("https://tenant.example.com", &err), ERR_OK);
-    assert_int_equal(http_check_url("http://127.0.0.1:8080/public", &err), ERR_OK);
-    assert_int_equal(http_check_url("http://localhost:1", &err), ERR_OK);
-    assert_int_equal(http_check_url("http://[::1]:1", &err), ERR_OK);
-    assert_int_equal(http_check_url("http://tenant.example.com", &err), ERR_CONFIG);
-    assert_non_null(strstr(err.message, "http://"));
-    assert_int_equal(http_check_url("http://127.0.0.1.example.com", &err), ERR_CONFIG);
-    assert_int_equal(http_check_url("http://127.255.255.254:1", &err), ERR_OK);
-    assert_int_equal(http_check_url("http://128.0.0.1", &err), ERR_CONFIG);
-    assert_int_equal(http_check_url("http://1.0.0.127", &err), ERR_CONFIG);
-    /* Octets are parsed with overflow checks (sscanf "%u" wrapped this one to
-     * 127.0.0.1 and let a name that is not loopback use http://). */
-    assert_int_equal(http_check_url("http://127.0.0.4294967297/", &err), ERR_CONFIG);
-    assert_int_equal(http_check_url("http://127.0.0.256/", &err), ERR_CONFIG);
-    assert_int_equal(http_check_url("ftp://tenant.example.com", &err), ERR_CONFIG);
-    assert_int_equal(http_check_url("not a url", &err), ERR_CONFIG);
-}
-
 static void test_client_refuses_bad_config(void **state)
 {
     fixture *f = *state;
     http_client *c = NULL;
     error_info err;
     f->cfg.base_url = "http://tenant.example.com";
-    assert_int_equal(http_client_new(&f->cfg, API_KEY, NULL, &c, &err), ERR_CONFIG);
+    assert_int_equal(api_client_new(&f->cfg, API_KEY, NULL, &c, &err), ERR_CONFIG);
     assert_non_null(strstr(err.message, "base_url"));
     f->cfg.base_url = NULL;
-    assert_int_equal(http_client_new(&f->cfg, API_KEY, NULL, &c, &err), ERR_CONFIG);
+    assert_int_equal(api_client_new(&f->cfg, API_KEY, NULL, &c, &err), ERR_CONFIG);
     f->cfg.base_url = BASE;
-    assert_int_equal(http_client_new(&f->cfg, "", NULL, &c, &err), ERR_CONFIG);
+    assert_int_equal(api_client_new(&f->cfg, "", NULL, &c, &err), ERR_CONFIG);
     assert_null(c);
 }
 
@@ -921,10 +905,11 @@ static void test_client_refuses_bad_config(void **state)
 
 static void open_url_client(fixture *f)
 {
-    http_options opts = {.clock = &f->clock, .trace = f->trace, .fake = fake_server, .fake_ctx = &f->w};
+    http_fake fake = {fake_server, &f->w};
+    http_options opts = {.clock = &f->clock, .trace = f->trace, .fake = &fake};
     error_info err;
     f->cfg.base_url = NULL; /* the mirror needs no platform */
-    assert_int_equal(http_client_new(&f->cfg, NULL, &opts, &f->http, &err), ERR_OK);
+    assert_int_equal(http_client_new(&f->cfg, NULL, NULL, &opts, &f->http, &err), ERR_OK);
     assert_false(http_client_has_key(f->http));
 }
 
@@ -959,7 +944,7 @@ static void test_url_get_no_token_conditional(void **state)
     assert_false(f->w.seen[0].conditional);
     assert_true(f->w.seen[1].conditional);
     /* The platform's routes need the key. */
-    http_stream_request sreq = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL};
+    http_stream_request sreq = {"/v2/installer/windows/latest", NULL, NULL, 0, NULL, KEEP};
     http_stream_callbacks cb = {NULL, NULL, NULL};
     assert_int_equal(http_stream_get(f->http, &sreq, &cb, NULL, &err), ERR_CONFIG);
 }
@@ -1029,37 +1014,6 @@ static void test_url_get_body_cap_and_redirects(void **state)
     assert_int_equal(url_read(f, "https://mirror.example.com/loop/m.json", NULL, &b, &err), ERR_PROTOCOL);
     assert_non_null(strstr(err.message, "redirects"));
     http_url_body_free(&b);
-}
-
-static void test_file_url_paths(void **unused)
-{
-    (void)unused;
-    static const struct {
-        const char *url;
-        const char *path; /* NULL: refused */
-    } cases[] = {
-        {"file:///srv/mirror/manifest.json", "/srv/mirror/manifest.json"},
-        {"FILE:///srv/mirror/a%20b.json", "/srv/mirror/a b.json"},
-        {"file:///C:/mirror/manifest.json", "C:/mirror/manifest.json"},
-        {"file:///c|/mirror/manifest.json", "c|/mirror/manifest.json"},
-        {"file://localhost/srv/m.json", "/srv/m.json"},
-        {"file://fileserver/outpost$/manifest.json", "//fileserver/outpost$/manifest.json"},
-        {"file:///srv/m.json?x=1", "/srv/m.json"},
-        {"file:///srv/%00.json", NULL},
-        {"file://", NULL},
-        {"https://example.com/m.json", NULL},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *path = http_file_url_path(cases[i].url);
-        if (!cases[i].path) {
-            if (path)
-                fail_msg("%s: should be refused, got %s", cases[i].url, path);
-            continue;
-        }
-        if (!path || strcmp(path, cases[i].path) != 0)
-            fail_msg("%s: got %s, want %s", cases[i].url, path ? path : "(null)", cases[i].path);
-        free(path);
-    }
 }
 
 typedef struct file_seen {
@@ -1189,12 +1143,10 @@ int main(void)
         T(test_paces_from_rate_headers),
         T(test_server_clock_behind_ours),
         T(test_trace_shows_requests_never_secrets),
-        T(test_check_url),
         T(test_client_refuses_bad_config),
         T(test_url_get_no_token_conditional),
         T(test_url_get_failures_one_attempt),
         T(test_url_get_body_cap_and_redirects),
-        cmocka_unit_test(test_file_url_paths),
         T(test_file_url_reads),
     };
 #undef T

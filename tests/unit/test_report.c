@@ -15,6 +15,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "net/api.h"
+#include "net/http_fake.h"
 #include "report/report.h"
 #include "report/status.h"
 #include "core/timefmt.h"
@@ -152,9 +154,10 @@ static void setup_fixture(fixture *f)
 
 static error_code report_once(fixture *f, report_summary *sum, error_info *err)
 {
-    http_options options = {.clock = &fake_clock, .fake = fake, .fake_ctx = &f->srv};
+    http_fake transport = {fake, &f->srv};
+    http_options options = {.clock = &fake_clock, .fake = &transport};
     http_client *http = NULL;
-    assert_int_equal(http_client_new(&f->cfg, "key", &options, &http, err), ERR_OK);
+    assert_int_equal(api_client_new(&f->cfg, "key", &options, &http, err), ERR_OK);
     state *s = NULL;
     assert_int_equal(state_load(f->cfg.state_dir, &s, err), ERR_OK);
     report_options opts = {.now_s = fake_now_ms / 1000, .write_last_run = true};

@@ -18,6 +18,9 @@
 #include "core/log.h"
 #include "installer/source_api.h"
 
+#include "net/api.h"
+#include "net/http_fake.h"
+
 #include "support.h"
 
 /* The platform's installer route answers with platform.headers. */
@@ -35,8 +38,9 @@ static int setup(void **ctx)
     f->cfg.base_url = text_dup("https://platform.test");
     f->platform.body = "MZ and the rest of an installer";
     f->platform.body_len = strlen(f->platform.body);
-    http_options opts = {.fake = support_fake_installer_route, .fake_ctx = &f->platform};
-    assert_int_equal(http_client_new(&f->cfg, "key", &opts, &f->http, &err), ERR_OK);
+    http_fake transport = {support_fake_installer_route, &f->platform};
+    http_options opts = {.fake = &transport};
+    assert_int_equal(api_client_new(&f->cfg, "key", &opts, &f->http, &err), ERR_OK);
     log_set_level(LOG_QUIET);
     *ctx = f;
     return 0;
@@ -100,7 +104,10 @@ static void test_latest_does_not_read_the_file_name(void **ctx)
 
     http_stream_headers h;
     memset(&h, 0, sizeof h);
-    h.installer_version = "2.0";
+    static const char *const names[] = {"X-Installer-Version", NULL};
+    static const char *const values[] = {"2.0"};
+    h.keep_names = names;
+    h.kept = values;
     h.content_disposition = "attachment; filename=\"CON.exe\"";
     download_offer offer;
     char *name = NULL;

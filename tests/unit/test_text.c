@@ -145,11 +145,44 @@ static void test_hex_decode(void **state)
     assert_memory_equal(back, bytes, sizeof bytes);
 }
 
+/* Digits from the network: at least one, no sign or space, never past the
+ * bound (no overflow), *p moved only on success. */
+static void test_parse_digits(void **unused)
+{
+    (void)unused;
+    const char *p = "1234x";
+    int64_t v = -1;
+    assert_true(text_parse_digits(&p, INT64_MAX, &v));
+    assert_int_equal(v, 1234);
+    assert_string_equal(p, "x");
+    p = "9223372036854775807";
+    assert_true(text_parse_digits(&p, INT64_MAX, &v));
+    assert_int_equal(v, INT64_MAX);
+    static const char *const refused[] = {"9223372036854775808", "", "x1", "-1", "+1", " 1"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        p = refused[i];
+        v = 7;
+        if (text_parse_digits(&p, INT64_MAX, &v) || p != refused[i] || v != 7)
+            fail_msg("\"%s\" was taken", refused[i]);
+    }
+    p = "255";
+    assert_true(text_parse_digits(&p, 255, &v));
+    p = "256";
+    assert_false(text_parse_digits(&p, 255, &v));
+    p = "000127";
+    assert_true(text_parse_digits(&p, 255, &v));
+    assert_int_equal(v, 127);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escape_controls), cmocka_unit_test(test_case_helpers), cmocka_unit_test(test_hex),
-        cmocka_unit_test(test_url_redact),      cmocka_unit_test(test_hex_decode),
+        cmocka_unit_test(test_escape_controls),
+        cmocka_unit_test(test_case_helpers),
+        cmocka_unit_test(test_hex),
+        cmocka_unit_test(test_url_redact),
+        cmocka_unit_test(test_hex_decode),
+        cmocka_unit_test(test_parse_digits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,8 @@
 /* test_tlsprefs.c — the order of TLS key-exchange groups (agent/net/tlsprefs.c):
  * X25519, P-256, P-384, P-521 first when the library has them, every other
- * supported group kept after them, none twice, none invented; and whether
- * this build hands the order to libcurl (the release builds, where libcurl
- * runs over the same mbedTLS) or not (the Debian build). */
+ * supported group kept after them, none twice, none invented; and the
+ * cipher suites, AES-GCM first only where it runs on the CPU's
+ * instructions. Whether the order reaches libcurl is test_tls.c's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -88,21 +88,6 @@ static void test_aes_gcm_suites_first_only_when_asked(void **unused)
 #endif
 }
 
-/* The release builds set OUTPOST_CURL_MBEDTLS, and their libcurl reports
- * the same mbedTLS: the order is applied. Elsewhere it must not be (the
- * callback would receive another library's structure). */
-static void test_applied_only_over_the_same_mbedtls(void **unused)
-{
-    (void)unused;
-    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
-    print_message("libcurl TLS: %s\n", v->ssl_version ? v->ssl_version : "(none)");
-#ifdef OUTPOST_CURL_MBEDTLS
-    assert_true(tlsprefs_active());
-#else
-    assert_false(tlsprefs_active());
-#endif
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -110,7 +95,6 @@ int main(void)
         cmocka_unit_test(test_only_groups_the_library_has),
         cmocka_unit_test(test_capacity_is_respected_and_terminated),
         cmocka_unit_test(test_aes_gcm_suites_first_only_when_asked),
-        cmocka_unit_test(test_applied_only_over_the_same_mbedtls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

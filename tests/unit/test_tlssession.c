@@ -77,8 +77,8 @@ static void test_nothing_is_kept_without_a_path_or_trust(void **unused)
     assert_null(tlssession_new(NULL, "/etc/ca.pem", NULL, 0, NULL));
     assert_null(tlssession_new("/tmp/tls-session", NULL, NULL, 0, NULL));
     /* NULL is a valid "keep nothing" store everywhere */
-    assert_int_equal(tlssession_keep(NULL, NULL), TLSSESSION_NONE);
-    tlssession_offer(NULL, NULL, NULL);
+    assert_int_equal(tlssession_keep(NULL, NULL, "https://tenant.example.com/"), TLSSESSION_NONE);
+    tlssession_offer(NULL, NULL, NULL, "https://tenant.example.com/");
     tlssession_free(NULL);
 }
 

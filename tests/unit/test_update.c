@@ -24,6 +24,9 @@
 #include "net/retry_after.h"
 #include "platform/platform.h"
 
+#include "net/api.h"
+#include "net/http_fake.h"
+
 #include "support.h"
 #include "support_staging.h"
 
@@ -274,8 +277,9 @@ static int flow_setup(void **ctx)
     f->platform.body = f->installer;
     f->platform.body_len = len;
     offer(f, "2.0");
-    http_options opts = {.fake = support_fake_installer_route, .fake_ctx = &f->platform};
-    assert_int_equal(http_client_new(cfg, "key", &opts, &f->http, &err), ERR_OK);
+    http_fake transport = {support_fake_installer_route, &f->platform};
+    http_options opts = {.fake = &transport};
+    assert_int_equal(api_client_new(cfg, "key", &opts, &f->http, &err), ERR_OK);
     *ctx = f;
     return 0;
 }

@@ -1,0 +1,195 @@
+/*
+ * tls.c — TLS in one place (see tls.h): the CA material chosen once per
+ * client, the options set on every easy handle, and, where libcurl runs
+ * over our mbedTLS, libcurl's SSL context callback (the handshake order of
+ * tlsprefs.h, the session offer of tlssession.h) and the session keep.
+ *
+ * Layout: the setup, the options, then the mbedTLS part.
+ */
+#include "net/tls.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/text.h"
+#include "net/tlsprefs.h"
+#include "platform/platform.h"
+
+#ifdef OUTPOST_CURL_MBEDTLS
+#include <mbedtls/ecp.h>
+#include <mbedtls/ssl.h>
+#include <mbedtls/ssl_ciphersuites.h>
+#include <mbedtls/version.h>
+#endif
+
+struct tls_setup {
+    char *ca_file;         /* tls.ca_file; NULL: the system's store */
+    char *ca_bundle;       /* the OS root store as PEM when the TLS library has none (Windows); NULL otherwise */
+    size_t ca_bundle_len;  /* bytes in ca_bundle */
+    const char *ca_system; /* the system bundle file otherwise (platform_system_ca_file); NULL: none */
+    char *pinned_key;      /* tls.pinned_public_key, or NULL */
+    tlssession *session;   /* the TLS session kept between runs; NULL: none kept */
+};
+
+static void set_handshake(tls_setup *t, CURL *e);
+
+/* ---- The setup --------------------------------------------------------------- */
+
+error_code tls_new(const char *ca_file, const char *pinned_key, const char *session_file, tls_setup **out,
+                   error_info *err)
+{
+    tls_setup *t = calloc(1, sizeof *t);
+    if (!t)
+        return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
+    t->ca_file = ca_file ? text_dup(ca_file) : NULL;
+    t->pinned_key = pinned_key ? text_dup(pinned_key) : NULL;
+    if ((ca_file && !t->ca_file) || (pinned_key && !t->pinned_key)) {
+        tls_free(t);
+        return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
+    }
+    /* Without a CA file, trust the OS store: in memory on Windows, a
+     * file (platform_system_ca_file) elsewhere. */
+    error_info ignored;
+    if (!t->ca_file && platform_system_ca_bundle(&t->ca_bundle, &t->ca_bundle_len, &ignored) != ERR_OK)
+        t->ca_bundle = NULL;
+    if (!t->ca_file && !t->ca_bundle)
+        t->ca_system = platform_system_ca_file();
+    if (session_file && tls_uses_our_mbedtls())
+        t->session = tlssession_new(session_file, t->ca_file, t->ca_bundle, t->ca_bundle_len, t->ca_system);
+    *out = t;
+    return ERR_OK;
+}
+
+void tls_free(tls_setup *t)
+{
+    if (!t)
+        return;
+    tlssession_free(t->session); /* borrows ca_bundle */
+    free(t->ca_file);
+    free(t->ca_bundle);
+    free(t->pinned_key);
+    free(t);
+}
+
+/* ---- The options ------------------------------------------------------------- */
+
+void tls_apply(tls_setup *t, CURL *e, bool pin)
+{
+    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    set_handshake(t, e);
+    /* The CA file applies to every host (a TLS-inspecting proxy re-signs
+     * the storage host too); the pinned key is the platform's own. */
+    if (t->ca_file) {
+        curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_file);
+    } else if (t->ca_bundle) {
+#if LIBCURL_VERSION_NUM >= 0x074d00 /* 7.77.0: CURLOPT_CAINFO_BLOB */
+        struct curl_blob blob = {t->ca_bundle, t->ca_bundle_len, CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+#endif
+    } else if (t->ca_system) {
+        curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_system);
+    }
+    if (t->pinned_key && pin)
+        curl_easy_setopt(e, CURLOPT_PINNEDPUBLICKEY, t->pinned_key);
+}
+
+/* ---- libcurl over our mbedTLS -------------------------------------------------- */
+
+#ifdef OUTPOST_CURL_MBEDTLS
+/* mbedtls_ssl_conf_curves keeps the pointer: the list lives as long as
+ * the process. Built once, on first use (a client is used from one
+ * thread, and so is every run's). */
+static mbedtls_ecp_group_id groups[32];
+static int groups_ready;
+/* The cipher suites in outpost's order; empty (mbedTLS's own order) when
+ * AES-GCM is not the faster AEAD here. Same lifetime rule as groups. */
+static int suites[256];
+
+static int libcurl_uses_this_mbedtls(void)
+{
+    /* The callback receives mbedTLS's own configuration structure: only
+     * safe when libcurl was built against exactly these headers. */
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    static const char want[] = "mbedTLS/" MBEDTLS_VERSION_STRING;
+    return v && v->ssl_version && strcmp(v->ssl_version, want) == 0;
+}
+
+/* The handshake's mbedTLS context on e, NULL when there is none (yet). */
+static mbedtls_ssl_context *ssl_of(CURL *e)
+{
+    struct curl_tlssessioninfo *info = NULL;
+    if (curl_easy_getinfo(e, CURLINFO_TLS_SSL_PTR, &info) != CURLE_OK || !info ||
+        info->backend != CURLSSLBACKEND_MBEDTLS)
+        return NULL;
+    return info->internals;
+}
+
+/* The URL e is fetching (the session's host and port); NULL when unknown. */
+static const char *url_of(CURL *e)
+{
+    const char *url = NULL;
+    return curl_easy_getinfo(e, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK ? url : NULL;
+}
+
+static CURLcode on_ssl_ctx(CURL *e, void *ssl_config, void *user)
+{
+    mbedtls_ssl_conf_curves((mbedtls_ssl_config *)ssl_config, groups);
+    if (suites[0] != 0)
+        mbedtls_ssl_conf_ciphersuites((mbedtls_ssl_config *)ssl_config, suites);
+    tlssession *session = user; /* the run's kept session, or NULL */
+    if (session)
+        tlssession_offer(session, ssl_config, ssl_of(e), url_of(e));
+    return CURLE_OK;
+}
+
+bool tls_uses_our_mbedtls(void)
+{
+    if (!groups_ready) {
+        int supported[32], ordered[32];
+        size_t n = 0;
+        for (const mbedtls_ecp_group_id *g = mbedtls_ecp_grp_id_list(); *g != MBEDTLS_ECP_DP_NONE && n + 1 < 32; g++)
+            supported[n++] = (int)*g;
+        supported[n] = 0;
+        size_t m = tlsprefs_order_groups(supported, ordered, 32);
+        for (size_t i = 0; i <= m; i++)
+            groups[i] = (mbedtls_ecp_group_id)ordered[i];
+        if (tlsprefs_aes_gcm_first())
+            tlsprefs_order_suites(mbedtls_ssl_list_ciphersuites(), 1, suites, sizeof suites / sizeof suites[0]);
+        groups_ready = libcurl_uses_this_mbedtls() ? 1 : -1;
+    }
+    return groups_ready == 1;
+}
+
+static void set_handshake(tls_setup *t, CURL *e)
+{
+    if (tls_uses_our_mbedtls()) {
+        curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
+        curl_easy_setopt(e, CURLOPT_SSL_CTX_DATA, (void *)t->session);
+    }
+}
+
+tlssession_outcome tls_keep_session(tls_setup *t, CURL *e)
+{
+    if (!t || !t->session)
+        return TLSSESSION_NONE;
+    return tlssession_keep(t->session, ssl_of(e), url_of(e));
+}
+#else
+bool tls_uses_our_mbedtls(void)
+{
+    return false;
+}
+
+static void set_handshake(tls_setup *t, CURL *e)
+{
+    (void)t;
+    (void)e;
+}
+
+tlssession_outcome tls_keep_session(tls_setup *t, CURL *e)
+{
+    (void)t;
+    (void)e;
+    return TLSSESSION_NONE;
+}
+#endif
