@@ -230,20 +230,34 @@ static size_t resources_count(const api_envelope *env)
 
 /* ---- Views --------------------------------------------------------------------- */
 
+/* What every view of resources[index] starts with: a reader whose messages
+ * name the endpoint and the element (prefix, size bytes, must outlive the
+ * reader), the element an object, its non-empty "id" into *id (NULL on
+ * failure). f->rc says how it went (err filled). */
+static error_code view_begin(jsonx_reader *f, char *prefix, size_t size, const char *endpoint, size_t index,
+                             const cJSON *object, const char **id, error_info *err)
+{
+    snprintf(prefix, size, "resources[%zu]", index);
+    jsonx_reader_init(f, endpoint, prefix, ERR_PROTOCOL, err);
+    if (!cJSON_IsObject(object))
+        return f->rc = error_set(err, ERR_PROTOCOL, "%s: %s is not an object", endpoint, prefix);
+    *id = jsonx_string(f, object, "id");
+    if (f->rc == ERR_OK && (!*id || !(*id)[0]))
+        jsonx_fail(f, "id", "is missing or empty");
+    if (f->rc != ERR_OK)
+        *id = NULL;
+    return f->rc;
+}
+
 error_code api_incident_view(const char *endpoint, size_t index, const cJSON *object, api_incident *incident,
                              error_info *err)
 {
     memset(incident, 0, sizeof *incident);
     char prefix[48];
-    snprintf(prefix, sizeof prefix, "resources[%zu]", index);
     jsonx_reader f;
-    jsonx_reader_init(&f, endpoint, prefix, ERR_PROTOCOL, err);
-    if (!cJSON_IsObject(object))
-        return error_set(err, ERR_PROTOCOL, "%s: %s is not an object", endpoint, prefix);
+    if (view_begin(&f, prefix, sizeof prefix, endpoint, index, object, &incident->id, err) != ERR_OK)
+        return f.rc;
     incident->json = object;
-    incident->id = jsonx_string(&f, object, "id");
-    if (f.rc == ERR_OK && (!incident->id || !incident->id[0]))
-        jsonx_fail(&f, "id", "is missing or empty");
     incident->user = jsonx_string(&f, object, "user.local_username");
     incident->policy = jsonx_string(&f, object, "policy.name");
     incident->dataset = jsonx_string(&f, object, "dataset.name");
@@ -263,15 +277,10 @@ error_code api_event_view(const char *endpoint, size_t index, const cJSON *objec
 {
     memset(event, 0, sizeof *event);
     char prefix[48];
-    snprintf(prefix, sizeof prefix, "resources[%zu]", index);
     jsonx_reader f;
-    jsonx_reader_init(&f, endpoint, prefix, ERR_PROTOCOL, err);
-    if (!cJSON_IsObject(object))
-        return error_set(err, ERR_PROTOCOL, "%s: %s is not an object", endpoint, prefix);
+    if (view_begin(&f, prefix, sizeof prefix, endpoint, index, object, &event->id, err) != ERR_OK)
+        return f.rc;
     event->json = object;
-    event->id = jsonx_string(&f, object, "id");
-    if (f.rc == ERR_OK && (!event->id || !event->id[0]))
-        jsonx_fail(&f, "id", "is missing or empty");
     event->timestamp = jsonx_string(&f, object, "timestamp");
     event->kind = field_enum(&f, object, "action.kind");
     event->blocked = jsonx_bool(&f, object, "action.blocked", false);

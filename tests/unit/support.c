@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "core/log.h"
 #include "installer/intake.h"
 #include "installer/staging.h"
@@ -258,3 +260,37 @@ const char support_ec_root_pem[] = "-----BEGIN CERTIFICATE-----\n"
                                    "AJqjPqfb7tNJEYd6jMrAU8HeUGAoCI3iXtpHJ9NcV2o1AiACD6oKU3fVr/Dsdz+z\n"
                                    "zkPDdthC+SzIRlXZENJ9cHGyew==\n"
                                    "-----END CERTIFICATE-----\n";
+
+/* ---- Building binary files -------------------------------------------------------- */
+
+void support_put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+void support_put32(uint8_t *p, uint32_t v)
+{
+    support_put16(p, (uint16_t)v);
+    support_put16(p + 2, (uint16_t)(v >> 16));
+}
+
+/* ---- cJSON out of memory ----------------------------------------------------------- */
+
+static int allocations_left = -1;
+
+static void *failing_malloc(size_t size)
+{
+    if (allocations_left == 0)
+        return NULL;
+    if (allocations_left > 0)
+        allocations_left--;
+    return malloc(size);
+}
+
+void support_cjson_fail_after(int n)
+{
+    allocations_left = n;
+    cJSON_Hooks hooks = {.malloc_fn = failing_malloc, .free_fn = free};
+    cJSON_InitHooks(n < 0 ? NULL : &hooks);
+}

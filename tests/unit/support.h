@@ -85,4 +85,17 @@ extern const clock_source support_still_clock;
  * Authenticode tests that need one (its key is nowhere). */
 extern const char support_ec_root_pem[];
 
+/* ---- Building binary files -------------------------------------------------------- */
+
+/* v little-endian at p: the PE and OLE compound-file formats the tests build. */
+void support_put16(uint8_t *p, uint16_t v);
+void support_put32(uint8_t *p, uint32_t v);
+
+/* ---- cJSON out of memory ----------------------------------------------------------- */
+
+/* From now on cJSON's allocations succeed n more times, then fail (n < 0:
+ * cJSON's own allocator again, never failing): for the out-of-memory paths
+ * of code that builds JSON. */
+void support_cjson_fail_after(int n);
+
 #endif

@@ -64,18 +64,6 @@ static authenticode_verdict judge_blob(const uint8_t *der, size_t len, authentic
     return result->verdict;
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, (uint16_t)v);
-    put16(p + 2, (uint16_t)(v >> 16));
-}
-
 /* ---- PE ------------------------------------------------------------------- */
 
 #define PE_NT 0x80
@@ -88,12 +76,12 @@ static void make_pe(uint8_t *buf, bool plus)
     memset(buf, 0, PE_SIZE);
     buf[0] = 'M';
     buf[1] = 'Z';
-    put32(buf + 0x3c, PE_NT);
+    support_put32(buf + 0x3c, PE_NT);
     memcpy(buf + PE_NT, "PE\0\0", 4);
-    put16(buf + PE_NT + 4, plus ? 0x8664 : 0x14c);
-    put16(buf + PE_NT + 4 + 16, plus ? 240 : 224);
-    put16(buf + PE_OPT, plus ? 0x20b : 0x10b);
-    put32(buf + PE_OPT + (plus ? 108 : 92), 16);
+    support_put16(buf + PE_NT + 4, plus ? 0x8664 : 0x14c);
+    support_put16(buf + PE_NT + 4 + 16, plus ? 240 : 224);
+    support_put16(buf + PE_OPT, plus ? 0x20b : 0x10b);
+    support_put32(buf + PE_OPT + (plus ? 108 : 92), 16);
 }
 
 static size_t security_entry(bool plus)
@@ -107,11 +95,11 @@ static void make_signed_pe(uint8_t *buf, const uint8_t *der, size_t der_len, siz
 {
     make_pe(buf, true);
     size_t offset = PE_SIZE - table_size;
-    put32(buf + security_entry(true), (uint32_t)offset);
-    put32(buf + security_entry(true) + 4, (uint32_t)table_size);
-    put32(buf + offset, (uint32_t)(8 + der_len));
-    put16(buf + offset + 4, 0x0200);
-    put16(buf + offset + 6, 0x0002);
+    support_put32(buf + security_entry(true), (uint32_t)offset);
+    support_put32(buf + security_entry(true) + 4, (uint32_t)table_size);
+    support_put32(buf + offset, (uint32_t)(8 + der_len));
+    support_put16(buf + offset + 4, 0x0200);
+    support_put16(buf + offset + 6, 0x0002);
     memcpy(buf + offset + 8, der, der_len);
 }
 
@@ -182,11 +170,11 @@ static void no_mz(uint8_t *b, size_t *len)
 static void lfanew_past_end(uint8_t *b, size_t *len)
 {
     (void)len;
-    put32(b + 0x3c, 0xFFFFFFF0u);
+    support_put32(b + 0x3c, 0xFFFFFFF0u);
 }
 static void lfanew_at_end(uint8_t *b, size_t *len)
 {
-    put32(b + 0x3c, (uint32_t)(*len - 4));
+    support_put32(b + 0x3c, (uint32_t)(*len - 4));
 }
 static void no_pe_signature(uint8_t *b, size_t *len)
 {
@@ -196,53 +184,53 @@ static void no_pe_signature(uint8_t *b, size_t *len)
 static void bad_magic(uint8_t *b, size_t *len)
 {
     (void)len;
-    put16(b + PE_OPT, 0x107);
+    support_put16(b + PE_OPT, 0x107);
 }
 static void tiny_optional_header(uint8_t *b, size_t *len)
 {
     (void)len;
-    put16(b + PE_NT + 20, 16);
+    support_put16(b + PE_NT + 20, 16);
 }
 static void huge_optional_header(uint8_t *b, size_t *len)
 {
     (void)len;
-    put16(b + PE_NT + 20, 0xFFFF);
+    support_put16(b + PE_NT + 20, 0xFFFF);
 }
 static void few_directories(uint8_t *b, size_t *len)
 {
     (void)len;
-    put32(b + PE_OPT + 108, 4);
+    support_put32(b + PE_OPT + 108, 4);
 }
 static void half_empty_directory(uint8_t *b, size_t *len)
 {
     (void)len;
-    put32(b + security_entry(true), 512);
+    support_put32(b + security_entry(true), 512);
 }
 static void table_past_end(uint8_t *b, size_t *len)
 {
-    put32(b + security_entry(true), 512);
-    put32(b + security_entry(true) + 4, (uint32_t)*len);
+    support_put32(b + security_entry(true), 512);
+    support_put32(b + security_entry(true) + 4, (uint32_t)*len);
 }
 static void table_overflows(uint8_t *b, size_t *len)
 {
     (void)len;
-    put32(b + security_entry(true), 0xFFFFFFF8u);
-    put32(b + security_entry(true) + 4, 0x10);
+    support_put32(b + security_entry(true), 0xFFFFFFF8u);
+    support_put32(b + security_entry(true) + 4, 0x10);
 }
 static void data_after_table(uint8_t *b, size_t *len)
 {
-    put32(b + security_entry(true), 512);
-    put32(b + security_entry(true) + 4, (uint32_t)(*len - 512 - 8));
+    support_put32(b + security_entry(true), 512);
+    support_put32(b + security_entry(true) + 4, (uint32_t)(*len - 512 - 8));
 }
 static void table_overlaps_headers(uint8_t *b, size_t *len)
 {
-    put32(b + security_entry(true), 8);
-    put32(b + security_entry(true) + 4, (uint32_t)(*len - 8));
+    support_put32(b + security_entry(true), 8);
+    support_put32(b + security_entry(true) + 4, (uint32_t)(*len - 8));
 }
 static void table_too_small(uint8_t *b, size_t *len)
 {
-    put32(b + security_entry(true), (uint32_t)(*len - 4));
-    put32(b + security_entry(true) + 4, 4);
+    support_put32(b + security_entry(true), (uint32_t)(*len - 4));
+    support_put32(b + security_entry(true) + 4, 4);
 }
 static void truncated_file(uint8_t *b, size_t *len)
 {
@@ -302,15 +290,15 @@ static void test_certificate_table_entries(void **state)
     assert_non_null(strstr(r.reason, "not SignedData"));
 
     make_signed_pe(buf, not_signed_data, der, table);
-    put16(buf + PE_SIZE - table + 4, 0x0100); /* revision 1 */
+    support_put16(buf + PE_SIZE - table + 4, 0x0100); /* revision 1 */
     assert_int_equal(judge(buf, sizeof buf, &r), AUTHENTICODE_UNSUPPORTED);
 
     make_signed_pe(buf, not_signed_data, der, table);
-    put32(buf + PE_SIZE - table, (uint32_t)table + 8); /* entry longer than the table */
+    support_put32(buf + PE_SIZE - table, (uint32_t)table + 8); /* entry longer than the table */
     assert_int_equal(judge(buf, sizeof buf, &r), AUTHENTICODE_MALFORMED);
 
     make_signed_pe(buf, not_signed_data, der, table + 16); /* room for a second entry */
-    put32(buf + PE_SIZE - table - 16, (uint32_t)(8 + der));
+    support_put32(buf + PE_SIZE - table - 16, (uint32_t)(8 + der));
     assert_int_equal(judge(buf, sizeof buf, &r), AUTHENTICODE_MALFORMED);
     assert_non_null(strstr(r.reason, "more than one"));
 
@@ -339,11 +327,11 @@ static void test_pe_over_2gib(void **state)
     size_t table = (8 + der + 7) / 8 * 8;
     uint8_t head[PE_SIZE], entry[64] = {0};
     make_pe(head, true);
-    put32(head + security_entry(true), (uint32_t)(size - table));
-    put32(head + security_entry(true) + 4, (uint32_t)table);
-    put32(entry, (uint32_t)(8 + der));
-    put16(entry + 4, 0x0200);
-    put16(entry + 6, 0x0002);
+    support_put32(head + security_entry(true), (uint32_t)(size - table));
+    support_put32(head + security_entry(true) + 4, (uint32_t)table);
+    support_put32(entry, (uint32_t)(8 + der));
+    support_put16(entry + 4, 0x0200);
+    support_put16(entry + 6, 0x0002);
     memcpy(entry + 8, not_signed_data, der);
 
     char path[1100];
@@ -367,7 +355,7 @@ static void test_pe_over_2gib(void **state)
     /* The table announced one byte further than the file goes. */
     f = platform_fopen(path, "r+b");
     assert_non_null(f);
-    put32(head + security_entry(true) + 4, (uint32_t)table + 1);
+    support_put32(head + security_entry(true) + 4, (uint32_t)table + 1);
     assert_int_equal(fwrite(head, 1, sizeof head, f), sizeof head);
     assert_int_equal(fclose(f), 0);
     assert_int_equal(authenticode_verify_file(path, &p, &r, &err), ERR_OK);
@@ -508,46 +496,46 @@ static void make_cfb(uint8_t *b)
     static const uint8_t magic[8] = {0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1};
     memset(b, 0, CFB_SIZE);
     memcpy(b, magic, 8);
-    put16(b + 0x18, 0x3e);
-    put16(b + 0x1a, 3);
-    put16(b + 0x1c, 0xfffe);
-    put16(b + 0x1e, 9);
-    put16(b + 0x20, 6);
-    put32(b + 0x2c, 1);          /* one FAT sector */
-    put32(b + 0x30, 1);          /* directory at sector 1 */
-    put32(b + 0x38, 4096);       /* mini stream cutoff */
-    put32(b + 0x3c, 0xfffffffe); /* no mini FAT */
-    put32(b + 0x44, 0xfffffffe); /* no DIFAT sectors */
+    support_put16(b + 0x18, 0x3e);
+    support_put16(b + 0x1a, 3);
+    support_put16(b + 0x1c, 0xfffe);
+    support_put16(b + 0x1e, 9);
+    support_put16(b + 0x20, 6);
+    support_put32(b + 0x2c, 1);          /* one FAT sector */
+    support_put32(b + 0x30, 1);          /* directory at sector 1 */
+    support_put32(b + 0x38, 4096);       /* mini stream cutoff */
+    support_put32(b + 0x3c, 0xfffffffe); /* no mini FAT */
+    support_put32(b + 0x44, 0xfffffffe); /* no DIFAT sectors */
     memset(b + 0x4c, 0xff, 109 * 4);
-    put32(b + 0x4c, 0); /* FAT in sector 0 */
+    support_put32(b + 0x4c, 0); /* FAT in sector 0 */
     uint8_t *fat = b + 512;
     memset(fat, 0xff, 512);
-    put32(fat, 0xfffffffd);     /* sector 0: FAT */
-    put32(fat + 4, 0xfffffffe); /* sector 1: end of the directory chain */
+    support_put32(fat, 0xfffffffd);     /* sector 0: FAT */
+    support_put32(fat + 4, 0xfffffffe); /* sector 1: end of the directory chain */
     uint8_t *dir = b + 1024;
     const char *root = "Root Entry";
     for (size_t i = 0; root[i]; i++)
         dir[2 * i] = (uint8_t)root[i];
-    put16(dir + 0x40, 22);
+    support_put16(dir + 0x40, 22);
     dir[0x42] = 5;
     for (int e = 0; e < 4; e++) {
-        put32(dir + 128 * e + 0x44, 0xffffffff);
-        put32(dir + 128 * e + 0x48, 0xffffffff);
-        put32(dir + 128 * e + 0x4c, 0xffffffff);
+        support_put32(dir + 128 * e + 0x44, 0xffffffff);
+        support_put32(dir + 128 * e + 0x48, 0xffffffff);
+        support_put32(dir + 128 * e + 0x4c, 0xffffffff);
     }
-    put32(dir + 0x74, 0xfffffffe);
+    support_put32(dir + 0x74, 0xfffffffe);
 }
 
 /* Turns directory entry 1 into a stream named "A" under the root. */
 static void add_stream(uint8_t *b)
 {
     uint8_t *dir = b + 1024;
-    put32(dir + 0x4c, 1);
+    support_put32(dir + 0x4c, 1);
     uint8_t *e = dir + 128;
     e[0] = 'A';
-    put16(e + 0x40, 4);
+    support_put16(e + 0x40, 4);
     e[0x42] = 2;
-    put32(e + 0x74, 0xfffffffe);
+    support_put32(e + 0x74, 0xfffffffe);
 }
 
 static void test_cfb_unsigned(void **state)
@@ -564,54 +552,54 @@ static void test_cfb_unsigned(void **state)
 
 static void cfb_bad_version(uint8_t *b)
 {
-    put16(b + 0x1a, 5);
+    support_put16(b + 0x1a, 5);
 }
 static void cfb_bad_sector_shift(uint8_t *b)
 {
-    put16(b + 0x1e, 12);
+    support_put16(b + 0x1e, 12);
 }
 static void cfb_directory_loop(uint8_t *b)
 {
-    put32(b + 512 + 4, 1);
+    support_put32(b + 512 + 4, 1);
 }
 static void cfb_directory_past_end(uint8_t *b)
 {
-    put32(b + 0x30, 1000);
+    support_put32(b + 0x30, 1000);
 }
 static void cfb_fat_past_end(uint8_t *b)
 {
-    put32(b + 0x4c, 77);
+    support_put32(b + 0x4c, 77);
 }
 static void cfb_too_many_fat_sectors(uint8_t *b)
 {
-    put32(b + 0x2c, 0x40000000);
+    support_put32(b + 0x2c, 0x40000000);
 }
 static void cfb_root_is_its_own_child(uint8_t *b)
 {
-    put32(b + 1024 + 0x4c, 0);
+    support_put32(b + 1024 + 0x4c, 0);
 }
 static void cfb_child_out_of_range(uint8_t *b)
 {
-    put32(b + 1024 + 0x4c, 99999);
+    support_put32(b + 1024 + 0x4c, 99999);
 }
 static void cfb_child_unused(uint8_t *b)
 {
-    put32(b + 1024 + 0x4c, 2);
+    support_put32(b + 1024 + 0x4c, 2);
 }
 static void cfb_sibling_loop(uint8_t *b)
 {
     add_stream(b);
-    put32(b + 1024 + 128 + 0x44, 1);
+    support_put32(b + 1024 + 128 + 0x44, 1);
 }
 static void cfb_stream_with_child(uint8_t *b)
 {
     add_stream(b);
-    put32(b + 1024 + 128 + 0x4c, 1);
+    support_put32(b + 1024 + 128 + 0x4c, 1);
 }
 static void cfb_bad_name_length(uint8_t *b)
 {
     add_stream(b);
-    put16(b + 1024 + 128 + 0x40, 65);
+    support_put16(b + 1024 + 128 + 0x40, 65);
 }
 static void cfb_unterminated_name(uint8_t *b)
 {
@@ -625,12 +613,12 @@ static void cfb_first_entry_not_root(uint8_t *b)
 static void cfb_huge_stream(uint8_t *b)
 {
     add_stream(b);
-    put32(b + 1024 + 128 + 0x78, 0x7fffffff);
+    support_put32(b + 1024 + 128 + 0x78, 0x7fffffff);
 }
 static void cfb_stream_chain_past_end(uint8_t *b)
 {
     add_stream(b);
-    put32(b + 1024 + 128 + 0x78, 1000); /* mini stream, but there is no mini FAT */
+    support_put32(b + 1024 + 128 + 0x78, 1000); /* mini stream, but there is no mini FAT */
 }
 static void cfb_unknown_type(uint8_t *b)
 {
@@ -639,7 +627,7 @@ static void cfb_unknown_type(uint8_t *b)
 }
 static void cfb_last_sector_free(uint8_t *b)
 {
-    put32(b + 512 + 4, 0xffffffff);
+    support_put32(b + 512 + 4, 0xffffffff);
 }
 
 typedef struct cfb_case {
@@ -708,10 +696,10 @@ static void test_cfb_broken_signature_stream(void **state)
                                    'i',  0, 'g', 0, 'n', 0, 'a', 0, 't', 0, 'u', 0, 'r', 0, 'e', 0, 0,   0};
     uint8_t *e = b + 1024 + 128;
     memcpy(e, name, sizeof name);
-    put16(e + 0x40, sizeof name);
+    support_put16(e + 0x40, sizeof name);
     cfb_stream_chain_past_end(b);
     memcpy(e, name, sizeof name);
-    put16(e + 0x40, sizeof name);
+    support_put16(e + 0x40, sizeof name);
     assert_int_equal(judge(b, sizeof b, &r), AUTHENTICODE_MALFORMED);
 }
 

@@ -180,25 +180,6 @@ static void test_rolled_back_from(void **ctx)
     assert_section(f, "{}");
 }
 
-/* cJSON's allocator, failing from the Nth allocation on (-1: never). */
-static int allocations_left = -1;
-
-static void *failing_malloc(size_t size)
-{
-    if (allocations_left == 0)
-        return NULL;
-    if (allocations_left > 0)
-        allocations_left--;
-    return malloc(size);
-}
-
-static void fail_allocations_after(int n)
-{
-    allocations_left = n;
-    cJSON_Hooks hooks = {.malloc_fn = failing_malloc, .free_fn = free};
-    cJSON_InitHooks(n < 0 ? NULL : &hooks);
-}
-
 static void test_out_of_memory_leaves_members(void **ctx)
 {
     fixture *f = *ctx;
@@ -210,9 +191,9 @@ static void test_out_of_memory_leaves_members(void **ctx)
     for (int n = 0;; n++) {
         error_info err;
         error_clear(&err);
-        fail_allocations_after(n);
+        support_cjson_fail_after(n);
         error_code rc = installer_state_set_last_command(f->s, "update", "t2", 4, "no", &err);
-        fail_allocations_after(-1);
+        support_cjson_fail_after(-1);
         if (rc == ERR_OK)
             break;
         assert_int_equal(rc, ERR_NOMEM);

@@ -19,6 +19,8 @@
 
 #include "authenticode/msi.h"
 
+#include "support.h"
+
 #define SECTOR 512u
 #define MINI 64u
 #define CUTOFF 4096u
@@ -27,18 +29,6 @@
 #define MAX_FILE (260u * SECTOR)
 #define ENDOFCHAIN 0xfffffffeu
 #define FREESECT 0xffffffffu
-
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, (uint16_t)v);
-    put16(p + 2, (uint16_t)(v >> 16));
-}
 
 /* ---- Stream names: Wine's encode_streamname, to build files with ---- */
 
@@ -60,7 +50,7 @@ static size_t encode_name(const char *name, bool table, uint8_t out[64])
 {
     size_t n = 0;
     if (table) {
-        put16(out, 0x4840);
+        support_put16(out, 0x4840);
         n = 2;
     }
     while (*name) {
@@ -75,10 +65,10 @@ static size_t encode_name(const char *name, bool table, uint8_t out[64])
         } else {
             name++;
         }
-        put16(out + n, unit);
+        support_put16(out + n, unit);
         n += 2;
     }
-    put16(out + n, 0);
+    support_put16(out + n, 0);
     return n + 2;
 }
 
@@ -139,21 +129,21 @@ static size_t build_file(uint8_t *b, const stream_spec *streams, size_t count)
     assert_true(count + 1 <= DIR_SECTORS * 4);
     memset(b, 0, MAX_FILE);
     memcpy(b, magic, 8);
-    put16(b + 0x18, 0x3e);
-    put16(b + 0x1a, 3);
-    put16(b + 0x1c, 0xfffe);
-    put16(b + 0x1e, 9);
-    put16(b + 0x20, 6);
-    put32(b + 0x2c, FAT_SECTORS);
-    put32(b + 0x30, FAT_SECTORS);
-    put32(b + 0x38, CUTOFF);
+    support_put16(b + 0x18, 0x3e);
+    support_put16(b + 0x1a, 3);
+    support_put16(b + 0x1c, 0xfffe);
+    support_put16(b + 0x1e, 9);
+    support_put16(b + 0x20, 6);
+    support_put32(b + 0x2c, FAT_SECTORS);
+    support_put32(b + 0x30, FAT_SECTORS);
+    support_put32(b + 0x38, CUTOFF);
     uint32_t minifat_sector = FAT_SECTORS + DIR_SECTORS;
-    put32(b + 0x3c, minifat_sector);
-    put32(b + 0x40, 1);
-    put32(b + 0x44, ENDOFCHAIN);
+    support_put32(b + 0x3c, minifat_sector);
+    support_put32(b + 0x40, 1);
+    support_put32(b + 0x44, ENDOFCHAIN);
     memset(b + 0x4c, 0xff, 109 * 4);
     for (uint32_t i = 0; i < FAT_SECTORS; i++)
-        put32(b + 0x4c + 4 * i, i);
+        support_put32(b + 0x4c + 4 * i, i);
 
     uint32_t fat[FAT_SECTORS * 128];
     for (size_t i = 0; i < FAT_SECTORS * 128; i++)
@@ -166,18 +156,18 @@ static size_t build_file(uint8_t *b, const stream_spec *streams, size_t count)
 
     uint8_t *dir = sector(b, FAT_SECTORS);
     for (uint32_t e = 0; e < DIR_SECTORS * 4; e++) {
-        put32(dir + 128 * e + 0x44, FREESECT);
-        put32(dir + 128 * e + 0x48, FREESECT);
-        put32(dir + 128 * e + 0x4c, FREESECT);
+        support_put32(dir + 128 * e + 0x44, FREESECT);
+        support_put32(dir + 128 * e + 0x48, FREESECT);
+        support_put32(dir + 128 * e + 0x4c, FREESECT);
     }
     const char *root = "Root Entry";
     for (size_t i = 0; root[i]; i++)
         dir[2 * i] = (uint8_t)root[i];
-    put16(dir + 0x40, 22);
+    support_put16(dir + 0x40, 22);
     dir[0x42] = 5;
     dir[0x43] = 1;
     if (count)
-        put32(dir + 0x4c, 1);
+        support_put32(dir + 0x4c, 1);
 
     /* Mini streams first: their mini sectors, back to back. */
     uint8_t mini[CUTOFF * 2];
@@ -188,36 +178,36 @@ static size_t build_file(uint8_t *b, const stream_spec *streams, size_t count)
     for (size_t s = 0; s < count; s++) {
         uint8_t *e = dir + 128 * (s + 1);
         uint16_t name_len = (uint16_t)encode_name(streams[s].name, streams[s].table, e);
-        put16(e + 0x40, name_len);
+        support_put16(e + 0x40, name_len);
         e[0x42] = 2;
         e[0x43] = 1;
         if (s + 1 < count)
-            put32(e + 0x48, (uint32_t)(s + 2)); /* a chain of right siblings */
-        put32(e + 0x78, (uint32_t)streams[s].len);
+            support_put32(e + 0x48, (uint32_t)(s + 2)); /* a chain of right siblings */
+        support_put32(e + 0x78, (uint32_t)streams[s].len);
         if (streams[s].len >= CUTOFF || streams[s].len == 0) {
-            put32(e + 0x74, streams[s].len ? 0 : ENDOFCHAIN);
+            support_put32(e + 0x74, streams[s].len ? 0 : ENDOFCHAIN);
             continue;
         }
         uint32_t sectors = (uint32_t)((streams[s].len + MINI - 1) / MINI);
         assert_true((mini_used + sectors) * MINI <= sizeof mini);
-        put32(e + 0x74, mini_used);
+        support_put32(e + 0x74, mini_used);
         memcpy(mini + mini_used * MINI, streams[s].data, streams[s].len);
         for (uint32_t i = 0; i < sectors; i++)
             minifat[mini_used + i] = i + 1 < sectors ? mini_used + i + 1 : ENDOFCHAIN;
         mini_used += sectors;
     }
     for (size_t i = 0; i < 128; i++)
-        put32(sector(b, minifat_sector) + 4 * i, minifat[i]);
+        support_put32(sector(b, minifat_sector) + 4 * i, minifat[i]);
     if (mini_used) {
         uint32_t bytes = mini_used * MINI, sectors = (bytes + SECTOR - 1) / SECTOR;
-        put32(dir + 0x74, next);
-        put32(dir + 0x78, bytes);
+        support_put32(dir + 0x74, next);
+        support_put32(dir + 0x78, bytes);
         memcpy(sector(b, next), mini, bytes);
         for (uint32_t i = 0; i < sectors; i++)
             fat[next + i] = i + 1 < sectors ? next + i + 1 : ENDOFCHAIN;
         next += sectors;
     } else {
-        put32(dir + 0x74, ENDOFCHAIN);
+        support_put32(dir + 0x74, ENDOFCHAIN);
     }
     /* Then the regular streams. */
     for (size_t s = 0; s < count; s++) {
@@ -225,14 +215,14 @@ static size_t build_file(uint8_t *b, const stream_spec *streams, size_t count)
             continue;
         uint32_t sectors = (uint32_t)((streams[s].len + SECTOR - 1) / SECTOR);
         assert_true(next + sectors <= FAT_SECTORS * 128 && (next + sectors + 1) * SECTOR <= MAX_FILE);
-        put32(dir + 128 * (s + 1) + 0x74, next);
+        support_put32(dir + 128 * (s + 1) + 0x74, next);
         memcpy(sector(b, next), streams[s].data, streams[s].len);
         for (uint32_t i = 0; i < sectors; i++)
             fat[next + i] = i + 1 < sectors ? next + i + 1 : ENDOFCHAIN;
         next += sectors;
     }
     for (size_t i = 0; i < FAT_SECTORS * 128; i++)
-        put32(sector(b, 0) + 4 * i, fat[i]);
+        support_put32(sector(b, 0) + 4 * i, fat[i]);
     return (size_t)(next + 1) * SECTOR;
 }
 
@@ -258,22 +248,22 @@ static void make_database(database *db, const char *const *strings, size_t count
     db->data = malloc(total ? total : 1);
     assert_non_null(db->data);
     db->data_len = 0;
-    put16(db->pool, 1252);
-    put16(db->pool + 2, long_refs ? 0x8000 : 0);
+    support_put16(db->pool, 1252);
+    support_put16(db->pool + 2, long_refs ? 0x8000 : 0);
     db->pool_len = 4;
     for (size_t i = 0; i < count; i++) {
         size_t len = strlen(strings[i]);
         memcpy(db->data + db->data_len, strings[i], len);
         db->data_len += len;
         if (len > 0xffff) {
-            put16(db->pool + db->pool_len, 0);
-            put16(db->pool + db->pool_len + 2, 1);
-            put16(db->pool + db->pool_len + 4, (uint16_t)len);
-            put16(db->pool + db->pool_len + 6, (uint16_t)(len >> 16));
+            support_put16(db->pool + db->pool_len, 0);
+            support_put16(db->pool + db->pool_len + 2, 1);
+            support_put16(db->pool + db->pool_len + 4, (uint16_t)len);
+            support_put16(db->pool + db->pool_len + 6, (uint16_t)(len >> 16));
             db->pool_len += 8;
         } else {
-            put16(db->pool + db->pool_len, (uint16_t)len);
-            put16(db->pool + db->pool_len + 2, len ? 1 : 0);
+            support_put16(db->pool + db->pool_len, (uint16_t)len);
+            support_put16(db->pool + db->pool_len + 2, len ? 1 : 0);
             db->pool_len += 4;
         }
     }
@@ -282,7 +272,7 @@ static void make_database(database *db, const char *const *strings, size_t count
     for (size_t r = 0; r < row_count; r++) {
         for (size_t c = 0; c < 2; c++) {
             uint8_t *p = db->table + c * w * row_count + r * w;
-            put16(p, (uint16_t)rows[r][c]);
+            support_put16(p, (uint16_t)rows[r][c]);
             if (w == 3)
                 p[2] = (uint8_t)(rows[r][c] >> 16);
         }
@@ -403,13 +393,14 @@ static void test_broken(void **state)
         if (kind == POOL_PAST_DATA)
             db.data_len -= 3;
         if (kind == POOL_ENDS_IN_LONG_ENTRY) {
-            put16(db.pool + 4, 0); /* "Manufacturer": (0, refs) = a long string, whose second entry is missing */
+            support_put16(db.pool + 4,
+                          0); /* "Manufacturer": (0, refs) = a long string, whose second entry is missing */
             db.pool_len = 8;
         }
         if (kind == TABLE_NOT_ROWS)
             db.table_len -= 1;
         if (kind == VALUE_NOT_IN_POOL)
-            put16(db.table + 2 * 3 + 2 * 2, 40); /* the third row's value */
+            support_put16(db.table + 2 * 3 + 2 * 2, 40); /* the third row's value */
         char out[MSI_VERSION_TEXT];
         error_info err;
         error_clear(&err);

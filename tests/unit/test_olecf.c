@@ -19,23 +19,13 @@
 #include "authenticode/msi.h"
 #include "authenticode/olecf.h"
 
+#include "support.h"
+
 #define SECTOR 512
 #define SECTORS 13 /* FAT, directory, mini FAT, mini stream, stream "B" (9 sectors) */
 #define FILE_SIZE (SECTOR * (SECTORS + 1))
 #define SPARE (SECTOR * 2) /* room for the cases that append sectors */
 #define B_SIZE 4100u       /* stream "B": 8 full sectors and 4 bytes */
-
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, (uint16_t)v);
-    put16(p + 2, (uint16_t)(v >> 16));
-}
 
 static uint8_t *sector(uint8_t *b, int n)
 {
@@ -67,56 +57,56 @@ static void make_file(uint8_t *b)
     static const uint8_t magic[8] = {0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1};
     memset(b, 0, FILE_SIZE);
     memcpy(b, magic, 8);
-    put16(b + 0x1a, 3);
-    put16(b + 0x1c, 0xfffe);
-    put16(b + 0x1e, 9);
-    put16(b + 0x20, 6);
-    put32(b + 0x2c, 1);
-    put32(b + 0x30, 1);
-    put32(b + 0x38, 4096);
-    put32(b + 0x3c, 2);
-    put32(b + 0x40, 1);
-    put32(b + 0x44, 0xfffffffe);
+    support_put16(b + 0x1a, 3);
+    support_put16(b + 0x1c, 0xfffe);
+    support_put16(b + 0x1e, 9);
+    support_put16(b + 0x20, 6);
+    support_put32(b + 0x2c, 1);
+    support_put32(b + 0x30, 1);
+    support_put32(b + 0x38, 4096);
+    support_put32(b + 0x3c, 2);
+    support_put32(b + 0x40, 1);
+    support_put32(b + 0x44, 0xfffffffe);
     memset(b + 0x4c, 0xff, 109 * 4);
-    put32(b + 0x4c, 0);
+    support_put32(b + 0x4c, 0);
     memset(sector(b, 0), 0xff, SECTOR);
-    put32(fat_at(b, 0), 0xfffffffd);
-    put32(fat_at(b, 1), 0xfffffffe);
-    put32(fat_at(b, 2), 0xfffffffe);
-    put32(fat_at(b, 3), 0xfffffffe);
+    support_put32(fat_at(b, 0), 0xfffffffd);
+    support_put32(fat_at(b, 1), 0xfffffffe);
+    support_put32(fat_at(b, 2), 0xfffffffe);
+    support_put32(fat_at(b, 3), 0xfffffffe);
     for (int s = 4; s < 12; s++)
-        put32(fat_at(b, s), (uint32_t)s + 1);
-    put32(fat_at(b, 12), 0xfffffffe);
+        support_put32(fat_at(b, s), (uint32_t)s + 1);
+    support_put32(fat_at(b, 12), 0xfffffffe);
     for (int e = 0; e < 4; e++) {
-        put32(entry(b, e) + 0x44, 0xffffffff);
-        put32(entry(b, e) + 0x48, 0xffffffff);
-        put32(entry(b, e) + 0x4c, 0xffffffff);
+        support_put32(entry(b, e) + 0x44, 0xffffffff);
+        support_put32(entry(b, e) + 0x48, 0xffffffff);
+        support_put32(entry(b, e) + 0x4c, 0xffffffff);
     }
     uint8_t *root = entry(b, 0);
     const char *name = "Root Entry";
     for (size_t i = 0; name[i]; i++)
         root[2 * i] = (uint8_t)name[i];
-    put16(root + 0x40, 22);
+    support_put16(root + 0x40, 22);
     root[0x42] = 5;
-    put32(root + 0x4c, 1);
-    put32(root + 0x74, 3);
-    put32(root + 0x78, 128);
+    support_put32(root + 0x4c, 1);
+    support_put32(root + 0x74, 3);
+    support_put32(root + 0x78, 128);
     uint8_t *a = entry(b, 1);
     a[0] = 'A';
-    put16(a + 0x40, 4);
+    support_put16(a + 0x40, 4);
     a[0x42] = 2;
-    put32(a + 0x48, 2);
-    put32(a + 0x74, 0);
-    put32(a + 0x78, 100);
+    support_put32(a + 0x48, 2);
+    support_put32(a + 0x74, 0);
+    support_put32(a + 0x78, 100);
     uint8_t *bs = entry(b, 2);
     bs[0] = 'B';
-    put16(bs + 0x40, 4);
+    support_put16(bs + 0x40, 4);
     bs[0x42] = 2;
-    put32(bs + 0x74, 4);
-    put32(bs + 0x78, B_SIZE);
+    support_put32(bs + 0x74, 4);
+    support_put32(bs + 0x78, B_SIZE);
     memset(sector(b, 2), 0xff, SECTOR);
-    put32(minifat_at(b, 0), 1);
-    put32(minifat_at(b, 1), 0xfffffffe);
+    support_put32(minifat_at(b, 0), 1);
+    support_put32(minifat_at(b, 1), 0xfffffffe);
     for (int i = 0; i < 100; i++)
         sector(b, 3)[i] = (uint8_t)i;
     for (uint32_t i = 0; i < B_SIZE; i++)
@@ -213,7 +203,7 @@ static void test_broken_chains(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint8_t b[FILE_SIZE];
         make_file(b);
-        put32(b + cases[i].offset, cases[i].value);
+        support_put32(b + cases[i].offset, cases[i].value);
         FILE *f = as_file(b, sizeof b);
         olecf_file cf;
         error_info err;
@@ -246,7 +236,7 @@ static void append_sector(uint8_t *b)
 static size_t appended_marked_used(uint8_t *b)
 {
     append_sector(b);
-    put32(fat_at(b, 13), 0xfffffffe);
+    support_put32(fat_at(b, 13), 0xfffffffe);
     return FILE_SIZE + SECTOR;
 }
 
@@ -264,9 +254,9 @@ static size_t free_sector_inside(uint8_t *b)
 {
     memcpy(sector(b, 13), sector(b, 12), SECTOR);
     memset(sector(b, 12), 'X', SECTOR);
-    put32(fat_at(b, 11), 13);
-    put32(fat_at(b, 13), 0xfffffffe);
-    put32(fat_at(b, 12), 0xffffffff);
+    support_put32(fat_at(b, 11), 13);
+    support_put32(fat_at(b, 13), 0xfffffffe);
+    support_put32(fat_at(b, 12), 0xffffffff);
     return FILE_SIZE + SECTOR;
 }
 
@@ -274,29 +264,29 @@ static size_t free_sector_inside(uint8_t *b)
 static size_t used_sector_inside(uint8_t *b)
 {
     free_sector_inside(b);
-    put32(fat_at(b, 12), 0xfffffffe);
+    support_put32(fat_at(b, 12), 0xfffffffe);
     return FILE_SIZE + SECTOR;
 }
 
 /* B shrinks to 8 sectors; its chain still runs through sector 12. */
 static size_t chain_longer_than_stream(uint8_t *b)
 {
-    put32(entry(b, 2) + 0x78, 4096);
+    support_put32(entry(b, 2) + 0x78, 4096);
     return FILE_SIZE;
 }
 
 /* B's chain runs into the directory's sector. */
 static size_t stream_shares_directory(uint8_t *b)
 {
-    put32(fat_at(b, 4), 1);
+    support_put32(fat_at(b, 4), 1);
     return FILE_SIZE;
 }
 
 /* The FAT listed twice in the header: one sector, two claims. */
 static size_t fat_listed_twice(uint8_t *b)
 {
-    put32(b + 0x2c, 2);
-    put32(b + 0x4c + 4, 0);
+    support_put32(b + 0x2c, 2);
+    support_put32(b + 0x4c + 4, 0);
     return FILE_SIZE;
 }
 
@@ -307,23 +297,23 @@ static size_t orphan_stream(uint8_t *b)
     appended_marked_used(b);
     uint8_t *c = entry(b, 3);
     c[0] = 'C';
-    put16(c + 0x40, 4);
+    support_put16(c + 0x40, 4);
     c[0x42] = 2;
-    put32(c + 0x74, 13);
-    put32(c + 0x78, 4096);
+    support_put32(c + 0x74, 13);
+    support_put32(c + 0x78, 4096);
     return FILE_SIZE + SECTOR;
 }
 
 /* Stream "C" in the tree (B's right sibling), sharing A's second mini sector. */
 static size_t mini_sector_shared(uint8_t *b)
 {
-    put32(entry(b, 2) + 0x48, 3);
+    support_put32(entry(b, 2) + 0x48, 3);
     uint8_t *c = entry(b, 3);
     c[0] = 'C';
-    put16(c + 0x40, 4);
+    support_put16(c + 0x40, 4);
     c[0x42] = 2;
-    put32(c + 0x74, 1);
-    put32(c + 0x78, 10);
+    support_put32(c + 0x74, 1);
+    support_put32(c + 0x78, 10);
     return FILE_SIZE;
 }
 
@@ -331,8 +321,8 @@ static size_t mini_sector_shared(uint8_t *b)
  * the mini FAT, but no stream reaches it. */
 static size_t mini_sector_used_unreached(uint8_t *b)
 {
-    put32(entry(b, 0) + 0x78, 192);
-    put32(minifat_at(b, 2), 0xfffffffe);
+    support_put32(entry(b, 0) + 0x78, 192);
+    support_put32(minifat_at(b, 2), 0xfffffffe);
     return FILE_SIZE;
 }
 
@@ -340,7 +330,7 @@ static size_t mini_sector_used_unreached(uint8_t *b)
  * of the file (osslsigncode 2.9 writes one). */
 static size_t minifat_entry_past_mini_stream(uint8_t *b)
 {
-    put32(minifat_at(b, 2), 0xfffffffe);
+    support_put32(minifat_at(b, 2), 0xfffffffe);
     return FILE_SIZE;
 }
 
@@ -349,17 +339,17 @@ static size_t free_mini_sector_inside(uint8_t *b)
 {
     memcpy(sector(b, 3) + 128, sector(b, 3) + 64, 64);
     memset(sector(b, 3) + 64, 'X', 64);
-    put32(entry(b, 0) + 0x78, 192);
-    put32(minifat_at(b, 0), 2);
-    put32(minifat_at(b, 1), 0xffffffff);
-    put32(minifat_at(b, 2), 0xfffffffe);
+    support_put32(entry(b, 0) + 0x78, 192);
+    support_put32(minifat_at(b, 0), 2);
+    support_put32(minifat_at(b, 1), 0xffffffff);
+    support_put32(minifat_at(b, 2), 0xfffffffe);
     return FILE_SIZE;
 }
 
 /* The mini stream ends with a free mini sector. */
 static size_t mini_stream_ends_free(uint8_t *b)
 {
-    put32(entry(b, 0) + 0x78, 192);
+    support_put32(entry(b, 0) + 0x78, 192);
     return FILE_SIZE;
 }
 
@@ -368,9 +358,9 @@ static size_t mini_stream_ends_free(uint8_t *b)
 static size_t mini_stream_grown(uint8_t *b)
 {
     append_sector(b);
-    put32(fat_at(b, 3), 13);
-    put32(fat_at(b, 13), 0xfffffffe);
-    put32(entry(b, 0) + 0x78, 128 + SECTOR);
+    support_put32(fat_at(b, 3), 13);
+    support_put32(fat_at(b, 13), 0xfffffffe);
+    support_put32(entry(b, 0) + 0x78, 128 + SECTOR);
     return FILE_SIZE + SECTOR;
 }
 
@@ -447,42 +437,42 @@ static uint8_t *make_big_directory(uint32_t entries, uint32_t dir_sectors, size_
     assert_non_null(b);
     static const uint8_t magic[8] = {0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1};
     memcpy(b, magic, 8);
-    put16(b + 0x1a, 4);
-    put16(b + 0x1c, 0xfffe);
-    put16(b + 0x1e, 12);
-    put16(b + 0x20, 6);
-    put32(b + 0x28, dir_sectors);
-    put32(b + 0x2c, fat_sectors);
-    put32(b + 0x30, fat_sectors);
-    put32(b + 0x38, 4096);
-    put32(b + 0x3c, 0xfffffffe);
-    put32(b + 0x44, 0xfffffffe);
+    support_put16(b + 0x1a, 4);
+    support_put16(b + 0x1c, 0xfffe);
+    support_put16(b + 0x1e, 12);
+    support_put16(b + 0x20, 6);
+    support_put32(b + 0x28, dir_sectors);
+    support_put32(b + 0x2c, fat_sectors);
+    support_put32(b + 0x30, fat_sectors);
+    support_put32(b + 0x38, 4096);
+    support_put32(b + 0x3c, 0xfffffffe);
+    support_put32(b + 0x44, 0xfffffffe);
     memset(b + 0x4c, 0xff, 109 * 4);
     uint8_t *fat = b + BIG_SECTOR;
     memset(fat, 0xff, (size_t)fat_sectors * BIG_SECTOR);
     for (uint32_t s = 0; s < fat_sectors; s++) {
-        put32(b + 0x4c + 4 * s, s);
-        put32(fat + 4 * s, 0xfffffffd);
+        support_put32(b + 0x4c + 4 * s, s);
+        support_put32(fat + 4 * s, 0xfffffffd);
     }
     for (uint32_t s = fat_sectors; s + 1 < sectors; s++)
-        put32(fat + 4 * s, s + 1);
-    put32(fat + 4 * (sectors - 1), 0xfffffffe);
+        support_put32(fat + 4 * s, s + 1);
+    support_put32(fat + 4 * (sectors - 1), 0xfffffffe);
     uint8_t *dir = b + (size_t)(fat_sectors + 1) * BIG_SECTOR;
     for (uint32_t i = 0; i < dir_sectors * (BIG_SECTOR / 128); i++) {
         uint8_t *e = dir + (size_t)128 * i;
-        put32(e + 0x44, 0xffffffff);
-        put32(e + 0x48, 0xffffffff);
-        put32(e + 0x4c, 0xffffffff);
+        support_put32(e + 0x44, 0xffffffff);
+        support_put32(e + 0x48, 0xffffffff);
+        support_put32(e + 0x4c, 0xffffffff);
         if (i >= entries)
             continue;
         e[0] = i == 0 ? 'R' : 'S';
-        put16(e + 0x40, 4);
+        support_put16(e + 0x40, 4);
         e[0x42] = i == 0 ? 5 : 1;
         if (i == 0)
-            put32(e + 0x4c, 1);
+            support_put32(e + 0x4c, 1);
         else if (i + 1 < entries)
-            put32(e + 0x48, i + 1);
-        put32(e + 0x74, i == 0 ? 0xfffffffe : 0);
+            support_put32(e + 0x48, i + 1);
+        support_put32(e + 0x74, i == 0 ? 0xfffffffe : 0);
     }
     return b;
 }

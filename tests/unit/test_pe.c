@@ -16,21 +16,11 @@
 
 #include "authenticode/pe.h"
 
+#include "support.h"
+
 #define NT 0x80
 #define OPT (NT + 24)
 #define SIZE 2048
-
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, (uint16_t)v);
-    put16(p + 2, (uint16_t)(v >> 16));
-}
 
 static void make_pe(uint8_t *b, bool plus)
 {
@@ -39,11 +29,11 @@ static void make_pe(uint8_t *b, bool plus)
     memset(b, 0, 0x200);
     b[0] = 'M';
     b[1] = 'Z';
-    put32(b + 0x3c, NT);
+    support_put32(b + 0x3c, NT);
     memcpy(b + NT, "PE\0\0", 4);
-    put16(b + NT + 20, plus ? 240 : 224);
-    put16(b + OPT, plus ? 0x20b : 0x10b);
-    put32(b + OPT + (plus ? 108 : 92), 16);
+    support_put16(b + NT + 20, plus ? 240 : 224);
+    support_put16(b + OPT, plus ? 0x20b : 0x10b);
+    support_put32(b + OPT + (plus ? 108 : 92), 16);
 }
 
 static FILE *as_file(const uint8_t *b, size_t len)
@@ -61,8 +51,8 @@ static void test_layout_pe32_and_pe32_plus(void **state)
     for (int plus = 0; plus <= 1; plus++) {
         make_pe(b, plus);
         uint32_t entry = OPT + (plus ? 144 : 128);
-        put32(b + entry, SIZE - 64);
-        put32(b + entry + 4, 64);
+        support_put32(b + entry, SIZE - 64);
+        support_put32(b + entry + 4, 64);
         FILE *f = as_file(b, SIZE);
         pe_layout layout;
         authenticode_result r;
@@ -84,8 +74,8 @@ static void test_digest_ranges(void **state)
     uint8_t b[SIZE];
     make_pe(b, true);
     uint32_t entry = OPT + 144;
-    put32(b + entry, SIZE - 64);
-    put32(b + entry + 4, 64);
+    support_put32(b + entry, SIZE - 64);
+    support_put32(b + entry + 4, 64);
     FILE *f = as_file(b, SIZE);
     pe_layout layout;
     authenticode_result r;
@@ -112,7 +102,7 @@ static void test_digest_ranges(void **state)
     assert_memory_equal(got, want, 32);
 
     /* The checksum and the directory entry do not change the digest. */
-    put32(b + OPT + 64, 0xdeadbeef);
+    support_put32(b + OPT + 64, 0xdeadbeef);
     fclose(f);
     f = as_file(b, SIZE);
     mbedtls_md_init(&md);
@@ -134,8 +124,8 @@ static void test_stream_digest_equals_pe_hash(void **state)
     for (int plus = 0; plus <= 1; plus++) {
         make_pe(b, plus);
         uint32_t entry = OPT + (plus ? 144 : 128);
-        put32(b + entry, SIZE - 64);
-        put32(b + entry + 4, 64);
+        support_put32(b + entry, SIZE - 64);
+        support_put32(b + entry + 4, 64);
         FILE *f = as_file(b, SIZE);
         pe_layout layout;
         authenticode_result r;
@@ -198,11 +188,11 @@ static void test_read_signature_strips_padding(void **state)
     make_pe(b, false);
     static const uint8_t der[] = {0x30, 0x03, 0x02, 0x01, 0x05};
     uint32_t table = SIZE - 16;
-    put32(b + OPT + 128, table);
-    put32(b + OPT + 128 + 4, 16);
-    put32(b + table, 8 + sizeof der);
-    put16(b + table + 4, 0x0200);
-    put16(b + table + 6, 0x0002);
+    support_put32(b + OPT + 128, table);
+    support_put32(b + OPT + 128 + 4, 16);
+    support_put32(b + table, 8 + sizeof der);
+    support_put16(b + table + 4, 0x0200);
+    support_put16(b + table + 6, 0x0002);
     memset(b + table + 8, 0, 8);
     memcpy(b + table + 8, der, sizeof der);
     FILE *f = as_file(b, SIZE);
@@ -240,10 +230,10 @@ static void vs_align(vs_out *o)
 static void vs_utf16(vs_out *o, const char *s)
 {
     for (; *s; s++) {
-        put16(o->b + o->n, (uint8_t)*s);
+        support_put16(o->b + o->n, (uint8_t)*s);
         o->n += 2;
     }
-    put16(o->b + o->n, 0);
+    support_put16(o->b + o->n, 0);
     o->n += 2;
 }
 
@@ -253,8 +243,8 @@ static size_t vs_begin(vs_out *o, const char *key, uint16_t type, const void *va
 {
     vs_align(o);
     size_t start = o->n;
-    put16(o->b + start + 2, value_length);
-    put16(o->b + start + 4, type);
+    support_put16(o->b + start + 2, value_length);
+    support_put16(o->b + start + 4, type);
     o->n += 6;
     vs_utf16(o, key);
     vs_align(o);
@@ -266,7 +256,7 @@ static size_t vs_begin(vs_out *o, const char *key, uint16_t type, const void *va
 
 static void vs_end(vs_out *o, size_t start)
 {
-    put16(o->b + start, (uint16_t)(o->n - start));
+    support_put16(o->b + start, (uint16_t)(o->n - start));
 }
 
 static void vs_string(vs_out *o, const char *key, const char *text)
@@ -282,12 +272,12 @@ static void vs_string(vs_out *o, const char *key, const char *text)
 static void vs_build(vs_out *o, const uint32_t fixed[4], const char *const *const *tables)
 {
     uint8_t ffi[52] = {0};
-    put32(ffi, 0xFEEF04BDu);
-    put32(ffi + 4, 0x00010000);
-    put32(ffi + 16, fixed[0]);
-    put32(ffi + 20, fixed[1]);
-    put32(ffi + 8, fixed[2]);
-    put32(ffi + 12, fixed[3]);
+    support_put32(ffi, 0xFEEF04BDu);
+    support_put32(ffi + 4, 0x00010000);
+    support_put32(ffi + 16, fixed[0]);
+    support_put32(ffi + 20, fixed[1]);
+    support_put32(ffi + 8, fixed[2]);
+    support_put32(ffi + 12, fixed[3]);
     o->n = 0;
     size_t root = vs_begin(o, "VS_VERSION_INFO", 0, ffi, sizeof ffi, sizeof ffi);
     if (tables) {
@@ -318,34 +308,34 @@ static void make_pe_with_resource(uint8_t *b, bool plus, uint32_t type_id, const
     memset(b, 0, IMAGE);
     b[0] = 'M';
     b[1] = 'Z';
-    put32(b + 0x3c, NT);
+    support_put32(b + 0x3c, NT);
     memcpy(b + NT, "PE\0\0", 4);
-    put16(b + NT + 4 + 2, 1); /* NumberOfSections */
+    support_put16(b + NT + 4 + 2, 1); /* NumberOfSections */
     uint16_t opt_size = plus ? 240 : 224;
-    put16(b + NT + 4 + 16, opt_size);
-    put16(b + OPT, plus ? 0x20b : 0x10b);
-    put32(b + OPT + (plus ? 108 : 92), 16);
+    support_put16(b + NT + 4 + 16, opt_size);
+    support_put16(b + OPT, plus ? 0x20b : 0x10b);
+    support_put32(b + OPT + (plus ? 108 : 92), 16);
     uint32_t dirs = OPT + (plus ? 112 : 96);
-    put32(b + dirs + 16, RSRC_RVA);
-    put32(b + dirs + 20, RSRC_SIZE);
+    support_put32(b + dirs + 16, RSRC_RVA);
+    support_put32(b + dirs + 20, RSRC_SIZE);
     uint8_t *sec = b + OPT + opt_size;
     memcpy(sec, ".rsrc", 5);
-    put32(sec + 8, RSRC_SIZE);
-    put32(sec + 12, RSRC_RVA);
-    put32(sec + 16, RSRC_SIZE);
-    put32(sec + 20, RSRC_FILE);
+    support_put32(sec + 8, RSRC_SIZE);
+    support_put32(sec + 12, RSRC_RVA);
+    support_put32(sec + 16, RSRC_SIZE);
+    support_put32(sec + 20, RSRC_FILE);
     uint8_t *r = b + RSRC_FILE;
-    put16(r + 14, 1); /* root: one ID entry */
-    put32(r + 16, type_id);
-    put32(r + 20, 0x80000000u | 0x18);
-    put16(r + 0x18 + 14, 1); /* name level */
-    put32(r + 0x18 + 16, 1);
-    put32(r + 0x18 + 20, 0x80000000u | 0x30);
-    put16(r + 0x30 + 14, 1); /* language level */
-    put32(r + 0x30 + 16, 0x409);
-    put32(r + 0x30 + 20, 0x48);
-    put32(r + 0x48, RSRC_RVA + VS_AT); /* data entry: RVA, size */
-    put32(r + 0x48 + 4, (uint32_t)vs->n);
+    support_put16(r + 14, 1); /* root: one ID entry */
+    support_put32(r + 16, type_id);
+    support_put32(r + 20, 0x80000000u | 0x18);
+    support_put16(r + 0x18 + 14, 1); /* name level */
+    support_put32(r + 0x18 + 16, 1);
+    support_put32(r + 0x18 + 20, 0x80000000u | 0x30);
+    support_put16(r + 0x30 + 14, 1); /* language level */
+    support_put32(r + 0x30 + 16, 0x409);
+    support_put32(r + 0x30 + 20, 0x48);
+    support_put32(r + 0x48, RSRC_RVA + VS_AT); /* data entry: RVA, size */
+    support_put32(r + 0x48 + 4, (uint32_t)vs->n);
     memcpy(r + VS_AT, vs->b, vs->n);
 }
 
@@ -421,8 +411,8 @@ static void test_version_absent(void **state)
     assert_null(v.source);
     assert_string_equal(v.text, "");
     make_pe_with_resource(b, true, 16, &vs);
-    put32(b + OPT + 112 + 16, 0); /* no resource directory */
-    put32(b + OPT + 112 + 20, 0);
+    support_put32(b + OPT + 112 + 16, 0); /* no resource directory */
+    support_put32(b + OPT + 112 + 20, 0);
     assert_int_equal(read_version(b, IMAGE, &v, NULL), ERR_OK);
     assert_null(v.source);
     make_pe(b, false); /* the plain header of the tests above: no sections */
@@ -432,7 +422,7 @@ static void test_version_absent(void **state)
 
 static void break_data_rva(uint8_t *b)
 {
-    put32(b + RSRC_FILE + 0x48, 0x9000);
+    support_put32(b + RSRC_FILE + 0x48, 0x9000);
 }
 static void break_root_key(uint8_t *b)
 {
@@ -440,32 +430,32 @@ static void break_root_key(uint8_t *b)
 }
 static void break_tree_depth(uint8_t *b)
 {
-    put32(b + RSRC_FILE + 0x18 + 20, 0x30);
+    support_put32(b + RSRC_FILE + 0x18 + 20, 0x30);
 }
 static void break_directory_offset(uint8_t *b)
 {
-    put32(b + RSRC_FILE + 20, 0x80000000u | 0x7ff0);
+    support_put32(b + RSRC_FILE + 20, 0x80000000u | 0x7ff0);
 }
 static void break_sections(uint8_t *b)
 {
-    put16(b + NT + 4 + 2, 97);
+    support_put16(b + NT + 4 + 2, 97);
 }
 static void break_raw_pointer(uint8_t *b)
 {
-    put32(b + OPT + 240 + 20, 0x10000);
+    support_put32(b + OPT + 240 + 20, 0x10000);
 }
 static void break_entry_count(uint8_t *b) /* the search for RT_VERSION runs off the section */
 {
-    put16(b + RSRC_FILE + 14, 0xffff);
-    put32(b + RSRC_FILE + 16, 3);
+    support_put16(b + RSRC_FILE + 14, 0xffff);
+    support_put32(b + RSRC_FILE + 16, 3);
 }
 static void break_root_length(uint8_t *b)
 {
-    put16(b + RSRC_FILE + VS_AT, 0xffff);
+    support_put16(b + RSRC_FILE + VS_AT, 0xffff);
 } /* clamped, still read */
 static void break_child_length(uint8_t *b)
 {
-    put16(b + RSRC_FILE + VS_AT + 92, 0);
+    support_put16(b + RSRC_FILE + VS_AT + 92, 0);
 } /* StringFileInfo: stop */
 
 /* Hostile resources: every offset is checked; a broken tree is ERR_REJECTED

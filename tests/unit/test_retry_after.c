@@ -111,25 +111,6 @@ static void test_unreadable_time_is_not_pending(void **ctx)
     assert_string_equal(until, "next tuesday");
 }
 
-/* cJSON's allocator, failing from the Nth allocation on (-1: never). */
-static int allocations_left = -1;
-
-static void *failing_malloc(size_t size)
-{
-    if (allocations_left == 0)
-        return NULL;
-    if (allocations_left > 0)
-        allocations_left--;
-    return malloc(size);
-}
-
-static void fail_allocations_after(int n)
-{
-    allocations_left = n;
-    cJSON_Hooks hooks = {.malloc_fn = failing_malloc, .free_fn = free};
-    cJSON_InitHooks(n < 0 ? NULL : &hooks);
-}
-
 /* Out of memory is reported and keeps the earlier time: a run never
  * forgets a Retry-After half-way through recording a new one. */
 static void test_out_of_memory_keeps_the_earlier_time(void **ctx)
@@ -140,9 +121,9 @@ static void test_out_of_memory_keeps_the_earlier_time(void **ctx)
     for (int n = 0;; n++) {
         error_info err;
         error_clear(&err);
-        fail_allocations_after(n);
+        support_cjson_fail_after(n);
         error_code rc = retry_after_record(f->s, NOW_MS + 120000, NOW_MS, &err);
-        fail_allocations_after(-1);
+        support_cjson_fail_after(-1);
         if (rc == ERR_OK)
             break;
         assert_int_equal(err.code, ERR_NOMEM);

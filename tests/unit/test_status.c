@@ -96,25 +96,6 @@ static void test_previous_given(void **unused)
     config_free(&cfg);
 }
 
-/* cJSON's allocator, failing from the Nth allocation on (-1: never). */
-static int allocations_left = -1;
-
-static void *failing_malloc(size_t size)
-{
-    if (allocations_left == 0)
-        return NULL;
-    if (allocations_left > 0)
-        allocations_left--;
-    return malloc(size);
-}
-
-static void fail_allocations_after(int n)
-{
-    allocations_left = n;
-    cJSON_Hooks hooks = {.malloc_fn = failing_malloc, .free_fn = free};
-    cJSON_InitHooks(n < 0 ? NULL : &hooks);
-}
-
 static char *printed(const cJSON *o)
 {
     char *text = cJSON_PrintUnformatted(o);
@@ -169,9 +150,9 @@ static void test_last_run_out_of_memory_is_reported(void **unused)
     for (int n = 0;; n++) {
         cJSON *o = NULL;
         error_clear(&err);
-        fail_allocations_after(n);
+        support_cjson_fail_after(n);
         error_code rc = status_last_run(&run, &o, &err);
-        fail_allocations_after(-1);
+        support_cjson_fail_after(-1);
         if (rc == ERR_OK) {
             assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "errors")), 1);
             cJSON_Delete(o);
@@ -186,9 +167,9 @@ static void test_last_run_out_of_memory_is_reported(void **unused)
     assert_true(failures >= 5);
 
     for (int n = 0;; n++) {
-        fail_allocations_after(n);
+        support_cjson_fail_after(n);
         error_code rc = status_run_error(errors, "run", "second", &err);
-        fail_allocations_after(-1);
+        support_cjson_fail_after(-1);
         if (rc == ERR_OK)
             break;
         assert_int_equal(rc, ERR_NOMEM);
