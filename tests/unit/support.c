@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/log.h"
+#include "core/state.h"
 #include "installer/intake.h"
 #include "installer/staging.h"
 #include "platform/platform.h"
@@ -260,6 +261,41 @@ const char support_ec_root_pem[] = "-----BEGIN CERTIFICATE-----\n"
                                    "AJqjPqfb7tNJEYd6jMrAU8HeUGAoCI3iXtpHJ9NcV2o1AiACD6oKU3fVr/Dsdz+z\n"
                                    "zkPDdthC+SzIRlXZENJ9cHGyew==\n"
                                    "-----END CERTIFICATE-----\n";
+
+/* ---- Files and state -------------------------------------------------------------- */
+
+char *support_slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+int support_state_setup(void **ctx, const char *tag)
+{
+    support_state_fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->dir = support_tempdir(tag);
+    assert_int_equal(state_load(f->dir, &f->s, NULL), ERR_OK);
+    log_set_level(-1);
+    *ctx = f;
+    return 0;
+}
+
+int support_state_teardown(void **ctx)
+{
+    support_state_fixture *f = *ctx;
+    state_free(f->s);
+    ERROR_IGNORE(platform_remove_tree(f->dir, NULL));
+    free(f->dir);
+    free(f);
+    return 0;
+}
 
 /* ---- Building binary files -------------------------------------------------------- */
 

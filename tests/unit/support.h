@@ -85,6 +85,22 @@ extern const clock_source support_still_clock;
  * Authenticode tests that need one (its key is nowhere). */
 extern const char support_ec_root_pem[];
 
+/* ---- Files and state -------------------------------------------------------------- */
+
+/* path's contents, NUL-terminated, in a static buffer (64 KiB at most; the
+ * next call overwrites it); NULL when it cannot be opened. */
+char *support_slurp(const char *path);
+
+/* A fixture for tests of a state section: an empty state directory made by
+ * support_tempdir(tag) and its state loaded, logging off. cmocka setup and
+ * teardown: *ctx is the support_state_fixture. */
+typedef struct support_state_fixture {
+    char *dir;       /* the state directory (support_tempdir) */
+    struct state *s; /* state_load of dir */
+} support_state_fixture;
+int support_state_setup(void **ctx, const char *tag);
+int support_state_teardown(void **ctx);
+
 /* ---- Building binary files -------------------------------------------------------- */
 
 /* v little-endian at p: the PE and OLE compound-file formats the tests build. */

@@ -20,18 +20,6 @@ static char *tempdir(void)
     return support_tempdir("jsonl");
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    static char buf[65536];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 static void test_append_and_rotate(void **unused)
 {
     (void)unused;
@@ -54,7 +42,7 @@ static void test_append_and_rotate(void **unused)
     for (int n = 0; n < 3; n++) {
         if (n)
             snprintf(name, sizeof name, "%s.%d", path, n);
-        const char *text = slurp(n ? name : path);
+        const char *text = support_slurp(n ? name : path);
         assert_non_null(text);
         assert_int_equal(strlen(text), 2 * 1501);
         assert_int_equal(text[0], expect[n][0]);
@@ -63,7 +51,7 @@ static void test_append_and_rotate(void **unused)
         assert_int_equal(text[3001], '\n');
     }
     snprintf(name, sizeof name, "%s.3", path);
-    assert_null(slurp(name));
+    assert_null(support_slurp(name));
     free(dir);
 }
 
@@ -82,7 +70,7 @@ static void test_line_larger_than_the_limit_gets_its_own_file(void **unused)
     assert_int_equal(jsonl_append(w, "{}", 2, NULL), ERR_OK);
     assert_int_equal(jsonl_rotations(w), 2);
     assert_int_equal(jsonl_close(w, NULL), ERR_OK);
-    assert_string_equal(slurp(path), "{}\n");
+    assert_string_equal(support_slurp(path), "{}\n");
     free(dir);
 }
 
@@ -111,7 +99,7 @@ static void test_torn_line_is_completed_and_skipped_by_scan(void **unused)
     assert_int_equal(jsonl_open(path, 1 << 20, 5, NULL, &w, NULL), ERR_OK);
     assert_int_equal(jsonl_append(w, "{\"id\":\"3\"}", 10, NULL), ERR_OK);
     assert_int_equal(jsonl_close(w, NULL), ERR_OK);
-    assert_string_equal(slurp(path), "{\"id\":\"1\"}\n{\"id\":\"2\",\"trunc\n{\"id\":\"3\"}\n");
+    assert_string_equal(support_slurp(path), "{\"id\":\"1\"}\n{\"id\":\"2\",\"trunc\n{\"id\":\"3\"}\n");
     lines_seen = 0;
     assert_int_equal(jsonl_scan(path, 5, 1024, count_line, NULL, NULL), ERR_OK);
     assert_int_equal(lines_seen, 3);

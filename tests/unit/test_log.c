@@ -25,18 +25,6 @@ static char *tempdir(void)
     return support_tempdir("log");
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    static char buf[65536];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 static long file_size(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -81,7 +69,7 @@ static void test_lines_are_stamped(void **unused)
     log_set_level(LOG_NORMAL);
     log_warn("shown now");
     log_stop();
-    const char *text = slurp(path);
+    const char *text = support_slurp(path);
     assert_non_null(text);
     const char *first = line_text(text, "run");
     assert_non_null(first);
@@ -115,14 +103,14 @@ static void test_rotation_keeps_n_files(void **unused)
         long size = file_size(n ? name : path);
         assert_true(size > 0);
         assert_true(size <= 4096);
-        const char *text = slurp(n ? name : path);
+        const char *text = support_slurp(n ? name : path);
         for (const char *line = text; *line; line = strchr(line, '\n') + 1)
             assert_non_null(line_text(line, "test"));
     }
     snprintf(name, sizeof name, "%s.3", path);
     assert_int_equal(file_size(name), -1);
     /* The newest line is in the live file, the one before it not lost. */
-    const char *live = slurp(path);
+    const char *live = support_slurp(path);
     assert_non_null(strstr(live, "warning: 099 "));
     free(dir);
 }
@@ -145,7 +133,7 @@ static void test_a_failed_rotation_is_said_once_and_lines_go_on(void **unused)
     log_stop();
     /* Every line is kept, in the live file, past max_bytes. */
     assert_true(file_size(path) > 4096);
-    const char *text = slurp(path);
+    const char *text = support_slurp(path);
     assert_non_null(strstr(text, "warning: 000 "));
     assert_non_null(strstr(text, "warning: 039 "));
     for (const char *line = text; *line; line = strchr(line, '\n') + 1)
@@ -167,7 +155,7 @@ static void test_torn_last_line_is_ended(void **unused)
     log_start("run", path, 1024 * 1024, 3);
     log_warn("next run");
     log_stop();
-    const char *text = slurp(path);
+    const char *text = support_slurp(path);
     const char *torn = strstr(text, "killed in the midd\n");
     assert_non_null(torn);
     const char *next = line_text(torn + strlen("killed in the midd\n"), "run");

@@ -47,29 +47,16 @@ static void test_rule(void **unused)
     }
 }
 
-typedef struct fixture {
-    char *dir;
-    state *s;
-} fixture;
+typedef support_state_fixture fixture;
 
 static int setup(void **ctx)
 {
-    fixture *f = calloc(1, sizeof *f);
-    f->dir = support_tempdir("retry-after");
-    assert_int_equal(state_load(f->dir, &f->s, NULL), ERR_OK);
-    log_set_level(-1);
-    *ctx = f;
-    return 0;
+    return support_state_setup(ctx, "retry-after");
 }
 
 static int teardown(void **ctx)
 {
-    fixture *f = *ctx;
-    state_free(f->s);
-    ERROR_IGNORE(platform_remove_tree(f->dir, NULL));
-    free(f->dir);
-    free(f);
-    return 0;
+    return support_state_teardown(ctx);
 }
 
 static void test_record_and_pending(void **ctx)
