@@ -82,6 +82,7 @@ RESULTS = os.path.join(TOP, "build-bench", "results.json")  # where a run's resu
 RECORDED = os.path.join(HERE, "results.json")               # the full run docs/benchmarks.md shows (tracked)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "sim"))
+sys.path.insert(0, os.path.join(TOP, "tests", "integration"))  # nginx_helper, servers
 from mirror_bench import bench_mirror  # noqa: E402
 from nginx_bench import Nginx  # noqa: E402
 from sim import make_certificates, write_fake_installer  # noqa: E402

@@ -24,7 +24,8 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from nginx_bench import NGINX, _wait_port, free_port
+from nginx_helper import start_nginx
+from servers import free_port, stop_process
 from sim import write_fake_installer
 from simctl import Sim
 
@@ -32,19 +33,8 @@ API_BUDGET_PER_MINUTE = 60
 INSTALLED = "26.01.03.24329"
 OFFERED = "26.02.01.25000"
 
-CONFIG = """
-worker_processes 1;
-daemon off;
-user root root;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    client_body_temp_path {dir}/tmp/body;
-    proxy_temp_path {dir}/tmp/proxy;
-    fastcgi_temp_path {dir}/tmp/fastcgi;
-    uwsgi_temp_path {dir}/tmp/uwsgi;
-    scgi_temp_path {dir}/tmp/scgi;
+# The rest of the http block after nginx_helper.HEAD.
+BODY = """
     log_format mirror escape=json '{{"path":"$uri","status":$status}}';
     access_log {dir}/access.log mirror;
     server {{
@@ -113,16 +103,9 @@ def bench_mirror(outpost: str, work: str, fleet: int, log=print) -> dict:
     per_check = _api_check_cost(outpost, work, installer)
 
     ndir = os.path.join(work, "nginx")
-    for sub in ("tmp/body", "tmp/proxy", "tmp/fastcgi", "tmp/uwsgi", "tmp/scgi"):
-        os.makedirs(os.path.join(ndir, sub))
     port = free_port()
-    conf = os.path.join(ndir, "nginx.conf")
-    with open(conf, "w") as f:
-        f.write(CONFIG.format(dir=ndir, port=port, root=mirror))
-    server = subprocess.Popen([NGINX, "-p", ndir, "-c", conf, "-e", os.path.join(ndir, "error.log")],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = start_nginx(ndir, BODY.format(dir=ndir, port=port, root=mirror), [("127.0.0.1", port)])
     try:
-        _wait_port(port, time.monotonic() + 10)
         url = f"http://127.0.0.1:{port}/fleet/"
         configs = []
         for i in range(fleet):
@@ -152,8 +135,7 @@ def bench_mirror(outpost: str, work: str, fleet: int, log=print) -> dict:
                              "statuses": sorted({e["status"] for e in entries})}
             log(f"mirror {label}: {fleet} endpoints in {wall:.2f} s, {len(entries)} nginx requests")
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        stop_process(server)
     api_requests = per_check * fleet
     return {"fleet": fleet, "passes": passes, "api_requests_mirror": 0, "api_requests_per_check": per_check,
             "api_requests_through_api": api_requests,

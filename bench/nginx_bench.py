@@ -20,28 +20,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import tempfile
 import time
 
-NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+from nginx_helper import start_nginx
+from servers import free_port, stop_process
+
 TOKEN = "bench-token-x"
 
-CONFIG = """
-worker_processes 1;
-daemon off;
-user root root;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 64; }}
-http {{
-    client_body_temp_path {dir}/tmp/body;
-    proxy_temp_path {dir}/tmp/proxy;
-    fastcgi_temp_path {dir}/tmp/fastcgi;
-    uwsgi_temp_path {dir}/tmp/uwsgi;
-    scgi_temp_path {dir}/tmp/scgi;
+# What the installer benchmarks serve: the rest of the http block after
+# nginx_helper.HEAD (the test nginx's foreground set-up, shared).
+BODY = """
     log_format bench escape=json '{{"path":"$request_uri","status":$status,'
                                  '"bytes":$body_bytes_sent,"range":"$http_range",'
                                  '"scheme":"$scheme","cipher":"$ssl_cipher"}}';
@@ -68,47 +57,23 @@ http {{
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nginx did not listen on 127.0.0.1:{port} (see its error.log)")
-
-
 class Nginx:
     """nginx serving `installer` as `version`; stop() when done."""
 
     def __init__(self, installer: str, version: str, cert: str, key: str, timeout: float = 10.0):
         self.dir = tempfile.mkdtemp(prefix="outpost-bench-nginx-")
-        os.makedirs(os.path.join(self.dir, "tmp"))
         self.http_port, self.https_port = free_port(), free_port()
         self.http_url = f"http://127.0.0.1:{self.http_port}"
         # A host name, not the address: mbedTLS 2.28 (the release build's
         # TLS) does not match IP addresses in subjectAltName.
         self.https_url = f"https://localhost:{self.https_port}"
-        conf = os.path.join(self.dir, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(CONFIG.format(dir=self.dir, http_port=self.http_port, https_port=self.https_port,
-                                  cert=cert, key=key, token=TOKEN, installer=installer,
-                                  version=version))
-        self.process = subprocess.Popen(
-            [NGINX, "-p", self.dir, "-c", conf, "-e", os.path.join(self.dir, "error.log")],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        body = BODY.format(dir=self.dir, http_port=self.http_port, https_port=self.https_port,
+                           cert=cert, key=key, token=TOKEN, installer=installer, version=version)
         try:
-            deadline = time.monotonic() + timeout
-            _wait_port(self.http_port, deadline)
-            _wait_port(self.https_port, deadline)
+            self.process = start_nginx(self.dir, body, [("127.0.0.1", self.http_port),
+                                                        ("127.0.0.1", self.https_port)], timeout)
         except Exception:
-            self.stop()
+            shutil.rmtree(self.dir, ignore_errors=True)
             raise
 
     def url(self, tls: bool) -> str:
@@ -146,11 +111,5 @@ class Nginx:
             time.sleep(0.3)
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+        stop_process(self.process)
         shutil.rmtree(self.dir, ignore_errors=True)
