@@ -17,7 +17,7 @@
  *    as a file does;
  *  - path and file helpers written over the calls above (the directory
  *    part of a path, a temporary name, copying a file), and freeing a list
- *    of names;
+ *    of names and building one (names.h);
  *  - the shorthands of platform_spawn_with that each side's process.c
  *    implements (platform_spawn, platform_spawn_to_file,
  *    platform_spawn_env).
@@ -28,6 +28,7 @@
 #endif
 
 #include "platform/platform.h"
+#include "platform/names.h"
 
 #include "base/text.h"
 
@@ -261,6 +262,43 @@ void platform_free_names(char **names, size_t count)
     for (size_t i = 0; i < count; i++)
         free(names[i]);
     free(names);
+}
+
+bool platform_names_push(platform_names *names, char *name)
+{
+    if (!name)
+        return false;
+    if (names->used == names->cap) {
+        size_t cap = names->cap ? names->cap * 2 : 16;
+        char **bigger = realloc(names->list, cap * sizeof *bigger);
+        if (!bigger) {
+            free(name);
+            return false;
+        }
+        names->list = bigger;
+        names->cap = cap;
+    }
+    names->list[names->used++] = name;
+    return true;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+error_code platform_names_finish(platform_names *names, error_code rc, bool sort, char ***out, size_t *count)
+{
+    if (rc != ERR_OK) {
+        platform_free_names(names->list, names->used);
+    } else {
+        if (sort && names->used > 1)
+            qsort(names->list, names->used, sizeof *names->list, compare_names);
+        *out = names->list;
+        *count = names->used;
+    }
+    *names = (platform_names){0};
+    return rc;
 }
 
 /* ---- The shorthands of platform_spawn_with ------------------------------- */

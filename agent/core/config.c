@@ -187,15 +187,6 @@ static const field top_fields[] = {
     END,
 };
 
-static void free_argv(char **argv, size_t count)
-{
-    if (!argv)
-        return;
-    for (size_t i = 0; i < count; i++)
-        free(argv[i]);
-    free(argv);
-}
-
 error_code config_init_defaults(config *cfg, error_info *err)
 {
     static const char *const default_pe_args[] = {"/quiet", "/norestart"};
@@ -274,17 +265,17 @@ void config_free(config *cfg)
     free(cfg->installer.verify.timestamp_ca_file);
     free(cfg->installer.verify.signer_subject);
     free(cfg->installer.verify.expected_sha256);
-    free_argv(cfg->installer.verify.signer_sha256, cfg->installer.verify.pin_count);
-    free_argv(cfg->installer.verify.crl_files, cfg->installer.verify.crl_file_count);
-    free_argv(cfg->deploy.command, cfg->deploy.command_count);
-    free_argv(cfg->deploy.pe_args, cfg->deploy.pe_args_count);
+    platform_free_names(cfg->installer.verify.signer_sha256, cfg->installer.verify.pin_count);
+    platform_free_names(cfg->installer.verify.crl_files, cfg->installer.verify.crl_file_count);
+    platform_free_names(cfg->deploy.command, cfg->deploy.command_count);
+    platform_free_names(cfg->deploy.pe_args, cfg->deploy.pe_args_count);
     cJSON_Delete(cfg->report.filter);
     free(cfg->report.status_file);
     free(cfg->report.jsonl_file);
     free(cfg->report.metrics_file);
     free(cfg->report.readers_group);
-    free_argv(cfg->mirror.urls, cfg->mirror.url_count);
-    free_argv(cfg->mirror.public_keys, cfg->mirror.public_key_count);
+    platform_free_names(cfg->mirror.urls, cfg->mirror.url_count);
+    platform_free_names(cfg->mirror.public_keys, cfg->mirror.public_key_count);
     free(cfg->mirror.channel);
     free(cfg->mirror.machine_id);
     free(cfg->mirror.root_file);
@@ -425,7 +416,7 @@ static MUST_CHECK error_code apply_argv(const field *f, const cJSON *item, char 
     char ***slot = (char ***)(base + f->offset);
     size_t *count = (size_t *)(base + f->max);
     if (cJSON_IsNull(item)) {
-        free_argv(*slot, *count);
+        platform_free_names(*slot, *count);
         *slot = NULL;
         *count = 0;
         return ERR_OK;
@@ -447,16 +438,16 @@ static MUST_CHECK error_code apply_argv(const field *f, const cJSON *item, char 
     {
         bool program = i == 0 && f->min > 0;
         if (!cJSON_IsString(arg) || (program && arg->valuestring[0] == '\0')) {
-            free_argv(argv, (size_t)i);
+            platform_free_names(argv, (size_t)i);
             return error_set(err, ERR_CONFIG, "%s: `%s[%d]` must be a%s string", source, key, i,
                              program ? " non-empty" : "");
         }
         if (!(argv[i++] = text_dup(arg->valuestring))) {
-            free_argv(argv, (size_t)i);
+            platform_free_names(argv, (size_t)i);
             return error_set(err, ERR_NOMEM, "out of memory reading %s", key);
         }
     }
-    free_argv(*slot, *count);
+    platform_free_names(*slot, *count);
     *slot = argv;
     *count = (size_t)n;
     return ERR_OK;
@@ -481,17 +472,17 @@ static MUST_CHECK error_code apply_string_list(const field *f, const cJSON *item
     cJSON_ArrayForEach(entry, item)
     {
         if (!cJSON_IsString(entry) || !entry->valuestring[0]) {
-            free_argv(list, (size_t)i);
+            platform_free_names(list, (size_t)i);
             return error_set(err, ERR_CONFIG, "%s: `%s[%d]` must be a non-empty string", source, key, i);
         }
         if (!(list[i++] = text_dup(entry->valuestring))) {
-            free_argv(list, (size_t)i);
+            platform_free_names(list, (size_t)i);
             return error_set(err, ERR_NOMEM, "out of memory reading %s", key);
         }
     }
     char ***slot = (char ***)(base + f->offset);
     size_t *count = (size_t *)(base + (size_t)f->min);
-    free_argv(*slot, *count);
+    platform_free_names(*slot, *count);
     *slot = list;
     *count = (size_t)n;
     return ERR_OK;

@@ -36,6 +36,16 @@ static const char *field_enum(jsonx_reader *f, const cJSON *obj, const char *pat
     return s && !api_enum_unspecified(s) ? s : NULL;
 }
 
+/* Whether obj has the object at path; absent is allowed, anything else there
+ * than an object is an error in f. */
+static bool optional_object(jsonx_reader *f, const cJSON *obj, const char *path)
+{
+    const cJSON *found = jsonx_walk(f, obj, path);
+    if (found && !cJSON_IsObject(found))
+        jsonx_fail(f, path, "is not an object");
+    return cJSON_IsObject(found);
+}
+
 bool api_enum_unspecified(const char *value)
 {
     static const char suffix[] = "unspecified";
@@ -290,18 +300,12 @@ error_code api_event_view(const char *endpoint, size_t index, const cJSON *objec
     event->user = jsonx_string(&f, object, "user.local_username");
     event->user_id = jsonx_string(&f, object, "user.id");
 
-    const cJSON *source = jsonx_walk(&f, object, "source");
-    if (source && !cJSON_IsObject(source))
-        jsonx_fail(&f, "source", "is not an object");
-    event->has_source = cJSON_IsObject(source);
+    event->has_source = optional_object(&f, object, "source");
     event->source_file = jsonx_string(&f, object, "source.file.name");
     event->source_path = jsonx_string(&f, object, "source.local_file.path");
     event->source_tags = jsonx_string_array(&f, object, "source.content.tags");
 
-    const cJSON *destination = jsonx_walk(&f, object, "destination");
-    if (destination && !cJSON_IsObject(destination))
-        jsonx_fail(&f, "destination", "is not an object");
-    event->has_destination = cJSON_IsObject(destination);
+    event->has_destination = optional_object(&f, object, "destination");
     event->destination_file = jsonx_string(&f, object, "destination.file.name");
     event->destination_path = jsonx_string(&f, object, "destination.local_file.path");
     event->destination_domain = jsonx_string(&f, object, "destination.web.domain");
@@ -316,6 +320,19 @@ error_code api_event_view(const char *endpoint, size_t index, const cJSON *objec
 /* ---- Incident list ----------------------------------------------------------------- */
 
 /* The request body of one page; malloc'd JSON text, NULL on out of memory. */
+/* POSTs body (taken: freed here; NULL, its building ran out of memory) to
+ * route, waiting for the answer (*answer the caller's, freed with free). */
+static MUST_CHECK error_code post_json(http_client *http, const char *route, const char *name, char *body,
+                                       char **answer, size_t *answer_len, error_info *err)
+{
+    if (!body)
+        return error_set(err, ERR_NOMEM, "%s: out of memory building the request", name);
+    http_request request = {HTTP_POST, route, body, strlen(body), name};
+    error_code rc = http_call(http, &request, answer, answer_len, NULL, err);
+    free(body);
+    return rc;
+}
+
 static char *incidents_body(const api_incident_query *q, const char *page_id)
 {
     cJSON *root = cJSON_CreateObject();
@@ -385,14 +402,10 @@ static MUST_CHECK error_code incidents_page(http_client *http, const api_inciden
 {
     *next_id = NULL;
     *count_out = 0;
-    char *body = incidents_body(q, page_id);
-    if (!body)
-        return error_set(err, ERR_NOMEM, "%s: out of memory building the request", NAME_INCIDENTS);
-    http_request request = {HTTP_POST, API_ROUTE_INCIDENTS, body, strlen(body), NAME_INCIDENTS};
     char *answer = NULL;
     size_t answer_len = 0;
-    error_code rc = http_call(http, &request, &answer, &answer_len, NULL, err);
-    free(body);
+    error_code rc =
+        post_json(http, API_ROUTE_INCIDENTS, NAME_INCIDENTS, incidents_body(q, page_id), &answer, &answer_len, err);
     if (rc != ERR_OK)
         return rc;
     api_envelope env;
@@ -616,14 +629,10 @@ error_code api_event_lineage(http_client *http, const char *start_event_id, cons
     *count = 0;
     if (!start_event_id || !start_event_id[0] || !end_event_id || !end_event_id[0])
         return error_set(err, ERR_INTERNAL, "%s: both event identifiers are needed", NAME_LINEAGE);
-    char *body = lineage_body(start_event_id, end_event_id);
-    if (!body)
-        return error_set(err, ERR_NOMEM, "%s: out of memory", NAME_LINEAGE);
-    http_request request = {HTTP_POST, API_ROUTE_LINEAGE, body, strlen(body), NAME_LINEAGE};
     char *answer = NULL;
     size_t answer_len = 0;
-    error_code rc = http_call(http, &request, &answer, &answer_len, NULL, err);
-    free(body);
+    error_code rc = post_json(http, API_ROUTE_LINEAGE, NAME_LINEAGE, lineage_body(start_event_id, end_event_id),
+                              &answer, &answer_len, err);
     if (rc != ERR_OK)
         return rc;
     api_envelope env;

@@ -9,6 +9,7 @@
  */
 #include "platform/posix/posix_int.h"
 #include "platform/crash_point.h"
+#include "platform/names.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -501,26 +502,43 @@ error_code platform_remove_file(const char *path, error_info *err)
  * opens subdirectories with O_NOFOLLOW, so a symbolic link, even one swapped
  * in while we walk, is unlinked, never followed.
  */
-static MUST_CHECK error_code empty_dir(int dir_fd, const char *dir_path, error_info *err)
+/* A directory stream on fd, which it takes (closed on failure too). */
+static MUST_CHECK error_code open_listing(int fd, const char *path, DIR **out, error_info *err)
 {
-    DIR *dir = fdopendir(dir_fd);
-    if (!dir) {
-        int e = errno;
-        close(dir_fd);
-        return error_set_os(err, ERR_IO, e, "cannot list %s: %s", dir_path, strerror(e));
-    }
-    error_code rc = ERR_OK;
+    *out = fdopendir(fd);
+    if (*out)
+        return ERR_OK;
+    int e = errno;
+    close(fd);
+    return posix_fail_path(err, e, "cannot list", path);
+}
+
+/* The next entry's name but "." and ".." (valid until the next read; NULL
+ * at the end of the listing). */
+static MUST_CHECK error_code next_entry(DIR *dir, const char *path, const char **name, error_info *err)
+{
     for (;;) {
         errno = 0;
         struct dirent *entry = readdir(dir);
         if (!entry) {
-            if (errno != 0)
-                rc = posix_fail_io(err, "cannot list", dir_path);
-            break;
+            *name = NULL;
+            return errno != 0 ? posix_fail_io(err, "cannot list", path) : ERR_OK;
         }
-        const char *name = entry->d_name;
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            continue;
+        if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0) {
+            *name = entry->d_name;
+            return ERR_OK;
+        }
+    }
+}
+
+static MUST_CHECK error_code empty_dir(int dir_fd, const char *dir_path, error_info *err)
+{
+    DIR *dir = NULL;
+    error_code rc = open_listing(dir_fd, dir_path, &dir, err);
+    if (rc != ERR_OK)
+        return rc;
+    const char *name = NULL;
+    while ((rc = next_entry(dir, dir_path, &name, err)) == ERR_OK && name) {
         char *child = platform_path_join(dir_path, name);
         if (!child) {
             rc = posix_fail_nomem(err);
@@ -640,62 +658,25 @@ platform_path_kind platform_path_stat(const char *path, uint64_t *size)
     return PLATFORM_PATH_OTHER;
 }
 
-static int compare_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 error_code platform_list_dir(const char *path, char ***names, size_t *count, error_info *err)
 {
     int fd = posix_open_in(path, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0)
         return posix_fail_path(err, errno, "cannot list", path);
-    DIR *dir = fdopendir(fd);
-    if (!dir) {
-        int e = errno;
-        close(fd);
-        return posix_fail_path(err, e, "cannot list", path);
-    }
-    char **list = NULL;
-    size_t used = 0, cap = 0;
-    error_code rc = ERR_OK;
-    for (;;) {
-        errno = 0;
-        struct dirent *entry = readdir(dir);
-        if (!entry) {
-            if (errno != 0)
-                rc = posix_fail_io(err, "cannot list", path);
-            break;
-        }
-        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
-            continue;
-        if (used == cap) {
-            size_t new_cap = cap ? cap * 2 : 16;
-            char **bigger = realloc(list, new_cap * sizeof *list);
-            if (!bigger) {
-                rc = posix_fail_nomem(err);
-                break;
-            }
-            list = bigger;
-            cap = new_cap;
-        }
-        list[used] = strdup(entry->d_name);
-        if (!list[used]) {
+    DIR *dir = NULL;
+    error_code rc = open_listing(fd, path, &dir, err);
+    if (rc != ERR_OK)
+        return rc;
+    platform_names found = {0};
+    const char *name = NULL;
+    while ((rc = next_entry(dir, path, &name, err)) == ERR_OK && name) {
+        if (!platform_names_push(&found, strdup(name))) {
             rc = posix_fail_nomem(err);
             break;
         }
-        used++;
     }
     closedir(dir);
-    if (rc != ERR_OK) {
-        platform_free_names(list, used);
-        return rc;
-    }
-    if (used > 1)
-        qsort(list, used, sizeof *list, compare_names);
-    *names = list;
-    *count = used;
-    return ERR_OK;
+    return platform_names_finish(&found, rc, true, names, count);
 }
 
 error_code platform_free_space(const char *path, uint64_t *bytes, error_info *err)

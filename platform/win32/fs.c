@@ -691,26 +691,9 @@ platform_path_kind platform_path_stat(const char *path, uint64_t *size)
     return PLATFORM_PATH_FILE;
 }
 
-static int compare_names(const void *a, const void *b)
+error_code win32_names_append(platform_names *names, const wchar_t *name, error_info *err)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-error_code win32_names_append(char ***list, size_t *used, size_t *cap, const wchar_t *name, error_info *err)
-{
-    if (*used == *cap) {
-        size_t new_cap = *cap ? *cap * 2 : 16;
-        char **bigger = realloc(*list, new_cap * sizeof **list);
-        if (!bigger)
-            return win32_fail_nomem(err);
-        *list = bigger;
-        *cap = new_cap;
-    }
-    char *copy = win32_narrow(name);
-    if (!copy)
-        return win32_fail_nomem(err);
-    (*list)[(*used)++] = copy;
-    return ERR_OK;
+    return platform_names_push(names, win32_narrow(name)) ? ERR_OK : win32_fail_nomem(err);
 }
 
 error_code platform_list_dir(const char *path, char ***names, size_t *count, error_info *err)
@@ -736,8 +719,7 @@ error_code platform_list_dir(const char *path, char ***names, size_t *count, err
     WIN32_FIND_DATAW fd;
     HANDLE find = FindFirstFileExW(pattern, FindExInfoBasic, &fd, FindExSearchNameMatch, NULL, 0);
     free(pattern);
-    char **list = NULL;
-    size_t used = 0, cap = 0;
+    platform_names found = {0};
     if (find == INVALID_HANDLE_VALUE) {
         DWORD e = GetLastError();
         if (e != ERROR_FILE_NOT_FOUND)
@@ -746,21 +728,13 @@ error_code platform_list_dir(const char *path, char ***names, size_t *count, err
         do {
             if (wcscmp(fd.cFileName, L".") == 0 || wcscmp(fd.cFileName, L"..") == 0)
                 continue;
-            rc = win32_names_append(&list, &used, &cap, fd.cFileName, err);
+            rc = win32_names_append(&found, fd.cFileName, err);
         } while (rc == ERR_OK && FindNextFileW(find, &fd));
         if (rc == ERR_OK && GetLastError() != ERROR_NO_MORE_FILES)
             rc = win32_fail_io(err, GetLastError(), "cannot list", path);
         FindClose(find);
     }
-    if (rc != ERR_OK) {
-        platform_free_names(list, used);
-        return rc;
-    }
-    if (used > 1)
-        qsort(list, used, sizeof *list, compare_names);
-    *names = list;
-    *count = used;
-    return ERR_OK;
+    return platform_names_finish(&found, rc, true, names, count);
 }
 
 error_code platform_free_space(const char *path, uint64_t *bytes, error_info *err)

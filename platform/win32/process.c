@@ -296,19 +296,12 @@ error_code platform_environment(char ***vars, size_t *count, error_info *err)
     wchar_t *block = GetEnvironmentStringsW();
     if (!block)
         return win32_fail_nomem(err);
-    char **list = NULL;
-    size_t used = 0, cap = 0;
+    platform_names found = {0};
     error_code rc = ERR_OK;
     for (const wchar_t *p = block; *p && rc == ERR_OK; p += wcslen(p) + 1)
-        rc = win32_names_append(&list, &used, &cap, p, err);
+        rc = win32_names_append(&found, p, err);
     FreeEnvironmentStringsW(block);
-    if (rc != ERR_OK) {
-        platform_free_names(list, used);
-        return rc;
-    }
-    *vars = list;
-    *count = used;
-    return ERR_OK;
+    return platform_names_finish(&found, rc, false, vars, count);
 }
 
 /* Starts the child suspended, puts it in the job, resumes it. */

@@ -47,6 +47,7 @@
 #define UNICODE
 #endif
 
+#include "platform/names.h"
 #include "platform/platform.h"
 #include "platform/win32_error.h"
 
@@ -99,9 +100,8 @@ wchar_t *win32_join_w(const wchar_t *dir, const wchar_t *name);
 /* Writes all len bytes to h. FALSE with GetLastError() on failure. */
 BOOL win32_write_all(HANDLE h, const void *data, size_t len);
 
-/* Appends a UTF-8 copy of name to *list of *used names (room for *cap),
- * growing it. */
-MUST_CHECK error_code win32_names_append(char ***list, size_t *used, size_t *cap, const wchar_t *name, error_info *err);
+/* Appends a UTF-8 copy of name to names (names.h). */
+MUST_CHECK error_code win32_names_append(platform_names *names, const wchar_t *name, error_info *err);
 
 /* ---- Access lists (acl.c) ------------------------------------------------ */
 

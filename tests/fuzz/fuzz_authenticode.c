@@ -19,21 +19,12 @@
 
 #include "authenticode/authenticode.h"
 #include "authenticode/authenticode_int.h"
+#include "../unit/ec_root_pem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-static const char builtin_root[] = "-----BEGIN CERTIFICATE-----\n"
-                                   "MIIBjzCCATWgAwIBAgIUEOvN2e4wP4FowjdJ3PbAqXrKQ9EwCgYIKoZIzj0EAwIw\n"
-                                   "HDEaMBgGA1UEAwwRT3V0cG9zdCBGdXp6IFJvb3QwIBcNMjYxMTIxMTkyMDA5WhgP\n"
-                                   "MjEyNjEwMjgxOTIwMDlaMBwxGjAYBgNVBAMMEU91dHBvc3QgRnV6eiBSb290MFkw\n"
-                                   "EwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE2PT871+5Zbds8fq4rfe1lkaKCn++blSY\n"
-                                   "5LQrg2MLbyCl0vZMoN6fhTaHLaIf2vtvLIBGivIjsUEyMzzi5tMr86NTMFEwHQYD\n"
-                                   "VR0OBBYEFJlRrm2B9SItGGZ+FOEpnJB0G0Y4MB8GA1UdIwQYMBaAFJlRrm2B9SIt\n"
-                                   "GGZ+FOEpnJB0G0Y4MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIh\n"
-                                   "AJqjPqfb7tNJEYd6jMrAU8HeUGAoCI3iXtpHJ9NcV2o1AiACD6oKU3fVr/Dsdz+z\n"
-                                   "zkPDdthC+SzIRlXZENJ9cHGyew==\n"
-                                   "-----END CERTIFICATE-----\n";
+static const char builtin_root[] = EC_ROOT_PEM;
 
 static char ca_path[4096];
 

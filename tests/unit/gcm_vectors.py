@@ -10,7 +10,7 @@ test_gcmaccel.c (run once; the .inc is committed, fixed):
           and from the decryption files the first with a forged tag (FAIL);
   lengths 96-bit IVs (what TLS uses) and lengths that are no multiple of 16
           (text 0 to 300 bytes, AAD 0, 13, 20), key, IV and text from
-          the xorshift32 generator below, ciphertext and tag from OpenSSL
+          the xorshift32 generator of xorshift.py, ciphertext and tag from OpenSSL
           (python3-cryptography's AESGCM).
 
     tests/unit/gcm_vectors.py MBEDTLS_SOURCE_DIR > tests/unit/gcm_vectors.inc
@@ -21,16 +21,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-
-def xorshift_bytes(seed: int, length: int) -> bytes:
-    x = (seed * 2654435761 + 1) & 0xFFFFFFFF or 1
-    out = bytearray()
-    for _ in range(length):
-        x ^= (x << 13) & 0xFFFFFFFF
-        x ^= x >> 17
-        x ^= (x << 5) & 0xFFFFFFFF
-        out.append(x & 0xFF)
-    return bytes(out)
+from xorshift import xorshift_bytes
 
 
 def c_string(data: bytes) -> str:

@@ -5,7 +5,7 @@ test_sha256accel.c (run once; the .inc is committed, fixed):
   short   the 65 messages of a CAVS 21.3 "SHA-256 ShortMsg" response file
           (0 to 64 bytes), digests checked against hashlib here;
   long    CAVS LongMsg lengths (163 + 99 k bytes, k = 0..63) with message
-          bytes from the xorshift32 generator below (test_sha256accel.c has
+          bytes from the xorshift32 generator of xorshift.py (test_sha256accel.c has
           the same), digests from hashlib; plus FIPS 180-2's one million 'a';
   monte   the CAVS Monte Carlo algorithm (MD0 = MD1 = MD2 = seed;
           MDi = SHA(MDi-3 || MDi-2 || MDi-1) for i = 3..1002; 100
@@ -16,16 +16,11 @@ test_sha256accel.c (run once; the .inc is committed, fixed):
 import hashlib
 import sys
 
+from xorshift import xorshift_bytes
+
 
 def xorshift_message(length: int) -> bytes:
-    x = (length * 2654435761 + 1) & 0xFFFFFFFF or 1
-    out = bytearray()
-    for _ in range(length):
-        x ^= (x << 13) & 0xFFFFFFFF
-        x ^= x >> 17
-        x ^= (x << 5) & 0xFFFFFFFF
-        out.append(x & 0xFF)
-    return bytes(out)
+    return xorshift_bytes(length, length)
 
 
 MONTE_SEED = "6d1e72ad03ddeb5de891e572e2396f8da015d899ef0e79503152d6010a3fe691"

@@ -2,6 +2,8 @@
  * support.c — the helpers of support.h and support_staging.h.
  */
 #include "support.h"
+
+#include "ec_root_pem.h"
 #include "support_staging.h"
 
 #include <setjmp.h>
@@ -17,10 +19,13 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "core/state.h"
+#include "base/text.h"
 #include "installer/intake.h"
 #include "installer/staging.h"
+#include "net/api.h"
 #include "platform/platform.h"
 
 char *support_tempdir(const char *tag)
@@ -228,6 +233,27 @@ char *support_header_value(const char *headers, const char *name)
     return value;
 }
 
+http_client *support_fake_api_client(const config *cfg, http_fake_fn fn, void *fn_ctx, const clock_source *clock)
+{
+    http_fake transport = {fn, fn_ctx};
+    http_options opts = {.clock = clock, .fake = &transport};
+    http_client *client = NULL;
+    error_info err;
+    if (api_client_new(cfg, "key", &opts, &client, &err) != ERR_OK)
+        fail_msg("api_client_new: %s", err.message);
+    return client;
+}
+
+http_client *support_platform_client(config *cfg, http_fake_fn fn, void *fn_ctx)
+{
+    error_info err;
+    if (config_init_defaults(cfg, &err) != ERR_OK)
+        fail_msg("config_init_defaults: %s", err.message);
+    cfg->base_url = text_dup("https://platform.test");
+    assert_non_null(cfg->base_url);
+    return support_fake_api_client(cfg, fn, fn_ctx, NULL);
+}
+
 static int64_t still_ms(void *ctx)
 {
     (void)ctx;
@@ -250,17 +276,7 @@ static error_code same_bytes(void *ctx, void *buf, size_t len, error_info *err)
 
 const clock_source support_still_clock = {still_ms, still_ms, no_sleep, same_bytes, NULL};
 
-const char support_ec_root_pem[] = "-----BEGIN CERTIFICATE-----\n"
-                                   "MIIBjzCCATWgAwIBAgIUEOvN2e4wP4FowjdJ3PbAqXrKQ9EwCgYIKoZIzj0EAwIw\n"
-                                   "HDEaMBgGA1UEAwwRT3V0cG9zdCBGdXp6IFJvb3QwIBcNMjYxMTIxMTkyMDA5WhgP\n"
-                                   "MjEyNjEwMjgxOTIwMDlaMBwxGjAYBgNVBAMMEU91dHBvc3QgRnV6eiBSb290MFkw\n"
-                                   "EwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE2PT871+5Zbds8fq4rfe1lkaKCn++blSY\n"
-                                   "5LQrg2MLbyCl0vZMoN6fhTaHLaIf2vtvLIBGivIjsUEyMzzi5tMr86NTMFEwHQYD\n"
-                                   "VR0OBBYEFJlRrm2B9SItGGZ+FOEpnJB0G0Y4MB8GA1UdIwQYMBaAFJlRrm2B9SIt\n"
-                                   "GGZ+FOEpnJB0G0Y4MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIh\n"
-                                   "AJqjPqfb7tNJEYd6jMrAU8HeUGAoCI3iXtpHJ9NcV2o1AiACD6oKU3fVr/Dsdz+z\n"
-                                   "zkPDdthC+SzIRlXZENJ9cHGyew==\n"
-                                   "-----END CERTIFICATE-----\n";
+const char support_ec_root_pem[] = EC_ROOT_PEM;
 
 /* ---- Files and state -------------------------------------------------------------- */
 
@@ -329,4 +345,30 @@ void support_cjson_fail_after(int n)
     allocations_left = n;
     cJSON_Hooks hooks = {.malloc_fn = failing_malloc, .free_fn = free};
     cJSON_InitHooks(n < 0 ? NULL : &hooks);
+}
+
+/* ---- The accelerated crypto's choice ------------------------------------------------ */
+
+void support_check_accel_choice(int (*choose)(bool cpu_has, const char *forced), int portable, int cpu, int active,
+                                const char *forced)
+{
+    static const struct {
+        bool cpu_has;
+        const char *env;
+        bool want_portable;
+    } cases[] = {
+        {true, NULL, false}, {true, "", false},  {true, "0", false},   {true, "1", true},
+        {false, NULL, true}, {false, "1", true}, {true, "yes", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int got = choose(cases[i].cpu_has, cases[i].env);
+        if (cases[i].want_portable)
+            assert_int_equal(got, portable);
+        else
+            assert_int_not_equal(got, 0);
+    }
+    if (forced && strcmp(forced, "1") == 0)
+        assert_int_equal(active, portable);
+    else
+        assert_int_equal(active, cpu);
 }

@@ -72,6 +72,15 @@ error_code support_fake_installer_route(void *ctx, const char *method, const cha
  * when absent. */
 char *support_header_value(const char *headers, const char *name);
 
+/* A new API client (api_client_new with the key "key") whose requests go to
+ * fn(fn_ctx, ...) instead of the network, on clock when not NULL; fails the
+ * test when it cannot be made. The caller frees it (http_client_free). */
+http_client *support_fake_api_client(const config *cfg, http_fake_fn fn, void *fn_ctx, const clock_source *clock);
+
+/* cfg set to the defaults with base_url https://platform.test (config_free
+ * it), and support_fake_api_client on it with the system clock. */
+http_client *support_platform_client(config *cfg, http_fake_fn fn, void *fn_ctx);
+
 /* ---- A clock that never moves --------------------------------------------------- */
 
 /* Time 0 on both clocks, sleeps that return at once, random bytes all 0x5a:
@@ -113,5 +122,16 @@ void support_put32(uint8_t *p, uint32_t v);
  * cJSON's own allocator again, never failing): for the out-of-memory paths
  * of code that builds JSON. */
 void support_cjson_fail_after(int n);
+
+/* ---- The accelerated crypto's choice ------------------------------------------------ */
+
+/* The rule gcmaccel_choose and sha256accel_choose share, checked through
+ * choose (the module's, its enum as int): the CPU's code when the CPU has it,
+ * the portable one when it has not or the OUTPOST_*_PORTABLE value forced is
+ * exactly "1"; then that this process's active choice (active, read with
+ * forced, the variable's value or NULL) is the CPU's best (cpu) or the
+ * portable one as forced says. */
+void support_check_accel_choice(int (*choose)(bool cpu_has, const char *forced), int portable, int cpu, int active,
+                                const char *forced);
 
 #endif

@@ -362,10 +362,7 @@ static int setup(void **state)
     f->cfg.http.max_retry_wait_s = 60;
     f->cfg.http.rate_limit_per_minute = 100000;
     f->cfg.http.max_in_flight = 5;
-    http_fake transport = {fake, &f->s};
-    http_options opts = {.clock = &f->clock, .fake = &transport};
-    error_info err;
-    assert_int_equal(api_client_new(&f->cfg, "key", &opts, &f->http, &err), ERR_OK);
+    f->http = support_fake_api_client(&f->cfg, fake, &f->s, &f->clock);
     *state = f;
     return 0;
 }

@@ -13,6 +13,8 @@
 #include "core/clock.h"
 #include "net/backoff.h"
 
+#include "support.h"
+
 /* 1994-11-06 08:49:00 UTC, the RFC's example day, in ms since the epoch. */
 #define NOW_MS (784111740LL * 1000)
 
@@ -21,18 +23,6 @@
 typedef struct fixed_random {
     uint64_t value; /* what every draw returns */
 } fixed_random;
-
-static int64_t zero_clock(void *ctx)
-{
-    (void)ctx;
-    return 0;
-}
-
-static void no_sleep(void *ctx, int64_t ms)
-{
-    (void)ctx;
-    (void)ms;
-}
 
 static error_code fixed_bytes(void *ctx, void *buf, size_t len, error_info *err)
 {
@@ -80,7 +70,9 @@ static void test_delay_is_uniform_up_to_the_ceiling(void **state)
 {
     (void)state;
     fixed_random f = {0};
-    clock_source c = {zero_clock, zero_clock, no_sleep, fixed_bytes, &f};
+    clock_source c = support_still_clock; /* time stands; only the draws matter */
+    c.random_bytes = fixed_bytes;
+    c.ctx = &f;
     static const struct {
         uint64_t draw;
         int retry;

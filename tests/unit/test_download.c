@@ -122,12 +122,7 @@ static int setup(void **ctx)
     mbedtls_md(mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), f->server.body, BODY_LEN, digest);
     for (int i = 0; i < 32; i++)
         sprintf(f->sha + 2 * i, "%02x", digest[i]);
-    error_info err;
-    assert_int_equal(config_init_defaults(&f->cfg, &err), ERR_OK);
-    f->cfg.base_url = text_dup("https://platform.test");
-    http_fake transport = {fake, &f->server};
-    http_options opts = {.fake = &transport};
-    assert_int_equal(api_client_new(&f->cfg, "key", &opts, &f->http, &err), ERR_OK);
+    f->http = support_platform_client(&f->cfg, fake, &f->server);
     snprintf(f->path, sizeof f->path, "%s%cdownloads%c24.3.1.part", f->dir, platform_path_separator(),
              platform_path_separator());
     log_set_level(LOG_QUIET);

@@ -154,10 +154,7 @@ static void setup_fixture(fixture *f)
 
 static error_code report_once(fixture *f, report_summary *sum, error_info *err)
 {
-    http_fake transport = {fake, &f->srv};
-    http_options options = {.clock = &fake_clock, .fake = &transport};
-    http_client *http = NULL;
-    assert_int_equal(api_client_new(&f->cfg, "key", &options, &http, err), ERR_OK);
+    http_client *http = support_fake_api_client(&f->cfg, fake, &f->srv, &fake_clock);
     state *s = NULL;
     assert_int_equal(state_load(f->cfg.state_dir, &s, err), ERR_OK);
     report_options opts = {.now_s = fake_now_ms / 1000, .write_last_run = true};

@@ -21,6 +21,7 @@
 
 #include "crypto/sha256accel.h"
 #include "platform/platform.h"
+#include "support.h"
 
 #include "sha256_vectors.inc"
 
@@ -171,6 +172,11 @@ static void test_through_mbedtls(void **state)
     check_vectors(0);
 }
 
+static int choose(bool cpu_has, const char *forced)
+{
+    return (int)sha256accel_choose(cpu_has, forced);
+}
+
 static void test_choose(void **state)
 {
     (void)state;
@@ -178,32 +184,13 @@ static void test_choose(void **state)
     for (size_t i = 1; i < COUNT(ALL); i++)
         if (sha256accel_available(ALL[i]))
             cpu = ALL[i];
-    static const struct {
-        bool cpu_has;
-        const char *env;
-        bool want_portable;
-    } cases[] = {
-        {true, NULL, false}, {true, "", false},  {true, "0", false},   {true, "1", true},
-        {false, NULL, true}, {false, "1", true}, {true, "yes", false},
-    };
-    for (size_t i = 0; i < COUNT(cases); i++) {
-        sha256accel_impl got = sha256accel_choose(cases[i].cpu_has, cases[i].env);
-        if (cases[i].want_portable)
-            assert_int_equal(got, SHA256ACCEL_PORTABLE);
-        else
-            assert_int_not_equal(got, 0);
-    }
-    /* This process: portable when forced, else the CPU's when it has one. */
     /* active() reads the variable too, and platform_getenv's pointer lasts
      * only until the next read of the same variable: ask in this order. */
     sha256accel_impl active = sha256accel_active();
     const char *forced = platform_getenv("OUTPOST_SHA256_PORTABLE");
     print_message("active: %s (OUTPOST_SHA256_PORTABLE=%s, CPU SHA instructions: %s)\n", sha256accel_name(active),
                   forced ? forced : "unset", platform_cpu_has_sha256() ? "yes" : "no");
-    if (forced && strcmp(forced, "1") == 0)
-        assert_int_equal(active, SHA256ACCEL_PORTABLE);
-    else
-        assert_int_equal(active, cpu);
+    support_check_accel_choice(choose, SHA256ACCEL_PORTABLE, (int)cpu, (int)active, forced);
 }
 
 int main(void)

@@ -33,15 +33,10 @@ typedef struct fixture {
 static int setup(void **ctx)
 {
     fixture *f = calloc(1, sizeof *f);
-    error_info err;
-    assert_int_equal(config_init_defaults(&f->cfg, &err), ERR_OK);
-    f->cfg.base_url = text_dup("https://platform.test");
+    log_set_level(LOG_QUIET);
     f->platform.body = "MZ and the rest of an installer";
     f->platform.body_len = strlen(f->platform.body);
-    http_fake transport = {support_fake_installer_route, &f->platform};
-    http_options opts = {.fake = &transport};
-    assert_int_equal(api_client_new(&f->cfg, "key", &opts, &f->http, &err), ERR_OK);
-    log_set_level(LOG_QUIET);
+    f->http = support_platform_client(&f->cfg, support_fake_installer_route, &f->platform);
     *ctx = f;
     return 0;
 }

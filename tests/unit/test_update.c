@@ -277,9 +277,7 @@ static int flow_setup(void **ctx)
     f->platform.body = f->installer;
     f->platform.body_len = len;
     offer(f, "2.0");
-    http_fake transport = {support_fake_installer_route, &f->platform};
-    http_options opts = {.fake = &transport};
-    assert_int_equal(api_client_new(cfg, "key", &opts, &f->http, &err), ERR_OK);
+    f->http = support_fake_api_client(cfg, support_fake_installer_route, &f->platform, NULL);
     *ctx = f;
     return 0;
 }
