@@ -1,6 +1,6 @@
 /*
  * rotation.h — the rotation by rename that the log file (core/log.c) and
- * incidents.jsonl (report/jsonl.c) share: path.(keep-1) -> path.keep ...
+ * the feed files (report/linefile.c) share: path.(keep-1) -> path.keep ...
  * path -> path.1, and the torn-last-line check both make before appending.
  * Log shippers follow a rotated file by inode, so a file is only ever
  * renamed, never copied or rewritten.

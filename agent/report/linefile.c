@@ -1,8 +1,8 @@
 /*
- * jsonl.c — append-only JSON-lines file with rotation by rename, and the
- * scan used for crash recovery (see jsonl.h).
+ * linefile.c — append-only line file with rotation by rename, and the
+ * scan used for crash recovery (see linefile.h).
  */
-#include "report/jsonl.h"
+#include "report/linefile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 #include "report/feed.h"
 #include "platform/platform.h"
 
-struct jsonl_writer {
+struct linefile_writer {
     char *path;                /* the live file */
     FILE *file;                /* open for appending, unbuffered: one write per line */
     uint64_t size;             /* bytes in the live file */
@@ -23,7 +23,7 @@ struct jsonl_writer {
     const char *readers_group; /* borrowed; NULL: owner-only */
 };
 
-static MUST_CHECK error_code open_file(jsonl_writer *w, error_info *err)
+static MUST_CHECK error_code open_file(linefile_writer *w, error_info *err)
 {
     bool creating = platform_path_stat(w->path, NULL) == PLATFORM_PATH_NONE;
     w->file = platform_fopen(w->path, "ab");
@@ -48,7 +48,7 @@ static MUST_CHECK error_code open_file(jsonl_writer *w, error_info *err)
     return ERR_OK;
 }
 
-static MUST_CHECK error_code write_all(jsonl_writer *w, const char *data, size_t len, error_info *err)
+static MUST_CHECK error_code write_all(linefile_writer *w, const char *data, size_t len, error_info *err)
 {
     error_code rc = platform_append(w->file, data, len, err);
     if (rc != ERR_OK)
@@ -57,10 +57,10 @@ static MUST_CHECK error_code write_all(jsonl_writer *w, const char *data, size_t
     return ERR_OK;
 }
 
-error_code jsonl_open(const char *path, int64_t max_bytes, int keep, const char *readers_group, jsonl_writer **out,
-                      error_info *err)
+error_code linefile_open(const char *path, int64_t max_bytes, int keep, const char *readers_group,
+                         linefile_writer **out, error_info *err)
 {
-    jsonl_writer *w = calloc(1, sizeof *w);
+    linefile_writer *w = calloc(1, sizeof *w);
     if (!w || !(w->path = malloc(strlen(path) + 1))) {
         free(w);
         return error_set(err, ERR_NOMEM, "out of memory");
@@ -86,7 +86,7 @@ error_code jsonl_open(const char *path, int64_t max_bytes, int keep, const char 
 
 /* Shifts name.(keep-1) → name.keep ... name → name.1, oldest first, so a
  * crash in between leaves a gap, never an overwritten file. */
-static MUST_CHECK error_code rotate(jsonl_writer *w, error_info *err)
+static MUST_CHECK error_code rotate(linefile_writer *w, error_info *err)
 {
     error_code rc = platform_fsync_file(w->file, err);
     fclose(w->file);
@@ -100,7 +100,7 @@ static MUST_CHECK error_code rotate(jsonl_writer *w, error_info *err)
     return open_file(w, err);
 }
 
-error_code jsonl_append(jsonl_writer *w, const char *line, size_t len, error_info *err)
+error_code linefile_append(linefile_writer *w, const char *line, size_t len, error_info *err)
 {
     if (w->size > 0 && (int64_t)(w->size + len + 1) > w->max_bytes) {
         error_code rc = rotate(w, err);
@@ -117,17 +117,17 @@ error_code jsonl_append(jsonl_writer *w, const char *line, size_t len, error_inf
     return rc;
 }
 
-error_code jsonl_sync(jsonl_writer *w, error_info *err)
+error_code linefile_sync(linefile_writer *w, error_info *err)
 {
     error_code rc = platform_fsync_file(w->file, err);
     return rc == ERR_OK ? ERR_OK : error_prefix(err, "%s", w->path);
 }
 
-error_code jsonl_close(jsonl_writer *w, error_info *err)
+error_code linefile_close(linefile_writer *w, error_info *err)
 {
     if (!w)
         return ERR_OK;
-    error_code rc = w->file ? jsonl_sync(w, err) : ERR_OK;
+    error_code rc = w->file ? linefile_sync(w, err) : ERR_OK;
     if (w->file)
         fclose(w->file);
     free(w->path);
@@ -135,7 +135,7 @@ error_code jsonl_close(jsonl_writer *w, error_info *err)
     return rc;
 }
 
-int jsonl_rotations(const jsonl_writer *w)
+int linefile_rotations(const linefile_writer *w)
 {
     return w->rotations;
 }
@@ -160,8 +160,8 @@ static void scan_file(FILE *f, size_t max_line, void (*fn)(void *, const char *,
     dynbuf_free(&line);
 }
 
-error_code jsonl_scan(const char *path, int keep, size_t max_line, void (*fn)(void *user, const char *line, size_t len),
-                      void *user, error_info *err)
+error_code linefile_scan(const char *path, int keep, size_t max_line,
+                         void (*fn)(void *user, const char *line, size_t len), void *user, error_info *err)
 {
     for (int n = keep; n >= 0; n--) {
         char *name = n ? rotation_name(path, n) : NULL;

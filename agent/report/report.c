@@ -22,7 +22,7 @@
 #include "net/api.h"
 #include "net/retry_after.h"
 #include "report/incident.h"
-#include "report/jsonl.h"
+#include "report/linefile.h"
 #include "core/log.h"
 #include "report/metrics.h"
 #include "platform/platform.h"
@@ -156,7 +156,7 @@ error_code report_recover(cJSON *section, state_seen *seen, const char *jsonl_pa
             r.ids[r.count++] = id->valuestring;
     }
     qsort(r.ids, r.count, sizeof *r.ids, compare_strings);
-    error_code rc = jsonl_scan(jsonl_path, jsonl_keep, LINE_MAX_BYTES, recover_line, &r, err);
+    error_code rc = linefile_scan(jsonl_path, jsonl_keep, LINE_MAX_BYTES, recover_line, &r, err);
     free(r.ids);
     if (rc != ERR_OK)
         return rc;
@@ -432,7 +432,7 @@ static void newest_free(newest *n)
     free(n->items);
 }
 
-static MUST_CHECK error_code append_one(report_ctx *ctx, jsonl_writer *w, const listed *l, error_info *err)
+static MUST_CHECK error_code append_one(report_ctx *ctx, linefile_writer *w, const listed *l, error_info *err)
 {
     cJSON *item = NULL;
     error_code rc = build_item(ctx, l, &item, err);
@@ -440,7 +440,7 @@ static MUST_CHECK error_code append_one(report_ctx *ctx, jsonl_writer *w, const 
         return rc;
     if (l->outcome == OUTCOME_APPEND) {
         char *line = cJSON_PrintUnformatted(item);
-        rc = line ? jsonl_append(w, line, strlen(line), err) : error_set(err, ERR_NOMEM, "out of memory");
+        rc = line ? linefile_append(w, line, strlen(line), err) : error_set(err, ERR_NOMEM, "out of memory");
         free(line);
         if (rc != ERR_OK) {
             cJSON_Delete(item);
@@ -462,15 +462,15 @@ static MUST_CHECK error_code append_ready(report_ctx *ctx, error_info *err)
     char *path = config_state_path(ctx->cfg, ctx->cfg->report.jsonl_file);
     if (!path)
         return error_set(err, ERR_NOMEM, "out of memory");
-    jsonl_writer *w = NULL;
-    error_code rc = jsonl_open(path, ctx->cfg->report.jsonl_max_bytes, ctx->cfg->report.jsonl_keep,
-                               ctx->cfg->report.readers_group, &w, err);
+    linefile_writer *w = NULL;
+    error_code rc = linefile_open(path, ctx->cfg->report.jsonl_max_bytes, ctx->cfg->report.jsonl_keep,
+                                  ctx->cfg->report.readers_group, &w, err);
     free(path);
     for (size_t i = 0; rc == ERR_OK && i < ctx->count; i++)
         if (ctx->list[i].ready)
             rc = append_one(ctx, w, &ctx->list[i], err);
     error_info close_err;
-    error_code closed = jsonl_close(w, &close_err);
+    error_code closed = linefile_close(w, &close_err);
     if (rc == ERR_OK && closed != ERR_OK) {
         *err = close_err;
         rc = closed;

@@ -1,5 +1,6 @@
-/* test_jsonl.c — incidents.jsonl: append, rotation by rename that never
- * splits a line, a torn last line completed, the recovery scan. */
+/* test_linefile.c — the feeds' line file (incidents.jsonl and the others):
+ * append, rotation by rename that never splits a line, a torn last line
+ * completed, the recovery scan. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,13 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "report/jsonl.h"
+#include "report/linefile.h"
 
 #include "support.h"
 
 static char *tempdir(void)
 {
-    return support_tempdir("jsonl");
+    return support_tempdir("linefile");
 }
 
 static void test_append_and_rotate(void **unused)
@@ -26,17 +27,17 @@ static void test_append_and_rotate(void **unused)
     char *dir = tempdir();
     char path[512];
     snprintf(path, sizeof path, "%s/incidents.jsonl", dir);
-    jsonl_writer *w = NULL;
-    assert_int_equal(jsonl_open(path, 4096, 2, NULL, &w, NULL), ERR_OK);
+    linefile_writer *w = NULL;
+    assert_int_equal(linefile_open(path, 4096, 2, NULL, &w, NULL), ERR_OK);
     char line[1500];
     for (int i = 0; i < 10; i++) {
         memset(line, 'a' + i, sizeof line);
-        assert_int_equal(jsonl_append(w, line, sizeof line, NULL), ERR_OK);
+        assert_int_equal(linefile_append(w, line, sizeof line, NULL), ERR_OK);
     }
     /* 1501 bytes a line, 2 lines per 4096-byte file: 5 files' worth,
      * 4 rotations, 2 rotated files kept. */
-    assert_int_equal(jsonl_rotations(w), 4);
-    assert_int_equal(jsonl_close(w, NULL), ERR_OK);
+    assert_int_equal(linefile_rotations(w), 4);
+    assert_int_equal(linefile_close(w, NULL), ERR_OK);
     char name[600];
     const char expect[][2] = {{'i', 'j'}, {'g', 'h'}, {'e', 'f'}};
     for (int n = 0; n < 3; n++) {
@@ -61,15 +62,15 @@ static void test_line_larger_than_the_limit_gets_its_own_file(void **unused)
     char *dir = tempdir();
     char path[512];
     snprintf(path, sizeof path, "%s/x.jsonl", dir);
-    jsonl_writer *w = NULL;
-    assert_int_equal(jsonl_open(path, 4096, 5, NULL, &w, NULL), ERR_OK);
+    linefile_writer *w = NULL;
+    assert_int_equal(linefile_open(path, 4096, 5, NULL, &w, NULL), ERR_OK);
     static char big[6000];
     memset(big, 'b', sizeof big);
-    assert_int_equal(jsonl_append(w, "{}", 2, NULL), ERR_OK);
-    assert_int_equal(jsonl_append(w, big, sizeof big, NULL), ERR_OK);
-    assert_int_equal(jsonl_append(w, "{}", 2, NULL), ERR_OK);
-    assert_int_equal(jsonl_rotations(w), 2);
-    assert_int_equal(jsonl_close(w, NULL), ERR_OK);
+    assert_int_equal(linefile_append(w, "{}", 2, NULL), ERR_OK);
+    assert_int_equal(linefile_append(w, big, sizeof big, NULL), ERR_OK);
+    assert_int_equal(linefile_append(w, "{}", 2, NULL), ERR_OK);
+    assert_int_equal(linefile_rotations(w), 2);
+    assert_int_equal(linefile_close(w, NULL), ERR_OK);
     assert_string_equal(support_slurp(path), "{}\n");
     free(dir);
 }
@@ -93,15 +94,15 @@ static void test_torn_line_is_completed_and_skipped_by_scan(void **unused)
     fputs("{\"id\":\"1\"}\n{\"id\":\"2\",\"trunc", f); /* a run killed mid-line */
     fclose(f);
     lines_seen = 0;
-    assert_int_equal(jsonl_scan(path, 5, 1024, count_line, NULL, NULL), ERR_OK);
+    assert_int_equal(linefile_scan(path, 5, 1024, count_line, NULL, NULL), ERR_OK);
     assert_int_equal(lines_seen, 1);
-    jsonl_writer *w = NULL;
-    assert_int_equal(jsonl_open(path, 1 << 20, 5, NULL, &w, NULL), ERR_OK);
-    assert_int_equal(jsonl_append(w, "{\"id\":\"3\"}", 10, NULL), ERR_OK);
-    assert_int_equal(jsonl_close(w, NULL), ERR_OK);
+    linefile_writer *w = NULL;
+    assert_int_equal(linefile_open(path, 1 << 20, 5, NULL, &w, NULL), ERR_OK);
+    assert_int_equal(linefile_append(w, "{\"id\":\"3\"}", 10, NULL), ERR_OK);
+    assert_int_equal(linefile_close(w, NULL), ERR_OK);
     assert_string_equal(support_slurp(path), "{\"id\":\"1\"}\n{\"id\":\"2\",\"trunc\n{\"id\":\"3\"}\n");
     lines_seen = 0;
-    assert_int_equal(jsonl_scan(path, 5, 1024, count_line, NULL, NULL), ERR_OK);
+    assert_int_equal(linefile_scan(path, 5, 1024, count_line, NULL, NULL), ERR_OK);
     assert_int_equal(lines_seen, 3);
     free(dir);
 }
@@ -115,7 +116,7 @@ static void longest_line(void *user, const char *line, size_t len)
     longest_seen = len > longest_seen ? len : longest_seen;
 }
 
-/* jsonl_scan's contract: a line of max_line bytes is read, a longer one is
+/* linefile_scan's contract: a line of max_line bytes is read, a longer one is
  * skipped, and the lines after it are read again. */
 static void test_scan_skips_lines_longer_than_max_line(void **unused)
 {
@@ -145,7 +146,7 @@ static void test_scan_skips_lines_longer_than_max_line(void **unused)
         fclose(f);
         lines_seen = 0;
         longest_seen = 0;
-        assert_int_equal(jsonl_scan(path, 0, cases[i].max_line, longest_line, NULL, NULL), ERR_OK);
+        assert_int_equal(linefile_scan(path, 0, cases[i].max_line, longest_line, NULL, NULL), ERR_OK);
         if (lines_seen != cases[i].seen || longest_seen != cases[i].longest)
             fail_msg("case %zu: %d lines, longest %zu", i, lines_seen, longest_seen);
     }
