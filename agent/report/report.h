@@ -122,7 +122,4 @@ MUST_CHECK error_code report_recover(struct cJSON *section, state_seen *seen, co
  * is not a time). */
 void report_prune_seen(state_seen *seen, int64_t cursor_s);
 
-/* The id of a JSON line written by the report, or false (malloc'd *id). */
-bool report_line_id(const char *line, size_t len, char **id);
-
 #endif

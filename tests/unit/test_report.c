@@ -17,6 +17,7 @@
 
 #include "net/api.h"
 #include "net/http_fake.h"
+#include "report/feeds.h"
 #include "report/report.h"
 #include "report/status.h"
 #include "core/timefmt.h"
