@@ -109,6 +109,8 @@ static const field report_fields[] = {
     {"jsonl_max_bytes", FIELD_INT64, AT(report.jsonl_max_bytes), 4096, INT64_MAX, NULL},
     {"jsonl_keep", FIELD_INT, AT(report.jsonl_keep), 1, 100, NULL},
     {"metrics_file", FIELD_STRING_OR_NULL, AT(report.metrics_file), PATH_OR_URL, 0, NULL},
+    {"ocsf_file", FIELD_STRING_OR_NULL, AT(report.ocsf_file), PATH_OR_URL, 0, NULL},
+    {"cef_file", FIELD_STRING_OR_NULL, AT(report.cef_file), PATH_OR_URL, 0, NULL},
     {"readers_group", FIELD_STRING_OR_NULL, AT(report.readers_group), PATH_OR_URL, 0, NULL},
     END,
 };
@@ -273,6 +275,8 @@ void config_free(config *cfg)
     free(cfg->report.status_file);
     free(cfg->report.jsonl_file);
     free(cfg->report.metrics_file);
+    free(cfg->report.ocsf_file);
+    free(cfg->report.cef_file);
     free(cfg->report.readers_group);
     platform_free_names(cfg->mirror.urls, cfg->mirror.url_count);
     platform_free_names(cfg->mirror.public_keys, cfg->mirror.public_key_count);

@@ -68,6 +68,8 @@ typedef struct config_report {
     int64_t jsonl_max_bytes;    /* rotate incidents.jsonl past this size */
     int jsonl_keep;             /* rotated files kept */
     char *metrics_file;         /* Prometheus textfile; NULL: none */
+    char *ocsf_file;            /* OCSF Data Security Finding lines; NULL: none */
+    char *cef_file;             /* CEF lines; NULL: none */
     char *readers_group;        /* group that may read the feeds (status, jsonl, metrics); NULL: none */
 } config_report;
 

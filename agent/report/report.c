@@ -411,17 +411,24 @@ static void newest_free(newest *n)
     free(n->items);
 }
 
-static MUST_CHECK error_code append_one(report_ctx *ctx, linefile_writer *w, const listed *l, error_info *err)
+/* Appends l's line to feed; with first (incidents.jsonl), also counts it
+ * and keeps its item among the newest (status-only ones go there only). */
+static MUST_CHECK error_code append_one(report_ctx *ctx, const feed_writer *feed, linefile_writer *w, bool first,
+                                        const listed *l, error_info *err)
 {
+    if (!first && l->outcome != OUTCOME_APPEND)
+        return ERR_OK;
     cJSON *item = NULL;
     error_code rc = build_item(ctx, l, &item, err);
     if (rc != ERR_OK)
         return rc;
     if (l->outcome == OUTCOME_APPEND) {
-        char *line = cJSON_PrintUnformatted(item);
-        rc = line ? linefile_append(w, line, strlen(line), err) : error_set(err, ERR_NOMEM, "out of memory");
+        char *line = NULL;
+        rc = feed->format(item, &line, err);
+        if (rc == ERR_OK)
+            rc = linefile_append(w, line, strlen(line), err);
         free(line);
-        if (rc != ERR_OK) {
+        if (rc != ERR_OK || !first) {
             cJSON_Delete(item);
             return rc;
         }
@@ -434,11 +441,10 @@ static MUST_CHECK error_code append_one(report_ctx *ctx, linefile_writer *w, con
     return newest_add(&ctx->keep, item) ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory");
 }
 
-/* Appends the ready incidents (status-only ones go to the newest items only)
- * and syncs the file. */
-static MUST_CHECK error_code append_ready(report_ctx *ctx, error_info *err)
+/* Appends the ready incidents to one feed and syncs its file. */
+static MUST_CHECK error_code append_feed(report_ctx *ctx, const feed_file *feed, bool first, error_info *err)
 {
-    char *path = config_state_path(ctx->cfg, ctx->cfg->report.jsonl_file);
+    char *path = config_state_path(ctx->cfg, feed->name);
     if (!path)
         return error_set(err, ERR_NOMEM, "out of memory");
     linefile_writer *w = NULL;
@@ -447,14 +453,26 @@ static MUST_CHECK error_code append_ready(report_ctx *ctx, error_info *err)
     free(path);
     for (size_t i = 0; rc == ERR_OK && i < ctx->count; i++)
         if (ctx->list[i].ready)
-            rc = append_one(ctx, w, &ctx->list[i], err);
+            rc = append_one(ctx, feed->writer, w, first, &ctx->list[i], err);
     error_info close_err;
     error_code closed = linefile_close(w, &close_err);
     if (rc == ERR_OK && closed != ERR_OK) {
         *err = close_err;
         rc = closed;
     }
-    return rc == ERR_OK ? ERR_OK : error_prefix(err, "cannot append to the incidents file");
+    return rc == ERR_OK ? ERR_OK : error_prefix(err, "cannot append to the %s", feed->writer->what);
+}
+
+/* Each enabled feed in turn, incidents.jsonl first, each synced before the
+ * next is written (the crash protocol of feeds.h). */
+static MUST_CHECK error_code append_ready(report_ctx *ctx, error_info *err)
+{
+    feed_file feeds[FEEDS_MAX];
+    size_t n = feeds_enabled(ctx->cfg, feeds);
+    error_code rc = ERR_OK;
+    for (size_t i = 0; rc == ERR_OK && i < n; i++)
+        rc = append_feed(ctx, &feeds[i], i == 0, err);
+    return rc;
 }
 
 /* ---- Step 3: status.json ---------------------------------------------------------- */
@@ -904,6 +922,8 @@ static MUST_CHECK error_code recover(report_ctx *ctx, error_info *err)
                                          &ctx->sum.recovered, err)
                         : error_set(err, ERR_NOMEM, "out of memory");
     free(jsonl_path);
+    if (rc == ERR_OK)
+        rc = feeds_recover(ctx->cfg, recovered, err);
     while (rc == ERR_OK && recovered->child) {
         cJSON *item = cJSON_DetachItemViaPointer(recovered, recovered->child);
         if (!newest_add(&ctx->keep, item))
