@@ -177,7 +177,11 @@ error_code cef_format(const cJSON *item, char **line, error_info *err)
     char risk[64] = "";
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(item, "risk_score");
     if (cJSON_IsNumber(r))
-        snprintf(risk, sizeof risk, "%.17g", r->valuedouble);
+        for (int digits = 15; digits <= 17; digits++) { /* the shortest that reads back exactly */
+            snprintf(risk, sizeof risk, "%.*g", digits, r->valuedouble);
+            if (strtod(risk, NULL) == r->valuedouble)
+                break;
+        }
     char *ids = joined(events, "id"),
          *missing = joined(cJSON_GetObjectItemCaseSensitive(lineage, "missing_event_ids"), NULL);
     labelled(&b, "cs1", "policy", policy);
