@@ -208,3 +208,96 @@ def test_rsyslog_ships_every_incident_once_across_rotations(sim, readers):
         except subprocess.TimeoutExpired:
             shipper.kill()
             shipper.wait()
+
+
+RSYSLOG_CEF_CONF = """\
+global(workDirectory="{work}" maxMessageSize="256k")
+module(load="imfile" mode="inotify")
+input(type="imfile" file="{cef}" tag="outpost" ruleset="outpost-cef" freshStartTail="off")
+ruleset(name="outpost-cef") {{
+  action(type="omfwd" target="127.0.0.1" port="{port}" protocol="tcp" template="RSYSLOG_SyslogProtocol23Format")
+}}
+"""
+
+# Strings a SIEM parser trips over, in every field CEF carries.
+HOSTILE = {"policy": {"name": "Exfil | pipe = equals \\ back\tslash \"quoted\" – ünïcødé 顧客"},
+           "dataset": {"name": "a=b\\c|d"},
+           "user": {"local_username": "o'brien \"x\" =|\\"}}
+
+
+@pytest.mark.skipif(not RSYSLOGD, reason="rsyslog is not installed (scripts/setup)")
+@pytest.mark.sim_options(incidents=6, rate_limit=0)
+def test_rsyslog_forwards_the_cef_file_field_for_field(sim, readers):
+    """rsyslog's imfile reads report.cef_file as a reader of the group and
+    forwards each line over TCP syslog (RFC 5424) to a listener here; every
+    received message's CEF text parses strictly and equals, field for field,
+    the incident outpost wrote to incidents.jsonl, hostile strings included."""
+    import socket
+
+    import cef_check
+
+    config, state_dir, top, gid = readers
+    set_config(config, report={"cef_file": "incidents.cef", "jsonl_max_bytes": 16384, "jsonl_keep": 100})
+    sim.add_incidents(3, fields=HOSTILE)
+    work = os.path.join(top, "rsyslog")
+    os.mkdir(work)
+    os.chown(work, NOBODY, gid)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    received = []
+
+    def collect():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while chunk := conn.recv(65536):
+                    data += chunk
+                    *whole, data = data.split(b"\n")
+                    received.extend(whole)
+
+    threading.Thread(target=collect, daemon=True).start()
+    conf = os.path.join(work, "rsyslog.conf")
+    with open(conf, "w", encoding="utf-8") as f:
+        f.write(RSYSLOG_CEF_CONF.format(work=work, cef=os.path.join(state_dir, "incidents.cef"),
+                                        port=listener.getsockname()[1]))
+    shipper = subprocess.Popen([RSYSLOGD, "-n", "-f", conf, "-i", os.path.join(work, "rsyslogd.pid")],
+                               preexec_fn=as_user(NOBODY, gid), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        for _ in range(3):
+            result = outpost(config, "run")
+            assert result.returncode == 0, result.stderr
+            sim.add_incidents(5)
+        items = {json.loads(line)["id"]: json.loads(line) for line in jsonl_lines(state_dir)}
+        deadline = time.monotonic() + 60
+        while len(received) < len(items) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        shipper.terminate()
+        shipper.wait(timeout=10)
+        listener.close()
+    messages = []
+    for raw in received:
+        text = raw.decode("utf-8")
+        # RFC 5424: <PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID SD MSG
+        parts = text.split(" ", 7)
+        assert parts[0].endswith(">1") and parts[3] == "outpost" and len(parts) == 8, text[:200]
+        messages.append(cef_check.parse(parts[7]))
+    by_id = {ext["externalId"]: (header, ext) for header, ext in messages}
+    assert len(by_id) == len(messages) == len(items), (len(messages), len(items))
+    assert set(by_id) == set(items)
+    hostile = [i for i in items.values() if i["policy"] == HOSTILE["policy"]["name"]]
+    assert len(hostile) == 3
+    for incident_id, item in items.items():
+        header, ext = by_id[incident_id]
+        assert header[4] == f"DLP incident: {item['policy']}"
+        labels = {ext[k + "Label"]: ext[k] for k in ("cs1", "cs2", "cs3", "cs4", "cs5", "cs6") if k in ext}
+        assert labels["policy"] == item["policy"] and labels["dataset"] == item["dataset"]
+        assert ext.get("suser") == (item["user"] or next((e["user"] for e in item["lineage"]["events"]
+                                                           if e.get("user")), None))
+        assert ext["act"] == ("blocked" if item["blocked"] else "detected")

@@ -72,7 +72,10 @@ faulted, never rate limited)
                               "missing_events" (list of ids) and
                               "missing_fraction" (float)
   POST   /_sim/incidents/add  {"count": n, "trigger_time": ISO (optional,
-                              default now)} -> {"added": [ids], "total": N}
+                              default now), "fields": {member: value}
+                              (optional: served members replaced, e.g. a
+                              policy name with `|`, `=`, `\`)}
+                              -> {"added": [ids], "total": N}
   POST   /_sim/tokens/expire  expire every issued token -> {"expired": n}
   GET    /_sim/dataset        the whole data set: {"seed", "reference_time",
                               "span_hours", "incidents": [{"incident": as
@@ -555,9 +558,10 @@ class Dataset:
 
     # -- run-time changes --------------------------------------------------
 
-    def add_incidents(self, count: int, trigger: int | None = None) -> list[str]:
+    def add_incidents(self, count: int, trigger: int | None = None, fields: dict | None = None) -> list[str]:
         """Append incidents triggered now (or at `trigger`), deterministic
-        from the seed and a counter, on the existing storylines."""
+        from the seed and a counter, on the existing storylines; `fields`
+        replace members of what is served."""
         added = []
         with self._lock:
             for _ in range(count):
@@ -565,6 +569,7 @@ class Dataset:
                 rng = random.Random(f"{self.seed}:added:{self.added}")
                 moment = int(time.time()) if trigger is None else int(trigger)
                 record = self._make_incident(rng, moment, _weighted(rng))
+                record.served.update(copy.deepcopy(fields or {}))
                 self.incidents.append(record)
                 added.append(record.id)
         return added
@@ -2055,7 +2060,10 @@ class ControlApi:
             raise ValueError("count must be an integer 0..100000")
         trigger = document.get("trigger_time")
         moment = None if trigger is None else int(parse_iso_utc(trigger))
-        added = self.sim.dataset.add_incidents(count, moment)
+        fields = document.get("fields")
+        if fields is not None and not isinstance(fields, dict):
+            raise ValueError("fields must be an object")
+        added = self.sim.dataset.add_incidents(count, moment, fields)
         return {"added": added, "total": self.sim.dataset.count()}
 
     def expire_tokens(self, _):

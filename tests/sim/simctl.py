@@ -203,10 +203,12 @@ class Sim:
             return self._control("GET", "/_sim/config")["config"]
         return self._control("POST", "/_sim/config", changes)["config"]
 
-    def add_incidents(self, count: int, trigger_time: str | None = None) -> list:
+    def add_incidents(self, count: int, trigger_time: str | None = None, fields: dict | None = None) -> list:
         document = {"count": count}
         if trigger_time:
             document["trigger_time"] = trigger_time
+        if fields:
+            document["fields"] = fields
         return self._control("POST", "/_sim/incidents/add", document)["added"]
 
     def expire_tokens(self) -> int:
