@@ -22,7 +22,9 @@ After every stop, a reader of the state directory must see:
 - staging/ holds only version directories whose installer matches its
   manifest (size, SHA-256) and nothing unverified, and `current` names one;
 - incidents.jsonl (and its rotated files) whole lines only, no id twice, and
-  no id the cursor has passed that is missing;
+  no id the cursor has passed that is missing; the OCSF and CEF feeds whole
+  lines only, no id twice, none that incidents.jsonl lacks (a feed is written
+  only after incidents.jsonl is synced), every OCSF line valid;
 - the fleet mirror's manifest.json verifies with the publisher's key and
   names an installer that is there with the length and SHA-256 it says.
 
@@ -43,6 +45,8 @@ from mirror_helper import keygen, read_envelope, envelope_payload, verify_envelo
 from outpost_config import UNSIGNED, write_config as write_outpost_config
 from outpost_run import CRASH_BIN, OUTPOST, check_staging, current_version, jsonl_lines, outpost, sha256_file
 from schema_check import check_status_file
+import cef_check
+import ocsf_check
 from sim import write_fake_installer
 from simctl import Sim
 
@@ -52,6 +56,7 @@ pytestmark = pytest.mark.skipif(not (CRASH_BIN and OUTPOST),
                                 reason="OUTPOST_CRASH_BIN (outpost-crashpoints) or OUTPOST_BIN is not set")
 
 CRASHED = 99          # platform/crash_point.h CRASH_POINT_EXIT
+FEEDS = {"ocsf_file": "findings.ocsf.jsonl", "cef_file": "incidents.cef"}
 
 
 # ---- a sweep ---------------------------------------------------------------------------------
@@ -159,6 +164,22 @@ def jsonl_items(state: Path) -> dict:
         assert item["id"] not in out, f"{item['id']} appended twice"
         out[item["id"]] = item
     return out
+
+
+def feed_lines(state: Path) -> tuple[dict, dict]:
+    """({id: line} of the OCSF file, {id: line} of the CEF file), asserting
+    whole lines only, no id twice, every OCSF line valid, every CEF line
+    strictly parsed."""
+    ocsf, cef = {}, {}
+    for line in jsonl_lines(state, FEEDS["ocsf_file"]):
+        uid = ocsf_check.check_line(line)["finding_info"]["uid"]
+        assert uid not in ocsf, f"{uid} appended twice to the OCSF file"
+        ocsf[uid] = line
+    for line in jsonl_lines(state, FEEDS["cef_file"]):
+        uid = cef_check.parse(line)[1]["externalId"]
+        assert uid not in cef, f"{uid} appended twice to the CEF file"
+        cef[uid] = line
+    return ocsf, cef
 
 
 def verified_manifest(mirror: Path, public_pem: str) -> dict:
@@ -370,8 +391,9 @@ def test_rollback_stopped_at_every_crash_point(tmp_path):
 
 def test_report_stopped_at_every_crash_point(tmp_path):
     """An incremental report of 6 new incidents over 3 pages, with a file
-    limit that makes incidents.jsonl rotate on the way."""
-    report = {"page_size": 3, "details_batch": 20, "jsonl_max_bytes": 40000, "jsonl_keep": 100}
+    limit that makes incidents.jsonl and the OCSF file rotate on the way,
+    both SIEM feeds on."""
+    report = {"page_size": 3, "details_batch": 20, "jsonl_max_bytes": 40000, "jsonl_keep": 100, **FEEDS}
     sweep = Sweep(tmp_path)
     state = sweep.work / "state"
     with Sim.start(rate_limit=0, incidents=8, seed=17) as sim:
@@ -379,6 +401,7 @@ def test_report_stopped_at_every_crash_point(tmp_path):
         sweep.restore()
         assert outpost(cfg, "report").returncode == 0
         sweep.save_template()
+        before = feed_lines(state)
         sim.add_incidents(6)
         dataset = {r["incident"]["id"] for r in sim.dataset()["incidents"]}
 
@@ -387,6 +410,8 @@ def test_report_stopped_at_every_crash_point(tmp_path):
         def crashed(point):
             check_documents(state)
             items = jsonl_items(state)
+            ocsf, cef = feed_lines(state)
+            assert set(ocsf) <= set(items) and set(cef) <= set(items), "a feed holds an incident incidents.jsonl lacks"
             saved = json.loads((state / "state.json").read_text()).get("report", {})
             # What the saved state says is done must be in the file: the ids
             # it remembers as seen, and every incident older than its cursor.
@@ -403,6 +428,8 @@ def test_report_stopped_at_every_crash_point(tmp_path):
             items, expected = jsonl_items(state), jsonl_items(reference / "state")
             assert set(expected) == dataset
             assert items == expected, "incidents.jsonl differs from an uninterrupted run's"
+            assert feed_lines(state) == feed_lines(reference / "state"), \
+                "the OCSF or CEF file differs from an uninterrupted run's"
             status = json.loads((state / "status.json").read_text())
             ref_status = json.loads((reference / "state" / "status.json").read_text())
             assert status["incidents"]["items"] == ref_status["incidents"]["items"]
@@ -412,6 +439,11 @@ def test_report_stopped_at_every_crash_point(tmp_path):
         n = sweep.sweep("report", cfg, "report", crashed, recover)
         assert any(" rename " in p and "incidents.jsonl" in p for p in sweep.points()), \
             "the report did not rotate incidents.jsonl: the sweep did not cover rotation"
+        # Appends name no file in the point log; the reference run's feeds
+        # hold the 6 new incidents, so their appends were among the points.
+        assert all(len(f) == 8 for f in before) and all(len(f) == 14 for f in feed_lines(tmp_path / "reference" / "state"))
+        assert any(" rename " in p and FEEDS["ocsf_file"] in p for p in sweep.points()), \
+            "the report did not rotate the OCSF file: the sweep did not cover its rotation"
         assert n > 6
 
 

@@ -74,7 +74,7 @@ faulted, never rate limited)
   POST   /_sim/incidents/add  {"count": n, "trigger_time": ISO (optional,
                               default now), "fields": {member: value}
                               (optional: served members replaced, e.g. a
-                              policy name with `|`, `=`, `\`)}
+                              policy name with a pipe or a backslash)}
                               -> {"added": [ids], "total": N}
   POST   /_sim/tokens/expire  expire every issued token -> {"expired": n}
   GET    /_sim/dataset        the whole data set: {"seed", "reference_time",
