@@ -660,7 +660,9 @@ class Bench:
             bound = self.report_bound(sim, 1000, 50)
             if tool == "outpost":
                 state = self.fresh("state-report")
-                cfg = write_config(os.path.join(self.work, "report.json"), sim.url, state)
+                # Every feed on (issue 36): incidents.jsonl, OCSF and CEF.
+                cfg = write_config(os.path.join(self.work, "report.json"), sim.url, state,
+                                   report={"ocsf_file": "findings.ocsf.jsonl", "cef_file": "incidents.cef"})
                 r = measure([binary or self.primary, "-c", cfg, "report"], timeout=1800)
                 shutil.rmtree(state, ignore_errors=True)
             else:
