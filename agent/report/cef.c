@@ -128,31 +128,19 @@ static char *joined(const cJSON *list, const char *member)
 
 static void from_events(dynbuf *b, const cJSON *events, const cJSON *item)
 {
-    const char *host = NULL, *user = string_of(item, "user"), *domain = NULL, *url = NULL;
-    const cJSON *source_file = NULL;
-    const cJSON *event;
-    cJSON_ArrayForEach(event, events)
-    {
-        const cJSON *source = cJSON_GetObjectItemCaseSensitive(event, "source");
-        const cJSON *destination = cJSON_GetObjectItemCaseSensitive(event, "destination");
-        host = host ? host : string_of(event, "hostname");
-        user = user ? user : string_of(event, "user");
-        domain = domain ? domain : string_of(destination, "domain");
-        url = url ? url : string_of(destination, "url");
-        if (!source_file && string_of(source, "file"))
-            source_file = source;
-    }
+    incident_chain_firsts c;
+    incident_chain_firsts_of(item, &c);
     int n = cJSON_GetArraySize(events);
     if (n > 0) {
         time_extension(b, "start", cJSON_GetArrayItem(events, 0), "timestamp");
         time_extension(b, "end", cJSON_GetArrayItem(events, n - 1), "timestamp");
     }
-    extension(b, "suser", user);
-    extension(b, "shost", host);
-    extension(b, "dhost", domain);
-    extension(b, "fname", string_of(source_file, "file"));
-    extension(b, "filePath", string_of(source_file, "path"));
-    extension(b, "request", url);
+    extension(b, "suser", c.user);
+    extension(b, "shost", c.host);
+    extension(b, "dhost", c.domain);
+    extension(b, "fname", string_of(c.source, "file"));
+    extension(b, "filePath", string_of(c.source, "path"));
+    extension(b, "request", c.url);
 }
 
 error_code cef_format(const cJSON *item, char **line, error_info *err)

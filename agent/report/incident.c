@@ -333,3 +333,27 @@ nomem:
     cJSON_Delete(hosts);
     return error_set(err, ERR_NOMEM, "out of memory while aggregating hosts");
 }
+
+static const char *nonempty_string(const cJSON *obj, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
+}
+
+void incident_chain_firsts_of(const cJSON *item, incident_chain_firsts *out)
+{
+    *out = (incident_chain_firsts){.user = nonempty_string(item, "user")};
+    const cJSON *lineage = cJSON_GetObjectItemCaseSensitive(item, "lineage");
+    const cJSON *event;
+    cJSON_ArrayForEach(event, cJSON_GetObjectItemCaseSensitive(lineage, "events"))
+    {
+        const cJSON *source = cJSON_GetObjectItemCaseSensitive(event, "source");
+        const cJSON *destination = cJSON_GetObjectItemCaseSensitive(event, "destination");
+        out->host = out->host ? out->host : nonempty_string(event, "hostname");
+        out->user = out->user ? out->user : nonempty_string(event, "user");
+        out->domain = out->domain ? out->domain : nonempty_string(destination, "domain");
+        out->url = out->url ? out->url : nonempty_string(destination, "url");
+        if (!out->source && nonempty_string(source, "file"))
+            out->source = source;
+    }
+}

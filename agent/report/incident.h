@@ -76,6 +76,20 @@ MUST_CHECK error_code incident_merge_items(const struct cJSON *current, const st
  */
 MUST_CHECK error_code incident_hosts(const struct cJSON *items, struct cJSON **out, error_info *err);
 
+/*
+ * What a feed with one field per thing takes from an item's chain (OCSF,
+ * CEF): the user (the item's, else the first event's that has one), and
+ * from the first event that has each, the hostname, the destination's
+ * domain and URL, and the source with a file name. Borrowed from item;
+ * NULL when none has it.
+ */
+typedef struct incident_chain_firsts {
+    const char *user, *host, *domain, *url;
+    const struct cJSON *source; /* the event's "source" object */
+} incident_chain_firsts;
+
+void incident_chain_firsts_of(const struct cJSON *item, incident_chain_firsts *out);
+
 /* The id of an item ("" when it has none). Borrowed. */
 const char *incident_item_id(const struct cJSON *item);
 

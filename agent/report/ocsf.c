@@ -118,38 +118,27 @@ static bool add_host(cJSON *parent, const char *member, const char *host)
 
 /* file, dst_endpoint, actor and device from the chain's events: the first
  * event that has each (every event stays whole in unmapped.lineage). */
-static bool add_from_events(cJSON *f, const cJSON *events, const char *incident_user)
+static bool add_from_events(cJSON *f, const cJSON *item)
 {
-    const char *host = NULL, *user = incident_user, *domain = NULL;
-    const cJSON *source_file = NULL;
-    const cJSON *event;
-    cJSON_ArrayForEach(event, events)
-    {
-        const cJSON *source = cJSON_GetObjectItemCaseSensitive(event, "source");
-        const cJSON *destination = cJSON_GetObjectItemCaseSensitive(event, "destination");
-        host = host ? host : string_of(event, "hostname");
-        user = user ? user : string_of(event, "user");
-        domain = domain ? domain : string_of(destination, "domain");
-        if (!source_file && string_of(source, "file"))
-            source_file = source;
-    }
+    incident_chain_firsts c;
+    incident_chain_firsts_of(item, &c);
     bool ok = true;
-    if (user) {
+    if (c.user) {
         cJSON *actor = cJSON_AddObjectToObject(f, "actor");
         cJSON *u = actor ? cJSON_AddObjectToObject(actor, "user") : NULL;
-        ok = u && cJSON_AddStringToObject(u, "name", user);
+        ok = u && cJSON_AddStringToObject(u, "name", c.user);
     }
-    if (ok && host)
-        ok = add_host(f, "device", host);
-    if (ok && source_file) {
+    if (ok && c.host)
+        ok = add_host(f, "device", c.host);
+    if (ok && c.source) {
         cJSON *file = cJSON_AddObjectToObject(f, "file");
-        ok = file && add_string(file, "name", string_of(source_file, "file")) &&
-             add_string(file, "path", string_of(source_file, "path")) && cJSON_AddNumberToObject(file, "type_id", 1) &&
+        ok = file && add_string(file, "name", string_of(c.source, "file")) &&
+             add_string(file, "path", string_of(c.source, "path")) && cJSON_AddNumberToObject(file, "type_id", 1) &&
              cJSON_AddStringToObject(file, "type", "Regular File");
     }
-    if (ok && domain) {
+    if (ok && c.domain) {
         cJSON *dst = cJSON_AddObjectToObject(f, "dst_endpoint");
-        ok = dst && cJSON_AddStringToObject(dst, is_hostname(domain) ? "hostname" : "name", domain);
+        ok = dst && cJSON_AddStringToObject(dst, is_hostname(c.domain) ? "hostname" : "name", c.domain);
     }
     return ok;
 }
@@ -266,7 +255,7 @@ static MUST_CHECK error_code build(const cJSON *item, cJSON *f, error_info *err)
     free(message);
     cJSON *unmapped = ok ? cJSON_AddObjectToObject(f, "unmapped") : NULL;
     ok = unmapped && add_verdict(f, item, unmapped) && add_data_security(f, item) &&
-         add_finding_info(f, item, events) && add_from_events(f, events, string_of(item, "user"));
+         add_finding_info(f, item, events) && add_from_events(f, item);
     const cJSON *member;
     cJSON_ArrayForEach(member, item)
     {
