@@ -237,7 +237,8 @@ def test_rsyslog_forwards_the_cef_file_field_for_field(sim, readers):
     import cef_check
 
     config, state_dir, top, gid = readers
-    set_config(config, report={"cef_file": "incidents.cef", "jsonl_max_bytes": 16384, "jsonl_keep": 100})
+    set_config(config, report={"cef_file": "incidents.cef", "ocsf_file": "findings.ocsf.jsonl",
+                               "jsonl_max_bytes": 16384, "jsonl_keep": 100})
     sim.add_incidents(3, fields=HOSTILE)
     work = os.path.join(top, "rsyslog")
     os.mkdir(work)
@@ -291,6 +292,12 @@ def test_rsyslog_forwards_the_cef_file_field_for_field(sim, readers):
     by_id = {ext["externalId"]: (header, ext) for header, ext in messages}
     assert len(by_id) == len(messages) == len(items), (len(messages), len(items))
     assert set(by_id) == set(items)
+    # Both SIEM feeds, rotated ones included, readable by the readers group only.
+    feed_files = [n for n in os.listdir(state_dir) if n.startswith(("incidents.cef", "findings.ocsf.jsonl"))]
+    assert any(n.startswith("findings.ocsf.jsonl.") for n in feed_files), "the OCSF file did not rotate"
+    for name in feed_files:
+        st = os.stat(os.path.join(state_dir, name))
+        assert (st.st_mode & 0o777, st.st_gid) == (0o640, gid), name
     hostile = [i for i in items.values() if i["policy"] == HOSTILE["policy"]["name"]]
     assert len(hostile) == 3
     for incident_id, item in items.items():

@@ -164,3 +164,11 @@ def test_strict_cef_parser_refuses_what_the_spec_does_not_allow():
                 r"CEF:0|a|p|1|sig|n|5|externalId=x\t", r"CEF:0|a|p|1|sig|n|5"):
         with pytest.raises(cef_check.CefError):
             cef_check.parse(bad)
+
+
+@pytest.mark.sim_options(incidents=3, rate_limit=0)
+def test_wrong_feed_keys_exit_2_naming_the_key(sim, tmp_path):
+    for key, value in (("ocsf_file", 5), ("cef_file", ["x"]), ("cef_file", "bad\u0007name")):
+        config, _ = sim_config(tmp_path, sim, report={key: value})
+        result = outpost(config, "report")
+        assert result.returncode == 2 and f"report.{key}" in result.stderr, (key, result.stderr)
