@@ -5,8 +5,8 @@
  * Every key has a default; unknown keys, wrong types and out-of-range values
  * are ERR_CONFIG with a message that names the key ("report.page_size: must
  * be 1 to 1000, got 5000"). Paths in the struct are as written in the file;
- * state_dir-relative names (status_file, jsonl_file, metrics_file
- * and log.file) are resolved with config_state_path().
+ * state_dir-relative names (status_file, jsonl_file, metrics_file,
+ * ocsf_file, cef_file and log.file) are resolved with config_state_path().
  */
 #ifndef OUTPOST_CONFIG_H
 #define OUTPOST_CONFIG_H
