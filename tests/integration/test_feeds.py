@@ -172,3 +172,25 @@ def test_wrong_feed_keys_exit_2_naming_the_key(sim, tmp_path):
         config, _ = sim_config(tmp_path, sim, report={key: value})
         result = outpost(config, "report")
         assert result.returncode == 2 and f"report.{key}" in result.stderr, (key, result.stderr)
+
+
+@pytest.mark.sim_options(incidents=12, rate_limit=0)
+def test_a_failed_incident_given_up_is_a_finding_and_a_cef_line(sim, tmp_path):
+    """An incident whose lineage keeps failing reaches the feeds once it has
+    failed for 24 h (the state's first_failed_at set back to say so), with
+    lineage status `failed`, as valid OCSF and strict CEF."""
+    config, state_dir = sim_config(tmp_path, sim, report=FEEDS)
+    sim.fault("lineage", "status", status=400, count=1)
+    assert outpost(config, "report").returncode == 1
+    state_file = state_dir / "state.json"
+    state = json.loads(state_file.read_text())
+    [failed_id] = state["report"]["failed"]
+    state["report"]["failed"][failed_id]["first_failed_at"] = "2000-01-01T00:00:00Z"
+    state_file.write_text(json.dumps(state))
+    sim.fault("lineage", "status", status=400, count=1)
+    assert outpost(config, "report").returncode == 1
+    items, findings, cefs = feeds(state_dir)
+    assert items[failed_id]["lineage"]["status"] == "failed"
+    assert findings[failed_id]["status_detail"] == "failed"
+    for incident_id, item in items.items():
+        assert_maps(item, findings[incident_id], cefs[incident_id])
