@@ -266,18 +266,30 @@ def test_rsyslog_forwards_the_cef_file_field_for_field(sim, readers):
     with open(conf, "w", encoding="utf-8") as f:
         f.write(RSYSLOG_CEF_CONF.format(work=work, cef=os.path.join(state_dir, "incidents.cef"),
                                         port=listener.getsockname()[1]))
+    # The shipper starts once the state directory exists, as it does on a
+    # machine where outpost is installed: imfile cannot watch a file whose
+    # folder is not there yet.
+    result = outpost(config, "run")
+    assert result.returncode == 0, result.stderr
     shipper = subprocess.Popen([RSYSLOGD, "-n", "-f", conf, "-i", os.path.join(work, "rsyslogd.pid")],
                                preexec_fn=as_user(NOBODY, gid), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)
-    try:
-        for _ in range(3):
-            result = outpost(config, "run")
-            assert result.returncode == 0, result.stderr
-            sim.add_incidents(5)
+
+    def wait_for_all():
         items = {json.loads(line)["id"]: json.loads(line) for line in jsonl_lines(state_dir)}
         deadline = time.monotonic() + 60
         while len(received) < len(items) and time.monotonic() < deadline:
             time.sleep(0.2)
+        return items
+
+    try:
+        items = wait_for_all()
+        for _ in range(2):
+            # Runs are an hour apart, not back to back (as in the test above).
+            sim.add_incidents(5)
+            result = outpost(config, "run")
+            assert result.returncode == 0, result.stderr
+            items = wait_for_all()
     finally:
         shipper.terminate()
         shipper.wait(timeout=10)
@@ -290,7 +302,7 @@ def test_rsyslog_forwards_the_cef_file_field_for_field(sim, readers):
         assert parts[0].endswith(">1") and parts[3] == "outpost" and len(parts) == 8, text[:200]
         messages.append(cef_check.parse(parts[7]))
     by_id = {ext["externalId"]: (header, ext) for header, ext in messages}
-    assert len(by_id) == len(messages) == len(items), (len(messages), len(items))
+    assert len(by_id) == len(messages) == len(items), (len(messages), len(items), shipper.stderr.read()[-2000:])
     assert set(by_id) == set(items)
     # Both SIEM feeds, rotated ones included, readable by the readers group only.
     feed_files = [n for n in os.listdir(state_dir) if n.startswith(("incidents.cef", "findings.ocsf.jsonl"))]
