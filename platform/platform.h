@@ -406,6 +406,22 @@ void platform_sleep_ms(int64_t ms);
 /* Fills buf with len bytes from the OS's secure random source. */
 MUST_CHECK error_code platform_random_bytes(void *buf, size_t len, error_info *err);
 
+/*
+ * The offset of the machine's local time from UTC at the instant utc_s
+ * (Unix seconds), in seconds east of UTC (+3600 for CET, -14400 for EDT),
+ * by the machine's own time zone rules for that instant, past and future
+ * transitions included: POSIX localtime_r (TZ, else /etc/localtime; TZ is
+ * read again on every call); Windows the dynamic time zone
+ * (GetDynamicTimeZoneInformation, SystemTimeToTzSpecificLocalTimeEx, the
+ * year's own daylight-saving rules). The maintenance windows of
+ * installer/policy.c are judged from this alone: the inverse, a local time
+ * to its instants, is found there from it, the same on every platform,
+ * since mktime and TzSpecificLocalTimeToSystemTime resolve a local time
+ * that does not exist or exists twice each their own way. ERR_INTERNAL when
+ * the instant cannot be converted (out of the system's range).
+ */
+MUST_CHECK error_code platform_local_offset(int64_t utc_s, int32_t *offset_s, error_info *err);
+
 /* ---- Processes, held files and this process (process.c) ------------------ */
 
 /* platform_spawn, platform_spawn_to_file and platform_spawn_env, shorthands
@@ -593,6 +609,39 @@ char *platform_default_state_dir(void);
  * Windows), trimmed, into buf. ERR_NOT_FOUND when there is none.
  */
 MUST_CHECK error_code platform_machine_id(char *buf, size_t size, error_info *err);
+
+/* ---- Power (power.c) ----------------------------------------------------- */
+
+/*
+ * Whether the machine runs on battery now (installer.defer_on "battery",
+ * PRODUCT.md section 11): Windows GetSystemPowerStatus (the AC line
+ * offline on a machine with a system battery); Linux
+ * /sys/class/power_supply: no mains, USB or UPS supply online and a system
+ * battery (not a device's, scope "Device": a mouse's) discharging. Never
+ * fails: what cannot be read (no such directory, another system) counts as
+ * mains power. detail (size bytes, may be NULL) gets what was seen, for the
+ * log ("BAT0 discharging, no AC adapter online").
+ */
+bool platform_on_battery(char *detail, size_t size);
+
+/* ---- Network cost (netcost.c) --------------------------------------------- */
+
+/*
+ * Whether the machine's connection is metered now (installer.defer_on
+ * "metered", PRODUCT.md section 11). Windows: the network list manager's
+ * connection cost (INetworkCostManager::GetCost): fixed or variable cost,
+ * roaming or over the data limit is metered; unrestricted or unknown is
+ * not. Linux: NetworkManager's Metered property (that of the primary
+ * connection's device) over the system D-Bus through sd-bus from
+ * libsystemd, loaded at run time (dlopen "libsystemd.so.0": the static
+ * release build cannot link it); NM_METERED_YES (1) and NM_METERED_GUESS_YES
+ * (3) are metered, as GNOME and KDE treat them. The system bus is the one
+ * DBUS_SYSTEM_BUS_ADDRESS names, else the standard socket. Never fails: no
+ * libsystemd, no system bus, no NetworkManager on it, or another system is
+ * "not metered". detail (size bytes, may be NULL) gets what was seen, for
+ * the log ("NetworkManager: metered (guessed)").
+ */
+bool platform_network_metered(char *detail, size_t size);
 
 /* ---- The CPU (cpu.c, one file for both sides) ---------------------------- */
 

@@ -2,7 +2,8 @@
  * time.c — clocks and randomness (platform.h, "Time and randomness"): the
  * wall clock and the monotonic clock in milliseconds, sleeping, and the
  * OS's secure random source (getrandom where glibc has it, arc4random_buf
- * on macOS and the BSDs, else /dev/urandom).
+ * on macOS and the BSDs, else /dev/urandom), and the local time zone's
+ * offset at an instant.
  */
 #include "platform/posix/posix_int.h"
 
@@ -95,4 +96,17 @@ error_code platform_random_bytes(void *buf, size_t len, error_info *err)
 #else
     return random_from_device(p, len, err);
 #endif
+}
+
+error_code platform_local_offset(int64_t utc_s, int32_t *offset_s, error_info *err)
+{
+    time_t t = (time_t)utc_s;
+    struct tm local;
+    /* localtime_r need not look at TZ again (glibc's does not): tzset does,
+     * cheaply when it has not changed. */
+    tzset();
+    if ((int64_t)t != utc_s || !localtime_r(&t, &local))
+        return error_set(err, ERR_INTERNAL, "cannot convert %lld to local time", (long long)utc_s);
+    *offset_s = (int32_t)local.tm_gmtoff;
+    return ERR_OK;
 }

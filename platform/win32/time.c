@@ -1,7 +1,8 @@
 /*
  * time.c — clocks and randomness (platform.h, "Time and randomness"): the
  * precise system time and the performance counter in milliseconds,
- * sleeping, and BCryptGenRandom with the system's preferred generator.
+ * sleeping, BCryptGenRandom with the system's preferred generator, and
+ * the local time zone's offset at an instant.
  */
 #include "platform/win32/win32_int.h"
 
@@ -56,5 +57,34 @@ error_code platform_random_bytes(void *buf, size_t len, error_info *err)
         p += chunk;
         len -= chunk;
     }
+    return ERR_OK;
+}
+
+static int64_t filetime_ticks(const FILETIME *ft)
+{
+    return (int64_t)(((uint64_t)ft->dwHighDateTime << 32) | ft->dwLowDateTime);
+}
+
+error_code platform_local_offset(int64_t utc_s, int32_t *offset_s, error_info *err)
+{
+    if (utc_s < -11644473600LL || utc_s > 910692730085LL) /* FILETIME's range */
+        return error_set(err, ERR_INTERNAL, "cannot convert %lld to local time", (long long)utc_s);
+    int64_t ticks = utc_s * 10000000LL + FILETIME_UNIX_EPOCH;
+    FILETIME utc_ft = {.dwLowDateTime = (DWORD)(uint64_t)ticks, .dwHighDateTime = (DWORD)((uint64_t)ticks >> 32)};
+    SYSTEMTIME utc, local;
+    DYNAMIC_TIME_ZONE_INFORMATION zone;
+    /* The dynamic zone carries each year's own rules; the plain one only
+     * this year's, which would misjudge a window a transition away. */
+    bool ok = FileTimeToSystemTime(&utc_ft, &utc) && ((GetDynamicTimeZoneInformation(&zone) != TIME_ZONE_ID_INVALID &&
+                                                       SystemTimeToTzSpecificLocalTimeEx(&zone, &utc, &local)) ||
+                                                      SystemTimeToTzSpecificLocalTime(NULL, &utc, &local));
+    FILETIME local_ft;
+    if (!ok || !SystemTimeToFileTime(&local, &local_ft)) {
+        DWORD e = GetLastError();
+        char text[256];
+        return error_set_os(err, ERR_INTERNAL, (int)e, "cannot convert %lld to local time: %s", (long long)utc_s,
+                            win32_message(e, text, sizeof text));
+    }
+    *offset_s = (int32_t)((filetime_ticks(&local_ft) - ticks) / 10000000LL);
     return ERR_OK;
 }

@@ -1,0 +1,77 @@
+/*
+ * power.c — whether the machine runs on battery (platform.h, "Power"), for
+ * installer.defer_on "battery". Linux reads /sys/class/power_supply: each
+ * entry's "type", a supply's "online", a battery's "status" and "scope"
+ * (a mouse's or a headset's battery is scope "Device" and says nothing
+ * about the machine). Elsewhere nothing is known, which counts as mains.
+ */
+#include "platform/posix/posix_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define POWER_SUPPLY_DIR "/sys/class/power_supply"
+
+#ifdef __linux__
+/* The first line of POWER_SUPPLY_DIR/name/attribute into buf ("" when absent). */
+static void read_attribute(const char *name, const char *attribute, char *buf, size_t size)
+{
+    char path[512];
+    buf[0] = '\0';
+    snprintf(path, sizeof path, "%s/%s/%s", POWER_SUPPLY_DIR, name, attribute);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    if (!fgets(buf, (int)size, f))
+        buf[0] = '\0';
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = '\0';
+}
+#endif
+
+bool platform_on_battery(char *detail, size_t size)
+{
+    char scratch[8];
+    if (!detail || size == 0) {
+        detail = scratch;
+        size = sizeof scratch;
+    }
+#ifdef __linux__
+    char **names = NULL;
+    size_t count = 0;
+    if (platform_list_dir(POWER_SUPPLY_DIR, &names, &count, NULL) != ERR_OK || count == 0) {
+        snprintf(detail, size, "no power supply in %s: mains power", POWER_SUPPLY_DIR);
+        return false;
+    }
+    const char *supply = NULL, *discharging = NULL;
+    for (size_t i = 0; i < count; i++) {
+        char type[32], value[32];
+        read_attribute(names[i], "type", type, sizeof type);
+        if (strcmp(type, "Battery") == 0) {
+            read_attribute(names[i], "scope", value, sizeof value);
+            if (strcmp(value, "Device") == 0)
+                continue;
+            read_attribute(names[i], "status", value, sizeof value);
+            if (strcmp(value, "Discharging") == 0 && !discharging)
+                discharging = names[i];
+        } else if (type[0]) { /* Mains, USB, UPS, ... */
+            read_attribute(names[i], "online", value, sizeof value);
+            if (strcmp(value, "1") == 0 && !supply)
+                supply = names[i];
+        }
+    }
+    bool on_battery = discharging && !supply;
+    if (supply)
+        snprintf(detail, size, "%s online", supply);
+    else if (discharging)
+        snprintf(detail, size, "%s discharging, no power supply online", discharging);
+    else
+        snprintf(detail, size, "no battery discharging");
+    platform_free_names(names, count);
+    return on_battery;
+#else
+    snprintf(detail, size, "the power source is not known on this system: mains power");
+    return false;
+#endif
+}
