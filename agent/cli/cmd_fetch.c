@@ -38,10 +38,11 @@ static error_code fetch_write_status(void *user, state *s, error_info *err)
 {
     const command_context *ctx = user;
     status_parts parts = {0};
-    error_code rc = s ? update_status_section(ctx->cfg, s, &parts.installer, err) : ERR_OK;
+    error_code rc = s ? update_status_parts(ctx->cfg, s, &parts.installer, &parts.deploy, err) : ERR_OK;
     if (rc == ERR_OK)
         rc = status_write(ctx->cfg, &parts, err);
     cJSON_Delete(parts.installer);
+    cJSON_Delete(parts.deploy);
     return rc;
 }
 
@@ -58,6 +59,7 @@ static update_request request_of(command_context *ctx, update_source source, boo
         .retry_after_judged = from_run, /* run judged it before its parts */
         .progress = !command_quiet(ctx) && platform_is_terminal(stderr),
         .command = from_run ? NULL : cli_command_name(opts ? opts->command : CLI_NONE),
+        .scheduled = from_run, /* installer.defer_on holds back `run` only */
         .hooks = {fetch_transport, fetch_write_status, ctx},
     };
     return req;
@@ -67,7 +69,9 @@ static update_request request_of(command_context *ctx, update_source source, boo
 static void say_check(const update_request *req, const update_outcome *out)
 {
     const char *installed = out->installed;
-    if (out->update_available && !out->eligible)
+    if (out->update_available && out->policy_reason[0])
+        printf("%s; installed %s\n", out->policy_reason, installed ? installed : "(none)");
+    else if (out->update_available && !out->eligible)
         printf("not in this rollout: %s is offered to %g%% of machines, not yet to this one; installed %s\n",
                out->latest, out->offer.m.rollout_percent, installed ? installed : "(none)");
     else if (out->update_available)
@@ -88,6 +92,9 @@ static void say_update(const update_outcome *out)
         printf("not updated: %s is offered, but this machine is not in its rollout yet\n", out->latest);
     else if (out->action == UPDATE_ACTION_ALREADY_STAGED)
         printf("already staged: %s\n", out->latest);
+    else if (out->action == UPDATE_ACTION_NOT_TAKEN || out->action == UPDATE_ACTION_DEFERRED ||
+             out->action == UPDATE_ACTION_HELD)
+        printf("%s\n", out->policy_reason);
     else
         printf("staged %s: %s (%" PRId64 " bytes, sha256 %s, signature %s)\n", staged->version, staged->path,
                staged->size, staged->sha256, staged->signature);

@@ -30,7 +30,7 @@
 #include "core/log.h"
 #include "report/metrics.h"
 #include "platform/platform.h"
-#include "installer/deploy.h"
+#include "installer/policy.h"
 #include "installer/update.h"
 #include "core/state.h"
 #include "report/inventory.h"
@@ -94,6 +94,23 @@ static bool retry_after_active(const config *cfg, error_info *why)
     return active;
 }
 
+/* The deploy, when the fleet policy says now (installer/policy.h: something
+ * to deploy, inside a maintenance window, not deferred); otherwise why not
+ * is said on stderr and recorded for the status file. */
+static void deploy_part(command_context *ctx, run_outcome *o)
+{
+    policy_deploy gate;
+    error_info err;
+    if (policy_deploy_gate(ctx->cfg, NULL, &gate, &err) != ERR_OK) {
+        o->parts++;
+        record(o, "deploy", err.code, err.message);
+    } else if (gate.verdict == POLICY_DEPLOY_NOW) {
+        run_part(ctx, o, "deploy", command_deploy);
+    } else if (gate.verdict != POLICY_DEPLOY_NOTHING) {
+        log_warn("run: %s", gate.message);
+    }
+}
+
 /* The start jitter; on a terminal a person sees the wait (and not at -q). */
 static void jitter(const command_context *ctx)
 {
@@ -151,10 +168,8 @@ static void write_status(command_context *ctx, const char *started_at, run_outco
     state *s = NULL;
     error_info err;
     if (state_load(ctx->cfg->state_dir, &s, &err) == ERR_OK &&
-        update_status_section(ctx->cfg, s, &parts.installer, &err) != ERR_OK) {
+        update_status_parts(ctx->cfg, s, &parts.installer, &parts.deploy, &err) != ERR_OK)
         log_warn("run: cannot describe the installer in the status file: %s", err.message);
-        parts.installer = NULL;
-    }
     state_free(s);
     if (rc != ERR_OK)
         record(o, "run", built.code, built.message);
@@ -165,6 +180,7 @@ static void write_status(command_context *ctx, const char *started_at, run_outco
     }
     cJSON_Delete(parts.last_run);
     cJSON_Delete(parts.installer);
+    cJSON_Delete(parts.deploy);
     cJSON *doc = NULL;
     if (status_read(ctx->cfg, &doc, &err) != ERR_OK)
         return;
@@ -237,8 +253,7 @@ error_code command_run(command_context *ctx, error_info *err)
          * no download, no key) and cannot fail the run. */
         if (ctx->cfg->installer.enabled) {
             run_part(ctx, &o, "update", command_update);
-            if (deploy_wanted(ctx->cfg))
-                run_part(ctx, &o, "deploy", command_deploy);
+            deploy_part(ctx, &o);
         }
         if (ctx->cfg->report.enabled)
             run_part(ctx, &o, "report", command_report);
@@ -335,6 +350,40 @@ static void print_installer(FILE *out, const cJSON *inst)
                 OR_NONE(str(last, "at")), num(last, "exit_code"), str(last, "error") ? ": " : "",
                 str(last, "error") ? str(last, "error") : "");
     }
+}
+
+/* status.json's "deploy" (installer/policy.h): the policy, then what it
+ * holds back now and why, in the words `run` used. */
+static void print_deploy(FILE *out, const cJSON *dep)
+{
+    if (!cJSON_IsObject(dep))
+        return;
+    const cJSON *deferred = cJSON_GetObjectItemCaseSensitive(dep, "deferred");
+    const cJSON *not_taken = cJSON_GetObjectItemCaseSensitive(dep, "not_taken");
+    const char *state_name = OR_NONE(str(dep, "state"));
+    fprintf(out, "Deploy:     %s", state_name);
+    if (str(dep, "since"))
+        fprintf(out, " since %s", str(dep, "since"));
+    if (str(dep, "waiting_until"))
+        fprintf(out, ", the next maintenance window begins %s", str(dep, "waiting_until"));
+    if (cJSON_IsObject(deferred))
+        fprintf(out, "; deferred: %s (%s)",
+                strcmp(OR_NONE(str(deferred, "reason")), "metered") == 0 ? "metered connection" : "battery power",
+                OR_NONE(str(deferred, "detail")));
+    fprintf(out, "\n");
+    int n = 0;
+    const cJSON *w;
+    cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(dep, "windows"))
+    {
+        fprintf(out, "%s%s",
+                n++ ? ", " : "            windows (local time): ", cJSON_IsString(w) ? w->valuestring : "");
+    }
+    if (n)
+        fprintf(out, "\n");
+    if (str(dep, "target_version_prefix"))
+        fprintf(out, "            target_version_prefix %s\n", str(dep, "target_version_prefix"));
+    if (cJSON_IsObject(not_taken))
+        fprintf(out, "            %s (at %s)\n", OR_NONE(str(not_taken, "reason")), OR_NONE(str(not_taken, "at")));
 }
 
 static void print_last_run(FILE *out, const cJSON *run)
@@ -451,6 +500,7 @@ error_code command_status(command_context *ctx, error_info *err)
     }
     print_last_run(stdout, cJSON_GetObjectItemCaseSensitive(doc, "last_run"));
     print_installer(stdout, cJSON_GetObjectItemCaseSensitive(doc, "installer"));
+    print_deploy(stdout, cJSON_GetObjectItemCaseSensitive(doc, "deploy"));
     print_incidents(stdout, cJSON_GetObjectItemCaseSensitive(doc, "incidents"));
     cJSON_Delete(doc);
     return ERR_OK;

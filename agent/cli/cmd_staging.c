@@ -20,6 +20,7 @@
 #include "platform/platform.h"
 #include "installer/intake.h"
 #include "installer/staging.h"
+#include "installer/update.h"
 #include "core/state.h"
 #include "report/status.h"
 #include "core/timefmt.h"
@@ -37,10 +38,11 @@ static void write_status(const command_context *ctx, state *s, error_code rc, in
     error_clear(&status_err);
     command_record_outcome(ctx, s, rc, exit_code, err);
     if (state_save(s, &status_err) != ERR_OK ||
-        staging_status_section(ctx->cfg, s, &parts.installer, &status_err) != ERR_OK ||
+        update_status_parts(ctx->cfg, s, &parts.installer, &parts.deploy, &status_err) != ERR_OK ||
         status_write(ctx->cfg, &parts, &status_err) != ERR_OK)
         log_warn("the status file was not updated: %s", status_err.message);
     cJSON_Delete(parts.installer);
+    cJSON_Delete(parts.deploy);
 }
 
 /* --json: status.json's staged object of the version (staging_status_of) and already_staged. */
@@ -109,14 +111,14 @@ error_code command_stage(command_context *ctx, error_info *err)
 static MUST_CHECK error_code deploy_dry_run(command_context *ctx, error_info *err)
 {
     char *version = NULL, *installer = NULL, **argv = NULL, *log = NULL;
-    staging_manifest manifest;
-    error_code rc = staging_current(ctx->cfg, &version, &manifest, &installer, err);
+    staging_manifest current;
+    error_code rc = staging_current(ctx->cfg, &version, &current, &installer, err);
     if (rc == ERR_NOT_FOUND)
         rc = error_set(err, ERR_NOT_FOUND, "nothing is staged; run outpost update first");
     if (rc == ERR_OK && !(log = deploy_log_path(ctx->cfg, version, platform_time_utc_ms() / 1000)))
         rc = error_set(err, ERR_NOMEM, "out of memory");
     if (rc == ERR_OK) {
-        deploy_target target = {.installer = installer, .log = log, .msi = staging_manifest_is_msi(&manifest)};
+        deploy_target target = {.installer = installer, .log = log, .msi = staging_manifest_is_msi(&current)};
         rc = deploy_build_argv(&ctx->cfg->deploy, &target, &argv, NULL, err);
     }
     char *line = rc == ERR_OK ? deploy_format_argv(argv) : NULL;
@@ -138,7 +140,7 @@ static MUST_CHECK error_code deploy_dry_run(command_context *ctx, error_info *er
     }
     free(line);
     deploy_free_argv(argv);
-    staging_manifest_free(&manifest);
+    staging_manifest_free(&current);
     free(log);
     free(version);
     free(installer);

@@ -78,6 +78,8 @@ static const field verify_fields[] = {
 
 static const field installer_fields[] = {
     {"enabled", FIELD_BOOL, AT(installer.enabled), 0, 0, NULL},
+    {"target_version_prefix", FIELD_STRING_OR_NULL, AT(installer.target_version_prefix), 0, 0, NULL},
+    {"defer_on", FIELD_STRING_LIST, AT(installer.defer_on), AT(installer.defer_on_count), 0, NULL},
     {"platform", FIELD_STRING, AT(installer.platform), 0, 0, NULL},
     {"installed_version", FIELD_STRING_OR_NULL, AT(installer.installed_version), 0, 0, NULL},
     {"installed_version_file", FIELD_STRING_OR_NULL, AT(installer.installed_version_file), PATH_OR_URL, 0, NULL},
@@ -94,6 +96,7 @@ static const field deploy_fields[] = {
     {"pe_args", FIELD_ARGV, AT(deploy.pe_args), 0, AT(deploy.pe_args_count), NULL},
     {"timeout_s", FIELD_INT64, AT(deploy.timeout_s), 1, 7 * 24 * 3600, NULL},
     {"pass_reboot_code", FIELD_BOOL, AT(deploy.pass_reboot_code), 0, 0, NULL},
+    {"windows", FIELD_STRING_LIST, AT(deploy.window_texts), AT(deploy.window_count), 0, NULL},
     END,
 };
 
@@ -260,6 +263,10 @@ void config_free(config *cfg)
     free(cfg->tls_pinned_public_key);
     dynbuf_secret_free(cfg->proxy); /* may hold proxy credentials */
     free(cfg->installer.platform);
+    free(cfg->installer.target_version_prefix);
+    platform_free_names(cfg->installer.defer_on, cfg->installer.defer_on_count);
+    platform_free_names(cfg->deploy.window_texts, cfg->deploy.window_count);
+    free(cfg->deploy.windows);
     free(cfg->installer.installed_version);
     free(cfg->installer.installed_version_file);
     free(cfg->installer.product_name);
@@ -696,6 +703,161 @@ static MUST_CHECK error_code check_signer_pins(const config *cfg, const char *so
     return ERR_OK;
 }
 
+/* ---- The fleet policy's keys (PRODUCT.md section 11) ----------------------------------- */
+
+/* A day's name at *p (three letters or the whole name, any case); its
+ * number (0 Sunday .. 6 Saturday) and *p moved past it, or -1. */
+static int parse_day(const char **p)
+{
+    static const char *const names[] = {"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"};
+    size_t n = 0;
+    while (isalpha((unsigned char)(*p)[n]))
+        n++;
+    for (int d = 0; d < 7; d++) {
+        if ((n == 3 || n == strlen(names[d])) && text_equal_nocase_n(*p, names[d], n)) {
+            *p += n;
+            return d;
+        }
+    }
+    return -1;
+}
+
+/* H:MM or HH:MM at *p into minutes after midnight (24:00 only when allow_24); -1 if it is not one. */
+static int parse_clock(const char **p, bool allow_24)
+{
+    const char *c = *p;
+    int hours = 0, digits = 0;
+    while (isdigit((unsigned char)*c) && digits < 2) {
+        hours = hours * 10 + (*c++ - '0');
+        digits++;
+    }
+    if (digits == 0 || *c != ':' || !isdigit((unsigned char)c[1]) || !isdigit((unsigned char)c[2]))
+        return -1;
+    int minutes = (c[1] - '0') * 10 + (c[2] - '0');
+    if (minutes > 59 || hours > 24 || (hours == 24 && (minutes != 0 || !allow_24)))
+        return -1;
+    *p = c + 3;
+    return hours * 60 + minutes;
+}
+
+static const char *skip_spaces(const char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
+/* The days part of a window: "daily", or days and ranges joined by commas. */
+static MUST_CHECK error_code parse_days(const char **at, uint8_t *days, error_info *err)
+{
+    const char *p = *at;
+    *days = 0;
+    if (text_equal_nocase_n(p, "daily", 5) && !isalpha((unsigned char)p[5])) {
+        *days = 0x7f;
+        *at = p + 5;
+        return ERR_OK;
+    }
+    for (;;) {
+        const char *word = p;
+        int first = parse_day(&p);
+        if (first < 0)
+            return error_set(err, ERR_CONFIG, "\"%.*s\" is not a day (Mon, Tue, Wed, Thu, Fri, Sat, Sun, or daily)",
+                             (int)strcspn(word, " \t,-"), word);
+        int last = first;
+        if (*p == '-' && isalpha((unsigned char)p[1])) {
+            word = ++p;
+            last = parse_day(&p);
+            if (last < 0)
+                return error_set(err, ERR_CONFIG, "\"%.*s\" is not a day (Mon, Tue, Wed, Thu, Fri, Sat, Sun)",
+                                 (int)strcspn(word, " \t,-"), word);
+        }
+        for (int d = first;; d = (d + 1) % 7) { /* a range may wrap: Fri-Mon */
+            *days |= (uint8_t)(1u << d);
+            if (d == last)
+                break;
+        }
+        const char *after = skip_spaces(p);
+        if (*after != ',')
+            break;
+        p = skip_spaces(after + 1);
+    }
+    *at = p;
+    return ERR_OK;
+}
+
+error_code config_parse_window(const char *text, config_window *out, error_info *err)
+{
+    const char *p = skip_spaces(text);
+    config_window w = {0};
+    error_code rc = parse_days(&p, &w.days, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (*p != ' ' && *p != '\t')
+        return error_set(err, ERR_CONFIG, "the days must be followed by a space and a time range such as 22:00-05:00");
+    p = skip_spaces(p);
+    const char *times = p;
+    w.start_min = parse_clock(&p, false);
+    p = skip_spaces(p);
+    if (w.start_min >= 0 && *p == '-') {
+        p = skip_spaces(p + 1);
+        w.end_min = parse_clock(&p, true);
+    } else {
+        w.end_min = -1;
+    }
+    if (w.start_min < 0 || w.end_min < 0 || *skip_spaces(p) != '\0')
+        return error_set(err, ERR_CONFIG,
+                         "\"%s\" is not a time range: write HH:MM-HH:MM in local time, from 00:00 to 24:00 "
+                         "(22:00-05:00 runs past midnight into the next day)",
+                         times);
+    if (w.start_min == w.end_min)
+        return error_set(err, ERR_CONFIG, "the window starts and ends at the same time; a whole day is 00:00-24:00");
+    *out = w;
+    return ERR_OK;
+}
+
+/* installer.target_version_prefix, installer.defer_on and deploy.windows:
+ * what the policy reads, judged here so that a mistake is exit 2 naming it. */
+static MUST_CHECK error_code check_policy(config *cfg, const char *source, error_info *err)
+{
+    const char *prefix = cfg->installer.target_version_prefix;
+    if (prefix && (!prefix[0] || strlen(prefix) > 64 ||
+                   strspn(prefix, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "abcdefghijklmnopqrstuvwxyz.+-") != strlen(prefix)))
+        return error_set(err, ERR_CONFIG,
+                         "%s: `installer.target_version_prefix` must be the start of a version (1 to 64 of 0-9 A-Z "
+                         "a-z . + -, such as \"26.1.\") or null, got \"%.80s\"",
+                         source, prefix);
+    cfg->installer.defer_metered = cfg->installer.defer_battery = false;
+    for (size_t i = 0; i < cfg->installer.defer_on_count; i++) {
+        const char *what = cfg->installer.defer_on[i];
+        if (strcmp(what, "metered") == 0)
+            cfg->installer.defer_metered = true;
+        else if (strcmp(what, "battery") == 0)
+            cfg->installer.defer_battery = true;
+        else
+            return error_set(err, ERR_CONFIG,
+                             "%s: `installer.defer_on[%zu]` is \"%.80s\"; it may hold \"metered\" and \"battery\"",
+                             source, i, what);
+    }
+    free(cfg->deploy.windows);
+    cfg->deploy.windows = NULL;
+    if (cfg->deploy.window_count == 0)
+        return ERR_OK;
+    cfg->deploy.windows = calloc(cfg->deploy.window_count, sizeof *cfg->deploy.windows);
+    if (!cfg->deploy.windows)
+        return error_set(err, ERR_NOMEM, "out of memory reading deploy.windows");
+    for (size_t i = 0; i < cfg->deploy.window_count; i++) {
+        error_info why;
+        if (config_parse_window(cfg->deploy.window_texts[i], &cfg->deploy.windows[i], &why) != ERR_OK)
+            return error_set(err, ERR_CONFIG,
+                             "%s: `deploy.windows[%zu]` \"%.80s\" is not a maintenance window: %s; write days and "
+                             "local times such as \"Mon-Fri 22:00-05:00\", \"Sat 01:00-06:00\" or \"daily "
+                             "02:00-04:00\"",
+                             source, i, cfg->deploy.window_texts[i], why.message);
+    }
+    return ERR_OK;
+}
+
 /* log.file names a file: "" would be state_dir itself. */
 static MUST_CHECK error_code check_log(const config *cfg, const char *source, error_info *err)
 {
@@ -750,6 +912,8 @@ error_code config_load_text(config *cfg, const char *text, size_t len, const cha
         rc = check_log(cfg, source, err);
     if (rc == ERR_OK)
         rc = check_signer_pins(cfg, source, err);
+    if (rc == ERR_OK)
+        rc = check_policy(cfg, source, err);
     return rc;
 }
 

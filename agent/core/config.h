@@ -35,7 +35,12 @@ typedef struct config_verify {
 } config_verify;
 
 typedef struct config_installer {
-    bool enabled;                 /* `run` updates (and deploys) the installer */
+    bool enabled;                /* `run` updates (and deploys) the installer */
+    char *target_version_prefix; /* only offered versions starting with it are taken; NULL: any */
+    char **defer_on;             /* installer.defer_on as written: "metered", "battery" */
+    size_t defer_on_count;
+    bool defer_metered;           /* `run` neither downloads nor deploys on a metered connection */
+    bool defer_battery;           /* ... nor on battery */
     char *platform;               /* installer route's platform: "windows" */
     char *installed_version;      /* fixed installed version; NULL: look it up */
     char *installed_version_file; /* file holding the installed version; NULL: none */
@@ -45,15 +50,30 @@ typedef struct config_installer {
     config_verify verify;
 } config_installer;
 
+/*
+ * One weekly maintenance window of deploy.windows (PRODUCT.md section 11):
+ * a range of the local wall clock starting on the given days. A window
+ * whose end is not after its start runs into the next day (the days are
+ * the days it starts).
+ */
+typedef struct config_window {
+    uint8_t days;  /* the days it starts on: bit 0 Sunday, 1 Monday ... 6 Saturday */
+    int start_min; /* minutes after local midnight, 0..1439 */
+    int end_min;   /* 1..1440 (24:00); not after start_min: it ends the next day */
+} config_window;
+
 typedef struct config_deploy {
-    bool enabled;          /* run deploys from `run` */
-    char **command;        /* argv, NULL-terminated; "{installer}" and "{log}" are
-                              replaced; NULL: the default for the staged format */
-    size_t command_count;  /* entries in command, not counting the NULL */
-    char **pe_args;        /* arguments of a PE installer run by the default command */
-    size_t pe_args_count;  /* entries in pe_args, not counting the NULL */
-    int64_t timeout_s;     /* kill the installer after this long */
-    bool pass_reboot_code; /* a deploy asking for a reboot exits 3010 */
+    bool enabled;           /* run deploys from `run` */
+    char **command;         /* argv, NULL-terminated; "{installer}" and "{log}" are
+                               replaced; NULL: the default for the staged format */
+    size_t command_count;   /* entries in command, not counting the NULL */
+    char **pe_args;         /* arguments of a PE installer run by the default command */
+    size_t pe_args_count;   /* entries in pe_args, not counting the NULL */
+    int64_t timeout_s;      /* kill the installer after this long */
+    bool pass_reboot_code;  /* a deploy asking for a reboot exits 3010 */
+    char **window_texts;    /* deploy.windows as written, for messages and status.json */
+    size_t window_count;    /* 0: `run` deploys at any time */
+    config_window *windows; /* window_texts parsed, window_count of them */
 } config_deploy;
 
 typedef struct config_report {
@@ -174,6 +194,17 @@ MUST_CHECK error_code config_check_file(const char *key, const char *path, error
  * installer.verify.trusted_ca_file (unless "system"), timestamp_ca_file
  * and every crl_files entry. */
 MUST_CHECK error_code config_check_verify_files(const config_verify *verify, error_info *err);
+
+/*
+ * Parses one deploy.windows entry: days, then a time range in local time:
+ * "Mon-Fri 22:00-05:00", "Sat 01:00-06:00", "daily 02:00-04:00",
+ * "Mon,Wed 02:00-04:00", "Fri-Mon 23:00-01:30". Days are Mon Tue Wed Thu
+ * Fri Sat Sun or their full names, in any case, single or as ranges (a
+ * range may wrap: Fri-Mon), joined by commas, or "daily"; times are H:MM or
+ * HH:MM, 00:00 to 23:59, and the end may be 24:00. ERR_CONFIG with what is
+ * wrong (without the key: the caller names the entry).
+ */
+MUST_CHECK error_code config_parse_window(const char *text, config_window *out, error_info *err);
 
 /* Frees everything cfg owns (not cfg itself). */
 void config_free(config *cfg);

@@ -177,7 +177,10 @@ static void say_flow(const update_outcome *out, error_code judged, const error_i
     else
         r->action = out->verdict == UPDATE_UP_TO_DATE     ? "up-to-date"
                     : out->verdict == UPDATE_NOT_ELIGIBLE ? "not-eligible"
+                    : out->verdict == UPDATE_NOT_TAKEN    ? "not-taken"
                                                           : "install";
+    if (out->verdict == UPDATE_NOT_TAKEN)
+        step(r, "pin", true, "%s", out->policy_reason);
 }
 
 error_code mirror_verify_run(http_client *http, const config *cfg, const char *url, const char *machine_id,

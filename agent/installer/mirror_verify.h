@@ -35,7 +35,8 @@ typedef struct mirror_verify_step {
 typedef struct mirror_verify_result {
     mirror_verify_step steps[MIRROR_VERIFY_MAX_STEPS];
     int step_count;
-    const char *action; /* what an endpoint would do: "install", "up-to-date", "not-eligible", "refuse", "wait" */
+    const char *action; /* what an endpoint would do: "install", "up-to-date", "not-eligible", "not-taken"
+                           (outside installer.target_version_prefix), "refuse", "wait" */
     error_code code;    /* ERR_OK, or the error an endpoint would exit with */
     char version[65];   /* the manifest's version, "" when it was not read */
 } mirror_verify_result;

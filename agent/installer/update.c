@@ -89,16 +89,17 @@ bool update_staged_in(const void *cfg, const char *version)
 update_action update_action_of(update_verdict verdict)
 {
     /* in update_verdict's order */
-    static const update_action actions[] = {UPDATE_ACTION_STAGED,       UPDATE_ACTION_STAGED,
-                                            UPDATE_ACTION_STAGED,       UPDATE_ACTION_UP_TO_DATE,
-                                            UPDATE_ACTION_NOT_ELIGIBLE, UPDATE_ACTION_ALREADY_STAGED};
+    static const update_action actions[] = {
+        UPDATE_ACTION_STAGED,       UPDATE_ACTION_STAGED,         UPDATE_ACTION_STAGED,    UPDATE_ACTION_UP_TO_DATE,
+        UPDATE_ACTION_NOT_ELIGIBLE, UPDATE_ACTION_ALREADY_STAGED, UPDATE_ACTION_NOT_TAKEN, UPDATE_ACTION_DEFERRED};
     return (size_t)verdict < sizeof actions / sizeof actions[0] ? actions[verdict] : UPDATE_ACTION_STAGED;
 }
 
 const char *update_action_name(update_action action)
 {
     /* in update_action's order: the names `update --json` prints */
-    static const char *const names[] = {"", "staged", "up_to_date", "already_staged", "not_eligible"};
+    static const char *const names[] = {"",          "staged",   "up_to_date", "already_staged", "not_eligible",
+                                        "not_taken", "deferred", "held"};
     return (size_t)action < sizeof names / sizeof names[0] ? names[action] : "";
 }
 
@@ -210,17 +211,68 @@ static MUST_CHECK error_code pass_offer(update_pass *p, error_info *err)
     return rc;
 }
 
+/* The policy's now (policy.h): the request's environment, else this machine's. */
+static int64_t policy_now(const update_request *req)
+{
+    const policy_env *env = req->policy ? req->policy : policy_machine();
+    return env->now_s(env->user);
+}
+
 /*
- * The decision on an offer, the same for every source (update_decide).
- * installer/policy.c (maintenance windows, version pins, metered deferral:
- * ARCHITECTURE.md, wave 4) joins here: every offer passes this step before
- * a byte of it is kept, and policy may veto a verdict that fetches. With
+ * The pin (installer.target_version_prefix): an offer it refuses is
+ * UPDATE_NOT_TAKEN before any other rule, a downgrade under it included
+ * (an administrator who pins below the installed version is not refused
+ * with exit 4 each hour). Recorded in state section "policy" either way.
+ */
+static bool pin_takes(update_pass *p, const char *offered, bool downgrade_allowed)
+{
+    update_outcome *out = p->out;
+    if (policy_pin_takes(p->cfg->installer.target_version_prefix, offered, out->installed, downgrade_allowed,
+                         out->policy_reason, sizeof out->policy_reason)) {
+        policy_note_taken(p->s);
+        return true;
+    }
+    policy_note_not_taken(p->s, offered, out->policy_reason, policy_now(p->req));
+    log_info("%s", out->policy_reason);
+    return false;
+}
+
+/* `run` on a metered connection or battery (installer.defer_on): a verdict
+ * that fetches becomes UPDATE_DEFERRED, said on stderr and recorded. */
+static void defer_if_asked(update_pass *p)
+{
+    const update_request *req = p->req;
+    update_outcome *out = p->out;
+    bool fetches = update_verdict_fetches(out->verdict);
+    char detail[200] = "";
+    policy_defer why =
+        fetches ? policy_deferral(&p->cfg->installer, req->policy, detail, sizeof detail) : POLICY_DEFER_NONE;
+    policy_note_download_deferred(p->s, why, detail, policy_now(req));
+    if (why == POLICY_DEFER_NONE)
+        return;
+    out->verdict = UPDATE_DEFERRED;
+    snprintf(out->policy_reason, sizeof out->policy_reason,
+             "deferred: %s (installer.defer_on; %s): %s is not downloaded while it lasts", policy_defer_text(why),
+             detail, p->out->latest ? p->out->latest : "the update");
+    log_warn("%s", out->policy_reason);
+}
+
+/*
+ * The decision on an offer, the same for every source: the fleet policy's
+ * pin (policy.h), update_decide, then, for `run`, the policy's deferral.
+ * Every offer passes this step before a byte of it is kept. With
  * always_fetch the decision is reported, not obeyed.
  */
 static MUST_CHECK error_code pass_decide(update_pass *p, const char *offered, error_info *err)
 {
     const update_request *req = p->req;
     update_outcome *out = p->out;
+    if (!pin_takes(p, offered, req->allow_downgrade || (from_mirror(p) && out->offer.m.allow_downgrade))) {
+        out->verdict = UPDATE_NOT_TAKEN;
+        out->action = UPDATE_ACTION_NOT_TAKEN;
+        p->fetch = req->always_fetch;
+        return ERR_OK;
+    }
     char source[600];
     snprintf(source, sizeof source, "%s%s", from_mirror(p) ? "mirror " : "the platform",
              from_mirror(p) ? out->offer.manifest_url : "");
@@ -236,6 +288,8 @@ static MUST_CHECK error_code pass_decide(update_pass *p, const char *offered, er
         .is_staged_user = p->cfg,
     };
     error_code rc = update_decide(&facts, &out->verdict, req->always_fetch ? &out->refusal : err);
+    if (rc == ERR_OK && req->scheduled)
+        defer_if_asked(p);
     if (rc == ERR_OK)
         out->action = update_action_of(out->verdict);
     else if (!req->always_fetch)
@@ -339,8 +393,10 @@ error_code update_flow(const config *cfg, state *s, http_client *http, const cha
         step = UPDATE_STEP_OFFER;
         rc = pass_offer(&p, err);
     }
-    if (rc == ERR_OK && !request->fetch)
-        out->exit_code = out->update_available && out->eligible ? UPDATE_EXIT_AVAILABLE : 0;
+    if (rc == ERR_OK && !request->fetch) {
+        bool taken = !out->update_available || pin_takes(&p, out->latest, false);
+        out->exit_code = out->update_available && out->eligible && taken ? UPDATE_EXIT_AVAILABLE : 0;
+    }
     if (rc == ERR_OK && request->fetch && mirror) {
         step = UPDATE_STEP_DECIDE;
         rc = pass_decide(&p, out->offer.m.version, err);
@@ -463,6 +519,29 @@ error_code update_status_section(const config *cfg, state *s, cJSON **out, error
     error_code rc = staging_status_section(cfg, s, out, err);
     if (rc == ERR_OK)
         source_status_annotate(cfg, s, *out);
+    char until[TIMEFMT_ISO8601_SIZE + 8];
+    bool waiting = policy_waiting_until(s, until, sizeof until);
+    if (rc == ERR_OK &&
+        !jsonx_set(*out, "deploy_waiting_until", waiting ? cJSON_CreateString(until) : cJSON_CreateNull())) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        rc = error_set(err, ERR_NOMEM, "out of memory");
+    }
+    return rc;
+}
+
+error_code update_status_parts(const config *cfg, state *s, cJSON **installer, cJSON **deploy, error_info *err)
+{
+    *installer = *deploy = NULL;
+    char boot_id[128];
+    platform_boot_id(boot_id, sizeof boot_id);
+    error_code rc = update_status_section(cfg, s, installer, err);
+    if (rc == ERR_OK)
+        rc = policy_status_section(cfg, s, boot_id, deploy, err);
+    if (rc != ERR_OK) {
+        cJSON_Delete(*installer);
+        *installer = NULL;
+    }
     return rc;
 }
 

@@ -22,6 +22,7 @@
 #include "core/timefmt.h"
 #include "installer/download.h"
 #include "installer/intake.h"
+#include "installer/policy.h"
 #include "installer/source_mirror.h"
 #include "net/http.h"
 
@@ -34,7 +35,9 @@ typedef enum update_verdict {
     UPDATE_FETCH_FORCED,    /* nothing new, but --force: fetched and staged again */
     UPDATE_UP_TO_DATE,      /* the installed version is offered */
     UPDATE_NOT_ELIGIBLE,    /* mirror: this machine is outside the version's rollout */
-    UPDATE_ALREADY_STAGED   /* staged and verified before: nothing is downloaded */
+    UPDATE_ALREADY_STAGED,  /* staged and verified before: nothing is downloaded */
+    UPDATE_NOT_TAKEN,       /* the pin refused it (installer.target_version_prefix, policy.h) */
+    UPDATE_DEFERRED         /* `run` on a metered connection or battery (installer.defer_on) */
 } update_verdict;
 
 /* What update_decide weighs. Borrowed; nothing is kept. */
@@ -94,14 +97,18 @@ typedef enum update_action {
     UPDATE_ACTION_STAGED,
     UPDATE_ACTION_UP_TO_DATE,
     UPDATE_ACTION_ALREADY_STAGED,
-    UPDATE_ACTION_NOT_ELIGIBLE
+    UPDATE_ACTION_NOT_ELIGIBLE,
+    UPDATE_ACTION_NOT_TAKEN, /* outside the pin: nothing downloaded */
+    UPDATE_ACTION_DEFERRED,  /* `run` deferred the download (installer.defer_on) */
+    UPDATE_ACTION_HELD       /* the mirror's Retry-After holds this machine back: not asked */
 } update_action;
 
 /* The action a verdict that does not fetch ends with (UPDATE_ACTION_STAGED
  * for the fetching ones: intake may still find the version staged). */
 update_action update_action_of(update_verdict verdict);
 
-/* "staged", "up_to_date", "already_staged", "not_eligible" ("" for NONE). */
+/* "staged", "up_to_date", "already_staged", "not_eligible", "not_taken",
+ * "deferred", "held" ("" for NONE). */
 const char *update_action_name(update_action action);
 
 /* What check or update learned and did (borrowed). */
@@ -162,18 +169,21 @@ typedef struct update_hooks {
 /* What check, update, publish and mirror verify ask of the flow. */
 typedef struct update_request {
     update_source source;
-    bool fetch;              /* update: download, stage and commit what the decision fetches; false: check */
-    bool force;              /* update --force: fetched and staged again, and the platform called
-                                despite a Retry-After (an administrator decided to call now) */
-    bool allow_downgrade;    /* update --allow-downgrade */
-    bool for_fleet;          /* publish: the host's own installed version is not the measure */
-    bool retry_after_judged; /* `run` judged the platform's Retry-After before its parts */
-    bool always_fetch;       /* mirror verify: fetched, verified and staged whatever the decision,
-                                which is reported (verdict, refusal), not obeyed */
-    bool progress;           /* a progress bar on stderr */
-    const char *command;     /* recorded as installer.last_command; NULL when `run` drives
-                                (last_run is the scheduled run's) */
-    update_hooks hooks;      /* update_run's */
+    bool fetch;               /* update: download, stage and commit what the decision fetches; false: check */
+    bool force;               /* update --force: fetched and staged again, and the platform called
+                                 despite a Retry-After (an administrator decided to call now) */
+    bool allow_downgrade;     /* update --allow-downgrade */
+    bool for_fleet;           /* publish: the host's own installed version is not the measure */
+    bool retry_after_judged;  /* `run` judged the platform's Retry-After before its parts */
+    bool always_fetch;        /* mirror verify: fetched, verified and staged whatever the decision,
+                                 which is reported (verdict, refusal), not obeyed */
+    bool progress;            /* a progress bar on stderr */
+    const char *command;      /* recorded as installer.last_command; NULL when `run` drives
+                                 (last_run is the scheduled run's) */
+    bool scheduled;           /* `run`: installer.defer_on applies (an interactive update is a
+                                 person's decision to download now) */
+    const policy_env *policy; /* what the policy reads of the machine; NULL: this machine's */
+    update_hooks hooks;       /* update_run's */
 } update_request;
 
 /* The flow's steps, for update_outcome.failed. */
@@ -202,6 +212,8 @@ typedef struct update_outcome {
     intake_result staged;                  /* UPDATE_ACTION_STAGED: what intake staged */
     int64_t resumed_from;                  /* the byte the download resumed from (0: from the start) */
     int exit_code;                         /* check: UPDATE_EXIT_AVAILABLE when this machine is offered an update */
+    char policy_reason[512];               /* NOT_TAKEN, DEFERRED, HELD (and check outside the pin): why, as
+                                              printed ("not taken: ...", "deferred: ..."); "" otherwise */
     update_step failed;                    /* where the error the flow returned came from */
 } update_outcome;
 
@@ -246,10 +258,18 @@ MUST_CHECK error_code update_respect_retry_after(state *s, const char *then, err
 
 /*
  * status.json's "installer" member: staging_status_section, with the
- * source and the mirror's status (source_status_annotate). *out is the
- * caller's (cJSON_Delete).
+ * source and the mirror's status (source_status_annotate) and
+ * deploy_waiting_until (policy.h). *out is the caller's (cJSON_Delete).
  */
 MUST_CHECK error_code update_status_section(const config *cfg, state *s, struct cJSON **out, error_info *err);
+
+/*
+ * The installer pipeline's two members of status.json: "installer"
+ * (update_status_section) and "deploy" (policy_status_section, judged
+ * against the running boot). Both the caller's; on failure neither.
+ */
+MUST_CHECK error_code update_status_parts(const config *cfg, state *s, struct cJSON **installer, struct cJSON **deploy,
+                                          error_info *err);
 
 /*
  * What `check --json` / `update --json` print for what the flow learned and

@@ -153,7 +153,7 @@ error_code status_write(const config *cfg, const status_parts *parts, error_info
      * the caller has not kept it. */
     cJSON *read = NULL;
     const cJSON *previous = parts->previous;
-    if (!previous && (!parts->last_run || !parts->installer || !parts->incidents)) {
+    if (!previous && (!parts->last_run || !parts->installer || !parts->incidents || !parts->deploy)) {
         error_info ignored;
         if (status_read(cfg, &read, &ignored) != ERR_OK)
             read = NULL;
@@ -174,9 +174,9 @@ error_code status_write(const config *cfg, const status_parts *parts, error_info
     timefmt_iso8601(platform_time_utc_ms() / 1000, now);
     bool ok = doc && cJSON_AddNumberToObject(doc, "schema_version", STATUS_SCHEMA_VERSION) &&
               cJSON_AddStringToObject(doc, "generated_at", now) && jsonx_set(doc, "agent", status_agent_object());
-    static const char *const members[] = {"last_run", "installer", "incidents"};
-    const cJSON *given[] = {parts->last_run, parts->installer, parts->incidents};
-    for (size_t i = 0; ok && i < 3; i++) {
+    static const char *const members[] = {"last_run", "installer", "deploy", "incidents"};
+    const cJSON *given[] = {parts->last_run, parts->installer, parts->deploy, parts->incidents};
+    for (size_t i = 0; ok && i < sizeof members / sizeof members[0]; i++) {
         const cJSON *value = given[i] ? given[i] : cJSON_GetObjectItemCaseSensitive(previous, members[i]);
         /* By reference: the parts stay the caller's and are not copied (the
          * report's items are most of the document). */

@@ -3,7 +3,7 @@
  * (schema: PRODUCT.md section 5 and the README).
  *
  * Each part of a run owns one member of the document: the installer
- * pipeline "installer", the report "incidents", `run` and the single
+ * pipeline "installer" and "deploy", the report "incidents", `run` and the single
  * commands "last_run". status_write() reads the previous file, replaces the
  * members the caller supplies, refreshes schema_version, generated_at and
  * agent, and replaces the file atomically; members not supplied keep their
@@ -27,6 +27,7 @@ typedef struct status_parts {
     struct cJSON *last_run;  /* replaces "last_run" when not NULL */
     struct cJSON *installer; /* replaces "installer" when not NULL */
     struct cJSON *incidents; /* replaces "incidents" when not NULL */
+    struct cJSON *deploy;    /* replaces "deploy" (the fleet policy's, installer/policy.h) when not NULL */
     /* The status document the members not supplied are kept from, as the
      * caller read it (status_read); NULL: status_write reads the file. */
     const struct cJSON *previous;

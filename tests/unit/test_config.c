@@ -518,6 +518,65 @@ static void test_windows_text(void **state)
     }
 }
 
+/* The fleet policy's keys (PRODUCT.md section 11): windows parsed, every
+ * mistake exit 2 naming the entry. */
+static void test_policy_keys(void **state)
+{
+    (void)state;
+    config cfg;
+    error_info err;
+    assert_int_equal(load("{\"installer\": {\"target_version_prefix\": \"26.1.\", \"defer_on\": [\"battery\"]},"
+                          " \"deploy\": {\"windows\": [\"Mon-Fri 22:00-05:00\", \"daily 2:00-4:00\","
+                          " \"mon,WED 00:00-24:00\", \"Saturday 01:00-06:00\", \"Fri-Mon 23:00-01:30\"]}}",
+                          &cfg, &err),
+                     ERR_OK);
+    assert_string_equal(cfg.installer.target_version_prefix, "26.1.");
+    assert_true(cfg.installer.defer_battery);
+    assert_false(cfg.installer.defer_metered);
+    assert_int_equal(cfg.deploy.window_count, 5);
+    const config_window *w = cfg.deploy.windows;
+    assert_int_equal(w[0].days, 0x3e); /* Monday .. Friday */
+    assert_int_equal(w[0].start_min, 22 * 60);
+    assert_int_equal(w[0].end_min, 5 * 60);
+    assert_int_equal(w[1].days, 0x7f);
+    assert_int_equal(w[1].start_min, 120);
+    assert_int_equal(w[1].end_min, 240);
+    assert_int_equal(w[2].days, 0x0a);
+    assert_int_equal(w[2].end_min, 1440);
+    assert_int_equal(w[3].days, 0x40);
+    assert_int_equal(w[4].days, 0x63); /* Friday, Saturday, Sunday, Monday */
+    config_free(&cfg);
+
+    static const struct {
+        const char *json;
+        const char *must_mention;
+    } bad[] = {
+        {"{\"deploy\": {\"windows\": [\"daily 02:00-04:00\", \"Mon-Fry 22:00-05:00\"]}}",
+         "`deploy.windows[1]` \"Mon-Fry 22:00-05:00\""},
+        {"{\"deploy\": {\"windows\": [\"Mon 22:00\"]}}", "`deploy.windows[0]`"},
+        {"{\"deploy\": {\"windows\": [\"Mon 25:00-26:00\"]}}", "`deploy.windows[0]`"},
+        {"{\"deploy\": {\"windows\": [\"Mon 22:60-23:00\"]}}", "`deploy.windows[0]`"},
+        {"{\"deploy\": {\"windows\": [\"Mon 24:00-02:00\"]}}", "`deploy.windows[0]`"},
+        {"{\"deploy\": {\"windows\": [\"Mon 02:00-02:00\"]}}", "a whole day is 00:00-24:00"},
+        {"{\"deploy\": {\"windows\": [\"22:00-05:00\"]}}", "`deploy.windows[0]`"},
+        {"{\"deploy\": {\"windows\": [\"Mon-Fri 22:00-05:00 UTC\"]}}", "`deploy.windows[0]`"},
+        {"{\"deploy\": {\"windows\": [\"Mon-Fri22:00-05:00\"]}}", "`deploy.windows[0]`"},
+        {"{\"deploy\": {\"windows\": \"daily 02:00-04:00\"}}", "`deploy.windows`"},
+        {"{\"deploy\": {\"windows\": [3]}}", "`deploy.windows[0]`"},
+        {"{\"installer\": {\"defer_on\": [\"wifi\"]}}", "`installer.defer_on[0]`"},
+        {"{\"installer\": {\"defer_on\": \"metered\"}}", "`installer.defer_on`"},
+        {"{\"installer\": {\"target_version_prefix\": \"\"}}", "`installer.target_version_prefix`"},
+        {"{\"installer\": {\"target_version_prefix\": \"26 1\"}}", "`installer.target_version_prefix`"},
+        {"{\"installer\": {\"target_version_prefix\": 26}}", "`installer.target_version_prefix`"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        error_code rc = load(bad[i].json, &cfg, &err);
+        if (rc != ERR_CONFIG || !strstr(err.message, bad[i].must_mention))
+            fail_msg("%s: rc %d, \"%s\" does not mention %s", bad[i].json, rc, err.message, bad[i].must_mention);
+        config_free(&cfg);
+    }
+}
+
 static void test_argv_keys(void **state)
 {
     (void)state;
@@ -557,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_state_path),
         cmocka_unit_test(test_windows_text),
         cmocka_unit_test(test_argv_keys),
+        cmocka_unit_test(test_policy_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

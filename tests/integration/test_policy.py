@@ -1,0 +1,218 @@
+"""The fleet policy (issue 35, PRODUCT.md section 11) with the real binary:
+the version pin (installer.target_version_prefix) against the API
+simulator and a signed mirror, and maintenance windows (deploy.windows)
+judged by `run` under libfaketime with an explicit TZ: inside, outside,
+across midnight, and both clock changes of a European and an American
+zone. Every status.json is checked against tests/status.schema.json.
+
+The faked clock is absolute (FAKETIME "@<Unix seconds>", FAKETIME_FMT %s),
+so nothing here depends on today's date, and it replaces the clock a year
+ahead of scripts/test's second pass for the one process it is given to.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from outpost_config import UNSIGNED, sim_config, write_config
+from outpost_run import OUTPOST, current_version, outpost, staged_versions
+from schema_check import check_status_file
+from sim import write_fake_installer
+
+pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN is not set (tests/CMakeLists.txt sets it)")
+
+SIM_VERSION = "26.01.03.24329-0de7ab+"  # what the simulator offers
+BIG = 16 * 1024 * 1024
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def status(state: Path) -> dict:
+    return check_status_file(state / "status.json")
+
+
+def installer_bytes(sim) -> int:
+    return sum(e["bytes_sent"] for e in sim.log()["requests"] if e["route"] in ("installer", "storage"))
+
+
+def downloads(state: Path) -> list[str]:
+    d = state / "downloads"
+    return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+
+
+# ---- The pin: the API ------------------------------------------------------------------------
+
+
+def pinned_config(tmp_path, sim, prefix, installed="26.01.03.24000"):
+    return write_config(tmp_path, sim.url, installer={"installed_version": installed, "verify": UNSIGNED,
+                                                      "target_version_prefix": prefix},
+                        report={"enabled": False}, schedule={"jitter": "0s"})
+
+
+def test_an_offer_outside_the_pin_is_not_taken_and_not_downloaded(sim_factory, tmp_path):
+    big = tmp_path / "big.exe"
+    write_fake_installer(str(big), 7, BIG)
+    sim = sim_factory(installer=str(big))
+    cfg, state = pinned_config(tmp_path, sim, "26.02.")
+    reason = f"not taken: {SIM_VERSION} is outside target_version_prefix 26.02."
+    r = outpost(cfg, "check")
+    assert r.returncode == 0, r.stderr  # not 10: nothing this machine will take
+    assert r.stdout.startswith(reason), r.stdout
+    sim.clear_log()
+    r = outpost(cfg, "update")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == reason
+    # The offer's headers decide: the body is not read (what the server
+    # pushed into the socket before outpost hung up is far less than it).
+    assert installer_bytes(sim) < BIG // 2
+    assert staged_versions(state) == [] and downloads(state) == []
+    doc = status(state)
+    assert doc["deploy"]["not_taken"]["version"] == SIM_VERSION
+    assert doc["deploy"]["not_taken"]["reason"] == reason
+    assert doc["deploy"]["target_version_prefix"] == "26.02."
+    r = outpost(cfg, "run")
+    assert r.returncode == 0, r.stderr
+    assert staged_versions(state) == []
+    human = outpost(cfg, "status")
+    assert human.returncode == 0, human.stdout
+    assert "target_version_prefix 26.02." in human.stdout and reason in human.stdout
+
+
+def test_an_offer_inside_the_pin_is_taken(sim, tmp_path):
+    cfg, state = pinned_config(tmp_path, sim, "26.01.")
+    assert outpost(cfg, "check").returncode == 10
+    r = outpost(cfg, "update")
+    assert r.returncode == 0, r.stderr
+    assert current_version(state) == SIM_VERSION
+    assert status(state)["deploy"]["not_taken"] is None
+
+
+def test_a_pin_below_the_installed_version_downgrades_only_when_allowed(sim, tmp_path):
+    cfg, state = pinned_config(tmp_path, sim, "26.", installed="27.0")
+    r = outpost(cfg, "update")
+    assert r.returncode == 0, r.stderr  # not the unpinned exit 4: the administrator asked for 26.
+    assert r.stdout.startswith(f"not taken: {SIM_VERSION} (target_version_prefix 26.) is older than the installed 27.0")
+    assert staged_versions(state) == [] and downloads(state) == []
+    r = outpost(cfg, "update", "--allow-downgrade")
+    assert r.returncode == 0, r.stderr
+    assert current_version(state) == SIM_VERSION
+    assert status(state)["deploy"]["not_taken"] is None
+
+
+# ---- The pin: a mirror -------------------------------------------------------------------------
+
+
+def mirror_endpoint(tmp_path, published, name, prefix, installed=None):
+    from mirror_helper import V1, endpoint_config
+
+    return endpoint_config(tmp_path, name, [published.dir.as_uri()], [published.public_pem],
+                           installed=installed or V1, installer={"target_version_prefix": prefix})
+
+
+def test_a_mirror_offer_outside_the_pin_is_not_taken(tmp_path, sim, published):
+    from mirror_helper import V2
+
+    cfg, state = mirror_endpoint(tmp_path, published, "outside", "26.01.")
+    r = outpost(cfg, "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"not taken: {V2} is outside target_version_prefix 26.01."
+    assert staged_versions(state) == [] and downloads(state) == []
+    assert status(state)["deploy"]["not_taken"]["version"] == V2
+    cfg, state = mirror_endpoint(tmp_path, published, "inside", "26.02.")
+    r = outpost(cfg, "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert staged_versions(state) == [V2]
+
+
+def test_a_mirror_downgrade_under_the_pin_needs_the_manifests_allow_downgrade(tmp_path, sim, published):
+    from mirror_helper import V2, resign_manifest
+
+    cfg, state = mirror_endpoint(tmp_path, published, "down", "26.02.", installed="27.0")
+    r = outpost(cfg, "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert "is older than the installed 27.0" in r.stdout and staged_versions(state) == []
+    resign_manifest(published.dir, published.key_file, seq=2, allow_downgrade=True)
+    r = outpost(cfg, "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert staged_versions(state) == [V2]
+
+
+# ---- Maintenance windows under a shifted clock ----------------------------------------------------
+
+
+def utc(text: str) -> int:
+    from datetime import datetime, timezone
+
+    return int(datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp())
+
+
+def at_time(tz: str, when: str) -> dict:
+    """The environment that shows the process the instant `when` (UTC) in zone tz."""
+    return {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": f"@{utc(when)}", "FAKETIME_FMT": "%s",
+            "FAKETIME_DONT_RESET": "1", "TZ": tz}
+
+
+WINDOW_CASES = [
+    # (zone, windows, now UTC, deploys, the next window's start UTC when it does not)
+    ("Europe/Berlin", ["Mon-Fri 22:00-05:00"], "2026-01-09T21:30:00Z", True, None),   # Friday 22:30 CET
+    ("Europe/Berlin", ["Mon-Fri 22:00-05:00"], "2026-01-10T03:50:00Z", True, None),   # Friday's, Saturday 04:50
+    ("Europe/Berlin", ["Mon-Fri 22:00-05:00"], "2026-01-10T04:10:00Z", False, "2026-01-12T21:00:00Z"),
+    ("Europe/Berlin", ["Sun 22:00-05:00"], "2026-01-11T23:10:00Z", True, None),       # past midnight into Monday
+    # Spring: 02:00 CET is 03:00 CEST at 01:00 UTC; the window begins at the jump.
+    ("Europe/Berlin", ["daily 02:00-04:00"], "2026-03-29T00:50:00Z", False, "2026-03-29T01:00:00Z"),
+    ("Europe/Berlin", ["daily 02:00-04:00"], "2026-03-29T01:10:00Z", True, None),
+    ("Europe/Berlin", ["Sun 02:00-03:00"], "2026-03-28T23:00:00Z", False, "2026-04-05T00:00:00Z"),
+    # Autumn: 02:00-03:00 happens twice; both are inside.
+    ("Europe/Berlin", ["Sun 02:00-03:00"], "2026-10-25T00:10:00Z", True, None),
+    ("Europe/Berlin", ["Sun 02:00-03:00"], "2026-10-25T01:10:00Z", True, None),
+    ("Europe/Berlin", ["Sun 02:00-03:00"], "2026-10-25T02:10:00Z", False, "2026-11-01T01:00:00Z"),
+    # New York: spring 2026-03-08 07:00 UTC, autumn 2026-11-01 06:00 UTC.
+    ("America/New_York", ["Sun 02:00-03:00"], "2026-03-08T06:30:00Z", False, "2026-03-15T06:00:00Z"),
+    ("America/New_York", ["Sat 23:00-03:30"], "2026-03-08T07:10:00Z", True, None),    # 03:10 EDT
+    ("America/New_York", ["daily 01:30-02:30"], "2026-11-01T06:10:00Z", False, "2026-11-01T06:30:00Z"),
+    ("America/New_York", ["daily 01:30-02:30"], "2026-11-01T06:40:00Z", True, None),  # 01:40 EST, the second time
+]
+
+
+@pytest.mark.skipif(not os.path.exists(FAKETIME_LIB), reason="libfaketime (Debian package faketime) is not installed")
+@pytest.mark.skipif(not os.path.exists("/usr/share/zoneinfo/America/New_York"), reason="tzdata is not installed")
+@pytest.mark.parametrize("zone,windows,now,deploys,until", WINDOW_CASES)
+def test_run_deploys_only_inside_a_window(sim, tmp_path, zone, windows, now, deploys, until):
+    marker, version_file = tmp_path / "deployed", tmp_path / "installed-version"
+    version_file.write_text("1.0\n")
+    script = f"echo \"$1\" > '{marker}'; echo '{SIM_VERSION}' > '{version_file}'"
+    cfg, state = sim_config(tmp_path, sim,
+                            installer={"verify": UNSIGNED, "installed_version_file": str(version_file)},
+                            report={"enabled": False},
+                            deploy={"enabled": True, "command": ["/bin/sh", "-c", script, "sh", "{installer}"],
+                                    "windows": windows})
+    # Staged beforehand, at the real time: the run under the shifted clock only decides.
+    r = outpost(cfg, "update")
+    assert r.returncode == 0, r.stderr
+    clock = at_time(zone, now)
+    r = outpost(cfg, "run", env_extra=clock)
+    assert r.returncode == 0, r.stderr
+    doc = status(state)
+    human = outpost(cfg, "status", env_extra=clock)
+    assert human.returncode == 0, human.stdout
+    if deploys:
+        assert marker.exists(), r.stderr
+        assert doc["deploy"]["last_deploy"]["version"] == SIM_VERSION
+        assert doc["installer"]["deploy_waiting_until"] is None and doc["deploy"]["waiting_until"] is None
+        return
+    assert not marker.exists(), "deployed outside every window"
+    assert "waits for a maintenance window (deploy.windows): the next begins " + until in r.stderr, r.stderr
+    assert doc["installer"]["deploy_waiting_until"] == until
+    assert doc["deploy"]["state"] == "waiting_for_window" and doc["deploy"]["waiting_until"] == until
+    assert doc["deploy"]["since"].startswith(now[:16])
+    assert f"waiting_for_window since {doc['deploy']['since']}, the next maintenance window begins {until}" \
+        in human.stdout, human.stdout
+    assert doc["last_run"]["exit_code"] == 0 and doc["last_run"]["errors"] == []
+    # The next run, once the window has begun, deploys what waited.
+    r = outpost(cfg, "run", env_extra=at_time(zone, until))
+    assert r.returncode == 0, r.stderr
+    assert marker.exists(), r.stderr
+    doc = status(state)
+    assert doc["installer"]["deploy_waiting_until"] is None and doc["deploy"]["state"] != "waiting_for_window"
