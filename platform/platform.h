@@ -624,6 +624,13 @@ MUST_CHECK error_code platform_machine_id(char *buf, size_t size, error_info *er
  */
 bool platform_on_battery(char *detail, size_t size);
 
+/* powercost.c: GetSystemPowerStatus's ACLineStatus, BatteryFlag and
+ * BatteryLifePercent judged as platform_on_battery does on Windows (a known
+ * offline AC line on a machine with a system battery), on every system so
+ * that it is tested everywhere. */
+bool platform_power_status_on_battery(unsigned ac_line, unsigned battery_flag, unsigned percent, char *detail,
+                                      size_t size);
+
 /* ---- Network cost (netcost.c) --------------------------------------------- */
 
 /*
@@ -642,6 +649,11 @@ bool platform_on_battery(char *detail, size_t size);
  * the log ("NetworkManager: metered (guessed)").
  */
 bool platform_network_metered(char *detail, size_t size);
+
+/* powercost.c: the network list manager's NLM_CONNECTION_COST flags judged
+ * as platform_network_metered does on Windows, on every system so that it
+ * is tested everywhere. */
+bool platform_cost_metered(uint32_t cost, char *detail, size_t size);
 
 /* ---- The CPU (cpu.c, one file for both sides) ---------------------------- */
 

@@ -4,7 +4,8 @@
  * of the machine's connectivity (INetworkCostManager::GetCost with no
  * destination), the figure Windows Update and the Store defer on. Fixed or
  * variable cost (a connection set as metered, a mobile plan), roaming or
- * over the data limit is metered; unrestricted or unknown is not.
+ * over the data limit is metered; unrestricted or unknown is not
+ * (platform_cost_metered, in platform/powercost.c).
  */
 #include "platform/win32/win32_int.h"
 
@@ -42,11 +43,5 @@ bool platform_network_metered(char *detail, size_t size)
         snprintf(detail, size, "the network list manager did not answer (0x%08lx): not metered", (unsigned long)hr);
         return false;
     }
-    bool metered = (cost & (NLM_CONNECTION_COST_FIXED | NLM_CONNECTION_COST_VARIABLE |
-                            NLM_CONNECTION_COST_OVERDATALIMIT | NLM_CONNECTION_COST_ROAMING)) != 0;
-    snprintf(detail, size, "network cost 0x%lx (%s)", (unsigned long)cost,
-             metered                                          ? "metered"
-             : (cost & NLM_CONNECTION_COST_UNRESTRICTED) != 0 ? "unrestricted"
-                                                              : "unknown: not metered");
-    return metered;
+    return platform_cost_metered((uint32_t)cost, detail, size);
 }

@@ -11,8 +11,10 @@ ahead of scripts/test's second pass for the one process it is given to.
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,7 +28,8 @@ pytestmark = pytest.mark.skipif(not OUTPOST, reason="OUTPOST_BIN is not set (tes
 
 SIM_VERSION = "26.01.03.24329-0de7ab+"  # what the simulator offers
 BIG = 16 * 1024 * 1024
-FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+# Debian's faketime package, whatever the architecture's library directory.
+FAKETIME_LIB = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))), "")
 
 
 def status(state: Path) -> dict:
@@ -150,8 +153,10 @@ def utc(text: str) -> int:
 
 def at_time(tz: str, when: str) -> dict:
     """The environment that shows the process the instant `when` (UTC) in zone tz."""
+    # An ASan build's runtime wants to come first; libfaketime is ahead of it here.
+    asan = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0"]))
     return {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": f"@{utc(when)}", "FAKETIME_FMT": "%s",
-            "FAKETIME_DONT_RESET": "1", "TZ": tz}
+            "FAKETIME_DONT_RESET": "1", "TZ": tz, "ASAN_OPTIONS": asan}
 
 
 WINDOW_CASES = [
@@ -216,3 +221,144 @@ def test_run_deploys_only_inside_a_window(sim, tmp_path, zone, windows, now, dep
     assert marker.exists(), r.stderr
     doc = status(state)
     assert doc["installer"]["deploy_waiting_until"] is None and doc["deploy"]["state"] != "waiting_for_window"
+
+
+# ---- Deferral: a metered connection (NetworkManager over D-Bus) and battery power ----------------
+
+
+class FakeNetworkManager:
+    """python3-dbusmock's NetworkManager on a private system bus, with the
+    manager's Metered property (NMMetered: 1 yes, 2 no, 3 guessed yes, 4
+    guessed no) set by the test."""
+
+    def __init__(self, address: str, manager):
+        self.address = address
+        self._manager = manager
+
+    def set_metered(self, value: int) -> None:
+        import dbus
+
+        self._manager.SetProperty("/org/freedesktop/NetworkManager", "org.freedesktop.NetworkManager", "Metered",
+                                  dbus.UInt32(value), dbus_interface="org.freedesktop.DBus.Mock")
+
+
+@pytest.fixture
+def network_manager():
+    dbusmock = pytest.importorskip("dbusmock", reason="python3-dbusmock (Debian) is not installed")
+    import dbus
+    import dbus.bus
+
+    saved = os.environ.get("DBUS_SYSTEM_BUS_ADDRESS")
+    case = dbusmock.DBusTestCase
+    case.start_system_bus()
+    server = None
+    try:
+        server, _ = case.spawn_server_template("networkmanager", {}, stdout=subprocess.DEVNULL, system_bus=True)
+        manager = dbus.bus.BusConnection(os.environ["DBUS_SYSTEM_BUS_ADDRESS"]).get_object(
+            "org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager")
+        manager.AddProperty("org.freedesktop.NetworkManager", "Metered", dbus.UInt32(2),
+                            dbus_interface="org.freedesktop.DBus.Mock")
+        yield FakeNetworkManager(os.environ["DBUS_SYSTEM_BUS_ADDRESS"], manager)
+    finally:
+        if server:
+            server.terminate()
+            server.wait()
+        case.stop_dbus(case.system_bus_pid)
+        if saved is None:
+            os.environ.pop("DBUS_SYSTEM_BUS_ADDRESS", None)
+        else:
+            os.environ["DBUS_SYSTEM_BUS_ADDRESS"] = saved
+
+
+def deferring_config(tmp_path, sim, defer_on, name="state", **sections):
+    return sim_config(tmp_path, sim, state_name=name,
+                      installer={"installed_version": "26.01.03.24000", "verify": UNSIGNED, "defer_on": defer_on},
+                      report={"enabled": False}, **sections)
+
+
+def test_run_defers_the_download_on_a_metered_connection(sim_factory, tmp_path, network_manager):
+    big = tmp_path / "big.exe"
+    write_fake_installer(str(big), 7, BIG)
+    sim = sim_factory(installer=str(big))
+    cfg, state = deferring_config(tmp_path, sim, ["metered"])
+    bus = {"DBUS_SYSTEM_BUS_ADDRESS": network_manager.address}
+    for metered, said in ((1, "metered"), (3, "metered (guessed)")):
+        network_manager.set_metered(metered)
+        sim.clear_log()
+        r = outpost(cfg, "run", env_extra=bus)
+        assert r.returncode == 0, r.stderr
+        assert (f"deferred: metered connection (installer.defer_on; NetworkManager: {said}): {SIM_VERSION} "
+                "is not downloaded while it lasts") in r.stderr, r.stderr
+        assert installer_bytes(sim) < BIG // 2  # checked, not downloaded
+        assert staged_versions(state) == [] and downloads(state) == []
+        doc = status(state)
+        assert doc["last_run"]["exit_code"] == 0 and doc["last_run"]["errors"] == []
+        assert doc["deploy"]["deferred"]["reason"] == "metered"
+        assert doc["deploy"]["deferred"]["detail"] == f"NetworkManager: {said}"
+    first_since = doc["deploy"]["deferred"]["since"]
+    assert doc["deploy"]["state"] == "disabled"  # deploy.enabled is off: the deferral is the download's
+    human = outpost(cfg, "status", env_extra=bus)
+    assert "deferred: metered connection (NetworkManager: metered (guessed))" in human.stdout, human.stdout
+    assert first_since <= doc["generated_at"]
+    # An interactive update is a person's decision: not deferred.
+    other, other_state = deferring_config(tmp_path, sim, ["metered"], name="interactive")
+    r = outpost(other, "update", env_extra=bus)
+    assert r.returncode == 0, r.stderr
+    assert staged_versions(other_state) == [SIM_VERSION]
+    # Guessed not metered: the next run downloads.
+    network_manager.set_metered(4)
+    r = outpost(cfg, "run", env_extra=bus)
+    assert r.returncode == 0, r.stderr
+    assert "deferred" not in r.stderr and staged_versions(state) == [SIM_VERSION]
+    assert status(state)["deploy"]["deferred"] is None
+
+
+def test_without_a_system_bus_the_connection_is_not_metered(sim, tmp_path):
+    cfg, state = deferring_config(tmp_path, sim, ["metered"])
+    r = outpost(cfg, "run", env_extra={"DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={tmp_path}/no-such-bus"})
+    assert r.returncode == 0, r.stderr
+    assert "deferred" not in r.stderr and staged_versions(state) == [SIM_VERSION]
+
+
+def fake_laptop(root: Path, ac_online: bool) -> Path:
+    """A power_supply tree: an AC adapter, the system battery, and a
+    mouse's battery (scope Device), which never counts."""
+    for name, files in {"AC": {"type": "Mains", "online": "1" if ac_online else "0"},
+                        "BAT0": {"type": "Battery", "status": "Charging" if ac_online else "Discharging"},
+                        "hidpp_battery_0": {"type": "Battery", "scope": "Device", "status": "Discharging"}}.items():
+        (root / name).mkdir(parents=True, exist_ok=True)
+        for attribute, value in files.items():
+            (root / name / attribute).write_text(value + "\n")
+    root.chmod(0o755)
+    return root
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="the power_supply override is honoured for root only")
+def test_run_defers_the_deploy_on_battery(sim, tmp_path):
+    marker, version_file = tmp_path / "deployed", tmp_path / "installed-version"
+    version_file.write_text("1.0\n")
+    script = f"echo \"$1\" > '{marker}'; echo '{SIM_VERSION}' > '{version_file}'"
+    cfg, state = sim_config(tmp_path, sim,
+                            installer={"verify": UNSIGNED, "installed_version_file": str(version_file),
+                                       "defer_on": ["battery"]},
+                            report={"enabled": False},
+                            deploy={"enabled": True, "command": ["/bin/sh", "-c", script, "sh", "{installer}"]})
+    power = fake_laptop(tmp_path / "power_supply", ac_online=False)
+    on_battery = {"OUTPOST_POWER_SUPPLY_DIR": str(power)}
+    r = outpost(cfg, "update", env_extra=on_battery)  # interactive: not deferred
+    assert r.returncode == 0, r.stderr
+    r = outpost(cfg, "run", env_extra=on_battery)
+    assert r.returncode == 0, r.stderr
+    assert not marker.exists(), "deployed on battery"
+    assert (f"deferred: battery power (installer.defer_on; BAT0 discharging, no power supply online): {SIM_VERSION} "
+            "is not deployed") in r.stderr, r.stderr
+    doc = status(state)
+    assert doc["deploy"]["state"] == "deferred" and doc["deploy"]["deferred"]["reason"] == "battery"
+    assert doc["deploy"]["since"] == doc["deploy"]["deferred"]["since"]
+    fake_laptop(power, ac_online=True)
+    r = outpost(cfg, "run", env_extra=on_battery)
+    assert r.returncode == 0, r.stderr
+    assert marker.exists(), r.stderr
+    doc = status(state)
+    assert doc["deploy"]["deferred"] is None and doc["deploy"]["last_deploy"]["version"] == SIM_VERSION
