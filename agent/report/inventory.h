@@ -11,15 +11,22 @@
 #include "platform/platform.h"
 #include "report/status.h"
 
-#define INVENTORY_VALUES 7
+#define INVENTORY_VALUES 17
 
 /*
  * Fills out[INVENTORY_VALUES]: InstalledVersion, StagedVersion and
  * OfferedVersion (the installer the platform or mirror offers), LastRunTime
  * (last_run.finished_at, UTC), LastExitCode (REG_DWORD), Verdict ("OK" or
- * "ATTENTION") and VerdictText (the `status` line). A member the document
- * lacks deletes its value (text NULL), so no stale value stays behind. The
- * texts are borrowed from doc and v: use out before freeing either.
+ * "ATTENTION") and VerdictText (the `status` line); from the "deploy"
+ * member (the fleet policy, PRODUCT.md section 11): DeployState ("idle",
+ * "pending", "waiting_for_window", "deferred", "reboot_required",
+ * "failed", "disabled"), DeployStateSince, DeployWaitingUntil (UTC),
+ * DeployDeferredReason ("metered", "battery"), RebootRequired (REG_DWORD
+ * 0 or 1), LastDeployVersion, LastDeployTime, LastDeployExitCode
+ * (REG_DWORD), TargetVersionPrefix and NotTakenVersion (the last offer the
+ * pin refused). A member the document lacks deletes its value (text NULL),
+ * so no stale value stays behind. The texts are borrowed from doc and v:
+ * use out before freeing either.
  */
 void inventory_values(const struct cJSON *doc, const status_verdict *v, platform_inventory_value out[INVENTORY_VALUES]);
 
