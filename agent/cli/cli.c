@@ -41,8 +41,9 @@ static const command_spec commands[] = {
      "installer's output goes to that log. Exit codes 0, 3010 and 1641 are success (the last\n"
      "two mean a reboot is needed; with deploy.pass_reboot_code outpost then exits 3010).\n"
      "  --dry-run  print the Windows command line that would run, and run nothing\n"},
-    {"rollback", CLI_ROLLBACK, "rollback", "make the previously staged version current again",
-     "Switches staging/current back to the version staged before the current one.\n"},
+    {"rollback", CLI_ROLLBACK, "rollback [--deploy]", "make the previously staged version current again",
+     "Switches staging/current back to the version staged before the current one.\n"
+     "  --deploy  also run it, as deploy does (hashed again right before it runs)\n"},
     {"bundle", CLI_BUNDLE, "bundle [--format zip|tar.gz] [-o FILE]",
      "pack the current staged version into a reproducible archive",
      "Packs the current staged installer and its manifest; the same input always gives the\n"
@@ -185,14 +186,15 @@ typedef struct option_spec {
 } option_spec;
 
 static const option_spec options[] = {
-    {"--config", 'c', true, CLI_NONE},   {"--state-dir", 0, true, CLI_NONE},
-    {"--json", 0, false, CLI_NONE},      {"--quiet", 'q', false, CLI_NONE},
-    {"--verbose", 'v', false, CLI_NONE}, {"--help", 'h', false, CLI_NONE},
-    {"--force", 0, false, CLI_UPDATE},   {"--allow-downgrade", 0, false, CLI_UPDATE},
-    {"--dry-run", 0, false, CLI_DEPLOY}, {"--version", 0, true, CLI_STAGE},
-    {"--format", 0, true, CLI_BUNDLE},   {"--output", 'o', true, CLI_BUNDLE},
-    {"--max-age", 0, true, CLI_STATUS},  {"--dir", 0, true, CLI_PUBLISH},
-    {"--rollout", 0, true, CLI_PUBLISH}, {"--public-out", 0, true, CLI_KEYGEN},
+    {"--config", 'c', true, CLI_NONE},    {"--state-dir", 0, true, CLI_NONE},
+    {"--json", 0, false, CLI_NONE},       {"--quiet", 'q', false, CLI_NONE},
+    {"--verbose", 'v', false, CLI_NONE},  {"--help", 'h', false, CLI_NONE},
+    {"--force", 0, false, CLI_UPDATE},    {"--allow-downgrade", 0, false, CLI_UPDATE},
+    {"--dry-run", 0, false, CLI_DEPLOY},  {"--version", 0, true, CLI_STAGE},
+    {"--format", 0, true, CLI_BUNDLE},    {"--output", 'o', true, CLI_BUNDLE},
+    {"--max-age", 0, true, CLI_STATUS},   {"--dir", 0, true, CLI_PUBLISH},
+    {"--rollout", 0, true, CLI_PUBLISH},  {"--public-out", 0, true, CLI_KEYGEN},
+    {"--deploy", 0, false, CLI_ROLLBACK},
 };
 
 static const option_spec *find_option(const char *arg, const char **inline_value)
@@ -268,6 +270,8 @@ static void apply_option(const option_spec *o, const char *value, cli_options *o
         opts->allow_downgrade = true;
     else if (strcmp(name, "--dry-run") == 0)
         opts->dry_run = true;
+    else if (strcmp(name, "--deploy") == 0)
+        opts->deploy = true;
     else if (strcmp(name, "--version") == 0)
         opts->version = value;
     else if (strcmp(name, "--format") == 0)

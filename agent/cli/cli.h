@@ -47,6 +47,7 @@ typedef struct cli_options {
     bool force;                     /* update --force */
     bool allow_downgrade;           /* update/stage --allow-downgrade */
     bool dry_run;                   /* deploy --dry-run */
+    bool deploy;                    /* rollback --deploy */
     const char *file;               /* stage FILE */
     const char *version;            /* stage --version V */
     const char *format;             /* bundle --format zip|tar.gz (NULL: zip) */

@@ -147,18 +147,24 @@ static MUST_CHECK error_code deploy_dry_run(command_context *ctx, error_info *er
     return rc;
 }
 
+/* `deploy --json`'s document for what ran (also rollback --deploy's "deployed"). */
+static cJSON *deployed_json(const deploy_outcome *out)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "version", out->version);
+    cJSON_AddNumberToObject(o, "exit_code", out->exit_code);
+    cJSON_AddBoolToObject(o, "reboot_required", out->reboot_required);
+    cJSON_AddStringToObject(o, "verified", out->verified);
+    jsonx_add_string_or_null(o, "installed_version", out->installed_after[0] ? out->installed_after : NULL);
+    cJSON_AddStringToObject(o, "log", out->log);
+    return o;
+}
+
 static void print_deployed(const command_context *ctx, const deploy_outcome *out)
 {
     bool verified = strcmp(out->verified, "yes") == 0;
     if (ctx->opts->json) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "version", out->version);
-        cJSON_AddNumberToObject(o, "exit_code", out->exit_code);
-        cJSON_AddBoolToObject(o, "reboot_required", out->reboot_required);
-        cJSON_AddStringToObject(o, "verified", out->verified);
-        jsonx_add_string_or_null(o, "installed_version", out->installed_after[0] ? out->installed_after : NULL);
-        cJSON_AddStringToObject(o, "log", out->log);
-        command_print_json(o);
+        command_print_json(deployed_json(out));
         return;
     }
     if (command_quiet(ctx))
@@ -190,6 +196,12 @@ error_code command_deploy(command_context *ctx, error_info *err)
     return rc;
 }
 
+/*
+ * rollback [--deploy]: the previous verified version becomes current; with
+ * --deploy it also runs, through deploy_run, which checks the staged
+ * folder's owners and hashes the file again, held open, right before it
+ * runs (PRODUCT.md section 11).
+ */
 error_code command_rollback(command_context *ctx, error_info *err)
 {
     state *s = NULL;
@@ -198,15 +210,29 @@ error_code command_rollback(command_context *ctx, error_info *err)
         return rc;
     char *from = NULL, *to = NULL;
     rc = staging_rollback(ctx->cfg, s, &from, &to, err);
+    deploy_outcome out;
+    bool deployed = false;
+    if (rc == ERR_OK && ctx->opts->deploy) {
+        if (!ctx->opts->json && !command_quiet(ctx))
+            printf("rolled back: %s is current again (was %s); deploying it\n", to, from);
+        rc = deploy_run(ctx->cfg, s, &out, err);
+        deployed = rc == ERR_OK;
+        if (deployed && out.reboot_required && ctx->cfg->deploy.pass_reboot_code)
+            ctx->exit_code = COMMAND_EXIT_REBOOT;
+    }
     if (rc == ERR_OK && ctx->opts->json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "current", to);
         cJSON_AddStringToObject(o, "previous", from);
+        if (deployed)
+            jsonx_set(o, "deployed", deployed_json(&out));
         command_print_json(o);
+    } else if (deployed) {
+        print_deployed(ctx, &out);
     } else if (rc == ERR_OK && !command_quiet(ctx)) {
         printf("rolled back: %s is current again (was %s)\n", to, from);
     }
-    write_status(ctx, s, rc, 0, err);
+    write_status(ctx, s, rc, ctx->exit_code, err);
     free(from);
     free(to);
     state_free(s);

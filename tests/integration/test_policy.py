@@ -362,3 +362,63 @@ def test_run_defers_the_deploy_on_battery(sim, tmp_path):
     assert marker.exists(), r.stderr
     doc = status(state)
     assert doc["deploy"]["deferred"] is None and doc["deploy"]["last_deploy"]["version"] == SIM_VERSION
+
+
+# ---- rollback --deploy -------------------------------------------------------------------------------
+
+
+def rollback_agent(tmp_path):
+    """Two versions staged from local files, 26.1.0 then 26.2.0, and 26.2.0
+    deployed; the deploy command records which installer ran and writes
+    its version (the staged folder's name) as the installed one."""
+    from authenticode_fixtures import tiny_pe
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    ran, version_file = tmp_path / "ran.txt", tmp_path / "installed-version"
+    version_file.write_text("1.0\n")
+    script = (f"echo \"$1\" >> '{ran}'; basename \"$(dirname \"$1\")\" > '{version_file}'")
+    cfg, state = write_config(tmp_path, installer={"verify": UNSIGNED, "installed_version_file": str(version_file)},
+                              deploy={"enabled": True, "command": ["/bin/sh", "-c", script, "sh", "{installer}"]},
+                              report={"enabled": False})
+    for i, version in enumerate(["26.1.0", "26.2.0"]):
+        exe = tmp_path / f"sensor{i}.exe"
+        exe.write_bytes(tiny_pe(i))
+        r = outpost(cfg, "stage", str(exe), "--version", version, key=None)
+        assert r.returncode == 0, r.stderr
+    r = outpost(cfg, "deploy", key=None)
+    assert r.returncode == 0, r.stderr
+    return cfg, state, ran, version_file
+
+
+def test_rollback_deploy_runs_the_previous_version(tmp_path):
+    cfg, state, ran, version_file = rollback_agent(tmp_path)
+    r = outpost(cfg, "rollback", "--deploy", key=None)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("rolled back: 26.1.0 is current again (was 26.2.0); deploying it\ndeployed 26.1.0 ")
+    assert "/staging/26.1.0/" in ran.read_text().splitlines()[-1]
+    assert version_file.read_text().strip() == "26.1.0" and current_version(state) == "26.1.0"
+    doc = status(state)
+    assert doc["installer"]["deployed"]["version"] == "26.1.0"
+    assert doc["deploy"]["last_deploy"]["version"] == "26.1.0" and doc["deploy"]["last_deploy"]["result"] == "ok"
+    assert doc["installer"]["last_command"]["command"] == "rollback"
+    # --json: one document, the deploy inside.
+    cfg2, state2, _, _ = rollback_agent(tmp_path / "json")
+    r = outpost(cfg2, "--json", "rollback", "--deploy", key=None)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["current"] == "26.1.0" and doc["previous"] == "26.2.0" and doc["deployed"]["version"] == "26.1.0"
+
+
+def test_rollback_deploy_verifies_the_previous_installer_before_it_runs(tmp_path):
+    cfg, state, ran, _ = rollback_agent(tmp_path)
+    runs = len(ran.read_text().splitlines())
+    manifest = json.loads((state / "staging" / "26.1.0" / "manifest.json").read_text())
+    staged = state / "staging" / "26.1.0" / manifest["staged_file"]
+    data = bytearray(staged.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    staged.write_bytes(bytes(data))
+    r = outpost(cfg, "rollback", "--deploy", key=None)
+    assert r.returncode == 4, (r.returncode, r.stderr)
+    assert len(ran.read_text().splitlines()) == runs, "a changed installer ran"
+    assert "staged version 26.1.0 no longer matches its manifest; it was not made current" in r.stderr, r.stderr
+    assert current_version(state) == "26.2.0"

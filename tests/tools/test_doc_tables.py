@@ -43,12 +43,13 @@ def test_a_copy_passes(tree):
 
 
 def test_readme_table_edited_by_hand_is_found_and_fixed(tree):
-    edit(tree / "README.md", "| `rollback` | make the previously staged", "| `rollback` | make the formerly staged")
+    edit(tree / "README.md", "| `rollback [--deploy]` | make the previously staged",
+         "| `rollback [--deploy]` | make the formerly staged")
     r = run(tree)
     assert r.returncode == 1
     assert "table 'commands' differs" in r.stderr
     assert run(tree, "--fix").returncode == 0
-    assert "| `rollback` | make the previously staged" in (tree / "README.md").read_text()
+    assert "| `rollback [--deploy]` | make the previously staged" in (tree / "README.md").read_text()
 
 
 def test_a_new_key_in_the_code_must_be_documented(tree):
