@@ -446,17 +446,35 @@ error_code update_respect_retry_after(state *s, const char *then, error_info *er
                      then);
 }
 
-/* Records the platform's Retry-After (if a request failed on one) in state
- * section "run" so the next scheduled run does not call before it. */
-static void remember_retry_after(state *s, http_client *http)
+/* Records the platform's Retry-After (if a request failed on one) and, for
+ * the fleet mirror, any Retry-After its answers carried, in state section
+ * "run", so that the next runs do not call before it. */
+static void remember_retry_after(state *s, http_client *http, update_source source)
 {
-    if (!http)
+    if (!http || !s)
         return;
     http_stats stats;
     http_client_stats(http, &stats);
     error_info err;
-    if (retry_after_record(s, stats.retry_after_until_ms, platform_time_utc_ms(), &err) != ERR_OK)
+    int64_t now = platform_time_utc_ms();
+    if (retry_after_record(s, stats.retry_after_until_ms, now, &err) != ERR_OK)
         log_warn("%s", err.message);
+    if (source == UPDATE_SOURCE_MIRROR &&
+        retry_after_record_for(s, RETRY_AFTER_MIRROR, stats.url_retry_after_until_ms, now, &err) != ERR_OK)
+        log_warn("%s", err.message);
+}
+
+/* A mirror that answered with Retry-After is not asked again before that
+ * time (PRODUCT.md section 11: a mirror can hold its fleet back), the same
+ * rule as the platform's. */
+static MUST_CHECK error_code respect_mirror_retry_after(state *s, const char *then, error_info *err)
+{
+    char until[TIMEFMT_ISO8601_SIZE + 16];
+    if (!retry_after_pending_for(s, RETRY_AFTER_MIRROR, platform_time_utc_ms(), until, sizeof until))
+        return ERR_OK;
+    return error_set(err, ERR_TEMPORARY,
+                     "the fleet mirror asked not to be asked again before %s (Retry-After on mirror.urls); %s", until,
+                     then);
 }
 
 /*
@@ -468,7 +486,7 @@ static void remember_retry_after(state *s, http_client *http)
 static MUST_CHECK error_code finish(state *s, http_client *http, const update_request *req, update_outcome *out,
                                     error_code outcome, error_info *err)
 {
-    remember_retry_after(s, http);
+    remember_retry_after(s, http, req->source);
     if (s && req->command)
         installer_state_note_outcome(s, req->command, outcome, out->exit_code, err);
     error_info why;
@@ -504,6 +522,9 @@ error_code update_run(const config *cfg, const update_request *request, update_o
                                             ? "try again after that time, or use update --force"
                                             : "try again after that time",
                                         err);
+    if (rc == ERR_OK && request->source == UPDATE_SOURCE_MIRROR && !request->force)
+        rc = respect_mirror_retry_after(
+            s, request->fetch ? "try again after that time, or use update --force" : "try again after that time", err);
     if (rc == ERR_OK)
         rc = update_flow(cfg, s, http, request->for_fleet ? NULL : installed, request, out, err);
     else

@@ -187,24 +187,28 @@ void http_client_set_verbosity(http_client *client, int verbosity);
 /* ---- Counters -------------------------------------------------------------- */
 
 typedef struct http_stats {
-    int64_t api_calls;             /* every HTTP request sent: token exchanges, retries
-                                      and redirect hops included (status.json api_calls) */
-    int64_t token_exchanges;       /* POST /v2/auth/token/access requests */
-    int64_t retries;               /* attempts beyond the first, all causes */
-    int64_t responses_429;         /* 429 answers seen */
-    int64_t max_in_flight;         /* most requests ever in flight at once, all endpoints */
-    int64_t retry_after_until_ms;  /* UTC ms before which the platform asked not to be
-                                      called again, when a Retry-After longer than this
-                                      run could wait made a request fail; 0 if none.
-                                      The caller records it in state so that the next
-                                      scheduled run does not call before it (capped at
-                                      24 h from now). */
-    int64_t retry_wait_longest_ms; /* longest single wait before a retry that the
-                                      client planned (backoff or Retry-After),
-                                      as decided, not as measured; 0 if none */
-    int64_t retry_wait_most_ms;    /* the most waiting planned for any one request
-                                      over all its retries (what http.max_retry_wait
-                                      caps); 0 if none */
+    int64_t api_calls;                /* every HTTP request sent: token exchanges, retries
+                                         and redirect hops included (status.json api_calls) */
+    int64_t token_exchanges;          /* POST /v2/auth/token/access requests */
+    int64_t retries;                  /* attempts beyond the first, all causes */
+    int64_t responses_429;            /* 429 answers seen */
+    int64_t max_in_flight;            /* most requests ever in flight at once, all endpoints */
+    int64_t retry_after_until_ms;     /* UTC ms before which the platform asked not to be
+                                         called again, when a Retry-After longer than this
+                                         run could wait made a request fail; 0 if none.
+                                         The caller records it in state so that the next
+                                         scheduled run does not call before it (capped at
+                                         24 h from now). */
+    int64_t url_retry_after_until_ms; /* a URL GET (the fleet mirror) answered with a
+                                         Retry-After, any status: UTC ms it asked
+                                         not to be asked again before (capped as
+                                         retry_after_until_ms); 0 if none */
+    int64_t retry_wait_longest_ms;    /* longest single wait before a retry that the
+                                         client planned (backoff or Retry-After),
+                                         as decided, not as measured; 0 if none */
+    int64_t retry_wait_most_ms;       /* the most waiting planned for any one request
+                                         over all its retries (what http.max_retry_wait
+                                         caps); 0 if none */
 } http_stats;
 
 /* Copies the counters. */

@@ -67,14 +67,17 @@ static void fail(const xfer *x, outcome_verdict *v, error_code code, const char 
 
 /* ---- Retries and redirects ------------------------------------------------------ */
 
-/* Records a Retry-After the run cannot honour, for the caller's state. */
-static void record_retry_after(http_client *c, int64_t retry_after_ms)
+/* Records a Retry-After into *slot (one of the stats' times) for the
+ * caller's state: the platform's that the run cannot honour
+ * (retry_after_until_ms), or any a URL GET met (url_retry_after_until_ms:
+ * a mirror holds its fleet back with one on its manifest or a 503). */
+static void record_retry_after(http_client *c, int64_t retry_after_ms, int64_t *slot)
 {
     if (retry_after_ms > RETRY_AFTER_RECORD_CAP_MS)
         retry_after_ms = RETRY_AFTER_RECORD_CAP_MS;
     int64_t until = clock_utc_ms(c->clock) + retry_after_ms;
-    if (until > c->stats.retry_after_until_ms)
-        c->stats.retry_after_until_ms = until;
+    if (until > *slot)
+        *slot = until;
 }
 
 /* Schedules another attempt after backoff, or gives up with ERR_TEMPORARY. */
@@ -89,7 +92,7 @@ static void retry(http_client *c, xfer *x, int64_t now, const char *reason, outc
     }
     if (x->attempts >= c->cfg.max_attempts) {
         if (x->retry_after_ms > 0)
-            record_retry_after(c, x->retry_after_ms);
+            record_retry_after(c, x->retry_after_ms, &c->stats.retry_after_until_ms);
         fail(x, v, ERR_TEMPORARY, "%s; gave up after %d attempts over %" PRId64 " s; try again later", reason,
              x->attempts, spent_s);
         return;
@@ -101,7 +104,7 @@ static void retry(http_client *c, xfer *x, int64_t now, const char *reason, outc
         delay = backoff_delay_ms(x->attempts, BACKOFF_BASE_MS, BACKOFF_CAP_MS, c->clock);
     if (x->waited_ms + delay > budget_ms) {
         if (x->retry_after_ms >= 0) {
-            record_retry_after(c, x->retry_after_ms);
+            record_retry_after(c, x->retry_after_ms, &c->stats.retry_after_until_ms);
             char until[TIMEFMT_ISO8601_SIZE];
             timefmt_iso8601(c->stats.retry_after_until_ms / 1000, until);
             fail(x, v, ERR_TEMPORARY,
@@ -312,6 +315,8 @@ void outcome_decide(http_client *c, xfer *x, const attempt_end *end, outcome_ver
     bool informative = answered && (answer.has_remaining || answer.too_many || (x->status != 401 && x->status < 500));
     ratelimit_release(c->rl, &x->ticket, now, informative ? &answer : NULL);
     x->retry_after_ms = answered && is_retryable_status(x->status) ? answer.retry_after_ms : -1;
+    if (answered && x->direct && answer.retry_after_ms >= 0)
+        record_retry_after(c, answer.retry_after_ms, &c->stats.url_retry_after_until_ms);
     if (answered && x->status == 429)
         c->stats.responses_429++;
     trace_attempt(c, x, outcome, message, now - x->started_ms);

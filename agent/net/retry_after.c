@@ -1,4 +1,4 @@
-/* retry_after.c — state "run".retry_after_until, one rule (retry_after.h). */
+/* retry_after.c — state "run".retry_after_until and .mirror_retry_after_until, one rule (retry_after.h). */
 #include "net/retry_after.h"
 
 #include <stdio.h>
@@ -8,7 +8,11 @@
 #include "core/timefmt.h"
 
 #define SECTION "run"
-#define MEMBER "retry_after_until"
+
+static const char *member(retry_after_who who)
+{
+    return who == RETRY_AFTER_MIRROR ? "mirror_retry_after_until" : "retry_after_until";
+}
 
 int64_t retry_after_until_s(int64_t until_ms, int64_t now_ms)
 {
@@ -18,7 +22,7 @@ int64_t retry_after_until_s(int64_t until_ms, int64_t now_ms)
     return ms >= 0 ? (ms + 999) / 1000 : -(-ms / 1000);
 }
 
-error_code retry_after_record(state *s, int64_t until_ms, int64_t now_ms, error_info *err)
+error_code retry_after_record_for(state *s, retry_after_who who, int64_t until_ms, int64_t now_ms, error_info *err)
 {
     if (until_ms <= 0)
         return ERR_OK;
@@ -28,18 +32,29 @@ error_code retry_after_record(state *s, int64_t until_ms, int64_t now_ms, error_
     cJSON *value = cJSON_CreateString(until);
     if (!run || !value) {
         cJSON_Delete(value);
-        return error_set(err, ERR_NOMEM, "out of memory while recording the platform's Retry-After");
+        return error_set(err, ERR_NOMEM, "out of memory while recording the %s's Retry-After",
+                         who == RETRY_AFTER_MIRROR ? "mirror" : "platform");
     }
     /* A constant key: the add allocates nothing, so it cannot fail once the
      * earlier time is gone. */
-    cJSON_DeleteItemFromObjectCaseSensitive(run, MEMBER);
-    cJSON_AddItemToObjectCS(run, MEMBER, value);
+    cJSON_DeleteItemFromObjectCaseSensitive(run, member(who));
+    cJSON_AddItemToObjectCS(run, member(who), value);
     return ERR_OK;
+}
+
+error_code retry_after_record(state *s, int64_t until_ms, int64_t now_ms, error_info *err)
+{
+    return retry_after_record_for(s, RETRY_AFTER_PLATFORM, until_ms, now_ms, err);
 }
 
 bool retry_after_pending(state *s, int64_t now_ms, char *until, size_t size)
 {
-    const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), MEMBER));
+    return retry_after_pending_for(s, RETRY_AFTER_PLATFORM, now_ms, until, size);
+}
+
+bool retry_after_pending_for(state *s, retry_after_who who, int64_t now_ms, char *until, size_t size)
+{
+    const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), member(who)));
     if (until && size)
         snprintf(until, size, "%s", text ? text : "");
     int64_t until_s = 0;

@@ -422,3 +422,103 @@ def test_rollback_deploy_verifies_the_previous_installer_before_it_runs(tmp_path
     assert len(ran.read_text().splitlines()) == runs, "a changed installer ran"
     assert "staged version 26.1.0 no longer matches its manifest; it was not made current" in r.stderr, r.stderr
     assert current_version(state) == "26.2.0"
+
+
+# ---- A mirror holds its fleet back with Retry-After ---------------------------------------------------
+
+
+class HoldingMirror:
+    """The published mirror directory over HTTP on loopback, answering the
+    manifest with `status` (200: the file) and a Retry-After of `retry_after`
+    seconds when set; counts the manifest requests."""
+
+    def __init__(self, directory: Path):
+        import http.server
+        import threading
+
+        mirror = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                path = directory / self.path.split("?")[0].lstrip("/")
+                if path.name == "manifest.json":
+                    mirror.manifest_requests += 1
+                status = mirror.status if path.name == "manifest.json" else 200
+                body = path.read_bytes() if status == 200 and path.is_file() else b"busy\n"
+                if status == 200 and not path.is_file():
+                    status, body = 404, b"not found\n"
+                self.send_response(status)
+                if mirror.retry_after is not None and path.name == "manifest.json":
+                    self.send_header("Retry-After", str(mirror.retry_after))
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.status, self.retry_after, self.manifest_requests = 200, None, 0
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def holding_mirror(published):
+    server = HoldingMirror(published.dir)
+    yield server
+    server.stop()
+
+
+def held_until(stderr: str) -> int:
+    import re
+    from datetime import datetime, timezone
+
+    m = re.search(r"asked not to be asked again before (\S+Z) \(Retry-After on mirror.urls\)", stderr)
+    assert m, stderr
+    return int(datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp())
+
+
+def test_a_mirror_503_with_retry_after_holds_the_next_runs_back(tmp_path, sim, published, holding_mirror):
+    import time
+
+    from mirror_helper import V2, endpoint_config
+
+    mirror = holding_mirror
+    cfg, state = endpoint_config(tmp_path, "held", [mirror.url], [published.public_pem])
+    mirror.status, mirror.retry_after = 503, 3600
+    r = outpost(cfg, "run", key=None)
+    assert r.returncode == 75, r.stderr
+    assert mirror.manifest_requests == 1
+    before = time.time()
+    r = outpost(cfg, "run", key=None)
+    assert r.returncode == 75, r.stderr
+    assert mirror.manifest_requests == 1, "the mirror was asked again before its Retry-After"
+    assert before + 3500 <= held_until(r.stderr) <= time.time() + 3601
+    r = outpost(cfg, "check", key=None)
+    assert r.returncode == 75 and mirror.manifest_requests == 1
+    # An administrator decides to ask now.
+    mirror.status, mirror.retry_after = 200, None
+    r = outpost(cfg, "update", "--force", key=None)
+    assert r.returncode == 0, r.stderr
+    assert mirror.manifest_requests == 2 and staged_versions(state) == [V2]
+
+
+def test_a_manifest_with_retry_after_is_used_and_the_wait_capped_at_a_day(tmp_path, sim, published, holding_mirror):
+    import time
+
+    from mirror_helper import V2, endpoint_config
+
+    mirror = holding_mirror
+    cfg, state = endpoint_config(tmp_path, "capped", [mirror.url], [published.public_pem])
+    mirror.retry_after = 10 * 86400  # ten days: obeyed for one
+    r = outpost(cfg, "update", key=None)
+    assert r.returncode == 0, r.stderr
+    assert staged_versions(state) == [V2] and mirror.manifest_requests == 1
+    r = outpost(cfg, "check", key=None)
+    assert r.returncode == 75 and mirror.manifest_requests == 1
+    assert held_until(r.stderr) <= time.time() + 86400 + 1

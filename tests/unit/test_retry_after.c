@@ -89,6 +89,24 @@ static void test_record_and_pending(void **ctx)
     state_free(again);
 }
 
+/* The mirror's time (PRODUCT.md section 11) is kept beside the platform's,
+ * by the same rule, and neither holds the other back. */
+static void test_mirror_and_platform_apart(void **ctx)
+{
+    fixture *f = *ctx;
+    char until[TIMEFMT_ISO8601_SIZE];
+    assert_int_equal(retry_after_record_for(f->s, RETRY_AFTER_MIRROR, NOW_MS + 30LL * 3600 * 1000, NOW_MS, NULL),
+                     ERR_OK);
+    assert_true(retry_after_pending_for(f->s, RETRY_AFTER_MIRROR, NOW_MS, until, sizeof until));
+    assert_string_equal(until, "2026-11-22T10:00:01Z"); /* capped at 24 h */
+    assert_false(retry_after_pending(f->s, NOW_MS, NULL, 0));
+    assert_int_equal(retry_after_record(f->s, NOW_MS + 60000, NOW_MS, NULL), ERR_OK);
+    assert_true(retry_after_pending_for(f->s, RETRY_AFTER_PLATFORM, NOW_MS, until, sizeof until));
+    assert_string_equal(until, "2026-11-21T10:01:01Z");
+    assert_true(retry_after_pending_for(f->s, RETRY_AFTER_MIRROR, NOW_MS, until, sizeof until));
+    assert_string_equal(until, "2026-11-22T10:00:01Z");
+}
+
 static void test_unreadable_time_is_not_pending(void **ctx)
 {
     fixture *f = *ctx;
@@ -126,6 +144,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rule),
         cmocka_unit_test_setup_teardown(test_record_and_pending, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mirror_and_platform_apart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreadable_time_is_not_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_memory_keeps_the_earlier_time, setup, teardown),
     };
