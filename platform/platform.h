@@ -619,7 +619,7 @@ MUST_CHECK error_code platform_machine_id(char *buf, size_t size, error_info *er
  * /sys/class/power_supply: no mains, USB or UPS supply online and a system
  * battery (not a device's, scope "Device": a mouse's) discharging. Never
  * fails: what cannot be read (no such directory, another system) counts as
- * mains power. detail (size bytes, may be NULL) gets what was seen, for the
+ * mains power. detail (size bytes; NULL with size 0) gets what was seen, for the
  * log ("BAT0 discharging, no AC adapter online").
  */
 bool platform_on_battery(char *detail, size_t size);
@@ -645,7 +645,7 @@ bool platform_power_status_on_battery(unsigned ac_line, unsigned battery_flag, u
  * (3) are metered, as GNOME and KDE treat them. The system bus is the one
  * DBUS_SYSTEM_BUS_ADDRESS names, else the standard socket. Never fails: no
  * libsystemd, no system bus, no NetworkManager on it, or another system is
- * "not metered". detail (size bytes, may be NULL) gets what was seen, for
+ * "not metered". detail (size bytes; NULL with size 0) gets what was seen, for
  * the log ("NetworkManager: metered (guessed)").
  */
 bool platform_network_metered(char *detail, size_t size);

@@ -24,22 +24,16 @@ bool platform_cost_metered(uint32_t cost, char *detail, size_t size)
      * as metered, a mobile plan), roaming or over the data limit is metered;
      * unrestricted, or nothing known, is not. */
     bool metered = (cost & (COST_FIXED | COST_VARIABLE | COST_OVERDATALIMIT | COST_ROAMING)) != 0;
-    if (detail && size)
-        snprintf(detail, size, "network cost 0x%lx (%s)", (unsigned long)cost,
-                 metered                           ? "metered"
-                 : (cost & COST_UNRESTRICTED) != 0 ? "unrestricted"
-                                                   : "unknown: not metered");
+    snprintf(detail, size, "network cost 0x%lx (%s)", (unsigned long)cost,
+             metered                           ? "metered"
+             : (cost & COST_UNRESTRICTED) != 0 ? "unrestricted"
+                                               : "unknown: not metered");
     return metered;
 }
 
 bool platform_power_status_on_battery(unsigned ac_line, unsigned battery_flag, unsigned percent, char *detail,
                                       size_t size)
 {
-    char scratch[8];
-    if (!detail || !size) {
-        detail = scratch;
-        size = sizeof scratch;
-    }
     /* BatteryFlag 128: no system battery (255: unknown); ACLineStatus 0
      * offline, 1 online, 255 unknown. Only a known offline line on a
      * machine with a battery is battery power. */

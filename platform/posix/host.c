@@ -94,19 +94,25 @@ char *platform_default_state_dir(void)
     return strdup("/var/lib/outpost");
 }
 
-void platform_boot_id(char *buf, size_t size)
+void posix_read_first_line(const char *path, char *buf, size_t size)
 {
-    if (size == 0)
-        return;
     buf[0] = '\0';
-#ifdef __linux__
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    FILE *f = fopen(path, "re");
     if (!f)
         return;
     if (!fgets(buf, (int)size, f))
         buf[0] = '\0';
     fclose(f);
     buf[strcspn(buf, "\r\n")] = '\0';
+}
+
+void platform_boot_id(char *buf, size_t size)
+{
+    if (size == 0)
+        return;
+    buf[0] = '\0';
+#ifdef __linux__
+    posix_read_first_line("/proc/sys/kernel/random/boot_id", buf, size);
 #endif
 }
 

@@ -82,11 +82,6 @@ static bool ask_network_manager(void *lib, uint32_t *metered, char *detail, size
 
 bool platform_network_metered(char *detail, size_t size)
 {
-    char scratch[8];
-    if (!detail || size == 0) {
-        detail = scratch;
-        size = sizeof scratch;
-    }
 #if defined(__linux__)
     void *lib = dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {

@@ -84,4 +84,10 @@ int posix_rename_in(const char *from, const char *to);
 /* Writes all len bytes, retrying short writes and EINTR. 0 or -1 (errno). */
 int posix_write_all(int fd, const void *data, size_t len);
 
+/* ---- Small system files (host.c) ----------------------------------------- */
+
+/* The first line of the file at path into buf (size bytes, at least 1),
+ * without its line end; "" when it cannot be read. For /proc and /sys. */
+void posix_read_first_line(const char *path, char *buf, size_t size);
+
 #endif

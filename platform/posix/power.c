@@ -41,25 +41,13 @@ static const char *supply_dir(void)
 static void read_attribute(const char *name, const char *attribute, char *buf, size_t size)
 {
     char path[1024];
-    buf[0] = '\0';
     snprintf(path, sizeof path, "%s/%s/%s", supply_dir(), name, attribute);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return;
-    if (!fgets(buf, (int)size, f))
-        buf[0] = '\0';
-    fclose(f);
-    buf[strcspn(buf, "\r\n")] = '\0';
+    posix_read_first_line(path, buf, size);
 }
 #endif
 
 bool platform_on_battery(char *detail, size_t size)
 {
-    char scratch[8];
-    if (!detail || size == 0) {
-        detail = scratch;
-        size = sizeof scratch;
-    }
 #ifdef __linux__
     char **names = NULL;
     size_t count = 0;

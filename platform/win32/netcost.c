@@ -22,11 +22,6 @@ static const GUID network_cost_manager = {0xdcb00008, 0x570f, 0x4a9b, {0x8d, 0x6
 
 bool platform_network_metered(char *detail, size_t size)
 {
-    char scratch[8];
-    if (!detail || size == 0) {
-        detail = scratch;
-        size = sizeof scratch;
-    }
     HRESULT init = CoInitializeEx(NULL, COINIT_MULTITHREADED);
     INetworkCostManager *manager = NULL;
     DWORD cost = NLM_CONNECTION_COST_UNKNOWN;

@@ -10,11 +10,6 @@
 
 bool platform_on_battery(char *detail, size_t size)
 {
-    char scratch[8];
-    if (!detail || size == 0) {
-        detail = scratch;
-        size = sizeof scratch;
-    }
     SYSTEM_POWER_STATUS power;
     if (!GetSystemPowerStatus(&power)) {
         snprintf(detail, size, "the power status cannot be read (error %lu): mains power",
