@@ -412,8 +412,8 @@ MUST_CHECK error_code platform_random_bytes(void *buf, size_t len, error_info *e
  * by the machine's own time zone rules for that instant, past and future
  * transitions included: POSIX localtime_r (TZ, else /etc/localtime; TZ is
  * read again on every call); Windows the dynamic time zone
- * (GetDynamicTimeZoneInformation, SystemTimeToTzSpecificLocalTimeEx, the
- * year's own daylight-saving rules). The maintenance windows of
+ * (GetDynamicTimeZoneInformation and GetTimeZoneInformationForYear: the
+ * year's own daylight-saving rules, for SystemTimeToTzSpecificLocalTime). The maintenance windows of
  * installer/policy.c are judged from this alone: the inverse, a local time
  * to its instants, is found there from it, the same on every platform,
  * since mktime and TzSpecificLocalTimeToSystemTime resolve a local time

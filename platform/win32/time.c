@@ -73,11 +73,18 @@ error_code platform_local_offset(int64_t utc_s, int32_t *offset_s, error_info *e
     FILETIME utc_ft = {.dwLowDateTime = (DWORD)(uint64_t)ticks, .dwHighDateTime = (DWORD)((uint64_t)ticks >> 32)};
     SYSTEMTIME utc, local;
     DYNAMIC_TIME_ZONE_INFORMATION zone;
-    /* The dynamic zone carries each year's own rules; the plain one only
-     * this year's, which would misjudge a window a transition away. */
-    bool ok = FileTimeToSystemTime(&utc_ft, &utc) && ((GetDynamicTimeZoneInformation(&zone) != TIME_ZONE_ID_INVALID &&
-                                                       SystemTimeToTzSpecificLocalTimeEx(&zone, &utc, &local)) ||
-                                                      SystemTimeToTzSpecificLocalTime(NULL, &utc, &local));
+    TIME_ZONE_INFORMATION year_rules;
+    /* The dynamic zone carries each year's own rules, taken out for the
+     * instant's year; the current zone alone has only this year's, which
+     * would misjudge a window a rule change away. (Not
+     * SystemTimeToTzSpecificLocalTimeEx, the same in one call: wine has no
+     * such function, and the tests run there.) */
+    bool dynamic = GetDynamicTimeZoneInformation(&zone) != TIME_ZONE_ID_INVALID;
+    bool ok = FileTimeToSystemTime(&utc_ft, &utc);
+    if (ok)
+        ok = (dynamic && GetTimeZoneInformationForYear(utc.wYear, &zone, &year_rules) &&
+              SystemTimeToTzSpecificLocalTime(&year_rules, &utc, &local)) ||
+             SystemTimeToTzSpecificLocalTime(NULL, &utc, &local);
     FILETIME local_ft;
     if (!ok || !SystemTimeToFileTime(&local, &local_ft)) {
         DWORD e = GetLastError();
