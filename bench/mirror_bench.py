@@ -35,7 +35,7 @@ OFFERED = "26.02.01.25000"
 
 # The rest of the http block after nginx_helper.HEAD.
 BODY = """
-    log_format mirror escape=json '{{"path":"$uri","status":$status}}';
+    log_format mirror escape=json '{{"path":"$uri","status":$status,"bytes":$body_bytes_sent}}';
     access_log {dir}/access.log mirror;
     server {{
         listen 127.0.0.1:{port};
@@ -79,27 +79,39 @@ def _api_check_cost(outpost: str, work: str, installer: str) -> int:
         return int(sim.log()["summary"]["total"])
 
 
-def bench_mirror(outpost: str, work: str, fleet: int, log=print) -> dict:
-    """Runs the benchmark; returns the measurements (see the module docstring)."""
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    installer = os.path.join(work, "installer.exe")
-    write_fake_installer(installer, 7, 256 * 1024)
+def publish_mirror(outpost: str, work: str, installer: str, version: str = OFFERED,
+                   rollout_percent: float | None = None) -> tuple[str, str]:
+    """Publishes installer as version into work/mirror from the simulator
+    (`keygen`, `publish`; publish.rollout_percent when given) and stops the
+    simulator; returns the mirror directory and the public key (PEM)."""
     key_file = os.path.join(work, "mirror.key")
     mirror = os.path.join(work, "mirror")
     r = subprocess.run([outpost, "--json", "keygen", "-o", key_file], capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         raise RuntimeError(f"keygen: {r.stderr.strip()}")
     public_pem = json.loads(r.stdout)["public_key"]
-    with Sim.start(installer=installer, installer_version=OFFERED, rate_limit=0, incidents=1) as sim:
+    publish = {"dir": mirror, "signing_key_file": key_file}
+    if rollout_percent is not None:
+        publish["rollout_percent"] = rollout_percent
+    with Sim.start(installer=installer, installer_version=version, rate_limit=0, incidents=1) as sim:
         cfg = _write(os.path.join(work, "publisher.json"), {
             "base_url": sim.url, "state_dir": os.path.join(work, "publisher-state"),
             "installer": {"verify": {"require_signature": False, "trusted_ca_file": None}},
-            "report": {"enabled": False}, "publish": {"dir": mirror, "signing_key_file": key_file}})
+            "report": {"enabled": False}, "publish": publish})
         r = subprocess.run([outpost, "-c", cfg, "publish"], capture_output=True, text=True, timeout=120,
                            env=dict(os.environ, OUTPOST_API_KEY="sim-api-key"))
         if r.returncode != 0:
             raise RuntimeError(f"publish: {r.stderr.strip()}")
+    return mirror, public_pem
+
+
+def bench_mirror(outpost: str, work: str, fleet: int, log=print) -> dict:
+    """Runs the benchmark; returns the measurements (see the module docstring)."""
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    installer = os.path.join(work, "installer.exe")
+    write_fake_installer(installer, 7, 256 * 1024)
+    mirror, public_pem = publish_mirror(outpost, work, installer)
     per_check = _api_check_cost(outpost, work, installer)
 
     ndir = os.path.join(work, "nginx")
