@@ -48,6 +48,14 @@ Benchmarks (everything on 127.0.0.1, every process under a timeout):
   mirror   the fleet mirror (mirror_bench.py): 1,000 endpoints check a
            published mirror on nginx with the API stopped, then revalidate
            (304s); beside what the same fleet costs through the API.
+  fleet    the fleet policy over a simulated day (fleet_bench.py): 10,000
+           machine ids (2,000 with --quick) with the packaged timer/task delay,
+           schedule.jitter, maintenance windows in five zones and a 10 %
+           rollout, decided by tests/tools/fleet_sim (rollout.c and policy.c
+           linked; --fleet-sim, default beside --outpost in its build tree),
+           and a sample of 20 ids (6 with --quick) run through the day by the
+           Debian build under libfaketime (the static release binary takes no
+           LD_PRELOAD) against nginx serving the published mirror, compared with fleet_sim's answers for the same ids.
 
 Runs alternate the tools (the order rotates every repetition); the table
 shows medians. Results go to stdout (a Markdown table) and to --json
@@ -83,6 +91,7 @@ RECORDED = os.path.join(HERE, "results.json")               # the full run docs/
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "sim"))
 sys.path.insert(0, os.path.join(TOP, "tests", "integration"))  # nginx_helper, servers
+from fleet_bench import bench_fleet  # noqa: E402
 from mirror_bench import bench_mirror  # noqa: E402
 from nginx_bench import Nginx  # noqa: E402
 from sim import make_certificates, write_fake_installer  # noqa: E402
@@ -147,7 +156,7 @@ TIME_OVERHEAD = {"cpu": 0.0}
 
 # The benchmarks, in the order a full run makes them: each is Bench.bench_<name>
 # (a new one: add its name here and the method).
-BENCHES = ["update", "signed", "check", "resume", "report", "footprint", "mirror"]
+BENCHES = ["update", "signed", "check", "resume", "report", "footprint", "mirror", "fleet"]
 
 
 def calibrate() -> float:
@@ -765,6 +774,34 @@ class Bench:
                  {"through the API": m["api_requests_through_api"]}, "API requests = 0",
                  m["api_requests_mirror"] == 0, binary=label)
 
+    def bench_fleet(self) -> None:
+        """The fleet policy over a simulated day; see fleet_bench.py."""
+        fleet, sample = (2000, 6) if self.quick else (10000, 20)
+        # The Debian build: libfaketime's LD_PRELOAD cannot reach into the static release binary.
+        label, binary = "debian", self.outpost
+        tool = self.args.fleet_sim or os.path.join(os.path.dirname(self.outpost), "tests", "tools", "fleet_sim")
+        f = bench_fleet(binary, tool, os.path.join(self.work, "fleet"), fleet, sample, log=self.log)
+        self.results["raw"]["fleet"] = f
+        n, s = f["fleet"], f["sample"]
+        name = f"fleet policy: {fleet} ids, one day, {f['rollout_percent']} % rollout (fleet_sim)"
+        self.row(name, "busiest minute's share of the day's manifest requests", "%",
+                 n["busiest_minute_share_percent"], {}, "≤ 1.5 %", n["busiest_minute_share_percent"] <= 1.5,
+                 binary="—")
+        j = f["fleet_with_jitter"]
+        self.row(name, "the same with schedule.jitter 30m", "%", j["busiest_minute_share_percent"], {},
+                 "≤ 1.5 %", j["busiest_minute_share_percent"] <= 1.5, binary="—")
+        self.row(name, "deploys outside their window (of deploys; zoneinfo check)", "",
+                 f"{n['deploys_outside_window']} of {n['deploys']}", {}, "0", n["deploys_outside_window"] == 0,
+                 binary="—")
+        self.row(name, "machines downloading the installer / eligible", "",
+                 f"{n['downloads']} / {n['eligible']}", {}, "", None, binary="—")
+        name = f"fleet policy: sample of {s['ids']} ids × {f['hours']} runs, real binary, libfaketime, nginx"
+        self.row(name, "ids whose runs agree with fleet_sim", "", f"{s['agree']} of {s['ids']} ({s['runs']} runs)",
+                 {}, "all", s["agree"] == s["ids"], binary=label)
+        self.row(name, "installer bytes nginx sent to ineligible / eligible ids", "",
+                 f"{s['installer_bytes_to_ineligible']} B / {s['installer_bytes_to_eligible'] / MiB:.1f} MiB", {},
+                 "0 to ineligible", s["installer_bytes_to_ineligible"] == 0, binary=label)
+
     def bench_footprint(self) -> None:
         stripped = os.path.join(self.work, "outpost.stripped")
         subprocess.run(["strip", "-o", stripped, self.outpost], check=True, timeout=60)
@@ -895,6 +932,7 @@ def main() -> int:
     parser.add_argument("--workdir", help="scratch directory (default: a new one under /tmp)")
     parser.add_argument("--windows-exe", default=os.path.join(TOP, "out", "release", "windows-x86_64", "outpost.exe"))
     parser.add_argument("--only", action="append", choices=BENCHES)
+    parser.add_argument("--fleet-sim", help="tests/tools/fleet_sim (default: tests/tools/fleet_sim beside --outpost)")
     parser.add_argument("--reps", type=int, help="repetitions of update/check/resume/no-op run")
     parser.add_argument("--report-reps", type=int)
     parser.add_argument("--report-incidents", type=int)
