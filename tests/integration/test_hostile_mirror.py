@@ -14,11 +14,14 @@ credentials that no file, log line or `-vv` trace records.
 from __future__ import annotations
 
 import json
+import os
 import select
+import shutil
 import socket
 import socketserver
 import ssl
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -26,7 +29,7 @@ import pytest
 
 from mirror_helper import endpoint_config
 from outpost_config import UNSIGNED, write_config
-from outpost_run import OUTPOST, error_lines, outpost
+from outpost_run import OUTPOST, error_lines, outpost, outpost_start
 from sim import make_certificates
 
 KiB, MiB = 1024, 1024 * 1024
@@ -214,13 +217,16 @@ def test_a_hostile_answer_ends_the_transfer_not_the_run(tmp_path, published, hos
           f"server (socket buffers included)")
 
 
-def test_an_https_mirror_never_continues_on_http(tmp_path, published, hostile):
+@pytest.mark.parametrize("spelled", ["https://localhost", "HTTPS://localhost", "Https://LOCALHOST"])
+def test_an_https_mirror_never_continues_on_http(tmp_path, published, hostile, spelled):
+    """However the scheme and host are spelled (RFC 3986: without regard to
+    case), a transfer that started on TLS is not followed to http://."""
     tls = make_certificates(str(tmp_path / "certs"))
     secure = Hostile(published.dir, tls=tls)
     secure.plain_base = hostile.base
     try:
-        cfg, state = endpoint(tmp_path, "tohttp", [secure.url("tohttp")], published.public_pem,
-                              tls={"ca_file": tls["ca.pem"]})
+        url = secure.url("tohttp").replace("https://localhost", spelled)
+        cfg, state = endpoint(tmp_path, "tohttp", [url], published.public_pem, tls={"ca_file": tls["ca.pem"]})
         r = outpost(cfg, "check", key=None)
         assert r.returncode == 75, r.stderr
         assert "never continues without TLS" in last_error(r)
@@ -290,3 +296,73 @@ def test_mirror_credentials_are_never_recorded(tmp_path, published, hostile):
             assert password.encode() not in path.read_bytes(), f"{path} records the password"
     # The credentials were sent (HTTP basic authentication), just never recorded.
     assert any("authorization" in headers for _, headers in hostile.requests)
+
+
+# ---- a file:// mirror reads regular files only, never blocking (issue 34, finding 5) -----------------
+
+SWAPPER = r"""
+import os, sys
+manifest, regular, fifo, stop = sys.argv[1:5]
+tmp = manifest + ".swap"
+flips = 0
+while not os.path.exists(stop):
+    for source in (fifo, regular):
+        try:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            os.link(source, tmp)
+            os.rename(tmp, manifest)
+            flips += 1
+        except OSError:
+            pass
+print(flips)
+"""
+
+FIFO_RUNS = 100
+
+
+def test_a_fifo_swapped_into_a_file_mirror_fails_the_run_never_hangs_it(tmp_path, published):
+    """manifest.json swapped between the real file and a FIFO nobody writes,
+    as fast as a loop can: every run ends (no open or read waits for a
+    writer that never comes), each with an exit code, and the lock is never
+    held past its run (no run meets exit 5)."""
+    mirror = tmp_path / "fifo-mirror"
+    shutil.copytree(published.dir, mirror)
+    regular = tmp_path / "manifest.regular"
+    os.link(mirror / "manifest.json", regular)
+    fifo = tmp_path / "manifest.fifo"
+    os.mkfifo(fifo)
+    cfg, state = endpoint(tmp_path, "fifo", [mirror.as_uri()], published.public_pem)
+    stop = tmp_path / "stop"
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(mirror / "manifest.json"), str(regular), str(fifo),
+                        str(stop)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    codes = []
+    try:
+        for _ in range(FIFO_RUNS):
+            p = outpost_start(cfg, "check", key=None)
+            try:
+                p.communicate(timeout=ENDS_WITHIN)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+                pytest.fail("a run hung on the file:// mirror")
+            codes.append(p.returncode)
+    finally:
+        stop.write_text("")
+        out, err = swapper.communicate(timeout=60)
+    assert swapper.returncode == 0, err
+    print(f"\n[fifo] {len(codes)} runs, exit codes {sorted(set(codes))}, {out.strip()} swaps")
+    assert int(out) > 0
+    assert 5 not in codes, "a run met the lock of one before it"
+    assert set(codes) <= {10, 1, 75}, codes
+
+
+def test_a_fifo_in_a_file_mirror_is_refused_as_not_a_regular_file(tmp_path, published):
+    mirror = tmp_path / "fifo-mirror"
+    shutil.copytree(published.dir, mirror)
+    (mirror / "manifest.json").unlink()
+    os.mkfifo(mirror / "manifest.json")
+    cfg, state = endpoint(tmp_path, "fifo", [mirror.as_uri()], published.public_pem)
+    r = outpost(cfg, "check", key=None, timeout=ENDS_WITHIN)
+    assert r.returncode == 1, r.stderr
+    assert "not a regular file" in last_error(r), r.stderr

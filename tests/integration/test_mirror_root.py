@@ -200,13 +200,140 @@ def test_a_new_root_file_starts_a_new_lineage(tmp_path, fleet):
     mirror.put_root(1, (tmp_path / "new-root.json").read_text())
     mirror.manifest(1, ["m9"])
     shutil.copyfile(tmp_path / "new-root.json", pinned)
-    r = outpost(cfg, "update", key=None)
+    r = outpost(cfg, "update", key=None, env_extra={})
     assert r.returncode == 0, r.stderr
+    assert "new lineage" in r.stderr, r.stderr  # loudly: on stderr (and in the log)
     assert staged_versions(state) == [V2]
     assert kept_root_version(state) is None  # the old lineage's root is gone, not merely set aside
     # Still trusted under the new lineage (V2 is staged, not deployed).
     assert outpost(cfg, "check", key=None).returncode == 10
     assert kept_root_version(state) is None
+
+
+def walked_to_three(tmp_path, fleet):
+    """The endpoint walks 1 -> 2 -> 3 (root 2 adds manifest key m2, root 3
+    revokes m1) and accepts seq 50 signed by m2. Returns (cfg, state, the
+    ceremony folder)."""
+    keys, mirror, pinned = fleet
+    cfg, state = endpoint_config(tmp_path, "e1", [mirror.url], root_file=pinned)
+    c = tmp_path / "ceremony"
+    ceremony_next(keys, c / "1.root.json", c / "2.root.json", signers=["r1"], add_manifest=["m2"])
+    ceremony_next(keys, c / "2.root.json", c / "3.root.json", signers=["r1"], remove_manifest=["m1"])
+    mirror.put_root(2, (c / "2.root.json").read_text())
+    mirror.put_root(3, (c / "3.root.json").read_text())
+    mirror.manifest(50, ["m2"])
+    r = outpost(cfg, "check", key=None)
+    assert r.returncode == 10, r.stderr
+    assert kept_root_version(state) == 3
+    return cfg, state, c
+
+
+def withhold_roots_and_serve_the_revoked_key(fleet):
+    """The attack of issue 34 (finding 1): the mirror withholds roots/ and
+    serves seq 3 signed by the revoked manifest key m1."""
+    keys, mirror, _ = fleet
+    shutil.rmtree(mirror.dir / "roots")
+    (mirror.dir / "roots").mkdir()
+    (mirror.dir / "root.json").unlink()
+    mirror.manifest(3, ["m1"])
+
+
+def highest_seq(state) -> str:
+    return json.loads((state / "state.json").read_text())["mirror"]["highest_seq"]
+
+
+@pytest.mark.parametrize("change", ["trailing_newline", "crlf", "reindented", "older_root_walked_through"])
+def test_a_rewritten_or_older_root_file_changes_nothing(tmp_path, fleet, change):
+    """A root is its signed payload, not the file's bytes: root_file rewritten
+    (a newline added, CRLF line ends, re-indented) or replaced by root 2,
+    which the endpoint walked through, leaves root 3 trusted; the revoked
+    key's manifest is refused (4), the stored seq stays 50."""
+    keys, mirror, pinned = fleet
+    cfg, state, c = walked_to_three(tmp_path, fleet)
+    if change == "trailing_newline":
+        pinned.write_bytes(pinned.read_bytes() + b"\n")
+    elif change == "crlf":
+        pinned.write_bytes(pinned.read_bytes().replace(b"\n", b"\r\n") + b"\r\n")
+    elif change == "reindented":
+        pinned.write_text(json.dumps(json.loads(pinned.read_text()), indent=4))
+    else:
+        shutil.copyfile(c / "2.root.json", pinned)
+    withhold_roots_and_serve_the_revoked_key(fleet)
+    r = outpost(cfg, "check", key=None)
+    assert r.returncode == 4, r.stderr
+    assert "mirror root version 3" in r.stderr, r.stderr
+    assert "new lineage" not in r.stderr, r.stderr
+    assert kept_root_version(state) == 3
+    assert highest_seq(state) == "50"
+
+
+def test_an_older_root_file_not_walked_through_keeps_the_kept_root_and_says_how_to_reset(tmp_path, fleet):
+    """root_file replaced by a root of a lower version than the kept one that
+    the endpoint never saw (its lineage started above it): trust never moves
+    down without `mirror trust reset`, which the warning names."""
+    keys, mirror, pinned = fleet
+    c = tmp_path / "ceremony"
+    ceremony_next(keys, c / "1.root.json", c / "2.root.json", signers=["r1"], add_manifest=["m2"])
+    ceremony_next(keys, c / "2.root.json", c / "3.root.json", signers=["r1"], remove_manifest=["m1"])
+    shutil.copyfile(c / "2.root.json", pinned)  # the endpoint starts from root 2
+    mirror.put_root(3, (c / "3.root.json").read_text())
+    mirror.manifest(50, ["m2"])
+    cfg, state = endpoint_config(tmp_path, "e1", [mirror.url], root_file=pinned)
+    assert outpost(cfg, "check", key=None).returncode == 10
+    assert kept_root_version(state) == 3
+    shutil.copyfile(c / "1.root.json", pinned)
+    withhold_roots_and_serve_the_revoked_key(fleet)
+    r = outpost(cfg, "check", key=None)
+    assert r.returncode == 4, r.stderr
+    assert "mirror trust reset" in r.stderr, r.stderr
+    assert kept_root_version(state) == 3
+    assert highest_seq(state) == "50"
+
+
+def test_mirror_trust_reset_starts_again_from_root_file_and_the_status_says_when(tmp_path, fleet):
+    keys, mirror, pinned = fleet
+    cfg, state, c = walked_to_three(tmp_path, fleet)
+    withhold_roots_and_serve_the_revoked_key(fleet)
+    assert outpost(cfg, "check", key=None).returncode == 4
+    r = outpost(cfg, "--json", "mirror", "trust", "reset", key=None)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["forgotten_version"] == 3 and doc["root_file"] == str(pinned), doc
+    assert kept_root_version(state) is None
+    status = json.loads((state / "status.json").read_text())
+    reset_at = status["installer"]["mirror"]["trust_reset_at"]
+    assert reset_at == doc["reset_at"]
+    # Trusted from root_file (version 1, m1) again, by the administrator's choice.
+    r = outpost(cfg, "check", key=None)
+    assert r.returncode == 10, r.stderr
+    status = json.loads((state / "status.json").read_text())
+    assert status["installer"]["mirror"]["trust_reset_at"] == reset_at
+    assert status["installer"]["mirror"]["root"]["version"] == 1
+    r = outpost(cfg, "status", key=None)
+    assert "mirror trust reset at " + reset_at in r.stdout, r.stdout
+    # Nothing kept: reset says so and changes nothing else.
+    r = outpost(cfg, "mirror", "trust", "reset", key=None)
+    assert r.returncode == 0, r.stderr
+    assert kept_root_version(state) is None
+
+
+def test_mirror_trust_reset_takes_the_lock(tmp_path, fleet):
+    import fcntl
+    cfg, state, _ = walked_to_three(tmp_path, fleet)
+    with open(state / "outpost.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        r = outpost(cfg, "mirror", "trust", "reset", key=None)
+    assert r.returncode == 5, r.stderr
+    assert kept_root_version(state) == 3
+
+
+def test_mirror_trust_reset_without_root_file_is_a_configuration_error(tmp_path, fleet):
+    keys, mirror, _ = fleet
+    cfg, state = endpoint_config(tmp_path, "e1", [mirror.url], [keys.pub("m1").read_text()])
+    r = outpost(cfg, "mirror", "trust", "reset", key=None)
+    assert r.returncode == 2, r.stderr
+    assert "mirror.root_file" in r.stderr
+    assert not state.exists()
 
 
 # ---- seq, recovery -------------------------------------------------------------------------

@@ -463,3 +463,311 @@ def test_trusted_input_files_as_an_administrator_keeps_them_pass(sim, base, kind
     cfg, target, mode, command, env = trusted_input_case(base, sim, kind)
     r = outpost(cfg, *command, env_extra=env, key=None, cwd="/")
     assert "refusing it" not in r.stderr, r.stderr
+
+
+# ---- links judged where they live (issue 34, finding 2) ------------------------------------------
+
+
+def users_folder(base: Path, name: str = "u") -> Path:
+    """A folder the unprivileged user owns (0755), where they may put and re-point links."""
+    folder = base / name
+    folder.mkdir(mode=0o755)
+    os.chown(folder, NOBODY, NOBODY)
+    return folder
+
+
+FLIPPER = r"""
+import os, sys
+link, first, second, stop = sys.argv[1:5]
+tmp = link + ".new"
+flips = 0
+while not os.path.exists(stop):
+    for target in (first, second):
+        try:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            os.symlink(target, tmp)
+            os.rename(tmp, link)
+            flips += 1
+        except OSError:
+            pass
+print(flips)
+"""
+
+
+def test_configuration_through_a_link_a_user_can_flip_is_refused_every_time(base):
+    """The issue's reproduction of 2a: `-c` names a link in a folder the user
+    owns, flipped in a tight loop between root's configuration and the
+    user's (whose state_dir is another directory). Judging a link by its
+    target and then reading by name loaded the user's configuration in 60
+    of 300 runs; judged where it lives, every run is refused with exit 2
+    naming the folder, and the user's configuration never takes effect."""
+    folder = users_folder(base)
+    good_state, evil_state = base / "state-good", base / "state-evil"
+    good, evil = base / "root.json", folder / "theirs.json"
+    good.write_text(json.dumps({"state_dir": str(good_state), "installer": {"verify": UNSIGNED}}))
+    evil.write_text(json.dumps({"state_dir": str(evil_state), "installer": {"verify": UNSIGNED}}))
+    os.chown(evil, NOBODY, NOBODY)
+    link = folder / "outpost.json"
+    link.symlink_to(good)
+    os.lchown(link, NOBODY, NOBODY)
+    stop = base / "stop"
+    flipper = subprocess.Popen(
+        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable, "-c", FLIPPER,
+         str(link), str(good), str(evil), str(stop)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = []
+    deadline = time.monotonic() + RACE_SECONDS
+    try:
+        while len(results) < RUNS and time.monotonic() < deadline:
+            results.append(outpost(link, "deploy", key=None, cwd="/"))
+    finally:
+        stop.write_text("")
+        out, err = flipper.communicate(timeout=60)
+    assert flipper.returncode == 0, err
+    print(f"{len(results)} runs while the user flipped the link {out.strip()} times; exit codes "
+          f"{sorted({r.returncode for r in results})}")
+    assert len(results) >= 20 and int(out) > 0
+    assert not evil_state.exists(), "a run loaded the user's configuration"
+    assert not good_state.exists(), "a run trusted a configuration reached through the user's link"
+    for r in results:
+        assert r.returncode == 2, (r.returncode, r.stderr)
+        assert str(folder) in r.stderr and "configuration file" in r.stderr, r.stderr
+
+
+def trust_file_case(base: Path, kind: str, sim_url: str = "http://127.0.0.1:9"):
+    """(configuration document, the trusted file of this kind written by
+    root, its mode, the command that reads it, its environment)."""
+    state = base / "state"
+    doc = {"state_dir": str(state), "base_url": sim_url,
+           "installer": {"installed_version": "1.0", "verify": dict(UNSIGNED)}}
+    env = {"OUTPOST_API_KEY": "sim-api-key"}
+    command = ["check"]
+    keys = base / "keys"
+    if kind == "api_key_file":
+        target, mode = base / "api_key", 0o600
+        target.write_text("sim-api-key\n")
+        env = {}
+    elif kind == "trusted_ca_file":
+        target, mode = base / "publisher-ca.pem", 0o644
+        target.write_text("not needed to be valid here\n")
+        command = ["update"]
+    elif kind in ("mirror_public_key", "mirror_root_file"):
+        from mirror_helper import Keys, ceremony_root
+        k = Keys(keys)
+        if kind == "mirror_public_key":
+            target = k.pub("m1")
+        else:
+            target = ceremony_root(k, base / "root.json", root_keys=["r1"], root_threshold=1, manifest_keys=["m1"],
+                                   signers=["r1"])
+        mode = 0o644
+        doc.pop("base_url")
+        mirror = base / "mirror"
+        mirror.mkdir(exist_ok=True)
+        doc["mirror"] = {"urls": [mirror.as_uri() + "/"], "machine_id": "m"}
+        doc["report"] = {"enabled": False}
+    else:
+        raise ValueError(kind)
+    os.chmod(target, mode)
+    return doc, target, mode, command, env
+
+
+def point_config_at(doc: dict, kind: str, path: Path) -> dict:
+    doc = json.loads(json.dumps(doc))
+    if kind == "api_key_file":
+        doc["api_key_file"] = str(path)
+    elif kind == "trusted_ca_file":
+        doc["installer"]["verify"]["trusted_ca_file"] = str(path)
+    elif kind == "mirror_public_key":
+        doc["mirror"]["public_keys"] = [str(path)]
+    elif kind == "mirror_root_file":
+        doc["mirror"]["root_file"] = str(path)
+    return doc
+
+
+LINKED_KINDS = ["configuration", "api_key_file", "trusted_ca_file", "mirror_public_key", "mirror_root_file"]
+
+
+@pytest.mark.parametrize("kind", LINKED_KINDS)
+def test_a_link_in_a_users_folder_to_roots_file_is_refused(sim, base, kind):
+    """Judged by its target alone, a link the user may re-point at will to a
+    file of root's passed (2a without a race); the folder holding the link
+    is judged now: exit 2 naming it, before any request and with nothing
+    written."""
+    folder = users_folder(base)
+    if kind == "configuration":
+        doc, key, _, command, env = trust_file_case(base, "api_key_file", sim.url)
+        good = base / "outpost.json"
+        good.write_text(json.dumps(point_config_at(doc, "api_key_file", key)))
+        link = folder / "outpost.json"
+        link.symlink_to(good)
+        cfg = link
+    else:
+        doc, target, _, command, env = trust_file_case(base, kind, sim.url)
+        link = folder / target.name
+        link.symlink_to(target)
+        cfg = base / "outpost.json"
+        cfg.write_text(json.dumps(point_config_at(doc, kind, link)))
+    sim.clear_log()
+    r = outpost(cfg, *command, env_extra=env, key=None, cwd="/")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert str(folder) in r.stderr and f"owned by uid {NOBODY}" in r.stderr, r.stderr
+    assert sim.log()["requests"] == []
+    assert not (base / "state").exists(), "something was written before the link was judged"
+
+
+@pytest.mark.parametrize("kind", LINKED_KINDS)
+def test_a_link_in_roots_folder_to_roots_file_passes(sim, base, kind):
+    """The same link in a folder of root's: followed, its target judged, and the run goes on."""
+    folder = base / "etc"
+    folder.mkdir(mode=0o755)
+    if kind == "configuration":
+        doc, key, _, command, env = trust_file_case(base, "api_key_file", sim.url)
+        good = base / "outpost.json"
+        good.write_text(json.dumps(point_config_at(doc, "api_key_file", key)))
+        cfg = folder / "outpost.json"
+        cfg.symlink_to(good)
+    else:
+        doc, target, _, command, env = trust_file_case(base, kind, sim.url)
+        link = folder / target.name
+        link.symlink_to(target)
+        cfg = base / "outpost.json"
+        cfg.write_text(json.dumps(point_config_at(doc, kind, link)))
+    r = outpost(cfg, *command, env_extra=env, key=None, cwd="/")
+    # (What happens next is other tests' business: this CA file holds no certificate.)
+    assert "refusing it" not in r.stderr and "owned by" not in r.stderr, (r.returncode, r.stderr)
+
+
+def test_state_dir_through_a_link_in_a_users_folder_is_refused(base):
+    """2b: state_dir names a link in the user's folder to a root-owned 0755
+    folder (standing in for /etc): refused (exit 1) naming the link's folder,
+    and the folder it points at is left exactly as it was."""
+    folder = users_folder(base)
+    etc = base / "etc-like"
+    etc.mkdir(mode=0o755)
+    (etc / "passwd-like").write_text("keep\n")
+    (folder / "state").symlink_to(etc)
+    cfg = base / "outpost.json"
+    cfg.write_text(json.dumps({"state_dir": str(folder / "state"), "base_url": "http://127.0.0.1:9",
+                               "installer": {"installed_version": "1.0", "verify": UNSIGNED}}))
+    before = (os.stat(etc).st_mode, os.stat(etc).st_uid, os.stat(etc).st_gid, sorted(os.listdir(etc)))
+    r = outpost(cfg, "check", cwd="/")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert str(folder) in r.stderr and f"owned by uid {NOBODY}" in r.stderr, r.stderr
+    after = (os.stat(etc).st_mode, os.stat(etc).st_uid, os.stat(etc).st_gid, sorted(os.listdir(etc)))
+    assert after == before, "outpost changed or wrote into the folder the user's link points at"
+
+
+# ---- nothing written before everything is judged (findings 3 and 7) -------------------------------
+
+
+def test_log_file_is_not_written_through_a_refused_state_dir(base):
+    """3: a state_dir the user owns, its logs folder a link to a folder of
+    root's, log.file in it: the state_dir is refused (exit 1) and no log
+    line is written anywhere (until state_dir is held, messages go to
+    stderr only)."""
+    state = users_folder(base, "state")
+    victim = base / "victim"
+    victim.mkdir(mode=0o755)
+    (state / "logs").symlink_to(victim)
+    os.lchown(state / "logs", NOBODY, NOBODY)
+    cfg = base / "outpost.json"
+    cfg.write_text(json.dumps({"state_dir": str(state), "base_url": "http://127.0.0.1:9",
+                               "installer": {"installed_version": "1.0", "verify": UNSIGNED},
+                               "log": {"file": "logs/outpost.log"}}))
+    r = outpost(cfg, "check", cwd="/")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"owned by uid {NOBODY}" in r.stderr, r.stderr
+    assert list(victim.iterdir()) == [], "root wrote the log through the user's link"
+    assert sorted(p.name for p in state.iterdir()) == ["logs"], "something was written in the refused state_dir"
+
+
+@pytest.mark.parametrize("kind", ["mirror_root_file", "mirror_public_key"])
+def test_a_loose_mirror_trust_file_writes_nothing(base, kind):
+    """7: a world-writable mirror.root_file or public key file is a
+    configuration error (exit 2) found before the state directory, the
+    lock, state.json, status.json or the log exist."""
+    doc, target, mode, command, env = trust_file_case(base, kind)
+    doc = point_config_at(doc, kind, target)
+    doc["log"] = {"file": "outpost.log"}
+    cfg = base / "outpost.json"
+    cfg.write_text(json.dumps(doc))
+    os.chmod(target, 0o666)
+    r = outpost(cfg, *command, env_extra=env, key=None, cwd="/")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert str(target) in r.stderr and "chmod" in r.stderr, r.stderr
+    assert not (base / "state").exists(), "the state directory was created before the configuration was judged"
+
+
+# ---- files outside state_dir (finding 4) -----------------------------------------------------------
+
+OUTSIDE = {
+    # key: (configuration section, its key, the command that writes it)
+    "jsonl_file": ("report", "jsonl_file", "report"),
+    "status_file": ("report", "status_file", "report"),
+    "metrics_file": ("report", "metrics_file", "report"),
+    "log.file": ("log", "file", "report"),
+}
+
+
+def outside_config(base: Path, sim, which: str, path: Path) -> Path:
+    section, key, _ = OUTSIDE[which]
+    doc = {"state_dir": str(base / "state"), "base_url": sim.url, "schedule": {"jitter": "0s"}}
+    doc.setdefault(section, {})[key] = str(path)
+    cfg = base / "outpost.json"
+    cfg.write_text(json.dumps(doc))
+    return cfg
+
+
+@pytest.mark.parametrize("which", sorted(OUTSIDE))
+@pytest.mark.sim_options(incidents=3)
+def test_a_feed_in_a_users_folder_is_refused_and_writes_nothing_through_it(sim, base, which):
+    """4: an absolute feed (or log) path in a folder the user owns, the file
+    a link to a file of root's: refused (exit 1) naming the folder, and the
+    file of root's does not grow."""
+    folder = users_folder(base, "feeds")
+    victim = base / "victim.conf"
+    victim.write_text("root's\n")
+    link = folder / "out"
+    link.symlink_to(victim)
+    os.lchown(link, NOBODY, NOBODY)
+    cfg = outside_config(base, sim, which, link)
+    r = outpost(cfg, OUTSIDE[which][2], cwd="/")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert str(folder) in r.stderr and f"owned by uid {NOBODY}" in r.stderr, r.stderr
+    assert victim.read_text() == "root's\n", "root wrote through the user's link"
+
+
+@pytest.mark.parametrize("which", sorted(OUTSIDE))
+@pytest.mark.sim_options(incidents=3)
+def test_a_feed_that_is_a_link_is_not_followed(sim, base, which):
+    """In a folder of root's, a feed file that is a link (to another file of
+    root's) is not followed either: refused, the other file unchanged."""
+    folder = base / "feeds"
+    folder.mkdir(mode=0o755)
+    victim = base / "victim.conf"
+    victim.write_text("root's\n")
+    (folder / "out").symlink_to(victim)
+    cfg = outside_config(base, sim, which, folder / "out")
+    r = outpost(cfg, OUTSIDE[which][2], cwd="/")
+    assert victim.read_text() == "root's\n", "root wrote through a link"
+    assert "symbolic link" in r.stderr, r.stderr
+    # A feed that cannot be written fails the run; the log file is a
+    # warning, its lines going to stderr only (README, LOG FILE).
+    assert r.returncode != 0 if which != "log.file" else "warning" in r.stderr, (r.returncode, r.stderr)
+
+
+@pytest.mark.parametrize("which", sorted(OUTSIDE))
+@pytest.mark.sim_options(incidents=3)
+def test_a_feed_in_roots_folder_is_written_owner_only(sim, base, which):
+    folder = base / "feeds"
+    folder.mkdir(mode=0o755)
+    cfg = outside_config(base, sim, which, folder / "out")
+    r = outpost(cfg, OUTSIDE[which][2], cwd="/", umask=0o022)
+    assert r.returncode == 0, r.stderr
+    st = os.lstat(folder / "out")
+    assert stat_is_regular(st) and st.st_mode & 0o777 == 0o600, oct(st.st_mode)
+
+
+def stat_is_regular(st) -> bool:
+    import stat as stat_module
+    return stat_module.S_ISREG(st.st_mode)
