@@ -171,7 +171,8 @@ error_code url_follow(http_client *c, xfer *x, error_info *why)
         free(target);
         return ERR_PROTOCOL;
     }
-    if (text_starts_with(x->url, "https://") && !text_starts_with(target, "https://")) {
+    /* Schemes compare without regard to case (RFC 3986 3.1): HTTPS:// is TLS too. */
+    if (text_equal_nocase_n(x->url, "https://", 8) && !text_equal_nocase_n(target, "https://", 8)) {
         /* Once on TLS, never off it (PRODUCT.md section 9): http:// is
          * allowed to a loopback base_url for tests and local gateways, but
          * an https:// answer redirecting to it would hand the rest of the
