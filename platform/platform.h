@@ -328,11 +328,12 @@ MUST_CHECK error_code platform_check_private_dir(const char *path, error_info *e
 MUST_CHECK error_code platform_check_trusted_file(const char *what, const char *path, bool secret, error_info *err);
 
 /*
- * Checks that a file holding a secret (the API key) is readable by its owner
- * only: platform_check_trusted_file("API key file", path, true), a missing
- * file ERR_CONFIG too.
+ * Checks that a file holding a secret (the API key, a signing key) is
+ * readable by its owner only: platform_check_trusted_file(what, path, true),
+ * a missing file ERR_CONFIG too. what names the file in every message
+ * ("API key file", "signing key file").
  */
-MUST_CHECK error_code platform_check_secret_file(const char *path, error_info *err);
+MUST_CHECK error_code platform_check_secret_file(const char *what, const char *path, error_info *err);
 
 /* ---- Access lists: who may read what outpost creates (acl.c) ------------- */
 

@@ -77,7 +77,6 @@ error_code command_keygen(command_context *ctx, error_info *err)
     return rc;
 }
 
-/* platform_check_secret_file speaks of the API key; this is the signing key. */
 static MUST_CHECK error_code load_signing_key(const config *cfg, signkey **key, error_info *err)
 {
     if (!cfg->publish.signing_key_file)
@@ -85,17 +84,7 @@ static MUST_CHECK error_code load_signing_key(const config *cfg, signkey **key, 
                          "%s: `publish.signing_key_file` is not set; make a key with `outpost keygen -o "
                          "FILE` and name FILE there",
                          cfg->path ? cfg->path : "configuration");
-    error_code rc = signkey_load_private_file(cfg->publish.signing_key_file, key, err);
-    if (rc != ERR_OK && err) {
-        char *at = strstr(err->message, "API key file");
-        if (at) {
-            char fixed[ERROR_MESSAGE_MAX];
-            snprintf(fixed, sizeof fixed, "%.*ssigning key file%s", (int)(at - err->message), err->message,
-                     at + strlen("API key file"));
-            memcpy(err->message, fixed, sizeof fixed);
-        }
-    }
-    return rc;
+    return signkey_load_private_file(cfg->publish.signing_key_file, key, err);
 }
 
 error_code command_publish(command_context *ctx, error_info *err)

@@ -1039,7 +1039,7 @@ error_code config_load_api_key(const config *cfg, char **key, error_info *err)
                          cfg->path_missing ? " (that file does not exist; create it or pass -c FILE)" : "");
     error_code rc = config_check_file("api_key_file", cfg->api_key_file, err);
     if (rc == ERR_OK)
-        rc = platform_check_secret_file(cfg->api_key_file, err);
+        rc = platform_check_secret_file("API key file", cfg->api_key_file, err);
     if (rc != ERR_OK)
         return rc;
     char *text = NULL;

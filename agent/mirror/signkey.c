@@ -154,13 +154,13 @@ error_code signkey_parse_private(const char *pem, size_t len, const char *source
 
 error_code signkey_load_private_file(const char *path, signkey **out, error_info *err)
 {
-    error_code rc = platform_check_secret_file(path, err);
+    error_code rc = platform_check_secret_file("signing key file", path, err);
     if (rc == ERR_NOT_FOUND)
         return error_set(err, ERR_CONFIG, "signing key file %s does not exist; make one with `outpost keygen -o %s`",
                          path, path);
     if (rc != ERR_OK) {
         err->code = ERR_CONFIG;
-        return error_prefix(err, "signing key file (`publish.signing_key_file`)");
+        return rc; /* the message names the signing key file */
     }
     char *text = NULL;
     size_t len = 0;

@@ -184,9 +184,9 @@ error_code platform_check_trusted_file(const char *what, const char *path, bool 
     return rc;
 }
 
-error_code platform_check_secret_file(const char *path, error_info *err)
+error_code platform_check_secret_file(const char *what, const char *path, error_info *err)
 {
-    error_code rc = platform_check_trusted_file("API key file", path, true, err);
+    error_code rc = platform_check_trusted_file(what, path, true, err);
     if (rc == ERR_NOT_FOUND && err)
         err->code = ERR_CONFIG;
     return rc == ERR_NOT_FOUND ? ERR_CONFIG : rc;

@@ -81,11 +81,11 @@ static int dacl_broad_reader(ACL *dacl, PSID sids[BROAD_GROUPS])
  * other users (the list above); named accounts, SYSTEM and Administrators
  * are the owner's business. A missing DACL (NULL) grants everyone everything.
  */
-error_code platform_check_secret_file(const char *path, error_info *err)
+error_code platform_check_secret_file(const char *what, const char *path, error_info *err)
 {
     wchar_t *wpath = win32_widen(path);
     if (!wpath)
-        return error_set(err, ERR_CONFIG, "API key file %s: the path is not valid UTF-8", path);
+        return error_set(err, ERR_CONFIG, "%s %s: the path is not valid UTF-8", what, path);
     error_code rc = ERR_OK;
     PSECURITY_DESCRIPTOR sd = NULL;
     PSID sids[BROAD_GROUPS] = {NULL};
@@ -94,21 +94,21 @@ error_code platform_check_secret_file(const char *path, error_info *err)
         DWORD e = GetLastError();
         char text[256];
         if (e == ERROR_FILE_NOT_FOUND || e == ERROR_PATH_NOT_FOUND)
-            rc = error_set_os(err, ERR_CONFIG, (int)e, "API key file %s does not exist", path);
+            rc = error_set_os(err, ERR_CONFIG, (int)e, "%s %s does not exist", what, path);
         else
-            rc = error_set_os(err, ERR_CONFIG, (int)e, "cannot read API key file %s: %s", path,
+            rc = error_set_os(err, ERR_CONFIG, (int)e, "cannot read %s %s: %s", what, path,
                               win32_message(e, text, sizeof text));
         goto cleanup;
     }
     if (attrs & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_DEVICE)) {
-        rc = error_set(err, ERR_CONFIG, "API key file %s is not a regular file", path);
+        rc = error_set(err, ERR_CONFIG, "%s %s is not a regular file", what, path);
         goto cleanup;
     }
     ACL *dacl = NULL;
     DWORD e = GetNamedSecurityInfoW(wpath, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &dacl, NULL, &sd);
     if (e != ERROR_SUCCESS) {
         char text[256];
-        rc = error_set_os(err, ERR_CONFIG, (int)e, "cannot read the permissions of API key file %s: %s", path,
+        rc = error_set_os(err, ERR_CONFIG, (int)e, "cannot read the permissions of %s %s: %s", what, path,
                           win32_message(e, text, sizeof text));
         goto cleanup;
     }
@@ -123,11 +123,11 @@ error_code platform_check_secret_file(const char *path, error_info *err)
     }
     if (reader >= 0)
         rc = error_set(err, ERR_CONFIG,
-                       "API key file %s is readable by %s; run: icacls \"%s\" /inheritance:r /grant:r "
+                       "%s %s is readable by %s; run: icacls \"%s\" /inheritance:r /grant:r "
                        "*S-1-5-18:F *S-1-5-32-544:F \"%%USERNAME%%:R\"",
-                       path, broad_groups[reader].name, path);
+                       what, path, broad_groups[reader].name, path);
     else /* its owner, writers and path as for every trusted file */
-        rc = platform_check_trusted_file("API key file", path, false, err);
+        rc = platform_check_trusted_file(what, path, false, err);
 
 cleanup:
     for (size_t g = 0; g < BROAD_GROUPS; g++)

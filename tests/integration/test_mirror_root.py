@@ -433,6 +433,9 @@ def test_root_sign_refuses_a_key_others_can_read_and_verify_names_what_fails(tmp
     before = out.read_bytes()
     r = outpost(None, "root", "sign", "-k", loose, out, key=None)
     assert r.returncode == 2, r.stderr
+    # The refusal names the file it judged (issue 34, finding 9), not the API key's label.
+    assert f"signing key file {loose} is readable by group or others" in r.stderr, r.stderr
+    assert "API key" not in r.stderr, r.stderr
     assert out.read_bytes() == before
     assert outpost(None, "root", "sign", "-k", keys.file("r1"), out, key=None).returncode == 0
     r = outpost(None, "--json", "root", "verify", out, key=None)

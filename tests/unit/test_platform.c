@@ -702,7 +702,7 @@ static void test_secret_file(void **state)
         write_file(key.s, "secret", 6, cases[i].mode);
         error_info err;
         error_clear(&err);
-        error_code rc = platform_check_secret_file(key.s, &err);
+        error_code rc = platform_check_secret_file("API key file", key.s, &err);
         if (rc != cases[i].want)
             fail_msg("mode %04o: got %s (%s)", (unsigned)cases[i].mode, error_name(rc), err.message);
         if (rc != ERR_OK) {
@@ -715,9 +715,9 @@ static void test_secret_file(void **state)
     }
     error_info err;
     path_buf missing = at(f, "missing_key");
-    assert_int_equal(platform_check_secret_file(missing.s, &err), ERR_CONFIG);
+    assert_int_equal(platform_check_secret_file("API key file", missing.s, &err), ERR_CONFIG);
     assert_contains(err.message, missing.s);
-    assert_int_equal(platform_check_secret_file(f->dir, &err), ERR_CONFIG);
+    assert_int_equal(platform_check_secret_file("API key file", f->dir, &err), ERR_CONFIG);
 }
 
 static void test_fopen_and_fsync(void **state)
