@@ -112,15 +112,21 @@ static const command_spec commands[] = {
      "      judge a chain of roots given in order as an endpoint would (the first trusted as given):\n"
      "      exit 0 when the chain holds and the last root has not expired, 4 when a root fails, 75\n"
      "      when the last root has expired\n"},
-    {"mirror", CLI_MIRROR, "mirror verify URL|DIR [--machine-id ID]",
-     "judge a mirror exactly as an endpoint would, staging nothing",
-     "Reads the mirror at URL (or the directory DIR) with what the configuration trusts\n"
-     "(mirror.root_file, else mirror.public_keys): walks its roots, opens the manifest, applies\n"
-     "its rules, fetches the installer and checks its length, SHA-256 and Authenticode\n"
-     "signature, and says whether the machine (--machine-id, else mirror.machine_id or this\n"
-     "machine's id) is in the rollout. Prints each judgement; writes nothing. Exits as an\n"
-     "endpoint would: 0 when it would install or is up to date, else that exit code (4, 75, ...).\n"
-     "  --machine-id ID  judge the rollout for this machine id\n"},
+    {"mirror", CLI_MIRROR, "mirror verify|trust ...",
+     "judge a mirror exactly as an endpoint would; forget the kept mirror root",
+     "mirror verify URL|DIR [--machine-id ID]\n"
+     "  Reads the mirror at URL (or the directory DIR) with what the configuration trusts\n"
+     "  (mirror.root_file, else mirror.public_keys): walks its roots, opens the manifest, applies\n"
+     "  its rules, fetches the installer and checks its length, SHA-256 and Authenticode\n"
+     "  signature, and says whether the machine (--machine-id, else mirror.machine_id or this\n"
+     "  machine's id) is in the rollout. Prints each judgement; writes nothing. Exits as an\n"
+     "  endpoint would: 0 when it would install or is up to date, else that exit code (4, 75, ...).\n"
+     "  --machine-id ID  judge the rollout for this machine id\n"
+     "mirror trust reset\n"
+     "  Forgets the mirror root this endpoint kept (state_dir/mirror-root.json): the next run\n"
+     "  trusts mirror.root_file again and walks the mirror's roots from it. Trust never moves\n"
+     "  back to an older root by itself; this is how an administrator moves it. Takes the lock;\n"
+     "  status.json's installer.mirror.trust_reset_at records when.\n"},
     {"version", CLI_VERSION, "version", "print outpost's version", "Prints outpost's version.\n"},
     {"help", CLI_HELP, "help [COMMAND]", "show help for a command", "Shows the help of COMMAND, or the overview.\n"},
 };
@@ -388,8 +394,14 @@ static MUST_CHECK error_code check_complete(cli_options *opts, error_info *err)
         return error_set(err, ERR_USAGE, "service needs what to do: outpost service install|uninstall");
     if (opts->command == CLI_ROOT && opts->arg_count == 0)
         return error_set(err, ERR_USAGE, "root needs what to do: outpost root init|sign|next|verify ...");
-    if (opts->command == CLI_MIRROR && (opts->arg_count == 0 || strcmp(opts->args[0], "verify") != 0))
-        return error_set(err, ERR_USAGE, "mirror takes verify: outpost mirror verify URL|DIR [--machine-id ID]");
+    if (opts->command == CLI_MIRROR &&
+        (opts->arg_count == 0 || (strcmp(opts->args[0], "verify") != 0 && strcmp(opts->args[0], "trust") != 0)))
+        return error_set(err, ERR_USAGE,
+                         "mirror takes verify or trust: outpost mirror verify URL|DIR [--machine-id ID], outpost "
+                         "mirror trust reset");
+    if (opts->command == CLI_MIRROR && strcmp(opts->args[0], "trust") == 0 &&
+        (opts->arg_count != 2 || strcmp(opts->args[1], "reset") != 0))
+        return error_set(err, ERR_USAGE, "mirror trust takes reset: outpost mirror trust reset");
     if (opts->command == CLI_KEYGEN && !opts->output)
         return error_set(err, ERR_USAGE, "keygen needs the key file to write: outpost keygen -o FILE");
     if (opts->rollout) {
@@ -401,6 +413,11 @@ static MUST_CHECK error_code check_complete(cli_options *opts, error_info *err)
     if (opts->format && strcmp(opts->format, "zip") != 0 && strcmp(opts->format, "tar.gz") != 0)
         return error_set(err, ERR_USAGE, "--format must be zip or tar.gz, not \"%s\"", opts->format);
     return ERR_OK;
+}
+
+bool cli_mirror_trust_reset(const cli_options *opts)
+{
+    return opts->command == CLI_MIRROR && opts->arg_count >= 1 && strcmp(opts->args[0], "trust") == 0;
 }
 
 error_code cli_parse(int argc, char **argv, cli_options *opts, error_info *err)

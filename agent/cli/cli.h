@@ -31,7 +31,7 @@ typedef enum {
     CLI_PUBLISH,
     CLI_SERVICE,
     CLI_ROOT,  /* root init|sign|next|verify: its own words, in args */
-    CLI_MIRROR /* mirror verify: its own words, in args */
+    CLI_MIRROR /* mirror verify|trust reset: its own words, in args */
 } cli_command;
 
 #define CLI_MAX_ARGS 64
@@ -70,5 +70,8 @@ void cli_print_help(FILE *out, cli_command command);
 
 /* The command's name as typed ("check"); "outpost" for CLI_NONE. */
 const char *cli_command_name(cli_command command);
+
+/* Whether opts is `mirror trust reset` (which, unlike mirror verify, writes state). */
+bool cli_mirror_trust_reset(const cli_options *opts);
 
 #endif

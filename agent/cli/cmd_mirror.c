@@ -7,7 +7,8 @@
  * pins it), and prints the public half for mirror.public_keys.
  * publish runs `update` through the API and then installer/publish.c.
  * mirror verify prints installer/mirror_verify.c's judgements and exits as
- * an endpoint would.
+ * an endpoint would; mirror trust reset forgets the kept mirror root
+ * (installer/source_mirror.c), so the next run trusts mirror.root_file.
  */
 #include "cli/commands.h"
 
@@ -25,8 +26,11 @@
 #include "core/jsonx.h"
 #include "installer/mirror_verify.h"
 #include "installer/publish.h"
+#include "installer/source_mirror.h"
+#include "installer/update.h"
 #include "mirror/signkey.h"
 #include "platform/platform.h"
+#include "report/status.h"
 
 static bool json_output(const command_context *ctx)
 {
@@ -151,9 +155,54 @@ error_code command_publish(command_context *ctx, error_info *err)
     return rc;
 }
 
+/* `mirror trust reset`: the kept root forgotten (source_mirror_trust_reset), the state saved, status.json told. */
+static MUST_CHECK error_code trust_reset(command_context *ctx, error_info *err)
+{
+    const config *cfg = ctx->cfg;
+    state *s = NULL;
+    int64_t forgotten = 0;
+    char reset_at[TIMEFMT_ISO8601_SIZE];
+    error_code rc = state_load(cfg->state_dir, &s, err);
+    if (rc == ERR_OK)
+        rc = source_mirror_trust_reset(cfg, s, platform_time_utc_ms() / 1000, &forgotten, reset_at, err);
+    if (rc == ERR_OK)
+        rc = state_save(s, err);
+    if (rc == ERR_OK) {
+        status_parts parts = {0};
+        error_info why;
+        error_clear(&why);
+        if (update_status_section(cfg, s, &parts.installer, &why) != ERR_OK ||
+            status_write(cfg, &parts, &why) != ERR_OK)
+            log_warn("the status file was not updated: %s", why.message);
+        cJSON_Delete(parts.installer);
+        /* In the log too: who reads it later must see why trust moved. */
+        if (forgotten)
+            log_warn("mirror trust reset: the kept mirror root (version %lld) is forgotten; the next run trusts "
+                     "mirror.root_file %s and walks the mirror's roots from it",
+                     (long long)forgotten, cfg->mirror.root_file);
+        else
+            log_warn("mirror trust reset: no mirror root was kept; the next run trusts mirror.root_file %s",
+                     cfg->mirror.root_file);
+        if (json_output(ctx)) {
+            cJSON *o = cJSON_CreateObject();
+            if (forgotten)
+                cJSON_AddNumberToObject(o, "forgotten_version", (double)forgotten);
+            else
+                cJSON_AddNullToObject(o, "forgotten_version");
+            cJSON_AddStringToObject(o, "root_file", cfg->mirror.root_file);
+            cJSON_AddStringToObject(o, "reset_at", reset_at);
+            command_print_json(o);
+        }
+    }
+    state_free(s);
+    return rc;
+}
+
 error_code command_mirror(command_context *ctx, error_info *err)
 {
     const cli_options *opts = ctx->opts;
+    if (cli_mirror_trust_reset(opts))
+        return trust_reset(ctx, err);
     const char *target = NULL, *machine_id = NULL;
     for (int i = 1; i < opts->arg_count; i++) {
         const char *arg = opts->args[i];

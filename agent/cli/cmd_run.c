@@ -345,6 +345,9 @@ static void print_installer(FILE *out, const cJSON *inst)
         fprintf(out, "%s%s\n", str(failure, "log") ? "; log " : "", str(failure, "log") ? str(failure, "log") : "");
         fprintf(out, "            %s\n", OR_NONE(str(failure, "message")));
     }
+    const cJSON *mirror = cJSON_GetObjectItemCaseSensitive(inst, "mirror");
+    if (str(mirror, "trust_reset_at"))
+        fprintf(out, "            mirror trust reset at %s\n", str(mirror, "trust_reset_at"));
     if (cJSON_IsObject(last)) {
         fprintf(out, "            last command: %s at %s, exit code %.0f%s%s\n", OR_NONE(str(last, "command")),
                 OR_NONE(str(last, "at")), num(last, "exit_code"), str(last, "error") ? ": " : "",

@@ -34,6 +34,13 @@ static const struct {
     {CLI_ROOT, command_root, false},     {CLI_MIRROR, command_mirror, false},
 };
 
+/* Whether the command writes under state_dir, and so takes the lock: the
+ * table's word, and `mirror trust reset` (mirror verify writes nothing). */
+static bool takes_lock(size_t i, const cli_options *opts)
+{
+    return dispatch[i].takes_lock || cli_mirror_trust_reset(opts);
+}
+
 /* The one line on stderr, and with --json the one document on stdout. */
 static int fail(const char *command, const error_info *err, bool json)
 {
@@ -78,9 +85,17 @@ static bool needs_api(cli_command command, const config *cfg)
  * installer's flow takes them as judged; verification checks the CA files
  * once more where it reads them.
  */
-static MUST_CHECK error_code preflight(cli_command command, const config *cfg, error_info *err)
+static MUST_CHECK error_code preflight(const cli_options *opts, const config *cfg, error_info *err)
 {
+    cli_command command = opts->command;
     error_code rc = ERR_OK;
+    /* Nothing to reset without a root_file, and no state_dir made for it. */
+    if (cli_mirror_trust_reset(opts) && !cfg->mirror.root_file)
+        return error_set(
+            err, ERR_CONFIG,
+            "%s: `mirror.root_file` is not set; `mirror trust reset` starts again from it (mirror.public_keys "
+            "keep nothing to reset)",
+            cfg->path ? cfg->path : "configuration");
     if (needs_api(command, cfg)) {
         char *key = NULL;
         if ((rc = config_check_api(cfg, err)) == ERR_OK && (rc = config_load_api_key(cfg, &key, err)) == ERR_OK)
@@ -253,7 +268,7 @@ int main(int argc, char **argv)
     int status;
     config cfg;
     bool loaded = load_config(&opts, &cfg, &err) == ERR_OK;
-    if (!loaded || preflight(opts.command, &cfg, &err) != ERR_OK) {
+    if (!loaded || preflight(&opts, &cfg, &err) != ERR_OK) {
         config_free(&cfg);
         /* As the command would have said it, once it is known which runs. */
         status = fail(loaded ? name : NULL, &err, opts.json);
@@ -267,7 +282,7 @@ int main(int argc, char **argv)
     char started_at[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(platform_time_utc_ms() / 1000, started_at);
     int64_t started_ms = platform_monotonic_ms();
-    bool logged = dispatch[i].takes_lock;
+    bool logged = takes_lock(i, &opts);
     if (logged) {
         start_log_file(&cfg, name);
         /* Ctrl-C: a word, not a silent 130; nothing is lost (PRODUCT.md section 3). */
@@ -275,7 +290,7 @@ int main(int argc, char **argv)
     }
 
     platform_lock *lock = NULL;
-    if (dispatch[i].takes_lock && take_lock(&cfg, &lock, &err) != ERR_OK) {
+    if (logged && take_lock(&cfg, &lock, &err) != ERR_OK) {
         platform_state_root_close();
         config_free(&cfg);
         status = fail(name, &err, opts.json);

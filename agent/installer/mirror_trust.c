@@ -21,6 +21,7 @@ void mirror_trust_free(mirror_trust *t)
     for (size_t i = 0; i < t->pinned_count; i++)
         signkey_free(t->pinned[i]);
     free(t->pinned);
+    free(t->lineage);
     memset(t, 0, sizeof *t);
 }
 
@@ -44,22 +45,107 @@ static MUST_CHECK error_code load_pinned(const config *cfg, mirror_trust *t, err
     return ERR_OK;
 }
 
-/* A root file judged as trusted (its own threshold of its own keys); origin (may be NULL) gets its SHA-256. */
-static MUST_CHECK error_code read_root(const char *path, const char *source, root *r, char *origin, error_info *err)
+/* A root file judged as trusted (its own threshold of its own keys). */
+static MUST_CHECK error_code read_root(const char *path, const char *source, root *r, error_info *err)
 {
     char *data = NULL;
     size_t len = 0;
     error_code rc = platform_read_file(path, ROOT_MAX_BYTES + 1, &data, &len, err);
     if (rc != ERR_OK)
         return error_prefix(err, "%s", source);
-    if (origin)
-        signkey_sha256_hex(data, len, origin);
     rc = root_open_trusted(data, len, source, r, err);
     free(data);
     return rc;
 }
 
-error_code mirror_trust_load(const config *cfg, const char *kept_origin, mirror_trust *t, error_info *err)
+/* Whether id is one of lineage's comma-separated ids. */
+static bool lineage_has(const char *lineage, const char *id)
+{
+    size_t n = strlen(id);
+    for (const char *p = lineage; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == n && memcmp(p, id, n) == 0)
+            return true;
+        p = comma ? comma + 1 : p + len;
+    }
+    return false;
+}
+
+/* t->lineage with id added last (unless it is there already). */
+static MUST_CHECK error_code lineage_add(mirror_trust *t, const char *id, error_info *err)
+{
+    if (lineage_has(t->lineage, id))
+        return ERR_OK;
+    size_t old = t->lineage ? strlen(t->lineage) : 0;
+    char *grown = realloc(t->lineage, old + 1 + strlen(id) + 1);
+    if (!grown)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    snprintf(grown + old, strlen(id) + 2, "%s%s", old ? "," : "", id);
+    t->lineage = grown;
+    return ERR_OK;
+}
+
+/* Whether a and b have a root key in common: roots of one lineage, as far as an endpoint can tell. */
+static bool share_root_key(const root *a, const root *b)
+{
+    for (size_t i = 0; i < a->root_key_count; i++)
+        for (size_t j = 0; j < b->root_key_count; j++)
+            if (strcmp(signkey_id(a->root_keys[i]), signkey_id(b->root_keys[j])) == 0)
+                return true;
+    return false;
+}
+
+/*
+ * Which of root_file (t->root) and the kept root (stored, taken) is
+ * trusted, and the lineage recorded from now on (mirror_trust.h).
+ */
+static MUST_CHECK error_code choose_root(const config *cfg, const char *kept_lineage, mirror_trust *t, root *stored,
+                                         error_info *err)
+{
+    const char *file = cfg->mirror.root_file;
+    bool known = strcmp(stored->id, t->root.id) == 0 || lineage_has(kept_lineage, t->root.id);
+    bool shared = share_root_key(&t->root, stored);
+    bool keep_stored = false;
+    if (known) {
+        keep_stored = stored->version >= t->root.version; /* root_file rewritten, or older and walked through */
+    } else if (!shared) {
+        /* Re-rooted: the configuration's root has none of the kept root's keys. */
+        log_warn("mirror.root_file %s (root version %lld) is a new lineage: it shares no root key with the kept "
+                 "mirror root (version %lld); the kept root is set aside and trust starts again from "
+                 "mirror.root_file",
+                 file, (long long)t->root.version, (long long)stored->version);
+        t->stale_kept = true;
+        root_free(stored);
+        return lineage_add(t, t->root.id, err);
+    } else if (stored->version >= t->root.version) {
+        keep_stored = true;
+        if (kept_lineage)
+            log_warn("mirror.root_file %s is root version %lld, older than the kept mirror root (version %lld) and "
+                     "not one this endpoint walked through; version %lld stays trusted. To trust mirror.root_file "
+                     "again, run `outpost mirror trust reset`",
+                     file, (long long)t->root.version, (long long)stored->version, (long long)stored->version);
+    }
+    /* The lineage so far, then what is trusted now. */
+    if (kept_lineage && !(t->lineage = strdup(kept_lineage)))
+        return error_set(err, ERR_NOMEM, "out of memory");
+    error_code rc = ERR_OK;
+    if (!kept_lineage || known || !keep_stored)
+        rc = lineage_add(t, t->root.id, err); /* root_file's place in the lineage */
+    if (keep_stored) {
+        root_free(&t->root);
+        t->root = *stored;
+        memset(stored, 0, sizeof *stored);
+    } else {
+        /* The configuration ships a newer root than the endpoint has seen: it wins. */
+        root_free(stored);
+    }
+    if (rc == ERR_OK)
+        rc = lineage_add(t, t->root.id, err);
+    return rc;
+}
+
+error_code mirror_trust_load(const config *cfg, const char *kept_lineage, mirror_trust *t, error_info *err)
 {
     memset(t, 0, sizeof *t);
     if (!cfg->mirror.root_file)
@@ -69,7 +155,7 @@ error_code mirror_trust_load(const config *cfg, const char *kept_origin, mirror_
         return rc;
     char source[600];
     snprintf(source, sizeof source, "mirror.root_file %s", cfg->mirror.root_file);
-    rc = read_root(cfg->mirror.root_file, source, &t->root, t->origin, err);
+    rc = read_root(cfg->mirror.root_file, source, &t->root, err);
     if (rc != ERR_OK) {
         err->code = ERR_CONFIG; /* the configuration ships it: a person must replace it */
         return rc;
@@ -78,27 +164,49 @@ error_code mirror_trust_load(const config *cfg, const char *kept_origin, mirror_
     char *kept = platform_path_join(cfg->state_dir, MIRROR_TRUST_ROOT_FILE);
     if (!kept)
         return error_set(err, ERR_NOMEM, "out of memory");
-    if (platform_path_stat(kept, NULL) == PLATFORM_PATH_FILE && kept_origin && strcmp(kept_origin, t->origin) != 0) {
-        /* Another root_file than the one the kept root was reached from: perhaps a new
-         * lineage (the fleet was re-rooted). The configuration wins; the walk starts from it. */
-        log_info("mirror.root_file changed since the kept mirror root was reached; starting again from it");
-        t->stale_kept = true;
-    } else if (platform_path_stat(kept, NULL) == PLATFORM_PATH_FILE) {
-        root stored;
-        error_info why;
-        if (read_root(kept, kept, &stored, NULL, &why) != ERR_OK) {
-            log_warn("the kept mirror root cannot be used (%s); starting again from mirror.root_file", why.message);
-        } else if (stored.version < t->root.version) {
-            /* The configuration ships a newer root than the endpoint has seen: it wins. */
-            root_free(&stored);
-        } else {
-            root_free(&t->root);
-            t->root = stored;
-        }
+    root stored;
+    error_info why;
+    if (platform_path_stat(kept, NULL) != PLATFORM_PATH_FILE) {
+        rc = lineage_add(t, t->root.id, err);
+    } else if (read_root(kept, kept, &stored, &why) != ERR_OK) {
+        log_warn("the kept mirror root cannot be used (%s); starting again from mirror.root_file", why.message);
+        rc = lineage_add(t, t->root.id, err);
+    } else {
+        rc = choose_root(cfg, kept_lineage, t, &stored, err);
     }
     free(kept);
     root_manifest_keyids(&t->root, t->keyids, sizeof t->keyids);
-    return ERR_OK;
+    return rc;
+}
+
+error_code mirror_trust_reset(const config *cfg, int64_t *forgotten, error_info *err)
+{
+    *forgotten = 0;
+    if (!cfg->mirror.root_file)
+        return error_set(err, ERR_CONFIG, "`mirror.root_file` is not set: no mirror root to start again from");
+    char *kept = platform_path_join(cfg->state_dir, MIRROR_TRUST_ROOT_FILE);
+    if (!kept)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    char *data = NULL;
+    size_t len = 0;
+    root stored;
+    error_info ignored;
+    /* The version is only reported: a damaged kept root is forgotten all the same. */
+    if (platform_read_file(kept, ROOT_MAX_BYTES + 1, &data, &len, &ignored) == ERR_OK &&
+        root_read_unverified(data, len, kept, &stored, &ignored) == ERR_OK) {
+        *forgotten = stored.version;
+        root_free(&stored);
+    }
+    free(data);
+    error_code rc = platform_remove_file(kept, err);
+    if (rc == ERR_NOT_FOUND) {
+        error_clear(err);
+        rc = ERR_OK;
+    } else if (rc != ERR_OK) {
+        error_prefix(err, "cannot forget the kept mirror root");
+    }
+    free(kept);
+    return rc;
 }
 
 /* manifest_url's directory + "roots/<version>.root.json". */
@@ -131,7 +239,7 @@ error_code mirror_trust_walk(const config *cfg, mirror_trust *t, const char *man
     if (!t->has_root)
         return ERR_OK;
     if (persist && t->stale_kept) {
-        /* The kept root belongs to the lineage set aside: it must not come back next run. */
+        /* The kept root belongs to a lineage set aside: it must not come back next run. */
         char *kept = platform_path_join(cfg->state_dir, MIRROR_TRUST_ROOT_FILE);
         error_code rc = kept ? platform_remove_file(kept, err) : error_set(err, ERR_NOMEM, "out of memory");
         free(kept);
@@ -188,6 +296,8 @@ error_code mirror_trust_walk(const config *cfg, mirror_trust *t, const char *man
         root_free(&t->root);
         t->root = next;
         t->walked++;
+        if (lineage_add(t, t->root.id, err) != ERR_OK)
+            return err->code;
     }
     root_manifest_keyids(&t->root, t->keyids, sizeof t->keyids);
     return ERR_OK;

@@ -11,6 +11,16 @@
  * and used from then on when its version is at least root_file's. With
  * both root_file and public_keys, the root governs.
  *
+ * Roots are known by identity (root.id, the hash of the signed payload),
+ * not by the bytes of root_file: the ids of the roots the endpoint started
+ * from and walked through are its lineage (state "mirror".root_chain). A
+ * root_file of that lineage (rewritten, or an older root walked through)
+ * changes nothing; an older root that shares a root key with the kept one
+ * leaves the kept root trusted and says how to reset; one that shares none
+ * (or a newer one) replaces it: trust never moves down to a lower version
+ * of the same keys without `outpost mirror trust reset`
+ * (mirror_trust_reset).
+ *
  * The walk reaches the network only through the fetch function it is
  * given, so source_mirror.c (the endpoint) and `mirror verify` use the one
  * walk, and tests can hand it files.
@@ -37,8 +47,9 @@ typedef struct mirror_trust {
     size_t pinned_count;
     char keyids[ROOT_MAX_KEYS * SIGNKEY_ID_SIZE]; /* the manifest key ids, sorted, comma-separated */
     int walked;                                   /* root versions accepted by mirror_trust_walk */
-    bool stale_kept;                              /* the kept root belongs to another root_file: the walk removes it */
-    char origin[SIGNKEY_ID_SIZE]; /* SHA-256 of mirror.root_file's bytes: the lineage the kept root belongs to */
+    bool stale_kept;                              /* the kept root belongs to another lineage: the walk removes it */
+    char
+        *lineage; /* ids (root.id) of the roots trusted, oldest first, comma-separated; malloc'd; NULL without a root */
 } mirror_trust;
 
 /*
@@ -50,15 +61,24 @@ typedef struct mirror_trust {
 typedef error_code (*mirror_trust_fetch_fn)(void *user, const char *url, char **data, size_t *len, error_info *err);
 
 /*
- * Loads what cfg trusts, as described above. kept_origin: the origin
- * (see mirror_trust) recorded when the kept root was reached (state
- * "mirror".root_origin), NULL when unknown; when it differs from
- * root_file's, the kept root is set aside and the walk starts again from
- * root_file (a re-rooted fleet). Free with mirror_trust_free.
+ * Loads what cfg trusts, as described above. kept_lineage: the lineage
+ * recorded with the kept root (state "mirror".root_chain as mirror_trust's
+ * lineage), NULL when unknown (a state from before lineages were kept: a
+ * root_file of a lower version sharing a root key is then taken as of the
+ * kept root's lineage, quietly). Free with mirror_trust_free.
  */
-MUST_CHECK error_code mirror_trust_load(const config *cfg, const char *kept_origin, mirror_trust *t, error_info *err);
+MUST_CHECK error_code mirror_trust_load(const config *cfg, const char *kept_lineage, mirror_trust *t, error_info *err);
 
 void mirror_trust_free(mirror_trust *t);
+
+/*
+ * `outpost mirror trust reset`: forgets the kept root (removes
+ * state_dir/mirror-root.json), so that the next run trusts mirror.root_file
+ * again and walks from it. *forgotten: the version of the root forgotten,
+ * 0 when none was kept. The caller holds the lock and clears the lineage
+ * it records. ERR_CONFIG when mirror.root_file is not set.
+ */
+MUST_CHECK error_code mirror_trust_reset(const config *cfg, int64_t *forgotten, error_info *err);
 
 /*
  * With a root: fetches roots/<N+1>.root.json beside manifest_url (its

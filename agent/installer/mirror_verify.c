@@ -94,9 +94,9 @@ static void copy_kept_root(const config *cfg, state *scratch_state, const char *
 {
     state *own = NULL;
     if (state_load(cfg->state_dir, &own, NULL) == ERR_OK) {
-        const char *origin = jsonx_string(NULL, state_section(own, "mirror"), "root_origin");
-        if (origin)
-            jsonx_set(state_section(scratch_state, "mirror"), "root_origin", cJSON_CreateString(origin));
+        const cJSON *chain = cJSON_GetObjectItemCaseSensitive(state_section(own, "mirror"), "root_chain");
+        if (chain)
+            jsonx_set(state_section(scratch_state, "mirror"), "root_chain", cJSON_Duplicate(chain, 1));
     }
     state_free(own);
     char *from = platform_path_join(cfg->state_dir, MIRROR_TRUST_ROOT_FILE);

@@ -172,13 +172,15 @@ static void record_status(state *s, const char *url, const manifest *m, bool acc
     jsonx_set(section, "status", st);
 }
 
-/* The trusted root's version and expiry, for status.json (installer.mirror.root) and its verdict. */
+/* The trusted root's version and expiry, for status.json (installer.mirror.root) and its verdict, and the
+ * lineage it belongs to (mirror_trust.h), an array of root ids oldest first. */
 static void record_root(state *s, const mirror_trust *trust)
 {
     cJSON *section = state_section(s, SECTION);
+    cJSON_DeleteItemFromObjectCaseSensitive(section, "root_origin"); /* the file hash kept before lineages */
     if (!trust->has_root) {
         cJSON_DeleteItemFromObjectCaseSensitive(section, "root");
-        cJSON_DeleteItemFromObjectCaseSensitive(section, "root_origin");
+        cJSON_DeleteItemFromObjectCaseSensitive(section, "root_chain");
         return;
     }
     cJSON *r = cJSON_CreateObject();
@@ -189,7 +191,36 @@ static void record_root(state *s, const mirror_trust *trust)
         cJSON_AddStringToObject(r, "expires_at", at);
     }
     jsonx_set(section, "root", r);
-    jsonx_set(section, "root_origin", cJSON_CreateString(trust->origin));
+    cJSON *chain = cJSON_CreateArray();
+    for (const char *p = trust->lineage; chain && p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char id[SIGNKEY_ID_SIZE];
+        snprintf(id, sizeof id, "%.*s", (int)len, p);
+        cJSON_AddItemToArray(chain, cJSON_CreateString(id));
+        p = comma ? comma + 1 : p + len;
+    }
+    jsonx_set(section, "root_chain", chain);
+}
+
+/* state "mirror".root_chain as mirror_trust_load takes it (comma-separated); NULL when none was recorded. */
+static char *kept_lineage(state *s)
+{
+    const cJSON *chain = cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "root_chain");
+    if (!cJSON_IsArray(chain))
+        return NULL;
+    dynbuf b;
+    dynbuf_init(&b, 0, false);
+    const cJSON *id;
+    cJSON_ArrayForEach(id, chain)
+    {
+        if (cJSON_IsString(id) && strlen(id->valuestring) == SIGNKEY_ID_SIZE - 1 && !strchr(id->valuestring, ','))
+            dynbuf_printf(&b, "%s%s", b.len ? "," : "", id->valuestring);
+    }
+    /* Out of memory: unknown, as for a state from before lineages. */
+    if (!dynbuf_ok(&b))
+        dynbuf_free(&b);
+    return dynbuf_take(&b, NULL);
 }
 
 /* Opens and judges one manifest's bytes. m is filled when it opened. */
@@ -424,7 +455,9 @@ error_code source_mirror_fetch(http_client *http, const config *cfg, state *s, i
 {
     memset(offer, 0, sizeof *offer);
     mirror_trust trust;
-    error_code rc = mirror_trust_load(cfg, jsonx_string(NULL, state_section(s, SECTION), "root_origin"), &trust, err);
+    char *lineage = kept_lineage(s);
+    error_code rc = mirror_trust_load(cfg, lineage, &trust, err);
+    free(lineage);
     if (rc != ERR_OK) {
         mirror_trust_free(&trust);
         return rc;
@@ -522,6 +555,22 @@ void source_mirror_record_refusal(state *s, const char *message)
     jsonx_set(st, "error", cJSON_CreateString(message ? message : ""));
 }
 
+error_code source_mirror_trust_reset(const config *cfg, state *s, int64_t now_s, int64_t *forgotten,
+                                     char reset_at[TIMEFMT_ISO8601_SIZE], error_info *err)
+{
+    error_code rc = mirror_trust_reset(cfg, forgotten, err);
+    if (rc != ERR_OK)
+        return rc;
+    cJSON *section = state_section(s, SECTION);
+    cJSON_DeleteItemFromObjectCaseSensitive(section, "root_chain");
+    cJSON_DeleteItemFromObjectCaseSensitive(section, "root_origin");
+    cJSON_DeleteItemFromObjectCaseSensitive(section, "root");
+    timefmt_iso8601(now_s, reset_at);
+    if (!jsonx_set(section, "trust_reset_at", cJSON_CreateString(reset_at)))
+        return error_set(err, ERR_NOMEM, "out of memory");
+    return ERR_OK;
+}
+
 void source_status_annotate(const config *cfg, state *s, cJSON *installer)
 {
     if (!cJSON_IsObject(installer))
@@ -531,9 +580,12 @@ void source_status_annotate(const config *cfg, state *s, cJSON *installer)
     if (!mirror)
         return;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "status");
-    cJSON *shown = st ? cJSON_Duplicate(st, 1) : cJSON_CreateNull();
+    const cJSON *reset = cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "trust_reset_at");
+    cJSON *shown = st ? cJSON_Duplicate(st, 1) : cJSON_IsString(reset) ? cJSON_CreateObject() : cJSON_CreateNull();
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(state_section(s, SECTION), "root");
     if (cJSON_IsObject(shown) && cJSON_IsObject(r))
         jsonx_set(shown, "root", cJSON_Duplicate(r, 1));
+    if (cJSON_IsObject(shown) && cJSON_IsString(reset))
+        jsonx_set(shown, "trust_reset_at", cJSON_Duplicate(reset, 1));
     jsonx_set(installer, "mirror", shown);
 }

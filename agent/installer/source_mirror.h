@@ -30,6 +30,7 @@
 #include "base/error.h"
 #include "core/config.h"
 #include "core/state.h"
+#include "core/timefmt.h"
 #include "installer/download.h"
 #include "mirror/manifest.h"
 #include "net/http.h"
@@ -77,6 +78,16 @@ MUST_CHECK error_code source_mirror_download(http_client *http, const config *cf
  * refused ("refused": "installer", "error": message), for status.json.
  */
 void source_mirror_record_refusal(state *s, const char *message);
+
+/*
+ * `outpost mirror trust reset` (mirror_trust_reset): the kept root
+ * forgotten (*forgotten: its version, 0 when none was kept), and in s the
+ * lineage and the trusted root cleared and "trust_reset_at" set to now_s,
+ * which status.json's installer.mirror shows from then on (reset_at gets
+ * it as text). s is not saved here. The caller holds the lock.
+ */
+MUST_CHECK error_code source_mirror_trust_reset(const config *cfg, state *s, int64_t now_s, int64_t *forgotten,
+                                                char reset_at[TIMEFMT_ISO8601_SIZE], error_info *err);
 
 /*
  * Adds "source" ("mirror" with mirror.urls set, else "api") and, for a

@@ -103,6 +103,8 @@ static MUST_CHECK error_code parse_payload(const uint8_t *payload, size_t len, c
     cJSON_Delete(p);
     if (rc != ERR_OK)
         root_free(r);
+    else
+        signkey_sha256_hex(payload, len, r->id);
     return rc;
 }
 

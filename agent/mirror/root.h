@@ -45,6 +45,10 @@ typedef struct root {
     signkey *manifest_keys[ROOT_MAX_KEYS]; /* public keys, owned */
     size_t manifest_key_count;
     size_t manifest_threshold; /* 1 .. manifest_key_count */
+    /* SHA-256 of the signed payload bytes, lower-case hex: the root's
+     * identity. A root file rewritten (line ends, indentation, a trailing
+     * newline) keeps it; any change to what was signed does not. */
+    char id[SIGNKEY_ID_SIZE];
 } root;
 
 /* Frees the keys; r is zeroed. NULL is ignored. */
