@@ -122,6 +122,20 @@ MUST_CHECK error_code platform_copy_file(const char *from, const char *to,
 FILE *platform_fopen(const char *path, const char *mode);
 
 /*
+ * Opens an existing file for reading only if it is a regular file, without
+ * ever waiting on it (a file:// mirror's files; PRODUCT.md section 9):
+ * POSIX opens with O_NONBLOCK and O_NOFOLLOW (a FIFO or device cannot make
+ * the open wait, a final symbolic link is not followed), judges the handle
+ * (fstat: a regular file, or refused), then reads block again; Windows opens
+ * with FILE_FLAG_OPEN_REPARSE_POINT and requires GetFileType ==
+ * FILE_TYPE_DISK, no directory and no reparse point. *f is the stream
+ * (fclose), *size the size read from the handle. ERR_NOT_FOUND when path
+ * does not exist; ERR_IO "... is not a regular file" for anything else
+ * found there (a link, FIFO, device, directory).
+ */
+MUST_CHECK error_code platform_open_regular(const char *path, FILE **f, uint64_t *size, error_info *err);
+
+/*
  * As platform_fopen, but a file it creates is readable and writable by its
  * owner alone (POSIX 0600 whatever the umask; Windows: the private access
  * list it inherits inside state_dir): partial downloads (PRODUCT.md

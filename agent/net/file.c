@@ -101,16 +101,15 @@ void file_attempt(http_client *c, xfer *x, attempt_end *end)
                  "not a usable file:// URL (file:///path, file:///C:/path or file://server/share/path)");
         return;
     }
+    /* One open, judged through its handle: a FIFO or device swapped in is
+     * refused, never waited on (a run must end), and a link is not followed. */
     uint64_t size = 0;
-    if (platform_path_stat(path, &size) != PLATFORM_PATH_FILE) {
-        free(path);
-        end_with(end, OUTCOME_NOT_FOUND, "no such file");
-        return;
-    }
-    FILE *f = platform_fopen(path, "rb");
+    FILE *f = NULL;
+    error_info why;
+    error_code opened = platform_open_regular(path, &f, &size, &why);
     free(path);
-    if (!f) {
-        end_with(end, OUTCOME_NOT_FOUND, "the file cannot be opened");
+    if (opened != ERR_OK) {
+        end_with(end, OUTCOME_NOT_FOUND, opened == ERR_NOT_FOUND ? "no such file" : why.message);
         return;
     }
     const stream_ctx *s = x->stream;

@@ -136,6 +136,36 @@ static FILE *fopen_under_root(const char *path, const char *mode, bool private_f
     return f;
 }
 
+error_code platform_open_regular(const char *path, FILE **f, uint64_t *size, error_info *err)
+{
+    *f = NULL;
+    int fd = posix_open_in(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0);
+    if (fd < 0 && errno == ELOOP)
+        return error_set_os(err, ERR_IO, ELOOP, "%s is not a regular file (a symbolic link); refusing it", path);
+    if (fd < 0)
+        return posix_fail_path(err, errno, "cannot open", path);
+    struct stat st;
+    error_code rc = ERR_OK;
+    int flags;
+    if (fstat(fd, &st) != 0)
+        rc = posix_fail_path(err, errno, "cannot read", path);
+    else if (!S_ISREG(st.st_mode))
+        rc = error_set(err, ERR_IO, "%s is not a regular file (%s); refusing it", path,
+                       S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                              : "a device or socket");
+    else if ((flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+        rc = posix_fail_path(err, errno, "cannot read", path);
+    else if (!(*f = fdopen(fd, "rb")))
+        rc = posix_fail_path(err, errno, "cannot read", path);
+    if (rc != ERR_OK) {
+        close(fd);
+        return rc;
+    }
+    *size = (uint64_t)st.st_size;
+    return ERR_OK;
+}
+
 FILE *platform_fopen(const char *path, const char *mode)
 {
     if (posix_under_root(path))

@@ -11,6 +11,7 @@
 #include "platform/crash_point.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <io.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,40 @@ FILE *platform_fopen_private(const char *path, const char *mode)
 {
     /* Created inside state_dir, the file inherits its private access list. */
     return platform_fopen(path, mode);
+}
+
+error_code platform_open_regular(const char *path, FILE **f, uint64_t *size, error_info *err)
+{
+    *f = NULL;
+    wchar_t *wpath = NULL;
+    error_code rc = win32_widen_path(path, &wpath, err);
+    if (rc != ERR_OK)
+        return rc;
+    /* A reparse point is opened as itself, and refused; a pipe or device is
+     * not FILE_TYPE_DISK. */
+    HANDLE h = CreateFileW(wpath, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+    free(wpath);
+    if (h == INVALID_HANDLE_VALUE)
+        return win32_fail(err, GetLastError(), "cannot open", path);
+    BY_HANDLE_FILE_INFORMATION info;
+    if (GetFileType(h) != FILE_TYPE_DISK || !GetFileInformationByHandle(h, &info) ||
+        (info.dwFileAttributes & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT))) {
+        CloseHandle(h);
+        return error_set(err, ERR_IO, "%s is not a regular file (a link, directory or device); refusing it", path);
+    }
+    int fd = _open_osfhandle((intptr_t)h, _O_RDONLY | _O_BINARY);
+    if (fd < 0) {
+        CloseHandle(h);
+        return win32_fail_nomem(err);
+    }
+    *f = _fdopen(fd, "rb");
+    if (!*f) {
+        _close(fd);
+        return win32_fail_nomem(err);
+    }
+    *size = ((uint64_t)info.nFileSizeHigh << 32) | info.nFileSizeLow;
+    return ERR_OK;
 }
 
 FILE *platform_fopen(const char *path, const char *mode)

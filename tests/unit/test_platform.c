@@ -547,6 +547,35 @@ static void test_read_file_from_fifo(void **state)
     }
 }
 
+/* platform_open_regular: a regular file opens with its size; a FIFO (which
+ * nobody writes: a blocking open would wait forever), a link and a directory
+ * are refused at once; a missing file is ERR_NOT_FOUND. */
+static void test_open_regular(void **state)
+{
+    fixture *f = *state;
+    path_buf file = at(f, "regular"), fifo = at(f, "fifo"), link = at(f, "link"), missing = at(f, "missing");
+    write_text(file.s, "twelve bytes");
+    assert_int_equal(mkfifo(fifo.s, 0600), 0);
+    assert_int_equal(symlink(file.s, link.s), 0);
+    error_info err;
+    FILE *in = NULL;
+    uint64_t size = 0;
+    assert_ok(platform_open_regular(file.s, &in, &size, &err), err);
+    assert_int_equal(size, 12);
+    char buf[16] = {0};
+    assert_int_equal(fread(buf, 1, sizeof buf, in), 12);
+    assert_string_equal(buf, "twelve bytes");
+    fclose(in);
+    const char *refused[] = {fifo.s, link.s, f->dir};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        in = NULL;
+        assert_int_equal(platform_open_regular(refused[i], &in, &size, &err), ERR_IO);
+        assert_contains(err.message, "not a regular file");
+        assert_null(in);
+    }
+    assert_int_equal(platform_open_regular(missing.s, &in, &size, &err), ERR_NOT_FOUND);
+}
+
 static void test_remove_file(void **state)
 {
     fixture *f = *state;
@@ -1892,6 +1921,7 @@ int main(void)
         T(test_read_file),
         T(test_read_file_stops_at_cap),
         T(test_read_file_from_fifo),
+        T(test_open_regular),
         T(test_remove_file),
         T(test_mkdirs),
         T(test_remove_tree_does_not_follow_links),
