@@ -81,7 +81,9 @@ static bool needs_api(cli_command command, const config *cfg)
  * lock file, no state directory, no status): base_url (present, not the
  * shipped placeholder, https) and the API key for a command that needs them,
  * then the publisher CA files for a command that verifies an installer
- * (publish judges them itself, after what it lacks of its own). The
+ * (publish judges them itself, after what it lacks of its own), and the
+ * mirror's root file and public key files for a command that reads a
+ * mirror. The
  * installer's flow takes them as judged; verification checks the CA files
  * once more where it reads them.
  */
@@ -107,6 +109,13 @@ static MUST_CHECK error_code preflight(const cli_options *opts, const config *cf
     bool verifies = command == CLI_UPDATE || command == CLI_STAGE || (command == CLI_RUN && cfg->installer.enabled);
     if (rc == ERR_OK && verifies)
         rc = config_check_verify_files(&cfg->installer.verify, err);
+    /* What the mirror is trusted by (the root file, public key files), for
+     * a command that reads a mirror. */
+    bool mirror = command == CLI_MIRROR ||
+                  (cfg->mirror.url_count > 0 &&
+                   (command == CLI_CHECK || command == CLI_UPDATE || (command == CLI_RUN && cfg->installer.enabled)));
+    if (rc == ERR_OK && mirror)
+        rc = config_check_mirror_files(cfg, err);
     if (rc == ERR_OK && cfg->report.readers_group) {
         rc = platform_group_exists(cfg->report.readers_group, err);
         if (rc != ERR_OK)
@@ -283,12 +292,12 @@ int main(int argc, char **argv)
     timefmt_iso8601(platform_time_utc_ms() / 1000, started_at);
     int64_t started_ms = platform_monotonic_ms();
     bool logged = takes_lock(i, &opts);
-    if (logged) {
-        start_log_file(&cfg, name);
-        /* Ctrl-C: a word, not a silent 130; nothing is lost (PRODUCT.md section 3). */
+    if (logged) /* Ctrl-C: a word, not a silent 130; nothing is lost (PRODUCT.md section 3). */
         platform_exit_on_interrupt("outpost: interrupted; the next run resumes where this one stopped\n");
-    }
 
+    /* log.file is opened only once state_dir is judged and held (PRODUCT.md
+     * section 9): a refused state_dir gets its message on stderr, and
+     * nothing is written through it, not even a log line. */
     platform_lock *lock = NULL;
     if (logged && take_lock(&cfg, &lock, &err) != ERR_OK) {
         platform_state_root_close();
@@ -300,6 +309,9 @@ int main(int argc, char **argv)
         log_stop();
         return status;
     }
+
+    if (logged)
+        start_log_file(&cfg, name);
 
     command_context ctx = {.opts = &opts, .cfg = &cfg, .exit_code = 0, .http = NULL, .holds_state_dir = lock != NULL};
     error_code rc = dispatch[i].run(&ctx, &err);

@@ -961,6 +961,20 @@ error_code config_check_file(const char *key, const char *path, error_info *err)
     return error_set(err, ERR_CONFIG, "%s: %s does not exist; create the file or correct the key", key, path);
 }
 
+error_code config_check_mirror_files(const config *cfg, error_info *err)
+{
+    error_code rc = config_check_file("mirror.root_file", cfg->mirror.root_file, err);
+    for (size_t i = 0; rc == ERR_OK && i < cfg->mirror.public_key_count; i++) {
+        const char *entry = cfg->mirror.public_keys[i];
+        if (strstr(entry, "-----BEGIN"))
+            continue; /* inline: signkey_parse_public tells the two apart the same way */
+        char key[48];
+        snprintf(key, sizeof key, "mirror.public_keys[%zu]", i);
+        rc = config_check_file(key, entry, err);
+    }
+    return rc;
+}
+
 error_code config_check_verify_files(const config_verify *verify, error_info *err)
 {
     error_code rc = ERR_OK;

@@ -206,6 +206,11 @@ MUST_CHECK error_code config_check_verify_files(const config_verify *verify, err
  */
 MUST_CHECK error_code config_parse_window(const char *text, config_window *out, error_info *err);
 
+/* config_check_file for what a mirror is trusted by: mirror.root_file and
+ * every mirror.public_keys entry that names a file (an inline PEM is part
+ * of the configuration itself). */
+MUST_CHECK error_code config_check_mirror_files(const config *cfg, error_info *err);
+
 /* Frees everything cfg owns (not cfg itself). */
 void config_free(config *cfg);
 
