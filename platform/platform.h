@@ -304,8 +304,27 @@ MUST_CHECK error_code platform_free_space(const char *path, uint64_t *bytes, err
  */
 MUST_CHECK error_code platform_state_root_open(const char *path, error_info *err);
 
-/* Closes the held state directory (platform_state_root_open); later paths
- * are looked up by name again. Nothing held: nothing to do. */
+/*
+ * For a file outpost writes outside state_dir (an absolute log.file or
+ * feed: status_file, jsonl_file, metrics_file, ...; PRODUCT.md section 9):
+ * judges the folder holding path as state_dir is judged
+ * (platform_check_private_dir: owned by root or the running user, nobody
+ * else may write it or a folder above it) and, POSIX, holds it as
+ * platform_state_root_open holds state_dir, for the names directly in it:
+ * from then on the file functions given such a path (the file, its
+ * rotated copies, its temporary files) reach it from the held descriptor
+ * and never follow a link at the file itself. Windows judges the folder
+ * and opens the files by name, refusing a reparse point at the file. A
+ * path under the held state directory, or in a folder held already:
+ * nothing to do. A refusal is ERR_PERMISSION (exit 1) naming the folder,
+ * what is wrong and the fix; ERR_NOT_FOUND when the folder does not exist.
+ * Released by platform_state_root_close. Call it before any thread starts.
+ */
+MUST_CHECK error_code platform_hold_dir_of(const char *path, error_info *err);
+
+/* Closes the held state directory (platform_state_root_open) and the
+ * folders held by platform_hold_dir_of; later paths are looked up by name
+ * again. Nothing held: nothing to do. */
 void platform_state_root_close(void);
 
 /* ---- Trust: the state directory and what decides what runs (trust.c) ----- */

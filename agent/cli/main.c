@@ -202,6 +202,36 @@ static MUST_CHECK error_code check_state_dir(const config *cfg, error_info *err)
     return ERR_OK;
 }
 
+/*
+ * The folders of log.file and the feeds placed outside state_dir, judged
+ * like state_dir and held, so that a file there is reached from the held
+ * folder and never through a link (PRODUCT.md section 9); before the lock,
+ * so a refusal writes nothing.
+ */
+static MUST_CHECK error_code hold_written_dirs(const config *cfg, error_info *err)
+{
+    config_written_file files[CONFIG_WRITTEN_FILES_MAX];
+    size_t n = config_written_files(cfg, files);
+    for (size_t i = 0; i < n; i++) {
+        char *path = config_state_path(cfg, files[i].value);
+        if (!path)
+            return error_set(err, ERR_NOMEM, "out of memory");
+        error_code rc = platform_hold_dir_of(path, err);
+        if (rc == ERR_NOT_FOUND) {
+            /* Nothing there to redirect: writing the file says it is missing
+             * (a warning for log.file, as ever). */
+            error_clear(err);
+            rc = ERR_OK;
+        } else if (rc != ERR_OK) {
+            error_prefix(err, "`%s` %s", files[i].key, path);
+        }
+        free(path);
+        if (rc != ERR_OK)
+            return rc;
+    }
+    return ERR_OK;
+}
+
 static MUST_CHECK error_code take_lock(const config *cfg, platform_lock **lock, error_info *err)
 {
     error_code rc = platform_mkdirs_private(cfg->state_dir, err);
@@ -213,6 +243,9 @@ static MUST_CHECK error_code take_lock(const config *cfg, platform_lock **lock, 
     /* The readers may list it (0750) to reach the feeds; what else it holds
      * stays owner-only. Only a directory judged trusted is shared. */
     rc = feed_share(cfg->state_dir, cfg->report.readers_group, err);
+    if (rc != ERR_OK)
+        return rc;
+    rc = hold_written_dirs(cfg, err);
     if (rc != ERR_OK)
         return rc;
     char *path = platform_path_join(cfg->state_dir, "outpost.lock");

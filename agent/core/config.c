@@ -961,6 +961,21 @@ error_code config_check_file(const char *key, const char *path, error_info *err)
     return error_set(err, ERR_CONFIG, "%s: %s does not exist; create the file or correct the key", key, path);
 }
 
+size_t config_written_files(const config *cfg, config_written_file out[CONFIG_WRITTEN_FILES_MAX])
+{
+    const config_written_file all[] = {
+        {"log.file", cfg->log.file},
+        {"report.status_file", cfg->report.status_file},
+        {"report.jsonl_file", cfg->report.jsonl_file},
+        {"report.metrics_file", cfg->report.metrics_file},
+    };
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof all / sizeof all[0] && n < CONFIG_WRITTEN_FILES_MAX; i++)
+        if (all[i].value)
+            out[n++] = all[i];
+    return n;
+}
+
 error_code config_check_mirror_files(const config *cfg, error_info *err)
 {
     error_code rc = config_check_file("mirror.root_file", cfg->mirror.root_file, err);

@@ -206,6 +206,23 @@ MUST_CHECK error_code config_check_verify_files(const config_verify *verify, err
  */
 MUST_CHECK error_code config_parse_window(const char *text, config_window *out, error_info *err);
 
+/* A file outpost writes that the configuration may place outside state_dir. */
+typedef struct config_written_file {
+    const char *key;   /* "log.file", "report.status_file", ... */
+    const char *value; /* as configured: relative to state_dir, or absolute */
+} config_written_file;
+
+#define CONFIG_WRITTEN_FILES_MAX 8
+
+/*
+ * The files outpost writes whose place the configuration decides: log.file,
+ * report.status_file, report.jsonl_file, report.metrics_file (a feed added
+ * later belongs here too), those set, into out. main.c holds the folder of
+ * each one outside state_dir (platform_hold_dir_of) before anything is
+ * written. Returns how many.
+ */
+size_t config_written_files(const config *cfg, config_written_file out[CONFIG_WRITTEN_FILES_MAX]);
+
 /* config_check_file for what a mirror is trusted by: mirror.root_file and
  * every mirror.public_keys entry that names a file (an inline PEM is part
  * of the configuration itself). */

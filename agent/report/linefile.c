@@ -26,7 +26,9 @@ struct linefile_writer {
 static MUST_CHECK error_code open_file(linefile_writer *w, error_info *err)
 {
     bool creating = platform_path_stat(w->path, NULL) == PLATFORM_PATH_NONE;
-    w->file = platform_fopen(w->path, "ab");
+    /* Created owner-only (report.readers_group is added below): outside
+     * state_dir too, no other user reads the incidents. */
+    w->file = platform_fopen_private(w->path, "ab");
     if (!w->file)
         return platform_stdio_error(err, "cannot open %s for appending", w->path);
     /* A new file (first run, or after a rotation): its name must survive a

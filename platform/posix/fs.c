@@ -321,8 +321,15 @@ error_code platform_write_atomic(const char *path, const void *data, size_t len,
     /* Keep the permissions of the file being replaced; new files are 0600. */
     mode_t mode = 0600;
     struct stat st;
-    if (posix_stat_in(path, &st, true) == 0 && S_ISREG(st.st_mode))
+    int found = posix_stat_in(path, &st, true);
+    if (found == 0 && S_ISREG(st.st_mode))
         mode = st.st_mode & 0777;
+    /* In a held directory the name is not followed (posix_stat_in): a link
+     * there is refused, not silently replaced (PRODUCT.md section 9). */
+    if (found == 0 && S_ISLNK(st.st_mode))
+        return error_set_os(err, ERR_IO, ELOOP,
+                            "%s is a symbolic link; outpost never writes through one: remove it, or name another file",
+                            path);
 
     crash_point("write_atomic", path);
     int fd = -1;

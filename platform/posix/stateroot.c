@@ -1,15 +1,18 @@
 /*
  * stateroot.c — the state directory held open (platform_state_root_open,
- * PRODUCT.md section 9), and the calls that reach a path under it from that
- * descriptor instead of by its name (posix_open_in, posix_stat_in,
- * posix_unlink_in, posix_mkdir_in, posix_rename_in: posix_int.h), which
- * every file of this folder uses for a path that may lie below it.
+ * PRODUCT.md section 9), the folders of files outpost writes outside it
+ * held the same way (platform_hold_dir_of), and the calls that reach a
+ * path in a held directory from its descriptor instead of by its name
+ * (posix_open_in, posix_stat_in, posix_unlink_in, posix_mkdir_in,
+ * posix_rename_in: posix_int.h), which every file of this folder uses for
+ * a path that may lie there.
  */
 #include "platform/posix/posix_int.h"
 #include "platform/private_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,25 +24,70 @@
  * O_NOFOLLOW, and the call is made with openat and friends relative to the
  * last directory reached. Renaming the state directory away, or putting a
  * link or another directory in its place or below it, can then make a call
- * fail but never send it somewhere else. The descriptor is set once, before
+ * fail but never send it somewhere else. A folder outside it that holds a
+ * log or feed file is held the same way, for the names directly in it
+ * (the file, its rotations, its temporary copies): deeper paths there are
+ * none of outpost's and keep their names. The descriptors are set before
  * any thread starts, and only read afterwards.
  */
-static struct {
-    int fd;       /* the state directory, O_DIRECTORY; -1 when none is held */
+typedef struct held_dir {
+    int fd;       /* the directory, O_DIRECTORY; -1 when none is held */
     char *prefix; /* its path as given, without trailing separators */
     size_t len;   /* strlen(prefix) */
-} state_root = {-1, NULL, 0};
+} held_dir;
 
-const char *posix_under_root(const char *path)
+#define HELD_OUTSIDE_MAX 16 /* log.file and the feeds: a handful */
+
+static held_dir state_root = {-1, NULL, 0};
+static held_dir outside[HELD_OUTSIDE_MAX];
+static size_t outside_count;
+
+/* The part of path below held ("" for the directory itself), or NULL when path is not in it. */
+static const char *below(const held_dir *held, const char *path)
 {
-    if (state_root.fd < 0 || strncmp(path, state_root.prefix, state_root.len) != 0)
+    if (held->fd < 0 || strncmp(path, held->prefix, held->len) != 0)
         return NULL;
-    const char *rest = path + state_root.len;
-    if (*rest != '\0' && *rest != '/' && !(state_root.len == 1 && state_root.prefix[0] == '/'))
+    const char *rest = path + held->len;
+    if (*rest != '\0' && *rest != '/' && !(held->len == 1 && held->prefix[0] == '/'))
         return NULL; /* "/var/lib/outpost2" is not under "/var/lib/outpost" */
     while (*rest == '/')
         rest++;
     return rest;
+}
+
+/* The held directory path is reached from, and the part of path below it; NULL when none. */
+static const held_dir *held_for(const char *path, const char **rest)
+{
+    const char *r = below(&state_root, path);
+    if (r) {
+        *rest = r;
+        return &state_root;
+    }
+    for (size_t i = 0; i < outside_count; i++) {
+        r = below(&outside[i], path);
+        if (r && !strchr(r, '/')) { /* directly in it */
+            *rest = r;
+            return &outside[i];
+        }
+    }
+    return NULL;
+}
+
+const char *posix_under_root(const char *path)
+{
+    const char *rest = NULL;
+    return held_for(path, &rest) ? rest : NULL;
+}
+
+/* Whether fd is a held directory's, which at_release must not close. */
+static bool is_held_fd(int fd)
+{
+    if (fd == state_root.fd)
+        return true;
+    for (size_t i = 0; i < outside_count; i++)
+        if (fd == outside[i].fd)
+            return true;
+    return false;
 }
 
 /* Where a path is, for the *at calls: dir and the name in it. */
@@ -51,7 +99,7 @@ typedef struct at_path {
 
 static void at_release(at_path *at)
 {
-    if (at->dir >= 0 && at->dir != state_root.fd)
+    if (at->dir >= 0 && !is_held_fd(at->dir))
         close(at->dir);
     free(at->copy);
     at->dir = AT_FDCWD;
@@ -70,13 +118,15 @@ static int at_resolve(const char *path, at_path *at)
     at->dir = AT_FDCWD;
     at->leaf = path;
     at->copy = NULL;
-    const char *rest = posix_under_root(path);
-    if (!rest)
+    const char *rest = NULL;
+    const held_dir *held = held_for(path, &rest);
+    if (!held)
         return 0;
     char *copy = strdup(rest);
     if (!copy)
         return -1; /* ENOMEM */
-    int dir = state_root.fd;
+    int top = held->fd;
+    int dir = top;
     char *leaf = copy;
     for (char *p = copy;;) {
         char *slash = strchr(p, '/');
@@ -102,13 +152,13 @@ static int at_resolve(const char *path, at_path *at)
                 e = (errno == ENOTDIR && fstatat(dir, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) ? ELOOP
                                                                                                                 : errno;
             else {
-                if (dir != state_root.fd)
+                if (dir != top)
                     close(dir);
                 dir = sub;
             }
         }
         if (e != 0) {
-            if (dir != state_root.fd)
+            if (dir != top)
                 close(dir);
             free(copy);
             errno = e;
@@ -117,7 +167,7 @@ static int at_resolve(const char *path, at_path *at)
         p = next;
     }
     if (strcmp(leaf, "..") == 0) {
-        if (dir != state_root.fd)
+        if (dir != top)
             close(dir);
         free(copy);
         errno = EPERM;
@@ -203,56 +253,114 @@ int posix_rename_in(const char *from, const char *to)
     return rc;
 }
 
-error_code platform_state_root_open(const char *path, error_info *err)
+/* Holds fd as *held, for path (its trailing separators dropped). */
+static MUST_CHECK error_code hold(held_dir *held, int fd, const char *path, error_info *err)
 {
-    platform_state_root_close();
-    /* Links in the path resolved once, as platform_check_private_dir judged
-     * it; the directory itself is opened without following a link. */
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    char *prefix = malloc(len + 1);
+    if (!prefix) {
+        close(fd);
+        return posix_fail_nomem(err);
+    }
+    memcpy(prefix, path, len);
+    prefix[len] = '\0';
+    held->fd = fd;
+    held->prefix = prefix;
+    held->len = len;
+    return ERR_OK;
+}
+
+static void release(held_dir *held)
+{
+    if (held->fd >= 0)
+        close(held->fd);
+    free(held->prefix);
+    held->fd = -1;
+    held->prefix = NULL;
+    held->len = 0;
+}
+
+/*
+ * Opens the directory path (judged by platform_check_private_dir just
+ * before): links in the path resolved once, as that judged it, the
+ * directory itself opened without following a link, and judged again
+ * through the descriptor. what names it in messages ("the state
+ * directory").
+ */
+static MUST_CHECK error_code open_judged(const char *path, const char *what, int *fd_out, error_info *err)
+{
+    char opening[64], reading[64];
+    snprintf(opening, sizeof opening, "cannot open %s", what);
+    snprintf(reading, sizeof reading, "cannot read %s", what);
     char *resolved = realpath(path, NULL);
     if (!resolved)
-        return posix_fail_path(err, errno, "cannot open the state directory", path);
+        return posix_fail_path(err, errno, opening, path);
     int fd = open(resolved, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
     struct stat held, named;
     error_code rc = ERR_OK;
     char why[128];
     if (fd < 0)
-        rc = posix_fail_path(err, e, "cannot open the state directory", path);
+        rc = posix_fail_path(err, e, opening, path);
     else if (fstat(fd, &held) != 0 || stat(resolved, &named) != 0)
-        rc = posix_fail_path(err, errno, "cannot read the state directory", path);
+        rc = posix_fail_path(err, errno, reading, path);
     else if (held.st_dev != named.st_dev || held.st_ino != named.st_ino)
         /* Swapped between the two looks: only someone who may rename it can. */
-        rc = error_set(err, ERR_PERMISSION, "the state directory %s was replaced while outpost opened it; refusing it",
-                       path);
+        rc = error_set(err, ERR_PERMISSION, "%s %s was replaced while outpost opened it; refusing it", what, path);
     else if (!platform_posix_dir_trusted((unsigned long)held.st_uid, (unsigned long)held.st_mode,
                                          (unsigned long)geteuid(), why, sizeof why))
-        rc = error_set(err, ERR_PERMISSION, "the state directory %s is %s; refusing it", path, why);
+        rc = error_set(err, ERR_PERMISSION, "%s %s is %s; refusing it", what, path, why);
     free(resolved);
-    size_t len = strlen(path);
-    while (len > 1 && path[len - 1] == '/')
-        len--;
-    char *prefix = rc == ERR_OK ? malloc(len + 1) : NULL;
-    if (rc == ERR_OK && !prefix)
-        rc = posix_fail_nomem(err);
     if (rc != ERR_OK) {
         if (fd >= 0)
             close(fd);
         return rc;
     }
-    memcpy(prefix, path, len);
-    prefix[len] = '\0';
-    state_root.fd = fd;
-    state_root.prefix = prefix;
-    state_root.len = len;
+    *fd_out = fd;
     return ERR_OK;
+}
+
+error_code platform_state_root_open(const char *path, error_info *err)
+{
+    platform_state_root_close();
+    int fd = -1;
+    error_code rc = open_judged(path, "the state directory", &fd, err);
+    if (rc != ERR_OK)
+        return rc;
+    return hold(&state_root, fd, path, err);
+}
+
+error_code platform_hold_dir_of(const char *path, error_info *err)
+{
+    const char *rest = NULL;
+    if (held_for(path, &rest))
+        return ERR_OK; /* in the state directory, or in a folder held already */
+    if (outside_count == HELD_OUTSIDE_MAX)
+        return error_set(err, ERR_CONFIG, "%s: too many folders outside the state directory to write in", path);
+    char *dir = platform_path_dir(path);
+    if (!dir)
+        return posix_fail_nomem(err);
+    /* The folder judged as state_dir is (its parents too), then held. */
+    error_code rc = platform_check_private_dir(dir, err);
+    int fd = -1;
+    if (rc == ERR_OK)
+        rc = open_judged(dir, "the folder", &fd, err);
+    if (rc == ERR_NOT_FOUND)
+        error_prefix(err, "the folder of %s does not exist; create it (owned by root, writable by it alone)", path);
+    if (rc == ERR_OK)
+        rc = hold(&outside[outside_count], fd, dir, err);
+    if (rc == ERR_OK)
+        outside_count++;
+    free(dir);
+    return rc;
 }
 
 void platform_state_root_close(void)
 {
-    if (state_root.fd >= 0)
-        close(state_root.fd);
-    free(state_root.prefix);
-    state_root.fd = -1;
-    state_root.prefix = NULL;
-    state_root.len = 0;
+    release(&state_root);
+    for (size_t i = 0; i < outside_count; i++)
+        release(&outside[i]);
+    outside_count = 0;
 }

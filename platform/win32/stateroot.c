@@ -48,6 +48,21 @@ error_code platform_state_root_open(const char *path, error_info *err)
     return ERR_OK;
 }
 
+error_code platform_hold_dir_of(const char *path, error_info *err)
+{
+    /* Judged like state_dir; the files there are opened by name, a reparse
+     * point at the file refused by the openers (FILE_FLAG_OPEN_REPARSE_POINT). */
+    char *dir = platform_path_dir(path);
+    if (!dir)
+        return win32_fail_nomem(err);
+    error_code rc = platform_check_private_dir(dir, err);
+    if (rc == ERR_NOT_FOUND)
+        error_prefix(
+            err, "the folder of %s does not exist; create it (owned by Administrators, writable by them alone)", path);
+    free(dir);
+    return rc;
+}
+
 void platform_state_root_close(void)
 {
     if (state_root != INVALID_HANDLE_VALUE)

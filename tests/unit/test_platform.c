@@ -1466,6 +1466,38 @@ static void test_spawn_held_program(void **state)
     assert_contains(err.message, "symbolic link");
 }
 
+/* A folder outside state_dir holding a feed (platform_hold_dir_of, issue 34
+ * finding 4): judged like state_dir and held; a file created there is
+ * owner-only, a link at a feed's name is refused rather than written
+ * through, and a folder others may write is refused, named. */
+static void test_hold_dir_of_a_feed_folder(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    path_buf feeds = at(f, "feeds"), open_dir = at(f, "open"), victim = at(f, "victim");
+    path_buf out = at(f, "feeds/out.json"), link = at(f, "feeds/link.json"), loose = at(f, "open/out.json");
+    assert_int_equal(mkdir(feeds.s, 0755), 0);
+    assert_int_equal(mkdir(open_dir.s, 0700), 0);
+    assert_int_equal(chmod(open_dir.s, 0777), 0);
+    write_text(victim.s, "theirs");
+    assert_int_equal(symlink(victim.s, link.s), 0);
+    assert_ok(platform_hold_dir_of(out.s, &err), err);
+    assert_ok(platform_hold_dir_of(link.s, &err), err); /* the folder is held already */
+    assert_ok(platform_write_atomic(out.s, "{}", 2, &err), err);
+    struct stat st;
+    assert_int_equal(lstat(out.s, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(platform_write_atomic(link.s, "{}", 2, &err), ERR_IO);
+    assert_contains(err.message, "symbolic link");
+    assert_int_equal(platform_hold_dir_of(loose.s, &err), ERR_PERMISSION);
+    assert_contains(err.message, open_dir.s);
+    platform_state_root_close();
+    char text[16];
+    read_text(victim.s, text, sizeof text);
+    assert_string_equal(text, "theirs");
+}
+
 /* Reads the file at path through the platform layer and compares it with text. */
 static void assert_platform_read(const char *path, const char *text)
 {
@@ -1949,6 +1981,7 @@ int main(void)
         T(test_spawn_held_program),
         T(test_fopen_private_and_harden),
         T(test_state_root_is_not_redirected),
+        T(test_hold_dir_of_a_feed_folder),
         T(test_state_root_refuses_links_below_it),
         T(test_threads),
         T(test_host_facts),
