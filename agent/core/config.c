@@ -968,6 +968,8 @@ size_t config_written_files(const config *cfg, config_written_file out[CONFIG_WR
         {"report.status_file", cfg->report.status_file},
         {"report.jsonl_file", cfg->report.jsonl_file},
         {"report.metrics_file", cfg->report.metrics_file},
+        {"report.ocsf_file", cfg->report.ocsf_file},
+        {"report.cef_file", cfg->report.cef_file},
     };
     size_t n = 0;
     for (size_t i = 0; i < sizeof all / sizeof all[0] && n < CONFIG_WRITTEN_FILES_MAX; i++)

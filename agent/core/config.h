@@ -216,8 +216,9 @@ typedef struct config_written_file {
 
 /*
  * The files outpost writes whose place the configuration decides: log.file,
- * report.status_file, report.jsonl_file, report.metrics_file (a feed added
- * later belongs here too), those set, into out. main.c holds the folder of
+ * report.status_file, report.jsonl_file, report.metrics_file,
+ * report.ocsf_file, report.cef_file (a feed added later belongs here too),
+ * those set, into out. main.c holds the folder of
  * each one outside state_dir (platform_hold_dir_of) before anything is
  * written. Returns how many.
  */

@@ -705,6 +705,8 @@ OUTSIDE = {
     "jsonl_file": ("report", "jsonl_file", "report"),
     "status_file": ("report", "status_file", "report"),
     "metrics_file": ("report", "metrics_file", "report"),
+    "ocsf_file": ("report", "ocsf_file", "report"),
+    "cef_file": ("report", "cef_file", "report"),
     "log.file": ("log", "file", "report"),
 }
 
