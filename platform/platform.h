@@ -333,30 +333,50 @@ void platform_state_root_close(void);
  * Checks that the existing directory path can be trusted with what outpost
  * runs as root or SYSTEM: no less privileged principal owns it or may write
  * to it, nor any directory above it, which could rename it away (rules:
- * platform/private_dir.h). Symbolic links in path are resolved once and the
- * resolved path is judged from the root of the file system down; a parent
- * may be a root-owned sticky directory such as /tmp. Windows: no reparse
- * point (junction, symbolic link) in path or above it. A refusal is
- * ERR_PERMISSION (exit 1) with one line naming the directory, what is wrong
- * and the command that fixes it; ERR_NOT_FOUND when path does not exist;
- * ERR_IO when it is not a directory or its owner and permissions cannot be
- * read. A path below the state directory held by platform_state_root_open
- * is judged through that handle instead: no link is resolved on the way
- * (one is refused), and the directories above are the held one's.
+ * platform/private_dir.h). The path is walked from the root of the file
+ * system down, each directory judged through its own handle by the rule
+ * for parents (a root-owned sticky directory such as /tmp passes); a
+ * symbolic link is followed only when the directory holding it passed
+ * (in a sticky directory, only a link of root's or the running user's),
+ * and its target's path is walked and judged the same way, so a link in a
+ * folder a user owns is refused where it lives whatever it points at.
+ * Windows: no reparse point (junction, symbolic link) in path or above
+ * it. A refusal is ERR_PERMISSION (exit 1)
+ * with one line naming the directory, what is wrong and the command that
+ * fixes it; ERR_NOT_FOUND when path does not exist; ERR_IO when it is not a
+ * directory or its owner and permissions cannot be read. A path below the
+ * state directory held by platform_state_root_open is judged through that
+ * handle instead: no link is resolved on the way (one is refused), and
+ * the directories above are the held one's.
  */
 MUST_CHECK error_code platform_check_private_dir(const char *path, error_info *err);
 
 /*
- * Checks that a file that decides what outpost runs (the configuration, a
- * trust anchor, a key; PRODUCT.md section 9) can be trusted: what path
- * names after symbolic links are resolved is a regular file owned by root
- * or the running user (Windows: SYSTEM, Administrators, TrustedInstaller
- * or the running user) that nobody else may write, and secret (the API key,
- * a signing key) also that nobody else may read; the directories holding it
- * are judged by the path rule of platform_check_private_dir's parents. A
- * refusal is ERR_CONFIG (exit 2): one line naming what (e.g. "configuration
- * file"), the path, what is wrong and the command that fixes it. A missing
- * file is ERR_NOT_FOUND.
+ * Reads a file that decides what outpost runs (the configuration, a trust
+ * anchor, a key; PRODUCT.md section 9) through one handle: its path walked
+ * and judged as platform_check_private_dir walks its parents (links
+ * followed only where they live in a judged directory), the file opened
+ * in the last directory reached without following a link and without
+ * blocking, and judged through that handle: a regular file (a FIFO or
+ * device is refused, not waited for) owned by root or the running user
+ * (Windows: SYSTEM, Administrators, TrustedInstaller or the running user)
+ * that nobody else may write, and when secret (the API key, a signing key)
+ * that nobody else may read either; then read from that same handle, at
+ * most max_size bytes, into *data (malloc'd, NUL-terminated, *len bytes
+ * without the NUL; a secret's caller wipes it). what names the file in
+ * every message ("configuration file", "signing key file"). A refusal is
+ * ERR_CONFIG (exit 2): one line naming what, the path, what is wrong and
+ * the command that fixes it; a missing file (or directory on the way) is
+ * ERR_NOT_FOUND; a larger file or a read error ERR_CONFIG.
+ */
+MUST_CHECK error_code platform_read_trusted_file(const char *what, const char *path, bool secret, size_t max_size,
+                                                 char **data, size_t *len, error_info *err);
+
+/*
+ * As platform_read_trusted_file without the read: the file judged through
+ * its handle and closed. For the preflight, which judges every trusted
+ * input before anything is written (PRODUCT.md section 1); the reader
+ * judges again when it reads.
  */
 MUST_CHECK error_code platform_check_trusted_file(const char *what, const char *path, bool secret, error_info *err);
 

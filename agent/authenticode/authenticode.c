@@ -529,7 +529,9 @@ static MUST_CHECK error_code load_ca_file(verify_ctx *v, const char *path, const
     size_t len = 0;
     bool system = strcmp(path, "system") == 0;
     error_code rc = system ? platform_system_code_signing_roots(&data, &len, err)
-                           : platform_read_file(path, MAX_CA_FILE, &data, &len, err);
+                           : platform_read_trusted_file(what, path, false, MAX_CA_FILE, &data, &len, err);
+    if (rc == ERR_CONFIG && !system)
+        return rc; /* refused as a trusted input: the message names the file and the fix */
     if (rc != ERR_OK)
         return error_set(err, ERR_CONFIG, "%s %s cannot be read: %s", what, path, err ? err->message : "");
     char where[200];
@@ -553,7 +555,9 @@ static MUST_CHECK error_code load_crls(verify_ctx *v, error_info *err)
         const char *path = v->policy->crl_files[i];
         char *data = NULL;
         size_t len = 0;
-        error_code rc = platform_read_file(path, MAX_CRL_FILE, &data, &len, err);
+        error_code rc = platform_read_trusted_file("CRL file", path, false, MAX_CRL_FILE, &data, &len, err);
+        if (rc == ERR_CONFIG)
+            return rc; /* refused as a trusted input: the message names the file and the fix */
         if (rc != ERR_OK)
             return error_set(err, ERR_CONFIG, "CRL file %s cannot be read: %s", path, err ? err->message : "");
         /* mbedtls_x509_crl_parse wants the terminating NUL counted for PEM. */

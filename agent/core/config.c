@@ -921,17 +921,16 @@ error_code config_load(config *cfg, const char *path, error_info *err)
 {
     char *text = NULL;
     size_t len = 0;
-    error_code rc = platform_read_file(path, CONFIG_MAX_BYTES, &text, &len, err);
+    /* Judged and read through one handle (PRODUCT.md section 9): the
+     * configuration decides deploy.command. */
+    error_code rc = platform_read_trusted_file("configuration file", path, false, CONFIG_MAX_BYTES, &text, &len, err);
     if (rc == ERR_NOT_FOUND)
         return error_set(err, ERR_CONFIG, "configuration file %s does not exist; create it or pass -c FILE", path);
-    if (rc != ERR_OK) {
-        err->code = ERR_CONFIG;
-        return error_prefix(err, "cannot read configuration file %s", path);
-    }
+    if (rc != ERR_OK)
+        return rc;
     free(cfg->path);
     cfg->path = text_dup(path);
-    rc = platform_check_trusted_file("configuration file", path, false, err);
-    rc = rc == ERR_OK ? config_load_text(cfg, text, len, path, err) : rc;
+    rc = config_load_text(cfg, text, len, path, err);
     free(text);
     return rc;
 }
@@ -1069,16 +1068,14 @@ error_code config_load_api_key(const config *cfg, char **key, error_info *err)
                          cfg->path ? cfg->path : "the configuration",
                          cfg->path_missing ? " (that file does not exist; create it or pass -c FILE)" : "");
     error_code rc = config_check_file("api_key_file", cfg->api_key_file, err);
-    if (rc == ERR_OK)
-        rc = platform_check_secret_file("API key file", cfg->api_key_file, err);
     if (rc != ERR_OK)
         return rc;
     char *text = NULL;
     size_t len = 0;
-    rc = platform_read_file(cfg->api_key_file, 64 * 1024, &text, &len, err);
+    rc = platform_read_trusted_file("API key file", cfg->api_key_file, true, 64 * 1024, &text, &len, err);
     if (rc != ERR_OK) {
         err->code = ERR_CONFIG;
-        return error_prefix(err, "cannot read the API key file (`api_key_file`)");
+        return rc == ERR_NOT_FOUND ? error_prefix(err, "cannot read the API key file (`api_key_file`)") : ERR_CONFIG;
     }
     if (text_looks_utf16(text, len)) {
         dynbuf_wipe(text, len);

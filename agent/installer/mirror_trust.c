@@ -45,12 +45,17 @@ static MUST_CHECK error_code load_pinned(const config *cfg, mirror_trust *t, err
     return ERR_OK;
 }
 
-/* A root file judged as trusted (its own threshold of its own keys). */
-static MUST_CHECK error_code read_root(const char *path, const char *source, root *r, error_info *err)
+/* A root file judged as trusted (its own threshold of its own keys);
+ * mirror.root_file (trusted_input) judged and read through one handle
+ * (PRODUCT.md section 9), the kept root read below the held state_dir. */
+static MUST_CHECK error_code read_root(const char *path, bool trusted_input, const char *source, root *r,
+                                       error_info *err)
 {
     char *data = NULL;
     size_t len = 0;
-    error_code rc = platform_read_file(path, ROOT_MAX_BYTES + 1, &data, &len, err);
+    error_code rc = trusted_input ? platform_read_trusted_file("mirror root file", path, false, ROOT_MAX_BYTES + 1,
+                                                               &data, &len, err)
+                                  : platform_read_file(path, ROOT_MAX_BYTES + 1, &data, &len, err);
     if (rc != ERR_OK)
         return error_prefix(err, "%s", source);
     rc = root_open_trusted(data, len, source, r, err);
@@ -155,7 +160,7 @@ error_code mirror_trust_load(const config *cfg, const char *kept_lineage, mirror
         return rc;
     char source[600];
     snprintf(source, sizeof source, "mirror.root_file %s", cfg->mirror.root_file);
-    rc = read_root(cfg->mirror.root_file, source, &t->root, err);
+    rc = read_root(cfg->mirror.root_file, true, source, &t->root, err);
     if (rc != ERR_OK) {
         err->code = ERR_CONFIG; /* the configuration ships it: a person must replace it */
         return rc;
@@ -168,7 +173,7 @@ error_code mirror_trust_load(const config *cfg, const char *kept_lineage, mirror
     error_info why;
     if (platform_path_stat(kept, NULL) != PLATFORM_PATH_FILE) {
         rc = lineage_add(t, t->root.id, err);
-    } else if (read_root(kept, kept, &stored, &why) != ERR_OK) {
+    } else if (read_root(kept, false, kept, &stored, &why) != ERR_OK) {
         log_warn("the kept mirror root cannot be used (%s); starting again from mirror.root_file", why.message);
         rc = lineage_add(t, t->root.id, err);
     } else {

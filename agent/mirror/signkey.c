@@ -154,20 +154,15 @@ error_code signkey_parse_private(const char *pem, size_t len, const char *source
 
 error_code signkey_load_private_file(const char *path, signkey **out, error_info *err)
 {
-    error_code rc = platform_check_secret_file("signing key file", path, err);
+    char *text = NULL;
+    size_t len = 0;
+    error_code rc = platform_read_trusted_file("signing key file", path, true, 64 * 1024, &text, &len, err);
     if (rc == ERR_NOT_FOUND)
         return error_set(err, ERR_CONFIG, "signing key file %s does not exist; make one with `outpost keygen -o %s`",
                          path, path);
     if (rc != ERR_OK) {
         err->code = ERR_CONFIG;
         return rc; /* the message names the signing key file */
-    }
-    char *text = NULL;
-    size_t len = 0;
-    rc = platform_read_file(path, 64 * 1024, &text, &len, err);
-    if (rc != ERR_OK) {
-        err->code = ERR_CONFIG;
-        return error_prefix(err, "cannot read the signing key file (`publish.signing_key_file`)");
     }
     char source[600];
     snprintf(source, sizeof source, "signing key file %s", path);
@@ -189,8 +184,8 @@ error_code signkey_parse_public(const char *pem_or_path, signkey **out, error_in
         len = strlen(pem);
     } else {
         snprintf(source, sizeof source, "mirror.public_keys file %s", pem_or_path);
-        error_code rc = platform_check_trusted_file("public key file", pem_or_path, false, err);
-        rc = rc == ERR_OK ? platform_read_file(pem_or_path, 64 * 1024, &file_text, &len, err) : rc;
+        error_code rc =
+            platform_read_trusted_file("public key file", pem_or_path, false, 64 * 1024, &file_text, &len, err);
         if (rc != ERR_OK) {
             err->code = ERR_CONFIG;
             return error_prefix(err, "%s (a PEM public key or the path of a file holding one)", source);

@@ -481,21 +481,23 @@ static MUST_CHECK error_code read_capped(int fd, const char *path, size_t limit,
 
 error_code platform_read_file(const char *path, size_t max_size, char **data, size_t *len, error_info *err)
 {
-    /* limit + 1 (content and NUL) must not overflow. */
-    size_t limit = max_size > SIZE_MAX - 1 ? SIZE_MAX - 1 : max_size;
     int fd = posix_open_in(path, O_RDONLY, 0);
     if (fd < 0)
         return posix_fail_path(err, errno, "cannot open", path);
+    error_code rc = posix_read_fd(fd, path, max_size, data, len, err);
+    close(fd);
+    return rc;
+}
+
+error_code posix_read_fd(int fd, const char *path, size_t max_size, char **data, size_t *len, error_info *err)
+{
+    /* limit + 1 (content and NUL) must not overflow. */
+    size_t limit = max_size > SIZE_MAX - 1 ? SIZE_MAX - 1 : max_size;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return posix_fail_path(err, e, "cannot read", path);
-    }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
+    if (fstat(fd, &st) != 0)
+        return posix_fail_path(err, errno, "cannot read", path);
+    if (S_ISDIR(st.st_mode))
         return error_set_os(err, ERR_IO, EISDIR, "cannot read %s: it is a directory", path);
-    }
     /* Size the buffer from the file size when it is known and within the cap
      * (/proc files and devices say 0); the probe byte handles the rest. */
     size_t hint = 4096;
@@ -505,13 +507,10 @@ error_code platform_read_file(const char *path, size_t max_size, char **data, si
         hint = limit;
     size_t cap = hint + 1;
     char *buf = malloc(cap);
-    if (!buf) {
-        close(fd);
+    if (!buf)
         return posix_fail_nomem(err);
-    }
     size_t used = 0;
     error_code rc = read_capped(fd, path, limit, &buf, cap, &used, err);
-    close(fd);
     if (rc != ERR_OK) {
         free(buf);
         return rc;

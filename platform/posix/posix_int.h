@@ -32,6 +32,7 @@
 
 #include "platform/platform.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -79,10 +80,65 @@ int posix_mkdir_in(const char *path);
 /* rename(from, to), each side relative to its own handle. 0 or -1 with errno. */
 int posix_rename_in(const char *from, const char *to);
 
+/* ---- The trusted-path walk (walk.c) -------------------------------------- */
+
+/* Why posix_walk refused, for the caller's message. */
+typedef struct posix_walk_fail {
+    int os_error;         /* errno of a call that failed; 0 for a refusal */
+    bool link;            /* where is a symbolic link refused for its owner */
+    char where[PATH_MAX]; /* the directory refused, the link, or what could not be read */
+    char why[192];        /* what is wrong with it ("owned by uid 1000"), or the system's reason */
+} posix_walk_fail;
+
+/*
+ * Walks path from "/" (a relative path from the current directory, whose
+ * own path is walked too), judging every directory on the way through its
+ * descriptor by platform_posix_parent_trusted and following a symbolic link
+ * only where the directory holding it passed (in one others may create in,
+ * only a link of root's or the running user's), its target walked the same
+ * way; the last component too when follow_last. Returns a descriptor of
+ * the judged directory holding the last component (close-on-exec; O_PATH
+ * where Linux has it: open what is in it with openat) and sets *leaf
+ * (malloc'd) to that component's name in it, which may not exist (the
+ * caller's openat says so); "." when path names a directory through "/"
+ * or "..". *resolved (may be NULL): the path walked, without links,
+ * malloc'd. -1 on failure, *fail saying where and why.
+ */
+int posix_walk(const char *path, bool follow_last, char **leaf, char **resolved, posix_walk_fail *fail);
+
+/*
+ * The message of a refused walk: named (what the caller looked for,
+ * "configuration file /etc/x") cannot be read (os_error: ERR_NOT_FOUND for
+ * a missing directory or file, else code), or goes through a link or a
+ * directory another user controls (code), with the fix. path is what was
+ * walked. Returns the code set.
+ */
+MUST_CHECK error_code posix_walk_refusal(const posix_walk_fail *fail, const char *named, const char *path,
+                                         error_code code, error_info *err);
+
+/*
+ * Opens the existing directory path for reading (O_RDONLY | O_DIRECTORY,
+ * close-on-exec), reached by posix_walk and judged through the descriptor
+ * by platform_posix_dir_trusted, as state_dir is (PRODUCT.md section 9).
+ * A refusal is ERR_PERMISSION naming the directory and the fix; risk says
+ * what another user could do there ("change what outpost runs").
+ * ERR_NOT_FOUND when it does not exist; ERR_IO when it is not a directory.
+ */
+MUST_CHECK error_code posix_open_judged_dir(const char *path, const char *risk, int *fd, error_info *err);
+
+/* "root:root", or the running uid when it is not root: the owner a refusal's chown names. */
+void posix_owner_hint(char *buf, size_t size);
+
 /* ---- Writing (fs.c) ------------------------------------------------------ */
 
 /* Writes all len bytes, retrying short writes and EINTR. 0 or -1 (errno). */
 int posix_write_all(int fd, const void *data, size_t len);
+
+/* platform_read_file's reading, from the open descriptor fd (left open):
+ * the rest of the file, at most max_size bytes, into a malloc'd,
+ * NUL-terminated *data; path names it in messages. */
+MUST_CHECK error_code posix_read_fd(int fd, const char *path, size_t max_size, char **data, size_t *len,
+                                    error_info *err);
 
 /* ---- Small system files (host.c) ----------------------------------------- */
 

@@ -283,43 +283,18 @@ static void release(held_dir *held)
 }
 
 /*
- * Opens the directory path (judged by platform_check_private_dir just
- * before): links in the path resolved once, as that judged it, the
- * directory itself opened without following a link, and judged again
- * through the descriptor. what names it in messages ("the state
- * directory").
+ * Opens the directory path: walked from "/" as platform_check_private_dir
+ * judges it (every directory on the way judged through its own
+ * descriptor, a link followed only where it lives in a judged directory,
+ * walk.c), the directory itself opened in the last directory reached
+ * without following a link and judged again through that descriptor.
+ * what names it in messages ("the state directory").
  */
 static MUST_CHECK error_code open_judged(const char *path, const char *what, int *fd_out, error_info *err)
 {
-    char opening[64], reading[64];
-    snprintf(opening, sizeof opening, "cannot open %s", what);
-    snprintf(reading, sizeof reading, "cannot read %s", what);
-    char *resolved = realpath(path, NULL);
-    if (!resolved)
-        return posix_fail_path(err, errno, opening, path);
-    int fd = open(resolved, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int e = errno;
-    struct stat held, named;
-    error_code rc = ERR_OK;
-    char why[128];
-    if (fd < 0)
-        rc = posix_fail_path(err, e, opening, path);
-    else if (fstat(fd, &held) != 0 || stat(resolved, &named) != 0)
-        rc = posix_fail_path(err, errno, reading, path);
-    else if (held.st_dev != named.st_dev || held.st_ino != named.st_ino)
-        /* Swapped between the two looks: only someone who may rename it can. */
-        rc = error_set(err, ERR_PERMISSION, "%s %s was replaced while outpost opened it; refusing it", what, path);
-    else if (!platform_posix_dir_trusted((unsigned long)held.st_uid, (unsigned long)held.st_mode,
-                                         (unsigned long)geteuid(), why, sizeof why))
-        rc = error_set(err, ERR_PERMISSION, "%s %s is %s; refusing it", what, path, why);
-    free(resolved);
-    if (rc != ERR_OK) {
-        if (fd >= 0)
-            close(fd);
-        return rc;
-    }
-    *fd_out = fd;
-    return ERR_OK;
+    char risk[96];
+    snprintf(risk, sizeof risk, "change what outpost runs from %s", what);
+    return posix_open_judged_dir(path, risk, fd_out, err);
 }
 
 error_code platform_state_root_open(const char *path, error_info *err)

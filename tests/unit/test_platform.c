@@ -1373,7 +1373,7 @@ static void test_private_dir_parents(void **state)
     assert_int_equal(symlink(dir.s, link.s), 0);
     assert_int_equal(platform_check_private_dir(link.s, &err), ERR_PERMISSION);
     assert_contains(err.message, parent.s);
-    assert_contains(err.message, "resolves to");
+    assert_contains(err.message, link.s);
     assert_int_equal(chmod(parent.s, 01777), 0); /* root's sticky directory: fine */
     if (geteuid() == 0)
         assert_ok(platform_check_private_dir(link.s, &err), err);
@@ -1431,6 +1431,159 @@ static void test_trusted_file(void **state)
     assert_int_equal(chown(dir.s, 65534, 65534), 0);
     assert_int_equal(platform_check_trusted_file("configuration file", inside.s, false, &err), ERR_CONFIG);
     assert_contains(err.message, dir.s);
+}
+
+/* A link is followed only where it lives in a judged directory, and its
+ * target's path is judged too (PRODUCT.md section 9, issue 34). */
+static void test_links_judged_where_they_live(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    path_buf etc = at(f, "etc");
+    assert_int_equal(mkdir(etc.s, 0755), 0);
+    path_buf real = at(f, "etc/real.json");
+    write_file(real.s, "{\"a\": 1}", 8, 0644);
+    /* In a judged directory: followed, absolute or relative, and through a chain. */
+    path_buf link = at(f, "etc/link.json");
+    assert_int_equal(symlink(real.s, link.s), 0);
+    path_buf rel = at(f, "etc/rel.json");
+    assert_int_equal(symlink("real.json", rel.s), 0);
+    path_buf chain = at(f, "etc/chain.json");
+    assert_int_equal(symlink("../etc/./rel.json", chain.s), 0);
+    const char *fine[] = {real.s, link.s, rel.s, chain.s};
+    for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
+        char *data = NULL;
+        size_t len = 0;
+        assert_ok(platform_read_trusted_file("configuration file", fine[i], false, 1024, &data, &len, &err), err);
+        assert_int_equal(len, 8);
+        assert_string_equal(data, "{\"a\": 1}");
+        free(data);
+    }
+    /* A directory through a link in a judged directory. */
+    path_buf dir_link = at(f, "etc/dir");
+    assert_int_equal(symlink(etc.s, dir_link.s), 0);
+    assert_ok(platform_check_private_dir(dir_link.s, &err), err);
+    /* Links that loop end the walk. */
+    path_buf loop = at(f, "etc/loop");
+    assert_int_equal(symlink("loop", loop.s), 0);
+    assert_int_equal(platform_check_trusted_file("configuration file", loop.s, false, &err), ERR_CONFIG);
+    assert_contains(err.message, loop.s);
+    if (geteuid() != 0)
+        return;
+    /* The same link in a folder another user owns is refused whatever it points at. */
+    path_buf users = at(f, "u");
+    assert_int_equal(mkdir(users.s, 0755), 0);
+    path_buf theirs = at(f, "u/outpost.json");
+    assert_int_equal(symlink(real.s, theirs.s), 0);
+    assert_int_equal(chown(users.s, 65534, 65534), 0);
+    char *data = NULL;
+    size_t len = 0;
+    assert_int_equal(platform_read_trusted_file("configuration file", theirs.s, false, 1024, &data, &len, &err),
+                     ERR_CONFIG);
+    assert_contains(err.message, users.s);
+    assert_contains(err.message, "owned by uid 65534");
+    assert_int_equal(error_exit_code(err.code), 2);
+    path_buf state_link = at(f, "u/state");
+    assert_int_equal(symlink(etc.s, state_link.s), 0);
+    assert_int_equal(platform_check_private_dir(state_link.s, &err), ERR_PERMISSION);
+    assert_contains(err.message, users.s);
+    assert_int_equal(platform_state_root_open(state_link.s, &err), ERR_PERMISSION);
+    /* A link of root's in root's folder that leads through the user's folder: the target's path is judged. */
+    path_buf via = at(f, "etc/via.json");
+    assert_int_equal(symlink(theirs.s, via.s), 0);
+    assert_int_equal(platform_check_trusted_file("configuration file", via.s, false, &err), ERR_CONFIG);
+    assert_contains(err.message, users.s);
+    /* In a root-owned sticky directory (/tmp), only a link of root's (or the running user's). */
+    path_buf sticky = at(f, "sticky");
+    assert_int_equal(mkdir(sticky.s, 0755), 0);
+    assert_int_equal(chmod(sticky.s, 01777), 0);
+    path_buf planted = at(f, "sticky/planted.json");
+    assert_int_equal(symlink(real.s, planted.s), 0);
+    assert_ok(platform_check_trusted_file("configuration file", planted.s, false, &err), err);
+    assert_int_equal(lchown(planted.s, 65534, 65534), 0);
+    assert_int_equal(platform_check_trusted_file("configuration file", planted.s, false, &err), ERR_CONFIG);
+    assert_contains(err.message, planted.s);
+    assert_contains(err.message, "symbolic link owned by uid 65534");
+}
+
+/* What is judged is what is read: one descriptor, a FIFO refused rather than waited for. */
+static void test_read_trusted_file(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    path_buf key = at(f, "signing.key");
+    write_file(key.s, "secret\n", 7, 0600);
+    char *data = NULL;
+    size_t len = 0;
+    assert_ok(platform_read_trusted_file("signing key file", key.s, true, 64, &data, &len, &err), err);
+    assert_int_equal(len, 7);
+    free(data);
+    assert_int_equal(chmod(key.s, 0640), 0);
+    assert_int_equal(platform_read_trusted_file("signing key file", key.s, true, 64, &data, &len, &err), ERR_CONFIG);
+    assert_contains(err.message, "signing key file");
+    assert_true(strstr(err.message, "API key") == NULL);
+    assert_contains(err.message, "chmod 600");
+    assert_int_equal(chmod(key.s, 0600), 0);
+    assert_int_equal(platform_read_trusted_file("signing key file", key.s, true, 3, &data, &len, &err), ERR_CONFIG);
+    assert_contains(err.message, "limit");
+    path_buf fifo = at(f, "fifo");
+    assert_int_equal(mkfifo(fifo.s, 0644), 0);
+    /* Nobody ever opens the FIFO for writing: a blocking open would never return. */
+    assert_int_equal(platform_read_trusted_file("configuration file", fifo.s, false, 64, &data, &len, &err),
+                     ERR_CONFIG);
+    assert_contains(err.message, "not a regular file");
+    path_buf missing = at(f, "nowhere/key");
+    assert_int_equal(platform_read_trusted_file("signing key file", missing.s, true, 64, &data, &len, &err),
+                     ERR_NOT_FOUND);
+}
+
+/* A folder outside state_dir that holds a feed: judged as state_dir is, held, and no final link followed. */
+static void test_hold_dir_of(void **state)
+{
+    fixture *f = *state;
+    error_info err;
+    path_buf feeds = at(f, "feeds");
+    assert_int_equal(mkdir(feeds.s, 0755), 0);
+    path_buf victim = at(f, "victim");
+    write_text(victim.s, "keep");
+    path_buf linked = at(f, "feeds/incidents.jsonl");
+    assert_int_equal(symlink(victim.s, linked.s), 0);
+    path_buf status = at(f, "feeds/status.json");
+    assert_ok(platform_hold_dir_of(status.s, &err), err);
+    assert_ok(platform_hold_dir_of(linked.s, &err), err); /* the same folder: nothing more to do */
+    assert_ok(platform_write_atomic(status.s, "{}", 2, &err), err);
+    struct stat st;
+    assert_int_equal(stat(status.s, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_null(platform_fopen_private(linked.s, "ab"));
+    assert_int_equal(errno, ELOOP);
+    platform_append_file *log = NULL;
+    assert_int_equal(platform_append_open(linked.s, &log, NULL, &err), ERR_IO);
+    assert_contains(err.message, "symbolic link");
+    char *data = NULL;
+    assert_ok(platform_read_file(victim.s, 64, &data, NULL, &err), err);
+    assert_string_equal(data, "keep");
+    free(data);
+    /* Deeper paths are none of the feed's: by name, as before. */
+    assert_int_equal(mkdir(at(f, "feeds/sub").s, 0755), 0);
+    assert_int_equal(symlink(victim.s, at(f, "feeds/sub/link").s), 0);
+    assert_ok(platform_read_file(at(f, "feeds/sub/link").s, 64, &data, NULL, &err), err);
+    free(data);
+    platform_state_root_close();
+    /* Others may write the folder: refused, naming it and the fix. */
+    assert_int_equal(chmod(feeds.s, 0777), 0);
+    assert_int_equal(platform_hold_dir_of(status.s, &err), ERR_PERMISSION);
+    assert_int_equal(error_exit_code(err.code), 1);
+    assert_contains(err.message, feeds.s);
+    assert_contains(err.message, "chmod go-w");
+    assert_int_equal(chmod(feeds.s, 0755), 0);
+    assert_int_equal(platform_hold_dir_of(at(f, "missing/status.json").s, &err), ERR_NOT_FOUND);
+    assert_contains(err.message, "does not exist");
+    if (geteuid() != 0)
+        return;
+    assert_int_equal(chown(feeds.s, 65534, 65534), 0);
+    assert_int_equal(platform_hold_dir_of(status.s, &err), ERR_PERMISSION);
+    assert_contains(err.message, "owned by uid 65534");
 }
 
 /* The held file is what runs: its name swapped for another file after it
@@ -1978,6 +2131,9 @@ int main(void)
         T(test_parent_and_file_trust_rules),
         T(test_private_dir_parents),
         T(test_trusted_file),
+        T(test_links_judged_where_they_live),
+        T(test_read_trusted_file),
+        T(test_hold_dir_of),
         T(test_spawn_held_program),
         T(test_fopen_private_and_harden),
         T(test_state_root_is_not_redirected),
