@@ -60,6 +60,25 @@ bool platform_posix_file_trusted(unsigned long owner_uid, unsigned long mode, un
 bool platform_win32_dir_trusted(const void *sd, const void *user, char *why, size_t size);
 
 /*
+ * Windows: a folder above state_dir or above a trusted file (every
+ * component from below the drive's root to the last folder), what
+ * platform_win32_dir_trusted is to state_dir itself but for a folder others
+ * may use: the owner as above, and no allow ACE that applies to the folder
+ * itself (inherit-only ones do not) grants anyone else FILE_DELETE_CHILD
+ * (delete or rename what it holds, whatever their ACLs say), DELETE,
+ * WRITE_DAC or WRITE_OWNER (or GENERIC_ALL); when plant (the next
+ * component does not exist yet, so whoever adds it first owns it), nor
+ * FILE_ADD_FILE, FILE_ADD_SUBDIRECTORY or GENERIC_WRITE. Adding files next
+ * to an existing component is harmless: that component is judged in turn
+ * (a planted one is owned by its planter). A deny ACE for the same SID (or
+ * Everyone) before the allow ACE takes those rights away, as Windows
+ * evaluates a DACL in order; one after it does not. On false, why names
+ * the principal and the right: "Users (S-1-5-32-545) may delete or rename
+ * what it holds (FILE_DELETE_CHILD)".
+ */
+bool platform_win32_parent_trusted(const void *sd, const void *user, bool plant, char *why, size_t size);
+
+/*
  * Windows: a file that decides what runs (platform_check_trusted_file):
  * the owner as above, and no allow ACE grants anyone else write, append,
  * delete, WRITE_DAC or WRITE_OWNER (or GENERIC_WRITE/ALL); when secret, nor

@@ -365,11 +365,94 @@ static void test_secret_file_checks(void **state)
     (void)state;
     error_info err;
     char *missing = join(scratch, "no-key");
-    assert_int_equal(platform_check_secret_file(missing, &err), ERR_CONFIG);
+    assert_int_equal(platform_check_secret_file("API key file", missing, &err), ERR_CONFIG);
     assert_non_null(strstr(err.message, "does not exist"));
-    assert_int_equal(platform_check_secret_file(scratch, &err), ERR_CONFIG);
+    assert_int_equal(platform_check_secret_file("API key file", scratch, &err), ERR_CONFIG);
     assert_non_null(strstr(err.message, "not a regular file"));
     free(missing);
+}
+
+/* A trusted input read through the one handle it was judged by; a missing
+ * file, a folder and a file others may write are refused, and a reparse
+ * point where the file should be is refused, not followed. */
+static void test_trusted_file_read(void **state)
+{
+    (void)state;
+    error_info err;
+    char *path = join(scratch, "tr\xc3\xbcsted.json");
+    assert_ok(platform_write_atomic(path, "{\"a\": 1}", 8, &err), err);
+    char *data = NULL;
+    size_t len = 0;
+    assert_ok(platform_read_trusted_file("configuration file", path, false, 1024, &data, &len, &err), err);
+    assert_int_equal(len, 8);
+    assert_memory_equal(data, "{\"a\": 1}", 8);
+    free(data);
+    assert_ok(platform_check_trusted_file("configuration file", path, false, &err), err);
+    data = NULL;
+    assert_int_equal(platform_read_trusted_file("configuration file", path, false, 4, &data, &len, &err), ERR_CONFIG);
+    assert_null(data);
+    assert_non_null(strstr(err.message, "configuration file"));
+
+    char *missing = join(scratch, "no-such.json");
+    assert_int_equal(platform_read_trusted_file("configuration file", missing, false, 1024, &data, &len, &err),
+                     ERR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "does not exist"));
+    assert_int_equal(platform_check_trusted_file("configuration file", scratch, false, &err), ERR_CONFIG);
+    assert_non_null(strstr(err.message, "not a regular file"));
+
+    /* A symbolic link where the file should be (wine makes one when the
+     * host file system can): refused, never followed. */
+    char *link = join(scratch, "link.json");
+    wchar_t wlink[MAX_PATH * 2], wpath[MAX_PATH * 2];
+    MultiByteToWideChar(CP_UTF8, 0, link, -1, wlink, MAX_PATH * 2);
+    MultiByteToWideChar(CP_UTF8, 0, path, -1, wpath, MAX_PATH * 2);
+    if (CreateSymbolicLinkW(wlink, wpath, 0x2 /* ALLOW_UNPRIVILEGED_CREATE */) ||
+        CreateSymbolicLinkW(wlink, wpath, 0)) {
+        /* Real Windows: ERR_CONFIG, "a reparse point". wine keeps the link
+         * as a host symbolic link its own calls see as dangling: not found.
+         * Either way the file behind it is not read. */
+        data = NULL;
+        error_code rc = platform_read_trusted_file("configuration file", link, false, 1024, &data, &len, &err);
+        assert_null(data);
+        if (!(rc == ERR_CONFIG &&
+              (strstr(err.message, "reparse point") || strstr(err.message, "not a regular file"))) &&
+            rc != ERR_NOT_FOUND)
+            fail_msg("a link was not refused as one: %s: %s", error_name(rc), err.message);
+        DeleteFileW(wlink);
+    }
+
+    /* Written by the scratch folder's other users: refused naming who (when
+     * wine keeps the access list; else the decision is test_file_trust_rules'). */
+    PSECURITY_DESCRIPTOR loose = NULL;
+    assert_true(ConvertStringSecurityDescriptorToSecurityDescriptorW(L"D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;0x1301bf;;;BU)",
+                                                                     SDDL_REVISION_1, &loose, NULL));
+    BOOL present = FALSE, defaulted = FALSE;
+    ACL *loose_dacl = NULL;
+    assert_true(GetSecurityDescriptorDacl(loose, &present, &loose_dacl, &defaulted));
+    DWORD e =
+        SetNamedSecurityInfoW(wpath, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION,
+                              NULL, NULL, loose_dacl, NULL);
+    LocalFree(loose);
+    PSECURITY_DESCRIPTOR back = NULL;
+    ACL *dacl = NULL;
+    wchar_t *text = NULL;
+    if (e == ERROR_SUCCESS &&
+        GetNamedSecurityInfoW(wpath, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &dacl, NULL, &back) ==
+            ERROR_SUCCESS &&
+        ConvertSecurityDescriptorToStringSecurityDescriptorW(back, SDDL_REVISION_1, DACL_SECURITY_INFORMATION, &text,
+                                                             NULL) &&
+        wcsstr(text, L";BU)")) {
+        assert_int_equal(platform_read_trusted_file("configuration file", path, false, 1024, &data, &len, &err),
+                         ERR_CONFIG);
+        assert_non_null(strstr(err.message, "Users (S-1-5-32-545)"));
+        assert_non_null(strstr(err.message, "icacls"));
+    }
+    LocalFree(text);
+    LocalFree(back);
+    DeleteFileW(wpath);
+    free(link);
+    free(missing);
+    free(path);
 }
 
 /* The child gets exactly the environment given, and no inheritable handle
@@ -494,6 +577,72 @@ static void test_dir_trust_rules(void **state)
     assert_true(SetSecurityDescriptorDacl(&null_dacl, TRUE, NULL, FALSE));
     char why[160] = "";
     assert_false(platform_win32_dir_trusted(&null_dacl, user, why, sizeof why));
+    assert_non_null(strstr(why, "without an access list"));
+    LocalFree(system);
+    LocalFree(user);
+}
+
+/* The decision for the folders above state_dir and above trusted files
+ * (issue 34, finding 8): nobody else may delete or rename what they hold,
+ * or take them over; inherit-only entries are not rights on the folder;
+ * a deny entry before an allow entry takes its rights away. */
+static void test_parent_trust_rules(void **state)
+{
+    (void)state;
+    static const struct {
+        const wchar_t *sddl;
+        bool plant, trusted;
+        const char *why;
+    } cases[] = {
+        {L"O:SYD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)", false, true, NULL},
+        /* %ProgramData%: Users may add files and folders, not remove others'. */
+        {L"O:SYD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICIIO;GA;;;CO)(A;OICI;0x1200a9;;;BU)(A;CI;DCLCRPCR;;;BU)", false,
+         true, NULL},
+        {L"O:SYD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICIIO;GA;;;CO)(A;OICI;0x1200a9;;;BU)(A;CI;DCLCRPCR;;;BU)", true,
+         false, "Users (S-1-5-32-545) may create files in it (FILE_ADD_FILE)"},
+        {L"O:S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464D:P(A;;FA;;;SY)(A;;0x1200a9;;;BU)", false,
+         true, NULL},                                                                      /* Program Files */
+        {L"O:S-1-5-21-1-2-3-1001D:P(A;OICI;FA;;;S-1-5-21-1-2-3-1001)", false, true, NULL}, /* the running user's */
+        {L"O:BAD:P(A;;FA;;;CO)(A;;FA;;;OW)", false, true, NULL}, /* CREATOR OWNER, OWNER RIGHTS: the owner */
+        {L"O:BAD:P(A;OICI;FA;;;BA)(A;;0x40;;;BU)", false, false,
+         "Users (S-1-5-32-545) may delete or rename what it holds (FILE_DELETE_CHILD)"},
+        {L"O:BAD:P(A;OICI;FA;;;BA)(A;;WD;;;WD)", false, false,
+         "Everyone (S-1-1-0) may change its access list (WRITE_DAC)"},
+        {L"O:BAD:P(A;;SD;;;AU)", false, false, "Authenticated Users (S-1-5-11) may delete or rename it (DELETE)"},
+        {L"O:BAD:P(A;;WO;;;S-1-5-21-9-9-9-1002)", false, false,
+         "S-1-5-21-9-9-9-1002 may take ownership of it (WRITE_OWNER)"},
+        {L"O:BAD:P(A;;GA;;;BU)", false, false, "Users (S-1-5-32-545) may delete or rename what it holds"},
+        {L"O:BAD:AI(A;ID;0x40;;;BU)", false, false, "FILE_DELETE_CHILD"}, /* inherited from above: applies */
+        /* Inherit-only: what new children get, not a right on the folder. */
+        {L"O:BAD:P(A;OICI;FA;;;BA)(A;OICIIO;GA;;;BU)", false, true, NULL},
+        /* Deny before allow takes the right away; after, it does not. */
+        {L"O:BAD:P(D;;0x40;;;BU)(A;;0x1201ff;;;BU)", false, true, NULL},
+        {L"O:BAD:P(D;;0x40;;;WD)(A;;0x1201ff;;;BU)", false, true, NULL}, /* Everyone's deny covers Users */
+        {L"O:BAD:P(A;;0x1201ff;;;BU)(D;;0x40;;;BU)", false, false, "FILE_DELETE_CHILD"},
+        {L"O:BAD:P(D;;0x40;;;BU)(A;;0x10040;;;BU)", false, false, "delete or rename it (DELETE)"},
+        {L"O:BAD:P(D;;0x40;;;AU)(A;;0x40;;;BU)", false, false, "FILE_DELETE_CHILD"},   /* another SID's deny */
+        {L"O:BAD:P(D;IO;0x40;;;BU)(A;;0x40;;;BU)", false, false, "FILE_DELETE_CHILD"}, /* an inherit-only deny */
+        {L"O:BUD:P(A;;FA;;;SY)", false, false, "owned by Users (S-1-5-32-545)"},
+        {L"O:S-1-5-21-9-9-9-1002D:P(A;;FA;;;SY)", false, false, "owned by S-1-5-21-9-9-9-1002"},
+        {L"O:SYD:P", false, true, NULL},
+    };
+    PSID user = NULL;
+    assert_true(ConvertStringSidToSidW(L"S-1-5-21-1-2-3-1001", &user));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        PSECURITY_DESCRIPTOR sd = sd_from_sddl((int)i, cases[i].sddl);
+        char why[192] = "";
+        bool got = platform_win32_parent_trusted(sd, user, cases[i].plant, why, sizeof why);
+        LocalFree(sd);
+        check_verdict((int)i, got, cases[i].trusted, why, cases[i].why);
+    }
+    SECURITY_DESCRIPTOR null_dacl;
+    PSID system = NULL;
+    assert_true(ConvertStringSidToSidW(L"S-1-5-18", &system));
+    assert_true(InitializeSecurityDescriptor(&null_dacl, SECURITY_DESCRIPTOR_REVISION));
+    assert_true(SetSecurityDescriptorOwner(&null_dacl, system, FALSE));
+    assert_true(SetSecurityDescriptorDacl(&null_dacl, TRUE, NULL, FALSE));
+    char why[192] = "";
+    assert_false(platform_win32_parent_trusted(&null_dacl, user, false, why, sizeof why));
     assert_non_null(strstr(why, "without an access list"));
     LocalFree(system);
     LocalFree(user);
@@ -787,8 +936,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_spawn_exit_codes_timeout_and_errors),
         cmocka_unit_test(test_lock_across_processes),
         cmocka_unit_test(test_secret_file_checks),
+        cmocka_unit_test(test_trusted_file_read),
         cmocka_unit_test(test_spawn_environment_and_handles),
         cmocka_unit_test(test_dir_trust_rules),
+        cmocka_unit_test(test_parent_trust_rules),
         cmocka_unit_test(test_file_trust_rules),
         cmocka_unit_test(test_held_file_and_system_program),
         cmocka_unit_test(test_private_dir_created_and_checked),

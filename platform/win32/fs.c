@@ -408,10 +408,8 @@ error_code platform_rename(const char *from, const char *to, error_info *err)
     return rc;
 }
 
-/* Reads from h until end of file into a buffer of at most limit bytes (+NUL);
- * one byte past limit proves the file too large. */
-static MUST_CHECK error_code read_handle(HANDLE h, const char *path, size_t limit, size_t hint, char **data,
-                                         size_t *len, error_info *err)
+error_code win32_read_handle(HANDLE h, const char *path, size_t limit, size_t hint, char **data, size_t *len,
+                             error_info *err)
 {
     size_t cap = (hint < limit ? hint : limit) + 1;
     char *buf = malloc(cap);
@@ -487,7 +485,7 @@ error_code platform_read_file(const char *path, size_t max_size, char **data, si
     size_t hint = 4096;
     if (GetFileSizeEx(h, &size) && size.QuadPart > 0)
         hint = (uint64_t)size.QuadPart > (uint64_t)limit ? limit : (size_t)size.QuadPart;
-    rc = read_handle(h, path, limit, hint, data, len, err);
+    rc = win32_read_handle(h, path, limit, hint, data, len, err);
     CloseHandle(h);
     return rc;
 }

@@ -14,6 +14,7 @@
 
 #include <aclapi.h>
 #include <sddl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,13 +267,134 @@ static bool sd_trusted(const void *sd_in, const void *user_in, DWORD write_mask,
     return true;
 }
 
+/* A folder above what is judged: rights that let a holder remove or rename
+ * what it holds or the folder itself, or take the folder over; and, where
+ * the next component does not exist yet, add one (after MapGenericMask:
+ * GENERIC_ALL and GENERIC_WRITE are spelled out). */
+#define PARENT_TAKE_RIGHTS (FILE_DELETE_CHILD | DELETE | WRITE_DAC | WRITE_OWNER | MAXIMUM_ALLOWED)
+#define PARENT_PLANT_RIGHTS (FILE_ADD_FILE | FILE_ADD_SUBDIRECTORY)
+
+static const struct {
+    ACCESS_MASK right;
+    const char *text;
+} parent_rights[] = {
+    {FILE_DELETE_CHILD, "delete or rename what it holds (FILE_DELETE_CHILD)"},
+    {DELETE, "delete or rename it (DELETE)"},
+    {WRITE_DAC, "change its access list (WRITE_DAC)"},
+    {WRITE_OWNER, "take ownership of it (WRITE_OWNER)"},
+    {MAXIMUM_ALLOWED, "do anything it allows (MAXIMUM_ALLOWED)"},
+    {FILE_ADD_FILE, "create files in it (FILE_ADD_FILE)"},
+    {FILE_ADD_SUBDIRECTORY, "create folders in it (FILE_ADD_SUBDIRECTORY)"},
+};
+
+/* The ACE's SID and its mask with generic rights mapped to file rights. */
+static PSID ace_sid_mask(ACE_HEADER *ace, ACCESS_MASK *mask)
+{
+    static GENERIC_MAPPING files = {FILE_GENERIC_READ, FILE_GENERIC_WRITE, FILE_GENERIC_EXECUTE, FILE_ALL_ACCESS};
+    /* Allow, deny and their callback forms share this layout. */
+    ACCESS_ALLOWED_ACE *a = (ACCESS_ALLOWED_ACE *)ace;
+    *mask = a->Mask;
+    MapGenericMask(mask, &files);
+    return &a->SidStart;
+}
+
+/*
+ * platform_win32_parent_trusted (private_dir.h); sid_text (sid_size bytes)
+ * gets the string SID of the principal refused for a right, "" otherwise,
+ * for the fix in the message.
+ */
+static bool parent_verdict(const void *sd_in, const void *user_in, bool plant, char *why, size_t size, char *sid_text,
+                           size_t sid_size)
+{
+    PSECURITY_DESCRIPTOR sd = (PSECURITY_DESCRIPTOR)sd_in;
+    PSID user = (PSID)user_in;
+    PSID owner = NULL;
+    BOOL defaulted = FALSE, present = FALSE;
+    ACL *dacl = NULL;
+    char who[128];
+    if (sid_size)
+        sid_text[0] = '\0';
+    if (!GetSecurityDescriptorOwner(sd, &owner, &defaulted) || !owner) {
+        snprintf(why, size, "without an owner");
+        return false;
+    }
+    if (!sid_is_trusted(owner, user)) {
+        describe_sid(owner, who, sizeof who);
+        snprintf(why, size, "owned by %s", who);
+        return false;
+    }
+    if (!GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted) || !present || !dacl) {
+        snprintf(why, size, "without an access list (everyone may change it)");
+        return false;
+    }
+    PSID everyone = NULL;
+    if (!ConvertStringSidToSidA("S-1-1-0", &everyone))
+        everyone = NULL;
+    ACCESS_MASK dangerous = PARENT_TAKE_RIGHTS | (plant ? PARENT_PLANT_RIGHTS : 0);
+    bool trusted = true;
+    for (DWORD i = 0; i < dacl->AceCount && trusted; i++) {
+        ACE_HEADER *ace;
+        /* Inherit-only entries are what new children get, not rights on
+         * this folder; each existing child is judged on its own. */
+        if (!GetAce(dacl, i, (void **)&ace) || (ace->AceFlags & INHERIT_ONLY_ACE))
+            continue;
+        if (ace->AceType != ACCESS_ALLOWED_ACE_TYPE && ace->AceType != ACCESS_ALLOWED_CALLBACK_ACE_TYPE)
+            continue;
+        ACCESS_MASK mask;
+        PSID sid = ace_sid_mask(ace, &mask);
+        mask &= dangerous;
+        if (!mask || sid_is_trusted(sid, user) || EqualSid(sid, owner) || sid_is(sid, "S-1-3-0") /* CREATOR OWNER */ ||
+            sid_is(sid, "S-1-3-4") /* OWNER RIGHTS */)
+            continue;
+        /* Windows reads the list in order: what a deny entry for this SID
+         * (or Everyone, in every token) took away before is not granted. */
+        for (DWORD j = 0; j < i && mask; j++) {
+            ACE_HEADER *before;
+            if (!GetAce(dacl, j, (void **)&before) || (before->AceFlags & INHERIT_ONLY_ACE) ||
+                before->AceType != ACCESS_DENIED_ACE_TYPE)
+                continue;
+            ACCESS_MASK denied;
+            PSID denied_sid = ace_sid_mask(before, &denied);
+            if (EqualSid(denied_sid, sid) || (everyone && EqualSid(denied_sid, everyone)))
+                mask &= ~denied;
+        }
+        if (!mask)
+            continue;
+        const char *right = "change it";
+        for (size_t r = 0; r < sizeof parent_rights / sizeof parent_rights[0]; r++)
+            if (mask & parent_rights[r].right) {
+                right = parent_rights[r].text;
+                break;
+            }
+        describe_sid(sid, who, sizeof who);
+        snprintf(why, size, "%s may %s", who, right);
+        char *text = NULL;
+        if (sid_size && ConvertSidToStringSidA(sid, &text)) {
+            snprintf(sid_text, sid_size, "%s", text);
+            LocalFree(text);
+        }
+        trusted = false;
+    }
+    LocalFree(everyone);
+    return trusted;
+}
+
+bool platform_win32_parent_trusted(const void *sd, const void *user, bool plant, char *why, size_t size)
+{
+    return parent_verdict(sd, user, plant, why, size, NULL, 0);
+}
+
 /*
  * Judges every directory of the full path wfull from its drive (or share)
  * down to and including the last when last_too: none may be a reparse point
  * (a junction or link would let its owner point it elsewhere later), and
- * each one above the last must have a trusted owner (an owner can always
- * rewrite the access list). The drive's root is not judged: Windows keeps
- * it. what names the checked object in the refusal (ERR_PERMISSION or, for
+ * each one above the last must pass platform_win32_parent_trusted: a
+ * trusted owner (an owner can always rewrite the access list) and no right
+ * for anyone else to delete or rename what it holds, or to take it over
+ * (the folder's own access list, inherit-only entries aside). Every
+ * component exists when judged, so adding files next to it is harmless:
+ * the next one is judged in turn. The drive's root is not judged: Windows
+ * keeps it. what names the checked object in the refusal (ERR_PERMISSION or, for
  * trusted files, code).
  */
 static MUST_CHECK error_code judge_parents_w(const wchar_t *wfull, const char *path, bool last_too, error_code code,
@@ -307,20 +429,27 @@ static MUST_CHECK error_code judge_parents_w(const wchar_t *wfull, const char *p
                            "elsewhere; refusing it. Use the real path, or remove the link: rmdir \"%s\"",
                            here ? here : path, last ? "" : ", above ", last ? "" : path, here ? here : path);
         } else if (!last) {
-            PSID owner = NULL;
             PSECURITY_DESCRIPTOR sd = NULL;
-            DWORD e = GetNamedSecurityInfoW(prefix, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION, &owner, NULL, NULL,
-                                            NULL, &sd);
-            char who[128];
+            DWORD e =
+                GetNamedSecurityInfoW(prefix, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
+                                      NULL, NULL, NULL, NULL, &sd);
+            char why[192], sid[96];
             if (e != ERROR_SUCCESS) {
-                rc = win32_fail_io(err, e, "cannot read the owner of", here ? here : path);
-            } else if (!owner || !sid_is_trusted(owner, user)) {
-                if (owner)
-                    describe_sid(owner, who, sizeof who);
-                rc = error_set(err, code,
-                               "%s, a folder above %s, is owned by %s, so another user could change what outpost "
-                               "runs; refusing it. Run as an administrator: icacls \"%s\" /setowner *S-1-5-32-544",
-                               here ? here : path, path, owner ? who : "nobody", here ? here : path);
+                rc = win32_fail_io(err, e, "cannot read the permissions of", here ? here : path);
+            } else if (!parent_verdict(sd, user, false, why, sizeof why, sid, sizeof sid)) {
+                if (sid[0])
+                    rc = error_set(err, code,
+                                   "%s, a folder above %s: %s, so another user could replace what is below it; "
+                                   "refusing it. Take that right away (as an administrator: icacls \"%s\" "
+                                   "/remove:g *%s, then grant what that principal needs without it), or use a "
+                                   "folder only administrators can change",
+                                   here ? here : path, path, why, here ? here : path, sid);
+                else
+                    rc = error_set(err, code,
+                                   "%s, a folder above %s, is %s, so another user could change what outpost "
+                                   "runs; refusing it. Run as an administrator: icacls \"%s\" /setowner "
+                                   "*S-1-5-32-544",
+                                   here ? here : path, path, why, here ? here : path);
             }
             LocalFree(sd);
         }
@@ -392,57 +521,88 @@ cleanup:
     return rc;
 }
 
-error_code platform_check_trusted_file(const char *what, const char *path, bool secret, error_info *err)
+/*
+ * Opens a trusted input (platform_read_trusted_file): the folders above it
+ * judged first (judge_parents_w: no reparse point, trusted owners, nobody
+ * else may delete or rename what they hold or take them over, so nobody
+ * else can change what the path reaches), then the file opened once,
+ * without following a reparse point and sharing read access only (nobody
+ * may write, rename or delete it while it is open), and judged through
+ * that handle: a file on disk, neither a folder nor a reparse point, its
+ * owner and access list by platform_win32_file_trusted. *out is the open
+ * handle on ERR_OK only.
+ */
+static MUST_CHECK error_code open_trusted_w(const char *what, const char *path, bool secret, HANDLE *out,
+                                            error_info *err)
 {
+    *out = INVALID_HANDLE_VALUE;
     wchar_t *wpath = NULL;
-    error_code rc = win32_widen_path(path, &wpath, err);
-    if (rc != ERR_OK)
+    if (win32_widen_path(path, &wpath, err) != ERR_OK)
         return error_set(err, ERR_CONFIG, "%s %s: not a valid UTF-8 path", what, path);
     PSECURITY_DESCRIPTOR sd = NULL;
     PSID user = NULL;
-    wchar_t *full = NULL;
-    DWORD attrs = GetFileAttributesW(wpath);
-    if (attrs == INVALID_FILE_ATTRIBUTES) {
-        DWORD e = GetLastError();
-        rc = platform_win32_error_code(e) == ERR_NOT_FOUND
-                 ? error_set_os(err, ERR_NOT_FOUND, (int)e, "%s %s does not exist", what, path)
-                 : win32_fail(err, e, "cannot read", path);
-        if (rc != ERR_NOT_FOUND)
-            rc = err ? (err->code = ERR_CONFIG) : ERR_CONFIG;
-        goto cleanup;
+    HANDLE h = INVALID_HANDLE_VALUE;
+    char named[1024];
+    snprintf(named, sizeof named, "%s %s", what, path);
+    error_code rc = ERR_OK;
+    wchar_t *full = full_path_w(wpath);
+    DWORD attrs = full ? GetFileAttributesW(full) : INVALID_FILE_ATTRIBUTES;
+    if (!full) {
+        rc = win32_fail_nomem(err);
+    } else if (attrs != INVALID_FILE_ATTRIBUTES && (attrs & FILE_ATTRIBUTE_DIRECTORY)) {
+        rc = error_set(err, ERR_CONFIG, "%s is not a regular file", named);
+    } else if ((rc = judge_parents_w(full, named, false, ERR_CONFIG, err)) != ERR_OK) {
+        if (rc == ERR_NOT_FOUND)
+            error_set(err, ERR_NOT_FOUND, "%s does not exist", named);
+        else if (err)
+            err->code = ERR_CONFIG;
+        rc = rc == ERR_NOT_FOUND ? ERR_NOT_FOUND : ERR_CONFIG;
     }
-    if (attrs & FILE_ATTRIBUTE_DIRECTORY) {
-        rc = error_set(err, ERR_CONFIG, "%s %s is not a regular file", what, path);
-        goto cleanup;
-    }
-    /* Links anywhere in the path (the file included) are refused: their
-     * owner could point them elsewhere; the folders above need trusted owners. */
-    full = full_path_w(wpath);
-    rc = full ? judge_parents_w(full, path, true, ERR_CONFIG, err) : win32_fail_nomem(err);
     if (rc != ERR_OK)
         goto cleanup;
-    PSID owner = NULL;
-    ACL *dacl = NULL;
-    DWORD e = GetNamedSecurityInfoW(wpath, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
-                                    &owner, NULL, &dacl, NULL, &sd);
-    if (e != ERROR_SUCCESS) {
-        rc = win32_fail_io(err, e, "cannot read the permissions of", path);
-        if (err)
-            err->code = ERR_CONFIG;
-        rc = ERR_CONFIG;
+    h = CreateFileW(full, GENERIC_READ | READ_CONTROL, FILE_SHARE_READ, NULL, OPEN_EXISTING,
+                    FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_SEQUENTIAL_SCAN, NULL);
+    if (h == INVALID_HANDLE_VALUE) {
+        DWORD e = GetLastError();
+        char text[256];
+        rc = platform_win32_error_code(e) == ERR_NOT_FOUND
+                 ? error_set_os(err, ERR_NOT_FOUND, (int)e, "%s does not exist", named)
+                 : error_set_os(err, ERR_CONFIG, (int)e, "cannot read %s: %s", named,
+                                win32_message(e, text, sizeof text));
         goto cleanup;
     }
+    BY_HANDLE_FILE_INFORMATION info;
+    PSID owner = NULL;
+    ACL *dacl = NULL;
+    DWORD e = ERROR_SUCCESS;
+    char why[160], text[256];
     user = win32_current_user_sid();
-    char why[160];
-    if (!platform_win32_file_trusted(sd, user, secret, why, sizeof why))
+    if (GetFileType(h) != FILE_TYPE_DISK || !GetFileInformationByHandle(h, &info) ||
+        (info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)) {
+        rc = error_set(err, ERR_CONFIG, "%s is not a regular file", named);
+    } else if (info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) {
         rc = error_set(err, ERR_CONFIG,
-                       "%s %s is %s, so another user could %s; refusing it. Run as an administrator: icacls \"%s\" "
+                       "%s is a reparse point (a junction or symbolic link), which its owner could point elsewhere; "
+                       "refusing it. Use the real path",
+                       named);
+    } else if ((e = GetSecurityInfo(h, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION, &owner,
+                                    NULL, &dacl, NULL, &sd)) != ERROR_SUCCESS) {
+        rc = error_set_os(err, ERR_CONFIG, (int)e, "cannot read the permissions of %s: %s", named,
+                          win32_message(e, text, sizeof text));
+    } else if (!platform_win32_file_trusted(sd, user, secret, why, sizeof why)) {
+        rc = error_set(err, ERR_CONFIG,
+                       "%s is %s, so another user could %s; refusing it. Run as an administrator: icacls \"%s\" "
                        "/setowner *S-1-5-32-544 && icacls \"%s\" /inheritance:r /grant:r *S-1-5-18:F "
                        "*S-1-5-32-544:F%s",
-                       what, path, why, secret ? "read or replace it" : "change what outpost trusts or runs", path,
-                       path, secret ? "" : " *S-1-5-32-545:R");
+                       named, why, secret ? "read or replace it" : "change what outpost trusts or runs", path, path,
+                       secret ? "" : " *S-1-5-32-545:R");
+    }
 
 cleanup:
+    if (rc == ERR_OK)
+        *out = h;
+    else if (h != INVALID_HANDLE_VALUE)
+        CloseHandle(h);
     free(user);
     free(full);
     LocalFree(sd);
@@ -450,15 +610,29 @@ cleanup:
     return rc;
 }
 
+error_code platform_check_trusted_file(const char *what, const char *path, bool secret, error_info *err)
+{
+    HANDLE h = INVALID_HANDLE_VALUE;
+    error_code rc = open_trusted_w(what, path, secret, &h, err);
+    if (rc == ERR_OK)
+        CloseHandle(h);
+    return rc;
+}
+
 error_code platform_read_trusted_file(const char *what, const char *path, bool secret, size_t max_size, char **data,
                                       size_t *len, error_info *err)
 {
-    /* Judged by name, then read: through one handle is issue 34's finding 8
-     * (parents' access lists, handles relative to the held directory). */
-    error_code rc = platform_check_trusted_file(what, path, secret, err);
+    HANDLE h = INVALID_HANDLE_VALUE;
+    error_code rc = open_trusted_w(what, path, secret, &h, err);
     if (rc != ERR_OK)
         return rc;
-    rc = platform_read_file(path, max_size, data, len, err);
+    size_t limit = max_size > SIZE_MAX - 1 ? SIZE_MAX - 1 : max_size;
+    LARGE_INTEGER size;
+    size_t hint = 4096;
+    if (GetFileSizeEx(h, &size) && size.QuadPart > 0)
+        hint = (uint64_t)size.QuadPart > (uint64_t)limit ? limit : (size_t)size.QuadPart;
+    rc = win32_read_handle(h, path, limit, hint, data, len, err);
+    CloseHandle(h);
     if (rc != ERR_OK) {
         error_prefix(err, "%s", what);
         if (err)

@@ -100,6 +100,13 @@ wchar_t *win32_join_w(const wchar_t *dir, const wchar_t *name);
 /* Writes all len bytes to h. FALSE with GetLastError() on failure. */
 BOOL win32_write_all(HANDLE h, const void *data, size_t len);
 
+/* Reads from h until end of file into a malloc'd, NUL-terminated buffer of
+ * at most limit bytes (+NUL; hint: the expected size) in *data, *len bytes
+ * (fs.c); one byte past limit proves the file too large (ERR_IO). path
+ * names it in messages. */
+MUST_CHECK error_code win32_read_handle(HANDLE h, const char *path, size_t limit, size_t hint, char **data, size_t *len,
+                                        error_info *err);
+
 /* Appends a UTF-8 copy of name to names (names.h). */
 MUST_CHECK error_code win32_names_append(platform_names *names, const wchar_t *name, error_info *err);
 
