@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mbedtls/base64.h>
+
 #include "base/text.h"
+#include "crypto/sha256.h"
 #include "net/tlsprefs.h"
 #include "platform/platform.h"
 
@@ -24,7 +27,8 @@
 
 struct tls_setup {
     char *ca_file;         /* tls.ca_file; NULL: the system's store */
-    char *ca_bundle;       /* the OS root store as PEM when the TLS library has none (Windows); NULL otherwise */
+    char *ca_bundle;       /* tls.ca_file's bytes as judged, or the OS root store as PEM when the TLS library has
+                              none (Windows); NULL otherwise */
     size_t ca_bundle_len;  /* bytes in ca_bundle */
     const char *ca_system; /* the system bundle file otherwise (platform_system_ca_file); NULL: none */
     char *pinned_key;      /* tls.pinned_public_key, or NULL */
@@ -35,6 +39,71 @@ static void set_handshake(tls_setup *t, CURL *e);
 
 /* ---- The setup --------------------------------------------------------------- */
 
+/* The most CA material or key file read (a big corporate bundle is ~1 MiB). */
+#define TLS_FILE_MAX (8 * 1024 * 1024)
+
+/*
+ * tls.pinned_public_key naming a key file, as libcurl reads one (a PEM
+ * "PUBLIC KEY" block, else DER SubjectPublicKeyInfo), turned into the
+ * "sha256//<base64>" pin of those bytes: the file is read once through the
+ * handle it is judged by (platform_read_trusted_file), and libcurl never
+ * opens it by name. *pin is malloc'd.
+ */
+static MUST_CHECK error_code pin_from_key_file(const char *path, char **pin, error_info *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    error_code rc = platform_read_trusted_file("tls.pinned_public_key", path, false, TLS_FILE_MAX, &text, &len, err);
+    if (rc != ERR_OK)
+        return rc == ERR_NOT_FOUND ? (err ? (err->code = ERR_CONFIG) : ERR_CONFIG) : rc;
+    static const char begin[] = "-----BEGIN PUBLIC KEY-----", end[] = "-----END PUBLIC KEY-----";
+    unsigned char *der = (unsigned char *)text;
+    size_t der_len = len;
+    unsigned char *decoded = NULL;
+    char *from = strstr(text, begin);
+    if (from) {
+        from += sizeof begin - 1;
+        char *to = strstr(from, end);
+        size_t room = len;
+        decoded = malloc(room ? room : 1);
+        if (!decoded) {
+            free(text);
+            return error_set(err, ERR_NOMEM, "out of memory reading tls.pinned_public_key");
+        }
+        /* mbedTLS's decoder takes line breaks but not a leading one. */
+        while (to && from < to && (*from == '\r' || *from == '\n' || *from == ' '))
+            from++;
+        if (!to ||
+            mbedtls_base64_decode(decoded, room, &der_len, (const unsigned char *)from, (size_t)(to - from)) != 0) {
+            free(decoded);
+            free(text);
+            return error_set(err, ERR_CONFIG,
+                             "tls.pinned_public_key %s: the PEM PUBLIC KEY block cannot be decoded; use the server "
+                             "key's public half (openssl pkey -pubout) or a sha256// pin",
+                             path);
+        }
+        der = decoded;
+    }
+    unsigned char digest[32];
+    sha256_ctx ctx;
+    sha256_init(&ctx);
+    sha256_update(&ctx, der, der_len);
+    sha256_finish(&ctx, digest);
+    free(decoded);
+    free(text);
+    unsigned char b64[64];
+    size_t b64_len = 0;
+    if (mbedtls_base64_encode(b64, sizeof b64, &b64_len, digest, sizeof digest) != 0)
+        return error_set(err, ERR_INTERNAL, "cannot encode the pin of tls.pinned_public_key");
+    *pin = malloc(8 + b64_len + 1);
+    if (!*pin)
+        return error_set(err, ERR_NOMEM, "out of memory reading tls.pinned_public_key");
+    memcpy(*pin, "sha256//", 8);
+    memcpy(*pin + 8, b64, b64_len);
+    (*pin)[8 + b64_len] = '\0';
+    return ERR_OK;
+}
+
 error_code tls_new(const char *ca_file, const char *pinned_key, const char *session_file, tls_setup **out,
                    error_info *err)
 {
@@ -42,10 +111,26 @@ error_code tls_new(const char *ca_file, const char *pinned_key, const char *sess
     if (!t)
         return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
     t->ca_file = ca_file ? text_dup(ca_file) : NULL;
-    t->pinned_key = pinned_key ? text_dup(pinned_key) : NULL;
-    if ((ca_file && !t->ca_file) || (pinned_key && !t->pinned_key)) {
+    if (ca_file && !t->ca_file) {
         tls_free(t);
         return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
+    }
+    /* What libcurl trusts is what was judged: tls.ca_file's bytes and the
+     * key file's pin, each read through the handle it was judged by, so a
+     * file swapped after the preflight is never read by name. */
+    error_code rc = ERR_OK;
+    if (ca_file)
+        rc = platform_read_trusted_file("tls.ca_file", ca_file, false, TLS_FILE_MAX, &t->ca_bundle, &t->ca_bundle_len,
+                                        err);
+    if (rc == ERR_NOT_FOUND)
+        rc = err ? (err->code = ERR_CONFIG) : ERR_CONFIG;
+    if (rc == ERR_OK && pinned_key && strncmp(pinned_key, "sha256//", 8) != 0)
+        rc = pin_from_key_file(pinned_key, &t->pinned_key, err);
+    else if (rc == ERR_OK && pinned_key && !(t->pinned_key = text_dup(pinned_key)))
+        rc = error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
+    if (rc != ERR_OK) {
+        tls_free(t);
+        return rc;
     }
     /* Without a CA file, trust the OS store: in memory on Windows, a
      * file (platform_system_ca_file) elsewhere. */
@@ -79,12 +164,13 @@ void tls_apply(tls_setup *t, CURL *e, bool pin)
     set_handshake(t, e);
     /* The CA file applies to every host (a TLS-inspecting proxy re-signs
      * the storage host too); the pinned key is the platform's own. */
-    if (t->ca_file) {
-        curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_file);
-    } else if (t->ca_bundle) {
-#if LIBCURL_VERSION_NUM >= 0x074d00 /* 7.77.0: CURLOPT_CAINFO_BLOB */
+    if (t->ca_bundle) {
+#if LIBCURL_VERSION_NUM >= 0x074d00 /* 7.77.0: CURLOPT_CAINFO_BLOB (OpenSSL, mbedTLS, Schannel) */
         struct curl_blob blob = {t->ca_bundle, t->ca_bundle_len, CURL_BLOB_NOCOPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+#else
+        if (t->ca_file)
+            curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_file);
 #endif
     } else if (t->ca_system) {
         curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_system);

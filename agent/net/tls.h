@@ -3,7 +3,7 @@
  * trusted, the options every libcurl handle gets, the handshake
  * preferences and the session kept between runs.
  *
- * Trust: tls.ca_file for every host (redirect targets included: a
+ * Trust: tls.ca_file (its bytes as judged) for every host (redirect targets included: a
  * TLS-inspecting proxy re-signs the storage host too); without it the
  * operating system's store, in memory where the TLS library has none of
  * its own (Windows), else the system bundle file (the release builds'
@@ -37,8 +37,12 @@ typedef struct tls_setup tls_setup;
  * pinned_key: tls.pinned_public_key ("sha256//...", NULL: none);
  * session_file: where the TLS session is kept between runs (NULL: none is
  * kept; only a run that holds state_dir's lock passes one). Everything is
- * copied. Fails with ERR_NOMEM only; *out is set on success, free it with
- * tls_free.
+ * copied. tls.ca_file is read here, and a pinned key file turned into its
+ * sha256// pin here, each through the handle it is judged by
+ * (platform_read_trusted_file): libcurl gets those bytes
+ * (CURLOPT_CAINFO_BLOB, a sha256// CURLOPT_PINNEDPUBLICKEY), never the
+ * names. ERR_CONFIG when either is refused or unreadable, ERR_NOMEM; *out
+ * is set on success, free it with tls_free.
  */
 MUST_CHECK error_code tls_new(const char *ca_file, const char *pinned_key, const char *session_file, tls_setup **out,
                               error_info *err);

@@ -258,6 +258,38 @@ def test_pinned_public_key(sim_tls, tmp_path):
     assert rc == 0, err
 
 
+def test_pinned_public_key_file(sim_tls, tmp_path):
+    """A key file is read once, through the handle it is judged by, and pinned by its SHA-256: PEM and DER
+    alike; another key's file is a TLS failure, a key file others may write is refused before any call."""
+    server_pem = os.path.join(os.path.dirname(sim_tls.ca_file), "server.pem")
+    if not os.path.exists(server_pem):
+        pytest.skip("simulator keeps no server.pem")
+    pem = subprocess.run(["openssl", "x509", "-in", server_pem, "-pubkey", "-noout"], capture_output=True,
+                         check=True).stdout
+    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "DER"], input=pem, capture_output=True,
+                         check=True).stdout
+    (tmp_path / "server.pub.pem").write_bytes(pem)
+    (tmp_path / "server.pub.der").write_bytes(der)
+    other = subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+                           capture_output=True, check=True).stdout
+    other_pub = subprocess.run(["openssl", "pkey", "-pubout"], input=other, capture_output=True, check=True).stdout
+    (tmp_path / "other.pub.pem").write_bytes(other_pub)
+    for name in ("server.pub.pem", "server.pub.der"):
+        cfg = write_config(tmp_path, sim_tls, tls={"pinned_public_key": str(tmp_path / name)})
+        rc, out, err, _ = probe(cfg, "list-incidents")
+        assert rc == 0, (name, err)
+    cfg = write_config(tmp_path, sim_tls, tls={"pinned_public_key": str(tmp_path / "other.pub.pem")})
+    rc, out, err, _ = probe(cfg, "list-incidents")
+    assert rc == 1 and out["error"]["code"] == "TLS"
+    loose = tmp_path / "server.pub.pem"
+    loose.chmod(0o666)
+    cfg = write_config(tmp_path, sim_tls, tls={"pinned_public_key": str(loose)})
+    rc, out, err, _ = probe(cfg, "list-incidents")
+    assert rc == 2 and out["error"]["code"] == "CONFIG"
+    assert "tls.pinned_public_key" in out["error"]["message"]
+    assert out["stats"]["api_calls"] == 0
+
+
 def test_plain_http_to_non_loopback_refused(sim_tls, tmp_path):
     cfg = write_config(tmp_path, sim_tls)
     # --base-url bypasses the configuration loader's own check: the client refuses too.
