@@ -455,6 +455,68 @@ static void test_trusted_file_read(void **state)
     free(path);
 }
 
+/* With the state directory held, files below it are opened relative to
+ * its handle (NtCreateFile with a root directory): writing, replacing,
+ * reading, appending, locking and holding work there, forward slashes and
+ * a name's case included, and the same calls keep working by name outside
+ * it and once it is released. */
+static void test_files_below_the_held_state_dir(void **state)
+{
+    (void)state;
+    error_info err;
+    char *root = join(scratch, "h\xc3\xa9ld");
+    assert_ok(platform_mkdirs_private(root, &err), err);
+    char *sub = join(root, "staging");
+    assert_ok(platform_mkdirs(sub, &err), err);
+    assert_ok(platform_state_root_open(root, &err), err);
+
+    char *file = join(sub, "st\xc3\xa4te.json");
+    assert_ok(platform_write_atomic(file, "one", 3, &err), err);
+    assert_ok(platform_write_atomic(file, "two!", 4, &err), err); /* replaced */
+    char *data = NULL;
+    size_t len = 0;
+    assert_ok(platform_read_file(file, 64, &data, &len, &err), err);
+    assert_int_equal(len, 4);
+    assert_memory_equal(data, "two!", 4);
+    free(data);
+    size_t n = strlen(root);
+    char *slashed = malloc(strlen(file) + 1);
+    assert_non_null(slashed);
+    strcpy(slashed, file);
+    for (char *p = slashed + n; *p; p++)
+        if (*p == '\\')
+            *p = '/';
+    slashed[n - 1] = slashed[n - 1] == 'd' ? 'D' : slashed[n - 1];
+    assert_ok(platform_read_file(slashed, 64, &data, &len, &err), err);
+    assert_memory_equal(data, "two!", 4);
+    free(data);
+    FILE *f = NULL;
+    uint64_t size = 0;
+    assert_ok(platform_open_regular(file, &f, &size, &err), err);
+    assert_int_equal(size, 4);
+    fclose(f);
+    platform_held_file *held = NULL;
+    assert_ok(platform_held_open(file, &held, &err), err);
+    platform_held_close(held);
+    char *missing = join(sub, "missing.json");
+    assert_int_equal(platform_read_file(missing, 64, &data, &len, &err), ERR_NOT_FOUND);
+    char *lock = join(root, "outpost.lock");
+    platform_lock *lk = NULL;
+    assert_ok(platform_lock_acquire(lock, &lk, &err), err);
+    platform_lock_release(lk);
+
+    platform_state_root_close();
+    assert_ok(platform_read_file(file, 64, &data, &len, &err), err);
+    assert_memory_equal(data, "two!", 4);
+    free(data);
+    free(lock);
+    free(missing);
+    free(slashed);
+    free(file);
+    free(sub);
+    free(root);
+}
+
 /* The child gets exactly the environment given, and no inheritable handle
  * of ours besides its standard ones. */
 static void test_spawn_environment_and_handles(void **state)
@@ -937,6 +999,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_lock_across_processes),
         cmocka_unit_test(test_secret_file_checks),
         cmocka_unit_test(test_trusted_file_read),
+        cmocka_unit_test(test_files_below_the_held_state_dir),
         cmocka_unit_test(test_spawn_environment_and_handles),
         cmocka_unit_test(test_dir_trust_rules),
         cmocka_unit_test(test_parent_trust_rules),

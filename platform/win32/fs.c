@@ -118,8 +118,8 @@ error_code platform_open_regular(const char *path, FILE **f, uint64_t *size, err
         return rc;
     /* A reparse point is opened as itself, and refused; a pipe or device is
      * not FILE_TYPE_DISK. */
-    HANDLE h = CreateFileW(wpath, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
-                           OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+    HANDLE h = win32_create_file(wpath, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                                 OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT);
     free(wpath);
     if (h == INVALID_HANDLE_VALUE)
         return win32_fail(err, GetLastError(), "cannot open", path);
@@ -289,7 +289,7 @@ static MUST_CHECK error_code open_temp(const wchar_t *wpath, const char *path, H
         }
         swprintf(tmp, size, L"%ls.%02x%02x%02x%02x%02x%02x%02x%02x.tmp", wpath, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
                  rnd[5], rnd[6], rnd[7]);
-        HANDLE h = CreateFileW(tmp, GENERIC_WRITE | DELETE, 0, NULL, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
+        HANDLE h = win32_create_file(tmp, GENERIC_WRITE | DELETE, 0, NULL, CREATE_NEW, FILE_ATTRIBUTE_NORMAL);
         if (h != INVALID_HANDLE_VALUE) {
             *handle = h;
             *tmp_path = tmp;
@@ -358,8 +358,8 @@ error_code platform_write_new_file(const char *path, const void *data, size_t le
         }
         sa.lpSecurityDescriptor = sd;
     }
-    HANDLE h = CreateFileW(wpath, GENERIC_WRITE, 0, owner_only ? &sa : NULL, CREATE_NEW,
-                           FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+    HANDLE h = win32_create_file(wpath, GENERIC_WRITE, 0, owner_only ? &sa : NULL, CREATE_NEW,
+                                 FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT);
     if (sd)
         LocalFree(sd);
     if (h == INVALID_HANDLE_VALUE) {
@@ -476,8 +476,8 @@ error_code platform_read_file(const char *path, size_t max_size, char **data, si
     }
     /* Others may keep reading, writing or renaming the file meanwhile, as
      * POSIX lets them. */
-    HANDLE h = CreateFileW(wpath, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
-                           OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_SEQUENTIAL_SCAN, NULL);
+    HANDLE h = win32_create_file(wpath, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                                 OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_SEQUENTIAL_SCAN);
     free(wpath);
     if (h == INVALID_HANDLE_VALUE)
         return win32_fail(err, GetLastError(), "cannot open", path);

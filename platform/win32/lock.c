@@ -24,8 +24,9 @@ error_code platform_lock_acquire(const char *path, platform_lock **lock, error_i
         return rc;
     /* Shared open: a second instance must get as far as LockFileEx to learn
      * that the lock is held, and a human may read the PID. */
-    HANDLE h = CreateFileW(wpath, GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                           NULL, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+    HANDLE h =
+        win32_create_file(wpath, GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                          NULL, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL);
     free(wpath);
     if (h == INVALID_HANDLE_VALUE)
         return win32_fail(err, GetLastError(), "cannot open the lock file", path);

@@ -33,8 +33,8 @@ error_code platform_append_open(const char *path, platform_append_file **file, u
     }
     sa.lpSecurityDescriptor = sd;
     HANDLE h =
-        CreateFileW(wpath, FILE_APPEND_DATA | SYNCHRONIZE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, &sa,
-                    OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+        win32_create_file(wpath, FILE_APPEND_DATA | SYNCHRONIZE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                          &sa, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT);
     DWORD e = GetLastError();
     LocalFree(sd);
     free(wpath);

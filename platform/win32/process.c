@@ -343,8 +343,9 @@ static HANDLE append_handle(const char *path)
     if (!wide)
         return NULL;
     SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
-    HANDLE h = CreateFileW(wide, FILE_APPEND_DATA | SYNCHRONIZE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                           &sa, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+    HANDLE h =
+        win32_create_file(wide, FILE_APPEND_DATA | SYNCHRONIZE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                          &sa, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL);
     free(wide);
     return h == INVALID_HANDLE_VALUE ? NULL : h;
 }
@@ -365,8 +366,8 @@ error_code platform_held_open(const char *path, platform_held_file **file, error
     /* FILE_SHARE_READ only: while held, nobody may write, rename or delete
      * it, so msiexec (or the installer itself) reads what was hashed. A
      * reparse point is opened as itself, and refused. */
-    HANDLE h = CreateFileW(wpath, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING,
-                           FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+    HANDLE h = win32_create_file(wpath, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING,
+                                 FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT);
     if (h == INVALID_HANDLE_VALUE) {
         rc = win32_fail(err, GetLastError(), "cannot open", path);
         free(wpath);

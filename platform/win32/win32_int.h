@@ -100,6 +100,14 @@ wchar_t *win32_join_w(const wchar_t *dir, const wchar_t *name);
 /* Writes all len bytes to h. FALSE with GetLastError() on failure. */
 BOOL win32_write_all(HANDLE h, const void *data, size_t len);
 
+/* CreateFileW, except that a path below the held state directory
+ * (platform_state_root_open) is opened relative to its handle (NtCreateFile
+ * with a root directory: the path down to state_dir is not looked up again);
+ * others, or without ntdll's entry points, by name (stateroot.c).
+ * GetLastError as CreateFileW's. */
+HANDLE win32_create_file(const wchar_t *wpath, DWORD access, DWORD share, SECURITY_ATTRIBUTES *sa, DWORD disposition,
+                         DWORD flags);
+
 /* Reads from h until end of file into a malloc'd, NUL-terminated buffer of
  * at most limit bytes (+NUL; hint: the expected size) in *data, *len bytes
  * (fs.c); one byte past limit proves the file too large (ERR_IO). path
