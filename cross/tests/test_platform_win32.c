@@ -576,6 +576,19 @@ static PSECURITY_DESCRIPTOR sd_from_sddl(int i, const wchar_t *sddl)
     return sd;
 }
 
+/* sd, owned by SYSTEM, with a NULL DACL, built by hand (wine's SDDL parser
+ * makes NO_ACCESS_CONTROL an empty one): everyone may do everything.
+ * Returns the owner's SID (LocalFree it). */
+static PSID null_dacl_sd(SECURITY_DESCRIPTOR *sd)
+{
+    PSID system = NULL;
+    assert_true(ConvertStringSidToSidW(L"S-1-5-18", &system));
+    assert_true(InitializeSecurityDescriptor(sd, SECURITY_DESCRIPTOR_REVISION));
+    assert_true(SetSecurityDescriptorOwner(sd, system, FALSE));
+    assert_true(SetSecurityDescriptorDacl(sd, TRUE, NULL, FALSE));
+    return system;
+}
+
 /* Fails case i unless the decision got is want and why says needle. */
 static void check_verdict(int i, bool got, bool want, const char *why, const char *needle)
 {
@@ -632,11 +645,7 @@ static void test_dir_trust_rules(void **state)
     /* A NULL DACL (built by hand: wine's SDDL parser makes NO_ACCESS_CONTROL
      * an empty one) lets everyone do everything. */
     SECURITY_DESCRIPTOR null_dacl;
-    PSID system = NULL;
-    assert_true(ConvertStringSidToSidW(L"S-1-5-18", &system));
-    assert_true(InitializeSecurityDescriptor(&null_dacl, SECURITY_DESCRIPTOR_REVISION));
-    assert_true(SetSecurityDescriptorOwner(&null_dacl, system, FALSE));
-    assert_true(SetSecurityDescriptorDacl(&null_dacl, TRUE, NULL, FALSE));
+    PSID system = null_dacl_sd(&null_dacl);
     char why[160] = "";
     assert_false(platform_win32_dir_trusted(&null_dacl, user, why, sizeof why));
     assert_non_null(strstr(why, "without an access list"));
@@ -698,11 +707,7 @@ static void test_parent_trust_rules(void **state)
         check_verdict((int)i, got, cases[i].trusted, why, cases[i].why);
     }
     SECURITY_DESCRIPTOR null_dacl;
-    PSID system = NULL;
-    assert_true(ConvertStringSidToSidW(L"S-1-5-18", &system));
-    assert_true(InitializeSecurityDescriptor(&null_dacl, SECURITY_DESCRIPTOR_REVISION));
-    assert_true(SetSecurityDescriptorOwner(&null_dacl, system, FALSE));
-    assert_true(SetSecurityDescriptorDacl(&null_dacl, TRUE, NULL, FALSE));
+    PSID system = null_dacl_sd(&null_dacl);
     char why[192] = "";
     assert_false(platform_win32_parent_trusted(&null_dacl, user, false, why, sizeof why));
     assert_non_null(strstr(why, "without an access list"));

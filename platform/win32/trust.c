@@ -221,31 +221,43 @@ bool platform_win32_file_trusted(const void *sd_in, const void *user_in, bool se
     return sd_trusted(sd_in, user_in, FILE_WRITE_RIGHTS, secret ? FILE_READ_RIGHTS : 0, why, size);
 }
 
+/* The owner of sd, which must be one of trusted_sids or user, and its DACL,
+ * which must be present (a NULL one lets everyone do everything); on false
+ * why says which is wrong. */
+static bool owner_and_dacl(const void *sd_in, PSID user, PSID *owner, ACL **dacl, char *why, size_t size)
+{
+    PSECURITY_DESCRIPTOR sd = (PSECURITY_DESCRIPTOR)sd_in;
+    BOOL defaulted = FALSE, present = FALSE;
+    char who[128];
+    *owner = NULL;
+    *dacl = NULL;
+    if (!GetSecurityDescriptorOwner(sd, owner, &defaulted) || !*owner) {
+        snprintf(why, size, "without an owner");
+        return false;
+    }
+    if (!sid_is_trusted(*owner, user)) {
+        describe_sid(*owner, who, sizeof who);
+        snprintf(why, size, "owned by %s", who);
+        return false;
+    }
+    if (!GetSecurityDescriptorDacl(sd, &present, dacl, &defaulted) || !present || !*dacl) {
+        snprintf(why, size, "without an access list (everyone may write to it)");
+        return false;
+    }
+    return true;
+}
+
 /* The owner is one of trusted_sids or user, and no allow entry grants
  * write_mask (or read_mask) to anyone else. */
 static bool sd_trusted(const void *sd_in, const void *user_in, DWORD write_mask, DWORD read_mask, char *why,
                        size_t size)
 {
-    PSECURITY_DESCRIPTOR sd = (PSECURITY_DESCRIPTOR)sd_in;
     PSID user = (PSID)user_in;
     PSID owner = NULL;
-    BOOL defaulted = FALSE;
-    char who[128];
-    if (!GetSecurityDescriptorOwner(sd, &owner, &defaulted) || !owner) {
-        snprintf(why, size, "without an owner");
-        return false;
-    }
-    if (!sid_is_trusted(owner, user)) {
-        describe_sid(owner, who, sizeof who);
-        snprintf(why, size, "owned by %s", who);
-        return false;
-    }
-    BOOL present = FALSE;
     ACL *dacl = NULL;
-    if (!GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted) || !present || !dacl) {
-        snprintf(why, size, "without an access list (everyone may write to it)");
+    char who[128];
+    if (!owner_and_dacl(sd_in, user, &owner, &dacl, why, size))
         return false;
-    }
     for (DWORD i = 0; i < dacl->AceCount; i++) {
         ACE_HEADER *ace;
         if (!GetAce(dacl, i, (void **)&ace))
@@ -306,27 +318,14 @@ static PSID ace_sid_mask(ACE_HEADER *ace, ACCESS_MASK *mask)
 static bool parent_verdict(const void *sd_in, const void *user_in, bool plant, char *why, size_t size, char *sid_text,
                            size_t sid_size)
 {
-    PSECURITY_DESCRIPTOR sd = (PSECURITY_DESCRIPTOR)sd_in;
     PSID user = (PSID)user_in;
     PSID owner = NULL;
-    BOOL defaulted = FALSE, present = FALSE;
     ACL *dacl = NULL;
     char who[128];
     if (sid_size)
         sid_text[0] = '\0';
-    if (!GetSecurityDescriptorOwner(sd, &owner, &defaulted) || !owner) {
-        snprintf(why, size, "without an owner");
+    if (!owner_and_dacl(sd_in, user, &owner, &dacl, why, size))
         return false;
-    }
-    if (!sid_is_trusted(owner, user)) {
-        describe_sid(owner, who, sizeof who);
-        snprintf(why, size, "owned by %s", who);
-        return false;
-    }
-    if (!GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted) || !present || !dacl) {
-        snprintf(why, size, "without an access list (everyone may change it)");
-        return false;
-    }
     PSID everyone = NULL;
     if (!ConvertStringSidToSidA("S-1-1-0", &everyone))
         everyone = NULL;
