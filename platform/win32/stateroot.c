@@ -111,6 +111,13 @@ typedef NTSTATUS(NTAPI *nt_create_file_fn)(PHANDLE, ACCESS_MASK, POBJECT_ATTRIBU
                                            ULONG, ULONG, ULONG, ULONG, PVOID, ULONG);
 typedef ULONG(NTAPI *nt_status_to_dos_fn)(NTSTATUS);
 
+/* A path separator (fs.c has win32_is_sep; not called here, so that fs.c,
+ * whose openers call win32_create_file, and this file stay a one-way pair). */
+static bool is_sep(wchar_t c)
+{
+    return c == L'\\' || c == L'/';
+}
+
 /* The part of full below the held state directory ("staging\\1.2\\x.msi"),
  * or NULL when full is not below it (or is it). */
 static const wchar_t *below_root(const wchar_t *full)
@@ -118,12 +125,12 @@ static const wchar_t *below_root(const wchar_t *full)
     if (!state_root_path || state_root == INVALID_HANDLE_VALUE)
         return NULL;
     size_t n = wcslen(state_root_path);
-    while (n > 0 && win32_is_sep(state_root_path[n - 1]))
+    while (n > 0 && is_sep(state_root_path[n - 1]))
         n--;
-    if (n == 0 || _wcsnicmp(full, state_root_path, n) != 0 || !win32_is_sep(full[n]))
+    if (n == 0 || _wcsnicmp(full, state_root_path, n) != 0 || !is_sep(full[n]))
         return NULL;
     const wchar_t *rest = full + n;
-    while (win32_is_sep(*rest))
+    while (is_sep(*rest))
         rest++;
     return *rest ? rest : NULL;
 }
