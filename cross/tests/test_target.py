@@ -173,6 +173,27 @@ def test_api_key_file_readable_by_others_is_refused(outpost, sim_tls, tmp_path):
         assert "chmod 600" in line
 
 
+def test_a_folder_others_may_empty_above_the_configuration_is_refused(outpost, sim_tls, tmp_path):
+    """Issue 34, finding 8: a folder on the way to a trusted file that lets others delete or rename what
+    it holds (wine shows a Unix 0777 folder as Everyone: full control) is refused before anything is
+    written, naming the folder, who and what right; the same files in a folder only its owner may change
+    pass."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    config = write_config(shared, sim_tls, state_dir=tmp_path / "state")
+    r = outpost.run("-c", target_path(config), "check", env={"OUTPOST_API_KEY": "sim-api-key"})
+    assert r.returncode == 10, r.stderr
+    os.chmod(shared, 0o777)
+    r = outpost.run("-c", target_path(config), "check", env={"OUTPOST_API_KEY": "sim-api-key"})
+    assert r.returncode == 2, r.stderr
+    line = one_line(r.stderr)
+    assert target_path(shared) in line
+    if TARGET == "windows":
+        assert "Everyone (S-1-1-0) may delete or rename what it holds (FILE_DELETE_CHILD)" in line
+        assert "icacls" in line
+    os.chmod(shared, 0o755)
+
+
 def test_status_json_after_update(outpost, sim_tls, tmp_path):
     state_dir = tmp_path / "state"
     config = write_config(tmp_path, sim_tls, state_dir=state_dir)
