@@ -149,8 +149,14 @@ input(type="imfile" file="{jsonl}" tag="outpost:" ruleset="incidents" freshStart
 @pytest.mark.sim_options(incidents=4, rate_limit=0)
 def test_rsyslog_ships_every_incident_once_across_rotations(sim, readers):
     config, state_dir, top, gid = readers
-    # Small files, so that the runs below rotate incidents.jsonl several times.
-    set_config(config, report={"jsonl_max_bytes": 16384, "jsonl_keep": 100})
+    # Files small enough that the runs below rotate incidents.jsonl several
+    # times, yet larger than what one run appends (8 incidents on long chains,
+    # about 100 KB): each file is the live one between two runs, as with the
+    # default 64 MiB. A file born and renamed away within one run's
+    # milliseconds is one that a shipper following the name may never see
+    # (imfile missed one such 1-line file in a run in ten under faketime);
+    # the README says to keep the limit above a run's output.
+    set_config(config, report={"jsonl_max_bytes": 131072, "jsonl_keep": 100})
     work = os.path.join(top, "rsyslog")
     os.mkdir(work)
     os.chown(work, NOBODY, gid)
