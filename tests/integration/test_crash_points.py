@@ -98,12 +98,13 @@ class Sweep:
     def points(self) -> list[str]:
         return self.log.read_text().splitlines() if self.log.exists() else []
 
-    def sweep(self, name: str, cfg: Path, command: str, check_crashed, recover) -> int:
+    def sweep(self, name: str, cfg: Path, command: str, check_crashed, recover, paths_vary: bool = False) -> int:
         """Counts the points of `outpost -c cfg command` from the starting
         state, then stops it at each. check_crashed(point) checks the
         invariants right after the stop; recover(reference) reruns cleanly
         and compares with reference, a copy of work/ after the uninterrupted
-        run. Returns the number of points."""
+        run. Returns the number of points. Only with paths_vary may a run
+        take fewer points than the counted one (see below)."""
         self.restore()
         self.log.unlink(missing_ok=True)
         r = outpost(cfg, command, crash_log=self.log)
@@ -113,21 +114,38 @@ class Sweep:
         reference = self.work.parent / "reference"
         shutil.rmtree(reference, ignore_errors=True)
         shutil.copytree(self.work, reference, symlinks=True)
+        finished = []
         for n, point in enumerate(points, 1):
-            self.restore()
-            self.log.unlink(missing_ok=True)
-            r = outpost(cfg, command, crash_after=n, crash_log=self.log)
             where = f"{name} stopped at point {n} of {len(points)} ({point})"
-            assert r.returncode == CRASHED, \
-                f"{where}: exit {r.returncode} instead of a stop; the points of a run are not deterministic " \
-                f"(reached: {self.points()[-3:]}): {r.stderr}"
-            assert self.points()[-1].endswith(" crash")
+            # The report writes an interim status.json and state.json after a
+            # page only when some of its incidents are traced by then, which
+            # depends on when the concurrent detail requests complete: a run
+            # can take fewer points than the counted one. Such a run is tried
+            # again; one that still ends first must have ended well.
+            for _ in range(3 if paths_vary else 1):
+                self.restore()
+                self.log.unlink(missing_ok=True)
+                r = outpost(cfg, command, crash_after=n, crash_log=self.log)
+                if r.returncode == CRASHED:
+                    break
+                reached = self.points()
+                assert paths_vary and r.returncode == 0 and len(reached) < n, \
+                    f"{where}: exit {r.returncode} instead of a stop after {len(reached)} points " \
+                    f"(reached: {reached[-3:]}): {r.stderr}"
             try:
-                check_crashed(point)
+                if r.returncode == CRASHED:
+                    assert self.points()[-1].endswith(" crash")
+                    check_crashed(point)
+                else:
+                    finished.append(n)
                 recover(reference)
             except AssertionError as e:
                 raise AssertionError(f"{where}: {e}") from e
-        print(f"\n[crash points] {name}: {len(points)} points, stopped at each and recovered")
+        # Only the points past the run's shortest path can be missed.
+        assert len(finished) <= len(points) // 2, f"{name}: {len(finished)} of {len(points)} points never reached"
+        shorter = f"; at {finished} the run took a shorter path and ended" if finished else ""
+        print(f"\n[crash points] {name}: {len(points)} points, stopped at {len(points) - len(finished)} "
+              f"and recovered{shorter}")
         return len(points)
 
 
@@ -436,7 +454,7 @@ def test_report_stopped_at_every_crash_point(tmp_path):
             assert status["incidents"]["hosts"] == ref_status["incidents"]["hosts"]
             assert status["last_run"]["result"] == "ok"
 
-        n = sweep.sweep("report", cfg, "report", crashed, recover)
+        n = sweep.sweep("report", cfg, "report", crashed, recover, paths_vary=True)
         assert any(" rename " in p and "incidents.jsonl" in p for p in sweep.points()), \
             "the report did not rotate incidents.jsonl: the sweep did not cover rotation"
         # Appends name no file in the point log; the reference run's feeds
