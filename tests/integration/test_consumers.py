@@ -154,7 +154,7 @@ def test_rsyslog_ships_every_incident_once_across_rotations(sim, readers):
     # about 100 KB): each file is the live one between two runs, as with the
     # default 64 MiB. A file born and renamed away within one run's
     # milliseconds is one that a shipper following the name may never see
-    # (imfile missed one such 1-line file in a run in ten under faketime);
+    # (imfile missed such a 1-line file under faketime, in CI and here);
     # the README says to keep the limit above a run's output.
     set_config(config, report={"jsonl_max_bytes": 131072, "jsonl_keep": 100})
     work = os.path.join(top, "rsyslog")
