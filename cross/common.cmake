@@ -1,27 +1,23 @@
 # common.cmake — shared part of outpost's cross toolchain files.
 #
 # The including toolchain file sets OUTPOST_CROSS_TARGET ("windows-x86_64",
-# "linux-arm64" or "linux-x86_64", as cross/build-deps names its targets) and OUTPOST_CROSS_TRIPLE. This file finds the dependency prefix
-# that cross/build-deps fills (static zlib, mbedTLS, libcurl, cJSON,
+# "linux-arm64" or "linux-x86_64", as cross/build-deps names its targets)
+# and OUTPOST_CROSS_TRIPLE. This file finds the dependency prefix that
+# cross/build-deps fills (static zlib, Mbed TLS, libcurl, cJSON,
 # libarchive, cmocka) and confines find_* to it and the target's sysroot, so
 # nothing of the build machine's own libraries leaks into a cross build.
 #
-# The prefix is ${OUTPOST_CROSS_CACHE}/<target>/prefix, where
-# OUTPOST_CROSS_CACHE defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/outpost-cross;
-# -DOUTPOST_CROSS_PREFIX=... overrides it outright.
+# The prefix is cross/build-deps's for the target (cross/cache.cmake says
+# where: under OUTPOST_CROSS_CACHE, which defaults to
+# ${XDG_CACHE_HOME:-$HOME/.cache}/outpost-cross, by Debian release and
+# target); -DOUTPOST_CROSS_PREFIX=... or the environment's overrides it.
 
 if(NOT OUTPOST_CROSS_PREFIX)
   if(DEFINED ENV{OUTPOST_CROSS_PREFIX} AND NOT "$ENV{OUTPOST_CROSS_PREFIX}" STREQUAL "")
     set(OUTPOST_CROSS_PREFIX "$ENV{OUTPOST_CROSS_PREFIX}")
   else()
-    if(DEFINED ENV{OUTPOST_CROSS_CACHE} AND NOT "$ENV{OUTPOST_CROSS_CACHE}" STREQUAL "")
-      set(_cache "$ENV{OUTPOST_CROSS_CACHE}")
-    elseif(DEFINED ENV{XDG_CACHE_HOME} AND NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
-      set(_cache "$ENV{XDG_CACHE_HOME}/outpost-cross")
-    else()
-      set(_cache "$ENV{HOME}/.cache/outpost-cross")
-    endif()
-    set(OUTPOST_CROSS_PREFIX "${_cache}/${OUTPOST_CROSS_TARGET}/prefix")
+    include("${CMAKE_CURRENT_LIST_DIR}/cache.cmake")
+    outpost_cross_prefix(OUTPOST_CROSS_PREFIX "${OUTPOST_CROSS_TARGET}")
   endif()
 endif()
 # Toolchain files are read again by every try_compile: pass the values on.

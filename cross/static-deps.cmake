@@ -8,8 +8,9 @@
 #    CJSON_HIDE_SYMBOLS.
 #  - FindLibArchive knows nothing of libarchive's own dependencies: zlib, and
 #    on Windows CNG (bcrypt). libcurl's CMake config brings its own.
-#  - SHA-256 on the CPU's SHA instructions (OUTPOST_SHA256_ALT), and
-#    --gc-sections in size-optimised builds.
+#  - libcurl over the same Mbed TLS (OUTPOST_CURL_MBEDTLS), link-time
+#    optimisation, and --gc-sections in size-optimised builds. (Mbed TLS's
+#    _ALT hooks are every build's: cmake/mbedtls.cmake.)
 #  - Windows: one self-contained .exe (libgcc and the C runtime's extras
 #    linked in statically), MinGW's C99 printf (%zu, %lld: msvcrt.dll lacks
 #    them), the application manifest (cross/windows/outpost.manifest) and
@@ -46,37 +47,8 @@ if(WIN32)
   target_sources(outpost PRIVATE "${CMAKE_BINARY_DIR}/outpost.rc")
 endif()
 
-# cross/build-deps builds mbedTLS with _ALT hooks that outpost's modules
-# fill, each defined only when told to; a prefix built before a hook existed
-# has mbedTLS's own code instead.
-find_path(OUTPOST_MBEDTLS_CONFIG_DIR mbedtls/config.h REQUIRED)
-file(READ "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h" _outpost_mbedtls_config)
-
-# One of mbedTLS's _ALT hooks that outpost's code fills: when config.h sets
-# option, outpost is compiled with define, and the linker is told to take
-# symbol from outpost's archive (libmbedcrypto.a comes after
-# liboutpost_core.a on the link line: without this, nothing has asked for
-# the hook yet when the linker reads outpost's archive, and the module
-# stays out). Otherwise mbedTLS's own code runs, and the build says so.
-function(outpost_mbedtls_alt option define symbol what)
-  if(_outpost_mbedtls_config MATCHES "\n#define ${option}[ \t\r\n]")
-    target_compile_definitions(outpost_agent PUBLIC ${define})
-    target_link_options(outpost_core INTERFACE "LINKER:--undefined=${symbol}")
-  else()
-    message(WARNING "${OUTPOST_MBEDTLS_CONFIG_DIR}/mbedtls/config.h has no ${option}: "
-      "${what} runs on mbedTLS's own code (rebuild the dependencies with cross/build-deps)")
-  endif()
-endfunction()
-
-# SHA-256 blocks: agent/crypto/sha256accel.c (the CPU's SHA instructions).
-outpost_mbedtls_alt(MBEDTLS_SHA256_PROCESS_ALT OUTPOST_SHA256_ALT mbedtls_internal_sha256_process SHA-256)
-# ChaCha20: agent/crypto/chacha20accel.c (four blocks at a time in vector registers).
-outpost_mbedtls_alt(MBEDTLS_CHACHA20_ALT OUTPOST_CHACHA20_ALT mbedtls_chacha20_update ChaCha20)
-# AES-GCM: agent/crypto/gcmaccel.c (AES-NI + PCLMULQDQ, ARMv8 AES + PMULL).
-outpost_mbedtls_alt(MBEDTLS_GCM_ALT OUTPOST_GCM_ALT mbedtls_gcm_auth_decrypt AES-GCM)
-
-# libcurl in the prefix runs over this mbedTLS (cross/build-deps): outpost
-# may hand it mbedTLS settings (agent/net/tls.c: the order of the
+# libcurl in the prefix runs over this Mbed TLS (cross/build-deps): outpost
+# may hand it Mbed TLS settings (agent/net/tls.c: the order of the
 # key-exchange groups and suites, the TLS session kept between runs).
 target_compile_definitions(outpost_agent PUBLIC OUTPOST_CURL_MBEDTLS)
 

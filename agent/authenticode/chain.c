@@ -16,7 +16,6 @@
 #include <mbedtls/platform.h>
 
 #include "authenticode/authenticode_int.h"
-#include "authenticode/mbedtls_compat.h"
 #include "authenticode/subject.h"
 #include "core/timefmt.h"
 
@@ -68,18 +67,9 @@ static void certs_raw_subject(const unsigned char *der, size_t len, char *out, s
         der_skip(&t);
     if (!der_read(&t, MBEDTLS_ASN1_INTEGER, NULL, NULL) || !der_read(&t, TAG_SEQUENCE, NULL, NULL) ||
         !der_read(&t, TAG_SEQUENCE, NULL, NULL) || !der_read(&t, TAG_SEQUENCE, NULL, NULL) ||
-        !der_read(&t, TAG_SEQUENCE, &subject, NULL))
+        !der_read(&t, TAG_SEQUENCE, NULL, &subject))
         return;
-    mbedtls_x509_name name;
-    memset(&name, 0, sizeof name);
-    unsigned char *p = subject.p;
-    if (mbedtls_x509_get_name(&p, subject.p + subject.len, &name) == 0)
-        (void)subject_format(&name, out, size);
-    for (mbedtls_x509_name *n = name.next; n;) {
-        mbedtls_x509_name *next = n->next;
-        mbedtls_free(n);
-        n = next;
-    }
+    (void)subject_format_der(subject.p, subject.len, out, size);
 }
 
 /* Notes that certificate number position (1-based) of where could not be
@@ -123,9 +113,9 @@ const mbedtls_x509_crt *certs_find(const mbedtls_x509_crt *pool, const cms_signe
 
 bool certs_has_eku(const mbedtls_x509_crt *crt, oid_bytes eku)
 {
-    if (!compat_x509_crt_has_ext(crt, MBEDTLS_X509_EXT_EXTENDED_KEY_USAGE))
+    if (!mbedtls_x509_crt_has_ext_type(crt, MBEDTLS_X509_EXT_EXTENDED_KEY_USAGE))
         return false;
-    for (const mbedtls_x509_sequence *s = &crt->COMPAT_PRIVATE(ext_key_usage); s; s = s->next) {
+    for (const mbedtls_x509_sequence *s = &crt->ext_key_usage; s; s = s->next) {
         if (oid_is_raw(s->buf.p, s->buf.len, eku))
             return true;
     }
@@ -134,15 +124,16 @@ bool certs_has_eku(const mbedtls_x509_crt *crt, oid_bytes eku)
 
 /* ---- Chains -------------------------------------------------------------- */
 
-/* Whether crl's signature verifies with issuer's key. */
+/* Whether crl's signature verifies with issuer's key. (Mbed TLS 3.6 keeps
+ * a CRL's signature fields private and offers no accessor for them.) */
 static bool crl_signed_by(const mbedtls_x509_crl *crl, const mbedtls_x509_crt *issuer)
 {
     unsigned char hash[MBEDTLS_MD_MAX_SIZE];
-    mbedtls_md_type_t md = crl->COMPAT_PRIVATE(sig_md);
+    mbedtls_md_type_t md = crl->MBEDTLS_PRIVATE(sig_md);
     size_t n = md_hash(md, crl->tbs.p, crl->tbs.len, hash);
-    return n != 0 && mbedtls_pk_verify_ext(crl->COMPAT_PRIVATE(sig_pk), crl->COMPAT_PRIVATE(sig_opts),
-                                           (mbedtls_pk_context *)&issuer->pk, md, hash, n, crl->COMPAT_PRIVATE(sig).p,
-                                           crl->COMPAT_PRIVATE(sig).len) == 0;
+    return n != 0 && mbedtls_pk_verify_ext(crl->MBEDTLS_PRIVATE(sig_pk), crl->MBEDTLS_PRIVATE(sig_opts),
+                                           (mbedtls_pk_context *)&issuer->pk, md, hash, n, crl->MBEDTLS_PRIVATE(sig).p,
+                                           crl->MBEDTLS_PRIVATE(sig).len) == 0;
 }
 
 /* Revocation of crt (issued by issuer) by the CRLs its issuer signed: fills
@@ -273,11 +264,11 @@ void certs_parse_ca(const char *data, size_t len, const char *where, mbedtls_x50
             position++;
             int ret = mbedtls_pem_read_buffer(&pem, begin, end, (const unsigned char *)p, NULL, 0, &used);
             if (ret == 0)
-                ret = certs_add(chain, pem.COMPAT_PRIVATE(buf), pem.COMPAT_PRIVATE(buflen));
+                ret = certs_add(chain, pem.MBEDTLS_PRIVATE(buf), pem.MBEDTLS_PRIVATE(buflen));
             if (ret != 0) {
                 (*unreadable)++;
-                const unsigned char *der = pem.COMPAT_PRIVATE(buf);
-                certs_note_unreadable(der, der ? pem.COMPAT_PRIVATE(buflen) : 0, where, position, ret, notes,
+                const unsigned char *der = pem.MBEDTLS_PRIVATE(buf);
+                certs_note_unreadable(der, der ? pem.MBEDTLS_PRIVATE(buflen) : 0, where, position, ret, notes,
                                       notes_size);
             }
             mbedtls_pem_free(&pem);

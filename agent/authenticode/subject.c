@@ -15,7 +15,6 @@
 #include <mbedtls/asn1.h>
 #include <mbedtls/oid.h>
 
-#include "authenticode/mbedtls_compat.h"
 
 /* The longest subject a pin is compared with; real ones are ~100 bytes. */
 #define SUBJECT_MATCH_MAX 2048
@@ -198,7 +197,51 @@ bool subject_format(const mbedtls_x509_name *name, char *out, size_t size)
         first = false;
         put_attribute_name(&w, &n->oid);
         decode_value(&w, &n->val);
-        merged = n->COMPAT_PRIVATE(next_merged) != 0;
+        merged = n->MBEDTLS_PRIVATE(next_merged) != 0; /* no accessor in 3.6 */
+    }
+    return w.fit && w.exact;
+}
+
+bool subject_format_der(const unsigned char *der, size_t len, char *out, size_t size)
+{
+    text_writer w = {out, size, 0, true, true};
+    out[0] = '\0';
+    unsigned char *p = (unsigned char *)der, *end = p + len;
+    size_t n;
+    if (mbedtls_asn1_get_tag(&p, end, &n, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0 || n != (size_t)(end - p))
+        return false;
+    bool first = true;
+    while (p < end) { /* RelativeDistinguishedName ::= SET OF AttributeTypeAndValue */
+        unsigned char *set_end;
+        if (mbedtls_asn1_get_tag(&p, end, &n, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SET) != 0)
+            return false;
+        set_end = p + n;
+        bool in_set = false;
+        while (p < set_end) {
+            mbedtls_asn1_buf oid, val;
+            unsigned char *seq_end;
+            if (mbedtls_asn1_get_tag(&p, set_end, &n, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0)
+                return false;
+            seq_end = p + n;
+            if (mbedtls_asn1_get_tag(&p, seq_end, &oid.len, MBEDTLS_ASN1_OID) != 0)
+                return false;
+            oid.tag = MBEDTLS_ASN1_OID;
+            oid.p = p;
+            p += oid.len;
+            if (p >= seq_end)
+                return false;
+            val.tag = *p++;
+            if (mbedtls_asn1_get_len(&p, seq_end, &val.len) != 0 || val.len != (size_t)(seq_end - p))
+                return false;
+            val.p = p;
+            p = seq_end;
+            if (!first)
+                put_text(&w, in_set ? " + " : ", ");
+            first = false;
+            in_set = true;
+            put_attribute_name(&w, &oid);
+            decode_value(&w, &val);
+        }
     }
     return w.fit && w.exact;
 }

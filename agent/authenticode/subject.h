@@ -32,6 +32,13 @@
 bool subject_format(const mbedtls_x509_name *name, char *out, size_t size);
 
 /*
+ * The same for a Name in DER (the SEQUENCE of RDNs, as in a certificate's
+ * subject): for a certificate Mbed TLS could not read whole. Returns false
+ * also when the DER is not a well-formed Name (out then holds what was read).
+ */
+bool subject_format_der(const unsigned char *der, size_t len, char *out, size_t size);
+
+/*
  * Whether name matches wanted: the whole name as subject_format writes it,
  * or the value of its one CN attribute alone (a name with several CNs can
  * only match whole). Byte comparison of UTF-8, no normalisation; an

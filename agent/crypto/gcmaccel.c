@@ -48,6 +48,20 @@ static void put_be64(unsigned char *p, uint64_t v)
     put_be32(p + 4, (uint32_t)v);
 }
 
+/* The AES key schedule Mbed TLS expanded (mbedtls_aes_setkey_enc: in the
+ * byte order AES-NI and ARMv8 AES read, with or without its own AES-NI),
+ * and its number of rounds. Mbed TLS 3.6 keeps both private and offers no
+ * accessor; this hook goes if the library's own GCM is fast enough. */
+static const unsigned char *round_keys(const gcmaccel_context *ctx)
+{
+    return (const unsigned char *)(ctx->aes.MBEDTLS_PRIVATE(buf) + ctx->aes.MBEDTLS_PRIVATE(rk_offset));
+}
+
+static int rounds(const gcmaccel_context *ctx)
+{
+    return ctx->aes.MBEDTLS_PRIVATE(nr);
+}
+
 /* ---- portable GHASH (Shoup's 4-bit tables, as mbedTLS's gcm.c) -------------- */
 
 static const uint64_t LAST4[16] = {0x0000, 0x1c20, 0x3840, 0x2460, 0x7080, 0x6ca0, 0x48c0, 0x54e0,
@@ -208,8 +222,8 @@ X86 static void ghash_x86(const gcmaccel_context *ctx, unsigned char acc[16], co
 
 X86 static void load_round_keys(const gcmaccel_context *ctx, __m128i rk[15])
 {
-    const unsigned char *bytes = (const unsigned char *)ctx->aes.rk;
-    for (int i = 0; i <= ctx->aes.nr; i++)
+    const unsigned char *bytes = round_keys(ctx);
+    for (int i = 0; i <= rounds(ctx); i++)
         rk[i] = _mm_loadu_si128((const __m128i *)(const void *)(bytes + 16 * i));
 }
 
@@ -217,7 +231,7 @@ X86 static void encrypt_block_x86(const gcmaccel_context *ctx, const unsigned ch
 {
     __m128i rk[15] = {0};
     load_round_keys(ctx, rk);
-    int nr = ctx->aes.nr;
+    int nr = rounds(ctx);
     __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)in), rk[0]);
     for (int r = 1; r < nr; r++)
         b = _mm_aesenc_si128(b, rk[r]);
@@ -228,7 +242,7 @@ X86 static void ctr_x86(gcmaccel_context *ctx, const unsigned char *in, unsigned
 {
     __m128i rk[15] = {0}, h[8];
     load_round_keys(ctx, rk);
-    int nr = ctx->aes.nr;
+    int nr = rounds(ctx);
     for (int i = 0; i < 8; i++)
         h[i] = _mm_loadu_si128((const __m128i *)(const void *)ctx->hpow[i]);
     const __m128i base = _mm_loadu_si128((const __m128i *)(const void *)ctx->y);
@@ -376,8 +390,8 @@ ARMV8 static inline uint8x16_t aes_a(const uint8x16_t rk[15], int nr, uint8x16_t
 
 ARMV8 static void load_round_keys_a(const gcmaccel_context *ctx, uint8x16_t rk[15])
 {
-    const unsigned char *bytes = (const unsigned char *)ctx->aes.rk;
-    for (int i = 0; i <= ctx->aes.nr; i++)
+    const unsigned char *bytes = round_keys(ctx);
+    for (int i = 0; i <= rounds(ctx); i++)
         rk[i] = vld1q_u8(bytes + 16 * i);
 }
 
@@ -386,7 +400,7 @@ ARMV8 static void encrypt_block_armv8(const gcmaccel_context *ctx, const unsigne
     uint8x16_t rk[15];
     memset(rk, 0, sizeof rk);
     load_round_keys_a(ctx, rk);
-    vst1q_u8(out, aes_a(rk, ctx->aes.nr, vld1q_u8(in)));
+    vst1q_u8(out, aes_a(rk, rounds(ctx), vld1q_u8(in)));
 }
 
 ARMV8 static void ctr_armv8(gcmaccel_context *ctx, const unsigned char *in, unsigned char *out, size_t nblocks)
@@ -394,7 +408,7 @@ ARMV8 static void ctr_armv8(gcmaccel_context *ctx, const unsigned char *in, unsi
     uint8x16_t rk[15], h[8];
     memset(rk, 0, sizeof rk);
     load_round_keys_a(ctx, rk);
-    int nr = ctx->aes.nr;
+    int nr = rounds(ctx);
     for (int i = 0; i < 8; i++)
         h[i] = vld1q_u8(ctx->hpow[i]);
     const uint32x4_t base = vreinterpretq_u32_u8(vld1q_u8(ctx->y));
@@ -503,7 +517,7 @@ static int ctr_blocks(gcmaccel_context *ctx, const unsigned char *in, unsigned c
     return ctr_portable(ctx, in, out, nblocks);
 }
 
-/* ---- GCM (SP 800-38D; the checks and limits of mbedTLS 2.28's gcm.c) -------- */
+/* ---- GCM (SP 800-38D; the checks, limits and calls of Mbed TLS 3.6's gcm.c) -- */
 
 void gcmaccel_init(gcmaccel_context *ctx, gcmaccel_impl impl)
 {
@@ -538,18 +552,27 @@ int gcmaccel_setkey(gcmaccel_context *ctx, const unsigned char *key, unsigned in
     return 0;
 }
 
-int gcmaccel_starts(gcmaccel_context *ctx, int mode, const unsigned char *iv, size_t iv_len, const unsigned char *add,
-                    size_t add_len)
+/* acc = acc * H: closes a block of which only a part was XORed in. */
+static void ghash_close(const gcmaccel_context *ctx, unsigned char acc[16])
 {
-    if (!ctx || !ctx->keyed || !iv || (add_len > 0 && !add))
+    static const unsigned char zero[16] = {0};
+    ghash(ctx, acc, zero, sizeof zero);
+}
+
+int gcmaccel_starts(gcmaccel_context *ctx, int mode, const unsigned char *iv, size_t iv_len)
+{
+    if (!ctx || !ctx->keyed || !iv || (mode != MBEDTLS_GCM_ENCRYPT && mode != MBEDTLS_GCM_DECRYPT))
         return MBEDTLS_ERR_GCM_BAD_INPUT;
-    /* IV and additional data are limited to 2^64 bits; the IV is not empty. */
-    if (iv_len == 0 || (uint64_t)iv_len >> 61 != 0 || (uint64_t)add_len >> 61 != 0)
+    /* The IV is limited to 2^64 bits and is not empty. */
+    if (iv_len == 0 || (uint64_t)iv_len >> 61 != 0)
         return MBEDTLS_ERR_GCM_BAD_INPUT;
     memset(ctx->y, 0, sizeof ctx->y);
     memset(ctx->buf, 0, sizeof ctx->buf);
+    mbedtls_platform_zeroize(ctx->ectr, sizeof ctx->ectr);
     ctx->mode = mode;
     ctx->len = 0;
+    ctx->add_len = 0;
+    ctx->pending = 0;
     if (iv_len == 12) {
         memcpy(ctx->y, iv, 12);
         ctx->y[15] = 1;
@@ -559,49 +582,109 @@ int gcmaccel_starts(gcmaccel_context *ctx, int mode, const unsigned char *iv, si
         ghash(ctx, ctx->y, iv, iv_len);
         ghash(ctx, ctx->y, lengths, sizeof lengths);
     }
-    int ret = encrypt_block(ctx, ctx->y, ctx->base_ectr);
-    if (ret != 0)
-        return ret;
-    ctx->add_len = add_len;
-    ghash(ctx, ctx->buf, add, add_len);
+    return encrypt_block(ctx, ctx->y, ctx->base_ectr);
+}
+
+int gcmaccel_update_ad(gcmaccel_context *ctx, const unsigned char *add, size_t add_len)
+{
+    if (!ctx || !ctx->keyed || (add_len > 0 && !add))
+        return MBEDTLS_ERR_GCM_BAD_INPUT;
+    /* Additional data is limited to 2^64 bits and comes before the text. */
+    if (ctx->len > 0 || ctx->add_len + add_len < ctx->add_len || (uint64_t)(ctx->add_len + add_len) >> 61 != 0)
+        return MBEDTLS_ERR_GCM_BAD_INPUT;
+    ctx->add_len += add_len;
+    /* A block an earlier call began: XORed in byte by byte, closed when full. */
+    while (ctx->pending > 0 && add_len > 0) {
+        ctx->buf[ctx->pending++] ^= *add++;
+        add_len--;
+        if (ctx->pending == 16) {
+            ghash_close(ctx, ctx->buf);
+            ctx->pending = 0;
+        }
+    }
+    size_t whole = add_len - add_len % 16;
+    ghash(ctx, ctx->buf, add, whole);
+    for (size_t i = whole; i < add_len; i++)
+        ctx->buf[ctx->pending++] ^= add[i];
     return 0;
 }
 
-int gcmaccel_update(gcmaccel_context *ctx, size_t length, const unsigned char *input, unsigned char *output)
+/* The next counter block's key stream, into ctx->ectr. */
+static int next_keystream(gcmaccel_context *ctx)
 {
-    if (!ctx || (length > 0 && (!input || !output)))
+    put_be32(ctx->y + 12, get_be32(ctx->y + 12) + 1);
+    return encrypt_block(ctx, ctx->y, ctx->ectr);
+}
+
+/* length (< 16, within one block) bytes of a block already begun (or begun
+ * here: pending 0) with ctx->ectr's key stream. */
+static void crypt_partial(gcmaccel_context *ctx, const unsigned char *input, unsigned char *output, size_t length)
+{
+    for (size_t i = 0; i < length; i++) {
+        unsigned char in = input[i], c = in ^ ctx->ectr[ctx->pending];
+        ctx->buf[ctx->pending++] ^= ctx->mode == MBEDTLS_GCM_DECRYPT ? in : c;
+        output[i] = c;
+    }
+    if (ctx->pending == 16) {
+        ghash_close(ctx, ctx->buf);
+        ctx->pending = 0;
+    }
+}
+
+int gcmaccel_update(gcmaccel_context *ctx, const unsigned char *input, size_t length, unsigned char *output,
+                    size_t output_size, size_t *output_length)
+{
+    if (!ctx || !ctx->keyed || !output_length || (length > 0 && (!input || !output)))
         return MBEDTLS_ERR_GCM_BAD_INPUT;
+    *output_length = 0;
+    if (output_size < length)
+        return MBEDTLS_ERR_GCM_BUFFER_TOO_SMALL;
     if (output > input && (size_t)(output - input) < length)
         return MBEDTLS_ERR_GCM_BAD_INPUT;
     /* At most 2^39 - 256 bits, ie 2^36 - 32 bytes, of text. */
     if (ctx->len + length < ctx->len || (uint64_t)ctx->len + length > 0xFFFFFFFE0ull)
         return MBEDTLS_ERR_GCM_BAD_INPUT;
-    ctx->len += length;
-    size_t nblocks = length / 16, rest = length % 16;
-    int ret = ctr_blocks(ctx, input, output, nblocks);
-    if (ret != 0 || rest == 0)
-        return ret;
-    input += 16 * nblocks;
-    output += 16 * nblocks;
-    unsigned char ectr[16], last[16] = {0};
-    put_be32(ctx->y + 12, get_be32(ctx->y + 12) + 1);
-    ret = encrypt_block(ctx, ctx->y, ectr);
-    if (ret != 0)
-        return ret;
-    for (size_t i = 0; i < rest; i++) {
-        unsigned char c = input[i] ^ ectr[i];
-        last[i] = ctx->mode == MBEDTLS_GCM_DECRYPT ? input[i] : c;
-        output[i] = c;
+    if (length == 0)
+        return 0;
+    if (ctx->len == 0 && ctx->pending > 0) { /* the additional data's last block */
+        ghash_close(ctx, ctx->buf);
+        ctx->pending = 0;
     }
-    ghash(ctx, ctx->buf, last, sizeof last);
-    mbedtls_platform_zeroize(ectr, sizeof ectr);
-    return 0;
+    ctx->len += length;
+    size_t total = length;
+    int ret = 0;
+    if (ctx->pending > 0) { /* finish the block an earlier call began */
+        size_t n = 16 - ctx->pending < length ? 16 - ctx->pending : length;
+        crypt_partial(ctx, input, output, n);
+        input += n;
+        output += n;
+        length -= n;
+    }
+    size_t nblocks = length / 16, rest = length % 16;
+    ret = ctr_blocks(ctx, input, output, nblocks);
+    if (ret == 0 && rest > 0) {
+        ret = next_keystream(ctx);
+        if (ret == 0)
+            crypt_partial(ctx, input + 16 * nblocks, output + 16 * nblocks, rest);
+    }
+    if (ret == 0)
+        *output_length = total;
+    return ret;
 }
 
-int gcmaccel_finish(gcmaccel_context *ctx, unsigned char *tag, size_t tag_len)
+int gcmaccel_finish(gcmaccel_context *ctx, unsigned char *output, size_t output_size, size_t *output_length,
+                    unsigned char *tag, size_t tag_len)
 {
-    if (!ctx || !tag || tag_len > 16 || tag_len < 4)
+    (void)output;
+    (void)output_size; /* GCM keeps no text back: nothing is left to write */
+    if (!ctx || !ctx->keyed || !output_length || !tag || tag_len > 16 || tag_len < 4)
         return MBEDTLS_ERR_GCM_BAD_INPUT;
+    *output_length = 0;
+    if (ctx->pending > 0) {
+        ghash_close(ctx, ctx->buf);
+        ctx->pending = 0;
+    }
+    mbedtls_platform_zeroize(ctx->ectr, sizeof ctx->ectr);
     memcpy(tag, ctx->base_ectr, tag_len);
     if (ctx->len > 0 || ctx->add_len > 0) {
         unsigned char lengths[16];
@@ -618,11 +701,14 @@ int gcmaccel_crypt_and_tag(gcmaccel_context *ctx, int mode, size_t length, const
                            const unsigned char *add, size_t add_len, const unsigned char *input, unsigned char *output,
                            size_t tag_len, unsigned char *tag)
 {
-    int ret = gcmaccel_starts(ctx, mode, iv, iv_len, add, add_len);
+    size_t olen = 0;
+    int ret = gcmaccel_starts(ctx, mode, iv, iv_len);
     if (ret == 0)
-        ret = gcmaccel_update(ctx, length, input, output);
+        ret = gcmaccel_update_ad(ctx, add, add_len);
     if (ret == 0)
-        ret = gcmaccel_finish(ctx, tag, tag_len);
+        ret = gcmaccel_update(ctx, input, length, output, length, &olen);
+    if (ret == 0)
+        ret = gcmaccel_finish(ctx, NULL, 0, &olen, tag, tag_len);
     return ret;
 }
 
@@ -706,7 +792,7 @@ const char *gcmaccel_name(gcmaccel_impl impl)
     return "portable";
 }
 
-/* ---- mbedTLS 2.28's MBEDTLS_GCM_ALT ---------------------------------------------- */
+/* ---- Mbed TLS 3.6's MBEDTLS_GCM_ALT ----------------------------------------------- */
 
 #ifdef OUTPOST_GCM_ALT
 /* cross/mbedtls/gcm_alt.h's context is storage for a gcmaccel_context. */
@@ -731,20 +817,30 @@ int mbedtls_gcm_setkey(mbedtls_gcm_context *ctx, mbedtls_cipher_id_t cipher, con
     return gcmaccel_setkey(accel(ctx), key, keybits);
 }
 
-int mbedtls_gcm_starts(mbedtls_gcm_context *ctx, int mode, const unsigned char *iv, size_t iv_len,
-                       const unsigned char *add, size_t add_len)
+int mbedtls_gcm_starts(mbedtls_gcm_context *ctx, int mode, const unsigned char *iv, size_t iv_len)
 {
-    return ctx ? gcmaccel_starts(accel(ctx), mode, iv, iv_len, add, add_len) : MBEDTLS_ERR_GCM_BAD_INPUT;
+    return ctx ? gcmaccel_starts(accel(ctx), mode, iv, iv_len) : MBEDTLS_ERR_GCM_BAD_INPUT;
 }
 
-int mbedtls_gcm_update(mbedtls_gcm_context *ctx, size_t length, const unsigned char *input, unsigned char *output)
+int mbedtls_gcm_update_ad(mbedtls_gcm_context *ctx, const unsigned char *add, size_t add_len)
 {
-    return ctx ? gcmaccel_update(accel(ctx), length, input, output) : MBEDTLS_ERR_GCM_BAD_INPUT;
+    return ctx ? gcmaccel_update_ad(accel(ctx), add, add_len) : MBEDTLS_ERR_GCM_BAD_INPUT;
 }
 
-int mbedtls_gcm_finish(mbedtls_gcm_context *ctx, unsigned char *tag, size_t tag_len)
+int mbedtls_gcm_update(mbedtls_gcm_context *ctx, const unsigned char *input, size_t input_length, unsigned char *output,
+                       size_t output_size, size_t *output_length)
 {
-    return ctx ? gcmaccel_finish(accel(ctx), tag, tag_len) : MBEDTLS_ERR_GCM_BAD_INPUT;
+    if (!ctx)
+        return MBEDTLS_ERR_GCM_BAD_INPUT;
+    return gcmaccel_update(accel(ctx), input, input_length, output, output_size, output_length);
+}
+
+int mbedtls_gcm_finish(mbedtls_gcm_context *ctx, unsigned char *output, size_t output_size, size_t *output_length,
+                       unsigned char *tag, size_t tag_len)
+{
+    if (!ctx)
+        return MBEDTLS_ERR_GCM_BAD_INPUT;
+    return gcmaccel_finish(accel(ctx), output, output_size, output_length, tag, tag_len);
 }
 
 int mbedtls_gcm_crypt_and_tag(mbedtls_gcm_context *ctx, int mode, size_t length, const unsigned char *iv, size_t iv_len,

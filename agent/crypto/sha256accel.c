@@ -218,10 +218,12 @@ void sha256accel_blocks(sha256accel_impl impl, uint32_t state[8], const unsigned
 #ifdef OUTPOST_SHA256_ALT
 #include <mbedtls/sha256.h>
 
-/* mbedTLS 2.28's MBEDTLS_SHA256_PROCESS_ALT hook: one 64-byte block. */
+/* Mbed TLS 3.6's MBEDTLS_SHA256_PROCESS_ALT hook: one 64-byte block. The
+ * hash state is the context's, which 3.6 keeps private (the hook is its
+ * own code's to fill, it offers no accessor). */
 int mbedtls_internal_sha256_process(mbedtls_sha256_context *ctx, const unsigned char data[64])
 {
-    sha256accel_blocks(sha256accel_active(), ctx->state, data, 1);
+    sha256accel_blocks(sha256accel_active(), ctx->MBEDTLS_PRIVATE(state), data, 1);
     return 0;
 }
 #endif

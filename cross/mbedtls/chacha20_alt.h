@@ -1,5 +1,5 @@
 /*
- * chacha20_alt.h — mbedTLS 2.28's ChaCha20 context when it is built with
+ * chacha20_alt.h — Mbed TLS 3.6's ChaCha20 context when it is built with
  * MBEDTLS_CHACHA20_ALT (cross/build-deps copies this file next to
  * mbedtls/chacha20.h): the functions are outpost's, in
  * agent/crypto/chacha20accel.c, which processes four blocks at a time in

@@ -1,8 +1,8 @@
 /*
- * gcm_alt.h — mbedTLS 2.28's GCM context when it is built with
+ * gcm_alt.h — Mbed TLS 3.6's GCM context when it is built with
  * MBEDTLS_GCM_ALT (cross/build-deps copies this file next to mbedtls/gcm.h):
  * the functions are outpost's, in agent/crypto/gcmaccel.c (AES-NI and
- * PCLMULQDQ several blocks at a time where the CPU has them). mbedTLS only
+ * PCLMULQDQ several blocks at a time where the CPU has them). Mbed TLS only
  * allocates the context and passes it on; its fields are gcmaccel.h's
  * gcmaccel_context, which gcmaccel.c checks fits in here.
  */

@@ -18,7 +18,6 @@
 #include <mbedtls/asn1.h>
 #include <mbedtls/x509.h>
 
-#include "authenticode/mbedtls_compat.h"
 #include "authenticode/subject.h"
 
 #define OID_C "\x55\x04\x06"
@@ -185,7 +184,7 @@ static mbedtls_x509_name *build(const name_case *c, mbedtls_x509_name names[MAX_
         names[i].val.p = (unsigned char *)a->value;
         names[i].val.len = a->len;
         names[i].next = i + 1 < n ? &names[i + 1] : NULL;
-        names[i].COMPAT_PRIVATE(next_merged) = a->merged;
+        names[i].MBEDTLS_PRIVATE(next_merged) = a->merged;
     }
     return names;
 }
