@@ -141,16 +141,16 @@ static bool trust_ready(tlssession *s)
 /* "host:port trust" of the handshake of url: the host name mbedTLS checks
  * the certificate against, which must be the URL's (not a proxy's own
  * handshake). NULL when it cannot be told. */
-static char *key_of(tlssession *s, const char *url, const mbedtls_ssl_context *ssl)
+static char *key_of(tlssession *s, const char *url, mbedtls_ssl_context *ssl)
 {
-    if (!ssl->hostname || !trust_ready(s) || !url)
+    const char *hostname = mbedtls_ssl_get_hostname(ssl);
+    if (!hostname || !trust_ready(s) || !url)
         return NULL;
     CURLU *u = curl_url();
     char *host = NULL, *port = NULL, *key = NULL;
     if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
         curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
-        text_equal_nocase(host, ssl->hostname)) {
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK && text_equal_nocase(host, hostname)) {
         size_t n = strlen(host) + strlen(port) + sizeof s->trust + 3;
         key = malloc(n);
         if (key) {
@@ -169,18 +169,38 @@ static char *key_of(tlssession *s, const char *url, const mbedtls_ssl_context *s
     return key;
 }
 
+/* Mbed TLS 3.6 offers the client no accessor for a session's ticket, its
+ * lifetime, its start or its master secret (only the id): those few reads
+ * go through MBEDTLS_PRIVATE, here alone. */
+static size_t ticket_len(const mbedtls_ssl_session *sess)
+{
+    return sess->MBEDTLS_PRIVATE(ticket_len);
+}
+
 static bool same_session(const mbedtls_ssl_session *a, const mbedtls_ssl_session *b)
 {
-    return a->id_len == b->id_len && memcmp(a->id, b->id, a->id_len) == 0 && a->ticket_len == b->ticket_len &&
-           (a->ticket_len == 0 || memcmp(a->ticket, b->ticket, a->ticket_len) == 0);
+    size_t id_len = mbedtls_ssl_session_get_id_len(a), tlen = ticket_len(a);
+    return id_len == mbedtls_ssl_session_get_id_len(b) &&
+           memcmp(*mbedtls_ssl_session_get_id(a), *mbedtls_ssl_session_get_id(b), id_len) == 0 &&
+           tlen == ticket_len(b) &&
+           (tlen == 0 || memcmp(a->MBEDTLS_PRIVATE(ticket), b->MBEDTLS_PRIVATE(ticket), tlen) == 0);
+}
+
+/* A resumed TLS 1.2 handshake keeps the offered session's master secret (a
+ * full one makes a new one). TLS 1.3 derives new secrets either way: there
+ * a resumption is not told apart from a full handshake. */
+static bool same_master(const mbedtls_ssl_session *a, const mbedtls_ssl_session *b)
+{
+    return mbedtls_ssl_session_get_id_len(a) + ticket_len(a) > 0 &&
+           memcmp(a->MBEDTLS_PRIVATE(master), b->MBEDTLS_PRIVATE(master), sizeof a->MBEDTLS_PRIVATE(master)) == 0;
 }
 
 static bool expired(const mbedtls_ssl_session *sess)
 {
     mbedtls_time_t now = mbedtls_time(NULL);
-    int64_t life =
-        sess->ticket_len > 0 && sess->ticket_lifetime > 0 ? (int64_t)sess->ticket_lifetime : SESSION_ID_MAX_AGE_S;
-    int64_t age = (int64_t)(now - sess->start);
+    uint32_t lifetime = sess->MBEDTLS_PRIVATE(ticket_lifetime);
+    int64_t life = ticket_len(sess) > 0 && lifetime > 0 ? (int64_t)lifetime : SESSION_ID_MAX_AGE_S;
+    int64_t age = (int64_t)(now - sess->MBEDTLS_PRIVATE(start));
     return age < 0 || age >= life;
 }
 
@@ -233,20 +253,17 @@ void tlssession_offer(tlssession *s, void *mbedtls_ssl_config, void *mbedtls_ssl
     free(key);
 }
 
-tlssession_outcome tlssession_keep(tlssession *s, void *mbedtls_ssl, const char *url)
+/* tlssession_keep for now, a copy of the handshake's session. */
+static tlssession_outcome keep_copy(tlssession *s, const char *url, mbedtls_ssl_context *ssl,
+                                    const mbedtls_ssl_session *now)
 {
-    mbedtls_ssl_context *ssl = s ? mbedtls_ssl : NULL;
-    if (!ssl || ssl->state != MBEDTLS_SSL_HANDSHAKE_OVER || !ssl->session)
-        return TLSSESSION_NONE;
-    const mbedtls_ssl_session *now = ssl->session;
-    /* A resumed handshake keeps the offered session's master secret (a full
-     * one makes a new one), though the server may have sent a fresh ticket
-     * with it and mbedTLS then drops the session id. */
-    bool resumed = s->have && s->offered && !s->reported && memcmp(now->master, s->current.master, 48) == 0;
+    bool resumed = s->have && s->offered && !s->reported &&
+                   mbedtls_ssl_get_version_number(ssl) == MBEDTLS_SSL_VERSION_TLS1_2 && same_master(now, &s->current);
     if (resumed)
         s->reported = true;
     tlssession_outcome outcome = resumed ? TLSSESSION_RESUMED : TLSSESSION_NONE;
-    if ((s->have && same_session(now, &s->current)) || (now->ticket_len == 0 && now->id_len == 0))
+    if ((s->have && same_session(now, &s->current)) ||
+        (ticket_len(now) == 0 && mbedtls_ssl_session_get_id_len(now) == 0))
         return outcome;
     char *key = key_of(s, url, ssl);
     if (!key)
@@ -275,6 +292,23 @@ tlssession_outcome tlssession_keep(tlssession *s, void *mbedtls_ssl, const char 
         free(file);
     }
     free(key);
+    return outcome;
+}
+
+tlssession_outcome tlssession_keep(tlssession *s, void *mbedtls_ssl, const char *url)
+{
+    mbedtls_ssl_context *ssl = s ? mbedtls_ssl : NULL;
+    if (!ssl || !mbedtls_ssl_is_handshake_over(ssl))
+        return TLSSESSION_NONE;
+    /* A copy: for TLS 1.3, only once a ticket has arrived. */
+    mbedtls_ssl_session copy;
+    mbedtls_ssl_session_init(&copy);
+    if (mbedtls_ssl_get_session(ssl, &copy) != 0) {
+        mbedtls_ssl_session_free(&copy);
+        return TLSSESSION_NONE;
+    }
+    tlssession_outcome outcome = keep_copy(s, url, ssl, &copy);
+    mbedtls_ssl_session_free(&copy);
     return outcome;
 }
 

@@ -55,10 +55,10 @@ int main(int argc, char **argv)
     mbedtls_sha256_context ctx;
     mbedtls_sha256_init(&ctx);
     double t0 = seconds();
-    mbedtls_sha256_starts_ret(&ctx, 0);
+    mbedtls_sha256_starts(&ctx, 0);
     for (size_t i = 0; i < mib; i++)
-        mbedtls_sha256_update_ret(&ctx, buf, chunk);
-    mbedtls_sha256_finish_ret(&ctx, md);
+        mbedtls_sha256_update(&ctx, buf, chunk);
+    mbedtls_sha256_finish(&ctx, md);
     double dt = seconds() - t0;
 #ifdef OUTPOST_SHA256_ALT
     printf("mbedtls (%s) %8.0f MB/s\n", sha256accel_name(sha256accel_active()), mib * chunk / dt / 1e6);

@@ -56,7 +56,8 @@ static const unsigned char *u(const char *s)
 
 /* One vector on impl: decryption (accepted or refused), and for a valid
  * one encryption, a forged tag, and the text split into update calls of
- * `chunk` bytes (a multiple of 16). */
+ * `chunk` bytes (any length: Mbed TLS 3.6's contract), the additional data
+ * likewise. */
 static void check_vector(gcmaccel_impl impl, const struct gcm_vector *v, size_t chunk)
 {
     gcmaccel_context ctx;
@@ -94,16 +95,23 @@ static void check_vector(gcmaccel_impl impl, const struct gcm_vector *v, size_t 
     for (size_t i = 0; i < v->text_len; i++)
         assert_int_equal(out[i], 0);
 
-    /* Streaming, as mbedtls_cipher_update does: whole chunks, the rest last. */
+    /* Streaming, as mbedtls_cipher_update and PSA's multipart AEAD do. */
     for (int mode = 0; mode < 2; mode++) {
         const unsigned char *in = u(mode == MBEDTLS_GCM_ENCRYPT ? v->plain : v->cipher);
         const char *want = mode == MBEDTLS_GCM_ENCRYPT ? v->cipher : v->plain;
-        assert_int_equal(gcmaccel_starts(&ctx, mode, u(v->iv), v->iv_len, u(v->aad), v->aad_len), 0);
+        size_t olen = 0;
+        assert_int_equal(gcmaccel_starts(&ctx, mode, u(v->iv), v->iv_len), 0);
+        for (size_t at = 0; at < v->aad_len; at += chunk) {
+            size_t n = v->aad_len - at < chunk ? v->aad_len - at : chunk;
+            assert_int_equal(gcmaccel_update_ad(&ctx, u(v->aad) + at, n), 0);
+        }
         for (size_t at = 0; at < v->text_len; at += chunk) {
             size_t n = v->text_len - at < chunk ? v->text_len - at : chunk;
-            assert_int_equal(gcmaccel_update(&ctx, n, in + at, out + at), 0);
+            assert_int_equal(gcmaccel_update(&ctx, in + at, n, out + at, n, &olen), 0);
+            assert_int_equal(olen, n);
         }
-        assert_int_equal(gcmaccel_finish(&ctx, tag, v->tag_len), 0);
+        assert_int_equal(gcmaccel_finish(&ctx, NULL, 0, &olen, tag, v->tag_len), 0);
+        assert_int_equal(olen, 0);
         assert_memory_equal(out, want, v->text_len);
         assert_memory_equal(tag, v->tag, v->tag_len);
     }
@@ -120,9 +128,9 @@ static void test_vectors_every_available_implementation(void **state)
             continue;
         }
         for (size_t k = 0; k < COUNT(NIST_VECTORS); k++)
-            check_vector(ALL[i], &NIST_VECTORS[k], 16 * (1 + k % 9));
+            check_vector(ALL[i], &NIST_VECTORS[k], k % 2 ? 16 * (1 + k % 9) : 1 + k % 23);
         for (size_t k = 0; k < COUNT(LENGTH_VECTORS); k++)
-            check_vector(ALL[i], &LENGTH_VECTORS[k], 16 * (1 + k % 9));
+            check_vector(ALL[i], &LENGTH_VECTORS[k], k % 2 ? 16 * (1 + k % 9) : 1 + k % 23);
         ran++;
         print_message("%s: %u NIST and %u length vectors\n", gcmaccel_name(ALL[i]), (unsigned)COUNT(NIST_VECTORS),
                       (unsigned)COUNT(LENGTH_VECTORS));
@@ -211,15 +219,16 @@ static void test_counter_wrap(void **state)
         assert_int_equal(gcmaccel_setkey(&p, key, 128), 0);
         assert_int_equal(gcmaccel_setkey(&a, key, 128), 0);
         /* starts, then move both counters next to the wrap. */
-        assert_int_equal(gcmaccel_starts(&p, MBEDTLS_GCM_ENCRYPT, iv, sizeof iv, NULL, 0), 0);
-        assert_int_equal(gcmaccel_starts(&a, MBEDTLS_GCM_ENCRYPT, iv, sizeof iv, NULL, 0), 0);
+        size_t olen = 0;
+        assert_int_equal(gcmaccel_starts(&p, MBEDTLS_GCM_ENCRYPT, iv, sizeof iv), 0);
+        assert_int_equal(gcmaccel_starts(&a, MBEDTLS_GCM_ENCRYPT, iv, sizeof iv), 0);
         memset(p.y + 12, 0xff, 3);
         memset(a.y + 12, 0xff, 3);
         p.y[15] = a.y[15] = 0xf8;
-        assert_int_equal(gcmaccel_update(&p, sizeof text, text, out_p), 0);
-        assert_int_equal(gcmaccel_update(&a, sizeof text, text, out_a), 0);
-        assert_int_equal(gcmaccel_finish(&p, tag_p, 16), 0);
-        assert_int_equal(gcmaccel_finish(&a, tag_a, 16), 0);
+        assert_int_equal(gcmaccel_update(&p, text, sizeof text, out_p, sizeof out_p, &olen), 0);
+        assert_int_equal(gcmaccel_update(&a, text, sizeof text, out_a, sizeof out_a, &olen), 0);
+        assert_int_equal(gcmaccel_finish(&p, NULL, 0, &olen, tag_p, 16), 0);
+        assert_int_equal(gcmaccel_finish(&a, NULL, 0, &olen, tag_a, 16), 0);
         assert_memory_equal(out_a, out_p, sizeof text);
         assert_memory_equal(tag_a, tag_p, 16);
         gcmaccel_free(&p);
@@ -232,16 +241,22 @@ static void test_bad_input(void **state)
     (void)state;
     gcmaccel_context ctx;
     unsigned char key[32] = {0}, iv[12] = {0}, buf[32] = {0}, tag[16];
+    size_t olen = 0;
     gcmaccel_init(&ctx, gcmaccel_active());
     assert_int_equal(gcmaccel_setkey(&ctx, key, 100), MBEDTLS_ERR_GCM_BAD_INPUT);
-    assert_int_equal(gcmaccel_starts(&ctx, MBEDTLS_GCM_ENCRYPT, iv, 12, NULL, 0), MBEDTLS_ERR_GCM_BAD_INPUT);
+    assert_int_equal(gcmaccel_starts(&ctx, MBEDTLS_GCM_ENCRYPT, iv, 12), MBEDTLS_ERR_GCM_BAD_INPUT);
     assert_int_equal(gcmaccel_setkey(&ctx, key, 256), 0);
-    assert_int_equal(gcmaccel_starts(&ctx, MBEDTLS_GCM_ENCRYPT, iv, 0, NULL, 0), MBEDTLS_ERR_GCM_BAD_INPUT);
-    assert_int_equal(gcmaccel_starts(&ctx, MBEDTLS_GCM_ENCRYPT, iv, 12, NULL, 0), 0);
+    assert_int_equal(gcmaccel_starts(&ctx, MBEDTLS_GCM_ENCRYPT, iv, 0), MBEDTLS_ERR_GCM_BAD_INPUT);
+    assert_int_equal(gcmaccel_starts(&ctx, MBEDTLS_GCM_ENCRYPT, iv, 12), 0);
     /* output after input within the length would overwrite input not yet read */
-    assert_int_equal(gcmaccel_update(&ctx, 16, buf, buf + 1), MBEDTLS_ERR_GCM_BAD_INPUT);
-    assert_int_equal(gcmaccel_finish(&ctx, tag, 3), MBEDTLS_ERR_GCM_BAD_INPUT);
-    assert_int_equal(gcmaccel_finish(&ctx, tag, 17), MBEDTLS_ERR_GCM_BAD_INPUT);
+    assert_int_equal(gcmaccel_update(&ctx, buf, 16, buf + 1, 16, &olen), MBEDTLS_ERR_GCM_BAD_INPUT);
+    /* an output too small for the text: Mbed TLS 3.6's own error */
+    assert_int_equal(gcmaccel_update(&ctx, buf, 16, buf + 16, 15, &olen), MBEDTLS_ERR_GCM_BUFFER_TOO_SMALL);
+    assert_int_equal(gcmaccel_update(&ctx, buf, 5, buf + 16, 16, &olen), 0);
+    /* additional data after the text has begun */
+    assert_int_equal(gcmaccel_update_ad(&ctx, buf, 1), MBEDTLS_ERR_GCM_BAD_INPUT);
+    assert_int_equal(gcmaccel_finish(&ctx, NULL, 0, &olen, tag, 3), MBEDTLS_ERR_GCM_BAD_INPUT);
+    assert_int_equal(gcmaccel_finish(&ctx, NULL, 0, &olen, tag, 17), MBEDTLS_ERR_GCM_BAD_INPUT);
     gcmaccel_free(&ctx);
     gcmaccel_free(NULL);
 }

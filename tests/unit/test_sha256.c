@@ -83,7 +83,7 @@ static void test_random_splits_match_mbedtls(void **state)
         for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
             size_t n = lengths[l];
             unsigned char want[32], got[32];
-            assert_int_equal(mbedtls_sha256_ret(msg, n, want, 0), 0);
+            assert_int_equal(mbedtls_sha256(msg, n, want, 0), 0);
             for (int trial = 0; trial < 8; trial++) {
                 sha256_ctx ctx;
                 sha256_init_with(&ctx, ALL[k]);

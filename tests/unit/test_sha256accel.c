@@ -97,7 +97,7 @@ static void digest(sha256accel_impl impl, const unsigned char *msg, size_t len, 
 {
     unsigned char md[32];
     if (impl == 0)
-        assert_int_equal(mbedtls_sha256_ret(msg, len, md, 0), 0);
+        assert_int_equal(mbedtls_sha256(msg, len, md, 0), 0);
     else
         sha256_with(impl, msg, len, chunk, md);
     tohex(md, hex);
@@ -135,7 +135,7 @@ static void check_vectors(sha256accel_impl impl)
         unsigned char md[32];
         for (int i = 3; i < 1003; i++) {
             if (impl == 0)
-                assert_int_equal(mbedtls_sha256_ret(buf, 96, md, 0), 0);
+                assert_int_equal(mbedtls_sha256(buf, 96, md, 0), 0);
             else
                 sha256_with(impl, buf, 96, 1, md);
             memmove(buf, buf + 32, 64);
