@@ -1,12 +1,10 @@
 /*
  * signkey.c — ECDSA P-256 keys for the fleet mirror over mbedtls_pk.
  *
- * Mbed TLS 3 added an output size to mbedtls_pk_sign and an RNG to
- * mbedtls_pk_parse_key, and made the key pair's group private; the few
- * #if below bridge 2.28 (Debian 12, the cross builds) and 3.x. Signing goes
- * through mbedtls_ecdsa_write_signature (under mbedtls_pk_sign), which is
- * deterministic (RFC 6979) with MBEDTLS_ECDSA_DETERMINISTIC, as both
- * versions' default configuration has it; the RNG only blinds.
+ * Mbed TLS 3.6 (every build's: cmake/mbedtls.cmake). Signing goes through
+ * mbedtls_ecdsa_write_signature (under mbedtls_pk_sign), which is
+ * deterministic (RFC 6979) with MBEDTLS_ECDSA_DETERMINISTIC, as the default
+ * configuration has it; the RNG only blinds.
  */
 #include "mirror/signkey.h"
 
@@ -18,7 +16,6 @@
 #include <mbedtls/ecp.h>
 #include <mbedtls/md.h>
 #include <mbedtls/pk.h>
-#include <mbedtls/version.h>
 
 #include "base/dynbuf.h"
 #include "base/text.h"
@@ -26,12 +23,6 @@
 
 #if !defined(MBEDTLS_ECDSA_DETERMINISTIC)
 #error "outpost's mirror signatures need MBEDTLS_ECDSA_DETERMINISTIC (RFC 6979)"
-#endif
-
-#if MBEDTLS_VERSION_MAJOR >= 3
-#define SIGNKEY_GROUP_ID(kp) ((kp)->MBEDTLS_PRIVATE(grp).id)
-#else
-#define SIGNKEY_GROUP_ID(kp) ((kp)->grp.id)
 #endif
 
 #define PEM_BUFFER 4096
@@ -80,7 +71,7 @@ void signkey_free(signkey *key)
 static MUST_CHECK error_code key_finish(signkey *key, const char *source, error_info *err)
 {
     if (mbedtls_pk_get_type(&key->pk) != MBEDTLS_PK_ECKEY ||
-        SIGNKEY_GROUP_ID(mbedtls_pk_ec(key->pk)) != MBEDTLS_ECP_DP_SECP256R1)
+        mbedtls_ecp_keypair_get_group_id(mbedtls_pk_ec(key->pk)) != MBEDTLS_ECP_DP_SECP256R1)
         return error_set(err, ERR_CONFIG, "%s is not an ECDSA P-256 key (make one with `outpost keygen -o FILE`)",
                          source);
     unsigned char der[512];
@@ -128,11 +119,7 @@ error_code signkey_parse_private(const char *pem, size_t len, const char *source
         signkey_free(key);
         return error_set(err, ERR_NOMEM, "out of memory reading %s", source);
     }
-#if MBEDTLS_VERSION_MAJOR >= 3
     int rc = mbedtls_pk_parse_key(&key->pk, (const unsigned char *)copy, len + 1, NULL, 0, random_source, NULL);
-#else
-    int rc = mbedtls_pk_parse_key(&key->pk, (const unsigned char *)copy, len + 1, NULL, 0);
-#endif
     dynbuf_wipe(copy, len);
     free(copy);
     if (rc != 0) {
@@ -302,12 +289,8 @@ error_code signkey_sign(const signkey *key, const void *data, size_t len, uint8_
     if (!info || mbedtls_md(info, data, len, hash) != 0)
         return error_set(err, ERR_INTERNAL, "SHA-256 failed while signing");
     mbedtls_pk_context *pk = (mbedtls_pk_context *)&key->pk;
-#if MBEDTLS_VERSION_MAJOR >= 3
     int rc =
         mbedtls_pk_sign(pk, MBEDTLS_MD_SHA256, hash, sizeof hash, sig, SIGNKEY_SIG_MAX, sig_len, random_source, NULL);
-#else
-    int rc = mbedtls_pk_sign(pk, MBEDTLS_MD_SHA256, hash, sizeof hash, sig, sig_len, random_source, NULL);
-#endif
     if (rc != 0)
         return error_set(err, ERR_INTERNAL, "ECDSA signing failed (mbedtls -0x%04x)", (unsigned)-rc);
     return ERR_OK;
