@@ -127,7 +127,11 @@ static const command_spec commands[] = {
      "  trusts mirror.root_file again and walks the mirror's roots from it. Trust never moves\n"
      "  back to an older root by itself; this is how an administrator moves it. Takes the lock;\n"
      "  status.json's installer.mirror.trust_reset_at records when.\n"},
-    {"version", CLI_VERSION, "version", "print outpost's version", "Prints outpost's version.\n"},
+    {"version", CLI_VERSION, "version [--verbose]", "print outpost's version",
+     "Prints outpost's version. With --verbose (-v), also what this binary runs on: the libraries\n"
+     "  as linked (libcurl and its TLS library, Mbed TLS, cJSON, libarchive), whether its TLS\n"
+     "  negotiates TLS 1.3, the CPU paths of SHA-256, AES-GCM and ChaCha20, and libcurl's features\n"
+     "  (SSPI, GSS-API, NTLM, Kerberos/SPNEGO, HTTPS proxy: what proxy authentication can work).\n"},
     {"help", CLI_HELP, "help [COMMAND]", "show help for a command", "Shows the help of COMMAND, or the overview.\n"},
 };
 

@@ -14,6 +14,7 @@
  *   service:            agent/cli/cmd_service.c
  *   keygen, publish, mirror verify: agent/cli/cmd_mirror.c
  *   root:               agent/cli/cmd_root.c
+ *   version:            agent/cli/cmd_version.c
  */
 #ifndef OUTPOST_COMMANDS_H
 #define OUTPOST_COMMANDS_H
@@ -107,6 +108,11 @@ MUST_CHECK error_code command_publish(command_context *ctx, error_info *err); /*
 MUST_CHECK error_code command_service(command_context *ctx, error_info *err); /* cli/cmd_service.c */
 MUST_CHECK error_code command_root(command_context *ctx, error_info *err);    /* cli/cmd_root.c */
 MUST_CHECK error_code command_mirror(command_context *ctx, error_info *err);  /* cli/cmd_mirror.c */
+
+/* `version`: outpost's version; verbose adds the libraries as linked, TLS
+ * 1.3, the crypto paths and libcurl's features; on stdout, JSON with json.
+ * Needs no configuration (cli/cmd_version.c). */
+MUST_CHECK error_code command_version(bool verbose, bool json, error_info *err);
 
 /*
  * `update` through the API for `publish` (cli/cmd_fetch.c): the publishing

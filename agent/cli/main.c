@@ -290,10 +290,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (opts.command == CLI_VERSION) {
-        if (opts.json)
-            printf("{\n\t\"version\":\t\"%s\"\n}\n", OUTPOST_VERSION);
-        else
-            printf("outpost %s\n", OUTPOST_VERSION);
+        if (command_version(opts.verbosity > 0, opts.json, &err) != ERR_OK)
+            return fail(NULL, &err, opts.json);
         return 0;
     }
     log_set_level(opts.verbosity);

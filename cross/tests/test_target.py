@@ -54,6 +54,27 @@ def test_version(outpost):
     assert r.stderr == ""
 
 
+def test_version_verbose_says_what_it_links(outpost):
+    """The release binary runs libcurl 8 over Mbed TLS 3.6 with TLS 1.3; on Windows, libcurl has
+    SSPI (Negotiate and NTLM with the machine's or user's identity, through secur32.dll)."""
+    r = outpost.run("version", "--verbose", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    libs, curl = doc["libraries"], doc["libraries"]["libcurl"]
+    assert libs["mbedtls"]["version"].startswith("3.6.")
+    assert curl["tls"] == "mbedTLS/" + libs["mbedtls"]["version"]
+    assert int(curl["version"].split(".")[0]) >= 8
+    assert doc["tls"] == {"library": curl["tls"], "outpost_mbedtls": True, "tls13": True}
+    features = set(curl["features"])
+    assert {"NTLM", "HTTPS-proxy", "SSL"} <= features
+    if TARGET.startswith("windows"):
+        assert {"SSPI", "SPNEGO", "Kerberos"} <= features
+    else:
+        assert "SSPI" not in features
+    text = outpost.run("version", "-v").stdout
+    assert "TLS 1.3: yes" in text and ("SSPI" in text) == TARGET.startswith("windows")
+
+
 def test_unknown_config_key_is_exit_2_naming_the_key(outpost, tmp_path):
     config = write_config(tmp_path, no_such_key=1)
     r = outpost.run("-c", target_path(config), "check")

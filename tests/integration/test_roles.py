@@ -383,6 +383,34 @@ def test_vv_is_accepted(tmp_path):
     assert outpost(config, "status", "-vvv", key=None).returncode == 0
 
 
+def test_version_verbose_says_what_it_runs_on():
+    """`version --verbose` (PRODUCT.md sections 1 and 10): the libraries as linked, TLS 1.3, the
+    crypto paths, libcurl's features; the text and --json say the same. Every build runs Mbed TLS
+    3.6 with outpost's hooks; the release builds' libcurl is 8.x over it, HTTP and HTTPS only,
+    TLS 1.3 on, NTLM its own (the Debian build's libcurl is Debian's, over OpenSSL)."""
+    r = outpost(None, "version", "--verbose", "--json", key=None)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    libs = doc["libraries"]
+    assert libs["mbedtls"]["version"].startswith("3.6.")
+    assert all(doc["crypto"][p]["mbedtls_uses_it"] for p in ("sha256", "aes_gcm", "chacha20"))
+    curl = libs["libcurl"]
+    if doc["tls"]["outpost_mbedtls"]:  # a release build
+        assert curl["tls"] == "mbedTLS/" + libs["mbedtls"]["version"]
+        assert int(curl["version"].split(".")[0]) >= 8
+        assert doc["tls"]["tls13"] is True
+        assert sorted(curl["protocols"]) == ["http", "https"]
+        assert {"NTLM", "HTTPS-proxy", "SSL", "libz"} <= set(curl["features"])
+    else:
+        assert doc["tls"]["library"] == curl["tls"]
+    text = outpost(None, "version", "-v", key=None).stdout
+    assert f"libcurl {curl['version']} (TLS: {curl['tls']}" in text
+    assert f"Mbed TLS {libs['mbedtls']['version']}\n" in text
+    assert f"TLS 1.3: {'yes' if doc['tls']['tls13'] else 'no'}" in text or doc["tls"]["tls13"] is None
+    assert "features: " + " ".join(curl["features"]) in text
+    assert outpost(None, "version", key=None).stdout == f"outpost {doc['version']}\n"
+
+
 @pytest.mark.sim_options(incidents=4, rate_limit=0)
 def test_json_is_one_document_on_stdout_for_every_command(sim, tmp_path):
     config, state = sim_config(tmp_path, sim, installer={"verify": {"require_signature": False,
