@@ -144,7 +144,8 @@ def test_publish_without_key_or_dir_is_a_configuration_error(tmp_path, sim):
 MIRROR_NGINX = """
     log_format mirror escape=json '{{"path":"$uri","status":$status,"bytes":$body_bytes_sent,'
                                   '"inm":"$http_if_none_match","ims":"$http_if_modified_since",'
-                                  '"curve":"$ssl_curve","cipher":"$ssl_cipher","reused":"$ssl_session_reused"}}';
+                                  '"curve":"$ssl_curve","cipher":"$ssl_cipher","reused":"$ssl_session_reused",'
+                                  '"protocol":"$ssl_protocol"}}';
     access_log {dir}/access.log mirror;
     types {{ application/json json; application/octet-stream exe msi; }}
     server {{
@@ -192,7 +193,7 @@ class MirrorServer:
             paths = make_certificates(str(work / "certs"))
             self.ca_file = paths["ca.pem"]
             ssl = " ssl"
-            certs = f"ssl_certificate {paths['server.pem']}; ssl_certificate_key {paths['server.key']};"
+            certs = f"ssl_certificate {paths['server.pem']}; ssl_certificate_key {paths['server.key']}; ssl_protocols TLSv1.2 TLSv1.3;"
         self.process = start_nginx(str(work), MIRROR_NGINX.format(dir=work, port=self.port, root=root, ssl=ssl,
                                                                   certs=certs),
                                    [("127.0.0.1", self.port)])
@@ -530,6 +531,9 @@ def test_https_mirror_is_verified_against_tls_ca_file(tmp_path, sim, published):
         assert staged_versions(state) == [V2]
         installer = "/fleet/" + manifest_payload(mirror)["path"]
         assert [e["path"] for e in server.log()] == ["/fleet/manifest.json", installer]
+        # TLS 1.3: every build's TLS library has it (the release builds' Mbed TLS 3.6, the
+        # Debian build's OpenSSL 3), and the server offers it (nginx 1.22 only when told).
+        assert {e["protocol"] for e in server.log()} == {"TLSv1.3"}, server.log()
         # The key exchange is X25519, the fastest group both sides have (mbedTLS offers the
         # largest curve first unless told otherwise, and nginx takes the client's order).
         assert {e["curve"] for e in server.log()} == {"X25519"}

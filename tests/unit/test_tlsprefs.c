@@ -63,24 +63,31 @@ static void test_capacity_is_respected_and_terminated(void **unused)
 static void test_aes_gcm_suites_first_only_when_asked(void **unused)
 {
     (void)unused;
-    const int supported[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+    const int supported[] = {MBEDTLS_TLS1_3_AES_256_GCM_SHA384,
+                             MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256,
+                             MBEDTLS_TLS1_3_AES_128_GCM_SHA256,
+                             MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
                              MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
                              MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
                              MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
                              MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
                              MBEDTLS_TLS_RSA_WITH_AES_128_GCM_SHA256,
                              0};
-    const int want[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+    const int want[] = {MBEDTLS_TLS1_3_AES_128_GCM_SHA256,
+                        MBEDTLS_TLS1_3_AES_256_GCM_SHA384,
+                        MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
                         MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
                         MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+                        MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+                        MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256,
                         MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
                         MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
                         MBEDTLS_TLS_RSA_WITH_AES_128_GCM_SHA256,
                         0};
     int out[16];
-    assert_int_equal(tlsprefs_order_suites(supported, 1, out, 16), 6);
+    assert_int_equal(tlsprefs_order_suites(supported, 1, out, 16), 9);
     assert_memory_equal(out, want, sizeof want);
-    assert_int_equal(tlsprefs_order_suites(supported, 0, out, 16), 6);
+    assert_int_equal(tlsprefs_order_suites(supported, 0, out, 16), 9);
     assert_memory_equal(out, supported, sizeof supported);
     print_message("AES-GCM offered first in this build: %s\n", tlsprefs_aes_gcm_first() ? "yes" : "no");
 #ifndef OUTPOST_GCM_ALT
