@@ -251,6 +251,12 @@ static void set_handshake(tls_setup *t, CURL *e)
     if (tls_uses_our_mbedtls()) {
         curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
         curl_easy_setopt(e, CURLOPT_SSL_CTX_DATA, (void *)t->session);
+        /* Mbed TLS 3 exports a handshake's session once only
+         * (mbedtls_ssl_get_session): libcurl's own cache would take it
+         * first, and the kept session, which tlssession offers to every
+         * handshake of the run too, would never be saved. */
+        if (t->session)
+            curl_easy_setopt(e, CURLOPT_SSL_SESSIONID_CACHE, 0L);
     }
 }
 
