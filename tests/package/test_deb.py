@@ -103,6 +103,8 @@ def test_contents(arch):
     # The README the messages and outpost(1) send readers to, and the role
     # configurations it gives, ready to copy.
     assert "/usr/share/doc/outpost/README.md.gz" in listing
+    # The binary's SBOM (CycloneDX JSON, scripts/sbom).
+    assert listing["/usr/share/doc/outpost/outpost.cdx.json"] == ("-rw-r--r--", "root/root")
     for role in ("endpoint", "collector", "standalone", "mirror-endpoint"):
         assert f"/usr/share/doc/outpost/examples/{role}.json" in listing, sorted(listing)
     assert "/usr/share/lintian/overrides/outpost" in listing

@@ -47,6 +47,9 @@ def test_files_and_directories():
     files = by(table("File"), "File")
     assert files["outpost.exe"]["FileName"] == "outpost.exe"
     assert files["outpost.exe"]["Component_"] == "Program"
+    # The .exe's SBOM beside it (CycloneDX JSON, scripts/sbom).
+    assert files["outpost.exe.cdx.json"]["Component_"] == "Program"
+    assert files["outpost.exe.cdx.json"]["FileName"].endswith("outpost.exe.cdx.json")
     assert files["outpost.json"]["Component_"] == "Config"
     directories = by(table("Directory"), "Directory")
     assert directories["INSTALLDIR"]["Directory_Parent"] == "ProgramFiles64Folder"
