@@ -15,7 +15,6 @@
 #include <mbedtls/asn1.h>
 #include <mbedtls/oid.h>
 
-
 /* The longest subject a pin is compared with; real ones are ~100 bytes. */
 #define SUBJECT_MATCH_MAX 2048
 
@@ -208,7 +207,8 @@ bool subject_format_der(const unsigned char *der, size_t len, char *out, size_t 
     out[0] = '\0';
     unsigned char *p = (unsigned char *)der, *end = p + len;
     size_t n;
-    if (mbedtls_asn1_get_tag(&p, end, &n, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0 || n != (size_t)(end - p))
+    if (mbedtls_asn1_get_tag(&p, end, &n, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0 ||
+        n != (size_t)(end - p))
         return false;
     bool first = true;
     while (p < end) { /* RelativeDistinguishedName ::= SET OF AttributeTypeAndValue */

@@ -94,8 +94,8 @@ MUST_CHECK int gcmaccel_update(gcmaccel_context *ctx, const unsigned char *input
 
 /* Ends the message: writes the first tag_len (4 to 16) bytes of the tag.
  * GCM keeps no text back: *output_length is 0 (output may be NULL). */
-MUST_CHECK int gcmaccel_finish(gcmaccel_context *ctx, unsigned char *output, size_t output_size,
-                               size_t *output_length, unsigned char *tag, size_t tag_len);
+MUST_CHECK int gcmaccel_finish(gcmaccel_context *ctx, unsigned char *output, size_t output_size, size_t *output_length,
+                               unsigned char *tag, size_t tag_len);
 
 /* starts, update and finish in one call. */
 MUST_CHECK int gcmaccel_crypt_and_tag(gcmaccel_context *ctx, int mode, size_t length, const unsigned char *iv,
