@@ -78,7 +78,6 @@ static void test_aes_gcm_suites_first_only_when_asked(void **unused)
                         MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
                         MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
                         MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-                        MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
                         MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256,
                         MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
                         MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
