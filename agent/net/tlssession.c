@@ -197,8 +197,15 @@ static bool same_master(const mbedtls_ssl_session *a, const mbedtls_ssl_session 
 
 static bool expired(const mbedtls_ssl_session *sess)
 {
-    mbedtls_time_t now = mbedtls_time(NULL);
     uint32_t lifetime = sess->MBEDTLS_PRIVATE(ticket_lifetime);
+#if defined(MBEDTLS_SSL_PROTO_TLS1_3) && defined(MBEDTLS_SSL_SESSION_TICKETS) && defined(MBEDTLS_HAVE_TIME)
+    /* A TLS 1.3 session is its ticket, timed from its arrival (in ms). */
+    if (sess->MBEDTLS_PRIVATE(tls_version) == MBEDTLS_SSL_VERSION_TLS1_3) {
+        mbedtls_ms_time_t age_ms = mbedtls_ms_time() - sess->MBEDTLS_PRIVATE(ticket_reception_time);
+        return ticket_len(sess) == 0 || age_ms < 0 || age_ms / 1000 >= (mbedtls_ms_time_t)lifetime;
+    }
+#endif
+    mbedtls_time_t now = mbedtls_time(NULL);
     int64_t life = ticket_len(sess) > 0 && lifetime > 0 ? (int64_t)lifetime : SESSION_ID_MAX_AGE_S;
     int64_t age = (int64_t)(now - sess->MBEDTLS_PRIVATE(start));
     return age < 0 || age >= life;
