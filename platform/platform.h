@@ -208,6 +208,29 @@ MUST_CHECK error_code platform_sync_parent_dir(const char *path, error_info *err
 MUST_CHECK error_code platform_write_atomic(const char *path, const void *data, size_t len, error_info *err);
 
 /*
+ * platform_write_atomic in pieces, for a file too large to hold whole in
+ * memory first (status.json's items): platform_atomic_open creates the
+ * temporary file beside path, platform_atomic_write appends to it (raw
+ * writes: the caller buffers), and platform_atomic_commit flushes it to
+ * disk, renames it over path and flushes the directory, exactly as
+ * platform_write_atomic does (same crash points). The new file keeps the
+ * permissions of the one it replaces (new files: owner only), or with
+ * owner_only is readable by its owner alone (POSIX 0600; Windows the
+ * protected list platform_write_new_file gives). Commit with readers_group
+ * (not NULL) shares the temporary file with that group
+ * (platform_share_with_group) before it takes the name, so a reader never
+ * meets the file private. A failed write is sticky: later writes fail
+ * alike and commit reports it. Commit and abort free f whatever happens;
+ * abort removes the temporary file, and the old file stays as it was.
+ */
+typedef struct platform_atomic_file platform_atomic_file;
+MUST_CHECK error_code platform_atomic_open(const char *path, bool owner_only, platform_atomic_file **out,
+                                           error_info *err);
+MUST_CHECK error_code platform_atomic_write(platform_atomic_file *f, const void *data, size_t len, error_info *err);
+MUST_CHECK error_code platform_atomic_commit(platform_atomic_file *f, const char *readers_group, error_info *err);
+void platform_atomic_abort(platform_atomic_file *f);
+
+/*
  * Creates path holding exactly len bytes of data, refusing an existing path
  * (ERR_IO saying it exists; a symbolic link is never followed): keygen's
  * private key must never replace another file. owner_only: readable by the

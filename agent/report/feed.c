@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/text.h"
 #include "platform/platform.h"
 
 error_code feed_share(const char *path, const char *readers_group, error_info *err)
@@ -17,33 +16,82 @@ error_code feed_share(const char *path, const char *readers_group, error_info *e
     return rc;
 }
 
+struct feed_file {
+    platform_atomic_file *file;
+    const char *readers_group; /* borrowed */
+    size_t used;               /* bytes in buf */
+    error_info error;          /* the first failure, ERR_OK while none */
+    char buf[FEED_BUFFER];
+};
+
+error_code feed_open(const char *path, const char *readers_group, feed_file **out, error_info *err)
+{
+    *out = NULL;
+    feed_file *f = malloc(sizeof *f);
+    if (!f)
+        return error_set(err, ERR_NOMEM, "out of memory");
+    *f = (feed_file){.readers_group = readers_group};
+    error_clear(&f->error);
+    /* Shared with a group: private until it is shared, never the old file's
+     * mode (which may be from before readers_group was set). */
+    error_code rc = platform_atomic_open(path, readers_group != NULL, &f->file, err);
+    if (rc != ERR_OK) {
+        free(f);
+        return rc;
+    }
+    *out = f;
+    return ERR_OK;
+}
+
+static bool feed_flush(feed_file *f)
+{
+    if (f->error.code == ERR_OK && f->used && platform_atomic_write(f->file, f->buf, f->used, &f->error) != ERR_OK)
+        return false;
+    f->used = 0;
+    return f->error.code == ERR_OK;
+}
+
+bool feed_put(feed_file *f, const void *data, size_t len)
+{
+    if (f->error.code != ERR_OK)
+        return false;
+    if (f->used + len > sizeof f->buf && !feed_flush(f))
+        return false;
+    if (len >= sizeof f->buf) /* a large piece goes straight through */
+        return platform_atomic_write(f->file, data, len, &f->error) == ERR_OK;
+    memcpy(f->buf + f->used, data, len);
+    f->used += len;
+    return true;
+}
+
+void feed_abort(feed_file *f)
+{
+    if (!f)
+        return;
+    platform_atomic_abort(f->file);
+    free(f);
+}
+
+error_code feed_commit(feed_file *f, error_info *err)
+{
+    if (!feed_flush(f)) {
+        *err = f->error;
+        feed_abort(f);
+        return err->code;
+    }
+    error_code rc = platform_atomic_commit(f->file, f->readers_group, err);
+    free(f);
+    if (rc == ERR_CONFIG)
+        return error_prefix(err, "report.readers_group");
+    return rc;
+}
+
 error_code feed_write(const char *path, const char *data, size_t len, const char *readers_group, error_info *err)
 {
-    if (!readers_group)
-        return platform_write_atomic(path, data, len, err);
-    /* Written whole and shared under a name of its own, then renamed: the
-     * file behind path is always complete and always readable by the group.
-     * Only one outpost writes (the lock), so the name is fixed; one left by
-     * a killed process is replaced. */
-    size_t n = strlen(path) + sizeof ".shared.tmp";
-    char *tmp = malloc(n);
-    if (!tmp)
-        return error_set(err, ERR_NOMEM, "out of memory");
-    strcpy(tmp, path);
-    strcat(tmp, ".shared.tmp");
-    error_code rc = ERR_OK;
-    if (platform_path_stat(tmp, NULL) != PLATFORM_PATH_NONE)
-        rc = platform_remove_file(tmp, err);
-    if (rc == ERR_OK)
-        rc = platform_write_new_file(tmp, data, len, true, err);
-    if (rc == ERR_OK && (rc = feed_share(tmp, readers_group, err)) == ERR_OK &&
-        (rc = platform_rename(tmp, path, err)) == ERR_OK)
-        rc = platform_sync_parent_dir(path, err);
-    if (rc != ERR_OK && platform_path_stat(tmp, NULL) != PLATFORM_PATH_NONE) {
-        error_info ignored;
-        if (platform_remove_file(tmp, &ignored) != ERR_OK)
-            error_clear(&ignored);
-    }
-    free(tmp);
-    return rc;
+    feed_file *f = NULL;
+    error_code rc = feed_open(path, readers_group, &f, err);
+    if (rc != ERR_OK)
+        return rc;
+    feed_put(f, data, len); /* a failure is reported by the commit */
+    return feed_commit(f, err);
 }

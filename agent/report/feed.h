@@ -7,6 +7,7 @@
 #ifndef OUTPOST_FEED_H
 #define OUTPOST_FEED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/error.h"
@@ -19,6 +20,24 @@
  */
 MUST_CHECK error_code feed_write(const char *path, const char *data, size_t len, const char *readers_group,
                                  error_info *err);
+
+/*
+ * feed_write in pieces, for a file too large to hold whole first
+ * (status.json): feed_open starts the replacement (platform_atomic_open),
+ * feed_put appends through a buffer of FEED_BUFFER bytes, feed_commit
+ * writes the rest, shares the file with readers_group and renames it over
+ * path, as feed_write does. feed_put returns false once anything failed
+ * (sticky: later puts do nothing), so a writer may put many small pieces
+ * and let feed_commit report the first failure. feed_commit and
+ * feed_abort free f whatever happens; abort leaves the old file as it was.
+ * readers_group is borrowed until then.
+ */
+#define FEED_BUFFER (64 * 1024)
+typedef struct feed_file feed_file;
+MUST_CHECK error_code feed_open(const char *path, const char *readers_group, feed_file **out, error_info *err);
+bool feed_put(feed_file *f, const void *data, size_t len);
+MUST_CHECK error_code feed_commit(feed_file *f, error_info *err);
+void feed_abort(feed_file *f);
 
 /* Lets readers_group read path (a feed file, or the state directory, then
  * 0750). NULL readers_group: ERR_OK, nothing changed. The message names

@@ -10,6 +10,7 @@
 #include "platform/posix/posix_int.h"
 #include "platform/crash_point.h"
 #include "platform/names.h"
+#include "base/text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -294,66 +295,126 @@ static MUST_CHECK error_code open_temp(const char *path, int *fd_out, char **tmp
     return error_set(err, ERR_IO, "cannot create a temporary file to replace %s: too many name collisions", path);
 }
 
-/* Gives the temporary file its mode and content, flushes and closes it.
- * Returns 0, or an errno with *what saying which step failed. */
-static int fill_temp(int fd, mode_t mode, const void *data, size_t len, const char **what)
+/* A replacement being written (platform.h): the temporary file open for
+ * writing, the mode it takes, and the first failure (sticky). */
+struct platform_atomic_file {
+    char *path;       /* the file replaced */
+    char *tmp;        /* "<path>.<16 hex digits>.tmp" */
+    int fd;           /* the temporary file, open */
+    mode_t mode;      /* the mode it gets before the rename */
+    int error;        /* first errno of a write, 0 while all is well */
+    const char *what; /* which step failed */
+};
+
+static void atomic_free(platform_atomic_file *f)
 {
-    int e = 0;
-    if (mode != 0600 && fchmod(fd, mode) != 0) {
-        e = errno;
-        *what = "cannot set the mode of the temporary file for";
-    } else if (posix_write_all(fd, data, len) != 0) {
-        e = errno;
-        *what = "cannot write";
-    } else if (fsync_fd(fd) != 0) {
-        e = errno;
-        *what = "cannot flush to disk";
+    free(f->tmp);
+    free(f->path);
+    free(f);
+}
+
+error_code platform_atomic_open(const char *path, bool owner_only, platform_atomic_file **out, error_info *err)
+{
+    *out = NULL;
+    platform_atomic_file *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = text_dup(path))) {
+        free(f);
+        return posix_fail_nomem(err);
     }
-    if (close(fd) != 0 && e == 0) { /* NFS may report write errors only here */
-        e = errno;
-        *what = "cannot write";
+    /* Keep the permissions of the file being replaced; new files are 0600. */
+    f->mode = 0600;
+    struct stat st;
+    int found = posix_stat_in(path, &st, true);
+    if (!owner_only && found == 0 && S_ISREG(st.st_mode))
+        f->mode = st.st_mode & 0777;
+    /* In a held directory the name is not followed (posix_stat_in): a link
+     * there is refused, not silently replaced (PRODUCT.md section 9). */
+    if (found == 0 && S_ISLNK(st.st_mode)) {
+        atomic_free(f);
+        return error_set_os(err, ERR_IO, ELOOP,
+                            "%s is a symbolic link; outpost never writes through one: remove it, or name another file",
+                            path);
     }
-    return e;
+
+    crash_point("write_atomic", path);
+    error_code rc = open_temp(path, &f->fd, &f->tmp, err);
+    if (rc != ERR_OK) {
+        atomic_free(f);
+        return rc;
+    }
+    /* fchmod: the exact mode, whatever the umask says. */
+    if (f->mode != 0600 && fchmod(f->fd, f->mode) != 0) {
+        f->error = errno;
+        f->what = "cannot set the mode of the temporary file for";
+    }
+    *out = f;
+    return ERR_OK;
+}
+
+/* The failure f carries, as an error naming the file replaced. */
+static error_code atomic_error(const platform_atomic_file *f, error_info *err)
+{
+    /* A missing directory is "not found"; ENOSPC/EDQUOT "disk full". */
+    return error_set_os(err, platform_os_error_code(f->error), f->error, "%s %s: %s", f->what, f->path,
+                        posix_os_reason(f->error));
+}
+
+error_code platform_atomic_write(platform_atomic_file *f, const void *data, size_t len, error_info *err)
+{
+    if (!f->error && posix_write_all(f->fd, data, len) != 0) {
+        f->error = errno;
+        f->what = "cannot write";
+    }
+    return f->error ? atomic_error(f, err) : ERR_OK;
+}
+
+void platform_atomic_abort(platform_atomic_file *f)
+{
+    if (!f)
+        return;
+    close(f->fd);
+    (void)posix_unlink_in(f->tmp, 0);
+    atomic_free(f);
+}
+
+error_code platform_atomic_commit(platform_atomic_file *f, const char *readers_group, error_info *err)
+{
+    if (!f->error && fsync_fd(f->fd) != 0) {
+        f->error = errno;
+        f->what = "cannot flush to disk";
+    }
+    if (close(f->fd) != 0 && !f->error) { /* NFS may report write errors only here */
+        f->error = errno;
+        f->what = "cannot write";
+    }
+    f->fd = -1;
+    error_code rc = f->error ? atomic_error(f, err) : ERR_OK;
+    if (rc == ERR_OK && readers_group)
+        rc = platform_share_with_group(f->tmp, readers_group, err);
+    if (rc == ERR_OK)
+        crash_point("write_atomic_rename", f->path); /* leaves the flushed temporary file behind */
+    if (rc == ERR_OK && posix_rename_in(f->tmp, f->path) != 0) {
+        f->error = errno;
+        f->what = "cannot rename the temporary file over";
+        rc = atomic_error(f, err);
+    }
+    if (rc != ERR_OK)
+        (void)posix_unlink_in(f->tmp, 0);
+    else
+        rc = sync_parent(f->path, err);
+    atomic_free(f);
+    return rc;
 }
 
 error_code platform_write_atomic(const char *path, const void *data, size_t len, error_info *err)
 {
-    /* Keep the permissions of the file being replaced; new files are 0600. */
-    mode_t mode = 0600;
-    struct stat st;
-    int found = posix_stat_in(path, &st, true);
-    if (found == 0 && S_ISREG(st.st_mode))
-        mode = st.st_mode & 0777;
-    /* In a held directory the name is not followed (posix_stat_in): a link
-     * there is refused, not silently replaced (PRODUCT.md section 9). */
-    if (found == 0 && S_ISLNK(st.st_mode))
-        return error_set_os(err, ERR_IO, ELOOP,
-                            "%s is a symbolic link; outpost never writes through one: remove it, or name another file",
-                            path);
-
-    crash_point("write_atomic", path);
-    int fd = -1;
-    char *tmp = NULL;
-    error_code rc = open_temp(path, &fd, &tmp, err);
-    if (rc != ERR_OK)
-        return rc;
-
-    const char *what = NULL;
-    int e = fill_temp(fd, mode, data, len, &what);
-    if (e == 0)
-        crash_point("write_atomic_rename", path); /* leaves the flushed temporary file behind */
-    if (e == 0 && posix_rename_in(tmp, path) != 0) {
-        e = errno;
-        what = "cannot rename the temporary file over";
-    }
-    if (e != 0) {
-        (void)posix_unlink_in(tmp, 0);
-        free(tmp);
-        /* A missing directory is "not found"; ENOSPC/EDQUOT "disk full". */
-        return error_set_os(err, platform_os_error_code(e), e, "%s %s: %s", what, path, posix_os_reason(e));
-    }
-    free(tmp);
-    return sync_parent(path, err);
+    platform_atomic_file *f = NULL;
+    error_code rc = platform_atomic_open(path, false, &f, err);
+    if (rc == ERR_OK && (rc = platform_atomic_write(f, data, len, err)) != ERR_OK)
+        platform_atomic_abort(f);
+    else if (rc == ERR_OK)
+        rc = platform_atomic_commit(f, NULL, err);
+    return rc;
 }
 
 error_code platform_write_new_file(const char *path, const void *data, size_t len, bool owner_only, error_info *err)

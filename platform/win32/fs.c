@@ -271,10 +271,11 @@ BOOL win32_write_all(HANDLE h, const void *data, size_t len)
     return TRUE;
 }
 
-/* Creates "<path>.<16 hex digits>.tmp" exclusively; sets *handle and the
+/* Creates "<path>.<16 hex digits>.tmp" exclusively (with the security
+ * attributes sa, NULL: the folder's inherited ones); sets *handle and the
  * malloc'd *tmp_path on success. */
-static MUST_CHECK error_code open_temp(const wchar_t *wpath, const char *path, HANDLE *handle, wchar_t **tmp_path,
-                                       error_info *err)
+static MUST_CHECK error_code open_temp(const wchar_t *wpath, const char *path, SECURITY_ATTRIBUTES *sa, HANDLE *handle,
+                                       wchar_t **tmp_path, error_info *err)
 {
     size_t size = wcslen(wpath) + 1 + 16 + 4 + 1;
     wchar_t *tmp = malloc(size * sizeof *tmp);
@@ -289,7 +290,7 @@ static MUST_CHECK error_code open_temp(const wchar_t *wpath, const char *path, H
         }
         swprintf(tmp, size, L"%ls.%02x%02x%02x%02x%02x%02x%02x%02x.tmp", wpath, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
                  rnd[5], rnd[6], rnd[7]);
-        HANDLE h = win32_create_file(tmp, GENERIC_WRITE | DELETE, 0, NULL, CREATE_NEW, FILE_ATTRIBUTE_NORMAL);
+        HANDLE h = win32_create_file(tmp, GENERIC_WRITE | DELETE, 0, sa, CREATE_NEW, FILE_ATTRIBUTE_NORMAL);
         if (h != INVALID_HANDLE_VALUE) {
             *handle = h;
             *tmp_path = tmp;
@@ -305,37 +306,107 @@ static MUST_CHECK error_code open_temp(const wchar_t *wpath, const char *path, H
     return error_set(err, ERR_IO, "cannot create a temporary file to replace %s: too many name collisions", path);
 }
 
+/* A replacement being written (platform.h): the temporary file open for
+ * writing and the first failure (sticky). */
+struct platform_atomic_file {
+    char *path;       /* the file replaced, UTF-8 */
+    wchar_t *wpath;   /* the same, for the calls */
+    wchar_t *tmp;     /* "<path>.<16 hex digits>.tmp" */
+    HANDLE h;         /* the temporary file, open */
+    DWORD error;      /* first GetLastError() of a step, 0 while all is well */
+    const char *what; /* which step failed */
+};
+
+static void atomic_free(platform_atomic_file *f)
+{
+    free(f->tmp);
+    free(f->wpath);
+    free(f->path);
+    free(f);
+}
+
+error_code platform_atomic_open(const char *path, bool owner_only, platform_atomic_file **out, error_info *err)
+{
+    *out = NULL;
+    platform_atomic_file *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = _strdup(path))) {
+        free(f);
+        return win32_fail_nomem(err);
+    }
+    crash_point("write_atomic", path);
+    error_code rc = win32_widen_path(path, &f->wpath, err);
+    /* Owner only: a protected DACL (nothing inherited) for the owner, SYSTEM
+     * and Administrators; otherwise the folder's inherited permissions. */
+    SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, FALSE};
+    PSECURITY_DESCRIPTOR sd = NULL;
+    if (rc == ERR_OK && owner_only && (rc = win32_owner_only_sd(path, &sd, err)) == ERR_OK)
+        sa.lpSecurityDescriptor = sd;
+    if (rc == ERR_OK)
+        rc = open_temp(f->wpath, path, owner_only ? &sa : NULL, &f->h, &f->tmp, err);
+    if (sd)
+        LocalFree(sd);
+    if (rc != ERR_OK) {
+        atomic_free(f);
+        return rc;
+    }
+    *out = f;
+    return ERR_OK;
+}
+
+error_code platform_atomic_write(platform_atomic_file *f, const void *data, size_t len, error_info *err)
+{
+    if (!f->what && !win32_write_all(f->h, data, len))
+        f->error = GetLastError(), f->what = "cannot write";
+    return f->what ? win32_fail(err, f->error, f->what, f->path) : ERR_OK;
+}
+
+void platform_atomic_abort(platform_atomic_file *f)
+{
+    if (!f)
+        return;
+    CloseHandle(f->h);
+    DeleteFileW(f->tmp);
+    atomic_free(f);
+}
+
+error_code platform_atomic_commit(platform_atomic_file *f, const char *readers_group, error_info *err)
+{
+    if (!f->what && !FlushFileBuffers(f->h))
+        f->error = GetLastError(), f->what = "cannot flush to disk";
+    CloseHandle(f->h);
+    error_code rc = f->what ? win32_fail(err, f->error, f->what, f->path) : ERR_OK;
+    if (rc == ERR_OK && readers_group) {
+        /* Shared by the name of the temporary file, now that no handle holds
+         * it: the path as given and the suffix open_temp added (ASCII). */
+        size_t n = strlen(f->path), suffix = sizeof ".0123456789abcdef.tmp" - 1;
+        char *tmp8 = malloc(n + suffix + 1);
+        if (tmp8) {
+            memcpy(tmp8, f->path, n);
+            const wchar_t *w = f->tmp + wcslen(f->tmp) - suffix;
+            for (size_t i = 0; i <= suffix; i++)
+                tmp8[n + i] = (char)w[i];
+        }
+        rc = tmp8 ? platform_share_with_group(tmp8, readers_group, err) : win32_fail_nomem(err);
+        free(tmp8);
+    }
+    if (rc == ERR_OK)
+        crash_point("write_atomic_rename", f->path); /* leaves the flushed temporary file behind */
+    if (rc == ERR_OK && !move_replace(f->tmp, f->wpath))
+        rc = win32_fail(err, GetLastError(), "cannot rename the temporary file over", f->path);
+    if (rc != ERR_OK)
+        DeleteFileW(f->tmp);
+    atomic_free(f);
+    return rc;
+}
+
 error_code platform_write_atomic(const char *path, const void *data, size_t len, error_info *err)
 {
-    wchar_t *wpath = NULL, *tmp = NULL;
-    HANDLE h = INVALID_HANDLE_VALUE;
-    crash_point("write_atomic", path);
-    error_code rc = win32_widen_path(path, &wpath, err);
-    if (rc != ERR_OK)
-        return rc;
-    rc = open_temp(wpath, path, &h, &tmp, err);
-    if (rc != ERR_OK)
-        goto cleanup;
-
-    const char *what = NULL;
-    DWORD e = 0;
-    if (!win32_write_all(h, data, len))
-        e = GetLastError(), what = "cannot write";
-    else if (!FlushFileBuffers(h))
-        e = GetLastError(), what = "cannot flush to disk";
-    CloseHandle(h);
-    if (!what)
-        crash_point("write_atomic_rename", path); /* leaves the flushed temporary file behind */
-    if (!what && !move_replace(tmp, wpath))
-        e = GetLastError(), what = "cannot rename the temporary file over";
-    if (what) {
-        DeleteFileW(tmp);
-        rc = win32_fail(err, e, what, path);
-    }
-
-cleanup:
-    free(tmp);
-    free(wpath);
+    platform_atomic_file *f = NULL;
+    error_code rc = platform_atomic_open(path, false, &f, err);
+    if (rc == ERR_OK && (rc = platform_atomic_write(f, data, len, err)) != ERR_OK)
+        platform_atomic_abort(f);
+    else if (rc == ERR_OK)
+        rc = platform_atomic_commit(f, NULL, err);
     return rc;
 }
 

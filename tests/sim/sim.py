@@ -78,7 +78,7 @@ faulted, never rate limited)
                               -> {"added": [ids], "total": N}
   POST   /_sim/tokens/expire  expire every issued token -> {"expired": n}
   GET    /_sim/dataset        the whole data set: {"seed", "reference_time",
-                              "span_hours", "incidents": [{"incident": as
+                              "span_hours", "chain_max", "incidents": [{"incident": as
                               served, "hidden": {policy_severity,
                               resolution_status, dataset_sensitivity,
                               lineage_kind, traceable, chain, host,
@@ -394,15 +394,17 @@ class Dataset:
     Events live on storylines (one per host/user pair), each a chronological
     stream spanning the incident period plus a six-hour lookback. An incident's
     chain is the slice of a storyline that ends at its last event at or before
-    the trigger time, 1..40 events long (mean about 20), so incidents close in
-    time on one storyline share most of their events.
+    the trigger time, 1..chain_max events long (default 40: mean about 20;
+    the mean is half of chain_max), so incidents close in time on one
+    storyline share most of their events.
     """
 
     LOOKBACK_S = 6 * 3600
 
     def __init__(self, seed: int, count: int, span_hours: float, reference_time: int,
-                 missing_fraction: float = 0.01):
+                 missing_fraction: float = 0.01, chain_max: int = 40):
         self.seed = seed
+        self.chain_max = chain_max
         self.span_s = int(span_hours * 3600)
         self.reference = int(reference_time)
         self.events: dict[str, dict] = {}
@@ -512,7 +514,9 @@ class Dataset:
                        unspecified: bool = False, extra: bool = False) -> IncidentRecord:
         line = rng.choice(self.storylines)
         end = bisect.bisect_right(line.times, trigger) - 1
-        length = 1 if kind == "single" else min(40, max(1, round(rng.gauss(20, 9))))
+        # gauss(20, 9) capped at 40 by default; longer chains scale alike.
+        top = self.chain_max
+        length = 1 if kind == "single" else min(top, max(1, round(rng.gauss(top / 2, top * 9 / 40))))
         chain = line.event_ids[max(0, end - length + 1):end + 1] if end >= 0 else []
         if not chain:
             kind = "absent"
@@ -633,6 +637,7 @@ class Dataset:
             "seed": self.seed,
             "reference_time": iso_utc(self.reference),
             "span_hours": self.span_s / 3600,
+            "chain_max": self.chain_max,
             "incidents": incidents,
             "events": list(self.events.values()),
             "missing_event_ids": sorted(self.missing),
@@ -2193,7 +2198,7 @@ class Simulator:
         reference = int(parse_iso_utc(args.reference_time)) if args.reference_time \
             else int(time.time())
         self.dataset = Dataset(args.seed, args.incidents, args.span_hours, reference,
-                               args.missing_fraction)
+                               args.missing_fraction, args.chain_max)
         self.page_tokens = PageTokens(hashlib.sha256(f"page-tokens:{args.seed}".encode()).digest())
         self.tokens = TokenStore()
         self.rates = RateLimiter()
@@ -2319,6 +2324,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--incidents", type=int, default=200, help="incidents generated at start")
     add("--span-hours", type=float, default=12.0, help="incidents spread over the last H hours")
     add("--reference-time", help="ISO 8601 'now' of the data set (default: start time)")
+    add("--chain-max", type=int, default=40,
+        help="longest lineage chain (events); the mean is half of it")
     add("--missing-fraction", type=float, default=0.01,
         help="share of traced events absent from event-details")
     add("--api-key", action="append", help="accepted API key (repeatable)")
@@ -2345,6 +2352,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--log-file", help="append every request as a JSON line")
     add("--watch-stdin", action="store_true", help="exit when stdin reaches end of file")
     args = parser.parse_args(argv)
+    if args.chain_max < 1:
+        parser.error("--chain-max must be at least 1")
     if args.installer and not os.path.isfile(args.installer):
         parser.error(f"--installer {args.installer}: no such file")
     if args.reference_time:
