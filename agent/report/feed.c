@@ -16,7 +16,7 @@ error_code feed_share(const char *path, const char *readers_group, error_info *e
     return rc;
 }
 
-struct feed_file {
+struct feed_stream {
     platform_atomic_file *file;
     const char *readers_group; /* borrowed */
     size_t used;               /* bytes in buf */
@@ -24,13 +24,13 @@ struct feed_file {
     char buf[FEED_BUFFER];
 };
 
-error_code feed_open(const char *path, const char *readers_group, feed_file **out, error_info *err)
+error_code feed_open(const char *path, const char *readers_group, feed_stream **out, error_info *err)
 {
     *out = NULL;
-    feed_file *f = malloc(sizeof *f);
+    feed_stream *f = malloc(sizeof *f);
     if (!f)
         return error_set(err, ERR_NOMEM, "out of memory");
-    *f = (feed_file){.readers_group = readers_group};
+    *f = (feed_stream){.readers_group = readers_group};
     error_clear(&f->error);
     /* Shared with a group: private until it is shared, never the old file's
      * mode (which may be from before readers_group was set). */
@@ -43,7 +43,7 @@ error_code feed_open(const char *path, const char *readers_group, feed_file **ou
     return ERR_OK;
 }
 
-static bool feed_flush(feed_file *f)
+static bool feed_flush(feed_stream *f)
 {
     if (f->error.code == ERR_OK && f->used && platform_atomic_write(f->file, f->buf, f->used, &f->error) != ERR_OK)
         return false;
@@ -51,7 +51,7 @@ static bool feed_flush(feed_file *f)
     return f->error.code == ERR_OK;
 }
 
-bool feed_put(feed_file *f, const void *data, size_t len)
+bool feed_put(feed_stream *f, const void *data, size_t len)
 {
     if (f->error.code != ERR_OK)
         return false;
@@ -64,7 +64,7 @@ bool feed_put(feed_file *f, const void *data, size_t len)
     return true;
 }
 
-void feed_abort(feed_file *f)
+void feed_abort(feed_stream *f)
 {
     if (!f)
         return;
@@ -72,7 +72,7 @@ void feed_abort(feed_file *f)
     free(f);
 }
 
-error_code feed_commit(feed_file *f, error_info *err)
+error_code feed_commit(feed_stream *f, error_info *err)
 {
     if (!feed_flush(f)) {
         *err = f->error;
@@ -88,7 +88,7 @@ error_code feed_commit(feed_file *f, error_info *err)
 
 error_code feed_write(const char *path, const char *data, size_t len, const char *readers_group, error_info *err)
 {
-    feed_file *f = NULL;
+    feed_stream *f = NULL;
     error_code rc = feed_open(path, readers_group, &f, err);
     if (rc != ERR_OK)
         return rc;

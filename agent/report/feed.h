@@ -33,11 +33,11 @@ MUST_CHECK error_code feed_write(const char *path, const char *data, size_t len,
  * readers_group is borrowed until then.
  */
 #define FEED_BUFFER (64 * 1024)
-typedef struct feed_file feed_file;
-MUST_CHECK error_code feed_open(const char *path, const char *readers_group, feed_file **out, error_info *err);
-bool feed_put(feed_file *f, const void *data, size_t len);
-MUST_CHECK error_code feed_commit(feed_file *f, error_info *err);
-void feed_abort(feed_file *f);
+typedef struct feed_stream feed_stream;
+MUST_CHECK error_code feed_open(const char *path, const char *readers_group, feed_stream **out, error_info *err);
+bool feed_put(feed_stream *f, const void *data, size_t len);
+MUST_CHECK error_code feed_commit(feed_stream *f, error_info *err);
+void feed_abort(feed_stream *f);
 
 /* Lets readers_group read path (a feed file, or the state directory, then
  * 0750). NULL readers_group: ERR_OK, nothing changed. The message names

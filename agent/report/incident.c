@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/text.h"
 #include "core/jsonx.h"
 
 /* Adds name: value only when value is not NULL (true when nothing to add). */
@@ -219,13 +220,20 @@ nomem:
 /* ---- Hosts --------------------------------------------------------------- */
 
 typedef struct host_row {
-    const char *hostname;   /* borrowed from the items */
-    int incidents;          /* items touching the host */
-    const char *last_at;    /* latest trigger_time, NULL when none */
-    double max_risk;        /* highest risk_score */
-    bool has_risk;          /* any item had a risk_score */
-    const cJSON *last_item; /* last item counted, so one item counts once */
+    char *hostname;   /* copied */
+    int incidents;    /* items touching the host */
+    char *last_at;    /* latest trigger_time (copied), NULL when none */
+    double max_risk;  /* highest risk_score */
+    bool has_risk;    /* any item had a risk_score */
+    size_t last_item; /* serial of the last item counted, so one item counts once */
 } host_row;
+
+struct incident_hosts_acc {
+    host_row *rows;
+    size_t count, cap;
+    size_t items; /* items counted so far: the next one's serial is items + 1 */
+    bool failed;  /* out of memory on the way */
+};
 
 static host_row *find_host(host_row *rows, size_t count, const char *hostname)
 {
@@ -235,20 +243,26 @@ static host_row *find_host(host_row *rows, size_t count, const char *hostname)
     return NULL;
 }
 
-static void count_item(host_row *row, const cJSON *item)
+static bool count_item(host_row *row, const cJSON *item, size_t serial)
 {
-    if (row->last_item == item)
-        return;
-    row->last_item = item;
+    if (row->last_item == serial)
+        return true;
+    row->last_item = serial;
     row->incidents++;
     const char *t = item_time(item);
-    if (t && (!row->last_at || strcmp(t, row->last_at) > 0))
-        row->last_at = t;
+    if (t && (!row->last_at || strcmp(t, row->last_at) > 0)) {
+        char *copy = text_dup(t);
+        if (!copy)
+            return false;
+        free(row->last_at);
+        row->last_at = copy;
+    }
     const cJSON *risk = cJSON_GetObjectItemCaseSensitive(item, "risk_score");
     if (cJSON_IsNumber(risk) && (!row->has_risk || risk->valuedouble > row->max_risk)) {
         row->max_risk = risk->valuedouble;
         row->has_risk = true;
     }
+    return true;
 }
 
 static int compare_hosts(const void *pa, const void *pb)
@@ -275,63 +289,97 @@ static cJSON *host_object(const host_row *row)
     return obj;
 }
 
-/* Collects one row per hostname; *rows grows as needed. */
-static bool collect_hosts(const cJSON *items, host_row **rows, size_t *count)
+incident_hosts_acc *incident_hosts_begin(void)
 {
-    size_t cap = 0;
-    const cJSON *item;
-    cJSON_ArrayForEach(item, items)
-    {
-        const cJSON *events =
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(item, "lineage"), "events");
-        const cJSON *event;
-        cJSON_ArrayForEach(event, events)
-        {
-            const cJSON *host = cJSON_GetObjectItemCaseSensitive(event, "hostname");
-            if (!cJSON_IsString(host) || !host->valuestring[0])
-                continue;
-            host_row *row = find_host(*rows, *count, host->valuestring);
-            if (!row) {
-                if (*count == cap) {
-                    size_t ncap = cap ? cap * 2 : 16;
-                    host_row *grown = realloc(*rows, ncap * sizeof *grown);
-                    if (!grown)
-                        return false;
-                    *rows = grown;
-                    cap = ncap;
-                }
-                row = &(*rows)[(*count)++];
-                *row = (host_row){.hostname = host->valuestring};
-            }
-            count_item(row, item);
-        }
-    }
-    return true;
+    return calloc(1, sizeof(incident_hosts_acc));
 }
 
-error_code incident_hosts(const cJSON *items, cJSON **out, error_info *err)
+void incident_hosts_count(incident_hosts_acc *acc, const cJSON *item)
 {
-    host_row *rows = NULL;
-    size_t count = 0;
-    cJSON *hosts = cJSON_CreateArray();
-    if (!hosts || !collect_hosts(items, &rows, &count))
+    if (!item)
+        acc->failed = true;
+    if (acc->failed)
+        return;
+    size_t serial = ++acc->items;
+    const cJSON *events = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(item, "lineage"), "events");
+    const cJSON *event;
+    cJSON_ArrayForEach(event, events)
+    {
+        const cJSON *host = cJSON_GetObjectItemCaseSensitive(event, "hostname");
+        if (!cJSON_IsString(host) || !host->valuestring[0])
+            continue;
+        host_row *row = find_host(acc->rows, acc->count, host->valuestring);
+        if (!row) {
+            if (acc->count == acc->cap) {
+                size_t ncap = acc->cap ? acc->cap * 2 : 16;
+                host_row *grown = realloc(acc->rows, ncap * sizeof *grown);
+                if (!grown) {
+                    acc->failed = true;
+                    return;
+                }
+                acc->rows = grown;
+                acc->cap = ncap;
+            }
+            row = &acc->rows[acc->count];
+            *row = (host_row){.hostname = text_dup(host->valuestring)};
+            if (!row->hostname) {
+                acc->failed = true;
+                return;
+            }
+            acc->count++;
+        }
+        if (!count_item(row, item, serial)) {
+            acc->failed = true;
+            return;
+        }
+    }
+}
+
+static void hosts_free(incident_hosts_acc *acc)
+{
+    for (size_t i = 0; i < acc->count; i++) {
+        free(acc->rows[i].hostname);
+        free(acc->rows[i].last_at);
+    }
+    free(acc->rows);
+    free(acc);
+}
+
+error_code incident_hosts_end(incident_hosts_acc *acc, cJSON **out, error_info *err)
+{
+    *out = NULL;
+    cJSON *hosts = acc && !acc->failed ? cJSON_CreateArray() : NULL;
+    if (!hosts)
         goto nomem;
-    if (count)
-        qsort(rows, count, sizeof *rows, compare_hosts);
-    for (size_t i = 0; i < count; i++) {
-        cJSON *obj = host_object(&rows[i]);
+    if (acc->count)
+        qsort(acc->rows, acc->count, sizeof *acc->rows, compare_hosts);
+    for (size_t i = 0; i < acc->count; i++) {
+        cJSON *obj = host_object(&acc->rows[i]);
         if (!obj || !cJSON_AddItemToArray(hosts, obj)) {
             cJSON_Delete(obj);
             goto nomem;
         }
     }
-    free(rows);
+    hosts_free(acc);
     *out = hosts;
     return ERR_OK;
 nomem:
-    free(rows);
+    if (acc)
+        hosts_free(acc);
     cJSON_Delete(hosts);
     return error_set(err, ERR_NOMEM, "out of memory while aggregating hosts");
+}
+
+error_code incident_hosts(const cJSON *items, cJSON **out, error_info *err)
+{
+    incident_hosts_acc *acc = incident_hosts_begin();
+    const cJSON *item;
+    cJSON_ArrayForEach(item, items)
+    {
+        if (acc)
+            incident_hosts_count(acc, item);
+    }
+    return incident_hosts_end(acc, out, err);
 }
 
 static const char *nonempty_string(const cJSON *obj, const char *name)

@@ -76,6 +76,16 @@ MUST_CHECK error_code incident_merge_items(const struct cJSON *current, const st
  */
 MUST_CHECK error_code incident_hosts(const struct cJSON *items, struct cJSON **out, error_info *err);
 
+/* incident_hosts one item at a time, for items not held together
+ * (report/newest): begin (NULL when out of memory; end reports it), count
+ * each item (what it keeps is copied: the item may go at once; a NULL item,
+ * one that could not be had, makes end fail), end builds the array and
+ * frees acc whatever happens. */
+typedef struct incident_hosts_acc incident_hosts_acc;
+incident_hosts_acc *incident_hosts_begin(void);
+void incident_hosts_count(incident_hosts_acc *acc, const struct cJSON *item);
+MUST_CHECK error_code incident_hosts_end(incident_hosts_acc *acc, struct cJSON **out, error_info *err);
+
 /*
  * What a feed with one field per thing takes from an item's chain (OCSF,
  * CEF): the user (the item's, else the first event's that has one), and

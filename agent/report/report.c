@@ -26,6 +26,7 @@
 #include "report/linefile.h"
 #include "core/log.h"
 #include "report/metrics.h"
+#include "report/newest.h"
 #include "platform/platform.h"
 #include "report/status.h"
 #include "base/strmap.h"
@@ -165,13 +166,6 @@ typedef struct listed {
     outcome_kind outcome;
 } listed;
 
-/* The newest keep_incidents items of this run, for status.json. */
-typedef struct newest {
-    cJSON **items; /* owned, newest first; room for keep */
-    size_t count;
-    int keep;
-} newest;
-
 typedef struct report_ctx {
     const config *cfg;
     http_client *http;
@@ -186,8 +180,8 @@ typedef struct report_ctx {
                      still waiting for the open details batch */
     size_t count, cap;
     strmap *listed_ids;  /* id -> item of the working set */
-    newest keep;         /* this run's newest items */
-    cJSON *previous;     /* status.json's items before this run; may be NULL */
+    newest *keep;        /* the newest items: status.json's before this run,
+                            replaced or joined by this run's */
     cJSON *status_doc;   /* status.json as it was, without "incidents": the
                             members this run does not write; may be NULL */
     cJSON *still_failed; /* {id: true} of incidents left failed by this run */
@@ -368,49 +362,6 @@ static MUST_CHECK error_code mark_pending(report_ctx *ctx, error_info *err)
 
 /* ---- Step 2: append, and keep the newest items for the status file ---------------- */
 
-/*
- * Takes item (freed when not kept); false on out of memory. The window is
- * kept sorted, newest first, and never holds more than keep items: they are
- * whole trees with their events, the largest thing the report holds, so an
- * item older than a full window's last is freed at once.
- */
-static bool newest_add(newest *n, cJSON *item)
-{
-    size_t keep = n->keep > 0 ? (size_t)n->keep : 0;
-    if (n->count == keep && (keep == 0 || incident_compare_newest(item, n->items[keep - 1]) >= 0)) {
-        cJSON_Delete(item);
-        return true;
-    }
-    if (!n->items) {
-        n->items = malloc(keep * sizeof *n->items);
-        if (!n->items) {
-            cJSON_Delete(item);
-            return false;
-        }
-    }
-    size_t lo = 0, hi = n->count; /* the first item item comes before */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (incident_compare_newest(item, n->items[mid]) < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    if (n->count == keep)
-        cJSON_Delete(n->items[--n->count]);
-    memmove(&n->items[lo + 1], &n->items[lo], (n->count - lo) * sizeof *n->items);
-    n->items[lo] = item;
-    n->count++;
-    return true;
-}
-
-static void newest_free(newest *n)
-{
-    for (size_t i = 0; i < n->count; i++)
-        cJSON_Delete(n->items[i]);
-    free(n->items);
-}
-
 /* Appends l's line to feed; with first (incidents.jsonl), also counts it
  * and keeps its item among the newest (status-only ones go there only). */
 static MUST_CHECK error_code append_one(report_ctx *ctx, const feed_writer *feed, linefile_writer *w, bool first,
@@ -438,7 +389,9 @@ static MUST_CHECK error_code append_one(report_ctx *ctx, const feed_writer *feed
         else if (strcmp(l->status, INCIDENT_UNTRACEABLE) == 0)
             ctx->sum.untraceable++;
     }
-    return newest_add(&ctx->keep, item) ? ERR_OK : error_set(err, ERR_NOMEM, "out of memory");
+    rc = newest_add(ctx->keep, item, err);
+    cJSON_Delete(item);
+    return rc;
 }
 
 /* Appends the ready incidents to one feed and syncs its file. */
@@ -504,17 +457,21 @@ static MUST_CHECK error_code last_run_object(const report_options *opts, const e
  * run's newest in every status.json of the run, as a single write at the
  * end would, and the members this run does not write (installer, and
  * last_run when the report is part of `run`) are kept from it rather than
- * read back, items and all, at every write. */
+ * read back, items and all, at every write. The items are read one at a
+ * time into the compact store, never as one tree. */
 static void read_previous(report_ctx *ctx)
 {
+    char *path = config_state_path(ctx->cfg, ctx->cfg->report.status_file);
+    char *text = NULL;
+    size_t len = 0;
     cJSON *doc = NULL;
     error_info ignored;
-    if (status_read(ctx->cfg, &doc, &ignored) != ERR_OK)
-        doc = cJSON_CreateObject(); /* none (or unreadable): nothing to keep */
-    cJSON *incidents = cJSON_DetachItemFromObjectCaseSensitive(doc, "incidents");
-    ctx->previous = cJSON_DetachItemFromObjectCaseSensitive(incidents, "items");
-    cJSON_Delete(incidents);
-    ctx->status_doc = doc;
+    if (path && platform_read_file(path, STATUS_MAX_BYTES, &text, &len, &ignored) == ERR_OK &&
+        newest_load_status(ctx->keep, text, len, &doc, &ignored) != ERR_OK)
+        doc = NULL;
+    free(text);
+    free(path);
+    ctx->status_doc = doc ? doc : cJSON_CreateObject(); /* none (or unreadable): nothing to keep */
 }
 
 static cJSON *incidents_member(report_ctx *ctx, const char *cursor, const char *polled_at, cJSON *items, cJSON *hosts)
@@ -539,81 +496,21 @@ static cJSON *incidents_member(report_ctx *ctx, const char *cursor, const char *
     return NULL;
 }
 
-static int compare_pointers(const void *a, const void *b)
-{
-    uintptr_t x = (uintptr_t) * (const void *const *)a, y = (uintptr_t) * (const void *const *)b;
-    return x < y ? -1 : x > y;
-}
-
-static bool in_merged(const cJSON **sorted, size_t n, const cJSON *item)
-{
-    const cJSON *members = item->child;
-    return bsearch(&members, sorted, n, sizeof *sorted, compare_pointers) != NULL;
-}
-
-/* An item that is not among the newest keep now never will be (items only
- * join): the previous and this run's items outside merged are freed. */
-static void drop_unmerged(report_ctx *ctx, const cJSON *merged)
-{
-    size_t n = (size_t)cJSON_GetArraySize(merged);
-    const cJSON **sorted = malloc((n ? n : 1) * sizeof *sorted);
-    if (!sorted)
-        return; /* nothing freed: only memory is lost */
-    size_t k = 0;
-    const cJSON *ref;
-    cJSON_ArrayForEach(ref, merged) sorted[k++] = ref->child; /* the referenced item's members */
-    qsort(sorted, n, sizeof *sorted, compare_pointers);
-    cJSON *item = ctx->previous ? ctx->previous->child : NULL;
-    while (item) {
-        cJSON *next = item->next;
-        if (!in_merged(sorted, n, item))
-            cJSON_Delete(cJSON_DetachItemViaPointer(ctx->previous, item));
-        item = next;
-    }
-    size_t kept = 0;
-    for (size_t i = 0; i < ctx->keep.count; i++) {
-        if (in_merged(sorted, n, ctx->keep.items[i]))
-            ctx->keep.items[kept++] = ctx->keep.items[i];
-        else
-            cJSON_Delete(ctx->keep.items[i]);
-    }
-    ctx->keep.count = kept;
-    free(sorted);
-}
-
-/* status.json's items: the newest of this run's and the previous ones, as
- * references to them (valid until either changes). The newest window is
- * lent to a temporary array, not given up. */
-static MUST_CHECK error_code merged_items(report_ctx *ctx, cJSON **items, error_info *err)
-{
-    cJSON *current = cJSON_CreateArray();
-    if (!current)
-        return error_set(err, ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < ctx->keep.count; i++)
-        cJSON_AddItemToArray(current, ctx->keep.items[i]);
-    error_code rc = incident_merge_items(current, ctx->previous, ctx->cfg->report.keep_incidents, items, err);
-    while (current->child)
-        cJSON_DetachItemViaPointer(current, current->child);
-    cJSON_Delete(current);
-    if (rc == ERR_OK)
-        drop_unmerged(ctx, *items);
-    return rc;
-}
-
 /* Writes status.json's "incidents" (and "last_run" when last_run). */
 static MUST_CHECK error_code write_status(report_ctx *ctx, const char *cursor, bool last_run, const error_info *outcome,
                                           error_info *err)
 {
     char polled_at[TIMEFMT_ISO8601_SIZE];
     timefmt_iso8601(ctx->now_s, polled_at);
-    cJSON *items = NULL, *hosts = NULL;
-    error_code rc = merged_items(ctx, &items, err);
-    if (rc == ERR_OK && (rc = incident_hosts(items, &hosts, err)) != ERR_OK)
+    cJSON *items = status_items_placeholder(), *hosts = NULL;
+    error_code rc = items ? newest_hosts(ctx->keep, &hosts, err) : error_set(err, ERR_NOMEM, "out of memory");
+    if (rc != ERR_OK) {
         cJSON_Delete(items);
-    if (rc != ERR_OK)
         return rc;
+    }
     status_parts parts = {.incidents = incidents_member(ctx, cursor, polled_at, items, hosts),
-                          .previous = ctx->status_doc};
+                          .previous = ctx->status_doc,
+                          .items = ctx->keep};
     if (!parts.incidents)
         rc = error_set(err, ERR_NOMEM, "out of memory");
     if (rc == ERR_OK && last_run)
@@ -868,10 +765,9 @@ static void free_ctx(report_ctx *ctx)
     for (size_t i = 0; i < ctx->count; i++)
         listed_free(ctx, &ctx->list[i]);
     free(ctx->list);
-    newest_free(&ctx->keep);
+    newest_free(ctx->keep);
     trace_run_free(ctx->trace);
     strmap_free(ctx->listed_ids);
-    cJSON_Delete(ctx->previous);
     cJSON_Delete(ctx->status_doc);
     cJSON_Delete(ctx->still_failed);
 }
@@ -924,10 +820,11 @@ static MUST_CHECK error_code recover(report_ctx *ctx, error_info *err)
     free(jsonl_path);
     if (rc == ERR_OK)
         rc = feeds_recover(ctx->cfg, recovered, err);
-    while (rc == ERR_OK && recovered->child) {
-        cJSON *item = cJSON_DetachItemViaPointer(recovered, recovered->child);
-        if (!newest_add(&ctx->keep, item))
-            rc = error_set(err, ERR_NOMEM, "out of memory");
+    const cJSON *item;
+    cJSON_ArrayForEach(item, recovered)
+    {
+        if (rc == ERR_OK)
+            rc = newest_add(ctx->keep, item, err);
     }
     cJSON_Delete(recovered);
     return rc;
@@ -941,7 +838,7 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
                       .s = s,
                       .opts = opts,
                       .now_s = opts->now_s ? opts->now_s : platform_time_utc_ms() / 1000,
-                      .keep = {.keep = cfg->report.keep_incidents},
+                      .keep = newest_new(cfg->report.keep_incidents),
                       .progress = opts->progress};
     error_clear(&ctx.first_failure);
     ctx.section = state_section(s, "report");
@@ -951,7 +848,7 @@ error_code report_run(const config *cfg, http_client *http, state *s, const repo
     ctx.trace = trace_run_new(http, cfg->report.details_batch, REPORT_EVENT_CACHE);
     ctx.still_failed = cJSON_CreateObject();
     ctx.listed_ids = strmap_new();
-    if (!ctx.section || !ctx.seen || !ctx.failed || !ctx.trace || !ctx.still_failed || !ctx.listed_ids) {
+    if (!ctx.section || !ctx.seen || !ctx.failed || !ctx.trace || !ctx.still_failed || !ctx.listed_ids || !ctx.keep) {
         free_ctx(&ctx);
         return error_set(err, ERR_NOMEM, "out of memory");
     }

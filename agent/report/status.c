@@ -11,6 +11,7 @@
 
 #include "core/jsonx.h"
 #include "report/feed.h"
+#include "report/newest.h"
 #include "platform/platform.h"
 #include "core/timefmt.h"
 
@@ -146,6 +147,44 @@ static cJSON *lent(const cJSON *value)
     return cJSON_Duplicate(value, 1);
 }
 
+#define ITEMS_MARK "\001items\001"
+
+cJSON *status_items_placeholder(void)
+{
+    return cJSON_CreateRaw(ITEMS_MARK);
+}
+
+static bool put_piece(void *stream, const void *data, size_t len)
+{
+    return feed_put(stream, data, len);
+}
+
+/* Writes text to path, with items streamed where its placeholder is. */
+static MUST_CHECK error_code write_text(const char *path, const char *text, const newest *items,
+                                        const char *readers_group, error_info *err)
+{
+    const char *mark = items ? strstr(text, ITEMS_MARK) : NULL;
+    if (items && !mark)
+        return error_set(err, ERR_INTERNAL, "the report's items have no place in the status file");
+    feed_stream *f = NULL;
+    error_code rc = feed_open(path, readers_group, &f, err);
+    if (rc != ERR_OK)
+        return rc;
+    size_t head = mark ? (size_t)(mark - text) : strlen(text);
+    feed_put(f, text, head); /* a failure is reported by the commit */
+    if (mark) {
+        error_info ignored; /* a failed put is the stream's, reported by the commit */
+        rc = newest_print(items, 2, put_piece, f, &ignored);
+        if (rc != ERR_OK && rc != ERR_IO) {
+            *err = ignored;
+            feed_abort(f);
+            return rc;
+        }
+        feed_put(f, mark + strlen(ITEMS_MARK), strlen(mark + strlen(ITEMS_MARK)));
+    }
+    return feed_commit(f, err);
+}
+
 error_code status_write(const config *cfg, const status_parts *parts, error_info *err)
 {
     /* Only what the caller did not supply comes from the previous document:
@@ -190,10 +229,10 @@ error_code status_write(const config *cfg, const status_parts *parts, error_info
         return error_set(err, ERR_NOMEM, "out of memory while writing the status file");
 
     char *path = config_state_path(cfg, cfg->report.status_file);
-    error_code rc = path ? feed_write(path, text, strlen(text), cfg->report.readers_group, err)
+    error_code rc = path ? write_text(path, text, parts->items, cfg->report.readers_group, err)
                          : error_set(err, ERR_NOMEM, "out of memory");
     free(path);
-    free(text);
+    cJSON_free(text);
     if (rc != ERR_OK)
         return error_prefix(err, "cannot write the status file");
     if (parts->last_run)

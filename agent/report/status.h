@@ -19,6 +19,7 @@
 #include "base/error.h"
 
 struct cJSON;
+struct newest;
 
 #define STATUS_SCHEMA_VERSION 1
 #define STATUS_MAX_BYTES (64 * 1024 * 1024)
@@ -31,7 +32,17 @@ typedef struct status_parts {
     /* The status document the members not supplied are kept from, as the
      * caller read it (status_read); NULL: status_write reads the file. */
     const struct cJSON *previous;
+    /* The report's newest items (report/newest.h), written as
+     * incidents.items where incidents holds status_items_placeholder():
+     * streamed from their compact form, never a tree of the whole
+     * document. NULL: incidents is written as it is. */
+    const struct newest *items;
 } status_parts;
+
+/* What incidents.items holds for status_write to write parts->items there
+ * (a raw value no JSON text contains). Caller owns it; NULL when out of
+ * memory. */
+struct cJSON *status_items_placeholder(void);
 
 /*
  * Writes the status file (cfg->report.status_file under state_dir). The
