@@ -596,22 +596,6 @@ static size_t seen_text_len(const state_seen *set)
     return set->count ? n - 1 : n;
 }
 
-static char *seen_text_put(const state_seen *set, char *out)
-{
-    *out++ = '{';
-    seen_iter it = {0, 0};
-    bool first = true;
-    for (char *id; (id = seen_next(set, &it)) != NULL; first = false) {
-        if (!first)
-            *out++ = ',';
-        out = json_string_put(out, id);
-        *out++ = ':';
-        out = json_string_put(out, record_time(id));
-    }
-    *out++ = '}';
-    return out;
-}
-
 /* The seen object in the tree that stands for the set (created when the
  * set has entries), NULL when there is none. */
 static cJSON *seen_placeholder(state *s)
@@ -633,12 +617,58 @@ static cJSON *seen_placeholder(state *s)
     return fresh;
 }
 
+/* The seen set written through f as a JSON object, a buffer at a time. */
+static MUST_CHECK error_code seen_text_write(const state_seen *set, platform_atomic_file *f, error_info *err)
+{
+    enum { BUFFER = 64 * 1024 };
+    char *buf = malloc(BUFFER);
+    if (!buf)
+        return error_set(err, ERR_NOMEM, "out of memory while writing the state");
+    char *out = buf;
+    *out++ = '{';
+    seen_iter it = {0, 0};
+    bool first = true;
+    error_code rc = ERR_OK;
+    for (char *id; rc == ERR_OK && (id = seen_next(set, &it)) != NULL; first = false) {
+        size_t need = 1 + json_string_len(id) + 1 + json_string_len(record_time(id)) + 1;
+        if ((size_t)(out - buf) + need > BUFFER) {
+            rc = platform_atomic_write(f, buf, (size_t)(out - buf), err);
+            out = buf;
+        }
+        /* An entry larger than the buffer: the state's own limit is far
+         * above any id, but never written past the buffer. */
+        char *entry = need > BUFFER ? malloc(need) : out, *p = entry;
+        if (!entry) {
+            rc = rc == ERR_OK ? error_set(err, ERR_NOMEM, "out of memory while writing the state") : rc;
+            break;
+        }
+        if (!first)
+            *p++ = ',';
+        p = json_string_put(p, id);
+        *p++ = ':';
+        p = json_string_put(p, record_time(id));
+        if (entry != out) {
+            if (rc == ERR_OK)
+                rc = platform_atomic_write(f, entry, (size_t)(p - entry), err);
+            free(entry);
+        } else {
+            out = p;
+        }
+    }
+    *out++ = '}';
+    if (rc == ERR_OK)
+        rc = platform_atomic_write(f, buf, (size_t)(out - buf), err);
+    free(buf);
+    return rc;
+}
+
 /*
- * The document's text: cJSON prints the tree with a mark where the seen
- * object stands (a raw value for the moment), and the set is printed into
- * the mark's place, so its entries are never cJSON nodes.
+ * Writes the document: cJSON prints the tree with a mark where the seen
+ * object stands (a raw value for the moment), and the set is written in
+ * the mark's place as the file is written, so its entries are never cJSON
+ * nodes and the whole text is never held at once.
  */
-static MUST_CHECK error_code print_document(state *s, char **out, size_t *out_len, error_info *err)
+static MUST_CHECK error_code write_document(state *s, error_info *err)
 {
     if (!absorb_tree(s))
         return error_set(err, ERR_NOMEM, "out of memory");
@@ -651,8 +681,7 @@ static MUST_CHECK error_code print_document(state *s, char **out, size_t *out_le
         seen->type = (type & ~0xFF) | cJSON_Raw;
         seen->valuestring = mark;
     }
-    /* The report saves a growing state after every batch: one buffer of
-     * about the last size, not a printer doubling its way up from 256 bytes. */
+    /* The tree without the set is small; the guess is the last print's. */
     size_t guess = s->saved_len + s->saved_len / 8 + 4096;
     char *doc = guess < INT_MAX ? cJSON_PrintBuffered(s->root, (int)guess, false) : cJSON_PrintUnformatted(s->root);
     if (seen) {
@@ -664,35 +693,30 @@ static MUST_CHECK error_code print_document(state *s, char **out, size_t *out_le
     size_t doc_len = strlen(doc);
     s->saved_len = doc_len;
     char *at = seen ? strchr(doc, SAVE_MARK[0]) : NULL;
-    if (!at) {
-        *out = doc;
-        *out_len = doc_len;
-        return ERR_OK;
+    size_t head = at ? (size_t)(at - doc) : doc_len;
+    if (at) {
+        size_t len = doc_len - 1 + seen_text_len(&s->seen);
+        if (len > STATE_MAX_BYTES) {
+            free(doc);
+            /* Written, the next load would put it aside and forget every id. */
+            return error_set(err, ERR_IO,
+                             "the state would be %zu bytes, over the %d MiB a state file may have (%zu incidents seen "
+                             "since the cursor)",
+                             len, STATE_MAX_BYTES / (1024 * 1024), s->seen.count);
+        }
     }
-    size_t seen_len = seen_text_len(&s->seen);
-    size_t len = doc_len - 1 + seen_len;
-    if (len > STATE_MAX_BYTES) {
-        free(doc);
-        /* Written, the next load would put it aside and forget every id. */
-        return error_set(err, ERR_IO,
-                         "the state would be %zu bytes, over the %d MiB a state file may have (%zu incidents seen "
-                         "since the cursor)",
-                         len, STATE_MAX_BYTES / (1024 * 1024), s->seen.count);
-    }
-    char *text = malloc(len + 1);
-    if (!text) {
-        free(doc);
-        return error_set(err, ERR_NOMEM, "out of memory while writing the state");
-    }
-    size_t head = (size_t)(at - doc);
-    memcpy(text, doc, head);
-    char *end = seen_text_put(&s->seen, text + head);
-    memcpy(end, at + 1, doc_len - head - 1);
-    text[len] = '\0';
+    platform_atomic_file *f = NULL;
+    error_code rc = platform_atomic_open(s->path, false, &f, err);
+    if (rc == ERR_OK)
+        rc = platform_atomic_write(f, doc, head, err);
+    if (rc == ERR_OK && at && (rc = seen_text_write(&s->seen, f, err)) == ERR_OK)
+        rc = platform_atomic_write(f, at + 1, doc_len - head - 1, err);
     free(doc);
-    *out = text;
-    *out_len = len;
-    return ERR_OK;
+    if (rc != ERR_OK) {
+        platform_atomic_abort(f);
+        return rc;
+    }
+    return platform_atomic_commit(f, NULL, err);
 }
 
 error_code state_save(state *s, error_info *err)
@@ -700,12 +724,7 @@ error_code state_save(state *s, error_info *err)
     cJSON_DeleteItemFromObjectCaseSensitive(s->root, "schema_version");
     if (!cJSON_AddNumberToObject(s->root, "schema_version", 1))
         return error_set(err, ERR_NOMEM, "out of memory");
-    char *text = NULL;
-    size_t len = 0;
-    error_code rc = print_document(s, &text, &len, err);
-    if (rc == ERR_OK)
-        rc = platform_write_atomic(s->path, text, len, err);
-    free(text);
+    error_code rc = write_document(s, err);
     return rc == ERR_OK ? ERR_OK : error_prefix(err, "cannot save the state");
 }
 
