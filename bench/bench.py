@@ -39,7 +39,9 @@ Benchmarks (everything on 127.0.0.1, every process under a timeout):
            (pages + lineage calls + ceil(distinct events / 50)), 429s, wall
            time against requests / allowed rate, RSS; against peer_report.py.
            Then memory as the backlog grows: peak RSS at 1,000 and at 20,000
-           incidents (no added latency, no rate limit: the figure is memory);
+           incidents on long chains (1..120 events, mean about 60, shared the
+           same way: simulator --chain-max 120; no added latency, no rate
+           limit: the figure is memory);
            --report-100k adds 100,000 (about 8 minutes a binary, most of it
            the simulator).
   footprint binary sizes (Debian build stripped, static release builds,
@@ -728,21 +730,24 @@ class Bench:
         contract's 60/min and 1,000 incidents take 16 minutes."""
         small, large = (250, 5000) if self.quick else (1000, 20000)
         huge = 100000 if self.args.report_100k else None
-        name = f"report memory, {small} → {large} incidents (huge announced rate limit)"
+        # Long chains (issue 32): the kept newest items, with their events,
+        # were the weight; chains up to 120 events, shared between incidents.
+        chain = 120
+        name = f"report memory, {small} → {large} incidents, chains of 1..{chain} events (huge announced rate limit)"
         raw = {}
         for label, binary in self.binaries:
             self.log(f"report memory ({label}): {small}, {large}" + (f" and {huge}" if huge else "") + " incidents")
             runs = {}
             for n in (small, large, huge) if huge else (small, large):
                 runs[n] = self.report_run("outpost", dict(incidents=n, seed=1, rate_limit=1000000, rate_window=60,
-                                                          latency_ms=0), binary)
+                                                          latency_ms=0, chain_max=chain), binary)
                 if runs[n]["count_429"]:
                     raise RuntimeError("429 answers under a rate limit of 1,000,000 a minute")
             raw[label] = runs
             a, b = runs[small]["rss"], runs[large]["rss"]
-            met = b <= 1.2 * a and (label != "release" or b < 24 * 1024)
+            met = b <= 1.2 * a and (label != "release" or max(a, b) < 24 * 1024)
             self.row(name, f"peak RSS at {large} (peer: at {small})", "KiB", b, {f"outpost at {small}": a},
-                     "≤ 1.2 × at 1000" + (", < 24 MiB" if label == "release" else ""), met, binary=label)
+                     "≤ 1.2 × at 1000" + (", both < 24 MiB" if label == "release" else ""), met, binary=label)
             self.row(name, f"wall time at {large} (peer: at {small})", "s", runs[large]["wall"],
                      {f"outpost at {small}": runs[small]["wall"]}, binary=label)
             self.row(name, f"CPU time at {large} (peer: at {small})", "s", runs[large]["cpu"],
