@@ -212,7 +212,7 @@ error_code platform_temp_name(const char *path, char **tmp, error_info *err)
     return ERR_OK;
 }
 
-#define COPY_CHUNK (256 * 1024)
+#define COPY_CHUNK (1024 * 1024) /* one hasher slot (installer/verify.c) */
 /* Every this many bytes the copy asks the OS to start writing them (a hint,
  * platform_start_writeback): the final fsync of a large file then waits for
  * the last stretch only, instead of for the whole file at once. */
