@@ -996,7 +996,7 @@ def main() -> int:
     print()
     print(table(bench.results["rows"]))
     for row, by_tool in bench.results.get("ciphers", {}).items():
-        print(f"\n{row}, cipher suite negotiated (nginx $ssl_cipher): "
+        print(f"\n{row}, protocol and cipher suite negotiated (nginx $ssl_protocol $ssl_cipher): "
               + "; ".join(f"{tool} {cipher}" for tool, cipher in by_tool.items()))
     print(f"\nJSON: {args.json}" + (f" (recorded in {os.path.relpath(RECORDED, TOP)})" if args.record else ""))
     return 0
