@@ -16,11 +16,16 @@ if(OUTPOST_STATIC_DEPS)
   find_package(MbedTLS 3.6 CONFIG REQUIRED)
 else()
   include("${CMAKE_CURRENT_LIST_DIR}/../cross/cache.cmake")
-  outpost_cross_prefix(_outpost_host_prefix host)
-  set(OUTPOST_MBEDTLS_PREFIX "${_outpost_host_prefix}" CACHE PATH "Mbed TLS 3.6 of cross/build-deps host")
-  find_package(MbedTLS 3.6 CONFIG PATHS "${OUTPOST_MBEDTLS_PREFIX}" NO_DEFAULT_PATH)
+  # The default is looked up at every configure, not kept in the CMake
+  # cache, so that a build directory follows OUTPOST_CROSS_CACHE.
+  set(OUTPOST_MBEDTLS_PREFIX "" CACHE PATH "Mbed TLS 3.6 to link (empty: cross/build-deps host's prefix)")
+  set(_outpost_mbedtls_prefix "${OUTPOST_MBEDTLS_PREFIX}")
+  if(NOT _outpost_mbedtls_prefix)
+    outpost_cross_prefix(_outpost_mbedtls_prefix host)
+  endif()
+  find_package(MbedTLS 3.6 CONFIG PATHS "${_outpost_mbedtls_prefix}" NO_DEFAULT_PATH)
   if(NOT MbedTLS_FOUND)
-    message(FATAL_ERROR "Mbed TLS 3.6 is not in ${OUTPOST_MBEDTLS_PREFIX}: run cross/build-deps host "
+    message(FATAL_ERROR "Mbed TLS 3.6 is not in ${_outpost_mbedtls_prefix}: run cross/build-deps host "
       "(scripts/test, scripts/demo and scripts/fuzz do), or pass -DOUTPOST_MBEDTLS_PREFIX=DIR")
   endif()
 endif()
