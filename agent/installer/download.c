@@ -195,7 +195,8 @@ static void job_discard_partial(download_job *job)
 struct pipeline {
     download_job *job;
     platform_mutex *mutex;
-    platform_cond *cond; /* any change below; broadcast */
+    platform_cond *cond; /* any change below; broadcast when sleepers > 0 */
+    int sleepers;        /* threads waiting on cond */
     unsigned char *slots[DOWNLOAD_RING_SLOTS];
     size_t lengths[DOWNLOAD_RING_SLOTS];
     uint64_t filled;    /* slots published by the receiver */
@@ -213,6 +214,24 @@ struct pipeline {
     platform_thread *hasher;
     platform_thread *writer;
 };
+
+/* Waits on the pipeline's condition; called with the mutex held. */
+static void pipeline_wait(pipeline *p)
+{
+    p->sleepers++;
+    platform_cond_wait(p->cond, p->mutex);
+    p->sleepers--;
+}
+
+/* Wakes the waiters, if any; called with the mutex held. A broadcast per
+ * slot whether or not anyone slept cost a wake-up of each thread per
+ * slot (perf showed futex wake-ups as stage's largest kernel cost, the
+ * same ring shape). */
+static void pipeline_wake(pipeline *p)
+{
+    if (p->sleepers > 0)
+        platform_cond_broadcast(p->cond);
+}
 
 /* Re-reads the part file's kept prefix into the hash (resume from an earlier
  * run: the SHA-256 state was not kept, the bytes were). */
@@ -252,7 +271,7 @@ fail:
         p->failed = true;
         error_set(&p->failure, ERR_IO, "cannot re-read the partial download %s to resume it", job->part_path);
     }
-    platform_cond_broadcast(p->cond);
+    pipeline_wake(p);
     platform_mutex_unlock(p->mutex);
 }
 
@@ -263,7 +282,7 @@ static void hasher_main(void *arg)
     platform_mutex_lock(p->mutex);
     for (;;) {
         while (p->hashed == p->filled && !p->done)
-            platform_cond_wait(p->cond, p->mutex);
+            pipeline_wait(p);
         if (p->hashed == p->filled)
             break;
         size_t slot = (size_t)(p->hashed % DOWNLOAD_RING_SLOTS);
@@ -273,7 +292,7 @@ static void hasher_main(void *arg)
         platform_mutex_lock(p->mutex);
         p->job->hashed += (int64_t)p->lengths[slot];
         p->hashed++;
-        platform_cond_broadcast(p->cond);
+        pipeline_wake(p);
     }
     platform_mutex_unlock(p->mutex);
 }
@@ -298,7 +317,7 @@ static void writer_main(void *arg)
     platform_mutex_lock(p->mutex);
     for (;;) {
         while (p->written == p->filled && !p->done)
-            platform_cond_wait(p->cond, p->mutex);
+            pipeline_wait(p);
         if (p->written == p->filled)
             break;
         size_t slot = (size_t)(p->written % DOWNLOAD_RING_SLOTS);
@@ -327,7 +346,7 @@ static void writer_main(void *arg)
             p->failure = werr;
         }
         p->written++;
-        platform_cond_broadcast(p->cond);
+        pipeline_wake(p);
     }
     platform_mutex_unlock(p->mutex);
 }
@@ -373,7 +392,7 @@ static MUST_CHECK error_code pipeline_start(download_job *job, error_info *err)
         if (rc != ERR_OK) {
             platform_mutex_lock(p->mutex);
             p->done = true;
-            platform_cond_broadcast(p->cond);
+            pipeline_wake(p);
             platform_mutex_unlock(p->mutex);
             platform_thread_join(p->hasher);
         }
@@ -392,7 +411,7 @@ static void pipeline_publish(pipeline *p)
     p->lengths[p->filled % DOWNLOAD_RING_SLOTS] = p->fill;
     p->filled++;
     p->fill = 0;
-    platform_cond_broadcast(p->cond);
+    pipeline_wake(p);
 }
 
 /* Copies a received chunk into the ring, waiting while it is full. False
@@ -404,7 +423,7 @@ static bool pipeline_push(pipeline *p, const unsigned char *data, size_t len)
         /* the slot being filled must be free of both consumers */
         uint64_t slowest = p->hashed < p->written ? p->hashed : p->written;
         if (p->filled - slowest >= DOWNLOAD_RING_SLOTS) {
-            platform_cond_wait(p->cond, p->mutex);
+            pipeline_wait(p);
             continue;
         }
         size_t slot = (size_t)(p->filled % DOWNLOAD_RING_SLOTS);
@@ -438,7 +457,7 @@ static MUST_CHECK error_code pipeline_finish(download_job *job, error_info *err)
     if (p->fill > 0)
         pipeline_publish(p);
     p->done = true;
-    platform_cond_broadcast(p->cond);
+    pipeline_wake(p);
     platform_mutex_unlock(p->mutex);
     platform_thread_join(p->hasher);
     platform_thread_join(p->writer);
