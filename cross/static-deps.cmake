@@ -68,6 +68,12 @@ endif()
 # them to out/), and the link drops every section nothing refers to (the
 # dependencies and outpost are compiled with -ffunction-sections
 # -fdata-sections in MinSizeRel: cross/common.cmake).
+# Every dependency is a static archive, so the binaries need no library
+# search path; without this CMake writes the dependency prefix's lib/ (the
+# imported packages' link directory) into RUNPATH, a path of the build
+# machine's cache on every machine the binary runs on.
+set_target_properties(outpost PROPERTIES SKIP_BUILD_RPATH ON)
+
 if(CMAKE_BUILD_TYPE STREQUAL "MinSizeRel" OR CMAKE_BUILD_TYPE STREQUAL "Release")
   target_link_options(outpost PRIVATE -s)
   target_link_options(outpost_core INTERFACE -Wl,--gc-sections)
