@@ -35,6 +35,7 @@ typedef enum {
     FIELD_JSON_OBJECT,    /* cJSON * (duplicated), object only */
     FIELD_STRING_LIST,    /* char ** + size_t count (its offset in min): array of non-empty strings, may be empty */
     FIELD_PERCENT,        /* double in [min, max], decimals allowed */
+    FIELD_PROXY_AUTH,     /* config_proxy_auth from its name */
     FIELD_SECTION         /* nested object described by children */
 } field_type;
 
@@ -180,6 +181,8 @@ static const field top_fields[] = {
     {"state_dir", FIELD_STRING, AT(state_dir), PATH_OR_URL, 0, NULL},
     {"tls", FIELD_SECTION, 0, 0, 0, tls_fields},
     {"proxy", FIELD_STRING_OR_NULL, AT(proxy), PATH_OR_URL, 0, NULL},
+    {"proxy_auth", FIELD_PROXY_AUTH, AT(proxy_auth), 0, 0, NULL},
+    {"proxy_keytab", FIELD_STRING_OR_NULL, AT(proxy_keytab), PATH_OR_URL, 0, NULL},
     {"installer", FIELD_SECTION, 0, 0, 0, installer_fields},
     {"deploy", FIELD_SECTION, 0, 0, 0, deploy_fields},
     {"report", FIELD_SECTION, 0, 0, 0, report_fields},
@@ -262,6 +265,7 @@ void config_free(config *cfg)
     free(cfg->tls_ca_file);
     free(cfg->tls_pinned_public_key);
     dynbuf_secret_free(cfg->proxy); /* may hold proxy credentials */
+    free(cfg->proxy_keytab);
     free(cfg->installer.platform);
     free(cfg->installer.target_version_prefix);
     platform_free_names(cfg->installer.defer_on, cfg->installer.defer_on_count);
@@ -544,6 +548,17 @@ static MUST_CHECK error_code apply_field(const field *f, const cJSON *item, conf
         cJSON_Delete(*slot);
         *slot = copy;
         return ERR_OK;
+    }
+    case FIELD_PROXY_AUTH: {
+        static const char *const names[] = {"auto", "negotiate", "ntlm", "basic", "none"};
+        for (size_t i = 0; cJSON_IsString(item) && i < sizeof names / sizeof names[0]; i++)
+            if (strcmp(item->valuestring, names[i]) == 0) {
+                *(config_proxy_auth *)(base + f->offset) = (config_proxy_auth)i;
+                return ERR_OK;
+            }
+        return error_set(err, ERR_CONFIG,
+                         "%s: `%s` must be \"auto\", \"negotiate\", \"ntlm\", \"basic\" or \"none\"", source,
+                         key);
     }
     case FIELD_SECTION:
         if (!cJSON_IsObject(item))
@@ -858,6 +873,32 @@ static MUST_CHECK error_code check_policy(config *cfg, const char *source, error
     return ERR_OK;
 }
 
+/* proxy: "system", "direct", or one proxy as libcurl takes it (a URL of
+ * http, https, socks4, socks4a, socks5 or socks5h, or host:port for
+ * http). The value may hold a password: an error never prints it. */
+static MUST_CHECK error_code check_proxy(const config *cfg, const char *source, error_info *err)
+{
+    const char *p = cfg->proxy;
+    if (!p || strcmp(p, "system") == 0 || strcmp(p, "direct") == 0)
+        return ERR_OK;
+    static const char *const schemes[] = {"http://", "https://", "socks4://", "socks4a://", "socks5://", "socks5h://"};
+    const char *sep = strstr(p, "://");
+    bool known = false;
+    for (size_t i = 0; sep && i < sizeof schemes / sizeof schemes[0]; i++)
+        known |= text_equal_nocase_n(p, schemes[i], strlen(schemes[i])) && p[strlen(schemes[i])];
+    /* host:port without a scheme is an http proxy, as libcurl and HTTPS_PROXY take it. */
+    bool bare = !sep && p[0] && !strchr(p, '/') && !strchr(p, ' ');
+    if (known || bare)
+        return ERR_OK;
+    char *shown = text_url_redact(p);
+    error_set(err, ERR_CONFIG,
+              "%s: `proxy` must be \"system\" (the machine's own proxy), \"direct\" (none) or a proxy's URL "
+              "(http://host:port, https://, socks5://), got \"%s\"",
+              source, shown ? shown : "(out of memory)");
+    free(shown);
+    return ERR_CONFIG;
+}
+
 /* log.file names a file: "" would be state_dir itself. */
 static MUST_CHECK error_code check_log(const config *cfg, const char *source, error_info *err)
 {
@@ -910,6 +951,8 @@ error_code config_load_text(config *cfg, const char *text, size_t len, const cha
         rc = check_mirror_urls(cfg, source, err);
     if (rc == ERR_OK)
         rc = check_log(cfg, source, err);
+    if (rc == ERR_OK)
+        rc = check_proxy(cfg, source, err);
     if (rc == ERR_OK)
         rc = check_signer_pins(cfg, source, err);
     if (rc == ERR_OK)

@@ -137,6 +137,15 @@ typedef struct config_status {
     int64_t max_failing_s; /* ATTENTION (and `run` exits 1) when failures last longer */
 } config_status;
 
+/* proxy_auth: which schemes answer a proxy's 407 (PRODUCT.md section 2). */
+typedef enum {
+    CONFIG_PROXY_AUTH_AUTO,      /* Negotiate, NTLM with the process's identity, then Basic/Digest */
+    CONFIG_PROXY_AUTH_NEGOTIATE, /* Negotiate (Kerberos) only */
+    CONFIG_PROXY_AUTH_NTLM,      /* NTLM only */
+    CONFIG_PROXY_AUTH_BASIC,     /* Basic with the proxy URL's credentials only */
+    CONFIG_PROXY_AUTH_NONE       /* never answer a 407 */
+} config_proxy_auth;
+
 typedef struct config {
     char *path;         /* file it was loaded from (or looked for, see path_missing) */
     bool path_missing;  /* no file at the default path: all defaults */
@@ -145,7 +154,9 @@ typedef struct config {
     char *state_dir;
     char *tls_ca_file;           /* NULL: system store */
     char *tls_pinned_public_key; /* libcurl form (sha256//base64 or a PEM/DER path); NULL: none */
-    char *proxy;                 /* NULL: environment (HTTPS_PROXY, NO_PROXY) */
+    char *proxy;                 /* "system" or NULL: the machine's own; "direct"; or one proxy's URL */
+    config_proxy_auth proxy_auth; /* which schemes answer a proxy's 407 */
+    char *proxy_keytab;           /* Kerberos client keytab (GSS-API builds); NULL: the credentials cache */
     config_installer installer;
     config_deploy deploy;
     config_report report;
