@@ -669,6 +669,50 @@ const char *platform_arch(void);
  * the next platform_getenv call on the same variable; do not free it. */
 const char *platform_getenv(const char *name);
 
+/* ---- The machine's proxy and Kerberos identity (proxy.c) ------------------ */
+
+/* What the machine says about the proxy for one URL (`proxy: "system"`). */
+typedef enum {
+    PLATFORM_PROXY_NONE,    /* no proxy configured: direct */
+    PLATFORM_PROXY_URL,     /* one proxy URL (an environment variable); bypass in curl's NO_PROXY form */
+    PLATFORM_PROXY_WINHTTP, /* WinHTTP's static list ("host:port", "https=host:port;..."), bypass in its form */
+    PLATFORM_PROXY_PAC      /* a PAC script's answer ("PROXY a:1; PROXY b:2; DIRECT"), bypass in WinHTTP's form */
+} platform_proxy_kind;
+
+typedef struct platform_proxy {
+    platform_proxy_kind kind;
+    char *proxies; /* malloc'd, may hold a password (URL kind); NULL for NONE */
+    char *bypass;  /* malloc'd bypass list, or NULL */
+    char *source;  /* malloc'd: what said so ("HTTPS_PROXY", "netsh winhttp", "PAC http://wpad/wpad.dat") */
+} platform_proxy;
+
+/*
+ * The machine's proxy for url. POSIX: https_proxy / HTTPS_PROXY (https
+ * URLs) or http_proxy (http URLs; not HTTP_PROXY, as libcurl), then
+ * all_proxy / ALL_PROXY, with no_proxy / NO_PROXY. Windows: WinHTTP's
+ * default configuration (`netsh winhttp set proxy`), else the PAC script
+ * the machine's settings name (AutoConfigURL) or WPAD finds, evaluated by
+ * WinHTTP for url. ERR_TEMPORARY (exit 75) naming the script when a named PAC script
+ * cannot be fetched or run (WPAD finding nothing is NONE); ERR_NOMEM.
+ * Clear *out with platform_proxy_clear.
+ */
+MUST_CHECK error_code platform_proxy_for_url(const char *url, platform_proxy *out, error_info *err);
+
+/* Frees what out holds (wiping proxies) and zeroes it. */
+void platform_proxy_clear(platform_proxy *out);
+
+/*
+ * Kerberos for the proxy (GSS-API): path (`proxy_keytab`) becomes this
+ * process's client keytab, judged as a secret trusted input through the
+ * handle that stays open and that the Kerberos library reads
+ * (KRB5_CLIENT_KTNAME=FILE:/proc/self/fd/N), with a credentials cache in
+ * memory (KRB5CCNAME=MEMORY:...) so no ticket is written to disk. Set in
+ * this process's environment only: the deploy child never gets them
+ * (deploy_env_is_passed). Windows: ERR_CONFIG (SSPI uses the account's own
+ * identity). ERR_CONFIG naming the key for a loose or missing file.
+ */
+MUST_CHECK error_code platform_kerberos_use_keytab(const char *path, error_info *err);
+
 /* Whether the stream is an interactive terminal (progress bars). */
 bool platform_is_terminal(FILE *stream);
 

@@ -556,9 +556,8 @@ static MUST_CHECK error_code apply_field(const field *f, const cJSON *item, conf
                 *(config_proxy_auth *)(base + f->offset) = (config_proxy_auth)i;
                 return ERR_OK;
             }
-        return error_set(err, ERR_CONFIG,
-                         "%s: `%s` must be \"auto\", \"negotiate\", \"ntlm\", \"basic\" or \"none\"", source,
-                         key);
+        return error_set(err, ERR_CONFIG, "%s: `%s` must be \"auto\", \"negotiate\", \"ntlm\", \"basic\" or \"none\"",
+                         source, key);
     }
     case FIELD_SECTION:
         if (!cJSON_IsObject(item))
@@ -878,6 +877,11 @@ static MUST_CHECK error_code check_policy(config *cfg, const char *source, error
  * http). The value may hold a password: an error never prints it. */
 static MUST_CHECK error_code check_proxy(const config *cfg, const char *source, error_info *err)
 {
+    if (cfg->proxy_keytab && !cfg->proxy_keytab[0])
+        return error_set(err, ERR_CONFIG,
+                         "%s: `proxy_keytab` is empty; name a Kerberos client keytab (e.g. /etc/krb5.keytab) or use "
+                         "null",
+                         source);
     const char *p = cfg->proxy;
     if (!p || strcmp(p, "system") == 0 || strcmp(p, "direct") == 0)
         return ERR_OK;
@@ -1069,6 +1073,9 @@ error_code config_check_api(const config *cfg, error_info *err)
                          "tenant's address",
                          cfg->path ? cfg->path : "configuration", cfg->base_url);
     error_code rc = config_check_file("tls.ca_file", cfg->tls_ca_file, err);
+    /* The proxy's Kerberos keys: a secret, judged like the API key file. */
+    if (rc == ERR_OK && cfg->proxy_keytab)
+        rc = platform_check_secret_file("proxy keytab (`proxy_keytab`)", cfg->proxy_keytab, err);
     /* libcurl's pin is either sha256//<base64>[;sha256//...] or a key file. */
     const char *pin = cfg->tls_pinned_public_key;
     if (rc == ERR_OK && pin && strncmp(pin, "sha256//", 8) != 0)

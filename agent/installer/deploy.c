@@ -215,6 +215,12 @@ bool deploy_env_is_passed(const char *entry)
         return false;
     if (name_len >= slen && text_equal_nocase_n(entry + name_len - slen, suffix, slen))
         return false;
+    /* Where outpost's Kerberos identity for the proxy is (proxy_keytab):
+     * a descriptor the child does not have, and a cache in outpost's memory. */
+    static const char *const kerberos[] = {"KRB5_CLIENT_KTNAME", "KRB5CCNAME", "KRB5_KTNAME"};
+    for (size_t i = 0; i < sizeof kerberos / sizeof kerberos[0]; i++)
+        if (name_len == strlen(kerberos[i]) && text_equal_nocase_n(entry, kerberos[i], name_len))
+            return false;
     return true;
 }
 

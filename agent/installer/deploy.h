@@ -100,7 +100,9 @@ char *deploy_log_path(const config *cfg, const char *version, int64_t now_s);
  * Whether the environment entry "NAME=value" is passed to the installer
  * (PRODUCT.md section 9): every variable is, except OUTPOST_* (the API key
  * may be OUTPOST_API_KEY) and *_PROXY (http_proxy, HTTPS_PROXY, ALL_PROXY,
- * NO_PROXY...: proxy URLs may carry credentials), names compared without
+ * NO_PROXY...: proxy URLs may carry credentials) and KRB5_CLIENT_KTNAME,
+ * KRB5CCNAME, KRB5_KTNAME (outpost's Kerberos identity for the proxy,
+ * proxy_keytab), names compared without
  * regard to case as Windows does. PATH, SystemRoot, TEMP, TMP, HOME, LANG
  * and the rest stay: installers need them.
  */

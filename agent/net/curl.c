@@ -204,10 +204,30 @@ struct curl_slist *curl_request_headers(const xfer *x, bool *ok)
     return list;
 }
 
+/* Sets the proxy for x's URL on e (proxy.h), saying at -v what was chosen
+ * for a new origin; *end says why when it cannot be chosen. */
+static bool attempt_proxy(http_client *c, xfer *x, CURL *e, attempt_end *end)
+{
+    char note[600];
+    error_info err;
+    error_clear(&err);
+    if (proxy_apply(c->proxy, e, x->url, note, sizeof note, &err) != ERR_OK) {
+        end->outcome = err.code == ERR_TEMPORARY ? OUTCOME_PROXY_SCRIPT
+                       : err.code == ERR_CONFIG  ? OUTCOME_CONFIG
+                                                 : OUTCOME_NOMEM;
+        snprintf(end->message, sizeof end->message, "%s", err.message);
+        return false;
+    }
+    if (note[0])
+        log_info("%s", note);
+    return true;
+}
+
 /* Sets up x's attempt on an easy handle and adds it to the multi handle. */
-static bool attempt_setup(http_client *c, xfer *x)
+static bool attempt_setup(http_client *c, xfer *x, attempt_end *end)
 {
     bool ok = true;
+    end->outcome = OUTCOME_NOMEM;
     CURL *e = easy_take(c);
     if (!e)
         return false;
@@ -243,7 +263,8 @@ static bool attempt_setup(http_client *c, xfer *x)
      * (nginx 75 s, load balancers 60 s); a run that waited for its rate
      * window must not trip over a connection the server already dropped. */
     curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, 50L);
-    proxy_apply(c->proxy, e, x->url);
+    if (!attempt_proxy(c, x, e, end))
+        return false;
     curl_easy_setopt(e, CURLOPT_USERAGENT, "outpost/" OUTPOST_VERSION);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, (void *)x);
@@ -276,9 +297,9 @@ static bool attempt_setup(http_client *c, xfer *x)
     return curl_multi_add_handle(c->multi, e) == CURLM_OK;
 }
 
-bool curl_attempt_start(http_client *c, xfer *x)
+bool curl_attempt_start(http_client *c, xfer *x, attempt_end *end)
 {
-    if (attempt_setup(c, x))
+    if (attempt_setup(c, x, end))
         return true;
     curl_attempt_drop(c, x);
     return false;
@@ -293,6 +314,23 @@ void curl_attempt_drop(http_client *c, xfer *x)
     }
     curl_slist_free_all(x->request_headers);
     x->request_headers = NULL;
+}
+
+/* After an attempt through a proxy: the -v line on how it authenticated
+ * (once per origin), and the next proxy of the origin's list (a PAC
+ * answer's) when this one could not be reached, so that the retry uses it. */
+static void attempt_proxy_end(http_client *c, xfer *x, CURL *e, CURLcode cc, attempt_outcome *outcome)
+{
+    char note[600];
+    long offered = 0;
+    if (curl_easy_getinfo(e, CURLINFO_PROXYAUTH_AVAIL, &offered) == CURLE_OK &&
+        proxy_note_auth(c->proxy, x->url, (unsigned long)offered, note, sizeof note))
+        log_info("%s", note);
+    if ((cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_PROXY) &&
+        proxy_next(c->proxy, x->url, note, sizeof note)) {
+        log_info("%s, the one before could not be reached (%s)", note, curl_easy_strerror(cc));
+        *outcome = OUTCOME_NETWORK; /* retried, through the next one */
+    }
 }
 
 bool curl_attempt_collect(http_client *c, xfer **done, attempt_end *end)
@@ -317,6 +355,7 @@ bool curl_attempt_collect(http_client *c, xfer **done, attempt_end *end)
         if (cc != CURLE_OK && curl_easy_getinfo(e, CURLINFO_HTTP_CONNECTCODE, &connect_code) == CURLE_OK &&
             connect_code == 407)
             outcome = OUTCOME_PROXY_AUTH;
+        attempt_proxy_end(c, x, e, cc, &outcome);
         easy_give_back(c, e);
         x->easy = NULL;
         curl_slist_free_all(x->request_headers);

@@ -184,8 +184,7 @@ error_code http_client_new(const config *cfg, const http_service *service, const
         http_client_free(c);
         return error_set(err, ERR_NOMEM, "out of memory creating the HTTP client");
     }
-    if ((rc = proxy_new(cfg->proxy, &c->proxy, err)) != ERR_OK ||
-        (!c->fake && (rc = curl_pool_open(c, err)) != ERR_OK)) {
+    if ((rc = proxy_new(cfg, &c->proxy, err)) != ERR_OK || (!c->fake && (rc = curl_pool_open(c, err)) != ERR_OK)) {
         http_client_free(c);
         return rc;
     }
@@ -329,10 +328,8 @@ static void start_attempt(http_client *c, xfer *x, int64_t now)
         file_attempt(c, x, &end);
     else if (c->fake)
         fake_attempt(c, x, &end);
-    else if (curl_attempt_start(c, x))
+    else if (curl_attempt_start(c, x, &end))
         return; /* running: drive() collects its end */
-    else
-        end.outcome = OUTCOME_NOMEM;
     attempt_finished(c, x, &end);
 }
 

@@ -181,15 +181,16 @@ struct http_client {
 };
 
 typedef enum {
-    OUTCOME_RESPONSE,   /* an HTTP answer came (maybe cut short by us) */
-    OUTCOME_NETWORK,    /* connect failure, reset, timeout, partial body: retryable */
-    OUTCOME_TLS,        /* certificate, host name or pin: final */
-    OUTCOME_CONFIG,     /* unusable URL or protocol */
-    OUTCOME_PROXY_AUTH, /* the proxy refused the CONNECT with 407: final */
-    OUTCOME_RESOLVE,    /* the host name does not resolve: final (a wrong URL) */
-    OUTCOME_NOT_FOUND,  /* a file:// path that does not exist: final */
-    OUTCOME_DEADLINE,   /* the overall deadline passed: final */
-    OUTCOME_OTHER,      /* anything else libcurl reports: final */
+    OUTCOME_RESPONSE,     /* an HTTP answer came (maybe cut short by us) */
+    OUTCOME_NETWORK,      /* connect failure, reset, timeout, partial body: retryable */
+    OUTCOME_TLS,          /* certificate, host name or pin: final */
+    OUTCOME_CONFIG,       /* unusable URL or protocol */
+    OUTCOME_PROXY_AUTH,   /* the proxy refused the CONNECT with 407: final */
+    OUTCOME_PROXY_SCRIPT, /* the machine's proxy script could not be fetched or run: final, exit 75 */
+    OUTCOME_RESOLVE,      /* the host name does not resolve: final (a wrong URL) */
+    OUTCOME_NOT_FOUND,    /* a file:// path that does not exist: final */
+    OUTCOME_DEADLINE,     /* the overall deadline passed: final */
+    OUTCOME_OTHER,        /* anything else libcurl reports: final */
     OUTCOME_NOMEM
 } attempt_outcome;
 
@@ -330,9 +331,10 @@ bool curl_pool_wait(http_client *c, long timeout_ms);
  * the ms until the next one is due (-1: none paused). */
 int64_t curl_pool_resume(http_client *c);
 
-/* Starts x's attempt on an easy handle of the pool; false when out of
- * memory (nothing is left running). */
-bool curl_attempt_start(http_client *c, xfer *x);
+/* Starts x's attempt on an easy handle of the pool; false when it could
+ * not (nothing is left running), with *end saying why: out of memory, or
+ * the proxy for its URL could not be chosen (OUTCOME_PROXY_SCRIPT). */
+bool curl_attempt_start(http_client *c, xfer *x, attempt_end *end);
 
 /* The next attempt libcurl finished: *x and how it ended; false when none. */
 bool curl_attempt_collect(http_client *c, xfer **x, attempt_end *end);

@@ -245,7 +245,9 @@ static void handle_response(http_client *c, xfer *x, int64_t now, outcome_verdic
             snprintf(detail, sizeof detail, " (%s)", first);
     }
     if (status == 407) {
-        fail(x, v, ERR_AUTH, "%s", PROXY_AUTH_ADVICE);
+        char refused[ERROR_MESSAGE_MAX];
+        proxy_refused_message(c->proxy, x->url, refused, sizeof refused);
+        fail(x, v, ERR_AUTH, "%s", refused);
         return;
     }
     if (x->direct) {
@@ -369,7 +371,15 @@ void outcome_decide(http_client *c, xfer *x, const attempt_end *end, outcome_ver
              x->direct ? "the URL" : "`base_url`", proxy_configured(c->proxy) ? " and `proxy`" : "");
         return;
     case OUTCOME_NOT_FOUND: fail(x, v, ERR_NOT_FOUND, "%.300s", message ? message : "no such file"); return;
-    case OUTCOME_PROXY_AUTH: fail(x, v, ERR_AUTH, "%s", PROXY_AUTH_ADVICE); return;
+    case OUTCOME_PROXY_AUTH: {
+        char refused[ERROR_MESSAGE_MAX];
+        proxy_refused_message(c->proxy, x->url, refused, sizeof refused);
+        fail(x, v, ERR_AUTH, "%s", refused);
+        return;
+    }
+    case OUTCOME_PROXY_SCRIPT:
+        fail(x, v, ERR_TEMPORARY, "%.400s", message ? message : "the proxy script failed");
+        return;
     default: fail(x, v, ERR_NETWORK, "%.300s", message ? message : "transfer failed"); return;
     }
 }

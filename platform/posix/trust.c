@@ -160,3 +160,38 @@ error_code platform_check_secret_file(const char *what, const char *path, error_
         err->code = ERR_CONFIG;
     return rc == ERR_NOT_FOUND ? ERR_CONFIG : rc;
 }
+
+/* The keytab's descriptor, open for the process's life: the Kerberos
+ * library reads the file through it, so what it reads is what was judged. */
+static int kerberos_keytab_fd = -1;
+
+error_code platform_kerberos_use_keytab(const char *path, error_info *err)
+{
+    int fd = -1;
+    error_code rc = open_trusted("proxy keytab (`proxy_keytab`)", path, true, &fd, err);
+    if (rc != ERR_OK) {
+        if (err)
+            err->code = ERR_CONFIG;
+        return ERR_CONFIG;
+    }
+    /* The same open file again by name: Linux's /proc/self/fd, else /dev/fd. */
+    char name[64];
+    snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
+    if (access(name, R_OK) != 0)
+        snprintf(name, sizeof name, "/dev/fd/%d", fd);
+    char ktname[80], ccname[80];
+    snprintf(ktname, sizeof ktname, "FILE:%s", name);
+    /* A memory cache private to this process: the tickets never reach a
+     * disk, and a cache of the user's (KRB5CCNAME, /tmp/krb5cc_0) is
+     * neither read nor filled. */
+    snprintf(ccname, sizeof ccname, "MEMORY:outpost-%ld", (long)getpid());
+    if (setenv("KRB5_CLIENT_KTNAME", ktname, 1) != 0 || setenv("KRB5CCNAME", ccname, 1) != 0) {
+        int e = errno;
+        close(fd);
+        return error_set_os(err, ERR_NOMEM, e, "cannot set KRB5_CLIENT_KTNAME: %s", strerror(e));
+    }
+    if (kerberos_keytab_fd >= 0)
+        close(kerberos_keytab_fd);
+    kerberos_keytab_fd = fd;
+    return ERR_OK;
+}

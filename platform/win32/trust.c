@@ -640,3 +640,11 @@ error_code platform_read_trusted_file(const char *what, const char *path, bool s
     }
     return rc;
 }
+
+error_code platform_kerberos_use_keytab(const char *path, error_info *err)
+{
+    return error_set(err, ERR_CONFIG,
+                     "`proxy_keytab` (%s) is for Linux and other GSS-API systems; on Windows Negotiate and NTLM use "
+                     "the identity outpost runs as (SYSTEM: the computer account), so remove the key",
+                     path);
+}

@@ -160,6 +160,14 @@ static void test_errors_name_the_key(void **state)
         {"{\"log\": {\"file\": \"\"}}", "`log.file`"},
         {"{\"log\": {\"file\": 3}}", "`log.file`"},
         {"{\"log\": {\"path\": \"x\"}}", "`log.path`"},
+        {"{\"proxy_auth\": \"kerberos\"}", "`proxy_auth` must be \"auto\", \"negotiate\", \"ntlm\""},
+        {"{\"proxy_auth\": null}", "`proxy_auth`"},
+        {"{\"proxy_auth\": 1}", "`proxy_auth`"},
+        {"{\"proxy_keytab\": 3}", "`proxy_keytab`"},
+        {"{\"proxy_keytab\": \"\"}", "`proxy_keytab`"},
+        {"{\"proxy\": \"ftp://proxy:21\"}", "`proxy` must be \"system\""},
+        {"{\"proxy\": \"wpad\\/x\"}", "`proxy`"},
+        {"{\"proxy\": 3128}", "`proxy`"},
         {"[1, 2]", "JSON object"},
         {"{\"base_url\": ", "not valid JSON"},
     };
@@ -172,6 +180,35 @@ static void test_errors_name_the_key(void **state)
         assert_non_null(strstr(err.message, "test.json"));
         config_free(&cfg);
     }
+}
+
+/* proxy: "system" (the default, also null), "direct", a URL or host:port;
+ * proxy_auth by name; a refused proxy URL is shown without its password. */
+static void test_proxy_keys(void **state)
+{
+    (void)state;
+    config cfg;
+    error_info err;
+    assert_int_equal(load("{}", &cfg, &err), ERR_OK);
+    assert_int_equal(cfg.proxy_auth, CONFIG_PROXY_AUTH_AUTO);
+    assert_null(cfg.proxy_keytab);
+    config_free(&cfg);
+    static const char *const good[] = {
+        "\"system\"",           "\"direct\"",       "null", "\"http://u:p@proxy:3128\"", "\"proxy.corp:8080\"",
+        "\"socks5h://s:1080\"", "\"HTTPS://p:443\""};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char json[200];
+        snprintf(json, sizeof json, "{\"proxy\": %s, \"proxy_auth\": \"ntlm\", \"proxy_keytab\": \"/etc/krb5.keytab\"}",
+                 good[i]);
+        if (load(json, &cfg, &err) != ERR_OK)
+            fail_msg("%s: %s", json, err.message);
+        assert_int_equal(cfg.proxy_auth, CONFIG_PROXY_AUTH_NTLM);
+        assert_string_equal(cfg.proxy_keytab, "/etc/krb5.keytab");
+        config_free(&cfg);
+    }
+    assert_int_equal(load("{\"proxy\": \"ftp://user:Secr3t@proxy:21\"}", &cfg, &err), ERR_CONFIG);
+    assert_null(strstr(err.message, "Secr3t"));
+    config_free(&cfg);
 }
 
 static void test_loopback_http_allowed(void **state)
@@ -606,6 +643,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_full_example),
         cmocka_unit_test(test_errors_name_the_key),
+        cmocka_unit_test(test_proxy_keys),
         cmocka_unit_test(test_loopback_http_allowed),
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_mirror_and_publish),

@@ -401,6 +401,10 @@ static void test_child_environment_filter(void **unused)
         {"ALL_PROXY=socks5://u:p@proxy", false},
         {"all_proxy=socks5://u:p@proxy", false},
         {"no_proxy=localhost", false},
+        {"KRB5_CLIENT_KTNAME=FILE:/proc/self/fd/5", false},
+        {"KRB5CCNAME=MEMORY:outpost-1", false},
+        {"krb5_ktname=FILE:/etc/krb5.keytab", false},
+        {"KRB5_CONFIG=/etc/krb5.conf", true},
         {"PROXY=x", true},       /* not *_PROXY */
         {"MY_PROXYCFG=x", true}, /* ends otherwise */
         {"OUTPOSTX=1", true},
