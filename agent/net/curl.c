@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "net/http_int.h"
 #include "net/proxy.h"
 #include "net/speed.h"
@@ -204,6 +205,29 @@ struct curl_slist *curl_request_headers(const xfer *x, bool *ok)
     return list;
 }
 
+/* libcurl's trace, watched for the scheme of a Proxy-Authorization header
+ * it sends (the credentials after it are never looked at). */
+static int debug_cb(CURL *e, curl_infotype type, char *data, size_t size, void *userp)
+{
+    (void)e;
+    xfer *x = userp;
+    static const char name[] = "Proxy-Authorization: ";
+    size_t n = sizeof name - 1;
+    if (type != CURLINFO_HEADER_OUT)
+        return 0;
+    for (size_t i = 0; i + n < size; i++) {
+        if ((i == 0 || data[i - 1] == '\n') && text_equal_nocase_n(data + i, name, n)) {
+            size_t k = 0;
+            while (i + n + k < size && k + 1 < sizeof x->proxy_scheme && data[i + n + k] != ' ' &&
+                   data[i + n + k] != '\r')
+                k++;
+            memcpy(x->proxy_scheme, data + i + n, k);
+            x->proxy_scheme[k] = '\0';
+        }
+    }
+    return 0;
+}
+
 /* Sets the proxy for x's URL on e (proxy.h), saying at -v what was chosen
  * for a new origin; *end says why when it cannot be chosen. */
 static bool attempt_proxy(http_client *c, xfer *x, CURL *e, attempt_end *end)
@@ -220,6 +244,14 @@ static bool attempt_proxy(http_client *c, xfer *x, CURL *e, attempt_end *end)
     }
     if (note[0])
         log_info("%s", note);
+    /* At -v, which scheme authenticated to the proxy, once per origin:
+     * libcurl says what it sent (curl before 8.12 has no
+     * CURLINFO_PROXYAUTH_USED), and only its scheme's name is kept. */
+    x->proxy_scheme[0] = '\0';
+    bool watch = log_get_level() >= LOG_VERBOSE && proxy_auth_unsaid(c->proxy, x->url);
+    curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, watch ? debug_cb : NULL);
+    curl_easy_setopt(e, CURLOPT_DEBUGDATA, watch ? (void *)x : NULL);
+    curl_easy_setopt(e, CURLOPT_VERBOSE, watch ? 1L : 0L);
     return true;
 }
 
@@ -317,19 +349,27 @@ void curl_attempt_drop(http_client *c, xfer *x)
 }
 
 /* After an attempt through a proxy: the -v line on how it authenticated
- * (once per origin), and the next proxy of the origin's list (a PAC
+ * (once per origin, after a transfer the proxy let through), and the next proxy of the origin's list (a PAC
  * answer's) when this one could not be reached, so that the retry uses it. */
-static void attempt_proxy_end(http_client *c, xfer *x, CURL *e, CURLcode cc, attempt_outcome *outcome)
+static void attempt_proxy_end(http_client *c, xfer *x, CURLcode cc, attempt_end *end)
 {
     char note[600];
-    long offered = 0;
-    if (curl_easy_getinfo(e, CURLINFO_PROXYAUTH_AVAIL, &offered) == CURLE_OK &&
-        proxy_note_auth(c->proxy, x->url, (unsigned long)offered, note, sizeof note))
+    if (cc == CURLE_OK && x->status != 407 && proxy_auth_unsaid(c->proxy, x->url) && log_get_level() >= LOG_VERBOSE &&
+        proxy_note_auth(c->proxy, x->url, x->proxy_scheme, note, sizeof note))
         log_info("%s", note);
-    if ((cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_PROXY) &&
-        proxy_next(c->proxy, x->url, note, sizeof note)) {
+    if (cc != CURLE_COULDNT_CONNECT && cc != CURLE_COULDNT_RESOLVE_PROXY)
+        return;
+    /* The failure is the proxy's: say which, and where it came from. */
+    char shown[300];
+    proxy_shown(c->proxy, x->url, shown, sizeof shown);
+    if (shown[0]) {
+        char message[sizeof end->message];
+        snprintf(message, sizeof message, "%s", end->message);
+        snprintf(end->message, sizeof end->message, "the proxy %.300s: %.180s", shown, message);
+    }
+    if (proxy_next(c->proxy, x->url, note, sizeof note)) {
         log_info("%s, the one before could not be reached (%s)", note, curl_easy_strerror(cc));
-        *outcome = OUTCOME_NETWORK; /* retried, through the next one */
+        end->outcome = OUTCOME_NETWORK; /* retried, through the next one */
     }
 }
 
@@ -355,7 +395,6 @@ bool curl_attempt_collect(http_client *c, xfer **done, attempt_end *end)
         if (cc != CURLE_OK && curl_easy_getinfo(e, CURLINFO_HTTP_CONNECTCODE, &connect_code) == CURLE_OK &&
             connect_code == 407)
             outcome = OUTCOME_PROXY_AUTH;
-        attempt_proxy_end(c, x, e, cc, &outcome);
         easy_give_back(c, e);
         x->easy = NULL;
         curl_slist_free_all(x->request_headers);
@@ -363,6 +402,7 @@ bool curl_attempt_collect(http_client *c, xfer **done, attempt_end *end)
         end->outcome = outcome;
         if (cc == CURLE_OK)
             end->message[0] = '\0';
+        attempt_proxy_end(c, x, cc, end);
         *done = x;
         return true;
     }

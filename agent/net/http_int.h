@@ -127,6 +127,7 @@ typedef struct xfer {
     int64_t resume_at_ms;  /* and, while paused, when to take more */
     bool paused;
     char errbuf[CURL_ERROR_SIZE];
+    char proxy_scheme[16]; /* of the last Proxy-Authorization sent (for -v), "" when none */
 } xfer;
 
 struct stream_ctx {

@@ -624,25 +624,30 @@ void proxy_shown(const proxy_setup *p, const char *url, char *buf, size_t size)
     free(shown);
 }
 
-bool proxy_note_auth(proxy_setup *p, const char *url, unsigned long offered, char *note, size_t note_size)
+bool proxy_auth_unsaid(const proxy_setup *p, const char *url)
+{
+    const origin_entry *o = find_origin(p, url);
+    return o && o->choice.candidates[o->at] && !o->auth_noted;
+}
+
+bool proxy_note_auth(proxy_setup *p, const char *url, const char *sent, char *note, size_t note_size)
 {
     note[0] = '\0';
     origin_entry *o = find_origin(p, url);
     const char *candidate = o ? o->choice.candidates[o->at] : NULL;
-    if (!candidate || o->auth_noted || !offered)
+    if (!candidate || o->auth_noted)
         return false;
     o->auth_noted = true;
     bool own = false;
-    unsigned long allowed = proxy_auth_bits(p->auth, has_user_info(candidate), p->sspi, &own);
-    const char *scheme = proxy_auth_scheme_name(offered, allowed);
-    const char *whose = !scheme ? ""
-                        : strcmp(scheme, "Negotiate") == 0 || (own && strcmp(scheme, "NTLM") == 0)
+    (void)proxy_auth_bits(p->auth, has_user_info(candidate), p->sspi, &own);
+    const char *whose = !sent[0] ? ""
+                        : text_equal_nocase(sent, "Negotiate") || (own && text_equal_nocase(sent, "NTLM"))
                             ? " with the process's own identity"
                             : " with the proxy URL's credentials";
     char shown[300];
     proxy_shown(p, url, shown, sizeof shown);
-    snprintf(note, note_size, "proxy %s for %s: authenticated with %s%s", shown, o->origin,
-             scheme ? scheme : "no scheme outpost may use", whose);
+    snprintf(note, note_size, "proxy %s for %s: %s%s%s", shown, o->origin,
+             sent[0] ? "authenticated with " : "no authentication asked", sent, whose);
     return true;
 }
 

@@ -122,12 +122,17 @@ bool proxy_next(proxy_setup *p, const char *url, char *note, size_t note_size);
  * (without a password), into buf; "" when direct or not decided. */
 void proxy_shown(const proxy_setup *p, const char *url, char *buf, size_t size);
 
+/* Whether the scheme that authenticates url's origin to its proxy is still
+ * to be said at -v (it goes through a proxy, and nothing was said yet). */
+bool proxy_auth_unsaid(const proxy_setup *p, const char *url);
+
 /*
- * After a transfer to url answered through its proxy: the -v line naming
- * the scheme that authenticated to the proxy, once per origin (*note "",
- * false otherwise). offered: CURLINFO_PROXYAUTH_AVAIL.
+ * After a transfer to url through its proxy ended with the proxy's consent:
+ * the -v line naming the scheme of the last Proxy-Authorization sent
+ * (sent: "Negotiate", "NTLM", "Basic", "Digest"; "" when none was needed),
+ * once per origin. False (and *note "") when nothing is to be said.
  */
-bool proxy_note_auth(proxy_setup *p, const char *url, unsigned long offered, char *note, size_t note_size);
+bool proxy_note_auth(proxy_setup *p, const char *url, const char *sent, char *note, size_t note_size);
 
 /*
  * The message for a 407 libcurl could not answer (exit 3): names the proxy

@@ -18,7 +18,13 @@ plain HTTP to any loopback port. Host names come from a generated hosts file
 (localhost and storage.localhost are 127.0.0.1, as the simulator's
 certificate expects). With auth=(user, password), Basic proxy
 authentication through squid's basic_ncsa_auth helper and a generated
-password file (MD5-crypt, written with `openssl passwd -1`).
+password file (MD5-crypt, written with `openssl passwd -1`). With
+scheme="ntlm", NTLM through ntlm_fake_auth (a real NTLM handshake; any
+user and password accepted, the user logged). With scheme="negotiate" and
+kerberos=(realm, keytab), Negotiate through negotiate_kerberos_auth with
+the service key HTTP/localhost from keytab (krb5_helper.Realm): the proxy
+is then reached by its name, url_named (http://localhost:port), as
+Kerberos names it.
 
 stop() ends squid and every process of its group (the auth helpers) and
 checks that none is left; the tests call it in fixture teardown.
@@ -90,6 +96,19 @@ auth_param basic children 2 startup=1 idle=1
 acl authenticated proxy_auth REQUIRED
 """
 
+NTLM_AUTH = """
+auth_param ntlm program /usr/lib/squid/ntlm_fake_auth
+auth_param ntlm children 2 startup=1 idle=1
+acl authenticated proxy_auth REQUIRED
+"""
+
+NEGOTIATE_AUTH = """
+auth_param negotiate program /usr/lib/squid/negotiate_kerberos_auth -s GSS_C_NO_NAME -k {keytab}
+auth_param negotiate children 2 startup=1 idle=1
+auth_param negotiate keep_alive on
+acl authenticated proxy_auth REQUIRED
+"""
+
 
 class Squid:
     def __init__(self, process: subprocess.Popen, directory: str, port: int, auth):
@@ -98,6 +117,7 @@ class Squid:
         self.port = port
         self.auth = auth
         self.url = f"http://127.0.0.1:{port}"
+        self.url_named = f"http://localhost:{port}"
 
     @property
     def url_with_credentials(self) -> str:
@@ -107,9 +127,24 @@ class Squid:
         return f"http://{user}:{password}@127.0.0.1:{self.port}"
 
     @classmethod
-    def start(cls, auth: tuple[str, str] | None = None, timeout: float = 20.0) -> "Squid":
+    def start(cls, auth: tuple[str, str] | None = None, timeout: float = 20.0, scheme: str = "basic",
+              kerberos=None) -> "Squid":
         require_squid()
         directory = tempfile.mkdtemp(prefix="outpost-squid-")
+        env = dict(os.environ)
+        auth_conf = AUTH.format(helper=NCSA_AUTH, dir=directory) if auth else ""
+        if scheme == "ntlm":
+            auth_conf = NTLM_AUTH
+        elif scheme == "negotiate":
+            realm, keytab = kerberos
+            own = os.path.join(directory, "squid.keytab")
+            shutil.copyfile(keytab, own)
+            auth_conf = NEGOTIATE_AUTH.format(keytab=own)
+            # The helpers inherit squid's environment: the realm's
+            # krb5.conf, no replay cache on disk.
+            env.update(realm.env())
+            env["KRB5RCACHETYPE"] = "none"
+        protected = bool(auth) or scheme != "basic"
         with open(os.path.join(directory, "hosts"), "w") as f:
             f.write("127.0.0.1 localhost storage.localhost\n")
         if auth:
@@ -130,11 +165,16 @@ class Squid:
         for _ in range(3):  # the free port may be taken between bind and squid's bind
             port = free_port()
             conf_path = os.path.join(directory, "squid.conf")
-            access = "http_access allow authenticated" if auth else "http_access allow all"
+            access = "http_access allow authenticated" if protected else "http_access allow all"
             with open(conf_path, "w") as f:
-                f.write(CONFIG.format(port=port, dir=directory, access=access,
-                                      auth=AUTH.format(helper=NCSA_AUTH, dir=directory) if auth else ""))
-            process = subprocess.Popen([SQUID, "-N", "-f", conf_path], stdin=subprocess.DEVNULL,
+                f.write(CONFIG.format(port=port, dir=directory, access=access, auth=auth_conf))
+            if os.geteuid() == 0:
+                try:
+                    entry = pwd.getpwnam("proxy")
+                    os.chown(conf_path, entry.pw_uid, entry.pw_gid)
+                except KeyError:
+                    pass
+            process = subprocess.Popen([SQUID, "-N", "-f", conf_path], stdin=subprocess.DEVNULL, env=env,
                                        stdout=subprocess.DEVNULL, stderr=open(os.path.join(directory, "stderr"), "w"),
                                        start_new_session=True)
             instance = cls(process, directory, port, auth)

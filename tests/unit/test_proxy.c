@@ -190,10 +190,12 @@ static void test_setup_applies_and_names_without_password(void **unused)
     assert_null(strstr(msg, "secret"));
     /* one candidate: nothing to move to */
     assert_false(proxy_next(p, "https://tenant.example.com/v2/x", note, sizeof note));
-    assert_true(
-        proxy_note_auth(p, "https://tenant.example.com/", CURLAUTH_BASIC | CURLAUTH_NEGOTIATE, note, sizeof note));
-    assert_non_null(strstr(note, "Negotiate"));
-    assert_false(proxy_note_auth(p, "https://tenant.example.com/", CURLAUTH_BASIC, note, sizeof note));
+    assert_true(proxy_auth_unsaid(p, "https://tenant.example.com/"));
+    assert_true(proxy_note_auth(p, "https://tenant.example.com/", "Basic", note, sizeof note));
+    assert_non_null(strstr(note, "authenticated with Basic with the proxy URL's credentials"));
+    assert_null(strstr(note, "secret"));
+    assert_false(proxy_auth_unsaid(p, "https://tenant.example.com/"));
+    assert_false(proxy_note_auth(p, "https://tenant.example.com/", "Basic", note, sizeof note));
     curl_easy_cleanup(e);
     proxy_free(p);
     proxy_free(NULL);
