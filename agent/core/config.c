@@ -202,6 +202,7 @@ error_code config_init_defaults(config *cfg, error_info *err)
 
     memset(cfg, 0, sizeof *cfg);
     cfg->state_dir = platform_default_state_dir();
+    cfg->proxy_auth = CONFIG_PROXY_AUTH_AUTO;
     cfg->installer.enabled = true;
     cfg->installer.platform = text_dup("windows");
     cfg->installer.product_name = text_dup("Security Platform Sensor");

@@ -82,7 +82,7 @@ def require_krb5() -> None:
     if not missing:
         return
     message = (f"MIT Kerberos is not installed ({', '.join(missing)} missing); run scripts/setup "
-               "(Debian packages krb5-kdc, krb5-admin-server, krb5-user)")
+               "(Debian packages krb5-kdc, krb5-admin-server; krb5-user for klist when debugging)")
     if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
         pytest.fail(message)
     pytest.skip(message)
