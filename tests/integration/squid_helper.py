@@ -128,9 +128,11 @@ class Squid:
 
     @classmethod
     def start(cls, auth: tuple[str, str] | None = None, timeout: float = 20.0, scheme: str = "basic",
-              kerberos=None) -> "Squid":
+              kerberos=None, parent: str | None = None) -> "Squid":
+        """parent: where squid's temporary directory goes (default: TMPDIR);
+        as root, squid's own user must be able to reach it."""
         require_squid()
-        directory = tempfile.mkdtemp(prefix="outpost-squid-")
+        directory = tempfile.mkdtemp(prefix="outpost-squid-", dir=parent)
         env = dict(os.environ)
         auth_conf = AUTH.format(helper=NCSA_AUTH, dir=directory) if auth else ""
         if scheme == "ntlm":
