@@ -20,7 +20,8 @@
  *    of names and building one (names.h);
  *  - the shorthands of platform_spawn_with that each side's process.c
  *    implements (platform_spawn, platform_spawn_to_file,
- *    platform_spawn_env).
+ *    platform_spawn_env);
+ *  - freeing what each side's proxy.c answered (platform_proxy_clear).
  * (The CPU's crypto instructions are cpu.c's, beside this file.)
  */
 #if !defined(_WIN32) && !defined(_FILE_OFFSET_BITS)
@@ -30,6 +31,7 @@
 #include "platform/platform.h"
 #include "platform/names.h"
 
+#include "base/dynbuf.h"
 #include "base/text.h"
 
 #include <errno.h>
@@ -319,4 +321,12 @@ error_code platform_spawn_env(const char *const argv[], const char *const envp[]
 {
     platform_spawn_options options = {.envp = envp, .output_path = output_path};
     return platform_spawn_with(argv, &options, timeout_ms, result, err);
+}
+
+void platform_proxy_clear(platform_proxy *out)
+{
+    dynbuf_secret_free(out->proxies);
+    free(out->bypass);
+    free(out->source);
+    memset(out, 0, sizeof *out);
 }

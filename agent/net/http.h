@@ -11,9 +11,9 @@
  *    base_url (an optional path prefix such as "/public" is kept; a
  *    trailing slash is harmless), the CA file (for every host, redirect
  *    targets included), the pinned public key (the platform's host only),
- *    the proxy (config `proxy`, else libcurl's usual HTTPS_PROXY / NO_PROXY
- *    handling; any proxy authentication scheme, NTLM and Negotiate
- *    included), connect and low-speed timeouts;
+ *    the proxy (proxy.h: config `proxy`, else the machine's, per host;
+ *    the schemes `proxy_auth` allows, Negotiate and NTLM with the
+ *    process's own identity), connect and low-speed timeouts;
  *  - the access token (token.h): exchanged from the service's secret (the
  *    API key) before the first call, renewed before it expires, renewed
  *    once on a 401;

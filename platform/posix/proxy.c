@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/dynbuf.h"
 #include "base/text.h"
 
 /* The first of names that is set and not empty, its name in *which. */
@@ -52,12 +51,4 @@ error_code platform_proxy_for_url(const char *url, platform_proxy *out, error_in
         return error_set(err, ERR_NOMEM, "out of memory reading the proxy settings");
     }
     return ERR_OK;
-}
-
-void platform_proxy_clear(platform_proxy *out)
-{
-    dynbuf_secret_free(out->proxies);
-    free(out->bypass);
-    free(out->source);
-    memset(out, 0, sizeof *out);
 }

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <winhttp.h>
 
-#include "base/dynbuf.h"
 #include "base/text.h"
 
 static HINTERNET proxy_session;
@@ -234,12 +233,4 @@ error_code platform_proxy_for_url(const char *url, platform_proxy *out, error_in
             return win32_fail_nomem(err);
     }
     return ERR_OK;
-}
-
-void platform_proxy_clear(platform_proxy *out)
-{
-    dynbuf_secret_free(out->proxies);
-    free(out->bypass);
-    free(out->source);
-    memset(out, 0, sizeof *out);
 }
