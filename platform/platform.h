@@ -702,6 +702,15 @@ MUST_CHECK error_code platform_proxy_for_url(const char *url, platform_proxy *ou
 void platform_proxy_clear(platform_proxy *out);
 
 /*
+ * The identity the operating system's own authentication presents to a
+ * proxy for this process, for -v: Windows, the account SSPI uses
+ * (GetUserNameEx, NameSamCompatible: "CORP\HOST$" for SYSTEM on a domain
+ * member, the computer account). POSIX: false (GSS-API's principal is the
+ * keytab's or the credentials cache's, which -v names instead).
+ */
+bool platform_proxy_identity(char *buf, size_t size);
+
+/*
  * Kerberos for the proxy (GSS-API): path (`proxy_keytab`) becomes this
  * process's client keytab, judged as a secret trusted input through the
  * handle that stays open and that the Kerberos library reads

@@ -14,6 +14,7 @@
 #include "base/dynbuf.h"
 #include "base/text.h"
 #include "net/url.h"
+#include "platform/platform.h"
 
 /* ---- Decisions --------------------------------------------------------------------------- */
 
@@ -640,14 +641,18 @@ bool proxy_note_auth(proxy_setup *p, const char *url, const char *sent, char *no
     o->auth_noted = true;
     bool own = false;
     (void)proxy_auth_bits(p->auth, has_user_info(candidate), p->sspi, &own);
-    const char *whose = !sent[0] ? ""
-                        : text_equal_nocase(sent, "Negotiate") || (own && text_equal_nocase(sent, "NTLM"))
-                            ? " with the process's own identity"
-                            : " with the proxy URL's credentials";
+    bool as_self = sent[0] && (text_equal_nocase(sent, "Negotiate") || (own && text_equal_nocase(sent, "NTLM")));
+    const char *whose = !sent[0]  ? ""
+                        : as_self ? " with the process's own identity"
+                                  : " with the proxy URL's credentials";
+    char named[300] = ""; /* which account the proxy saw (CORP\\HOST$), where the OS says */
+    if (as_self)
+        (void)platform_proxy_identity(named, sizeof named);
     char shown[300];
     proxy_shown(p, url, shown, sizeof shown);
-    snprintf(note, note_size, "proxy %s for %s: %s%s%s", shown, o->origin,
-             sent[0] ? "authenticated with " : "no authentication asked", sent, whose);
+    snprintf(note, note_size, "proxy %s for %s: %s%s%s%s%s%s", shown, o->origin,
+             sent[0] ? "authenticated with " : "no authentication asked", sent, whose, named[0] ? " (" : "", named,
+             named[0] ? ")" : "");
     return true;
 }
 

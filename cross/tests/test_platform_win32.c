@@ -945,6 +945,21 @@ static void test_threads(void **state)
     platform_mutex_free(h.m);
 }
 
+/* The account -v names after Negotiate or NTLM with the process's own
+ * identity: the SAM-compatible name SSPI presents (DOMAIN\\account; on a
+ * domain member SYSTEM is the computer account HOST$). */
+static void test_proxy_identity(void **state)
+{
+    (void)state;
+    char name[300];
+    assert_true(platform_proxy_identity(name, sizeof name));
+    assert_non_null(strchr(name, '\\'));
+    assert_true(strlen(name) > 2);
+    char small[4] = "xyz";
+    (void)platform_proxy_identity(small, sizeof small); /* cut, never overrun */
+    assert_true(strlen(small) < sizeof small);
+}
+
 static void test_installed_version_from_registry(void **state)
 {
     (void)state;
@@ -1015,6 +1030,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_clocks_and_random),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_installed_version_from_registry),
+        cmocka_unit_test(test_proxy_identity),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     ERROR_IGNORE(platform_remove_tree(scratch, NULL));

@@ -52,3 +52,10 @@ error_code platform_proxy_for_url(const char *url, platform_proxy *out, error_in
     }
     return ERR_OK;
 }
+
+bool platform_proxy_identity(char *buf, size_t size)
+{
+    if (size)
+        buf[0] = '\0';
+    return false;
+}

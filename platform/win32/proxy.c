@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <winhttp.h>
+#define SECURITY_WIN32
+#include <secext.h>
 
 #include "base/text.h"
 
@@ -233,4 +235,21 @@ error_code platform_proxy_for_url(const char *url, platform_proxy *out, error_in
             return win32_fail_nomem(err);
     }
     return ERR_OK;
+}
+
+bool platform_proxy_identity(char *buf, size_t size)
+{
+    if (!size)
+        return false;
+    buf[0] = '\0';
+    wchar_t name[512];
+    ULONG len = (ULONG)(sizeof name / sizeof name[0]);
+    if (!GetUserNameExW(NameSamCompatible, name, &len))
+        return false;
+    char *utf8 = win32_narrow(name);
+    if (!utf8)
+        return false;
+    snprintf(buf, size, "%s", utf8);
+    free(utf8);
+    return buf[0] != '\0';
 }

@@ -2052,6 +2052,16 @@ static void count_bytes(void *user, const void *data, size_t len)
     *(size_t *)user += len;
 }
 
+/* POSIX names no identity for -v (GSS-API's principal is the keytab's or
+ * the credentials cache's); the buffer is left empty, never stale. */
+static void test_proxy_identity_posix(void **state)
+{
+    (void)state;
+    char name[16] = "stale";
+    assert_false(platform_proxy_identity(name, sizeof name));
+    assert_string_equal(name, "");
+}
+
 static void test_copy_file(void **state)
 {
     fixture *f = *state;
@@ -2098,6 +2108,7 @@ int main(void)
         T(test_path_stat),
         T(test_write_atomic_creates_and_replaces),
         cmocka_unit_test(test_path_dir),
+        cmocka_unit_test(test_proxy_identity_posix),
         T(test_temp_name),
         T(test_copy_file),
         T(test_write_atomic_errors),
