@@ -1,8 +1,7 @@
 """Integration tests of a cross-built outpost (scripts/cross TARGET test):
 the real Windows or arm64 binary, run under wine or qemu, against the
 simulator on loopback over HTTPS (https://localhost: the simulator's
-certificate names DNS:localhost, and mbedTLS 2.28 does not match IP
-addresses in subjectAltName).
+certificate names DNS:localhost).
 
 What is covered is what differs per target: the UTF-8/UTF-16 boundary
 (non-ASCII paths in the configuration and on the command line), the
@@ -73,6 +72,21 @@ def test_version_verbose_says_what_it_links(outpost):
         assert "SSPI" not in features
     text = outpost.run("version", "-v").stdout
     assert "TLS 1.3: yes" in text and ("SSPI" in text) == TARGET.startswith("windows")
+
+
+@pytest.mark.skipif(not TARGET.startswith("windows"), reason="Windows imports")
+def test_windows_exe_imports_winhttp_and_secur32(outpost):
+    """The machine's proxy comes from WinHTTP (netsh winhttp, WPAD, PAC) and
+    -v names the account SSPI presents (GetUserNameEx): both are imports of
+    the exe itself; libcurl's SSPI loads secur32.dll at run time as well."""
+    import shutil
+    import subprocess
+    objdump = shutil.which("x86_64-w64-mingw32-objdump")
+    if objdump is None:
+        pytest.skip("x86_64-w64-mingw32-objdump is not installed")
+    out = subprocess.run([objdump, "-p", outpost.binary], capture_output=True, text=True, check=True).stdout
+    imported = {m.lower() for m in re.findall(r"DLL Name: (\S+)", out)}
+    assert {"winhttp.dll", "secur32.dll"} <= imported, imported
 
 
 def test_unknown_config_key_is_exit_2_naming_the_key(outpost, tmp_path):
