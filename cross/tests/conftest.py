@@ -3,7 +3,8 @@ simulator fixtures of tests/conftest.py, and helpers that run the target's
 outpost binary through the emulator wrapper that scripts/cross puts in
 OUTPOST_BIN (wine for Windows, qemu-aarch64 for arm64).
 
-Environment: OUTPOST_BIN (required), OUTPOST_CROSS_TARGET ("windows" or
+Environment: OUTPOST_BIN (required), OUTPOST_CROSS_EXE (the binary itself,
+for what is read off the file), OUTPOST_CROSS_TARGET ("windows" or
 "arm64"; decides how host paths are spelled for the program).
 """
 import importlib.util

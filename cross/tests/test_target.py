@@ -75,7 +75,7 @@ def test_version_verbose_says_what_it_links(outpost):
 
 
 @pytest.mark.skipif(not TARGET.startswith("windows"), reason="Windows imports")
-def test_windows_exe_imports_winhttp_and_secur32(outpost):
+def test_windows_exe_imports_winhttp_and_secur32():
     """The machine's proxy comes from WinHTTP (netsh winhttp, WPAD, PAC) and
     -v names the account SSPI presents (GetUserNameEx): both are imports of
     the exe itself; libcurl's SSPI loads secur32.dll at run time as well."""
@@ -84,7 +84,9 @@ def test_windows_exe_imports_winhttp_and_secur32(outpost):
     objdump = shutil.which("x86_64-w64-mingw32-objdump")
     if objdump is None:
         pytest.skip("x86_64-w64-mingw32-objdump is not installed")
-    out = subprocess.run([objdump, "-p", outpost.binary], capture_output=True, text=True, check=True).stdout
+    exe = os.environ.get("OUTPOST_CROSS_EXE")  # the .exe itself (OUTPOST_BIN is the wine wrapper)
+    assert exe, "OUTPOST_CROSS_EXE is not set (scripts/cross and scripts/release set it)"
+    out = subprocess.run([objdump, "-p", exe], capture_output=True, text=True, check=True).stdout
     imported = {m.lower() for m in re.findall(r"DLL Name: (\S+)", out)}
     assert {"winhttp.dll", "secur32.dll"} <= imported, imported
 
