@@ -214,6 +214,18 @@ error_code platform_temp_name(const char *path, char **tmp, error_info *err)
     return ERR_OK;
 }
 
+/* One piece, on either platform's platform_atomic_* (same crash points). */
+error_code platform_write_atomic(const char *path, const void *data, size_t len, error_info *err)
+{
+    platform_atomic_file *f = NULL;
+    error_code rc = platform_atomic_open(path, false, &f, err);
+    if (rc == ERR_OK && (rc = platform_atomic_write(f, data, len, err)) != ERR_OK)
+        platform_atomic_abort(f);
+    else if (rc == ERR_OK)
+        rc = platform_atomic_commit(f, NULL, err);
+    return rc;
+}
+
 #define COPY_CHUNK (1024 * 1024) /* one hasher slot (installer/verify.c) */
 /* Every this many bytes the copy asks the OS to start writing them (a hint,
  * platform_start_writeback): the final fsync of a large file then waits for

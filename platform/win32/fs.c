@@ -399,17 +399,6 @@ error_code platform_atomic_commit(platform_atomic_file *f, const char *readers_g
     return rc;
 }
 
-error_code platform_write_atomic(const char *path, const void *data, size_t len, error_info *err)
-{
-    platform_atomic_file *f = NULL;
-    error_code rc = platform_atomic_open(path, false, &f, err);
-    if (rc == ERR_OK && (rc = platform_atomic_write(f, data, len, err)) != ERR_OK)
-        platform_atomic_abort(f);
-    else if (rc == ERR_OK)
-        rc = platform_atomic_commit(f, NULL, err);
-    return rc;
-}
-
 error_code platform_write_new_file(const char *path, const void *data, size_t len, bool owner_only, error_info *err)
 {
     crash_point("write_new_file", path);
