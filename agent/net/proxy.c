@@ -457,8 +457,9 @@ error_code proxy_new(const config *cfg, proxy_setup **out, error_info *err)
     error_code rc = ERR_OK;
     if (cfg->proxy_keytab && !gss && !p->sspi)
         rc = error_set(err, ERR_CONFIG,
-                       "`proxy_keytab` is set but this build's libcurl has no GSS-API (Kerberos); use the "
-                       "distribution package's build (its libcurl has GSS-API) or remove the key");
+                       "`proxy_keytab` is set but this build's libcurl has no GSS-API (Kerberos): the static "
+                       "release binaries have none; build outpost against the distribution's libcurl "
+                       "(docs/development.md) or remove the key");
     else if (cfg->proxy_keytab)
         rc = platform_kerberos_use_keytab(cfg->proxy_keytab, err);
     if (rc != ERR_OK) {
