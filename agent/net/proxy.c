@@ -455,7 +455,15 @@ error_code proxy_new(const config *cfg, proxy_setup **out, error_info *err)
     p->sspi = info && (info->features & CURL_VERSION_SSPI);
     bool gss = info && (info->features & CURL_VERSION_GSSAPI);
     error_code rc = ERR_OK;
-    if (cfg->proxy_keytab && !gss && !p->sspi)
+    /* libcurl without SPNEGO drops Negotiate from CURLOPT_PROXYAUTH and
+     * refuses the option, which would leave its default (Basic) in force:
+     * a restriction it cannot keep is a configuration error, said once. */
+    if (cfg->proxy_auth == CONFIG_PROXY_AUTH_NEGOTIATE && !gss && !p->sspi)
+        rc = error_set(err, ERR_CONFIG,
+                       "`proxy_auth` is \"negotiate\" but this build's libcurl has no GSS-API or SSPI (Kerberos): "
+                       "the static Linux release binaries have none; build outpost against the distribution's "
+                       "libcurl (docs/development.md) or choose another `proxy_auth`");
+    else if (cfg->proxy_keytab && !gss && !p->sspi)
         rc = error_set(err, ERR_CONFIG,
                        "`proxy_keytab` is set but this build's libcurl has no GSS-API (Kerberos): the static "
                        "release binaries have none; build outpost against the distribution's libcurl "
@@ -591,7 +599,11 @@ error_code proxy_apply(proxy_setup *p, CURL *e, const char *url, char *note, siz
     curl_easy_setopt(e, CURLOPT_PROXY, candidate ? candidate : "");
     bool own = false;
     unsigned long bits = proxy_auth_bits(p->auth, candidate && has_user_info(candidate), p->sspi, &own);
-    curl_easy_setopt(e, CURLOPT_PROXYAUTH, bits);
+    /* Refused when libcurl has none of the schemes (it then keeps Basic):
+     * never go on with a scheme the configuration did not allow. */
+    if (curl_easy_setopt(e, CURLOPT_PROXYAUTH, bits) != CURLE_OK)
+        return error_set(err, ERR_CONFIG, "`proxy_auth` \"%s\": this build's libcurl has none of its schemes",
+                         proxy_auth_name(p->auth));
     /* Empty credentials: Negotiate (GSS-API, SSPI) and SSPI's NTLM speak
      * for the process's own identity. NULL leaves the URL's. */
     curl_easy_setopt(e, CURLOPT_PROXYUSERPWD, candidate && own ? ":" : NULL);

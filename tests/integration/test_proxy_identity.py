@@ -296,9 +296,14 @@ def test_basic_with_the_urls_credentials_never_printed(fresh, squid_basic, sim, 
 def test_a_restriction_the_proxy_does_not_offer_is_exit_3(fresh, squid_basic, sim, tmp_path):
     cfg, state = write_config(tmp_path, sim, proxy=squid_basic.url_with_credentials, proxy_auth="negotiate")
     r = outpost(cfg, "check")
-    assert r.returncode == 3, r.stderr
     lines = error_lines(r)
-    assert len(lines) == 1 and squid_basic.url in lines[0] and '"negotiate"' in lines[0], r.stderr
+    if not GSS:  # a restriction this libcurl cannot keep: never Basic instead
+        assert r.returncode == 2, r.stderr
+        assert len(lines) == 1 and '"negotiate"' in lines[0] and "GSS-API" in lines[0], r.stderr
+        assert sim.log()["summary"]["total"] == 0
+    else:
+        assert r.returncode == 3, r.stderr
+        assert len(lines) == 1 and squid_basic.url in lines[0] and '"negotiate"' in lines[0], r.stderr
     assert BASIC_PASSWORD not in r.stderr
 
 
