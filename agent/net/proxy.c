@@ -599,11 +599,17 @@ error_code proxy_apply(proxy_setup *p, CURL *e, const char *url, char *note, siz
     curl_easy_setopt(e, CURLOPT_PROXY, candidate ? candidate : "");
     bool own = false;
     unsigned long bits = proxy_auth_bits(p->auth, candidate && has_user_info(candidate), p->sspi, &own);
-    /* Refused when libcurl has none of the schemes (it then keeps Basic):
-     * never go on with a scheme the configuration did not allow. */
-    if (curl_easy_setopt(e, CURLOPT_PROXYAUTH, bits) != CURLE_OK)
-        return error_set(err, ERR_CONFIG, "`proxy_auth` \"%s\": this build's libcurl has none of its schemes",
-                         proxy_auth_name(p->auth));
+    /* Refused when libcurl has none of the schemes (it then keeps Basic),
+     * as "auto" without credentials on a libcurl without GSS-API: then no
+     * scheme at all (a proxy that asks gets exit 3), never one the
+     * configuration did not allow. */
+    if (curl_easy_setopt(e, CURLOPT_PROXYAUTH, bits) != CURLE_OK) {
+        if (p->auth != CONFIG_PROXY_AUTH_AUTO)
+            return error_set(err, ERR_CONFIG, "`proxy_auth` \"%s\": this build's libcurl has none of its schemes",
+                             proxy_auth_name(p->auth));
+        curl_easy_setopt(e, CURLOPT_PROXYAUTH, (unsigned long)CURLAUTH_NONE);
+        own = false;
+    }
     /* Empty credentials: Negotiate (GSS-API, SSPI) and SSPI's NTLM speak
      * for the process's own identity. NULL leaves the URL's. */
     curl_easy_setopt(e, CURLOPT_PROXYUSERPWD, candidate && own ? ":" : NULL);
