@@ -61,6 +61,7 @@ typedef struct field {
 static const field tls_fields[] = {
     {"ca_file", FIELD_STRING_OR_NULL, AT(tls_ca_file), PATH_OR_URL, 0, NULL},
     {"pinned_public_key", FIELD_STRING_OR_NULL, AT(tls_pinned_public_key), PATH_OR_URL, 0, NULL},
+    {"session_resumption", FIELD_BOOL, AT(tls_session_resumption), 0, 0, NULL},
     END,
 };
 
@@ -208,6 +209,7 @@ error_code config_init_defaults(config *cfg, error_info *err)
     cfg->installer.product_name = text_dup("Security Platform Sensor");
     cfg->installer.keep_versions = 2;
     cfg->installer.verify.require_signature = true;
+    cfg->tls_session_resumption = true;
     cfg->installer.verify.trusted_ca_file = text_dup("/etc/outpost/publisher-ca.pem");
     cfg->deploy.enabled = false;
     cfg->deploy.timeout_s = 1800;

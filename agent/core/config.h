@@ -154,6 +154,7 @@ typedef struct config {
     char *state_dir;
     char *tls_ca_file;            /* NULL: system store */
     char *tls_pinned_public_key;  /* libcurl form (sha256//base64 or a PEM/DER path); NULL: none */
+    bool tls_session_resumption;  /* keep state_dir/tls-session for the next run's handshake */
     char *proxy;                  /* "system" or NULL: the machine's own; "direct"; or one proxy's URL */
     config_proxy_auth proxy_auth; /* which schemes answer a proxy's 407 */
     char *proxy_keytab;           /* Kerberos client keytab (GSS-API builds); NULL: the credentials cache */

@@ -391,6 +391,8 @@ bool curl_attempt_collect(http_client *c, xfer **done, attempt_end *end)
         while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == '\r'))
             message[--n] = '\0';
         attempt_outcome outcome = outcome_of_curl(cc, message);
+        if (outcome == OUTCOME_TLS)
+            tls_session_failed(c->tls);
         long connect_code = 0;
         if (cc != CURLE_OK && curl_easy_getinfo(e, CURLINFO_HTTP_CONNECTCODE, &connect_code) == CURLE_OK &&
             connect_code == 407)

@@ -192,6 +192,12 @@ error_code http_client_new(const config *cfg, const http_service *service, const
         char *kept = opts && opts->keep_tls_session && cfg->state_dir
                          ? platform_path_join(cfg->state_dir, TLSSESSION_FILE)
                          : NULL;
+        if (kept && !cfg->tls_session_resumption) {
+            /* Off: no session is read or written, and one kept before goes. */
+            ERROR_IGNORE(platform_remove_file(kept, NULL));
+            free(kept);
+            kept = NULL;
+        }
         rc = tls_new(cfg->tls_ca_file, cfg->tls_pinned_public_key, kept, &c->tls, err);
         free(kept);
         if (rc != ERR_OK) {

@@ -140,7 +140,8 @@ error_code tls_new(const char *ca_file, const char *pinned_key, const char *sess
     if (!t->ca_file && !t->ca_bundle)
         t->ca_system = platform_system_ca_file();
     if (session_file && tls_uses_our_mbedtls())
-        t->session = tlssession_new(session_file, t->ca_file, t->ca_bundle, t->ca_bundle_len, t->ca_system);
+        t->session =
+            tlssession_new(session_file, t->ca_file, t->ca_bundle, t->ca_bundle_len, t->ca_system, t->pinned_key);
     *out = t;
     return ERR_OK;
 }
@@ -266,6 +267,12 @@ tlssession_outcome tls_keep_session(tls_setup *t, CURL *e)
         return TLSSESSION_NONE;
     return tlssession_keep(t->session, ssl_of(e), url_of(e));
 }
+
+void tls_session_failed(tls_setup *t)
+{
+    if (t)
+        tlssession_failed(t->session);
+}
 #else
 bool tls_uses_our_mbedtls(void)
 {
@@ -283,5 +290,10 @@ tlssession_outcome tls_keep_session(tls_setup *t, CURL *e)
     (void)t;
     (void)e;
     return TLSSESSION_NONE;
+}
+
+void tls_session_failed(tls_setup *t)
+{
+    (void)t;
 }
 #endif

@@ -61,6 +61,10 @@ void tls_apply(tls_setup *t, CURL *e, bool pin);
  * is kept (t NULL, another TLS library, plain http). */
 tlssession_outcome tls_keep_session(tls_setup *t, CURL *e);
 
+/* A transfer of this client failed with a TLS error: the kept session, if
+ * it was offered, is dropped (tlssession_failed). */
+void tls_session_failed(tls_setup *t);
+
 /* Whether libcurl runs over the mbedTLS outpost was built with: only then
  * may outpost hand it mbedTLS settings (the callback receives mbedTLS's own
  * configuration structure). */

@@ -5,36 +5,81 @@
  */
 #include "net/tlssession.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char MAGIC[] = "outpost-tls-session 1\n";
+/* Version 2 added the not-after line: a version 1 file (no lifetime of
+ * outpost's own) is damaged to this code, removed, and replaced after a
+ * full handshake. */
+static const char MAGIC[] = "outpost-tls-session 2\n";
 
-unsigned char *tlssession_encode(const char *key, const unsigned char *blob, size_t blob_len, size_t *len)
+int64_t tlssession_not_after(int64_t now, int64_t leaf_not_after, int64_t inherited)
 {
-    size_t magic = sizeof MAGIC - 1, klen = strlen(key);
-    if (strchr(key, '\n') || blob_len == 0)
+    int64_t until = now + TLSSESSION_MAX_AGE_S;
+    if (leaf_not_after > 0 && leaf_not_after < until)
+        until = leaf_not_after;
+    if (inherited > 0 && inherited < until)
+        until = inherited;
+    return until;
+}
+
+bool tlssession_usable(int64_t now, int64_t not_after)
+{
+    /* A not-after further than the cap from now was not written by this
+     * clock (the clock went back, or the file was made elsewhere). */
+    return now < not_after && not_after <= now + TLSSESSION_MAX_AGE_S;
+}
+
+unsigned char *tlssession_encode(const char *key, int64_t not_after, const unsigned char *blob, size_t blob_len,
+                                 size_t *len)
+{
+    char line[32];
+    int n = snprintf(line, sizeof line, "%" PRId64 "\n", not_after);
+    size_t magic = sizeof MAGIC - 1, klen = strlen(key), llen = (size_t)n;
+    if (strchr(key, '\n') || blob_len == 0 || not_after <= 0 || n <= 0 || llen >= sizeof line)
         return NULL;
-    unsigned char *out = malloc(magic + klen + 1 + blob_len);
+    unsigned char *out = malloc(magic + klen + 1 + llen + blob_len);
     if (!out)
         return NULL;
     memcpy(out, MAGIC, magic);
     memcpy(out + magic, key, klen);
     out[magic + klen] = '\n';
-    memcpy(out + magic + klen + 1, blob, blob_len);
-    *len = magic + klen + 1 + blob_len;
+    memcpy(out + magic + klen + 1, line, llen);
+    memcpy(out + magic + klen + 1 + llen, blob, blob_len);
+    *len = magic + klen + 1 + llen + blob_len;
     return out;
 }
 
-const unsigned char *tlssession_decode(const unsigned char *data, size_t len, const char *key, size_t *blob_len)
+tlssession_decoded tlssession_decode(const unsigned char *data, size_t len, const char *key, int64_t *not_after,
+                                     const unsigned char **blob, size_t *blob_len)
 {
     size_t magic = sizeof MAGIC - 1, klen = strlen(key);
+    *blob = NULL;
     *blob_len = 0;
-    if (!data || len <= magic + klen + 1 || memcmp(data, MAGIC, magic) != 0 || memcmp(data + magic, key, klen) != 0 ||
-        data[magic + klen] != '\n')
-        return NULL;
-    *blob_len = len - magic - klen - 1;
-    return data + magic + klen + 1;
+    *not_after = 0;
+    if (!data || len <= magic || memcmp(data, MAGIC, magic) != 0)
+        return TLSSESSION_DAMAGED;
+    const unsigned char *p = data + magic, *end = data + len;
+    const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl)
+        return TLSSESSION_DAMAGED;
+    if ((size_t)(nl - p) != klen || memcmp(p, key, klen) != 0)
+        return TLSSESSION_OTHER_KEY;
+    p = nl + 1;
+    int64_t value = 0;
+    size_t digits = 0;
+    while (p < end && *p >= '0' && *p <= '9' && digits < 18) {
+        value = value * 10 + (*p++ - '0');
+        digits++;
+    }
+    if (digits == 0 || p >= end || *p != '\n' || value <= 0 || p + 1 >= end)
+        return TLSSESSION_DAMAGED;
+    *not_after = value;
+    *blob = p + 1;
+    *blob_len = (size_t)(end - (p + 1));
+    return TLSSESSION_OURS;
 }
 
 #ifdef OUTPOST_CURL_MBEDTLS
@@ -45,10 +90,13 @@ const unsigned char *tlssession_decode(const unsigned char *data, size_t len, co
 #include <mbedtls/md.h>
 #include <mbedtls/platform_util.h>
 #include <mbedtls/ssl.h>
+#include <mbedtls/x509_crt.h>
 
 #include <curl/curl.h>
 
 #include "base/text.h"
+#include "core/clock.h"
+#include "core/timefmt.h"
 #include "platform/platform.h"
 
 /* A session without a ticket resumes only from the server's cache; a
@@ -60,6 +108,7 @@ const unsigned char *tlssession_decode(const unsigned char *data, size_t len, co
 struct tlssession {
     char *path;
     char *ca_file, *ca_system;
+    char *pin; /* tls.pinned_public_key as libcurl gets it, or NULL */
     const char *ca_bundle;
     size_t ca_bundle_len;
     int trust_state; /* 0: not computed yet; 1: trust holds it; -1: unusable, keep nothing */
@@ -69,13 +118,14 @@ struct tlssession {
     size_t file_len;
     bool have; /* current holds the session kept under key */
     char *key;
+    int64_t not_after; /* current may be offered until then (Unix seconds) */
     mbedtls_ssl_session current;
     bool offered;  /* current was offered to a handshake */
     bool reported; /* its resumption was reported */
 };
 
 tlssession *tlssession_new(const char *path, const char *ca_file, const char *ca_bundle, size_t ca_bundle_len,
-                           const char *ca_system)
+                           const char *ca_system, const char *pin)
 {
     if (!path || (!ca_file && !ca_bundle && !ca_system))
         return NULL;
@@ -85,10 +135,11 @@ tlssession *tlssession_new(const char *path, const char *ca_file, const char *ca
     s->path = text_dup(path);
     s->ca_file = ca_file ? text_dup(ca_file) : NULL;
     s->ca_system = ca_system ? text_dup(ca_system) : NULL;
+    s->pin = pin ? text_dup(pin) : NULL;
     s->ca_bundle = ca_bundle;
     s->ca_bundle_len = ca_bundle_len;
     mbedtls_ssl_session_init(&s->current);
-    if (!s->path || (ca_file && !s->ca_file) || (ca_system && !s->ca_system)) {
+    if (!s->path || (ca_file && !s->ca_file) || (ca_system && !s->ca_system) || (pin && !s->pin)) {
         tlssession_free(s);
         return NULL;
     }
@@ -108,11 +159,12 @@ void tlssession_free(tlssession *s)
     free(s->path);
     free(s->ca_file);
     free(s->ca_system);
+    free(s->pin);
     free(s);
 }
 
-/* The SHA-256 of the CA material, once per run: a session verified under
- * other trust is never offered. */
+/* The SHA-256 of the CA material and the pinned key, once per run: a
+ * session verified under other trust is never offered. */
 static bool trust_ready(tlssession *s)
 {
     if (s->trust_state == 0) {
@@ -129,10 +181,20 @@ static bool trust_ready(tlssession *s)
             len = s->ca_bundle_len;
         }
         unsigned char digest[32];
-        if (mbedtls_md(mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), material, len, digest) == 0) {
+        const mbedtls_md_info_t *sha256 = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
+        mbedtls_md_context_t md;
+        mbedtls_md_init(&md);
+        static const char pin_mark[] = "\npinned public key: ";
+        const char *pin = s->pin ? s->pin : "none";
+        if (mbedtls_md_setup(&md, sha256, 0) == 0 && mbedtls_md_starts(&md) == 0 &&
+            mbedtls_md_update(&md, material, len) == 0 &&
+            mbedtls_md_update(&md, (const unsigned char *)pin_mark, sizeof pin_mark - 1) == 0 &&
+            mbedtls_md_update(&md, (const unsigned char *)pin, strlen(pin)) == 0 &&
+            mbedtls_md_finish(&md, digest) == 0) {
             text_hex(digest, sizeof digest, s->trust);
             s->trust_state = 1;
         }
+        mbedtls_md_free(&md);
         free(text);
     }
     return s->trust_state == 1;
@@ -211,14 +273,43 @@ static bool expired(const mbedtls_ssl_session *sess)
     return age < 0 || age >= life;
 }
 
-/* Makes current the session in blob, kept under key. */
-static bool adopt(tlssession *s, const char *key, const unsigned char *blob, size_t len)
+static int64_t now_s(void)
+{
+    return clock_utc_ms(clock_default()) / 1000;
+}
+
+/* Forgets the kept session and removes its file (expired, damaged, or a
+ * handshake that offered it failed). */
+static void evict(tlssession *s)
+{
+    ERROR_IGNORE(platform_remove_file(s->path, NULL));
+    mbedtls_ssl_session_free(&s->current);
+    mbedtls_ssl_session_init(&s->current);
+    free(s->key);
+    s->key = NULL;
+    s->have = s->offered = s->reported = false;
+    s->not_after = 0;
+}
+
+/* The certificate's notAfter in Unix seconds; 0 when there is none. */
+static int64_t leaf_not_after(const mbedtls_ssl_context *ssl)
+{
+    const mbedtls_x509_crt *leaf = mbedtls_ssl_get_peer_cert(ssl);
+    if (!leaf)
+        return 0;
+    const mbedtls_x509_time *t = &leaf->valid_to;
+    return timefmt_from_civil(t->year, t->mon, t->day, t->hour, t->min, t->sec);
+}
+
+/* Makes current the session in blob, kept under key until not_after. */
+static bool adopt(tlssession *s, const char *key, int64_t not_after, const unsigned char *blob, size_t len)
 {
     mbedtls_ssl_session_free(&s->current);
     mbedtls_ssl_session_init(&s->current);
     free(s->key);
     s->key = NULL;
     s->have = s->offered = s->reported = false;
+    s->not_after = not_after;
     if (mbedtls_ssl_session_load(&s->current, blob, len) != 0) {
         mbedtls_ssl_session_free(&s->current);
         mbedtls_ssl_session_init(&s->current);
@@ -247,15 +338,24 @@ void tlssession_offer(tlssession *s, void *mbedtls_ssl_config, void *mbedtls_ssl
         s->loaded = true;
         char *data = NULL;
         size_t len = 0, blob_len = 0;
-        if (platform_read_file(s->path, TLSSESSION_MAX, &data, &len, NULL) == ERR_OK) {
-            const unsigned char *blob = tlssession_decode((const unsigned char *)data, len, key, &blob_len);
-            if (blob)
-                (void)adopt(s, key, blob, blob_len); /* damaged: a full handshake, then a new one */
+        error_code rc = platform_read_file(s->path, TLSSESSION_MAX, &data, &len, NULL);
+        if (rc == ERR_OK) {
+            const unsigned char *blob = NULL;
+            int64_t not_after = 0;
+            tlssession_decoded d =
+                tlssession_decode((const unsigned char *)data, len, key, &not_after, &blob, &blob_len);
+            /* Another key is another host's or another trust's: left for it. */
+            if (d == TLSSESSION_DAMAGED || (d == TLSSESSION_OURS && !tlssession_usable(now_s(), not_after)) ||
+                (d == TLSSESSION_OURS && !adopt(s, key, not_after, blob, blob_len)))
+                evict(s); /* a full handshake, then a new one */
             mbedtls_platform_zeroize(data, len);
             free(data);
+        } else if (rc != ERR_NOT_FOUND) {
+            evict(s); /* oversized or unreadable */
         }
     }
-    if (s->have && strcmp(s->key, key) == 0 && !expired(&s->current) && mbedtls_ssl_set_session(ssl, &s->current) == 0)
+    if (s->have && strcmp(s->key, key) == 0 && tlssession_usable(now_s(), s->not_after) && !expired(&s->current) &&
+        mbedtls_ssl_set_session(ssl, &s->current) == 0)
         s->offered = true;
     free(key);
 }
@@ -275,18 +375,28 @@ static tlssession_outcome keep_copy(tlssession *s, const char *url, mbedtls_ssl_
     char *key = key_of(s, url, ssl);
     if (!key)
         return outcome;
+    /* Until the leaf certificate expires and at most 24 h after the full
+     * handshake that verified it: a session that came from resuming the
+     * kept one inherits its end, so resumptions never stretch it. */
+    int64_t clock = now_s();
+    int64_t not_after = tlssession_not_after(clock, leaf_not_after(ssl), s->have && s->offered ? s->not_after : 0);
+    if (!tlssession_usable(clock, not_after)) {
+        free(key);
+        return outcome;
+    }
     size_t blob_len = 0, file_len = 0;
     unsigned char *blob = NULL, *file = NULL;
     if (mbedtls_ssl_session_save(now, NULL, 0, &blob_len) == MBEDTLS_ERR_SSL_BUFFER_TOO_SMALL && blob_len > 0 &&
         blob_len < TLSSESSION_MAX && (blob = malloc(blob_len)) != NULL &&
         mbedtls_ssl_session_save(now, blob, blob_len, &blob_len) == 0 &&
-        (file = tlssession_encode(key, blob, blob_len, &file_len)) != NULL && file_len <= TLSSESSION_MAX) {
+        (file = tlssession_encode(key, not_after, blob, blob_len, &file_len)) != NULL && file_len <= TLSSESSION_MAX) {
         /* Not worth failing a run over: the next one makes a full handshake.
          * Removed first so that the new file is created owner-only:
          * platform_write_atomic keeps the mode of a file it replaces, and
          * one an administrator loosened would show the master secret. */
         ERROR_IGNORE(platform_remove_file(s->path, NULL));
-        if (platform_write_atomic(s->path, file, file_len, NULL) == ERR_OK && adopt(s, key, blob, blob_len) && !resumed)
+        if (platform_write_atomic(s->path, file, file_len, NULL) == ERR_OK &&
+            adopt(s, key, not_after, blob, blob_len) && !resumed)
             outcome = TLSSESSION_SAVED;
         s->reported = s->reported || resumed; /* adopt cleared it */
     }
@@ -300,6 +410,12 @@ static tlssession_outcome keep_copy(tlssession *s, const char *url, mbedtls_ssl_
     }
     free(key);
     return outcome;
+}
+
+void tlssession_failed(tlssession *s)
+{
+    if (s && s->offered)
+        evict(s);
 }
 
 tlssession_outcome tlssession_keep(tlssession *s, void *mbedtls_ssl, const char *url)
@@ -322,8 +438,9 @@ tlssession_outcome tlssession_keep(tlssession *s, void *mbedtls_ssl, const char 
 #else
 
 tlssession *tlssession_new(const char *path, const char *ca_file, const char *ca_bundle, size_t ca_bundle_len,
-                           const char *ca_system)
+                           const char *ca_system, const char *pin)
 {
+    (void)pin;
     (void)path;
     (void)ca_file;
     (void)ca_bundle;
@@ -343,6 +460,11 @@ void tlssession_offer(tlssession *s, void *mbedtls_ssl_config, void *mbedtls_ssl
     (void)mbedtls_ssl_config;
     (void)mbedtls_ssl;
     (void)url;
+}
+
+void tlssession_failed(tlssession *s)
+{
+    (void)s;
 }
 
 tlssession_outcome tlssession_keep(tlssession *s, void *mbedtls_ssl, const char *url)
