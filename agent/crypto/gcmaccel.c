@@ -218,6 +218,7 @@ X86 static void ghash_x86(const gcmaccel_context *ctx, unsigned char acc[16], co
     for (; nblocks > 0; nblocks--, data += 16)
         y = gfmul(_mm_xor_si128(y, reflect(_mm_loadu_si128((const __m128i *)(const void *)data))), h1);
     _mm_storeu_si128((__m128i *)(void *)acc, reflect(y));
+    mbedtls_platform_zeroize(&h1, sizeof h1); /* H, not left on the stack */
 }
 
 X86 static void load_round_keys(const gcmaccel_context *ctx, __m128i rk[15])
@@ -236,6 +237,7 @@ X86 static void encrypt_block_x86(const gcmaccel_context *ctx, const unsigned ch
     for (int r = 1; r < nr; r++)
         b = _mm_aesenc_si128(b, rk[r]);
     _mm_storeu_si128((__m128i *)(void *)out, _mm_aesenclast_si128(b, rk[nr]));
+    mbedtls_platform_zeroize(rk, sizeof rk); /* the round keys, not left on the stack */
 }
 
 X86 static void ctr_x86(gcmaccel_context *ctx, const unsigned char *in, unsigned char *out, size_t nblocks)
@@ -290,6 +292,8 @@ X86 static void ctr_x86(gcmaccel_context *ctx, const unsigned char *in, unsigned
     }
     _mm_storeu_si128((__m128i *)(void *)ctx->buf, reflect(y));
     put_be32(ctx->y + 12, ctr);
+    mbedtls_platform_zeroize(rk, sizeof rk); /* the round keys, not left on the stack */
+    mbedtls_platform_zeroize(h, sizeof h);   /* the powers of H */
 }
 #endif
 
@@ -379,6 +383,7 @@ ARMV8 static void ghash_armv8(const gcmaccel_context *ctx, unsigned char acc[16]
     for (; nblocks > 0; nblocks--, data += 16)
         y = gfmul_a(veorq_u8(y, reflect_a(vld1q_u8(data))), h1);
     vst1q_u8(acc, reflect_a(y));
+    mbedtls_platform_zeroize(&h1, sizeof h1); /* H, not left on the stack */
 }
 
 ARMV8 static inline uint8x16_t aes_a(const uint8x16_t rk[15], int nr, uint8x16_t b)
@@ -401,6 +406,7 @@ ARMV8 static void encrypt_block_armv8(const gcmaccel_context *ctx, const unsigne
     memset(rk, 0, sizeof rk);
     load_round_keys_a(ctx, rk);
     vst1q_u8(out, aes_a(rk, rounds(ctx), vld1q_u8(in)));
+    mbedtls_platform_zeroize(rk, sizeof rk); /* the round keys, not left on the stack */
 }
 
 ARMV8 static void ctr_armv8(gcmaccel_context *ctx, const unsigned char *in, unsigned char *out, size_t nblocks)
@@ -450,6 +456,8 @@ ARMV8 static void ctr_armv8(gcmaccel_context *ctx, const unsigned char *in, unsi
     }
     vst1q_u8(ctx->buf, reflect_a(y));
     put_be32(ctx->y + 12, ctr);
+    mbedtls_platform_zeroize(rk, sizeof rk); /* the round keys, not left on the stack */
+    mbedtls_platform_zeroize(h, sizeof h);   /* the powers of H */
 }
 #endif
 

@@ -243,6 +243,13 @@ static void test_bad_input(void **state)
     unsigned char key[32] = {0}, iv[12] = {0}, buf[32] = {0}, tag[16];
     size_t olen = 0;
     gcmaccel_init(&ctx, gcmaccel_active());
+    /* a context never keyed: every call is an error (2.28's hook read a NULL
+     * key schedule in update) */
+    assert_int_equal(gcmaccel_update_ad(&ctx, buf, 1), MBEDTLS_ERR_GCM_BAD_INPUT);
+    assert_int_equal(gcmaccel_update(&ctx, buf, 16, buf + 16, 16, &olen), MBEDTLS_ERR_GCM_BAD_INPUT);
+    assert_int_equal(gcmaccel_finish(&ctx, NULL, 0, &olen, tag, 16), MBEDTLS_ERR_GCM_BAD_INPUT);
+    assert_int_equal(gcmaccel_crypt_and_tag(&ctx, MBEDTLS_GCM_ENCRYPT, 16, iv, 12, NULL, 0, buf, buf + 16, 16, tag),
+                     MBEDTLS_ERR_GCM_BAD_INPUT);
     assert_int_equal(gcmaccel_setkey(&ctx, key, 100), MBEDTLS_ERR_GCM_BAD_INPUT);
     assert_int_equal(gcmaccel_starts(&ctx, MBEDTLS_GCM_ENCRYPT, iv, 12), MBEDTLS_ERR_GCM_BAD_INPUT);
     assert_int_equal(gcmaccel_setkey(&ctx, key, 256), 0);
