@@ -66,8 +66,6 @@ endfunction()
 function(outpost_mbedtls_hooks)
   # SHA-256 blocks: agent/crypto/sha256accel.c (the CPU's SHA instructions).
   outpost_mbedtls_alt(MBEDTLS_SHA256_PROCESS_ALT OUTPOST_SHA256_ALT mbedtls_internal_sha256_process SHA-256)
-  # ChaCha20: agent/crypto/chacha20accel.c (four blocks at a time in vector registers).
-  outpost_mbedtls_alt(MBEDTLS_CHACHA20_ALT OUTPOST_CHACHA20_ALT mbedtls_chacha20_update ChaCha20)
   # AES-GCM: agent/crypto/gcmaccel.c (AES-NI + PCLMULQDQ, ARMv8 AES + PMULL).
   outpost_mbedtls_alt(MBEDTLS_GCM_ALT OUTPOST_GCM_ALT mbedtls_gcm_auth_decrypt AES-GCM)
 endfunction()

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "crypto/chacha20accel.h"
 #include "crypto/gcmaccel.h"
 #include "crypto/sha256accel.h"
 #include "net/tls.h"
@@ -97,19 +96,15 @@ static cJSON *describe(bool verbose)
     cJSON_AddItemToObject(tls, "tls13", tls13_of(curl->ssl_version));
 
     cJSON *crypto = cJSON_AddObjectToObject(root, "crypto");
-    bool sha_alt = false, gcm_alt = false, chacha_alt = false;
+    bool sha_alt = false, gcm_alt = false;
 #ifdef OUTPOST_SHA256_ALT
     sha_alt = true;
 #endif
 #ifdef OUTPOST_GCM_ALT
     gcm_alt = true;
 #endif
-#ifdef OUTPOST_CHACHA20_ALT
-    chacha_alt = true;
-#endif
     add_path(crypto, "sha256", sha256accel_name(sha256accel_active()), sha_alt);
     add_path(crypto, "aes_gcm", gcmaccel_name(gcmaccel_active()), gcm_alt);
-    add_path(crypto, "chacha20", chacha20accel_name(chacha20accel_active()), chacha_alt);
     return root;
 }
 
@@ -151,7 +146,7 @@ static void print_text(FILE *out, const cJSON *d)
 
     static const struct {
         const char *key, *label;
-    } paths[] = {{"sha256", "SHA-256"}, {"aes_gcm", "AES-GCM"}, {"chacha20", "ChaCha20"}};
+    } paths[] = {{"sha256", "SHA-256"}, {"aes_gcm", "AES-GCM"}};
     const cJSON *crypto = cJSON_GetObjectItemCaseSensitive(d, "crypto");
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(crypto, paths[i].key);

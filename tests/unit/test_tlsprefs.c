@@ -2,7 +2,8 @@
  * X25519, P-256, P-384, P-521 first when the library has them, every other
  * supported group kept after them, none twice, none invented; and the
  * cipher suites, AES-GCM first only where it runs on the CPU's
- * instructions. Whether the order reaches libcurl is test_tls.c's. */
+ * instructions; with outpost's GCM hook (AES only), no other block cipher
+ * reaches GCM. Whether the order reaches libcurl is test_tls.c's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +12,10 @@
 
 #include <string.h>
 
+#include <mbedtls/cipher.h>
 #include <mbedtls/ecp.h>
+#include <mbedtls/gcm.h>
+#include <mbedtls/ssl.h>
 #include <mbedtls/ssl_ciphersuites.h>
 
 #include "net/tlsprefs.h"
@@ -94,6 +98,44 @@ static void test_aes_gcm_suites_first_only_when_asked(void **unused)
 #endif
 }
 
+/* outpost's GCM hook (cross/mbedtls/gcm_alt.h, agent/crypto/gcmaccel.c)
+ * is GCM over AES: Mbed TLS built with it must offer no suite whose GCM
+ * runs on another block cipher (the Camellia- and ARIA-GCM suites: a
+ * server picking one failed the handshake, and Mbed TLS's own suites failed
+ * their vectors), and have no such cipher at all. */
+static void test_gcm_suites_are_aes_only(void **unused)
+{
+    (void)unused;
+#ifdef OUTPOST_GCM_ALT
+    size_t gcm = 0;
+    for (const int *id = mbedtls_ssl_list_ciphersuites(); *id; id++) {
+        const mbedtls_ssl_ciphersuite_t *cs = mbedtls_ssl_ciphersuite_from_id(*id);
+        assert_non_null(cs);
+        const char *name = mbedtls_ssl_ciphersuite_get_name(cs);
+        if (strstr(name, "CAMELLIA") || strstr(name, "ARIA"))
+            fail_msg("Mbed TLS offers %s", name);
+        if (strstr(name, "GCM")) {
+            assert_non_null(strstr(name, "AES"));
+            gcm++;
+        }
+    }
+    assert_true(gcm >= 4); /* TLS 1.3's two and ECDHE's at least */
+    static const mbedtls_cipher_type_t others[] = {MBEDTLS_CIPHER_CAMELLIA_128_GCM, MBEDTLS_CIPHER_CAMELLIA_256_GCM,
+                                                   MBEDTLS_CIPHER_ARIA_128_GCM,     MBEDTLS_CIPHER_ARIA_256_GCM,
+                                                   MBEDTLS_CIPHER_CAMELLIA_128_CBC, MBEDTLS_CIPHER_ARIA_128_CBC};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        assert_null(mbedtls_cipher_info_from_type(others[i]));
+    mbedtls_gcm_context g;
+    mbedtls_gcm_init(&g);
+    static const unsigned char key[16] = {0};
+    assert_int_not_equal(mbedtls_gcm_setkey(&g, MBEDTLS_CIPHER_ID_CAMELLIA, key, 128), 0);
+    mbedtls_gcm_free(&g);
+    print_message("%u GCM suites, all AES\n", (unsigned)gcm);
+#else
+    print_message("Mbed TLS's own GCM in this build (no OUTPOST_GCM_ALT): any block cipher may use it\n");
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -101,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_only_groups_the_library_has),
         cmocka_unit_test(test_capacity_is_respected_and_terminated),
         cmocka_unit_test(test_aes_gcm_suites_first_only_when_asked),
+        cmocka_unit_test(test_gcm_suites_are_aes_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
