@@ -1,8 +1,9 @@
 /* test_gcmaccel.c — AES-GCM (agent/crypto/gcmaccel.c) on every implementation
  * this CPU can run (the portable code, and AES-NI + PCLMULQDQ on x86-64):
- * NIST CAVP gcmEncryptExtIV/gcmDecrypt vectors and 96-bit-IV vectors of
- * lengths no multiple of 16 (gcm_vectors.inc, from gcm_vectors.py), whole
- * and split into update calls, forged tags refused with the output wiped;
+ * NIST CAVP gcmEncryptExtIV/gcmDecrypt vectors, 96-bit-IV vectors of
+ * lengths no multiple of 16 and vectors for every IV length from 1 to 128
+ * bytes (gcm_vectors.inc, from gcm_vectors.py; OpenSSL made their
+ * ciphertexts and tags), whole and split into update calls of odd sizes, forged tags refused with the output wiped;
  * long messages (the eight-block path) against the portable code, in
  * place; the choice of implementation (OUTPOST_GCM_PORTABLE). In the
  * release builds (OUTPOST_GCM_ALT) also through mbedTLS: its GCM
@@ -131,9 +132,12 @@ static void test_vectors_every_available_implementation(void **state)
             check_vector(ALL[i], &NIST_VECTORS[k], k % 2 ? 16 * (1 + k % 9) : 1 + k % 23);
         for (size_t k = 0; k < COUNT(LENGTH_VECTORS); k++)
             check_vector(ALL[i], &LENGTH_VECTORS[k], k % 2 ? 16 * (1 + k % 9) : 1 + k % 23);
+        /* Every IV length from 1 to 128 bytes, each cut at a different place. */
+        for (size_t k = 0; k < COUNT(IV_VECTORS); k++)
+            check_vector(ALL[i], &IV_VECTORS[k], 1 + k % 37);
         ran++;
-        print_message("%s: %u NIST and %u length vectors\n", gcmaccel_name(ALL[i]), (unsigned)COUNT(NIST_VECTORS),
-                      (unsigned)COUNT(LENGTH_VECTORS));
+        print_message("%s: %u NIST, %u length and %u IV-length vectors\n", gcmaccel_name(ALL[i]),
+                      (unsigned)COUNT(NIST_VECTORS), (unsigned)COUNT(LENGTH_VECTORS), (unsigned)COUNT(IV_VECTORS));
     }
     assert_true(ran >= 1);
 }
@@ -348,6 +352,8 @@ static void test_through_mbedtls(void **state)
         check_through_mbedtls(&NIST_VECTORS[k]);
     for (size_t k = 0; k < COUNT(LENGTH_VECTORS); k++)
         check_through_mbedtls(&LENGTH_VECTORS[k]);
+    for (size_t k = 0; k < COUNT(IV_VECTORS); k++)
+        check_through_mbedtls(&IV_VECTORS[k]);
 }
 #else
 static void test_through_mbedtls(void **state)
