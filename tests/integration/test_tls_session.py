@@ -16,7 +16,8 @@ as a full handshake does); the 24 h cap; a pin added or a CA changed is
 another trust (a full handshake); damaged, truncated, older-layout and
 oversized files are replaced after a full handshake; a failed handshake the
 session was offered to removes the file; `tls.session_resumption: false`
-keeps nothing and removes what was kept.
+keeps nothing and removes what was kept; through a proxy (squid, CONNECT)
+the session is the origin's, kept and resumed as without one.
 
 Only builds whose libcurl runs on outpost's Mbed TLS keep sessions (the
 release builds); elsewhere the module is skipped.
@@ -42,6 +43,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from nginx_helper import start_nginx
 from outpost_run import OUTPOST, outpost
+from squid_helper import Squid
 from servers import free_port, stop_process
 
 FAKETIME_LIB = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))), "")
@@ -327,3 +329,33 @@ def test_session_resumption_false_keeps_nothing(site, tmp_path):
     assert check(off, 120).returncode == 10
     assert reused(server, n, 2) == [".", "."]
     assert kept(state) is None
+
+
+def test_through_a_proxy_the_session_is_the_origins(site, tmp_path):
+    """Through squid (a CONNECT tunnel) the TLS handshake is the origin's:
+    the kept session is keyed by the origin's host and port, resumes through
+    the proxy and without it (same origin, same trust), and still ends with
+    the 24 h cap."""
+    server = site.serve(make_leaf(tmp_path, site.ca, 10 * 24 * HOUR))
+    with Squid.start() as proxy:
+        cfg, state = config(tmp_path, site.port, site.ca[2])
+        doc = json.loads(cfg.read_text())
+        doc["proxy"] = proxy.url
+        cfg.write_text(json.dumps(doc))
+        r = check(cfg)
+        assert r.returncode == 10, r.stderr
+        assert any(e["method"] == "CONNECT" and e["url"] == f"localhost:{site.port}" for e in proxy.access_log())
+        assert kept(state).split(b"\n")[1].startswith(f"localhost:{site.port} ".encode())
+        n = len(server.installer_requests())
+        assert check(cfg, 60).returncode == 10
+        assert reused(server, n) == ["r"], "the session kept through the proxy must resume through it"
+        direct, _ = config(tmp_path, site.port, site.ca[2])
+        doc = json.loads(direct.read_text())
+        doc["proxy"] = "direct"
+        direct.write_text(json.dumps(doc))
+        n = len(server.installer_requests())
+        assert check(direct, 120).returncode == 10
+        assert reused(server, n) == ["r"], "the same origin and trust without the proxy is the same session"
+        n = len(server.installer_requests())
+        assert check(cfg, 25 * HOUR).returncode == 10
+        assert reused(server, n) == ["."]
