@@ -4,8 +4,9 @@
  * what is known of each distinct event, with a reference count of the live
  * targets naming it and a least-recently-released list of the unreferenced
  * ones (the bounded cache); the slots of traced incidents with their
- * lineage ids; the batch of new ids waiting for an event-details call; the
- * completion callbacks that fill all three.
+ * lineages (pointers to the interned events: each id is held once, in its
+ * entry's own allocation); the batch of new ids waiting for an
+ * event-details call; the completion callbacks that fill all three.
  */
 #include "report/trace.h"
 
@@ -31,13 +32,13 @@ typedef enum {
 } event_state;
 
 typedef struct event_entry {
-    char *id;   /* event id */
     char *json; /* mapped event, printed; NULL until fetched */
     event_state state;
     size_t error_index;                /* into run->errors when failed */
     size_t refs;                       /* occurrences in the lineages of live targets */
     struct event_entry *older, *newer; /* in the cache list while refs == 0 */
     bool cached;                       /* on the cache list */
+    char id[];                         /* event id (one allocation with the entry) */
 } event_entry;
 
 typedef struct target {
@@ -46,8 +47,9 @@ typedef struct target {
     bool done;               /* lineage call finished */
     bool failed;             /* lineage call failed */
     error_info error;        /* why */
-    char **ids;              /* lineage, chronological */
-    size_t id_count;
+    event_entry **events;    /* lineage, chronological: the interned entries, which
+                                stay while this target's references hold them */
+    size_t event_count;
 } target;
 
 typedef struct batch {
@@ -122,11 +124,11 @@ static event_entry *table_intern(trace_run *run, const char *id, bool *added)
         return found;
     if ((run->table_used + 1) * 2 > run->table_cap && !table_grow(run))
         return NULL;
-    event_entry *e = calloc(1, sizeof *e);
-    if (!e || !(e->id = text_dup(id))) {
-        free(e);
+    size_t len = strlen(id);
+    event_entry *e = calloc(1, sizeof *e + len + 1);
+    if (!e)
         return NULL;
-    }
+    memcpy(e->id, id, len + 1);
     *slot_for(run->table, run->table_cap, id) = e;
     run->table_used++;
     *added = true;
@@ -155,7 +157,6 @@ static void table_remove(trace_run *run, const event_entry *e)
 
 static void entry_free(event_entry *e)
 {
-    free(e->id);
     free(e->json);
     free(e);
 }
@@ -320,19 +321,17 @@ typedef struct lineage_ctx {
 
 static bool keep_lineage(trace_run *run, target *t, const char *const *ids, size_t count)
 {
-    t->ids = calloc(count ? count : 1, sizeof *t->ids);
-    if (!t->ids)
+    t->events = calloc(count ? count : 1, sizeof *t->events);
+    if (!t->events)
         return false;
     for (size_t i = 0; i < count; i++) {
-        if (!(t->ids[i] = text_dup(ids[i])))
-            return false;
-        t->id_count++;
         bool added;
         event_entry *e = table_intern(run, ids[i], &added);
         if (!e)
             return false;
         cache_unlink(run, e);
         e->refs++;
+        t->events[t->event_count++] = e;
         if (added) {
             run->counts.distinct_events++;
             if (!queue_event(run, e))
@@ -387,9 +386,7 @@ void trace_run_free(trace_run *run)
     for (size_t i = 0; i < run->target_count; i++) {
         free(run->targets[i].start_id);
         free(run->targets[i].end_id);
-        for (size_t j = 0; j < run->targets[i].id_count; j++)
-            free(run->targets[i].ids[j]);
-        free(run->targets[i].ids);
+        free(run->targets[i].events);
     }
     free(run->targets);
     free(run->free_slots);
@@ -427,9 +424,7 @@ static void give_slot(trace_run *run, size_t index)
     target *t = &run->targets[index];
     free(t->start_id);
     free(t->end_id);
-    for (size_t j = 0; j < t->id_count; j++)
-        free(t->ids[j]);
-    free(t->ids);
+    free(t->events);
     *t = (target){0};
     run->free_slots[run->free_count++] = index; /* room: free_slots grows with targets */
 }
@@ -480,9 +475,9 @@ bool trace_ready(const trace_run *run, size_t index)
     const target *t = &run->targets[index];
     if (!t->done)
         return false;
-    for (size_t i = 0; i < t->id_count; i++) {
-        const event_entry *e = table_find(run, t->ids[i]);
-        if (e && (e->state == EVENT_QUEUED || e->state == EVENT_REQUESTED))
+    for (size_t i = 0; i < t->event_count; i++) {
+        const event_entry *e = t->events[i];
+        if (e->state == EVENT_QUEUED || e->state == EVENT_REQUESTED)
             return false;
     }
     return true;
@@ -498,9 +493,9 @@ void trace_release(trace_run *run, size_t index)
     target *t = &run->targets[index];
     if (!t->live)
         return;
-    for (size_t i = 0; i < t->id_count; i++) {
-        event_entry *e = table_find(run, t->ids[i]);
-        if (!e || e->refs == 0 || --e->refs > 0)
+    for (size_t i = 0; i < t->event_count; i++) {
+        event_entry *e = t->events[i];
+        if (e->refs == 0 || --e->refs > 0)
             continue;
         /* Still waiting for its details: the answer fills it; it is freed with the run. */
         if (e->state != EVENT_QUEUED && e->state != EVENT_REQUESTED)
@@ -524,10 +519,8 @@ static MUST_CHECK error_code build_events(trace_run *run, const target *t, trace
     out->missing = cJSON_CreateArray();
     if (!out->events || !out->missing)
         return ERR_NOMEM;
-    for (size_t i = 0; i < t->id_count; i++) {
-        event_entry *e = table_find(run, t->ids[i]);
-        if (!e)
-            return ERR_INTERNAL;
+    for (size_t i = 0; i < t->event_count; i++) {
+        const event_entry *e = t->events[i];
         if (e->state == EVENT_FAILED) {
             out->status = INCIDENT_FAILED;
             out->error = run->errors[e->error_index];
@@ -559,10 +552,8 @@ error_code trace_status(const trace_run *run, size_t index, const char **status,
         return ERR_OK;
     }
     /* As build_events decides it: the first failed event in lineage order. */
-    for (size_t i = 0; i < t->id_count; i++) {
-        const event_entry *e = table_find(run, t->ids[i]);
-        if (!e)
-            return error_set(err, ERR_INTERNAL, "out of memory while building the report");
+    for (size_t i = 0; i < t->event_count; i++) {
+        const event_entry *e = t->events[i];
         if (e->state == EVENT_FAILED) {
             *status = INCIDENT_FAILED;
             *why = run->errors[e->error_index];
