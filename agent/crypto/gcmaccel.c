@@ -18,6 +18,11 @@
 
 #include "platform/platform.h"
 
+/* The vector helpers are always inlined: a call out of line passes its
+ * vectors through the stack on Windows x64 (by reference) and leaves the
+ * copies there; H was found so in the -Os release build under wine. */
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
 #if defined(__GNUC__) && defined(__x86_64__)
 #define HAVE_X86_AESNI 1
 #include <immintrin.h>
@@ -156,21 +161,21 @@ static int ctr_portable(gcmaccel_context *ctx, const unsigned char *in, unsigned
  * (Y + X1)·H^8 + X2·H^7 + ... + X8·H are summed unreduced and reduced once. */
 
 #ifdef HAVE_X86_AESNI
-X86 static inline __m128i reflect(__m128i x)
+X86 ALWAYS_INLINE __m128i reflect(__m128i x)
 {
     return _mm_shuffle_epi8(x, _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
 }
 
 /* lo, mid, hi += the 256-bit carry-less product a·b (mid: the middle
  * 128 bits, not yet shifted into place). */
-X86 static inline void mul_acc(__m128i a, __m128i b, __m128i *lo, __m128i *mid, __m128i *hi)
+X86 ALWAYS_INLINE void mul_acc(__m128i a, __m128i b, __m128i *lo, __m128i *mid, __m128i *hi)
 {
     *lo = _mm_xor_si128(*lo, _mm_clmulepi64_si128(a, b, 0x00));
     *hi = _mm_xor_si128(*hi, _mm_clmulepi64_si128(a, b, 0x11));
     *mid = _mm_xor_si128(*mid, _mm_xor_si128(_mm_clmulepi64_si128(a, b, 0x10), _mm_clmulepi64_si128(a, b, 0x01)));
 }
 
-X86 static inline __m128i reduce(__m128i lo, __m128i mid, __m128i hi)
+X86 ALWAYS_INLINE __m128i reduce(__m128i lo, __m128i mid, __m128i hi)
 {
     __m128i t3 = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
     __m128i t6 = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
@@ -195,7 +200,7 @@ X86 static inline __m128i reduce(__m128i lo, __m128i mid, __m128i hi)
     return _mm_xor_si128(t6, t3);
 }
 
-X86 static inline __m128i gfmul(__m128i a, __m128i b)
+X86 ALWAYS_INLINE __m128i gfmul(__m128i a, __m128i b)
 {
     __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
     mul_acc(a, b, &lo, &mid, &hi);
@@ -242,11 +247,14 @@ X86 static void encrypt_block_x86(const gcmaccel_context *ctx, const unsigned ch
 
 X86 static void ctr_x86(gcmaccel_context *ctx, const unsigned char *in, unsigned char *out, size_t nblocks)
 {
-    __m128i rk[15] = {0}, h[8];
+    __m128i rk[15] = {0};
     load_round_keys(ctx, rk);
     int nr = rounds(ctx);
-    for (int i = 0; i < 8; i++)
-        h[i] = _mm_loadu_si128((const __m128i *)(const void *)ctx->hpow[i]);
+    /* The powers of H are read from ctx where they are used, not copied
+     * into locals: with the round keys they are more than x86-64's sixteen
+     * vector registers, and the compiler spilled the copies to stack slots
+     * no zeroize reaches (test_gcmaccel's stack probe found them). */
+#define HPOW(i) _mm_loadu_si128((const __m128i *)(const void *)ctx->hpow[i])
     const __m128i base = _mm_loadu_si128((const __m128i *)(const void *)ctx->y);
     uint32_t ctr = get_be32(ctx->y + 12);
     __m128i y = reflect(_mm_loadu_si128((const __m128i *)(const void *)ctx->buf));
@@ -277,7 +285,7 @@ X86 static void ctr_x86(gcmaccel_context *ctx, const unsigned char *in, unsigned
             __m128i g = reflect(decrypt ? x[i] : c);
             if (i == 0)
                 g = _mm_xor_si128(g, y);
-            mul_acc(g, h[7 - i], &lo, &mid, &hi);
+            mul_acc(g, HPOW(7 - i), &lo, &mid, &hi);
         }
         y = reduce(lo, mid, hi);
     }
@@ -288,12 +296,12 @@ X86 static void ctr_x86(gcmaccel_context *ctx, const unsigned char *in, unsigned
         __m128i x = _mm_loadu_si128((const __m128i *)(const void *)in);
         __m128i c = _mm_xor_si128(_mm_aesenclast_si128(b, rk[nr]), x);
         _mm_storeu_si128((__m128i *)(void *)out, c);
-        y = gfmul(_mm_xor_si128(y, reflect(decrypt ? x : c)), h[0]);
+        y = gfmul(_mm_xor_si128(y, reflect(decrypt ? x : c)), HPOW(0));
     }
+#undef HPOW
     _mm_storeu_si128((__m128i *)(void *)ctx->buf, reflect(y));
     put_be32(ctx->y + 12, ctr);
     mbedtls_platform_zeroize(rk, sizeof rk); /* the round keys, not left on the stack */
-    mbedtls_platform_zeroize(h, sizeof h);   /* the powers of H */
 }
 #endif
 
@@ -305,24 +313,24 @@ X86 static void ctr_x86(gcmaccel_context *ctx, const unsigned char *in, unsigned
  * shifts. AArch64 is little-endian here as x86 is, so the byte layouts match. */
 
 #ifdef HAVE_ARMV8_AES
-ARMV8 static inline uint8x16_t reflect_a(uint8x16_t x)
+ARMV8 ALWAYS_INLINE uint8x16_t reflect_a(uint8x16_t x)
 {
     uint8x16_t r = vrev64q_u8(x);
     return vextq_u8(r, r, 8);
 }
 
-ARMV8 static inline uint8x16_t pmull_lo(uint8x16_t a, uint8x16_t b)
+ARMV8 ALWAYS_INLINE uint8x16_t pmull_lo(uint8x16_t a, uint8x16_t b)
 {
     return vreinterpretq_u8_p128(vmull_p64((poly64_t)vgetq_lane_u64(vreinterpretq_u64_u8(a), 0),
                                            (poly64_t)vgetq_lane_u64(vreinterpretq_u64_u8(b), 0)));
 }
 
-ARMV8 static inline uint8x16_t pmull_hi(uint8x16_t a, uint8x16_t b)
+ARMV8 ALWAYS_INLINE uint8x16_t pmull_hi(uint8x16_t a, uint8x16_t b)
 {
     return vreinterpretq_u8_p128(vmull_high_p64(vreinterpretq_p64_u8(a), vreinterpretq_p64_u8(b)));
 }
 
-ARMV8 static inline void mul_acc_a(uint8x16_t a, uint8x16_t b, uint8x16_t *lo, uint8x16_t *mid, uint8x16_t *hi)
+ARMV8 ALWAYS_INLINE void mul_acc_a(uint8x16_t a, uint8x16_t b, uint8x16_t *lo, uint8x16_t *mid, uint8x16_t *hi)
 {
     uint8x16_t a_swapped = vextq_u8(a, a, 8); /* a's halves exchanged: hi·lo and lo·hi as two low products */
     *lo = veorq_u8(*lo, pmull_lo(a, b));
@@ -335,7 +343,7 @@ ARMV8 static inline void mul_acc_a(uint8x16_t a, uint8x16_t b, uint8x16_t *lo, u
 #define U32(x) vreinterpretq_u32_u8(x)
 #define U8(x) vreinterpretq_u8_u32(x)
 
-ARMV8 static inline uint8x16_t reduce_a(uint8x16_t lo, uint8x16_t mid, uint8x16_t hi)
+ARMV8 ALWAYS_INLINE uint8x16_t reduce_a(uint8x16_t lo, uint8x16_t mid, uint8x16_t hi)
 {
     uint8x16_t t3 = veorq_u8(lo, SHL_BYTES(mid, 8));
     uint8x16_t t6 = veorq_u8(hi, SHR_BYTES(mid, 8));
@@ -359,7 +367,7 @@ ARMV8 static inline uint8x16_t reduce_a(uint8x16_t lo, uint8x16_t mid, uint8x16_
     return veorq_u8(t6, t3);
 }
 
-ARMV8 static inline uint8x16_t gfmul_a(uint8x16_t a, uint8x16_t b)
+ARMV8 ALWAYS_INLINE uint8x16_t gfmul_a(uint8x16_t a, uint8x16_t b)
 {
     uint8x16_t lo = vdupq_n_u8(0), mid = lo, hi = lo;
     mul_acc_a(a, b, &lo, &mid, &hi);
@@ -386,7 +394,7 @@ ARMV8 static void ghash_armv8(const gcmaccel_context *ctx, unsigned char acc[16]
     mbedtls_platform_zeroize(&h1, sizeof h1); /* H, not left on the stack */
 }
 
-ARMV8 static inline uint8x16_t aes_a(const uint8x16_t rk[15], int nr, uint8x16_t b)
+ARMV8 ALWAYS_INLINE uint8x16_t aes_a(const uint8x16_t rk[15], int nr, uint8x16_t b)
 {
     for (int r = 0; r < nr - 1; r++)
         b = vaesmcq_u8(vaeseq_u8(b, rk[r]));
@@ -411,12 +419,13 @@ ARMV8 static void encrypt_block_armv8(const gcmaccel_context *ctx, const unsigne
 
 ARMV8 static void ctr_armv8(gcmaccel_context *ctx, const unsigned char *in, unsigned char *out, size_t nblocks)
 {
-    uint8x16_t rk[15], h[8];
+    uint8x16_t rk[15];
     memset(rk, 0, sizeof rk);
     load_round_keys_a(ctx, rk);
     int nr = rounds(ctx);
-    for (int i = 0; i < 8; i++)
-        h[i] = vld1q_u8(ctx->hpow[i]);
+    /* The powers of H are read from ctx where they are used, as on x86-64:
+     * copied into locals, some were spilled where no zeroize reaches. */
+#define HPOW(i) vld1q_u8(ctx->hpow[i])
     const uint32x4_t base = vreinterpretq_u32_u8(vld1q_u8(ctx->y));
     uint32_t ctr = get_be32(ctx->y + 12);
     uint8x16_t y = reflect_a(vld1q_u8(ctx->buf));
@@ -443,7 +452,7 @@ ARMV8 static void ctr_armv8(gcmaccel_context *ctx, const unsigned char *in, unsi
             uint8x16_t g = reflect_a(decrypt ? x[i] : c);
             if (i == 0)
                 g = veorq_u8(g, y);
-            mul_acc_a(g, h[7 - i], &lo, &mid, &hi);
+            mul_acc_a(g, HPOW(7 - i), &lo, &mid, &hi);
         }
         y = reduce_a(lo, mid, hi);
     }
@@ -452,12 +461,12 @@ ARMV8 static void ctr_armv8(gcmaccel_context *ctx, const unsigned char *in, unsi
         uint8x16_t x = vld1q_u8(in);
         uint8x16_t c = veorq_u8(aes_a(rk, nr, b), x);
         vst1q_u8(out, c);
-        y = gfmul_a(veorq_u8(y, reflect_a(decrypt ? x : c)), h[0]);
+        y = gfmul_a(veorq_u8(y, reflect_a(decrypt ? x : c)), HPOW(0));
     }
+#undef HPOW
     vst1q_u8(ctx->buf, reflect_a(y));
     put_be32(ctx->y + 12, ctr);
     mbedtls_platform_zeroize(rk, sizeof rk); /* the round keys, not left on the stack */
-    mbedtls_platform_zeroize(h, sizeof h);   /* the powers of H */
 }
 #endif
 

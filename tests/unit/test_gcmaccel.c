@@ -9,6 +9,7 @@
  * release builds (OUTPOST_GCM_ALT) also through mbedTLS: its GCM
  * self-test and the vectors through mbedtls_gcm_* and mbedtls_cipher (what
  * the TLS record layer calls), which then run on this module. */
+#define MBEDTLS_ALLOW_PRIVATE_ACCESS /* the key schedule, to look for it */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -240,6 +241,92 @@ static void test_counter_wrap(void **state)
     }
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define STACK_PROBE 0 /* ASan moves locals off the stack: nothing to see there */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STACK_PROBE 0
+#endif
+#endif
+#ifndef STACK_PROBE
+#define STACK_PROBE 1
+#endif
+
+#if STACK_PROBE
+/* How many of the `count` 16-byte secrets lie in the stack below the
+ * caller's frame: an uninitialised array there holds what the calls made
+ * before it left behind. (Reading it is reading stale memory on purpose,
+ * through volatile so that the compiler keeps every read.) */
+__attribute__((noinline)) static size_t stack_residue(const unsigned char (*secrets)[16], size_t count)
+{
+    unsigned char stale[32768];
+    /* Tells the compiler the array may have been written (it was, by the
+     * calls before), so it neither warns nor assumes anything of it. */
+    __asm__ volatile("" : : "r"(stale) : "memory");
+    const volatile unsigned char *probe = stale;
+    size_t found = 0;
+    for (size_t off = 0; off + 16 <= sizeof stale; off++)
+        for (size_t k = 0; k < count; k++) {
+            size_t i = 0;
+            while (i < 16 && probe[off + i] == secrets[k][i])
+                i++;
+            if (i == 16 && getenv("GCM_PROBE_DEBUG")) /* which secret, where: for a failing run */
+                fprintf(stderr, "secret %zu at offset %zu\n", k, off);
+            found += i == 16;
+        }
+    return found;
+}
+
+/* One message through every implementation the CPU has, and then none of
+ * the round keys after the first, nor H or its powers, may be left in the
+ * stack the calls used (finding 32: they were; the first round key is the
+ * key itself, which the caller holds anyway). */
+static void test_no_key_material_left_on_the_stack(void **state)
+{
+    (void)state;
+    static const unsigned char key[16] = {0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6,
+                                          0xab, 0xf7, 0x15, 0x88, 0x09, 0xcf, 0x4f, 0x3c};
+    static const unsigned char iv[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    for (size_t i = 0; i < COUNT(ALL); i++) {
+        if (!gcmaccel_available(ALL[i]))
+            continue;
+        gcmaccel_context *ctx = malloc(sizeof *ctx);
+        unsigned char(*secrets)[16] = malloc(20 * sizeof *secrets);
+        unsigned char *text = calloc(1, 4096), tag[16];
+        assert_non_null(ctx);
+        assert_non_null(secrets);
+        assert_non_null(text);
+        gcmaccel_init(ctx, ALL[i]);
+        assert_int_equal(gcmaccel_setkey(ctx, key, 128), 0);
+        const unsigned char *rk =
+            (const unsigned char *)(ctx->aes.MBEDTLS_PRIVATE(buf) + ctx->aes.MBEDTLS_PRIVATE(rk_offset));
+        size_t count = 0;
+        for (int r = 1; r <= 10; r++)
+            memcpy(secrets[count++], rk + 16 * r, 16);
+        if (ALL[i] != GCMACCEL_PORTABLE) /* the CPU paths keep H^1..H^8 in hpow */
+            for (int p = 0; p < 8; p++)
+                memcpy(secrets[count++], ctx->hpow[p], 16);
+        assert_int_equal(gcmaccel_crypt_and_tag(ctx, MBEDTLS_GCM_ENCRYPT, 4096 - 3, iv, sizeof iv, iv, 5, text, text,
+                                                sizeof tag, tag),
+                         0);
+        size_t left = stack_residue((const unsigned char(*)[16])secrets, count);
+        print_message("%s: %u copies of its %u round keys and powers of H left on the stack\n", gcmaccel_name(ALL[i]),
+                      (unsigned)left, (unsigned)count);
+        gcmaccel_free(ctx);
+        free(ctx);
+        free(secrets);
+        free(text);
+        assert_int_equal(left, 0);
+    }
+}
+#else
+static void test_no_key_material_left_on_the_stack(void **state)
+{
+    (void)state;
+    print_message("a sanitizer build keeps locals off the stack: nothing to probe\n");
+}
+#endif
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -371,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_long_messages_match_portable),
         cmocka_unit_test(test_counter_wrap),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_no_key_material_left_on_the_stack),
         cmocka_unit_test(test_through_mbedtls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
