@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import time
 
-from nginx_helper import start_nginx
+from nginx_helper import PLATFORM_ROUTES, start_nginx
 from servers import free_port, stop_process
 
 TOKEN = "bench-token-x"
@@ -45,16 +45,7 @@ BODY = """
         ssl_certificate {cert};
         ssl_certificate_key {key};
         ssl_protocols TLSv1.2 TLSv1.3;
-        location = /v2/auth/token/access {{
-            default_type application/json;
-            return 200 '{{"access_token":"{token}","expires_in":900}}';
-        }}
-        location = /v2/installer/windows/latest {{
-            alias {installer};
-            default_type application/octet-stream;
-            add_header X-Installer-Version "{version}" always;
-            add_header Content-Disposition 'attachment; filename="SensorSetup.exe"' always;
-        }}
+{routes}
     }}
 }}
 """
@@ -69,8 +60,9 @@ class Nginx:
         self.http_url = f"http://127.0.0.1:{self.http_port}"
         # A host name, not the address: the name outpost's users give.
         self.https_url = f"https://localhost:{self.https_port}"
+        routes = PLATFORM_ROUTES.format(token=TOKEN, installer=installer, version=version)
         body = BODY.format(dir=self.dir, http_port=self.http_port, https_port=self.https_port,
-                           cert=cert, key=key, token=TOKEN, installer=installer, version=version)
+                           cert=cert, key=key, routes=routes)
         try:
             self.process = start_nginx(self.dir, body, [("127.0.0.1", self.http_port),
                                                         ("127.0.0.1", self.https_port)], timeout)

@@ -52,6 +52,22 @@ http {{
     scgi_temp_path {dir}/tmp/scgi;
 """
 
+# The two platform routes an installer check needs, served statically (no
+# simulator): the token answer and the installer file with the headers the
+# API document names. For a server block; format with token, installer and
+# version. The benchmarks' nginx and test_tls_session's serve these.
+PLATFORM_ROUTES = """\
+        location = /v2/auth/token/access {{
+            default_type application/json;
+            return 200 '{{"access_token":"{token}","expires_in":900}}';
+        }}
+        location = /v2/installer/windows/latest {{
+            alias {installer};
+            default_type application/octet-stream;
+            add_header X-Installer-Version "{version}" always;
+            add_header Content-Disposition 'attachment; filename="SensorSetup.exe"' always;
+        }}"""
+
 
 def start_nginx(directory: str, body: str, listens: list[tuple[str, int]], timeout: float = 10.0) -> subprocess.Popen:
     """Writes HEAD + body (the rest of the http block, closed) as

@@ -41,7 +41,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from nginx_helper import start_nginx
+from nginx_helper import PLATFORM_ROUTES, start_nginx
 from outpost_run import OUTPOST, outpost
 from squid_helper import Squid
 from servers import free_port, stop_process
@@ -119,16 +119,7 @@ BODY = """
         ssl_protocols TLSv1.2 TLSv1.3;
         ssl_session_tickets on;
         ssl_session_timeout 30d;
-        location = /v2/auth/token/access {{
-            default_type application/json;
-            return 200 '{{"access_token":"session-test-token","expires_in":900}}';
-        }}
-        location = /v2/installer/windows/latest {{
-            alias {installer};
-            default_type application/octet-stream;
-            add_header X-Installer-Version "{version}" always;
-            add_header Content-Disposition 'attachment; filename="SensorSetup.exe"' always;
-        }}
+{routes}
     }}
 }}
 """
@@ -138,7 +129,8 @@ class Server:
     def __init__(self, port: int, cert: Path, key: Path, installer: Path):
         self.port = port
         self.dir = tempfile.mkdtemp(prefix="outpost-tls-session-nginx-")
-        body = BODY.format(dir=self.dir, port=port, cert=cert, key=key, installer=installer, version=VERSION)
+        routes = PLATFORM_ROUTES.format(token="session-test-token", installer=installer, version=VERSION)
+        body = BODY.format(dir=self.dir, port=port, cert=cert, key=key, routes=routes)
         self.process = start_nginx(self.dir, body, [("127.0.0.1", port)])
 
     def installer_requests(self) -> list:
