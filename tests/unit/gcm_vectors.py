@@ -23,6 +23,7 @@ test_gcmaccel.c (run once; the .inc is committed, fixed):
 """
 import ctypes
 import ctypes.util
+import functools
 import re
 import sys
 from pathlib import Path
@@ -83,8 +84,9 @@ def lengths():
     return rows
 
 
-def openssl_gcm_seal(key: bytes, iv: bytes, aad: bytes, pt: bytes) -> bytes:
-    """AES-GCM encryption by OpenSSL's libcrypto (EVP): ciphertext || 16-byte tag."""
+@functools.lru_cache(maxsize=None)
+def libcrypto() -> ctypes.CDLL:
+    """OpenSSL's libcrypto with the EVP calls the IV vectors use declared (once)."""
     lib = ctypes.CDLL(ctypes.util.find_library("crypto") or "libcrypto.so.3")
     lib.EVP_CIPHER_CTX_new.restype = ctypes.c_void_p
     lib.EVP_get_cipherbyname.restype = ctypes.c_void_p
@@ -99,6 +101,12 @@ def openssl_gcm_seal(key: bytes, iv: bytes, aad: bytes, pt: bytes) -> bytes:
     lib.EVP_EncryptFinal_ex.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
     lib.EVP_CIPHER_CTX_ctrl.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
     lib.EVP_CIPHER_CTX_free.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+def openssl_gcm_seal(key: bytes, iv: bytes, aad: bytes, pt: bytes) -> bytes:
+    """AES-GCM encryption by OpenSSL's libcrypto (EVP): ciphertext || 16-byte tag."""
+    lib = libcrypto()
     EVP_CTRL_GCM_SET_IVLEN, EVP_CTRL_GCM_GET_TAG = 0x9, 0x10
     ctx = lib.EVP_CIPHER_CTX_new()
     cipher = lib.EVP_get_cipherbyname(f"aes-{len(key) * 8}-gcm".encode())
