@@ -168,10 +168,11 @@ def site(tmp_path):
         server.stop()
 
 
-def config(tmp_path: Path, port: int, ca: Path, **tls) -> tuple[Path, Path]:
+def config(tmp_path: Path, port: int, ca: Path, proxy: str | None = None, **tls) -> tuple[Path, Path]:
     state = tmp_path / "state"
     doc = {
         "base_url": f"https://localhost:{port}",
+        **({"proxy": proxy} if proxy else {}),
         "state_dir": str(state),
         "tls": {"ca_file": str(ca), **tls},
         "installer": {"installed_version": "1.0", "verify": {"require_signature": False}},
@@ -330,10 +331,7 @@ def test_through_a_proxy_the_session_is_the_origins(site, tmp_path):
     the 24 h cap."""
     server = site.serve(make_leaf(tmp_path, site.ca, 10 * 24 * HOUR))
     with Squid.start() as proxy:
-        cfg, state = config(tmp_path, site.port, site.ca[2])
-        doc = json.loads(cfg.read_text())
-        doc["proxy"] = proxy.url
-        cfg.write_text(json.dumps(doc))
+        cfg, state = config(tmp_path, site.port, site.ca[2], proxy=proxy.url)
         r = check(cfg)
         assert r.returncode == 10, r.stderr
         assert any(e["method"] == "CONNECT" and e["url"] == f"localhost:{site.port}" for e in proxy.access_log())
@@ -341,10 +339,7 @@ def test_through_a_proxy_the_session_is_the_origins(site, tmp_path):
         n = len(server.installer_requests())
         assert check(cfg, 60).returncode == 10
         assert reused(server, n) == ["r"], "the session kept through the proxy must resume through it"
-        direct, _ = config(tmp_path, site.port, site.ca[2])
-        doc = json.loads(direct.read_text())
-        doc["proxy"] = "direct"
-        direct.write_text(json.dumps(doc))
+        direct, _ = config(tmp_path, site.port, site.ca[2], proxy="direct")
         n = len(server.installer_requests())
         assert check(direct, 120).returncode == 10
         assert reused(server, n) == ["r"], "the same origin and trust without the proxy is the same session"
